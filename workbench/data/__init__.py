@@ -1,0 +1,37 @@
+"""Data model and loaders: LoCoMo, LongMemEval and the project's own sample conversations."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .locomo import CATEGORY_NAMES, load_locomo
+from .longmemeval import load_longmemeval
+from .types import QA, Conversation, Dataset, DatasetError, Session, Turn
+
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def sample_path(name: str = "sample_conversations") -> Path:
+    """Path of a project sample file (``sample_conversations`` or ``tiny_conversation``)."""
+    return SAMPLE_DIR / f"{name}.json"
+
+
+def load_sample(name: str = "sample_conversations") -> Dataset:
+    return load_locomo(sample_path(name))
+
+
+def load_dataset(spec: str) -> Dataset:
+    """Load from a spec: ``sample``, ``tiny``, ``locomo:<path>`` or ``longmemeval:<path>``."""
+    if spec == "sample":
+        return load_sample()
+    if spec == "tiny":
+        return load_sample("tiny_conversation")
+    kind, _, path = spec.partition(":")
+    if kind == "locomo" and path:
+        return load_locomo(path)
+    if kind == "longmemeval" and path:
+        return load_longmemeval(path)
+    raise ValueError(f"unknown data spec {spec!r}: use sample, tiny, locomo:<path> or longmemeval:<path>")
+
+
+__all__ = ["QA", "Conversation", "Dataset", "DatasetError", "Session", "Turn", "CATEGORY_NAMES",
+           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path"]

@@ -1,0 +1,91 @@
+"""Loader for LongMemEval (oracle / ``_s`` / ``_m`` files; xiaowu0162/LongMemEval).
+
+Each question owns its haystack, so every item becomes one ``Conversation`` holding one ``QA``.
+Turn ids are ``<session_id>:<index>`` (1-based). Gold evidence = the turns flagged ``has_answer``;
+when an item flags none, the turns of ``answer_session_ids`` are used and the fallback is counted.
+Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+from .types import QA, Conversation, Dataset, DatasetError, Session, Turn
+
+QUESTION_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "temporal-reasoning",
+    "knowledge-update",
+    "multi-session",
+)
+REQUIRED = ("question_id", "question_type", "question", "answer", "question_date", "haystack_dates",
+            "haystack_session_ids", "haystack_sessions", "answer_session_ids")
+
+
+def parse_lme_date(text: str) -> datetime:
+    """Parse ``"2023/05/28 (Sun) 19:47"``."""
+    return datetime.strptime(str(text).strip(), "%Y/%m/%d (%a) %H:%M")
+
+
+def _check(cond, file, loc, what):
+    if not cond:
+        raise DatasetError(file, loc, what)
+
+
+def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
+    loc = f"item[{i}]"
+    _check(isinstance(raw, dict), file, loc, "must be an object")
+    for key in REQUIRED:
+        _check(key in raw, file, f"{loc}.{key}", "missing")
+    qid = raw["question_id"]
+    loc = f"item[{i}] ({qid})"
+    _check(raw["question_type"] in QUESTION_TYPES, file, f"{loc}.question_type", f"unknown type {raw['question_type']!r}")
+    dates, ids, hay = raw["haystack_dates"], raw["haystack_session_ids"], raw["haystack_sessions"]
+    _check(isinstance(hay, list) and len(dates) == len(ids) == len(hay), file, f"{loc}.haystack_sessions",
+           "haystack_dates, haystack_session_ids and haystack_sessions must be lists of equal length")
+    try:
+        qdate = parse_lme_date(raw["question_date"])
+    except ValueError as exc:
+        raise DatasetError(file, f"{loc}.question_date", str(exc)) from None
+    sessions, has_answer = [], []
+    for j, (d, sid, turns) in enumerate(sorted(zip(dates, ids, hay), key=lambda x: parse_lme_date(x[0]))):
+        # The oracle file is not sorted by time; S/M are. Sorting makes both chronological.
+        when = parse_lme_date(d)
+        _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{sid}]", "must be a list of turns")
+        out = []
+        for k, t in enumerate(turns, start=1):
+            tloc = f"{loc}.haystack_sessions[{sid}][{k - 1}]"
+            _check(isinstance(t, dict) and isinstance(t.get("role"), str) and isinstance(t.get("content"), str),
+                   file, tloc, "turn needs string 'role' and 'content'")
+            tid = f"{sid}:{k}"
+            if t.get("has_answer"):
+                has_answer.append(tid)
+            out.append(Turn(tid, t["role"], t["content"], str(sid), when, {"has_answer": bool(t.get("has_answer"))}))
+        sessions.append(Session(str(sid), when, tuple(out), str(d)))
+    evidence = tuple(has_answer)
+    if not evidence:
+        answer_sessions = set(map(str, raw["answer_session_ids"]))
+        evidence = tuple(t.id for s in sessions if s.id in answer_sessions for t in s.turns)
+        skipped["evidence_from_answer_sessions"] += 1
+    extras = {"answer_session_ids": tuple(map(str, raw["answer_session_ids"])), "abstention": str(qid).endswith("_abs")}
+    qa = QA(str(qid), raw["question"], str(raw["answer"]), raw["question_type"], evidence, qdate, extras)
+    return Conversation(str(qid), ("user", "assistant"), tuple(sessions), (qa,), file)
+
+
+def load_longmemeval(path: str | Path, *, limit: int | None = None) -> Dataset:
+    path = Path(path)
+    file = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(file, "<file>", "file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    _check(isinstance(data, list), file, "<top level>", "must be a list of question items")
+    skipped: Counter = Counter()
+    convs = tuple(_item(file, i, raw, skipped) for i, raw in enumerate(data[:limit] if limit else data))
+    return Dataset(path.stem, convs, dict(skipped))

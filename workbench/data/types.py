@@ -1,0 +1,124 @@
+"""Frozen data model shared by loaders, methods and the evaluation harness.
+
+Inputs (``Conversation``) and labels (``QA.answer``/``QA.evidence``) travel separately: methods get
+conversations and question strings only; the harness gives gold data to metrics and judges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+
+class DatasetError(ValueError):
+    """Malformed dataset input. Names the file, the record and the field that is wrong."""
+
+    def __init__(self, file: str, location: str, what: str):
+        self.file, self.location, self.what = str(file), location, what
+        super().__init__(f"{file}: {location}: {what}")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message. ``id`` is the dataset's own id (LoCoMo ``D3:7``; LongMemEval ``<session>:<i>``)."""
+
+    id: str
+    speaker: str
+    text: str
+    session_id: str
+    time: datetime | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def content(self) -> str:
+        """Text as every method sees it: image turns get their caption appended once, the same
+        way for every method (LoCoMo image turns carry ``blip_caption``)."""
+        caption = self.extras.get("blip_caption") if self.extras else None
+        if caption:
+            return f"{self.text} [shares an image: {caption}]"
+        return self.text
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    date_time: datetime | None
+    turns: tuple[Turn, ...]
+    date_text: str = ""
+
+
+@dataclass(frozen=True)
+class QA:
+    """A question with its gold answer. ``category`` is LoCoMo's integer or LongMemEval's type."""
+
+    id: str
+    question: str
+    answer: str
+    category: int | str
+    evidence: tuple[str, ...] = ()
+    time: datetime | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    speakers: tuple[str, ...]
+    sessions: tuple[Session, ...]
+    qa: tuple[QA, ...] = ()
+    source: str = ""
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        return tuple(t for s in self.sessions for t in s.turns)
+
+    def turn(self, turn_id: str) -> Turn:
+        for t in self.turns:
+            if t.id == turn_id:
+                return t
+        raise KeyError(turn_id)
+
+    def session_of(self, turn_id: str) -> Session:
+        for s in self.sessions:
+            for t in s.turns:
+                if t.id == turn_id:
+                    return s
+        raise KeyError(turn_id)
+
+    def without_qa(self) -> "Conversation":
+        """The conversation with labels removed: what a method is allowed to see."""
+        return Conversation(self.id, self.speakers, self.sessions, (), self.source)
+
+    def head(self, n_sessions: int) -> "Conversation":
+        """The first ``n_sessions`` sessions and the questions whose evidence lies inside them."""
+        sessions = self.sessions[:n_sessions]
+        ids = {t.id for s in sessions for t in s.turns}
+        qa = tuple(q for q in self.qa if q.evidence and set(q.evidence) <= ids)
+        return Conversation(self.id, self.speakers, sessions, qa, self.source)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded benchmark: conversations plus a report of what the loader skipped or repaired."""
+
+    name: str
+    conversations: tuple[Conversation, ...]
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter(self.conversations)
+
+    def __len__(self) -> int:
+        return len(self.conversations)
+
+    def __getitem__(self, i):
+        if isinstance(i, str):
+            for c in self.conversations:
+                if c.id == i:
+                    return c
+            raise KeyError(i)
+        return self.conversations[i]
+
+    @property
+    def questions(self) -> tuple[QA, ...]:
+        return tuple(q for c in self.conversations for q in c.qa)

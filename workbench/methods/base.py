@@ -1,0 +1,262 @@
+"""``MemoryMethod``: the scikit-learn-shaped contract every memory method follows.
+
+    m = HyMem(llm=llm, embedder=emb, top_k=10)   # keyword-only params with paper defaults
+    m.ingest(conversation)                       # build memory (phase "construct"); returns self
+    ans = m.answer("When did ...?")              # -> Answer with steps, context and usage
+    m.memories(); m.events; m.as_retriever(); m.save(path); Method.load(path, llm=..., embedder=...)
+
+Rules (checked by ``workbench.testing.contract``): ``__init__`` only stores its arguments under
+their own names; built state lives in attributes ending in ``_``; ``ingest`` starts fresh and
+never sees labels (the QA list is stripped); ``answer`` sees only the question (and the date it
+is asked on); every stored unit keeps the ids of its source turns.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import pickle
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+from ..data import Conversation
+from ..llm.ledger import llm_tags, track
+from ..trace import Answer, Hit, MemoryEvent, Step, Usage
+
+SERVICE_PARAMS = ("llm", "embedder")
+
+
+class NotIngestedError(RuntimeError):
+    """``answer``/``memories`` was called before ``ingest``."""
+
+
+@dataclass
+class StepBuilder:
+    """Mutable while a step runs; frozen into a ``Step`` when its block ends."""
+
+    kind: str
+    title: str
+    data: dict = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+
+
+def _service_repr(value) -> str:
+    name = getattr(value, "model", None) or getattr(value, "name", None)
+    return repr(name) if name else type(value).__name__
+
+
+class MemoryMethod:
+    """Base class. Subclasses implement ``_build(conv)``, ``_answer(question, now)`` and
+    ``_units()``, and usually ``as_retriever()``."""
+
+    name: ClassVar[str] = "base"
+
+    # -- parameters (scikit-learn style) -------------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        names = []
+        for p in sig.parameters.values():
+            if p.name == "self":
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"{cls.__name__}.__init__ must not take *args/**kwargs")
+            names.append(p.name)
+        return names
+
+    @classmethod
+    def _defaults(cls) -> dict:
+        sig = inspect.signature(cls.__init__)
+        return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
+
+    def get_params(self, deep: bool = False) -> dict:
+        return {n: getattr(self, n) for n in self._param_names()}
+
+    def set_params(self, **params) -> "MemoryMethod":
+        valid = self._param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; valid: {valid}")
+            setattr(self, key, value)
+        return self
+
+    def clone(self, **overrides) -> "MemoryMethod":
+        """An unbuilt copy with the same parameters (services shared), optionally overridden."""
+        return type(self)(**{**self.get_params(), **overrides})
+
+    def config(self) -> dict:
+        """JSON-able parameters: services replaced by their model/name."""
+        out = {}
+        for k, v in self.get_params().items():
+            if k in SERVICE_PARAMS:
+                out[k] = (getattr(v, "model", None) or getattr(v, "name", None)) if v is not None else None
+            elif isinstance(v, MemoryMethod):
+                out[k] = {"method": v.name, **v.config()}
+            elif hasattr(v, "name") and not isinstance(v, (str, int, float, bool, type(None), list, tuple, dict)):
+                out[k] = getattr(v, "name")
+            else:
+                out[k] = v
+        return json.loads(json.dumps(out, default=str))
+
+    def params_hash(self) -> str:
+        """Stable hash of the configuration (used to key results and saved memories)."""
+        blob = json.dumps({"method": self.name, **self.config()}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def __repr__(self) -> str:
+        defaults = self._defaults()
+        parts = []
+        for k, v in self.get_params().items():
+            if k in SERVICE_PARAMS:
+                if v is not None:
+                    parts.append(f"{k}={_service_repr(v)}")
+            elif defaults.get(k, inspect.Parameter.empty) != v:
+                parts.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    # -- building --------------------------------------------------------------------------------
+    def ingest(self, conversation: Conversation) -> "MemoryMethod":
+        """Build memory from a conversation, from scratch. Gold QA is stripped before the method sees it."""
+        if not isinstance(conversation, Conversation):
+            raise TypeError(f"ingest() takes a Conversation, got {type(conversation).__name__}")
+        self._validate_params()
+        conv = conversation.without_qa()
+        self.events_: list[MemoryEvent] = []
+        self.conversation_ = conv
+        self._reset()
+        with llm_tags(method=self.name, phase="construct"), track() as calls:
+            self._build(conv)
+        self.construction_usage_ = Usage.total(c.usage for c in calls)
+        self.construction_calls_ = len(calls)
+        return self
+
+    def _validate_params(self) -> None:
+        """Check parameter values (called by ``ingest``; ``__init__`` does no validation)."""
+        if "llm" in self._param_names() and getattr(self, "llm", None) is None:
+            raise ValueError(f"{type(self).__name__} needs llm=... (see workbench.llm.default_llm)")
+        if "embedder" in self._param_names() and getattr(self, "embedder", None) is None:
+            raise ValueError(f"{type(self).__name__} needs embedder=... (see workbench.embed)")
+
+    def _reset(self) -> None:
+        """Clear built state before a new ingest (subclasses override)."""
+
+    def _build(self, conv: Conversation) -> None:
+        raise NotImplementedError
+
+    @property
+    def is_ingested(self) -> bool:
+        return hasattr(self, "conversation_")
+
+    def _check_ingested(self) -> None:
+        if not self.is_ingested:
+            raise NotIngestedError(f"{type(self).__name__}: call ingest(conversation) first")
+
+    # -- answering -------------------------------------------------------------------------------
+    def answer(self, question: str, *, now: datetime | None = None) -> Answer:
+        """Answer from memory. ``now`` is when the question is asked (LongMemEval's question date)."""
+        self._check_ingested()
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        with llm_tags(method=self.name, phase="query"), track() as calls:
+            ans = self._answer(question, now=now)
+        return replace(ans, usage=Usage.total(c.usage for c in calls), method=self.name)
+
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        raise NotImplementedError
+
+    @contextmanager
+    def step(self, steps: list[Step], kind: str, title: str) -> Iterator[StepBuilder]:
+        """Record one decision: calls made inside the block are attached to the step."""
+        builder = StepBuilder(kind, title)
+        with track() as calls:
+            yield builder
+        steps.append(Step(builder.kind, builder.title, builder.data, tuple(builder.hits), tuple(calls)))
+
+    # -- inspection ------------------------------------------------------------------------------
+    def memories(self):
+        """One row per stored unit: id, kind, text, source_ids, time, plus method-specific columns."""
+        import pandas as pd
+
+        self._check_ingested()
+        rows = self._units()
+        base = ["id", "kind", "text", "source_ids", "time"]
+        extra = sorted({k for r in rows for k in r} - set(base))
+        return pd.DataFrame(rows, columns=base + extra)
+
+    def _units(self) -> list[dict]:
+        raise NotImplementedError
+
+    @property
+    def events(self) -> tuple[MemoryEvent, ...]:
+        return tuple(getattr(self, "events_", ()))
+
+    def _emit(self, kind: str, unit_id: str, *, before: str | None = None, after: str | None = None,
+              cause: str = "", source_ids=(), time=None, **data) -> MemoryEvent:
+        event = MemoryEvent(len(self.events_), kind, unit_id, before, after, cause, tuple(source_ids),
+                            time, self.name, data)
+        self.events_.append(event)
+        return event
+
+    def as_retriever(self):
+        """A ``Retriever`` over this method's memory (MemR3 and comparisons drive it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose a retriever")
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write ``params.json`` (readable) and ``state.pkl`` (built state; services excluded).
+
+        The state file is a pickle: load only files you trust.
+        """
+        self._check_ingested()
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "params.json").write_text(json.dumps({"method": self.name, "class": type(self).__name__,
+                                                      "params": self.config()}, indent=2, sort_keys=True))
+        state = {k: v for k, v in self.__dict__.items() if k.endswith("_") and not k.startswith("_")}
+        with open(path / "state.pkl", "wb") as f:
+            pickle.dump(state, f)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, llm=None, embedder=None, **params) -> "MemoryMethod":
+        """Rebuild a saved method without any LLM call; pass services (and any non-JSON params)."""
+        path = Path(path)
+        meta = json.loads((path / "params.json").read_text())
+        if meta["method"] != cls.name and cls is not MemoryMethod:
+            raise ValueError(f"{path} holds a {meta['method']} memory, not {cls.name}")
+        saved = {k: v for k, v in meta["params"].items() if k not in SERVICE_PARAMS and not isinstance(v, dict)}
+        names = cls._param_names()
+        kwargs = {k: v for k, v in {**saved, **params}.items() if k in names}
+        if "llm" in names:
+            kwargs["llm"] = llm
+        if "embedder" in names:
+            kwargs["embedder"] = embedder
+        for k, v in kwargs.items():
+            if isinstance(v, list) and isinstance(cls._defaults().get(k), tuple):
+                kwargs[k] = tuple(v)
+        obj = cls(**kwargs)
+        with open(path / "state.pkl", "rb") as f:
+            obj.__dict__.update(pickle.load(f))
+        obj._restore_services()
+        return obj
+
+    def _restore_services(self) -> None:
+        """Re-attach the embedder to stores after unpickling (stores drop it when pickled)."""
+        from .store import UnitStore
+
+        def visit(value, depth=0):
+            if isinstance(value, UnitStore):
+                value.embedder = self.embedder
+            elif depth < 2 and isinstance(value, dict):
+                for v in value.values():
+                    visit(v, depth + 1)
+            elif depth < 2 and isinstance(value, (list, tuple)):
+                for v in value:
+                    visit(v, depth + 1)
+
+        for k, v in self.__dict__.items():
+            if k.endswith("_"):
+                visit(v)

@@ -1,0 +1,181 @@
+"""The baselines every memory paper compares against, plus an eager extractor for cost comparison.
+
+- ``FullContext``: the whole conversation (with session dates) in one prompt per question.
+- ``NaiveRAG``: chunks (by turn, by session, or token windows that never split a message),
+  cosine top-k, one answer prompt.
+- ``EagerFacts``: Mem0-style eager construction — one LLM call per exchange extracting facts —
+  so that the construction cost of consolidating methods (RecMem) can be set against an eager one
+  on the same turns. Departure from Mem0: no second ADD/UPDATE/DELETE call per fact (the issue
+  asks for one call per exchange); answering is top-k facts into the shared answer prompt.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ..data import Conversation
+from ..llm.tokens import count_tokens
+from ..trace import Answer, Hit
+from . import baselines_prompts as P
+from .base import MemoryMethod
+from .common import exchanges, format_conversation, format_date, format_hits, format_turn, question_date_line
+from .store import MemoryUnit, UnitStore
+
+
+def answer_from_hits(method: MemoryMethod, question: str, hits: list[Hit], now, steps, *, role: str) -> str:
+    """The shared answer call of the retrieval baselines."""
+    with method.step(steps, "answer", "Answer from retrieved memories") as s:
+        prompt = P.ANSWER_FROM_CONTEXT.format(context=format_hits(hits), now_line=question_date_line(now),
+                                              question=question)
+        text = method.llm.complete(prompt, role=role).text.strip()
+        s.data["answer"] = text
+    return text
+
+
+class FullContext(MemoryMethod):
+    """Whole conversation in the prompt. Context (for evidence recall) is every turn."""
+
+    name = "full_context"
+
+    def __init__(self, *, llm=None):
+        self.llm = llm
+
+    def _build(self, conv: Conversation) -> None:
+        self.text_ = format_conversation(conv)
+        self.turn_units_ = [MemoryUnit(t.id, "turn", format_turn(t, with_date=True), (t.id,), t.time)
+                            for t in conv.turns]
+        self.prompt_tokens_ = count_tokens(self.text_)
+
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps = []
+        context = tuple(u.hit(1.0) for u in self.turn_units_)
+        with self.step(steps, "answer", "Answer from the full conversation") as s:
+            prompt = P.ANSWER_FROM_CONVERSATION.format(conversation=self.text_, now_line=question_date_line(now),
+                                                       question=question)
+            text = self.llm.complete(prompt, role="full_context.answer").text.strip()
+            s.data.update(answer=text, conversation_tokens=self.prompt_tokens_)
+        return Answer(question, text, tuple(steps), context)
+
+    def _units(self) -> list[dict]:
+        return [u.row() for u in self.turn_units_]
+
+
+class NaiveRAG(MemoryMethod):
+    """Chunk, embed, cosine top-k, answer. ``chunking``: ``turn`` | ``session`` | ``window``."""
+
+    name = "naive_rag"
+
+    def __init__(self, *, llm=None, embedder=None, chunking: Literal["turn", "session", "window"] = "turn",
+                 chunk_tokens: int = 256, top_k: int = 10):
+        self.llm = llm
+        self.embedder = embedder
+        self.chunking = chunking
+        self.chunk_tokens = chunk_tokens
+        self.top_k = top_k
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.chunking not in ("turn", "session", "window"):
+            raise ValueError(f"chunking must be turn, session or window, got {self.chunking!r}")
+        if self.top_k < 1 or self.chunk_tokens < 1:
+            raise ValueError("top_k and chunk_tokens must be positive")
+
+    def _chunks(self, conv: Conversation) -> list[MemoryUnit]:
+        units = []
+        for session in conv.sessions:
+            date = format_date(session.date_time)
+            groups: list[list] = []
+            if self.chunking == "turn":
+                groups = [[t] for t in session.turns]
+            elif self.chunking == "session":
+                groups = [list(session.turns)] if session.turns else []
+            else:  # token windows that never split a message
+                current, size = [], 0
+                for t in session.turns:
+                    n = count_tokens(format_turn(t))
+                    if current and size + n > self.chunk_tokens:
+                        groups.append(current)
+                        current, size = [], 0
+                    current.append(t)
+                    size += n
+                if current:
+                    groups.append(current)
+            for g in groups:
+                text = f"[{date}] " + "\n".join(format_turn(t) for t in g)
+                units.append(MemoryUnit(f"chunk-{len(units)}", "chunk", text, tuple(t.id for t in g),
+                                        session.date_time, {"session_id": session.id}))
+        return units
+
+    def _reset(self) -> None:
+        self.store_ = UnitStore(self.embedder, "chunks")
+
+    def _build(self, conv: Conversation) -> None:
+        units = self.store_.add(self._chunks(conv))
+        for u in units:
+            self._emit("ADD", u.id, after=u.text, cause="chunked", source_ids=u.source_ids, time=u.time)
+
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps = []
+        with self.step(steps, "retrieve", f"Cosine top-{self.top_k} chunks") as s:
+            hits = self.store_.search(question, self.top_k)
+            s.hits = hits
+            s.data["query"] = question
+        text = answer_from_hits(self, question, hits, now, steps, role="naive_rag.answer")
+        return Answer(question, text, tuple(steps), tuple(hits))
+
+    def _units(self) -> list[dict]:
+        return self.store_.rows()
+
+    def as_retriever(self) -> UnitStore:
+        self._check_ingested()
+        return self.store_
+
+
+class EagerFacts(MemoryMethod):
+    """One LLM call per exchange extracting facts; top-k facts answer. A cost reference for RecMem."""
+
+    name = "eager_facts"
+
+    def __init__(self, *, llm=None, embedder=None, top_k: int = 10):
+        self.llm = llm
+        self.embedder = embedder
+        self.top_k = top_k
+
+    def _reset(self) -> None:
+        self.store_ = UnitStore(self.embedder, "facts")
+        self.failures_: list[dict] = []
+
+    def _build(self, conv: Conversation) -> None:
+        from ..llm.errors import LLMError
+
+        for session in conv.sessions:
+            for ex in exchanges(session):
+                text = "\n".join(format_turn(t) for t in ex)
+                prompt = P.EXTRACT_FACTS.format(date=format_date(session.date_time), exchange=text)
+                ids = tuple(t.id for t in ex)
+                try:
+                    facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role="eager_facts.extract").parsed["facts"]
+                except LLMError as exc:  # recorded, the run goes on; the exchange simply yields no facts
+                    self.failures_.append({"source_ids": list(ids), "error": str(exc)})
+                    continue
+                units = [MemoryUnit(f"fact-{len(self.store_) + i}", "fact", f"[{format_date(session.date_time)}] {f}",
+                                    ids, session.date_time) for i, f in enumerate(x for x in facts if str(x).strip())]
+                for u in self.store_.add(units):
+                    self._emit("ADD", u.id, after=u.text, cause=f"extracted from exchange {'/'.join(ids)}",
+                               source_ids=ids, time=u.time)
+
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps = []
+        with self.step(steps, "retrieve", f"Cosine top-{self.top_k} facts") as s:
+            hits = self.store_.search(question, self.top_k)
+            s.hits = hits
+            s.data["query"] = question
+        text = answer_from_hits(self, question, hits, now, steps, role="eager_facts.answer")
+        return Answer(question, text, tuple(steps), tuple(hits))
+
+    def _units(self) -> list[dict]:
+        return self.store_.rows()
+
+    def as_retriever(self) -> UnitStore:
+        self._check_ingested()
+        return self.store_

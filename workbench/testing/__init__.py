@@ -1,0 +1,1 @@
+"""Test helpers shipped with the package: the method contract suite and small fixtures."""

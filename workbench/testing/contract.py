@@ -1,0 +1,139 @@
+"""The contract every memory method must pass (in the spirit of scikit-learn's ``check_estimator``).
+
+Each check is a small function ``check_x(make_method, conversation)`` where ``make_method()``
+returns a fresh, unbuilt method wired to a ``ScriptedLLM`` (or any LLM) and a ``HashEmbedder``.
+``CHECKS`` lists them; ``tests/test_contract.py`` runs all of them over every registered method.
+"""
+from __future__ import annotations
+
+import inspect
+import tempfile
+from typing import Callable
+
+from ..data import Conversation
+from ..methods.base import MemoryMethod, NotIngestedError
+from ..trace import Answer, MemoryEvent
+
+MakeMethod = Callable[[], MemoryMethod]
+
+
+def check_init_stores_params_verbatim(make: MakeMethod, conv: Conversation) -> None:
+    m = make()
+    for name, value in m.get_params().items():
+        assert getattr(m, name) is value, f"{type(m).__name__}.__init__ altered parameter {name!r}"
+    assert not any(k.endswith("_") and not k.startswith("_") for k in vars(m)), "__init__ set built state"
+
+
+def check_params_round_trip(make: MakeMethod, conv: Conversation) -> None:
+    m = make()
+    params = m.get_params()
+    clone = m.clone()
+    assert clone.get_params().keys() == params.keys()
+    for k, v in params.items():
+        assert clone.get_params()[k] is v or clone.get_params()[k] == v, k
+    assert repr(clone) == repr(m), "repr must be deterministic"
+    assert m.params_hash() == clone.params_hash()
+    sig = inspect.signature(type(m).__init__)
+    assert all(p.kind == p.KEYWORD_ONLY for n, p in sig.parameters.items() if n != "self"), \
+        "constructor parameters must be keyword-only"
+    try:
+        m.set_params(__not_a_param__=1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("set_params accepted an unknown parameter")
+
+
+def check_answer_before_ingest_raises(make: MakeMethod, conv: Conversation) -> None:
+    m = make()
+    try:
+        m.answer("anything?")
+    except NotIngestedError:
+        return
+    raise AssertionError("answer() before ingest() must raise NotIngestedError")
+
+
+def check_ingest_then_answer(make: MakeMethod, conv: Conversation) -> None:
+    m = make()
+    assert m.ingest(conv) is m, "ingest must return self"
+    qa = conv.qa[0]
+    ans = m.answer(qa.question, now=qa.time)
+    assert isinstance(ans, Answer) and isinstance(ans.text, str)
+    assert ans.method == m.name
+    assert ans.usage.calls == len(ans.calls), "every LLM call made while answering must sit in a step"
+    Answer.from_json(ans.to_json())  # must serialise
+
+
+def check_trace_json_round_trip(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    ans = m.answer(conv.qa[0].question, now=conv.qa[0].time)
+    assert Answer.from_json(ans.to_json()) == ans, "Answer must survive a JSON round trip unchanged"
+    for e in m.events:
+        assert MemoryEvent.from_json(e.to_json()) == e
+
+
+def check_units_have_provenance(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    df = m.memories()
+    assert len(df) > 0, "ingest stored nothing"
+    turn_ids = {t.id for t in conv.turns}
+    for row in df.itertuples():
+        assert len(row.source_ids) > 0, f"unit {row.id} has no source turn ids"
+        unknown = set(row.source_ids) - turn_ids
+        assert not unknown, f"unit {row.id} cites unknown turns {unknown}"
+    for e in m.events:
+        assert set(e.source_ids) <= turn_ids, f"event {e.seq} cites unknown turns"
+
+
+def check_context_hits_have_provenance(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    ans = m.answer(conv.qa[0].question, now=conv.qa[0].time)
+    turn_ids = {t.id for t in conv.turns}
+    for h in ans.context:
+        assert h.source_ids, f"context hit {h.unit_id} has no provenance"
+        assert set(h.source_ids) <= turn_ids
+
+
+def check_reingest_resets_state(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    first = len(m.memories())
+    n_events = len(m.events)
+    m.ingest(conv)
+    assert len(m.memories()) == first, "a second ingest must start fresh, not accumulate"
+    assert len(m.events) == n_events
+
+
+def check_ingest_never_sees_labels(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    assert m.conversation_.qa == (), "the method kept the gold QA list"
+    sig = inspect.signature(m.answer)
+    assert set(sig.parameters) <= {"question", "now"}, "answer() must not accept gold data"
+
+
+def check_save_load(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    with tempfile.TemporaryDirectory() as d:
+        m.save(d)
+        loaded = type(m).load(d, llm=getattr(m, "llm", None), embedder=getattr(m, "embedder", None))
+    assert loaded.memories().equals(m.memories()), "memories differ after save/load"
+    assert loaded.events == m.events
+    assert repr(loaded) == repr(m)
+
+
+def check_retriever(make: MakeMethod, conv: Conversation) -> None:
+    m = make().ingest(conv)
+    try:
+        r = m.as_retriever()
+    except NotImplementedError:
+        return
+    hits = r.search(conv.qa[0].question, 3)
+    assert len(hits) <= 3
+    if hits:
+        again = r.search(conv.qa[0].question, 3, exclude=frozenset({hits[0].unit_id}))
+        assert hits[0].unit_id not in {h.unit_id for h in again}, "exclude must mask ids"
+
+
+CHECKS = [check_init_stores_params_verbatim, check_params_round_trip, check_answer_before_ingest_raises,
+          check_ingest_then_answer, check_trace_json_round_trip, check_units_have_provenance,
+          check_context_hits_have_provenance, check_reingest_resets_state, check_ingest_never_sees_labels,
+          check_save_load, check_retriever]
