@@ -1,0 +1,1 @@
+"""Benchmarks: numbers written to benchmarks/results/, never asserted in tests."""

@@ -1,0 +1,454 @@
+"""HyMem: hybrid two-level memory with dynamic retrieval scheduling.
+
+Zhao et al., "HyMem: Hybrid Memory Architecture with Dynamic Retrieval Scheduling",
+arXiv 2602.13933 (digest: shared/methods/hymem.md). Prompts: ``hymem_prompts.py``;
+segmentation and the Level-2 retriever: ``hymem_segment.py``.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ..data import Conversation
+from ..llm.errors import LLMError
+from ..trace import Answer, Hit
+from . import hymem_prompts as P
+from .base import MemoryMethod
+from .common import format_date, format_hits, format_turn, question_date_line
+from .hymem_segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
+from .store import MemoryUnit, UnitStore
+
+
+def _err(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class HyMem(MemoryMethod):
+    """Level-2 = raw topic events; Level-1 = LLM key-information sentences, embedded and linked
+    many-to-one to their event. Answering (Alg. 1) loops up to ``max_rounds`` rounds: the light
+    module (cosine top-k Level-1 -> G_theta, which answers or asks to escalate), the deep module
+    only on escalation (top-N Level-1 -> LLM selection f_gamma in batches of ``batch_size``, run
+    concurrently -> backtrack to Level-2 -> G_gamma), then reflection R (done, or a rewritten
+    query). Retrieval uses the current query q_i; both generators answer the original q_0 with the
+    memory pool M of earlier intermediate answers.
+
+    Ablations (paper Table 2): ``light=False`` (every round goes deep), ``deep=False``,
+    ``reflection=False`` (one round, no R), ``levels="L1"`` (generators never see Level-2: the deep
+    generator gets the selected Level-1 items) and ``levels="L2"`` (no summaries: raw events are
+    embedded and searched directly).
+
+    Trace per round: ``light`` (retrieved ids, scores, finished, answer, escalate), ``deep``
+    (candidates, batches with the ids each selected, selected Level-1, Level-2 used), ``reflect``
+    (finished, done, new query); a closing ``final`` step says which round's answer was returned.
+    Construction emits ADD per event and SUMMARIZE per Level-1 unit (with ``event_id``).
+
+    Departures from the paper (all where the paper is silent unless said otherwise):
+
+    1. Segmentation is not described; default ``segmentation="llm"`` (one call per session
+       returning topic spans, widened by ``overlap_turns``=2), as the digest §10.1 recommends
+       because the paper's events are topic-based; ``"window"``/``"session"`` need no LLM.
+       Uncovered turns become their own events; a failed or empty reply falls back to windows.
+    2. The session date is prefixed to the summarizer input and to every Level-1/Level-2 text
+       (digest §10.3): B.1 gets no date, yet B.4's index shows one and LoCoMo needs dates.
+    3. T (``max_rounds``=3) and d (``batch_size``=10) are not given (digest §10.4-5). Batch ids are
+       numbered from 0 inside each batch and mapped back.
+    4. The memory pool accumulates every round's (query, tier, answer) (§3.2 prose) although Alg. 1
+       line 14 overwrites it; ``memory_pool="last_only"`` gives the Alg. 1 reading.
+    5. When T runs out without R accepting, the last deep answer is returned if any
+       (``on_round_limit="last_deep"``, digest §10.4); the paper does not say.
+    6. Robustness fallbacks (digest §10.7): a failed G_theta reply escalates; a failed R reply
+       ends the loop; an empty ``new_question`` reuses q_0; a failed selection batch selects
+       nothing; if f_gamma selects nothing, the events of the top ``fallback_top`` candidates are
+       used; at most ``max_level2`` events (best-ranked first) reach G_gamma, in chronological
+       order; a failed or empty summary keeps the raw event text as its Level-1 item so the
+       event stays reachable. Every failure is recorded (trace ``error`` or ``failures_``).
+    7. The question date (``now``, LongMemEval) is given to both generators (digest §10.3).
+    8. ``Answer.context`` is the union of the contexts the generators saw up to the returned
+       round: the pool carries those rounds' answers into the final one.
+    9. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
+       no instruction prefix; prompts are reworded, with our own one-shot example in B.4.
+    """
+
+    name = "hymem"
+
+    def __init__(self, *, llm=None, embedder=None,
+                 top_k: int = 10,  # k; paper §4.1, App. A.1
+                 deep_top_n: int = 30,  # N; paper §4.1
+                 batch_size: int = 10,  # d; [ours] paper silent (Eq. 1): 3 concurrent calls at N=30, digest §10.5
+                 max_rounds: int = 3,  # T; [ours] paper silent (Alg. 1), digest §10.4
+                 segmentation: Literal["llm", "window", "session"] = "llm",  # [ours] paper silent, digest §10.1
+                 overlap_turns: int = 2,  # [ours] §3.1 allows overlap, size not given; digest §10.1
+                 window_turns: int = 12,  # [ours] window segmentation, digest §10.1
+                 window_stride: int = 10,  # [ours] 2 shared turns between windows, digest §10.1
+                 segment_preview_chars: int = 300,  # [ours] turn text shown to the segmenter (topics only)
+                 level1_granularity: Literal["sentence", "event"] = "sentence",  # [ours] Fig. 3a many-to-one, §10.2
+                 levels: Literal["both", "L1", "L2"] = "both",  # paper Table 2 storage columns
+                 light: bool = True,  # paper Table 2 "L"
+                 deep: bool = True,  # paper Table 2 "D"
+                 reflection: bool = True,  # paper Table 2 "R"
+                 memory_pool: Literal["accumulate", "last_only"] = "accumulate",  # [ours] §3.2 vs Alg. 1, §10.6
+                 fallback_top: int = 3,  # [ours] events used when f_gamma selects nothing, digest §10.7
+                 max_level2: int = 10,  # [ours] cap on events given to G_gamma, digest §10.7
+                 reflect_last_round: bool = True,  # paper Alg. 1 calls R in every round, the last included
+                 on_round_limit: Literal["last", "last_deep"] = "last_deep",  # [ours] digest §10.4
+                 max_workers: int = 4,  # [ours] concurrent LLM calls (f_gamma batches, summaries)
+                 temperature: float = 0.0):  # [ours] paper silent, digest §10.8
+        self.llm = llm
+        self.embedder = embedder
+        self.top_k = top_k
+        self.deep_top_n = deep_top_n
+        self.batch_size = batch_size
+        self.max_rounds = max_rounds
+        self.segmentation = segmentation
+        self.overlap_turns = overlap_turns
+        self.window_turns = window_turns
+        self.window_stride = window_stride
+        self.segment_preview_chars = segment_preview_chars
+        self.level1_granularity = level1_granularity
+        self.levels = levels
+        self.light = light
+        self.deep = deep
+        self.reflection = reflection
+        self.memory_pool = memory_pool
+        self.fallback_top = fallback_top
+        self.max_level2 = max_level2
+        self.reflect_last_round = reflect_last_round
+        self.on_round_limit = on_round_limit
+        self.max_workers = max_workers
+        self.temperature = temperature
+
+    _CHOICES = {"segmentation": ("llm", "window", "session"), "level1_granularity": ("sentence", "event"),
+                "levels": ("both", "L1", "L2"), "memory_pool": ("accumulate", "last_only"),
+                "on_round_limit": ("last", "last_deep")}
+    _POSITIVE = ("top_k", "deep_top_n", "batch_size", "max_rounds", "window_turns", "window_stride",
+                 "segment_preview_chars", "max_level2", "max_workers")
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        for name, options in self._CHOICES.items():
+            if getattr(self, name) not in options:
+                raise ValueError(f"{name} must be one of {options}, got {getattr(self, name)!r}")
+        for name in self._POSITIVE + ("overlap_turns", "fallback_top"):
+            value = getattr(self, name)
+            low = 1 if name in self._POSITIVE else 0
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.window_stride > self.window_turns:
+            raise ValueError("window_stride must not exceed window_turns (turns would fall between windows)")
+        if not (self.light or self.deep):
+            raise ValueError("at least one of light and deep must be enabled")
+
+    def _reset(self) -> None:
+        self.index_ = UnitStore(self.embedder, "hymem.L2" if self.levels == "L2" else "hymem.L1")
+        self.level2_: dict[str, MemoryUnit] = {}
+        self.failures_: list[dict] = []
+        self.segment_log_: list[dict] = []
+
+    # -- construction ----------------------------------------------------------------------------
+    def _build(self, conv: Conversation) -> None:
+        spans = self._segment(conv)
+        if self.levels == "L2":
+            summaries = [([], None)] * len(spans)
+        else:
+            summaries = self._summarize(spans)
+        level1: list[MemoryUnit] = []
+        for n, ((session, span), (sentences, fallback)) in enumerate(zip(spans, summaries)):
+            level1.extend(self._store_event(f"L2-{n}", session, span, sentences, fallback, len(level1)))
+        self.index_.add(list(self.level2_.values()) if self.levels == "L2" else level1)
+
+    def _segment(self, conv: Conversation) -> list[tuple]:
+        sessions = [s for s in conv.sessions if s.turns]
+        if self.segmentation == "session":
+            plan = {s.id: ([Span(0, len(s.turns), "", "session")], []) for s in sessions}
+        elif self.segmentation == "window":
+            plan = {s.id: (window_spans(len(s.turns), self.window_turns, self.window_stride), []) for s in sessions}
+        else:
+            plan = self._llm_segment(sessions)
+        for s in sessions:
+            spans, notes = plan[s.id]
+            self.segment_log_.append({"session_id": s.id, "segmentation": self.segmentation, "notes": notes,
+                                      "spans": [[sp.start, sp.end, sp.topic, sp.origin] for sp in spans]})
+        return [(s, sp) for s in sessions for sp in plan[s.id][0]]
+
+    def _llm_segment(self, sessions) -> dict:
+        requests = [self._request(P.SEGMENT.format(turns=numbered_turns(s, self.segment_preview_chars)),
+                                  P.SEGMENT_SCHEMA, "hymem.segment") for s in sessions]
+        plan = {}
+        for s, reply in zip(sessions, self._complete_many(requests)):
+            spans, notes, error = [], [], None
+            if isinstance(reply, Exception):
+                error = _err(reply)
+            else:
+                spans, notes = clean_llm_spans(reply.parsed["events"], len(s.turns), self.overlap_turns)
+                error = None if spans else "no usable span in the reply"
+            if error:  # fallback: fixed windows, so the session is still stored
+                self.failures_.append({"stage": "segment", "session_id": s.id, "error": error, "fallback": "window"})
+                spans = window_spans(len(s.turns), self.window_turns, self.window_stride)
+            plan[s.id] = (spans, notes)
+        return plan
+
+    def _summarize(self, spans) -> list[tuple[list[str], str | None]]:
+        requests = []
+        for session, span in spans:
+            dialogue = "\n".join(format_turn(t) for t in session.turns[span.start:span.end])
+            prompt = P.SUMMARIZE.format(date=format_date(session.date_time), dialogue=dialogue)
+            requests.append(self._request(prompt, P.SUMMARY_SCHEMA, "hymem.summarize"))
+        out = []
+        for (session, span), reply in zip(spans, self._complete_many(requests)):
+            turn_ids = [t.id for t in session.turns[span.start:span.end]]
+            if isinstance(reply, Exception):
+                error = _err(reply)
+                sentences = []
+            else:
+                sentences = [str(x).strip() for x in reply.parsed["keywords"] if str(x).strip()]
+                error = None if sentences else "empty summary"
+            if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable)
+                self.failures_.append({"stage": "summarize", "turn_ids": turn_ids, "error": error,
+                                       "fallback": "raw event text as Level-1"})
+            out.append((sentences, error))
+        return out
+
+    def _store_event(self, event_id, session, span, sentences, fallback, first) -> list[MemoryUnit]:
+        ids = tuple(t.id for t in session.turns[span.start:span.end])
+        raw, date = event_text(session, span), format_date(session.date_time)
+        if self.levels == "L2":
+            texts = []
+        elif fallback:
+            texts = [raw]
+        elif self.level1_granularity == "event":
+            texts = [f"[{date}] " + " ".join(sentences)]
+        else:
+            texts = [f"[{date}] {s}" for s in sentences]
+        level1 = [MemoryUnit(f"L1-{first + j}", "L1", text, ids, session.date_time,
+                             {"event_id": event_id, "session_id": session.id, "fallback": fallback})
+                  for j, text in enumerate(texts)]
+        self.level2_[event_id] = MemoryUnit(
+            event_id, "L2", raw, ids, session.date_time,
+            {"event_id": event_id, "session_id": session.id, "topic": span.topic, "segment": span.origin,
+             "level1_ids": [u.id for u in level1]})
+        self._emit("ADD", event_id, after=raw, cause=f"{span.origin} event of session {session.id}",
+                   source_ids=ids, time=session.date_time, level="L2", topic=span.topic)
+        for u in level1:
+            self._emit("SUMMARIZE", u.id, after=u.text, cause=f"key information of event {event_id}",
+                       source_ids=ids, time=session.date_time, event_id=event_id, fallback=fallback)
+        return level1
+
+    # -- answering (Alg. 1) ----------------------------------------------------------------------
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps, pool, rounds = [], [], []
+        query, done = question, False
+        for i in range(self.max_rounds if self.reflection else 1):
+            text, tier, hits = self._round(i, query, question, pool, now, steps)
+            rounds.append({"round": i, "answer": text, "tier": tier, "hits": hits})
+            entry = {"round": i, "query": query, "tier": tier, "answer": text}
+            pool = pool + [entry] if self.memory_pool == "accumulate" else [entry]
+            if not self.reflection:
+                done = True
+                break
+            if i == self.max_rounds - 1 and not self.reflect_last_round:
+                break
+            done, query = self._reflect(i, question, text, steps)
+            if done:
+                break
+        return self._finish(question, rounds, pool, done, steps)
+
+    def _round(self, i, query, q0, pool, now, steps) -> tuple[str, str, list[Hit]]:
+        light_answer = ""
+        if self.light:
+            ok, light_answer, hits = self._light(i, query, q0, pool, now, steps)
+            if ok or not self.deep:
+                return light_answer, "light", hits
+        answer, hits = self._deep(i, query, q0, pool, now, steps, light_answer)
+        return answer, "deep", hits
+
+    def _light(self, i, query, q0, pool, now, steps) -> tuple[bool, str, list[Hit]]:
+        with self.step(steps, "light", f"Round {i + 1}: light module, top-{self.top_k} by cosine") as s:
+            hits = self.index_.search(query, self.top_k)
+            prompt = P.LIGHT.format(memories=format_hits(hits), pool=self._pool_text(pool),
+                                    now_line=self._now_text(now), question=q0)
+            try:
+                parsed = self._ask(prompt, P.LIGHT_SCHEMA, "hymem.light")
+                finished, answer, error = parsed["finished"], parsed["answer"].strip(), None
+            except LLMError as exc:  # digest §10.7: an unreadable G_theta reply counts as "insufficient"
+                finished, answer, error = 2, "", _err(exc)
+            s.hits = hits
+            s.data.update(round=i, query=query, retrieved=[h.unit_id for h in hits],
+                          scores=[round(h.score, 4) for h in hits], finished=finished, answer=answer,
+                          escalate=finished != 0 and self.deep, error=error)
+        return finished == 0, answer, hits
+
+    def _deep(self, i, query, q0, pool, now, steps, light_answer) -> tuple[str, list[Hit]]:
+        with self.step(steps, "deep", f"Round {i + 1}: deep module, top-{self.deep_top_n} + LLM selection") as s:
+            candidates = self.index_.search(query, self.deep_top_n)
+            selected, batches = self._select(query, candidates)
+            fallback = not selected and bool(candidates)
+            if fallback:  # digest §10.7: f_gamma chose nothing -> the best few candidates
+                selected = [h.unit_id for h in candidates[:self.fallback_top]]
+            context, dropped = self._backtrack(selected, candidates)
+            memories = "\n\n".join(f"[{h.unit_id}] {h.text}" for h in context) or "(no memories found)"
+            prompt = P.DEEP.format(memories=memories, pool=self._pool_text(pool), now_line=self._now_text(now),
+                                   question=q0)
+            try:
+                answer, error = self._ask(prompt, P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
+            except LLMError as exc:  # keep the light module's answer (possibly empty)
+                answer, error = light_answer, _err(exc)
+            s.hits = context
+            s.data.update(round=i, query=query, candidates=[h.unit_id for h in candidates],
+                          candidate_scores=[round(h.score, 4) for h in candidates], batches=batches,
+                          selected=selected, fallback=fallback, context_ids=[h.unit_id for h in context],
+                          level2=[h.unit_id for h in context if h.kind == "L2"], dropped=dropped,
+                          answer=answer, error=error)
+        return answer, context
+
+    def _select(self, query: str, candidates: list[Hit]) -> tuple[list[str], list[dict]]:
+        """f_gamma over batches of ``batch_size`` candidates (Eq. 1), concurrently."""
+        batches = [candidates[j:j + self.batch_size] for j in range(0, len(candidates), self.batch_size)]
+        requests = [self._request(P.SELECT.format(question=query, entries="\n".join(
+            f"id:{n}, {h.text}" for n, h in enumerate(b))), P.SELECT_SCHEMA, "hymem.select") for b in batches]
+        chosen, records = set(), []
+        for batch, reply in zip(batches, self._complete_many(requests)):
+            record = {"ids": [h.unit_id for h in batch], "selected": [], "invalid": [], "error": None}
+            if isinstance(reply, Exception):  # recorded; this batch contributes nothing
+                record["error"] = _err(reply)
+            else:
+                for n in reply.parsed["keywords_list"]:
+                    if isinstance(n, int) and 0 <= n < len(batch):
+                        if batch[n].unit_id not in record["selected"]:
+                            record["selected"].append(batch[n].unit_id)
+                    else:
+                        record["invalid"].append(n)
+            chosen.update(record["selected"])
+            records.append(record)
+        return [h.unit_id for h in candidates if h.unit_id in chosen], records
+
+    def _backtrack(self, selected: list[str], candidates: list[Hit]) -> tuple[list[Hit], list[str]]:
+        """Selected Level-1 -> their events (deduplicated, best score), capped, in time order."""
+        score = {h.unit_id: h.score for h in candidates}
+        if self.levels != "both":  # L1: the selected Level-1 items; L2: the selected events themselves
+            keep = selected if self.levels == "L1" else selected[:self.max_level2]
+            dropped = [] if self.levels == "L1" else selected[self.max_level2:]
+            return [self.index_[u].hit(score[u]) for u in sorted(keep, key=_order)], dropped
+        best: dict[str, float] = {}
+        for uid in selected:
+            event_id = self.index_[uid].meta["event_id"]
+            best[event_id] = max(best.get(event_id, float("-inf")), score[uid])
+        events = list(best)
+        keep = sorted(events[:self.max_level2], key=_order)
+        return [self.level2_[e].hit(best[e]) for e in keep], events[self.max_level2:]
+
+    def _reflect(self, i, q0, answer, steps) -> tuple[bool, str]:
+        with self.step(steps, "reflect", f"Round {i + 1}: reflection") as s:
+            try:
+                parsed = self._ask(P.REFLECT.format(question=q0, answer=answer or "(no answer)"),
+                                   P.REFLECT_SCHEMA, "hymem.reflect")
+                finished, new_query, error = parsed["finished"], parsed["new_question"].strip(), None
+            except LLMError as exc:  # digest §10.7: an unreadable R reply ends the loop
+                finished, new_query, error = 1, "", _err(exc)
+            done = finished == 1
+            reused = not done and not new_query
+            if reused:  # digest §10.7: no rewrite given -> search again with q_0
+                new_query = q0
+            s.data.update(round=i, answer=answer, finished=finished, done=done,
+                          new_query=None if done else new_query, reused_original=reused, error=error)
+        return done, new_query
+
+    def _finish(self, question, rounds, pool, done, steps) -> Answer:
+        chosen = rounds[-1]
+        if not done and self.on_round_limit == "last_deep":
+            chosen = next((r for r in reversed(rounds) if r["tier"] == "deep"), chosen)
+        context: dict[str, Hit] = {}
+        for r in rounds[:chosen["round"] + 1]:
+            for h in r["hits"]:
+                context.setdefault(h.unit_id, h)
+        with self.step(steps, "final", "Answer returned") as s:
+            s.data.update(answer=chosen["answer"], tier=chosen["tier"], round=chosen["round"], rounds=len(rounds),
+                          done=done, round_limit_hit=not done, memory_pool=pool)
+        return Answer(question, chosen["answer"], tuple(steps), tuple(context.values()))
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _request(self, prompt: str, schema: dict, role: str) -> dict:
+        return {"messages": prompt, "schema": schema, "role": role, "temperature": self.temperature}
+
+    def _ask(self, prompt: str, schema: dict, role: str):
+        return self.llm.complete(**self._request(prompt, schema, role)).parsed
+
+    def _complete_many(self, requests: list[dict]) -> list:
+        """Independent calls, concurrently when the client can; LLM failures come back in their slot."""
+        many = getattr(self.llm, "complete_many", None)
+        if many is not None:
+            results = many(requests, workers=self.max_workers)
+        else:
+            results = []
+            for r in requests:
+                try:
+                    results.append(self.llm.complete(**r))
+                except LLMError as exc:
+                    results.append(exc)
+        for r in results:  # only model failures are tolerated; a bug must surface
+            if isinstance(r, Exception) and not isinstance(r, LLMError):
+                raise r
+        return results
+
+    @staticmethod
+    def _pool_text(pool: list[dict]) -> str:
+        if not pool:
+            return ""
+        lines = [f"- (round {p['round'] + 1}) {p['query']} -> {p['answer'] or '(no answer)'}" for p in pool]
+        return f"\n{P.POOL_HEADER}\n" + "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _now_text(now: datetime | None) -> str:
+        return f"\n{question_date_line(now)}\n" if now else ""
+
+    # -- inspection ------------------------------------------------------------------------------
+    def _units(self) -> list[dict]:
+        rows = []
+        for unit in self.level2_.values():
+            rows.append(unit.row())
+            if self.levels != "L2":
+                rows.extend(self.index_[u].row() for u in unit.meta["level1_ids"])
+        return rows
+
+    def as_retriever(self, level: Literal["L1", "L2", 1, 2] | None = None):
+        """``L1``: cosine over Level-1 items. ``L2``: search Level-1, backtrack to events (deduplicated;
+        hits carry the event's turn ids). ``1``/``2`` are accepted for ``L1``/``L2``.
+        Default: ``L1`` (``L2`` when ``levels="L2"``)."""
+        self._check_ingested()
+        level = {1: "L1", 2: "L2"}.get(level, level) or ("L2" if self.levels == "L2" else "L1")
+        if level not in ("L1", "L2"):
+            raise ValueError(f"level must be 'L1' or 'L2', got {level!r}")
+        if self.levels == "L2":
+            if level == "L1":
+                raise ValueError("levels='L2' stores no Level-1 memory")
+            return self.index_
+        return self.index_ if level == "L1" else Level2Retriever(self.index_, self.level2_)
+
+
+def _order(unit_id: str) -> int:
+    """Ids are numbered in conversation order ("L1-7", "L2-3")."""
+    return int(unit_id.rsplit("-", 1)[1])
+
+
+def summary_stats(answers: list[Answer]) -> dict:
+    """HyMem's report figures from traces alone (paper Table 3 "deep ratio").
+
+    ``deep_ratio``: share of answers whose trace reached the deep module (per question);
+    ``deep_round_ratio``: share of rounds that went deep (digest §10.10's other reading);
+    ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting.
+    """
+    n = len(answers)
+    if n == 0:
+        return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0}
+    rounds = deep_rounds = deep_answers = limit = 0
+    for a in answers:
+        tiers: dict[int, set] = {}
+        for s in a.steps:
+            if s.kind in ("light", "deep"):
+                tiers.setdefault(s.data.get("round", 0), set()).add(s.kind)
+            if s.kind == "final" and s.data.get("round_limit_hit"):
+                limit += 1
+        rounds += len(tiers)
+        deep_rounds += sum("deep" in t for t in tiers.values())
+        deep_answers += any("deep" in t for t in tiers.values())
+    return {"n": n, "deep_ratio": deep_answers / n, "mean_rounds": rounds / n,
+            "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n}
