@@ -1,0 +1,526 @@
+"""RecMem: recurrence-based memory consolidation (Dai, Deng, Guan, Tian, Yao, Yan, Cheng; ACL 2026 Findings).
+
+Digest: ../shared/methods/recmem.md; paper: ../shared/papers/recmem.txt; authors' code
+github.com/CaiusDai/RecMem @ a84252f ("[code]" below). Three stores: the *subconscious* buffer of
+raw exchanges (embedded, no LLM), *episodes* written when a topic recurs, and *facts* refined
+from each episode. The pure trigger logic and its offline replay live in ``recmem_trigger``.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from ..data import Conversation
+from ..llm.errors import LLMError
+from ..llm.ledger import track
+from ..trace import Answer, Hit
+from . import recmem_prompts as P
+from .base import MemoryMethod
+from .common import exchanges, format_date, question_date_line
+from .recmem_trigger import TriggerDecision, check_gate_k, cosines, decide, replay_triggers
+from .store import MemoryUnit, MergedRetriever, UnitStore
+
+# Paper §3.6 / §4 "Implementation details" and the README runs of [code]. The cosines are those of
+# text-embedding-3-small: with another encoder recalibrate (recmem_trigger.calibrate_thresholds).
+DATASET_PRESETS = {"locomo": {"theta_sim": 0.7, "theta_count": 5, "answer_length": "short"},
+                   "longmemeval": {"theta_sim": 0.6, "theta_count": 4, "answer_length": "free"}}
+_ALIASES = {"locomo": "locomo", "longmemeval": "longmemeval", "longmemevals": "longmemeval", "lme": "longmemeval"}
+# Ledger role -> construction operation ([code] keeps EPISODIC_MERGE / EPISODIC_GENERATION /
+# SEMANTIC_EXTRACTION(_DURING_MERGE)).
+OPERATIONS = {"recmem.merge": "merge", "recmem.consolidate": "consolidate", "recmem.refine": "refine",
+              "recmem.refine_merge": "refine", "recmem.refine_direct": "refine"}
+LAYERS = ("subconscious", "episode", "fact")
+
+
+def _operation(role: str) -> str:
+    return OPERATIONS.get(role.split(".repair")[0].split(".retry")[0], "other")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def _bullets(texts) -> str:
+    return "\n".join(f"- {t}" for t in texts) or "None"
+
+
+def _union(*groups) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s for g in groups for s in g))
+
+
+class RecMem(MemoryMethod):
+    """RecMem (paper §3). ``RecMem.for_dataset("locomo" | "longmemeval", llm=..., embedder=...)``.
+
+    Per exchange unit: merge-first into the nearest episode (Eq. 6), else the recurrence gate
+    (Eq. 5); a fired cluster is written as 1-3 episodes (Eq. 7), each refined into facts against
+    the nearest stored ones (Eqs. 8-9). Answering takes top-k from each store into one prompt.
+
+    Inspect: ``trigger_log_`` (one ``TriggerDecision`` per unit), ``merge_log_``, ``refinements_``,
+    ``failures_``, ``events``; ``replay(theta_sim, theta_count)`` re-runs the gate from the stored
+    unit embeddings (``unit_vectors_`` in ``unit_order_``) with no LLM; ``construction_breakdown()``.
+
+    Ablations (paper §5, Fig. 2): ``use_subconscious`` / ``use_episodes`` / ``use_facts`` drop a
+    store from the answer context only (construction unchanged, other budgets fixed, as in the
+    paper); ``refine_with_episode=False`` is Direct Extraction (no episodes; facts from the raw
+    cluster alone).
+
+    Departures from the paper (and the authors' code):
+    - Unit timestamps use the workbench date format ("9:00 am on 5 June 2023"), not ISO [code].
+    - The cluster is ordered by (session time, arrival), not by a stable sort on similarity order
+      (digest §10.6).
+    - Failed or empty episode generation never loses the triggering unit: it joins the buffer and the
+      cluster stays (``on_failure="buffer"``; [code] drops it, ``"drop"``). A failed merge call counts
+      as "no"; a failed refinement keeps the episode without facts. All are recorded in ``failures_``.
+    - Episodes keep a stable id, a lineage id and their raw unit ids through merges ([code] inserts a
+      new id and loses the links; ``stable_episode_ids=False`` renews the id but keeps lineage).
+    - Exact duplicates (after normalising case and punctuation) of a stored fact are not stored again;
+      the old fact's provenance is extended instead (UPDATE event). The paper leaves novelty to the
+      prompt alone (``dedupe_facts=False``). Otherwise facts stay append-only, as in [code].
+    - Episodes and facts carry their source times as metadata (digest §10.9); fact provenance is the
+      turns of the raw reference R it was refined against.
+    - The gate searches the buffer exactly in numpy (the code uses exact qdrant search: same result);
+      all units are embedded in one batch up front (the embedding of a unit does not depend on state).
+    - JSON replies get one repair and one retry (the workbench client), not json_repair + 3 retries.
+    """
+
+    name = "recmem"
+
+    def __init__(self, *, llm=None, embedder=None,
+                 theta_sim: float = 0.7,  # paper §4: 0.7 LoCoMo / 0.6 LongMemEval (text-embedding-3-small)
+                 theta_count: int = 5,  # paper §4: 5 LoCoMo / 4 LongMemEval
+                 theta_merge: float | None = None,  # paper Eq. 6: None = theta_sim; [code] separate arg
+                 gate_k: int | None = None,  # [code]: None = 2 * theta_count (paper: "top-k", unspecified)
+                 count_self: bool = True,  # [code] + Fig. 3: count = |R|+1; False = |R| (Eq. 5 as written)
+                 strict_gate: bool = True,  # [code] cos > theta_sim; False = paper Eq. 5 ">="
+                 strict_merge: bool = False,  # paper Eq. 6 and [code]: cos >= theta_merge
+                 retain_consolidated: bool = False,  # [code] deletes promoted units; paper §6 keeps them
+                 refine_after_merge: bool = True,  # [code]; paper silent (digest §10.5)
+                 refine_with_episode: bool = True,  # False = Direct Extraction ablation (paper §5)
+                 on_failure: Literal["buffer", "drop"] = "buffer",  # [ours] digest §10.12; "drop" = [code]
+                 stable_episode_ids: bool = True,  # [ours] digest §10.13; False = new id per merge [code]
+                 dedupe_facts: bool = True,  # [ours]: exact duplicates not stored twice (see Departures)
+                 refine_k: int = 10,  # [code] --semantic_memory_topk (paper Eq. 8 "TopK_k")
+                 refine_min_score: float = 0.0,  # [code] --semantic_memory_threshold, cos > 0.0
+                 k_sub: int = 10,  # paper §3.6, App. C.2
+                 k_epi: int = 5,  # paper §3.6, App. C.2
+                 k_sem: int | None = None,  # paper §3.5: None = 2 * k_epi
+                 use_subconscious: bool = True,  # ablation, paper Fig. 2
+                 use_episodes: bool = True,  # ablation, paper Fig. 2
+                 use_facts: bool = True,  # ablation, paper Fig. 2
+                 answer_length: Literal["short", "free"] = "short"):  # [code] LoCoMo variant; LME "free"
+        self.llm = llm
+        self.embedder = embedder
+        self.theta_sim = theta_sim
+        self.theta_count = theta_count
+        self.theta_merge = theta_merge
+        self.gate_k = gate_k
+        self.count_self = count_self
+        self.strict_gate = strict_gate
+        self.strict_merge = strict_merge
+        self.retain_consolidated = retain_consolidated
+        self.refine_after_merge = refine_after_merge
+        self.refine_with_episode = refine_with_episode
+        self.on_failure = on_failure
+        self.stable_episode_ids = stable_episode_ids
+        self.dedupe_facts = dedupe_facts
+        self.refine_k = refine_k
+        self.refine_min_score = refine_min_score
+        self.k_sub = k_sub
+        self.k_epi = k_epi
+        self.k_sem = k_sem
+        self.use_subconscious = use_subconscious
+        self.use_episodes = use_episodes
+        self.use_facts = use_facts
+        self.answer_length = answer_length
+
+    @classmethod
+    def for_dataset(cls, dataset: str, **params) -> "RecMem":
+        """The paper's per-dataset settings (LoCoMo 0.7/5, LongMemEval 0.6/4), overridable by ``params``.
+
+        The cosine thresholds belong to text-embedding-3-small; with another encoder pass a
+        ``theta_sim`` from ``recmem_trigger.calibrate_thresholds``.
+        """
+        key = _ALIASES.get(re.sub(r"[^a-z]", "", dataset.lower()))
+        if key is None:
+            raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASET_PRESETS)}")
+        return cls(**{**DATASET_PRESETS[key], **params})
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        for name in ("theta_sim", "theta_merge"):
+            value = getattr(self, name)
+            if value is not None and not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} is a cosine in [-1, 1], got {value}")
+        if int(self.theta_count) != self.theta_count or self.theta_count < 1:
+            raise ValueError(f"theta_count must be a positive integer, got {self.theta_count}")
+        check_gate_k(self.theta_count, self.gate_k, self.count_self)
+        if min(self.k_sub, self.k_epi, self.refine_k, self.k_sem if self.k_sem is not None else 0) < 0:
+            raise ValueError("k_sub, k_epi, k_sem and refine_k must be >= 0")
+        if self.answer_length not in P.LENGTH_RULES:
+            raise ValueError(f"answer_length must be one of {sorted(P.LENGTH_RULES)}, got {self.answer_length!r}")
+        if self.on_failure not in ("buffer", "drop"):
+            raise ValueError(f"on_failure must be 'buffer' or 'drop', got {self.on_failure!r}")
+        if not (self.use_subconscious or self.use_episodes or self.use_facts):
+            raise ValueError("at least one of use_subconscious, use_episodes, use_facts must be True")
+
+    # -- construction ----------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.sub_ = UnitStore(self.embedder, "subconscious")
+        self.epi_ = UnitStore(self.embedder, "episodes")
+        self.sem_ = UnitStore(self.embedder, "facts")
+        self.units_: dict[str, MemoryUnit] = {}  # every unit ever made, whatever became of it
+        self.unit_order_: list[str] = []
+        self.unit_vectors_ = np.zeros((0, 0), dtype=np.float32)
+        self.unit_fate_: dict[str, dict] = {}
+        self.pool_: list[int] = []  # positions of the units the gate can still count (the buffer)
+        self.trigger_log_: list[TriggerDecision] = []
+        self.merge_log_: list[dict] = []
+        self.refinements_: list[dict] = []
+        self.failures_: list[dict] = []
+        self.construction_ledger_: list[dict] = []
+        self.fact_keys_: dict[str, str] = {}
+        self.counters_ = Counter()
+
+    def _make_units(self, conv: Conversation) -> list[MemoryUnit]:
+        """One unit per exchange; stored text = [code] template, timestamp first (digest §2)."""
+        units = []
+        for s in conv.sessions:
+            when = format_date(s.date_time, clock=True)
+            for ex in exchanges(s):
+                body = "\n".join(f"[{t.speaker}]: {t.content}" for t in ex)
+                units.append(MemoryUnit(f"unit-{len(units)}", "subconscious",
+                                        f"[Message Timestamp]: {when} [Message]: {body}",
+                                        tuple(t.id for t in ex), s.date_time, {"session_id": s.id}))
+        return units
+
+    def _build(self, conv: Conversation) -> None:
+        units = self._make_units(conv)
+        if not units:
+            return
+        # [code] newlines become spaces before embedding; no LLM call here.
+        self.unit_vectors_ = np.asarray(self.embedder([u.text.replace("\n", " ") for u in units]), dtype=np.float32)
+        for pos, unit in enumerate(units):
+            self.units_[unit.id] = unit
+            self.unit_order_.append(unit.id)
+            with track() as calls:
+                decision = self._ingest_unit(pos, unit)
+            self.trigger_log_.append(decision)
+            self.construction_ledger_.extend(
+                {"unit_id": unit.id, "role": c.role, "operation": _operation(c.role), "prompt_tokens": c.prompt_tokens,
+                 "completion_tokens": c.completion_tokens, "cached": c.cached, "error": c.error} for c in calls)
+
+    def _ingest_unit(self, pos: int, unit: MemoryUnit) -> TriggerDecision:
+        """Digest §3: merge-first, else gate, else consolidate (strictly sequential)."""
+        if self._try_merge(pos, unit):
+            return TriggerDecision(unit.id, pos, outcome="merged")
+        d = decide(unit.id, pos, cosines(self.unit_vectors_, self.pool_, pos),
+                   [self.unit_order_[j] for j in self.pool_], theta_sim=self.theta_sim, theta_count=self.theta_count,
+                   k=self.gate_k, strict=self.strict_gate, count_self=self.count_self)
+        if not d.fired:
+            self._buffer(pos, unit, d, f"no recurrence yet: count {d.count} < {self.theta_count}")
+            return d
+        return self._consolidate(pos, unit, d)
+
+    def _buffer(self, pos: int, unit: MemoryUnit, d: TriggerDecision, cause: str, **data) -> None:
+        self.pool_.append(pos)
+        self.sub_.add([replace(unit, meta={**unit.meta, "status": "buffered"})], self.unit_vectors_[pos:pos + 1])
+        self.unit_fate_[unit.id] = {"status": "buffered"}
+        self._emit("BUFFER", unit.id, after=unit.text, cause=cause, source_ids=unit.source_ids, time=unit.time,
+                   count=d.count, theta_count=self.theta_count, relevant_ids=list(d.relevant_ids), **data)
+
+    def _retain(self, pos: int, unit: MemoryUnit, status: str, into: list[str]) -> None:
+        """Record what absorbed a unit; keep it retrievable in S_sub if ``retain_consolidated``."""
+        self.unit_fate_[unit.id] = {"status": status, "into": list(into)}
+        if not self.retain_consolidated:
+            return
+        meta = {**unit.meta, "status": status, "into": list(into)}
+        if unit.id in self.sub_:
+            self.sub_.update(unit.id, meta=meta)
+        else:
+            self.sub_.add([replace(unit, meta=meta)], self.unit_vectors_[pos:pos + 1])
+
+    # -- merge-first (paper §3.3, Eq. 6) ---------------------------------------------------------
+    def _try_merge(self, pos: int, unit: MemoryUnit) -> bool:
+        if not len(self.epi_):
+            return False
+        hit = self.epi_.search_vector(self.unit_vectors_[pos], 1)[0]
+        theta = self.theta_sim if self.theta_merge is None else self.theta_merge
+        passed = hit.score > theta if self.strict_merge else hit.score >= theta
+        attempt = {"unit_id": unit.id, "episode_id": hit.unit_id, "cos": hit.score, "passed": passed,
+                   "should_merge": None, "merged": False, "before": hit.text, "after": None, "error": None}
+        self.merge_log_.append(attempt)
+        if not passed:
+            return False
+        try:
+            out = self.llm.complete(P.MERGE.format(new_memory=unit.text, past_memory=hit.text),
+                                    schema=P.MERGE_SCHEMA, role="recmem.merge").parsed
+        except LLMError as exc:  # recorded; the unit goes on to the gate as if the answer were "no"
+            attempt["error"] = str(exc)
+            self.failures_.append({"stage": "merge", "unit_id": unit.id, "episode_id": hit.unit_id, "error": str(exc)})
+            return False
+        attempt["should_merge"] = str(out.get("should_merge", "")).strip().lower()
+        merged = str(out.get("merged_memory") or "").strip()
+        if attempt["should_merge"] != "yes" or not merged:  # [code]: "yes" with empty text is no merge
+            return False
+        episode = self._apply_merge(pos, unit, self.epi_[hit.unit_id], merged, hit.score, theta)
+        attempt.update(merged=True, after=merged, episode_id=episode.id)
+        if self.refine_after_merge:  # [code]: refinement with R = the unit alone
+            self._refine(episode, {"id": None, "members": [unit.id], "text": unit.text,
+                                   "source_ids": unit.source_ids, "time": unit.time}, mode="after_merge")
+        return True
+
+    def _apply_merge(self, pos, unit, old: MemoryUnit, text: str, cos: float, theta: float) -> MemoryUnit:
+        meta = {**old.meta, "version": old.meta["version"] + 1, "raw_ids": [*old.meta["raw_ids"], unit.id],
+                "last_time": unit.time}
+        source_ids = _union(old.source_ids, unit.source_ids)
+        if self.stable_episode_ids:
+            new = self.epi_.update(old.id, text=text, source_ids=source_ids, time=unit.time or old.time, meta=meta)
+        else:  # [code]: the merged episode replaces the old point under a new id
+            self.epi_.delete(old.id)
+            new = self.epi_.add([MemoryUnit(self._next_id("epi"), "episode", text, source_ids, unit.time or old.time,
+                                            {**meta, "replaces": old.id})])[0]
+        self._emit("MERGE", new.id, before=old.text, after=text,
+                   cause=f"{unit.id} merged (cos {cos:.3f}, theta {theta})",
+                   source_ids=unit.source_ids, time=unit.time, unit=unit.id, cos=cos, lineage=meta["lineage"],
+                   replaced=None if new.id == old.id else old.id)
+        self._retain(pos, unit, "merged", [new.id])
+        return new
+
+    # -- recurrence-triggered consolidation (paper §3.2-3.3, Eq. 7) --------------------------------
+    def _consolidate(self, pos: int, unit: MemoryUnit, d: TriggerDecision) -> TriggerDecision:
+        members = sorted([self.units_[i] for i in d.relevant_ids] + [unit],
+                         key=lambda u: (u.time or "", self.unit_order_.index(u.id)))
+        cluster = {"id": self._next_id("cluster"), "trigger": unit.id, "members": [m.id for m in members],
+                   "cosines": {i: c for i, c in d.neighbours if i in d.relevant_ids},
+                   "text": "\n".join(f"- {m.text}" for m in members),
+                   "source_ids": _union(*(m.source_ids for m in members)), "time": members[-1].time,
+                   "first_time": members[0].time}
+        if not self.refine_with_episode:
+            return self._consolidate_direct(pos, unit, d, cluster)
+        texts, error = self._generate_episodes(cluster)
+        if not texts:
+            return self._fail(pos, unit, d, cluster, error)
+        episodes = self.epi_.add(self._episode(t, cluster) for t in texts)
+        for e in episodes:
+            self._emit("CONSOLIDATE", e.id, after=e.text, cause=f"recurrence: count {d.count} >= {self.theta_count}",
+                       source_ids=e.source_ids, time=e.time, cluster=cluster["id"], trigger=unit.id,
+                       members=cluster["members"], cosines=cluster["cosines"], count=d.count)
+        self._promote(pos, unit, d, [e.id for e in episodes])
+        for e in episodes:
+            self._refine(e, cluster, mode="new_episode")
+        return d
+
+    def _episode(self, text: str, cluster: dict) -> MemoryUnit:
+        eid = self._next_id("epi")  # lineage = the first id; survives merges (digest §10.13)
+        return MemoryUnit(eid, "episode", text, cluster["source_ids"], cluster["time"],
+                          {"lineage": eid, "version": 1, "raw_ids": cluster["members"], "cluster": cluster["id"],
+                           "first_time": cluster["first_time"], "last_time": cluster["time"]})
+
+    def _generate_episodes(self, cluster: dict) -> tuple[list[str], str]:
+        try:
+            out = self.llm.complete(P.EPISODES.format(cluster=cluster["text"]), schema=P.EPISODES_SCHEMA,
+                                    role="recmem.consolidate").parsed
+        except LLMError as exc:
+            return [], str(exc)
+        texts = [str(e).strip() for e in out.get("episodes", []) if str(e).strip()]
+        return texts, "" if texts else "no episodes returned"
+
+    def _consolidate_direct(self, pos, unit, d, cluster) -> TriggerDecision:
+        record = self._refine(None, cluster, mode="direct")
+        if record["error"] or not record["returned"]:
+            return self._fail(pos, unit, d, cluster, record["error"] or "no facts returned")
+        self._emit("CONSOLIDATE", cluster["id"], after=_bullets(self.sem_[i].text for i in record["new_fact_ids"]),
+                   cause=f"recurrence: count {d.count} >= {self.theta_count} (direct extraction)",
+                   source_ids=cluster["source_ids"], time=cluster["time"], cluster=cluster["id"], trigger=unit.id,
+                   members=cluster["members"], cosines=cluster["cosines"], count=d.count)
+        self._promote(pos, unit, d, record["new_fact_ids"])
+        return d
+
+    def _promote(self, pos: int, unit: MemoryUnit, d: TriggerDecision, into: list[str]) -> None:
+        """The cluster leaves the buffer ([code] deletes R_i; the trigger unit is never inserted)."""
+        members = set(d.relevant_ids)
+        self.pool_ = [j for j in self.pool_ if self.unit_order_[j] not in members]
+        for uid in d.relevant_ids:
+            old = self.units_[uid]
+            if not self.retain_consolidated:
+                self.sub_.delete(uid)
+                self._emit("DELETE", uid, before=old.text, cause=f"consolidated into {', '.join(into)}",
+                           source_ids=old.source_ids, time=old.time, trigger=unit.id)
+            self._retain(self.unit_order_.index(uid), old, "consolidated", into)
+        self._retain(pos, unit, "consolidated", into)
+
+    def _fail(self, pos, unit, d, cluster, error: str) -> TriggerDecision:
+        """Consolidation failed: the cluster stays; the unit joins the buffer (or is dropped, [code])."""
+        self.failures_.append({"stage": "consolidate", "unit_id": unit.id, "cluster": cluster["id"],
+                               "members": cluster["members"], "error": error})
+        if self.on_failure == "drop":
+            self.unit_fate_[unit.id] = {"status": "dropped"}
+            self._emit("DELETE", unit.id, before=unit.text, cause=f"consolidation failed, unit dropped: {error}",
+                       source_ids=unit.source_ids, time=unit.time)
+            return replace(d, outcome="dropped")
+        self._buffer(pos, unit, d, f"consolidation failed, kept in the buffer: {error}", consolidation_failed=error)
+        return replace(d, outcome="failed")
+
+    # -- semantic refinement (paper §3.4, Eqs. 8-9) -----------------------------------------------
+    def _refine(self, episode: MemoryUnit | None, cluster: dict, *, mode: str) -> dict:
+        """Detail recovery + fact maintenance against the nearest stored facts V; returns the record."""
+        role = {"new_episode": "recmem.refine", "after_merge": "recmem.refine_merge", "direct": "recmem.refine_direct"}
+        if episode is not None:
+            old = [h for h in self.sem_.search_vector(self.epi_.vector(episode.id), self.refine_k)
+                   if h.score > self.refine_min_score]
+            prompt = P.REFINE.format(episode=episode.text, raw=cluster["text"], old_facts=_bullets(h.text for h in old))
+        else:  # [code] Direct Extraction: neither E nor S
+            old, prompt = [], P.REFINE_DIRECT.format(raw=cluster["text"])
+        record = {"episode_id": episode.id if episode else None, "mode": mode, "cluster": cluster["id"],
+                  "source_unit_ids": list(cluster["members"]), "V": [[h.unit_id, h.score] for h in old],
+                  "returned": 0, "new_fact_ids": [], "duplicates": [], "tokens": 0, "error": None}
+        self.refinements_.append(record)
+        with track() as calls:
+            try:
+                out = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role=role[mode]).parsed
+            except LLMError as exc:  # recorded; the episode stays, without facts from this call
+                out, record["error"] = None, str(exc)
+        record["tokens"] = sum(c.prompt_tokens + c.completion_tokens for c in calls)
+        if out is None:
+            if episode is not None:  # in Direct Extraction the consolidation failure records it
+                self.failures_.append({"stage": "refine", "mode": mode, "episode_id": record["episode_id"],
+                                       "cluster": cluster["id"], "error": record["error"]})
+            return record
+        facts = [str(f).strip() for f in out.get("facts", []) if str(f).strip()]
+        record["returned"] = len(facts)
+        self._store_facts(facts, cluster, record)
+        return record
+
+    def _store_facts(self, facts: list[str], cluster: dict, record: dict) -> None:
+        new: list[MemoryUnit] = []
+        for text in facts:
+            key = _norm(text)
+            if self.dedupe_facts and key in self.fact_keys_:
+                record["duplicates"].append([text, self.fact_keys_[key]])
+                self._extend_provenance(self.fact_keys_[key], cluster)
+                continue
+            unit = MemoryUnit(self._next_id("fact"), "fact", text, cluster["source_ids"], cluster["time"],
+                              {"episode": record["episode_id"], "mode": record["mode"], "cluster": cluster["id"]})
+            self.fact_keys_.setdefault(key, unit.id)
+            new.append(unit)
+        for u in self.sem_.add(new):
+            record["new_fact_ids"].append(u.id)
+            self._emit("ADD", u.id, after=u.text, cause=f"refined ({record['mode']}) from "
+                       f"{record['episode_id'] or cluster['id']}", source_ids=u.source_ids, time=u.time,
+                       episode=record["episode_id"], cluster=cluster["id"], mode=record["mode"])
+
+    def _extend_provenance(self, fact_id: str, cluster: dict) -> None:
+        if fact_id not in self.sem_:  # a duplicate within the same reply: nothing stored yet
+            return
+        old = self.sem_[fact_id]
+        added = [s for s in cluster["source_ids"] if s not in old.source_ids]
+        if added:
+            self.sem_.update(fact_id, source_ids=_union(old.source_ids, added))
+            self._emit("UPDATE", fact_id, before=old.text, after=old.text, cause="restated by a later refinement",
+                       source_ids=added, time=cluster["time"], added_source_ids=added)
+
+    def _next_id(self, kind: str) -> str:
+        self.counters_[kind] += 1
+        return f"{kind}-{self.counters_[kind] - 1}"
+
+    # -- answering (paper §3.5) -------------------------------------------------------------------
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps = []
+        query = question if now is None else f"{question}\nThe date of the question is {format_date(now)}"  # [code]
+        qvec = np.asarray(self.embedder([query]), dtype=np.float32)[0]
+        k_sem = 2 * self.k_epi if self.k_sem is None else self.k_sem
+        plan = [("episode", self.epi_, self.k_epi, self.use_episodes, None),
+                ("fact", self.sem_, k_sem, self.use_facts, 0.0),  # [code] facts need cos > 0.0
+                ("subconscious", self.sub_, self.k_sub, self.use_subconscious, None)]
+        hits: dict[str, list[Hit]] = {}
+        for layer, store, k, used, floor in plan:
+            hits[layer] = []
+            if not used or k <= 0:
+                continue
+            with self.step(steps, "retrieve", f"{layer}: cosine top-{k}") as s:
+                found = store.search_vector(qvec, k)
+                hits[layer] = [h for h in found if floor is None or h.score > floor]
+                s.hits = hits[layer]
+                s.data.update(layer=layer, k=k, query=query)
+        with self.step(steps, "answer", "Answer from episodes, facts and raw exchanges") as s:
+            prompt = P.ANSWER.format(episodic=_bullets(h.text for h in hits["episode"]),
+                                     semantic=_bullets(h.text for h in hits["fact"]),
+                                     subconscious=_bullets(h.text for h in hits["subconscious"]),
+                                     length_rule=P.LENGTH_RULES[self.answer_length], now_line=question_date_line(now),
+                                     question=question)
+            text = self.llm.complete(prompt, role="recmem.answer").text.strip()
+            s.data.update(answer=text, counts={layer: len(h) for layer, h in hits.items()})
+        return Answer(question, text, tuple(steps), tuple(hits["episode"] + hits["fact"] + hits["subconscious"]))
+
+    # -- inspection --------------------------------------------------------------------------------
+    def _units(self) -> list[dict]:
+        return self.sub_.rows() + self.epi_.rows() + self.sem_.rows()
+
+    def as_retriever(self, layer: Literal["subconscious", "episode", "fact", "all"] = "all"):
+        """One store (``subconscious`` | ``episode`` | ``fact``) or all three merged by score."""
+        self._check_ingested()
+        stores = {"subconscious": self.sub_, "episode": self.epi_, "fact": self.sem_}
+        if layer == "all":
+            return MergedRetriever(list(stores.values()), name="recmem")
+        if layer not in stores:
+            raise ValueError(f"layer must be one of {[*stores, 'all']}, got {layer!r}")
+        return stores[layer]
+
+    def replay(self, theta_sim: float | None = None, theta_count: int | None = None, k: int | None = None, *,
+               live_merges: bool = True, live_failures: bool = True) -> list[TriggerDecision]:
+        """Replay the gate from the stored unit embeddings (no LLM; ``recmem_trigger.replay_triggers``).
+
+        With ``live_merges``/``live_failures`` the live run's merge-first absorptions and failed
+        consolidations are taken as given, so the live thresholds reproduce ``trigger_log_``
+        exactly; other thresholds show what the gate alone would do (merges cannot be re-decided
+        without an LLM). Without them every unit reaches the gate and every consolidation succeeds.
+        """
+        self._check_ingested()
+        log = self.trigger_log_
+        return replay_triggers(self.unit_vectors_, None, self.theta_sim if theta_sim is None else theta_sim,
+                               self.theta_count if theta_count is None else theta_count,
+                               self.gate_k if k is None else k, ids=self.unit_order_, strict=self.strict_gate,
+                               count_self=self.count_self,
+                               merged=[d.unit_id for d in log if d.outcome == "merged"] if live_merges else (),
+                               failed=[d.unit_id for d in log if d.outcome in ("failed", "dropped")]
+                               if live_failures else (), drop_failed=self.on_failure == "drop")
+
+    def construction_breakdown(self, by: Literal["operation", "role"] = "operation") -> dict:
+        """Construction calls and tokens per operation (merge / consolidate / refine) or per ledger role."""
+        self._check_ingested()
+        rows = self.construction_ledger_
+        keys = ["merge", "consolidate", "refine"] if by == "operation" else sorted({r["role"] for r in rows})
+        out = {key: Counter(calls=0, prompt_tokens=0, completion_tokens=0, total_tokens=0) for key in keys + ["total"]}
+        for r in rows:
+            for key in (r["operation"] if by == "operation" else r["role"], "total"):
+                out.setdefault(key, Counter()).update(calls=1, prompt_tokens=r["prompt_tokens"],
+                                                      completion_tokens=r["completion_tokens"],
+                                                      total_tokens=r["prompt_tokens"] + r["completion_tokens"])
+        return {key: dict(c) for key, c in out.items()}
+
+    def consolidation_summary(self) -> dict:
+        """Unit outcomes, store sizes and the [code] save ratio (units out of the buffer / units)."""
+        self._check_ingested()
+        n = len(self.unit_order_)
+        outcomes = Counter(d.outcome for d in self.trigger_log_)
+        return {"units": n, **{o: outcomes.get(o, 0) for o in ("buffered", "merged", "triggered", "failed", "dropped")},
+                "in_buffer": len(self.pool_), "episodes": len(self.epi_), "facts": len(self.sem_),
+                "save_ratio": (n - len(self.pool_)) / n if n else 0.0,
+                "llm_calls": len(self.construction_ledger_), "eager_calls": n}
+
+
+def summary_stats(answers: list[Answer]) -> dict:
+    """From traces only: mean hits per layer in the answer context, and mean query tokens."""
+    n = len(answers)
+    totals = Counter()
+    for a in answers:
+        for s in a.steps:
+            if s.kind == "retrieve" and s.data.get("layer") in LAYERS:
+                totals[s.data["layer"]] += len(s.hits)
+    return {"questions": n, "mean_hits": {layer: totals[layer] / n if n else 0.0 for layer in LAYERS},
+            "mean_query_tokens": sum(a.usage.total_tokens for a in answers) / n if n else 0.0}
