@@ -1,0 +1,474 @@
+"""AMA: Adaptive Memory via Multi-Agent Collaboration (Huang et al., arXiv 2601.20352).
+
+Digest: shared/methods/ama.md. Four agents share one LLM (agents in ``ama_agents.py``, prompts in
+``ama_prompts.py``): the **Constructor** writes three memories per turn (Raw Text, Fact Knowledge and,
+when the episode trigger fires, Episode), each in its own embedded ``UnitStore``; the **Retriever**
+rewrites the input, predicts the intent vector B = [b_fine, b_abs, b_event, b_atomic] and K_dyn, and
+routes by priority raw > episode > fact; the **Judge** returns Pass / Retry / Refresh; the
+**Refresher** updates (default) or deletes (explicit forget request, or retention limit) the
+conflicting entries in place. Every UPDATE/DELETE is an event with before/after text, the triggering
+turn or question, and why.
+
+    m = AMA(llm=llm, embedder=emb).ingest(conv)
+    ans = m.answer("Where does Noor live now?")
+    summary_stats([ans])          # Retry / Refresh counts and the verdict distribution, from traces
+
+LLM cost per dialogue turn (ingestion), with the defaults:
+    Constructor 1 + conflict Judge 1 (0 while the conflict store is empty, or no stored entry passes
+    ``conflict_min_sim``, or ``refresher=False``) + Trigger 1 (0 on the first turn of an episode, at
+    saturation, or with ``trigger="session"``) -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
+    + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).
+    Embeddings: 1 for the turn + 1 batch for its facts (+1 per updated entry).
+    ``trigger="session"`` and ``refresher=False`` bring it down to 1 call per turn.
+Per question: Retriever 1 + Judge 1 per round (at most ``k_r``) + Refresher 0/1 + answer 1 -> 3 to 5.
+
+Departures from the paper:
+- Ingestion order (issue's design, digest §10.1-2): the Constructor runs *before* the Judge, so each new
+  turn's facts can be checked against their nearest stored facts; the Constructor therefore sees the
+  pre-judge candidates H_t (and W_t) as reference, not H_t*. Facts come only from u_t either way.
+- During ingestion the Retriever call is skipped by default (``ingest_retriever=False``): the turn text
+  and its facts are the queries. The Judge only checks conflicts there (Pass/Refresh, own prompt
+  variant ``JUDGE_INGEST``), since a statement cannot be "insufficient" (digest §10.2).
+- The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err); if C_err is empty on a
+  Refresh verdict, all candidates go to the Refresher (digest §10.9).
+- Routing is computed in code from B (f_M); the LLM's memory_type is only logged (digest §10.7).
+  Disabled or empty stores fall back in the order fact, raw, episode.
+- Retry widens in one step by relation expansion (raw turns named in the hits' R_t and their own d_t)
+  and by the next unvisited granularity (fact, raw, episode) — ``retry_expand`` picks either or both.
+- At question time W_t is empty (benchmark questions are standalone) and questions are never stored.
+- A Delete at question time is ignored (a question cannot ask to forget); the retention rule runs in code.
+- Timestamps: an explicit timestamp is kept only if the turn contains a digit or a month name; otherwise
+  the session date is used (no wall-clock time in core). Raw entries embed "speaker: text".
+- Episodes are also closed at saturation (``episode_max_turns``) without an LLM call, at each session end
+  (``episode_at_session_end``), and at the end of the conversation.
+- No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Literal, Sequence
+
+import numpy as np
+
+from ..data import Conversation, Turn
+from ..llm.errors import LLMError
+from ..trace import Answer, Hit
+from . import ama_agents as A
+from . import ama_prompts as P
+from .base import MemoryMethod
+from .common import format_turn, question_date_line
+from .store import MemoryUnit, MergedRetriever, UnitStore
+
+STORES = ("raw", "fact", "episode")
+FALLBACK = ("fact", "raw", "episode")  # [ours] next granularity for fallbacks and Retry (digest §10.8)
+
+
+class AMA(MemoryMethod):
+    """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
+
+    name = "ama"
+
+    def __init__(self, *, llm=None, embedder=None,
+                 use_raw: bool = True,  # paper Table 3 (RT)
+                 use_fact: bool = True,  # paper Table 3 (FK)
+                 use_episode: bool = True,  # paper Table 3 (EP)
+                 refresher: bool = True,  # paper Table 3 (RF)
+                 k_r: int = 2,  # paper §4.1: retrieval round limit K_r (total rounds; 1 = no Retry)
+                 k_m: int = 5,  # paper §3.2 K_m, value not given; [ours] 5 (digest §10.6)
+                 k_dyn_max: int = 20,  # [ours]: paper says "small integer"; clip K_dyn to [1, 20]
+                 window_turns: int = 10,  # [ours]: W_t size not given; last 10 turns of the session
+                 episode_max_turns: int = 20,  # [ours]: "saturation" threshold not given (digest §10.5)
+                 episode_at_session_end: bool = True,  # [ours]: close the episode at each session end
+                 trigger: Literal["llm", "session"] = "llm",  # paper §3.1 P_tri; "session" [ours] no call
+                 ingest_retriever: bool = False,  # [ours]: paper runs P_ret on every input; off saves a call
+                 conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
+                 conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
+                 refresh_on_query: bool = True,  # paper §3.4: Refresh at question time edits memory
+                 max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
+                 retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
+                 filter_relevant: bool = True):  # paper §3.3: H_r, the relevant subset, is passed on
+        self.llm = llm
+        self.embedder = embedder
+        self.use_raw = use_raw
+        self.use_fact = use_fact
+        self.use_episode = use_episode
+        self.refresher = refresher
+        self.k_r = k_r
+        self.k_m = k_m
+        self.k_dyn_max = k_dyn_max
+        self.window_turns = window_turns
+        self.episode_max_turns = episode_max_turns
+        self.episode_at_session_end = episode_at_session_end
+        self.trigger = trigger
+        self.ingest_retriever = ingest_retriever
+        self.conflict_k = conflict_k
+        self.conflict_min_sim = conflict_min_sim
+        self.refresh_on_query = refresh_on_query
+        self.max_retention_days = max_retention_days
+        self.retry_expand = retry_expand
+        self.filter_relevant = filter_relevant
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if not (self.use_raw or self.use_fact or self.use_episode):
+            raise ValueError("enable at least one of use_raw, use_fact, use_episode")
+        if self.k_r < 1 or self.k_m < 1 or self.conflict_k < 1 or self.episode_max_turns < 1:
+            raise ValueError("k_r, k_m, conflict_k and episode_max_turns must be >= 1")
+        if self.k_dyn_max < self.k_m:
+            raise ValueError("k_dyn_max must be >= k_m")
+        if self.window_turns < 0:
+            raise ValueError("window_turns must be >= 0")
+        if self.trigger not in ("llm", "session"):
+            raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
+        if self.retry_expand not in ("both", "relations", "granularity"):
+            raise ValueError(f"retry_expand must be both, relations or granularity, got {self.retry_expand!r}")
+        if self.max_retention_days is not None and self.max_retention_days <= 0:
+            raise ValueError("max_retention_days must be positive or None")
+
+    # -- state ---------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.stores_ = {n: UnitStore(self.embedder, n) for n in STORES}
+        self.turns_: dict[str, Turn] = {}  # turns ingested so far (related_id targets)
+        self.buffer_: list[Turn] = []  # episode buffer since the last boundary
+        self.turn_steps_: dict[str, tuple] = {}  # turn id -> the Steps of its ingestion (the per-turn trace)
+        self.failures_: list[dict] = []
+        self.counters_ = {"fact": 0, "episode": 0}
+
+    def enabled(self, store: str) -> bool:
+        return {"raw": self.use_raw, "fact": self.use_fact, "episode": self.use_episode}[store]
+
+    def _unit(self, unit_id: str) -> MemoryUnit | None:
+        store = self.stores_.get(unit_id.split(":", 1)[0])
+        return store.units.get(unit_id) if store is not None else None
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder(list(texts))
+
+    # -- ingestion -----------------------------------------------------------------------------
+    def _build(self, conv: Conversation) -> None:
+        last_turn = conv.turns[-1].id if conv.turns else None
+        for session in conv.sessions:
+            for i, turn in enumerate(session.turns):
+                window = list(session.turns[max(0, i - self.window_turns):i]) if self.window_turns else []
+                closing = i == len(session.turns) - 1 and (self.episode_at_session_end or turn.id == last_turn)
+                self._ingest_turn(turn, window, closing)
+
+    def _ingest_turn(self, turn: Turn, window: list[Turn], closing: bool) -> None:
+        """Construct -> conflict check (Judge) -> Refresher -> store -> episode gate, for one turn."""
+        steps: list = []
+        vec = self._embed([format_turn(turn)])[0]
+        plan_units = self._ingest_plan(turn, window, steps) if self.ingest_retriever else []
+        refs = plan_units or self._reference_units(vec, {t.id for t in window})
+        with self.step(steps, "construct", f"Constructor on {turn.id}") as s:
+            con = A.construct(self, turn, window, refs, self.turns_)
+            s.data.update(turn_id=turn.id, speaker=turn.speaker, facts=[{"content": c, "pattern": p}
+                          for c, p in con["facts"]], related_ids=con["related_ids"], dropped_ids=con["dropped_ids"],
+                          timestamp=con["timestamp"], time=con["time"], time_source=con["time_source"],
+                          references=[u.id for u in refs], error=con["error"])
+        facts = [c for c, _ in con["facts"]]
+        fact_vecs = self._embed(facts) if facts else np.zeros((0, len(vec)), dtype=np.float32)
+        if self.refresher:
+            self._ingest_conflicts(turn, facts, vec, fact_vecs, plan_units, steps)
+        self._store_turn(turn, con, vec, fact_vecs)
+        if self.use_episode:
+            self._episode_gate(turn, steps, closing)
+        self.turns_[turn.id] = turn
+        self.turn_steps_[turn.id] = tuple(steps)
+
+    def _ingest_plan(self, turn: Turn, window: list[Turn], steps: list) -> list[MemoryUnit]:
+        """The paper's Retriever on a dialogue turn (only with ``ingest_retriever=True``)."""
+        hits, _, _ = self._plan_and_search(format_turn(turn), window, steps, where=turn.id)
+        return [u for u in (self._unit(h.unit_id) for h in hits) if u is not None]
+
+    def _reference_units(self, vec: np.ndarray, in_window: set) -> list[MemoryUnit]:
+        """Nearest stored entries to the turn (no LLM) outside W_t, shown to the Constructor for related_id."""
+        for name in ("raw", "fact"):
+            store = self.stores_[name]
+            if self.enabled(name) and len(store):
+                hits = store.search_vector(vec, self.k_m + len(in_window))
+                units = [store[h.unit_id] for h in hits]
+                return [u for u in units if not set(u.source_ids) & in_window][:self.k_m]
+        return []
+
+    def _conflict_store(self) -> str | None:
+        """Facts when enabled (digest §10.2), else the first enabled of raw, episode."""
+        return next((n for n in ("fact", "raw", "episode") if self.enabled(n)), None)
+
+    def _ingest_conflicts(self, turn, facts, vec, fact_vecs, plan_units, steps) -> None:
+        """Check the new turn and its facts against their nearest stored entries; Refresh on conflict."""
+        name = self._conflict_store()
+        store = self.stores_[name]
+        best: dict[str, float] = {}
+        for q in [vec, *fact_vecs]:
+            for h in store.search_vector(q, self.conflict_k):
+                if self.conflict_min_sim is None or h.score >= self.conflict_min_sim:
+                    best[h.unit_id] = max(best.get(h.unit_id, -1.0), h.score)
+        for u in plan_units:
+            best.setdefault(u.id, 0.0)
+        ids = sorted(best, key=lambda i: -best[i])[:self.k_dyn_max]
+        if not ids:
+            return
+        units = [self._unit(i) for i in ids]
+        with self.step(steps, "conflict_check", f"Nearest {name} entries for {turn.id}") as s:
+            s.hits = [u.hit(best[u.id]) for u in units]
+            s.data.update(store=name, queries=1 + len(facts), k_per_query=self.conflict_k,
+                          min_sim=self.conflict_min_sim)
+        with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
+            verdict = A.judge_ingest(self, units, turn, facts)
+            c_err = self._conflict_set(verdict, units)
+            s.data.update(phase="construct", round=1, verdict=verdict["Action"], reason=verdict["reason"],
+                          confidence=verdict["confidence"], conflict_set=[A.brief(u) for u in c_err],
+                          error=verdict.get("error"))
+        if verdict["Action"] == "Refresh" and c_err:
+            said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
+            A.run_refresher(self, c_err, f"{turn.speaker}{said}: {turn.content}", "new dialogue turn", steps,
+                            cause=turn.id, trigger_turn=turn, now=turn.time)
+
+    @staticmethod
+    def _conflict_set(verdict: dict, units: list[MemoryUnit]) -> list[MemoryUnit]:
+        """C_err: the Judge's conflict_ids among the candidates; all candidates if it named none."""
+        if verdict["Action"] != "Refresh":
+            return []
+        named = [u for u in units if u.id in set(verdict["conflict_ids"])]
+        return named or list(units)
+
+    def _store_turn(self, turn: Turn, con: dict, vec: np.ndarray, fact_vecs: np.ndarray) -> None:
+        """Raw Text and Fact Knowledge entries for the turn, with R_t and Omega_t = (tau, d_t, speaker)."""
+        meta = {"speaker": turn.speaker, "turn_id": turn.id, "session_id": turn.session_id,
+                "related_ids": list(con["related_ids"]), "said_at": A.iso(turn.time),
+                "timestamp_source": con["time_source"], "version": 1}
+        when = A.iso(con["time"])
+        if self.use_raw:
+            unit = MemoryUnit(f"raw:{turn.id}", "raw", format_turn(turn), (turn.id,), when, meta)
+            self.stores_["raw"].add([unit], vec[None, :])
+            self._emit("ADD", unit.id, after=unit.text, cause=turn.id, source_ids=unit.source_ids, time=when,
+                       store="raw", why="raw text of the turn")
+        if self.use_fact and con["facts"]:
+            units = []
+            for content, pattern in con["facts"]:
+                units.append(MemoryUnit(f"fact:{self.counters_['fact']}", "fact", content, (turn.id,), when,
+                                        {**meta, "pattern": pattern}))
+                self.counters_["fact"] += 1
+            self.stores_["fact"].add(units, fact_vecs)
+            for u in units:
+                self._emit("ADD", u.id, after=u.text, cause=turn.id, source_ids=u.source_ids, time=when,
+                           store="fact", why=f"fact ({u.meta['pattern']}) extracted by the Constructor")
+
+    # -- episodes -----------------------------------------------------------------------------
+    def _episode_gate(self, turn: Turn, steps: list, closing: bool) -> None:
+        """T_t: saturation or an empty buffer decide in code; otherwise P_tri (trigger="llm")."""
+        with self.step(steps, "trigger", f"Episode trigger on {turn.id}") as s:
+            if not self.buffer_:
+                out = {"T_t": 0, "reason": "empty history", "source": "rule"}
+            elif len(self.buffer_) >= self.episode_max_turns:
+                out = {"T_t": 1, "reason": f"window saturation ({len(self.buffer_)} turns)", "source": "saturation"}
+            elif self.trigger == "llm":
+                out = {**A.trigger(self, self.buffer_, turn, self.window_turns), "source": "llm"}
+            else:
+                out = {"T_t": 0, "reason": "trigger='session': boundaries only at session end", "source": "rule"}
+            s.data.update(buffer=[t.id for t in self.buffer_], **out)
+        if out["T_t"] == 1:
+            self._close_episode(out["reason"], steps)
+        self.buffer_.append(turn)
+        if closing:
+            self._close_episode("end of session" if self.episode_at_session_end else "end of conversation", steps)
+
+    def _close_episode(self, reason: str, steps: list) -> None:
+        """P_epi over the buffer (the turns before u_t); the buffer starts again empty."""
+        buffer, self.buffer_ = list(self.buffer_), []
+        if not buffer:
+            return
+        with self.step(steps, "episode", f"Episode over {buffer[0].id}..{buffer[-1].id}") as s:
+            parsed, error = A.synthesize(self, buffer, reason)
+            s.data.update(source_ids=[t.id for t in buffer], reason=reason, error=error)
+            if parsed is None or not str(parsed.get("content", "")).strip():
+                s.data["stored"] = False  # fallback: the turns stay in raw/fact memory only
+                return
+            when = A.parse_time(parsed.get("timestamp"))
+            unit = MemoryUnit(f"episode:{self.counters_['episode']}", "episode", str(parsed["content"]).strip(),
+                              tuple(t.id for t in buffer), A.iso(when or buffer[0].time),
+                              {"title": str(parsed.get("title", "")).strip(), "boundary_reason": reason,
+                               "session_id": buffer[-1].session_id, "said_at": A.iso(buffer[-1].time),
+                               "timestamp_source": "episode" if when else "session", "version": 1})
+            self.counters_["episode"] += 1
+            self.stores_["episode"].add([unit])
+            s.data.update(stored=True, unit_id=unit.id, title=unit.meta["title"])
+        self._emit("ADD", unit.id, after=unit.text, cause=f"episode boundary: {reason}",
+                   source_ids=unit.source_ids, time=unit.time, store="episode", title=unit.meta["title"])
+
+    # -- answering --------------------------------------------------------------------------------
+    def _plan_and_search(self, text: str, window, steps: list, where: str):
+        """Retriever: P_ret, f_M routing with fallback, K = max(K_dyn, K_m), cosine top-K."""
+        with self.step(steps, "retrieve", "Retriever: rewrite, intent, route, top-K") as s:
+            plan = A.plan(self, text, window, where)
+            k_dyn = min(max(plan["K_dyn"], 1), self.k_dyn_max)
+            k = max(k_dyn, self.k_m)
+            store, routed = self._choose_store(plan["intent"])
+            qvec = self._embed([plan["rewrite"]])[0]
+            hits = self.stores_[store].search_vector(qvec, k) if store else []
+            s.hits = hits
+            s.data.update(query=text, rewrite=plan["rewrite"], intent=plan["intent"],
+                          intent_vector=[plan["intent"][b] for b in A.BITS], llm_memory_type=plan["llm_memory_type"],
+                          routed=routed, store=store, fallback=store != routed,
+                          disagrees=plan["llm_memory_type"] not in (None, routed), K_dyn=plan["K_dyn"], K=k,
+                          round=1, hit_ids=[h.unit_id for h in hits], error=plan.get("error"))
+        return hits, {"k": k, "qvec": qvec, "rewrite": plan["rewrite"]}, {store} if store else set()
+
+    def _choose_store(self, intent: dict) -> tuple[str | None, str]:
+        routed = A.route(intent)
+        prefs = (["raw"] if intent["b_fine"] else []) + (["episode"] if intent["b_abs"] or intent["b_event"] else [])
+        order = [n for n in prefs + ["fact"] + list(FALLBACK) if self.enabled(n)]
+        store = next((n for n in order if len(self.stores_[n])), order[0] if order else None)
+        return store, routed
+
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        steps: list = []
+        hits, ctx, visited = self._plan_and_search(question, [], steps, where="question")
+        final = hits
+        for rnd in range(1, self.k_r + 1):
+            units = [u for u in (self._unit(h.unit_id) for h in hits) if u is not None]
+            with self.step(steps, "judge", f"Judge, round {rnd}") as s:
+                verdict = A.judge_query(self, units, question)
+                c_err = self._conflict_set(verdict, units)
+                kept = self._relevant(hits, verdict)
+                s.data.update(phase="query", round=rnd, verdict=verdict["Action"], reason=verdict["reason"],
+                              confidence=verdict["confidence"], relevant_ids=verdict["relevant_ids"],
+                              conflict_set=[A.brief(u) for u in c_err], n_candidates=len(hits),
+                              error=verdict.get("error"))
+                last = verdict["Action"] == "Retry" and rnd == self.k_r
+                s.data["next"] = {"Pass": "answer", "Refresh": "refresh"}.get(
+                    verdict["Action"], "answer (retry budget K_r exhausted)" if last else "retry")
+            if verdict["Action"] == "Pass":
+                final = kept
+                break
+            if verdict["Action"] == "Refresh":  # H_r plus C_err go on, refreshed
+                ids = {h.unit_id for h in kept} | {u.id for u in c_err}
+                final = self._query_refresh(question, [h for h in hits if h.unit_id in ids], c_err, now, steps)
+                break
+            if last:
+                break
+            added = self._expand(hits, ctx, visited, rnd + 1, steps)
+            if not added:
+                break
+            hits = hits + added
+            final = hits
+        text, error = self._generate(question, final, now, steps)
+        return Answer(question, text, tuple(steps), tuple(final), error=error)
+
+    def _relevant(self, hits: list[Hit], verdict: dict) -> list[Hit]:
+        """H_r: the Judge's relevant_ids among the hits (all hits if it named none, or filtering is off)."""
+        named = set(verdict["relevant_ids"])
+        kept = [h for h in hits if h.unit_id in named] if self.filter_relevant else []
+        return kept or list(hits)
+
+    def _query_refresh(self, question: str, hits: list[Hit], c_err: list[MemoryUnit], now, steps) -> list[Hit]:
+        """Refresh verdict on a question: edit memory (paper) or only order the conflict newest first."""
+        if not (self.refresher and self.refresh_on_query):
+            why = "refresher=False" if not self.refresher else "refresh_on_query=False"
+            with self.step(steps, "refresh", "Refresh verdict, memory left unchanged") as s:
+                s.data.update(action="skipped", why=why, conflict_set=[A.brief(u) for u in c_err])
+            return sorted(hits, key=lambda h: self._said(h), reverse=True)
+        A.run_refresher(self, c_err, question, "question", steps, cause=f"question: {question}", trigger_turn=None,
+                        now=now)
+        return [u.hit(h.score) for h in hits if (u := self._unit(h.unit_id)) is not None]
+
+    def _said(self, h: Hit) -> str:
+        u = self._unit(h.unit_id)
+        return (u.meta.get("updated_at") or u.meta.get("said_at") or u.time or "") if u else ""
+
+    def _expand(self, hits: list[Hit], ctx: dict, visited: set, rnd: int, steps) -> list[Hit]:
+        """Retry (§3.3): relation expansion over R_t and d_t, and/or the next unvisited granularity."""
+        seen = {h.unit_id for h in hits}
+        with self.step(steps, "expand", f"Retry: widen retrieval, round {rnd}") as s:
+            by_rel = self._relation_hits(hits, ctx, seen) if self.retry_expand != "granularity" else []
+            seen |= {h.unit_id for h in by_rel}
+            nxt = next((n for n in FALLBACK if n not in visited and self.enabled(n) and len(self.stores_[n])), None)
+            by_store = []
+            if nxt and self.retry_expand != "relations":
+                visited.add(nxt)
+                by_store = self.stores_[nxt].search_vector(ctx["qvec"], ctx["k"], exclude=seen)
+            s.hits = by_rel + by_store
+            s.data.update(round=rnd, via_relations=[h.unit_id for h in by_rel], next_store=nxt if by_store else None,
+                          via_store=[h.unit_id for h in by_store], visited=sorted(visited), mode=self.retry_expand,
+                          n_added=len(by_rel) + len(by_store))
+        return by_rel + by_store
+
+    def _relation_hits(self, hits: list[Hit], ctx: dict, seen: set) -> list[Hit]:
+        turn_ids: list[str] = []
+        for h in hits:
+            u = self._unit(h.unit_id)
+            for t in (u.meta.get("related_ids", []) + list(u.source_ids)) if u else ():
+                if t not in turn_ids:
+                    turn_ids.append(t)
+        target = "raw" if self.use_raw else ("fact" if self.use_fact else None)
+        if target is None:
+            return []
+        store = self.stores_[target]
+        units = [u for u in store if u.meta.get("turn_id") in turn_ids and u.id not in seen]
+        units.sort(key=lambda u: turn_ids.index(u.meta["turn_id"]))
+        return [u.hit(float(np.dot(ctx["qvec"], store.vector(u.id)))) for u in units[:ctx["k"]]]
+
+    def _generate(self, question: str, final: list[Hit], now, steps) -> tuple[str, str | None]:
+        with self.step(steps, "answer", "Answer from the validated set H*") as s:
+            units = [self._unit(h.unit_id) for h in final]
+            context = "\n".join(A.entry_line(u) if u else f"[{h.unit_id}] {h.text}" for u, h in zip(units, final))
+            prompt = P.ANSWER.format(context=context or "(no memories retrieved)", now_line=question_date_line(now),
+                                     question=question)
+            try:
+                text, error = self.llm.complete(prompt, role="ama.answer").text.strip(), None
+            except LLMError as exc:  # recorded on the Answer and in the step; the run goes on
+                text, error = "", f"{type(exc).__name__}: {exc}"
+                self.failures_.append({"where": "answer", "role": "ama.answer", "error": error})
+            s.data.update(answer=text, context_ids=[h.unit_id for h in final], error=error)
+        return text, error
+
+    # -- inspection ------------------------------------------------------------------------------
+    def refresh_log(self, answers: Sequence[Answer] = ()) -> list[dict]:
+        """Every Refresher decision (Update, Delete, No-Op, declined or skipped), from ingestion and from
+        the given answers, in order: the view behind the refresh events, including what did not change."""
+        steps = [("construct", tid, s) for tid, ss in self.turn_steps_.items() for s in ss]
+        steps += [("query", a.question, s) for a in answers for s in a.steps]
+        return [{"phase": phase, "trigger": trig, "action": s.data.get("action"), "reason": s.data.get("reason"),
+                 "conflict_ids": [c["id"] for c in s.data.get("conflict_set", [])],
+                 "updated": s.data.get("updated", []), "deleted": s.data.get("deleted", []),
+                 "retention_deleted": s.data.get("retention_deleted", []),
+                 "declined": s.data.get("declined") or s.data.get("why")}
+                for phase, trig, s in steps if s.kind == "refresh"]
+
+    def _units(self) -> list[dict]:
+        return [row for n in STORES for row in self.stores_[n].rows()]
+
+    def as_retriever(self, store: Literal["raw", "episode", "fact", "all"] = "all"):
+        """One store, or all enabled stores merged by cosine score."""
+        self._check_ingested()
+        if store == "all":
+            return MergedRetriever([self.stores_[n] for n in STORES if self.enabled(n)], name="ama")
+        if store not in STORES:
+            raise ValueError(f"store must be raw, episode, fact or all, got {store!r}")
+        if not self.enabled(store):
+            raise ValueError(f"the {store} store is disabled (use_{store}=False)")
+        return self.stores_[store]
+
+
+def summary_stats(answers: Sequence[Answer]) -> dict:
+    """AMA's report figures from traces alone: how many questions hit Retry / Refresh, verdicts, rounds, routes."""
+    out = {"questions": 0, "retry_questions": 0, "refresh_questions": 0, "refresh_applied_questions": 0,
+           "verdicts": Counter(), "final_verdicts": Counter(), "rounds": Counter(), "routed_store": Counter()}
+    for ans in answers:
+        judges = [s for s in ans.steps if s.kind == "judge"]
+        if not judges:
+            continue
+        verdicts = [s.data.get("verdict") for s in judges]
+        out["questions"] += 1
+        out["retry_questions"] += "Retry" in verdicts
+        out["refresh_questions"] += "Refresh" in verdicts
+        out["refresh_applied_questions"] += any(
+            s.kind == "refresh" and (s.data.get("updated") or s.data.get("deleted")) for s in ans.steps)
+        out["verdicts"].update(verdicts)
+        out["final_verdicts"][verdicts[-1]] += 1
+        out["rounds"][len(judges)] += 1
+        out["routed_store"].update(s.data.get("store") for s in ans.steps[:1] if s.kind == "retrieve")
+    for key in ("verdicts", "final_verdicts", "rounds", "routed_store"):
+        out[key] = dict(sorted(out[key].items(), key=lambda kv: str(kv[0])))
+    return out
