@@ -1,0 +1,120 @@
+"""``workbench eval`` and ``workbench report``: argument definitions and command functions.
+
+    workbench eval --method naive_rag --param top_k=5 --data locomo:<path> --conversations 0-2 \\
+        --questions 20 --llm openai:gpt-4.1-mini --judge openai:gpt-4o-mini --embedder minilm \\
+        --out runs/eval --cassette runs/eval/cassette.jsonl --workers 4
+    workbench report runs/eval/results.jsonl [--format md|csv|json] [--cost]
+
+``eval`` writes ``<out>/results.jsonl`` (append-only, resumable: rerun the same command after an
+interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/manifest.json``
+(the run directory manifest the app reads; evaluations are appended to its ``evaluations`` list),
+and with ``--save-memories`` the built memories under ``<out>/memories``. ``--cassette`` records
+every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
+without any model.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = Path("runs") / "eval"
+
+
+def add_eval_arguments(parser) -> None:
+    parser.add_argument("--method", default="naive_rag", help="method name (see workbench.methods.REGISTRY)")
+    parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
+    parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
+    parser.add_argument("--conversations", default=None, help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
+    parser.add_argument("--questions", type=int, default=None, help="at most N questions per conversation")
+    parser.add_argument("--categories", default=None, help="e.g. 1,2,3,4 (LoCoMo) or temporal-reasoning")
+    parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
+    parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM; default: no judge")
+    parser.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="run directory")
+    parser.add_argument("--cassette", default=None, help="record/replay cassette (JSONL) for every LLM call")
+    parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
+    parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
+    parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def add_report_arguments(parser) -> None:
+    parser.add_argument("results", nargs="+", help="results.jsonl files (or run directories)")
+    parser.add_argument("--format", default="md", choices=["md", "csv", "json"])
+    parser.add_argument("--metric", default=None, help="accuracy column: judge | f1 | locomo_f1 | ... (default: "
+                                                       "judge when present, else f1)")
+    parser.add_argument("--cost", action="store_true", help="print the tidy cost-accuracy frame instead")
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default=None, help="write to this file instead of stdout")
+
+
+def _llm(spec: str | None, cassette: str | None):
+    from ..cli import make_llm
+
+    if cassette and spec in ("replay", "replay:"):
+        return make_llm("replay", cassette)
+    if spec == "replay:":
+        raise SystemExit("--llm replay: needs --cassette PATH (or use replay:<file>)")
+    return make_llm(spec, cassette)
+
+
+def _categories(text: str | None):
+    return None if not text else [int(c) if c.strip().isdigit() else c.strip() for c in text.split(",") if c.strip()]
+
+
+def eval_command(args) -> int:
+    from ..cli import build_method, make_embedder, parse_params
+    from ..data import load_dataset
+    from .harness import evaluate
+    from .judge import LLMJudge
+    from .report import export, summary_table
+
+    dataset = load_dataset(args.data)
+    llm = _llm(args.llm, args.cassette)
+    method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
+    judge = None
+    if args.judge:
+        judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
+    out = Path(args.out)
+    res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
+                   questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
+                   progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
+                   retry_errors=args.retry_errors)
+    _update_run_manifest(out, res.manifest)
+    print(f"{res!r} -> {out / 'results.jsonl'}")
+    if len(res):
+        print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
+    return 0
+
+
+def _update_run_manifest(out: Path, manifest: dict) -> None:
+    path = out / "manifest.json"
+    data = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            data = {}
+    data.setdefault("evaluations", []).append({**manifest, "results": "results.jsonl"})
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str))
+
+
+def report_command(args) -> int:
+    from .report import cost_accuracy_frame, export, load_results, summary_table
+
+    paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
+    df = load_results(paths)
+    if df.empty:
+        print("no result rows found", file=sys.stderr)
+        return 1
+    kw = dict(metric=args.metric, n_boot=args.n_boot, seed=args.seed)
+    table = cost_accuracy_frame(df, **kw) if args.cost else summary_table(df, **kw)
+    text = export(table, args.format)
+    if args.output:
+        Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
+    else:
+        print(text)
+    return 0

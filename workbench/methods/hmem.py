@@ -1,0 +1,642 @@
+"""H-Mem: agent memory as a hybrid of a temporal-semantic tree and a knowledge graph.
+
+Yu, Fang, Liu, Ma, "H-Mem: A Novel Memory Mechanism for Evolving and Retrieving Agent Memory via a
+Hybrid Structure", arXiv:2605.15701 (2026). Digest: shared/methods/hmem.md. Not the Sun & Zeng
+"H-MEM" (hierarchical memory, 2025), which is a different method.
+
+Offline indexing (§3.2): each fragment yields LLM-extracted memory events (tree leaves, inserted
+bottom-up by ``hmem_tree.HTree``) and entities/relations (``hmem_graph.EntityGraph``); salient
+entities keep profiles. Online retrieval (§3.3): plan sub-queries with dependencies, scope and
+temporal hints; per sub-query seed entities (lexical + vector), expand multi-hop, map to fragments
+and events, search the tree by scope, score F = θ1·S + θ2·T + θ3·R (eqs. 1-3), answer (with one
+missing-information follow-up when flagged), then synthesise.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from ..data import Conversation
+from ..llm.errors import LLMError
+from ..trace import Answer, Hit
+from . import hmem_prompts as P
+from .base import MemoryMethod
+from .common import format_date, format_turn, question_date_line
+from .hmem_graph import EntityGraph, SubQuery, fallback_entities, normalize_name, order_subqueries, parse_plan
+from .hmem_tree import (DAY, EPOCH, WINDOWS, Candidate, HTree, TreeNode, active_levels, candidate_from_node,
+                        candidate_from_unit, dedupe, event_time, format_evidence, naive, parse_time_hint,
+                        score_candidates)
+from .store import MemoryUnit, UnitStore
+
+SCOPE_FRAGMENTS, SCOPE_SUMMARIES = ("SHORT", "MIXED"), ("LONG", "MIXED")
+NOT_FOUND = "Not mentioned in the conversation"
+
+
+class HMem(MemoryMethod):
+    """H-Mem (Yu et al., 2026). ``tree_nodes()`` and ``graph_`` expose the two structures.
+
+    Departures from the paper:
+    - Fragments default to windows of ``fragment_turns`` turns of one session (paper: one message),
+      to cut extraction calls for small local models; ``fragment="turn"`` is the paper's setting.
+    - One extraction call returns events, entities and relations (the paper lists only an
+      extraction and a consolidation prompt; it may use one or two calls).
+    - spaCy NER fallback replaced by the speakers plus capitalised word runs (no NLP dependency);
+      lemmatisation is rule-based singularisation (not applied to person names).
+    - No reranker (the paper reranks with Qwen3-Reranker-4B); the evidence chain is ranked by F alone.
+    - A new single-child parent copies its child's text instead of an LLM summary
+      (``summarize_single=False``; digest §3), and summaries see at most ``max_summary_children``
+      children (the most recent).
+    - Levels are activated from the age of the whole history (offline indexing), digest §10.7.
+    - A week node straddling two months belongs to the month of its first event (calendar windows).
+    - Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
+    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+    - Temporal hints are turned into intervals by a rule-based parser (``parse_time_hint``) rather than
+      by the planner LLM; relative cues resolve against the query time.
+    - A dependent sub-query's retrieval query also carries its prerequisites' answers (the paper uses
+      them only when answering); evidence with the same text as a better-ranked item is dropped.
+    - With the graph or the tree switched off, vector top-k over fragments stands in for the missing
+      entity -> fragment path, so every ablation still reaches the raw text.
+    - ``retrieval="flat"`` (one query, cosine top-k over fragments and all tree nodes, scored by F)
+      and ``scope_policy`` are workbench ablations, not in the paper.
+    - Relation edges are not evidence items themselves: they are reached through their endpoints'
+      provenance fragments.
+    """
+
+    name = "hmem"
+
+    def __init__(self, *, llm=None, embedder=None,
+                 fragment: Literal["turn", "window", "session"] = "window",  # [ours] paper: one message
+                 fragment_turns: int = 4,  # [ours] window size when fragment="window"
+                 levels: int = 4,  # paper App. A.2: four levels
+                 windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
+                 alphas: tuple = (0.8, 0.7, 0.6),  # paper App. A.2: alpha_2..alpha_4
+                 activate_by_age: bool = True,  # paper App. A.2: <7 d L1-L2, 7-30 d L1-L3, else L1-L4
+                 window_reading: Literal["parent", "child"] = "parent",  # digest §10.2
+                 cluster_similarity: Literal["max", "parent", "centroid"] = "max",  # digest §10.4
+                 propagate_summaries: bool = True,  # paper §3.2: repeat "until we reach the root"
+                 summarize_single: bool = False,  # [ours] digest §3: copy a single child's text
+                 max_summary_children: int = 12,  # [ours] paper silent; bounds the consolidation prompt
+                 summary_words: int = 80,  # [ours] paper silent
+                 fuzzy_threshold: float = 0.9,  # [ours] paper: "bounded fuzzy matching", no value (digest §10.12)
+                 token_overlap: float = 0.5,  # [ours] token Jaccard (digest §10.12)
+                 overlap_edges: bool = True,  # paper App. A.2: graph repair by prefix/suffix
+                 use_profiles: bool = True,  # paper §3.2; Table 5 "w/o entity profile"
+                 profile_types: tuple = ("person", "organization", "location"),  # paper §3.2
+                 profile_min_links: int = 3,  # [ours] paper: "number of fragment-entity links", no value
+                 top_k: int = 10,  # [ours] paper sweeps 5-50 (Fig. 3), default unstated; short prompts
+                 evidence_k: int = 10,  # [ours] evidence-chain length, paper silent
+                 seed_k: int = 5,  # [ours] vector seeds per entity name
+                 seed_min_sim: float = 0.3,  # [ours] a vector seed needs at least this cosine
+                 max_seeds: int = 20,  # [ours] digest §10.12
+                 hops: int = 2,  # [ours] paper: "multi-hop", no value
+                 fanout: int = 10,  # [ours] strongest edges followed per entity
+                 max_entities: int = 50,  # [ours] cap on the expanded entity set
+                 theta: tuple = (0.70, 0.15, 0.15),  # paper App. A.2: w_sem, w_time, w_mem
+                 tau_days: float = 365.0,  # paper App. A.2 (converted to seconds)
+                 eta: float = 0.5,  # paper App. A.2
+                 lam: float = 0.5,  # [ours] paper: lambda in [0,1], no value (digest §10.9)
+                 eps: float = 1.0,  # [ours] seconds; "small constant" (digest §10.9)
+                 max_subqueries: int = 4,  # [ours] paper averages 1.15-1.58 per question
+                 max_followups: int = 1,  # paper App. A.4: one targeted follow-up
+                 retrieval: Literal["hybrid", "flat"] = "hybrid",  # [ours] ablation
+                 scope_policy: Literal["planner", "short", "long", "mixed"] = "planner",  # App. A.4 fixed-MIXED
+                 use_graph: bool = True,  # Table 5 "w/o graph"
+                 use_tree: bool = True,  # Table 5 "w/o tree"
+                 use_long_memory: bool = True,  # Table 5 "w/o long memory" (no L2+ summaries)
+                 use_temporal: bool = True,  # ablation: T := 0
+                 use_robustness: bool = True,  # Table 5 "w/o memory robustness": R := 0
+                 use_missing_info: bool = True):  # Table 5 "w/o missing-info query"
+        self.llm = llm
+        self.embedder = embedder
+        self.fragment = fragment
+        self.fragment_turns = fragment_turns
+        self.levels = levels
+        self.windows = windows
+        self.alphas = alphas
+        self.activate_by_age = activate_by_age
+        self.window_reading = window_reading
+        self.cluster_similarity = cluster_similarity
+        self.propagate_summaries = propagate_summaries
+        self.summarize_single = summarize_single
+        self.max_summary_children = max_summary_children
+        self.summary_words = summary_words
+        self.fuzzy_threshold = fuzzy_threshold
+        self.token_overlap = token_overlap
+        self.overlap_edges = overlap_edges
+        self.use_profiles = use_profiles
+        self.profile_types = profile_types
+        self.profile_min_links = profile_min_links
+        self.top_k = top_k
+        self.evidence_k = evidence_k
+        self.seed_k = seed_k
+        self.seed_min_sim = seed_min_sim
+        self.max_seeds = max_seeds
+        self.hops = hops
+        self.fanout = fanout
+        self.max_entities = max_entities
+        self.theta = theta
+        self.tau_days = tau_days
+        self.eta = eta
+        self.lam = lam
+        self.eps = eps
+        self.max_subqueries = max_subqueries
+        self.max_followups = max_followups
+        self.retrieval = retrieval
+        self.scope_policy = scope_policy
+        self.use_graph = use_graph
+        self.use_tree = use_tree
+        self.use_long_memory = use_long_memory
+        self.use_temporal = use_temporal
+        self.use_robustness = use_robustness
+        self.use_missing_info = use_missing_info
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        choices = {"fragment": ("turn", "window", "session"), "window_reading": ("parent", "child"),
+                   "cluster_similarity": ("max", "parent", "centroid"), "retrieval": ("hybrid", "flat"),
+                   "scope_policy": ("planner", "short", "long", "mixed")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if not 1 <= self.levels <= len(self.windows) or len(self.alphas) < self.levels - 1:
+            raise ValueError("levels needs one window per level and one alpha per level above the leaves")
+        if any(w not in WINDOWS for w in self.windows) or len(set(self.windows)) != len(self.windows) \
+                or list(self.windows) != sorted(self.windows, key=WINDOWS.index):
+            raise ValueError(f"windows must be increasing and taken from {WINDOWS}")
+        if len(self.theta) != 3 or min(self.theta) < 0:
+            raise ValueError("theta must be three non-negative weights")
+        positive = ("fragment_turns", "top_k", "evidence_k", "max_subqueries", "max_summary_children", "summary_words")
+        if any(getattr(self, n) < 1 for n in positive) or self.tau_days <= 0 or self.eps <= 0 or self.eta < 0:
+            raise ValueError(f"{', '.join(positive)}, tau_days and eps must be positive; eta non-negative")
+        if not 0 <= self.lam <= 1 or min(self.hops, self.seed_k, self.max_followups, self.fanout) < 0:
+            raise ValueError("lam must lie in [0, 1]; hops, seed_k, fanout and max_followups must be >= 0")
+
+    # -- building -------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.tree_ = HTree(self.windows[:self.levels], self.alphas[:self.levels - 1],
+                           window_reading=self.window_reading, cluster_similarity=self.cluster_similarity)
+        self.kg_ = EntityGraph(fuzzy_threshold=self.fuzzy_threshold, token_overlap=self.token_overlap)
+        self.fragments_ = UnitStore(self.embedder, "fragments")
+        self.entities_ = UnitStore(self.embedder, "entities")  # entity-name vectors for seed search
+        self.profiles_ = UnitStore(self.embedder, "profiles")
+        self.fragment_leaves_: dict[str, list[str]] = {}
+        self.failures_: list[dict] = []
+        self.last_time_: datetime | None = None
+
+    @property
+    def graph_(self):
+        """The knowledge graph (``networkx.MultiDiGraph``; edge key = relation label)."""
+        self._check_ingested()
+        return self.kg_.graph
+
+    def _fragments(self, conv: Conversation) -> list[MemoryUnit]:
+        size = {"turn": 1, "window": self.fragment_turns, "session": None}[self.fragment]
+        out, last = [], EPOCH  # [ours] an undated turn takes the previous date (the epoch if none yet)
+        for session in conv.sessions:
+            turns = list(session.turns)
+            step = size or max(1, len(turns))
+            for i in range(0, len(turns), step):
+                group = turns[i:i + step]
+                last = naive(group[0].time or session.date_time or last)
+                text = f"[{format_date(last)}] " + "\n".join(format_turn(t) for t in group)
+                out.append(MemoryUnit(f"frag{len(out)}", "fragment", text, tuple(t.id for t in group), last,
+                                      {"session_id": session.id, "speakers": sorted({t.speaker for t in group})}))
+        return out
+
+    def _build(self, conv: Conversation) -> None:
+        frags = self.fragments_.add(self._fragments(conv))
+        if not frags:
+            return
+        times = [datetime.fromisoformat(f.time) for f in frags]
+        self.last_time_ = max(times)
+        n_levels = active_levels(min(times), max(times), self.levels) if self.activate_by_age else self.levels
+        self.tree_.l_max = n_levels if self.use_long_memory else 1
+        session_frags: dict[str, list[MemoryUnit]] = {}
+        for f in frags:
+            session_frags.setdefault(f.meta["session_id"], []).append(f)
+        for units in session_frags.values():
+            touched: set[str] = set()
+            for unit in units:
+                touched |= self._index_fragment(unit)
+            if self.use_graph and self.use_profiles:
+                self._refresh_profiles(sorted(touched), units)
+
+    def _index_fragment(self, unit: MemoryUnit) -> set[str]:
+        when = datetime.fromisoformat(unit.time)
+        payload = self._extract(unit, when)
+        if self.use_tree:
+            self._add_events(unit, when, payload.get("events", []))
+        return self._add_graph(unit, when, payload) if self.use_graph else set()
+
+    @staticmethod
+    def _body(unit: MemoryUnit) -> str:
+        return unit.text.split("] ", 1)[1]
+
+    def _extract(self, unit: MemoryUnit, when: datetime) -> dict:
+        """LLM#1/#2 of the digest as one call. Fallback on failure: one event per turn, rule-based entities."""
+        prompt = P.extraction_prompt(events=self.use_tree, graph=self.use_graph).format(
+            date=format_date(when), fragment=self._body(unit))
+        schema = P.extraction_schema(events=self.use_tree, graph=self.use_graph)
+        try:
+            return self.llm.complete(prompt, schema=schema, role="hmem.extract").parsed
+        except LLMError as exc:
+            self.failures_.append({"stage": "extract", "unit": unit.id, "source_ids": list(unit.source_ids),
+                                   "error": str(exc), "fallback": "one event per turn; rule-based entities"})
+            return {"events": [{"text": line} for line in self._body(unit).splitlines() if line.strip()],
+                    "entities": [], "relations": []}
+
+    # -- tree -----------------------------------------------------------------------------------
+    def _add_events(self, unit: MemoryUnit, when: datetime, events: list) -> None:
+        items = []
+        for e in events:
+            text = " ".join(str(e.get("text", "")).split()) if isinstance(e, dict) else ""
+            if text:
+                items.append((text, event_time(e.get("date"), when)))
+        if not items:
+            return
+        vectors = self.embedder([t for t, _ in items])
+        for (text, etime), vec in zip(items, vectors):
+            ops = self.tree_.add_leaf(text, time=etime, mention_time=when, vector=vec, source_ids=unit.source_ids,
+                                      fragment_ids=[unit.id], summarize=self._summarize, embed=self.embedder,
+                                      propagate=self.propagate_summaries, summarize_single=self.summarize_single)
+            self.fragment_leaves_.setdefault(unit.id, []).append(ops[0]["node"])
+            self._emit_tree_ops(ops, unit, when)
+
+    def _summarize(self, node: TreeNode, children: list[TreeNode]) -> str:
+        """LLM#4 consolidation; fallback: the children's texts joined (recorded in ``failures_``)."""
+        kids = sorted(children, key=lambda c: (c.anchor, c.id))[-self.max_summary_children:]
+        notes = "\n".join(f"- [{format_date(c.start)}] {c.text}" for c in kids)
+        prompt = P.CONSOLIDATE.format(window=self.tree_.window_name(node.level), label=node.window, notes=notes,
+                                      max_words=self.summary_words)
+        try:
+            text = " ".join(str(self.llm.complete(prompt, schema=P.CONSOLIDATE_SCHEMA,
+                                                  role="hmem.consolidate").parsed["summary"]).split())
+            if text:
+                return text
+            error = "empty summary"
+        except LLMError as exc:
+            error = str(exc)
+        self.failures_.append({"stage": "consolidate", "unit": node.id, "source_ids": list(node.source_ids),
+                               "error": error, "fallback": "children texts joined"})
+        return "; ".join(c.text for c in kids)[:800]
+
+    def _emit_tree_ops(self, ops: list[dict], unit: MemoryUnit, when: datetime) -> None:
+        for op in ops:
+            node = self.tree_.nodes[op["node"]]
+            extra = {k: v for k, v in op.items() if k not in ("op", "node", "before", "after", "reason")}
+            if op["op"] == "ADD":
+                self._emit("ADD", node.id, after=node.text, cause=f"event extracted from {unit.id}",
+                           source_ids=unit.source_ids, time=when, fragment=unit.id, window=node.window, **extra)
+            elif op["op"] == "MERGE":
+                self._emit("MERGE", node.id, cause=f"{op['child']} joined the cluster: similarity "
+                           f"{op['similarity']} >= {op['threshold']}", source_ids=unit.source_ids, time=when, **extra)
+            else:
+                self._emit("SUMMARIZE", node.id, before=op["before"], after=op["after"], cause=op["reason"],
+                           source_ids=unit.source_ids, time=when, **extra)
+
+    # -- graph ----------------------------------------------------------------------------------
+    def _add_graph(self, unit: MemoryUnit, when: datetime, payload: dict) -> set[str]:
+        t = when.isoformat()
+        ents = [e for e in payload.get("entities", []) if isinstance(e, dict) and isinstance(e.get("name"), str)
+                and normalize_name(e["name"])]
+        origin = "llm"
+        if not ents:  # paper App. A.2: fall back when extraction fails or finds no valid entity
+            ents, origin = fallback_entities(self._body(unit), unit.meta.get("speakers", ())), "fallback"
+        local: dict[str, str] = {}
+        for e in ents:
+            self._entity(e["name"], e.get("type", "other"), unit, t, local, origin)
+        for r in payload.get("relations", []):
+            label = " ".join(str(r.get("relation", "")).split()) if isinstance(r, dict) else ""
+            u = self._entity(r.get("source", ""), "other", unit, t, local, "relation") if label else None
+            v = self._entity(r.get("target", ""), "other", unit, t, local, "relation") if u else None
+            if not v or u == v:
+                continue
+            new = self.kg_.add_relation(u, label, v, fragment_id=unit.id, source_ids=unit.source_ids, time=t)
+            self._emit("LINK", f"{u}->{v}", after=label, cause=f"relation from {unit.id}", source_ids=unit.source_ids,
+                       time=when, source=u, target=v, relation=label.lower(), new=new, fragment=unit.id)
+        return set(local.values())
+
+    def _entity(self, name, etype, unit: MemoryUnit, t: str, local: dict, origin: str) -> str | None:
+        """Resolve a mention (once per fragment), link it to the fragment, emit LINK."""
+        key = normalize_name(name or "")
+        if not key or len(key) > 80:
+            return None
+        if key in local:
+            return local[key]
+        res = self.kg_.resolve(name, etype, time=t)
+        if res is None:
+            return None
+        local[key] = res.node
+        self.kg_.link(res.node, unit.id, unit.source_ids, t)
+        attrs = self.kg_.graph.nodes[res.node]
+        self._emit("LINK", res.node, after=attrs["name"], cause=f"{res.how} match for {name!r} in {unit.id}",
+                   source_ids=unit.source_ids, time=t, surface=str(name), how=res.how, score=res.score,
+                   type=attrs["type"], fragment=unit.id, origin=origin)
+        if res.created:
+            self.entities_.add([MemoryUnit(res.node, "entity", attrs["name"], unit.source_ids, t)])
+            for other in self.kg_.overlap_candidates(res.node) if self.overlap_edges else ():
+                self.kg_.add_relation(res.node, "overlap", other, fragment_id=unit.id, source_ids=unit.source_ids,
+                                      time=t, kind="overlap")
+                self._emit("LINK", f"{res.node}->{other}", after="overlap", cause="graph repair: name prefix/suffix",
+                           source_ids=unit.source_ids, time=t, source=res.node, target=other, relation="overlap")
+        return res.node
+
+    def _refresh_profiles(self, touched: list[str], units: list[MemoryUnit]) -> None:
+        ids = {u.id: u for u in units}
+        for node in touched:
+            if not self.kg_.is_salient(node, types=self.profile_types, min_links=self.profile_min_links):
+                continue
+            frags = [ids[f] for f in self.kg_.graph.nodes[node]["fragment_ids"] if f in ids]
+            self._update_profile(node, frags)
+
+    def _update_profile(self, node: str, frags: list[MemoryUnit]) -> None:
+        attrs = self.kg_.graph.nodes[node]
+        old = attrs["profile"] or {"persistent": "", "recent": "", "updates": 0, "source_ids": []}
+        leaves = [self.tree_.nodes[x].text for f in frags for x in self.fragment_leaves_.get(f.id, [])]
+        mentions = leaves or [self._body(f) for f in frags]
+        when = datetime.fromisoformat(frags[-1].time)
+        prompt = P.PROFILE.format(name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
+                                  recent=old["recent"] or "(none)", date=format_date(when),
+                                  mentions="\n".join(f"- {m}" for m in mentions[-8:]))
+        try:
+            parsed = self.llm.complete(prompt, schema=P.PROFILE_SCHEMA, role="hmem.profile").parsed
+            persistent, recent = str(parsed["persistent"]).strip(), str(parsed["recent"]).strip()
+        except LLMError as exc:
+            self.failures_.append({"stage": "profile", "unit": node, "error": str(exc),
+                                   "fallback": "previous persistent part; mentions as the recent part"})
+            persistent, recent = old["persistent"], "; ".join(mentions[-4:])[:400]
+        source_ids = old["source_ids"] + [s for f in frags for s in f.source_ids if s not in old["source_ids"]]
+        attrs["profile"] = {"persistent": persistent, "recent": recent, "updated": when.isoformat(),
+                            "updates": old["updates"] + 1, "source_ids": source_ids}
+        text = f"Profile of {attrs['name']}: {persistent} Recently ({format_date(when)}): {recent}"
+        before = self.profiles_[f"profile:{node}"].text if f"profile:{node}" in self.profiles_ else None
+        self.profiles_.add([MemoryUnit(f"profile:{node}", "profile", text, source_ids, when,
+                                       {"entity": node, "updates": old["updates"] + 1})])
+        self._emit("UPDATE", f"profile:{node}", before=before, after=text, cause="profile refresh after the session",
+                   source_ids=[s for f in frags for s in f.source_ids], time=when, entity=node)
+
+    # -- answering ------------------------------------------------------------------------------
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        t = naive(now) if now else (self.last_time_ or EPOCH)
+        steps: list = []
+        if self.retrieval == "flat":
+            chain = self._retrieve(SubQuery(1, question), question, t, steps, "Flat retrieval (one query)")
+            text, _ = self._sub_answer(SubQuery(1, question), chain, {}, {}, t, steps)
+            return Answer(question, text, tuple(steps), tuple(c.hit() for c in chain))
+        plan = self._plan(question, t, steps)
+        answers: dict[int, str] = {}
+        context: dict[str, Hit] = {}
+        for sq in plan:
+            # [ours] prerequisite answers also join the retrieval query (the paper uses them when answering)
+            known = [answers[d] for d in sq.depends_on if answers.get(d, NOT_FOUND) != NOT_FOUND]
+            query = " ".join([sq.text, *known])
+            chain = self._retrieve(sq, query, t, steps, f"Evidence for sub-query {sq.id} ({sq.scope})")
+            text, missing = self._sub_answer(sq, chain, answers, {s.id: s for s in plan}, t, steps)
+            for _ in range(self.max_followups if self.use_missing_info and missing else 0):
+                follow = self._follow_up(sq, chain, text, steps)
+                if not follow:
+                    break
+                seen = {c.id for c in chain}
+                extra = self._retrieve(sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
+                chain = chain + [c for c in extra if c.id not in seen]
+                text, missing = self._sub_answer(sq, chain, answers, {s.id: s for s in plan}, t, steps)
+                if not missing:
+                    break
+            answers[sq.id] = text
+            for c in chain:
+                context.setdefault(c.id, c.hit())
+        final = self._synthesize(question, plan, answers, t, steps)
+        return Answer(question, final, tuple(steps), tuple(context.values()))
+
+    def _plan(self, question: str, t: datetime, steps: list) -> list[SubQuery]:
+        with self.step(steps, "plan", "Decompose into sub-queries") as s:
+            prompt = P.PLAN.format(now_line=question_date_line(t), question=question, max_n=self.max_subqueries)
+            try:
+                raw = self.llm.complete(prompt, schema=P.PLAN_SCHEMA, role="hmem.plan").parsed["subqueries"]
+            except LLMError as exc:
+                raw, s.data["error"] = [], str(exc)
+            subs = parse_plan(raw, t, max_n=self.max_subqueries, parse_hint=parse_time_hint)
+            if not subs:  # fallback: the question itself, MIXED scope, hints read from its text
+                subs = parse_plan([{"query": question, "scope": "MIXED", "time": question}], t, max_n=1,
+                                  parse_hint=parse_time_hint)
+                s.data["fallback"] = "planner gave no usable sub-query: the question is the only sub-query"
+            if self.scope_policy != "planner":
+                subs = [replace(sq, scope=self.scope_policy.upper()) for sq in subs]
+            plan, dropped = order_subqueries(subs)
+            s.data.update(subqueries=[sq.to_dict() for sq in plan], order=[sq.id for sq in plan],
+                          dropped_dependencies=dropped, scope_policy=self.scope_policy)
+        return plan
+
+    def _seeds(self, query: str, names: tuple[str, ...], qv: np.ndarray) -> list[dict]:
+        """Lexical (planner names, then names found in the query) and vector seeds."""
+        seeds: dict[str, dict] = {}
+        for name in names:
+            found = self.kg_.find(name)
+            if found:
+                seeds.setdefault(found.node, {"entity": found.node, "how": f"lexical:{found.how}",
+                                              "score": found.score, "matched": name})
+        for node, key in self.kg_.lexical_matches(query):
+            seeds.setdefault(node, {"entity": node, "how": "lexical:query", "score": 1.0, "matched": key})
+        vectors = self.embedder(list(names)) if names else qv[None, :]
+        for vec in vectors:
+            for h in self.entities_.search_vector(vec, self.seed_k):
+                if h.score >= self.seed_min_sim:
+                    seeds.setdefault(h.unit_id, {"entity": h.unit_id, "how": "vector", "score": round(h.score, 4),
+                                                 "matched": h.text})
+        out = list(seeds.values())[:self.max_seeds]
+        for seed in out:
+            seed["name"] = self.kg_.graph.nodes[seed["entity"]]["name"]
+        return out
+
+    def _retrieve(self, sq: SubQuery, query: str, t: datetime, steps: list, title: str) -> list[Candidate]:
+        with self.step(steps, "retrieve", title) as s:
+            qv = self.embedder([query])[0]
+            cands: dict[str, Candidate] = {}
+            seeds, paths = [], []
+            frag_ok = sq.scope in SCOPE_FRAGMENTS or not self.use_tree or self.retrieval == "flat"
+            if self.use_graph and len(self.kg_) and self.retrieval == "hybrid":
+                seeds = self._seeds(query, sq.entities, qv)
+                paths = self.kg_.expand([x["entity"] for x in seeds], hops=self.hops, fanout=self.fanout,
+                                        max_entities=self.max_entities)
+                self._entity_evidence(paths, qv, frag_ok, cands)
+            self._vector_evidence(qv, frag_ok, cands)
+            if self.use_tree and self.retrieval == "hybrid" and sq.scope in SCOPE_SUMMARIES:
+                self._climb(cands)
+            scored = score_candidates(list(cands.values()), qv, interval=sq.interval if self.use_temporal else None,
+                                      now=t, theta=self.theta, lam=self.lam, eps=self.eps,
+                                      tau=self.tau_days * DAY, eta=self.eta, use_robustness=self.use_robustness)
+            unique, duplicates = dedupe(scored)
+            chain = unique[:self.evidence_k]
+            s.hits = [c.hit() for c in chain]
+            s.data.update(subquery=sq.id, query=query, scope=sq.scope, interval=sq.interval_iso(),
+                          seeds=seeds, expansion=[{**p, "name": self.kg_.graph.nodes[p["entity"]]["name"]}
+                                                  for p in paths],
+                          candidates=[c.trace() for c in scored], duplicates=duplicates,
+                          evidence_chain=[c.id for c in chain])
+        return chain
+
+    def _entity_evidence(self, paths: list[dict], qv: np.ndarray, frag_ok: bool, cands: dict) -> None:
+        """Entities -> provenance fragments (top-k by similarity) -> their leaf events; plus profiles."""
+        frag_ids = sorted({f for p in paths for f in self.kg_.graph.nodes[p["entity"]]["fragment_ids"]})
+        ranked = sorted(frag_ids, key=lambda f: (-float(self.fragments_.vector(f) @ qv), f))[:self.top_k]
+        for f in ranked:
+            if frag_ok:
+                self._add(cands, candidate_from_unit(self.fragments_[f], self.fragments_.vector(f)), "entity")
+            for leaf in self.fragment_leaves_.get(f, []) if self.use_tree else ():
+                self._add(cands, self._node_candidate(leaf), "entity")
+        for p in paths if self.use_profiles else ():
+            pid = f"profile:{p['entity']}"
+            if pid in self.profiles_:
+                prof = self.kg_.graph.nodes[p["entity"]]["profile"]
+                self._add(cands, candidate_from_unit(self.profiles_[pid], self.profiles_.vector(pid),
+                                                         kind="profile", n_m=prof["updates"] - 1), "entity")
+
+    def _vector_evidence(self, qv: np.ndarray, frag_ok: bool, cands: dict) -> None:
+        """Vector top-k over leaf events (all tree nodes when flat); over fragments when the graph or the
+        tree is switched off (or flat), so that every ablation still reaches the raw text."""
+        if self.use_tree:
+            levels = None if self.retrieval == "flat" else (1,)
+            for node_id, _ in self.tree_.search(qv, self.top_k, levels=levels):
+                self._add(cands, self._node_candidate(node_id), "vector")
+        if frag_ok and (not self.use_graph or not self.use_tree or self.retrieval == "flat"):
+            for h in self.fragments_.search_vector(qv, self.top_k):
+                self._add(cands, candidate_from_unit(self.fragments_[h.unit_id],
+                                                         self.fragments_.vector(h.unit_id)), "vector")
+
+    def _climb(self, cands: dict) -> None:
+        """Bottom-up tree search: the ancestors (L2..L_max summaries) of every candidate event."""
+        for c in [c for c in cands.values() if c.kind == "event"]:
+            for a in self.tree_.ancestors(c.id):
+                self._add(cands, self._node_candidate(a), f"parent of {c.id}")
+
+    def _node_candidate(self, node_id: str) -> Candidate:
+        node = self.tree_.nodes[node_id]
+        return candidate_from_node(node, self.tree_.vectors[node_id], self.tree_.window_name(node.level))
+
+    @staticmethod
+    def _add(cands: dict, cand: Candidate, via: str) -> None:
+        if cand.id not in cands:
+            cands[cand.id] = cand
+        if via not in cands[cand.id].via:
+            cands[cand.id].via.append(via)
+
+    def _sub_answer(self, sq: SubQuery, chain: list[Candidate], answers: dict, by_id: dict, t: datetime,
+                    steps: list) -> tuple[str, bool]:
+        with self.step(steps, "subanswer", f"Answer sub-query {sq.id}") as s:
+            prior = "".join(f"- {by_id[d].text} -> {answers[d]}\n" for d in sq.depends_on if d in answers)
+            prompt = P.SUB_ANSWER.format(now_line=question_date_line(t), evidence=format_evidence(chain),
+                                         query=sq.text, prior=P.PRIOR_ANSWERS.format(answers=prior) if prior else "")
+            try:
+                parsed = self.llm.complete(prompt, schema=P.SUB_ANSWER_SCHEMA, role="hmem.subanswer").parsed
+                text, missing = str(parsed["answer"]).strip() or NOT_FOUND, bool(parsed["missing_info"])
+            except LLMError as exc:
+                text, missing, s.data["error"] = NOT_FOUND, False, str(exc)
+            s.data.update(subquery=sq.id, query=sq.text, answer=text, missing_info=missing,
+                          prerequisites={str(d): answers[d] for d in sq.depends_on if d in answers})
+        return text, missing
+
+    def _follow_up(self, sq: SubQuery, chain: list[Candidate], answer: str, steps: list) -> str | None:
+        with self.step(steps, "followup", f"Missing-information query for sub-query {sq.id}") as s:
+            prompt = P.MISSING_INFO.format(query=sq.text, answer=answer, evidence=format_evidence(chain))
+            try:
+                query = " ".join(str(self.llm.complete(prompt, schema=P.MISSING_INFO_SCHEMA,
+                                                       role="hmem.missing").parsed["query"]).split())
+            except LLMError as exc:
+                query, s.data["error"] = "", str(exc)
+            s.data.update(subquery=sq.id, query=query)
+            if not query or query.lower() == sq.text.lower():
+                s.data["skipped"] = "no follow-up query, or a mere repeat of the sub-query"
+                return None
+        return query
+
+    def _synthesize(self, question: str, plan: list[SubQuery], answers: dict, t: datetime, steps: list) -> str:
+        with self.step(steps, "synthesize", "Synthesise the sub-answers") as s:
+            s.data["sub_answers"] = [{"id": sq.id, "query": sq.text, "answer": answers[sq.id]} for sq in plan]
+            if len(plan) == 1:
+                s.data.update(answer=answers[plan[0].id], skipped="single sub-query: its answer is final")
+                return answers[plan[0].id]
+            lines = "\n".join(f"{i}. {sq.text} -> {answers[sq.id]}" for i, sq in enumerate(plan, 1))
+            prompt = P.SYNTHESIZE.format(now_line=question_date_line(t), question=question, answers=lines)
+            try:
+                text = self.llm.complete(prompt, role="hmem.synthesize").text.strip() or NOT_FOUND
+            except LLMError as exc:
+                text, s.data["error"] = "; ".join(answers[sq.id] for sq in plan), str(exc)
+            s.data["answer"] = text
+        return text
+
+    # -- inspection -----------------------------------------------------------------------------
+    def tree_nodes(self) -> list[dict]:
+        """The tree as plain rows: id, level, parent, children, summary, window, start, end, n_m, r_m,
+        source_ids, fragment_ids."""
+        self._check_ingested()
+        return self.tree_.rows()
+
+    def _units(self) -> list[dict]:
+        rows = self.fragments_.rows()
+        for r in self.tree_.rows():
+            rows.append({"id": r["id"], "kind": "event" if r["level"] == 1 else "summary", "text": r["summary"],
+                         "source_ids": r["source_ids"], "time": r["start"],
+                         **{k: r[k] for k in ("level", "parent", "children", "window", "start", "end", "n_m",
+                                              "r_m", "fragment_ids")}})
+        for node, a in self.kg_.graph.nodes(data=True):
+            profile = a["profile"]
+            rows.append({"id": node, "kind": "entity", "text": a["name"], "source_ids": list(a["source_ids"]),
+                         "time": a["first_time"], "type": a["type"], "aliases": list(a["aliases"]),
+                         "fragment_ids": list(a["fragment_ids"]), "mentions": a["mentions"],
+                         "profile": f"{profile['persistent']} | recent: {profile['recent']}" if profile else None})
+        return rows
+
+    def as_retriever(self) -> "HMemRetriever":
+        self._check_ingested()
+        return HMemRetriever(self)
+
+
+class HMemRetriever:
+    """Cosine search over the hybrid structure's text units: fragments and all tree nodes.
+
+    A tree node whose text repeats a better hit or an excluded unit (single-child parents copy
+    their child's text) is skipped, so a masking caller (MemR3) never sees the same text twice.
+    """
+
+    def __init__(self, method: HMem):
+        self.method = method
+        self.name = "hmem"
+
+    def _text(self, unit_id: str) -> str | None:
+        m = self.method
+        node = m.tree_.nodes.get(unit_id)
+        text = node.text if node else (m.fragments_[unit_id].text if unit_id in m.fragments_ else None)
+        return " ".join(text.lower().split()) if text else None
+
+    def search(self, query: str, k: int, exclude: frozenset = frozenset()) -> list[Hit]:
+        m = self.method
+        if k <= 0:
+            return []
+        qv = m.embedder([query])[0]
+        fetched = m.tree_.search(qv, k * m.tree_.l_max, exclude=exclude)
+        hits = m.fragments_.search_vector(qv, k, exclude) + [m._node_candidate(i).hit(s) for i, s in fetched]
+        seen = {self._text(i) for i in exclude} - {None}
+        out = []
+        for h in sorted(hits, key=lambda h: (-h.score, h.unit_id)):
+            if self._text(h.unit_id) not in seen:
+                seen.add(self._text(h.unit_id))
+                out.append(h)
+        return out[:k]
+
+
+def summary_stats(answers: list[Answer]) -> dict:
+    """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate)."""
+    plans = [s for a in answers for s in a.steps if s.kind == "plan"]
+    subs = [q for p in plans for q in p.data.get("subqueries", [])]
+    follow = [s for a in answers for s in a.steps if s.kind == "followup"]
+    chains = [len(s.data.get("evidence_chain", [])) for a in answers for s in a.steps if s.kind == "retrieve"]
+    scopes = {sc: sum(q["scope"] == sc for q in subs) for sc in P.SCOPES}
+    return {"questions": len(answers), "subqueries": len(subs),
+            "subqueries_per_question": len(subs) / len(plans) if plans else 0.0,
+            "scope_counts": scopes, "followups": len(follow),
+            "followup_rate": len(follow) / len(subs) if subs else 0.0,
+            "mean_evidence_chain": float(np.mean(chains)) if chains else 0.0}
