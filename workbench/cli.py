@@ -135,7 +135,7 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
-             llm_spec=args.llm, port=args.port)
+             llm_spec=args.llm, port=args.port, record=args.record)
     return 0
 
 
@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("demo", help="build memories for a sample conversation offline, then open the app")
     p.add_argument("--out", default=str(DEFAULT_RUN))
     p.add_argument("--methods", nargs="*", default=None)
-    p.add_argument("--questions", type=int, default=6)
+    p.add_argument("--questions", type=int, default=None, help="how many of the demo questions (default all)")
+    p.add_argument("--record", action="store_true", help="append new calls to the committed cassette")
     p.add_argument("--llm", default=None)
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--no-serve", action="store_true")

@@ -1,0 +1,153 @@
+"""UI speed on a LoCoMo-sized run: time to build each widget, to build the app in-process, and
+(when /usr/bin/chromium exists) for the served page to become ready and each tab to show.
+
+The run is the first LoCoMo conversation of ../shared/data/locomo/locomo10_dev.json when present
+(else the sample data), evaluated by the project's harness with NaiveRAG + HashEmbedder +
+ScriptedLLM (scripts/make_demo_run.py): no model is run; only the size of the data matters here.
+
+Writes benchmarks/results/ui.json. Usage: python -m benchmarks.bench_ui [--repeat 3] [--no-browser]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def timed(fn, repeat: int) -> dict:
+    """Median and min seconds of ``repeat`` calls."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return {"median_s": round(statistics.median(times), 4), "min_s": round(min(times), 4), "repeat": repeat}
+
+
+def make_run(tmp: Path) -> tuple[Path, dict]:
+    demo = _script("make_demo_run")
+    data = f"locomo:{LOCOMO}" if LOCOMO.exists() else "sample"
+    t = time.perf_counter()
+    run = demo.make_demo_run(tmp / "run", data=data, n_conversations=1, methods=("naive_rag",))
+    return run, {"data": data if LOCOMO.exists() else "sample (LoCoMo dev copy absent)",
+                 "methods": ["naive_rag"], "make_run_s": round(time.perf_counter() - t, 2)}
+
+
+def bench_widgets(run_dir: Path, repeat: int) -> tuple[dict, dict]:
+    from widgets import CostAccuracyChart, EventTimeline, EvidenceGapView, TraceStepper, compare
+    from workbench.rundir import RunDir
+
+    run = RunDir(run_dir)
+    cid = run.conversation_ids()[0]
+    conv, rows, answers = run.conversation(cid), run.results(), [a for _, a in run.answers()]
+    events = run.events("naive_rag", cid)
+    size = {"turns": len(conv.turns), "questions": len(rows), "memories": len(run.memories("naive_rag", cid)),
+            "events": len(events)}
+    qa = conv.qa[0]
+    out = {
+        "TraceStepper": timed(lambda: TraceStepper(answers[0], conversation=conv, gold_evidence=qa.evidence), repeat),
+        "TraceStepper.next": timed(lambda: TraceStepper(answers[0], conversation=conv).next(), repeat),
+        "EvidenceGapView (no router steps)": timed(lambda: EvidenceGapView(answers[0]), repeat),
+        "EventTimeline": timed(lambda: EventTimeline(events), repeat),
+        "EventTimeline.set_filter": timed(lambda: EventTimeline(events).set_filter(text="dog"), repeat),
+        "CostAccuracyChart": timed(lambda: CostAccuracyChart(rows), repeat),
+        "compare": timed(lambda: compare({"naive_rag": answers[0]}, answers[0].question, gold=qa.answer), repeat),
+    }
+    return out, size
+
+
+def bench_app(run_dir: Path, repeat: int) -> dict:
+    from widgets.app import build_app
+
+    app = build_app(run_dir)
+    mem = app.views["Memories"]
+    words = iter(["dog", "paint", "camp", "book", "race"] * 20)  # each call changes the query
+
+    def text_search():
+        mem.mode.value, mem.query.value = "text", next(words)
+
+    def semantic_fresh():
+        app.store._cache.pop(("vec", "naive_rag", app.store.conv_id, app.store.embedder_label), None)
+        mem.mode.value, mem.query.value = "semantic", f"dog {time.perf_counter()}"
+
+    out = {"build_app": timed(lambda: build_app(run_dir).__panel__(), repeat),
+           "memory text search": timed(text_search, repeat),
+           "memory semantic search (embeds all memories)": timed(semantic_fresh, repeat)}
+    out["memory semantic search (cached embeddings)"] = timed(
+        lambda: setattr(mem.query, "value", f"painting {time.perf_counter()}"), repeat)
+    trace = app.views["Traces"]
+    out["trace next step"] = timed(lambda: (trace.goto(0), trace.next()), repeat)
+    return out
+
+
+def bench_browser(run_dir: Path) -> dict:
+    if not CHROMIUM.exists():
+        return {"skipped": f"{CHROMIUM} not found"}
+    from playwright.sync_api import sync_playwright
+
+    from widgets.app import free_port, serve
+
+    shots = _script("screenshots")
+    port = free_port()
+    server = serve(run_dir, port=port, threaded=True)
+    url = f"http://127.0.0.1:{port}/"
+    out = {}
+    try:
+        shots.wait_http(url)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=shots.CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            t = time.perf_counter()
+            page.goto(url)
+            page.locator(".tabulator-row").first.wait_for(timeout=120000)
+            out["page_ready_s"] = round(time.perf_counter() - t, 3)
+            for tab, marker in shots.TAB_MARKERS.items():
+                t = time.perf_counter()
+                page.locator(".bk-tab", has_text=tab).click()
+                page.get_by_text(marker).first.wait_for(timeout=60000)
+                out[f"tab {tab} shown_s"] = round(time.perf_counter() - t, 3)
+            browser.close()
+    finally:
+        server.stop()
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-browser", action="store_true")
+    a = ap.parse_args(argv)
+    import panel
+    import plotly
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run, setup = make_run(Path(tmp))
+        widgets, size = bench_widgets(run, a.repeat)
+        result = {"machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
+                              "panel": panel.__version__, "plotly": plotly.__version__},
+                  "run": {**setup, **size}, "widgets": widgets, "app_in_process": bench_app(run, a.repeat),
+                  "browser": {"skipped": "--no-browser"} if a.no_browser else bench_browser(run)}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "ui.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

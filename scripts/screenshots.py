@@ -1,0 +1,96 @@
+"""Save a PNG screenshot of each tab of the Panel app under docs/screenshots/.
+
+    python scripts/screenshots.py                    # builds a scripted demo run in a temp dir
+    python scripts/screenshots.py --run runs/demo --out docs/screenshots
+
+Serves the app on a free 127.0.0.1 port (``widgets.app.serve(threaded=True)``) and drives
+Debian's Chromium (``/usr/bin/chromium``) with Playwright. Needs no network.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TAB_MARKERS = {"Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+               "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
+               "Structures": "structures.json"}
+
+
+def demo_run(path: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("_demo", ROOT / "scripts" / "make_demo_run.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    return demo.make_demo_run(path, n_conversations=1, max_questions=20)
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def prepare(page, tab: str) -> None:
+    """Per-tab interaction so the screenshot shows something worth seeing."""
+    if tab == "Memories":
+        page.locator(".tabulator-row").first.click()
+        page.get_by_text("Event history").first.wait_for(timeout=20000)
+
+
+def shoot(url: str, out: Path, chromium: str) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(url)
+        page.wait_for_selector("text=Memory Workbench", timeout=60000)
+        for tab, marker in TAB_MARKERS.items():
+            page.locator(".bk-tab", has_text=tab).click()
+            page.get_by_text(marker).first.wait_for(timeout=30000)
+            prepare(page, tab)
+            time.sleep(1.0)  # let plotly finish drawing
+            path = out / f"{tab.lower()}.png"
+            page.screenshot(path=str(path))
+            saved.append(path)
+        browser.close()
+    return saved
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", help="run directory (default: a fresh scripted demo run)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    a = ap.parse_args(argv)
+    from widgets.app import free_port, serve
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(a.run) if a.run else demo_run(Path(tmp) / "demo")
+        port = free_port()
+        server = serve(run, port=port, threaded=True)
+        try:
+            url = f"http://127.0.0.1:{port}/"
+            wait_http(url)
+            for path in shoot(url, Path(a.out), a.chromium):
+                print(f"saved {path}")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""The Panel app built in-process (no browser) over a good, a partial and a malformed run directory."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pn = pytest.importorskip("panel")
+
+from widgets import app as appmod  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TABS = ["Conversations", "Memories", "Traces", "Events", "Results", "Structures"]
+RAW_PAYLOADS = ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">')
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory) -> Path:
+    demo = load_script("make_demo_run")
+    return demo.make_demo_run(tmp_path_factory.mktemp("run") / "good", n_conversations=2, max_questions=4,
+                              inject_html=True)
+
+
+@pytest.fixture(scope="module")
+def app(good_run):
+    return appmod.build_app(good_run)
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def all_html(app) -> str:
+    """Every HTML string the app currently renders (header and all tabs)."""
+    return "\n".join(str(p.object) for p in app.__panel__().select(pn.pane.HTML))
+
+
+# -- a good run ---------------------------------------------------------------------------------
+def test_tabs_and_header(app, good_run):
+    assert list(app.tabs._names) == TABS
+    assert app.store.errors == [] and len(app.store.methods) == 3
+    assert app.store.param["conv_id"].objects == ["sample-1", "sample-2"]
+    assert "SCRIPTED DEMO RUN" in app.header_html()  # the scripted label is shown, not hidden
+    assert isinstance(app.__panel__(), pn.Column)
+
+
+def test_conversations_tab_search(app):
+    v = app.views["Conversations"]
+    n_turns = len(app.store.conversation().turns)
+    assert len(v.table.value) == n_turns
+    v.search.value = "pwned"
+    assert len(v.table.value) == 2 and set(v.table.value["text"].str.contains("pwned")) == {True}
+    v.search.value = ""
+    v.session.value = "S1"
+    assert 0 < len(v.table.value) < n_turns and set(v.table.value["session"]) == {"S1"}
+    v.session.value = "all"
+
+
+def test_tables_render_cells_as_plain_text(app):
+    app.views["Memories"].method.value = "naive_rag"  # has an extra column (session_id)
+    for name in ("Conversations", "Memories"):
+        table = app.views[name].table
+        assert set(table.formatters) == set(table.value.columns), name
+        assert all(f["type"] in ("plaintext", "textarea") for f in table.formatters.values()), name
+
+
+def test_memory_search_text_and_semantic(app):
+    v = app.views["Memories"]
+    v.method.value = "eager_facts"
+    total = len(v.table.value)
+    v.query.value = "pwned"
+    assert len(v.table.value) >= 1 and all("pwned" in t for t in v.table.value["text"])
+    v.mode.value = "semantic"
+    v.query.value = "giant pumpkin for the autumn show"
+    res = v.table.value
+    assert 1 <= len(res) <= 20 and list(res["score"]) == sorted(res["score"], reverse=True)
+    assert "pumpkin" in res["text"].iloc[0].lower()
+    assert "hash-256" in v.info.object and "not a semantic model" in v.info.object
+    v.mode.value, v.query.value = "text", ""
+    assert len(v.table.value) == total
+    v.kinds.value = ["fact"]
+    assert len(v.table.value) == total
+
+
+def test_memory_selection_shows_provenance_and_history(app):
+    v = app.views["Memories"]
+    v.method.value, v.mode.value, v.kinds.value = "naive_rag", "text", []
+    v.query.value = "window.__pwned=1"
+    assert len(v.table.value) == 1
+    v.table.selection = [0]
+    html = v.detail.object
+    assert "Provenance" in html and "Event history (1)" in html and "ADD" in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html and "<script>window" not in html
+    v.query.value = ""
+
+
+def test_traces_tab_steps_forward(app):
+    v = app.views["Traces"]
+    assert set(v.method.options) == {"naive_rag", "full_context", "eager_facts"}
+    v.method.value = "naive_rag"
+    assert v.index == 0 and "step <b class='wb-step-pos'>1</b> / 2" in v.position.object
+    before = v.html
+    v.next_button.clicks += 1  # what a browser click does
+    assert v.index == 1 and v.html != before and "Answer from retrieved memories" in v.html
+    v.next()
+    assert v.index == 1 and v.next_button.disabled
+    v.prev()
+    assert v.index == 0
+    inject = next(q for q in v.question.options.values() if q.endswith("/inject"))
+    v.question.value = inject
+    assert "gold:" in v.answers_pane.object and "&lt;script&gt;" in v.answers_pane.object
+
+
+def test_events_tab_filters(app):
+    v = app.views["Events"]
+    n = len(v.events)
+    assert n > 0 and len(v.filtered) == n
+    v.methods.value = ["naive_rag"]
+    assert 0 < len(v.filtered) < n and {e.method for e in v.filtered} == {"naive_rag"}
+    v.kinds.value = ["DELETE"]
+    assert v.filtered == [] and "No events match" in v.table.object
+    v.methods.value, v.kinds.value = [], []
+    v.search.value = "pwned"
+    assert len(v.filtered) >= 2 and "refresh events (UPDATE/DELETE): 0" in v.counts.object
+    v.search.value = ""
+
+
+def test_results_tab_tables_and_chart(app):
+    v = app.views["Results"]
+    assert sorted(v.summary["method"].unique()) == ["eager_facts", "full_context", "naive_rag"]
+    assert "by category" in v.table.object and "[" in v.table.object
+    assert len(v.plot.object.data) == 3
+    v.x.value = "construction_tokens"
+    assert v.chart_frame.set_index("method").loc["eager_facts", "tokens"] > 0
+    v.metric.value = "f1"
+    assert "f1 by category" in v.table.object
+
+
+def test_structures_tab_registry(good_run, monkeypatch):
+    app = appmod.build_app(good_run)
+    cards = app.views["Structures"].panel.objects
+    assert [c.title for c in cards] == ["eager_facts", "full_context", "naive_rag"]
+    assert "no structure view for this method" in cards[0].objects[0].object
+    seen = {}
+
+    def view(structures, conversation):
+        seen["args"] = (structures, conversation.id)
+        return pn.pane.Markdown("custom view")
+
+    monkeypatch.setitem(appmod.STRUCTURE_VIEWS, "naive_rag", view)
+    monkeypatch.setitem(appmod.STRUCTURE_VIEWS, "eager_facts", lambda s, c: 1 / 0)
+    v = appmod.StructuresView(app.store)
+    assert seen["args"] == ({}, "sample-1") and v.sections["naive_rag"][0].object == "custom view"
+    assert "ZeroDivisionError" in v.sections["eager_facts"][0].object  # a broken view is reported in its card
+
+
+def test_conversation_switch_updates_every_tab(good_run):
+    app = appmod.build_app(good_run)
+    app.store.conv_id = "sample-2"
+    assert app.views["Conversations"].table.value["text"].str.contains("pwned").sum() == 0
+    assert all(q.startswith("sample-2/") for q in app.views["Traces"].question.options.values())
+    assert {e.unit_id for e in app.views["Events"].events} and app.store.errors == []
+
+
+def test_injection_renders_as_text_everywhere(app):
+    v = app.views["Traces"]
+    v.question.value = next(q for q in v.question.options.values() if q.endswith("/inject"))
+    for method in v.method.options:
+        v.method.value = method
+        v.goto(1 if method != "full_context" else 0)
+        html = all_html(app)
+        assert not any(p in html for p in RAW_PAYLOADS), method
+        assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+
+
+# -- partial and malformed runs -------------------------------------------------------------------
+def test_partial_run_shows_messages(good_run, tmp_path):
+    run = copy_run(good_run, tmp_path / "partial")
+    (run / "results.jsonl").unlink()
+    shutil.rmtree(run / "memories")
+    app = appmod.build_app(run)
+    assert app.store.errors == [] and list(app.tabs._names) == TABS
+    assert "no results" in app.views["Results"].table.object
+    assert "no saved memories" in app.views["Memories"].info.object
+    assert "No answered questions" in app.views["Traces"].answers_pane.object
+    assert "no saved memories" in app.views["Structures"].panel.objects[0].object
+    assert len(app.views["Conversations"].table.value) > 0
+
+
+def test_malformed_run_reports_problems(good_run, tmp_path):
+    run = copy_run(good_run, tmp_path / "bad")
+    (run / "manifest.json").write_text("{not json")
+    with open(run / "results.jsonl", "a") as f:
+        f.write("{broken line\n")
+    (run / "conversations" / "sample-2.json").write_text(json.dumps({"id": "sample-2"}))
+    (run / "memories" / "naive_rag" / "sample-1" / "events.jsonl").write_text('{"seq": 0, "kind": "NOPE"}\n')
+    (run / "memories" / "eager_facts" / "sample-1" / "structures.json").write_text("[1, 2")
+    app = appmod.build_app(run)
+    errors = "\n".join(app.store.errors)
+    for part in ("manifest.json", "results.jsonl: ValueError", "naive_rag/sample-1/events.jsonl",
+                 "eager_facts/sample-1/structures.json"):
+        assert part in errors, part
+    assert len(app.problems.objects) == len(app.store.errors)
+    assert list(app.tabs._names) == TABS
+    app.store.conv_id = "sample-2"  # malformed conversation file: a message, not a traceback
+    assert "conversations/sample-2.json" in "\n".join(app.store.errors)
+    assert "No conversation loaded" in app.views["Conversations"].info.object
+
+
+def test_missing_run_dir(tmp_path):
+    app = appmod.build_app(tmp_path / "nope")
+    assert "run directory not found" in app.store.errors[0]
+    assert "run directory not found" in app.problems.objects[0].object
+    assert list(app.tabs._names) == TABS
+
+
+def test_escape_in_alerts(tmp_path):
+    app = appmod.build_app(tmp_path / "<img src=x onerror=alert(1)>")
+    assert "<img" not in app.problems.objects[0].object and "&lt;img" in app.problems.objects[0].object
+
+
+def test_serve_threaded_binds_localhost(good_run):
+    port = appmod.free_port()
+    server = appmod.serve(good_run, port=port, threaded=True)
+    try:
+        import time
+
+        for _ in range(100):
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert "Memory Workbench" in body
+    finally:
+        server.stop()
+
+
+def test_structure_views_register_and_discovery_problems(good_run, monkeypatch):
+    import pkgutil
+
+    fake = [pkgutil.ModuleInfo(None, "missing_tree_view", False)]
+    monkeypatch.setattr(appmod.pkgutil, "iter_modules", lambda path: fake)
+    assert appmod.load_structure_views()[0].startswith("widgets.missing_tree_view: ModuleNotFoundError")
+
+    @appmod.register_structure_view("full_context")
+    def fc_view(structures, conversation):
+        return pn.pane.Markdown(f"{len(conversation.turns)} turns")
+
+    try:
+        app = appmod.build_app(good_run)
+        assert any("missing_tree_view" in e for e in app.store.errors)  # reported, app still built
+        assert app.views["Structures"].sections["full_context"][0].object.endswith(" turns")
+    finally:
+        appmod.STRUCTURE_VIEWS.pop("full_context", None)
+
+
+def test_traces_show_router_iterations(good_run, tmp_path):
+    from workbench.trace import Answer, Step
+
+    run = copy_run(good_run, tmp_path / "memr3")
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    base = rows[0]
+    steps = (Step("router", "iteration 1", {"evidence": [], "gaps": ["which city"], "action": "retrieve"}),
+             Step("router", "iteration 2", {"evidence": ["she moved to <i>Lisbon</i>"], "gaps": [], "action": "answer",
+                                            "forced": True, "forced_by": "max_iterations"}))
+    ans = Answer(base["question"], "Lisbon", steps, method="memr3")
+    with open(run / "results.jsonl", "a") as f:
+        f.write(json.dumps({**base, "method": "memr3", "answer": ans.to_dict()}) + "\n")
+    app = appmod.build_app(run)
+    v = app.views["Traces"]
+    v.question.value = base["qa_id"]
+    v.method.value = "memr3"
+    v.next()
+    assert "closed: which city" in v.html and "forced by guard: max_iterations" in v.html
+    assert "&lt;i&gt;Lisbon&lt;/i&gt;" in v.html

@@ -1,0 +1,233 @@
+"""The notebook widgets over a saved (scripted) run and hand-made traces: state changes, not just construction."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("plotly")
+
+from workbench.embed import HashEmbedder  # noqa: E402
+from workbench.llm import ScriptedLLM  # noqa: E402
+from workbench.methods import FullContext, NaiveRAG  # noqa: E402
+from workbench.rundir import RunDir  # noqa: E402
+from workbench.trace import Answer, Hit, LLMCall, MemoryEvent, Step  # noqa: E402
+
+from widgets import CostAccuracyChart, EventTimeline, EvidenceGapView, TraceStepper, compare  # noqa: E402
+from widgets import cost_accuracy  # noqa: E402
+from widgets.html import diff_html, esc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    demo = load_script("make_demo_run")
+    path = demo.make_demo_run(tmp_path_factory.mktemp("run") / "demo", n_conversations=1, max_questions=6,
+                              inject_html=True)
+    return RunDir(path)
+
+
+@pytest.fixture(scope="module")
+def conv(run):
+    return run.conversation(run.conversation_ids()[0])
+
+
+def answer_of(run, method: str, qa_suffix: str = "/inject"):
+    return next((r, a) for r, a in run.answers() if r["method"] == method and r["qa_id"].endswith(qa_suffix))
+
+
+# -- TraceStepper -------------------------------------------------------------------------------
+def test_trace_stepper_steps_through_a_saved_answer(run, conv):
+    row, ans = answer_of(run, "naive_rag")
+    gold = next(q for q in conv.qa if q.id == row["qa_id"]).evidence
+    ts = TraceStepper(ans, conversation=conv, gold_evidence=gold)
+    assert (ts.index, ts.n_steps) == (0, 2)
+    assert "retrieve" in ts.current_html and "Cosine top-10" in ts.current_html
+    assert 'class="wb-gold"' in ts.current_html  # the gold turn is among the hits, highlighted
+    first = ts.current_html
+    ts.next()
+    assert ts.index == 1 and ts.slider.value == 1 and ts.current_html != first
+    assert "Answer from retrieved memories" in ts.current_html
+    assert len(ts.calls.children) == 1 and "naive_rag.answer" in ts.calls.get_title(0)
+    ts.next()  # clamped at the last step
+    assert ts.index == 1 and ts.next_button.disabled
+    ts.prev_button.click()
+    assert ts.index == 0 and ts.prev_button.disabled
+    ts.slider.value = 1
+    assert ts.index == 1
+    assert ts.goto(-5).index == 0
+    assert ts.running_tokens[-1] == ans.usage.total_tokens > 0
+    assert WIDGET_MIME in ts._repr_mimebundle_()
+
+
+def test_trace_stepper_escapes_model_and_conversation_text(run, conv):
+    _, ans = answer_of(run, "naive_rag")
+    ts = TraceStepper(ans, conversation=conv).goto(1)
+    assert "<script>window.__pwned" not in ts.current_html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in ts.current_html
+    assert "<img src=x" not in ts.current_html
+
+
+def test_trace_stepper_is_generic_over_step_data():
+    call = LLMCall("memr3.router", "memr3", "query", "m", ({"role": "user", "content": "route <b>?"},),
+                   '{"action": "retrieve"}', 10, 3, cached=True)
+    ans = Answer("q?", "a", (Step("router", "Route", {"evidence": ["e1"], "nested": {"k": [1, 2]}}, (), (call,)),
+                             Step("retrieve", "Get", {}, (Hit("u1", "text", 0.5, ("D1:1",)),))))
+    ts = TraceStepper(ans)
+    assert "nested" in ts.current_html and "cached" in ts.calls.get_title(0)
+    assert "route &lt;b&gt;?" in ts.current_html
+    assert ts.next().index == 1 and "D1:1" in ts.current_html
+    assert TraceStepper(Answer("q", "a")).n_steps == 0  # an empty trace still renders
+
+
+# -- EvidenceGapView ---------------------------------------------------------------------------
+def memr3_like_answer() -> Answer:
+    hit = Hit("chunk-3", "Priya moved to Lisbon", 0.9, ("D4:2",))
+    steps = (
+        Step("router", "iteration 1", {"evidence": [], "gaps": ["where did she move", "when"], "action": "retrieve",
+                                       "query_delta": "Priya move city"}),
+        Step("retrieve", "top-k", {"query": "Priya move city"}, (hit,)),
+        Step("router", "iteration 2", {"evidences": ["Priya moved to Lisbon"], "missing": ["when"],
+                                       "route": "reflect", "reasoning": "need the date"}),
+        Step("router", "iteration 3", {"evidence": ["Priya moved to Lisbon", "in May 2023"], "gaps": [],
+                                       "action": "answer", "forced_by": "max_iterations",
+                                       "draft_answer": "Lisbon, May 2023"}),
+        Step("answer", "final", {"answer": "Lisbon"}),
+    )
+    return Answer("Where and when did Priya move?", "Lisbon", steps, (hit,), method="memr3")
+
+
+def test_evidence_gap_view_computes_added_and_closed():
+    v = EvidenceGapView(memr3_like_answer())
+    its = v.iterations
+    assert [it["action"] for it in its] == ["retrieve", "reflect", "answer"]
+    assert its[0]["opened"] == ["where did she move", "when"] and its[0]["added"] == []
+    assert its[0]["query"] == "Priya move city" and [h.unit_id for h in its[0]["hits"]] == ["chunk-3"]
+    assert its[1]["added"] == ["Priya moved to Lisbon"] and its[1]["closed"] == ["where did she move"]
+    assert its[2]["added"] == ["in May 2023"] and its[2]["closed"] == ["when"]
+    assert [it["forced"] for it in its] == [False, False, True] and its[2]["forced_by"] == "max_iterations"
+    assert v.index == 0
+    v.slider.value = 2
+    assert v.index == 2 and "forced by guard: max_iterations" in v.current_html
+    assert "closed: when" in v.current_html and "Lisbon, May 2023" in v.current_html
+    v.goto(1)
+    assert v.slider.value == 1 and "need the date" in v.current_html
+
+
+def test_evidence_gap_view_without_router_steps(run):
+    _, ans = answer_of(run, "naive_rag")
+    v = EvidenceGapView(ans)
+    assert v.iterations == [] and v.current_html == ""
+
+
+# -- EventTimeline -----------------------------------------------------------------------------
+def ama_like_events() -> list[MemoryEvent]:
+    return [
+        MemoryEvent(0, "ADD", "f1", None, "Priya lives in Leeds", "turn D1:3", ("D1:3",), method="ama"),
+        MemoryEvent(1, "ADD", "f2", None, "Priya works <b>nights</b>", "turn D1:5", ("D1:5",), method="ama"),
+        MemoryEvent(2, "UPDATE", "f1", "Priya lives in Leeds", "Priya lives in Lisbon", "refresher: turn D4:2",
+                    ("D4:2",), method="ama"),
+        MemoryEvent(3, "DELETE", "f2", "Priya works <b>nights</b>", None, "refresher: contradicted by D5:1",
+                    ("D5:1",), method="ama"),
+    ]
+
+
+def test_event_timeline_filters_and_marks_refresh_events(run):
+    evs = {"ama": ama_like_events(), "naive_rag": run.events("naive_rag", run.conversation_ids()[0])}
+    tl = EventTimeline(evs)
+    n_rag = len(evs["naive_rag"])
+    assert len(tl.filtered) == n_rag + 4 and tl.refresh_count == 2
+    tl.set_filter(kinds=["UPDATE", "DELETE"])
+    assert [e.kind for e in tl.filtered] == ["UPDATE", "DELETE"]
+    assert tl.table.value.count('class="wb-refresh"') == 2
+    assert "<del>Leeds</del><ins>Lisbon</ins>" in tl.table.value
+    assert "&lt;b&gt;nights&lt;/b&gt;" in tl.table.value and "<b>nights</b>" not in tl.table.value
+    assert any("refresh" in t.name for t in tl.figure.data)
+    tl.set_filter(kinds=[], text="lisbon")
+    assert [e.unit_id for e in tl.filtered] == ["f1"]
+    tl.search.value = ""
+    tl.method_select.value = ("naive_rag",)
+    assert len(tl.filtered) == n_rag and all(e.kind == "ADD" for e in tl.filtered)
+    assert WIDGET_MIME in tl._repr_mimebundle_()
+
+
+def test_event_timeline_accepts_a_method_and_dicts(tiny_conv):
+    rag = NaiveRAG(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=64)).ingest(tiny_conv)
+    assert len(EventTimeline(rag).events) == len(tiny_conv.turns)
+    tl = EventTimeline([e.to_dict() for e in ama_like_events()], x="time")
+    assert tl.refresh_count == 2 and len(tl.figure.data) == 2  # ama ADDs + the refresh trace
+
+
+def test_diff_html_escapes_both_sides():
+    out = diff_html("<i>old</i> text", "<i>new</i> text")
+    assert "<i>" not in out and "&lt;i&gt;" in out and "<del>" in out and "<ins>" in out
+
+
+# -- CostAccuracyChart ---------------------------------------------------------------------------
+def test_cost_accuracy_chart_one_trace_per_method_with_error_bars(run):
+    chart = CostAccuracyChart(run.results())
+    names = sorted(t.name for t in chart.figure.data)
+    assert names == ["eager_facts", "full_context", "naive_rag"]
+    for t in chart.figure.data:
+        assert t.error_y.array is not None and t.error_y.arrayminus is not None
+        assert t.error_y.array[0] >= 0 and t.error_y.arrayminus[0] >= 0
+    assert [s.line.dash for s in chart.figure.layout.shapes] == ["dash"]  # Full-Context reference line
+    fc = chart.frame.set_index("method").loc["full_context"]
+    rag = chart.frame.set_index("method").loc["naive_rag"]
+    assert fc["tokens"] > rag["tokens"] > 0
+    assert fc["ci_low"] <= fc["accuracy"] <= fc["ci_high"]
+    cat = chart.categories[1]
+    chart.dropdown.value = cat
+    assert chart.category == cat and set(chart.frame["category"]) == {cat}
+    built = CostAccuracyChart(run.results(), x="construction_tokens").frame.set_index("method")["tokens"]
+    assert built["eager_facts"] > 0 and built["naive_rag"] == 0
+
+
+def test_cost_accuracy_chart_local_fallback(run, monkeypatch):
+    monkeypatch.setattr(cost_accuracy, "_report", lambda: None)
+    chart = CostAccuracyChart(run.results(), n_boot=200, seed=3)
+    assert chart.source.startswith("local") and len(chart.figure.data) == 3
+    again = CostAccuracyChart(run.results(), n_boot=200, seed=3)
+    assert chart.frame["ci_low"].tolist() == again.frame["ci_low"].tolist()  # seeded
+    lo, hi = cost_accuracy.bootstrap_ci([0, 1, 1, 1], n_boot=500, seed=0)
+    assert 0 <= lo <= 0.75 <= hi <= 1
+
+
+# -- compare ---------------------------------------------------------------------------------------
+def test_compare_precomputed_answers(run, conv):
+    rows = [(r, a) for r, a in run.answers() if r["qa_id"].endswith("/inject")]
+    cmp = compare({r["method"]: a for r, a in rows}, rows[0][0]["question"], gold=rows[0][0]["gold"],
+                  evidence=next(q for q in conv.qa if q.id == rows[0][0]["qa_id"]).evidence)
+    assert [r["method"] for r in cmp.rows] == [r["method"] for r, _ in rows]
+    full = next(r for r in cmp.rows if r["method"] == "full_context")
+    rag = next(r for r in cmp.rows if r["method"] == "naive_rag")
+    assert full["context_units"] > rag["context_units"] == 10
+    assert all("f1" in r and "evidence_recall" in r for r in cmp.rows)
+    assert "<script>" not in cmp.html and "&lt;script&gt;" in cmp.html
+
+
+def test_compare_built_methods_records_failures(tiny_conv):
+    rag = NaiveRAG(llm=ScriptedLLM({"naive_rag.answer": "Geneva"}), embedder=HashEmbedder(dim=64)).ingest(tiny_conv)
+    fc = FullContext(llm=ScriptedLLM({"full_context.answer": "Bern"})).ingest(tiny_conv)
+    unbuilt = NaiveRAG(llm=ScriptedLLM([]), embedder=HashEmbedder(dim=64))
+    cmp = compare({"rag": rag, "fc": fc, "unbuilt": unbuilt}, "Where?", gold="Geneva")
+    by = {r["method"]: r for r in cmp.rows}
+    assert by["rag"]["answer"] == "Geneva" and by["rag"]["contains_gold"] and by["rag"]["f1"] == 1.0
+    assert by["fc"]["contains_gold"] is False
+    assert "NotIngestedError" in by["unbuilt"]["error"]
+    assert len(cmp.to_frame()) == 3 and WIDGET_MIME in cmp._repr_mimebundle_()
+
+
+def test_esc_handles_any_value():
+    assert esc(None) == "" and esc(3) == "3" and esc('"><script>') == "&quot;&gt;&lt;script&gt;"

@@ -1,0 +1,614 @@
+"""The Memory Workbench Panel app: browse a saved run directory, read-only.
+
+    panel serve widgets/app.py --args --run runs/demo
+    python -m widgets.app --run runs/demo --port 5006        # or serve(run_dir) from Python / the CLI
+
+Tabs: Conversations, Memories (full-text and embedding search, kind filter, provenance and event
+history of a selected unit), Traces (each method's answer to a question, stepped through),
+Events (timeline across methods), Results (per-category tables with bootstrap CIs, cost vs
+accuracy) and Structures (method-specific views registered in ``STRUCTURE_VIEWS``).
+
+Structure (param/Panel style): ``RunStore`` owns the data, read through ``workbench.rundir.RunDir``
+only (never unpickling); one small view class per tab; ``build_app`` composes them. A missing or
+malformed part of the run shows a message in its tab, never a traceback. All conversation and
+model text is escaped (``widgets.html.esc``) and tables render cells as plain text.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import socket
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+
+from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, metric_values, points_frame, results_frame,
+                                   summary_frame, summary_table_html)
+from widgets.evidence_gap import iteration_html, iterations_of
+from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events, is_refresh, timeline_figure
+from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, table_html, turns_html
+from workbench.rundir import RunDir
+
+pn.extension("tabulator", "plotly", notifications=False)
+
+DEFAULT_RUN = "runs/demo"
+READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold")
+
+#: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
+STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
+
+
+def register_structure_view(method: str):
+    """Decorator: show ``fn(structures, conversation)`` in the Structures tab for ``method``."""
+    def deco(fn):
+        STRUCTURE_VIEWS[method] = fn
+        return fn
+    return deco
+
+
+def load_structure_views() -> list[str]:
+    """Import every ``widgets/*_view.py`` / ``*_views.py`` module (each registers its views here).
+    Returns the problems met: a module that fails to import is reported in the app, not raised."""
+    import widgets
+
+    problems = []
+    for info in pkgutil.iter_modules(widgets.__path__):
+        if info.name.endswith(("_view", "_views")):
+            try:
+                importlib.import_module(f"widgets.{info.name}")
+            except Exception as exc:  # an optional view must not stop the app; shown in its header
+                problems.append(f"widgets.{info.name}: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def message(text: str, kind: str = "warning"):
+    """A visible notice (escaped)."""
+    return pn.pane.Alert(esc(text), alert_type=kind, sizing_mode="stretch_width")
+
+
+def html_pane(html: str, **kw):
+    return pn.pane.HTML(html, **({"sizing_mode": "stretch_width"} if "width" not in kw else {}), **kw)
+
+
+def plain_formatters(df: pd.DataFrame) -> dict:
+    """Tabulator formatters that escape: ``textarea`` (wrapping) for long text, else ``plaintext``."""
+    return {c: {"type": "textarea" if c in TEXT_COLUMNS else "plaintext"} for c in df.columns}
+
+
+def text_table(df: pd.DataFrame, **kw):
+    """A read-only Tabulator whose every column renders as plain text (Tabulator escapes it)."""
+    opts = dict(disabled=True, show_index=False, pagination="remote", page_size=15, formatters=plain_formatters(df),
+                sizing_mode="stretch_width", layout="fit_data_stretch", widths={"text": 520})
+    return pn.widgets.Tabulator(df, **{**opts, **kw})
+
+
+def show_frame(table, df: pd.DataFrame) -> None:
+    """Set a table's rows, with plain-text formatters for every column it now has."""
+    table.formatters = plain_formatters(df)
+    table.value = df
+
+
+# ------------------------------------------------------------------------------------------------
+class RunStore(param.Parameterized):
+    """A saved run, read through ``RunDir``; every read problem is recorded in ``errors``."""
+
+    run_dir = param.String(default=DEFAULT_RUN, doc="run directory (manifest.json, conversations/, ...)")
+    conv_id = param.Selector(default=None, objects=[], allow_None=True, doc="conversation shown in every tab")
+    errors = param.List(default=[], doc="problems met while reading the run (shown in the app, not raised)")
+
+    def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, **params):
+        super().__init__(run_dir=str(run_dir), **params)
+        from workbench.embed import HashEmbedder
+
+        self.embedder = embedder or HashEmbedder(dim=256)
+        self.run, self.manifest, self.methods, self._cache = None, {}, [], {}
+        try:
+            self.run = RunDir(self.run_dir)
+        except FileNotFoundError as exc:
+            self.note(str(exc))
+            return
+        self.manifest = self.safe("manifest.json", self.run.manifest, {})
+        ids = self.safe("conversations/", self.run.conversation_ids, [])
+        self.param.conv_id.objects = ids
+        self.conv_id = ids[0] if ids else None
+        self.methods = self.safe("memories/", self.run.methods, [])
+
+    @property
+    def embedder_label(self) -> str:
+        name = getattr(self.embedder, "name", type(self.embedder).__name__)
+        kind = " — lexical hashing, not a semantic model" if name.startswith("hash") else ""
+        return f"semantic search embeds the saved memory texts with {name}{kind}"
+
+    def note(self, text: str) -> None:
+        if text not in self.errors:
+            self.errors = self.errors + [text]
+
+    def safe(self, what: str, fn, default):
+        """Call a reader; on a read error record ``what: error`` and return ``default``."""
+        try:
+            return fn()
+        except READ_ERRORS as exc:
+            self.note(f"{what}: {type(exc).__name__}: {exc}")
+            return default
+
+    def cached(self, key, what, fn, default):
+        if key not in self._cache:
+            self._cache[key] = self.safe(what, fn, default)
+        return self._cache[key]
+
+    # -- readers ---------------------------------------------------------------------------------
+    def conversation(self, conv_id=None):
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return None
+        return self.cached(("conv", cid), f"conversations/{cid}.json", lambda: self.run.conversation(cid), None)
+
+    def results(self) -> list[dict]:
+        return [] if self.run is None else self.cached("results", "results.jsonl", self.run.results, [])
+
+    def memories(self, method: str, conv_id=None) -> pd.DataFrame:
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return pd.DataFrame()
+        return self.cached(("mem", method, cid), f"memories/{method}/{cid}/memories.jsonl",
+                           lambda: memories_frame(self.run.memories(method, cid)), memories_frame([]))
+
+    def events(self, method: str, conv_id=None) -> list:
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return []
+        return self.cached(("ev", method, cid), f"memories/{method}/{cid}/events.jsonl",
+                           lambda: self.run.events(method, cid), [])
+
+    def all_events(self, conv_id=None) -> list:
+        return [e for m in self.methods for e in self.events(m, conv_id)]
+
+    def structures(self, method: str, conv_id=None) -> dict:
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return {}
+        return self.cached(("st", method, cid), f"memories/{method}/{cid}/structures.json",
+                           lambda: self.run.structures(method, cid), {})
+
+    def answers(self, qa_id: str) -> dict:
+        """``method -> (result row, Answer)`` for one question."""
+        from workbench.trace import Answer
+
+        out = {}
+        for row in self.results():
+            if row.get("qa_id") == qa_id and row.get("answer"):
+                ans = self.safe(f"results.jsonl answer of {row.get('method')} / {qa_id}",
+                                lambda r=row: Answer.from_dict(r["answer"]), None)
+                if ans is not None:
+                    out[str(row.get("method", "?"))] = (row, ans)
+        return out
+
+    def questions(self, conv_id=None) -> dict:
+        """``label -> qa_id`` for the questions answered in this conversation (in run order)."""
+        cid = conv_id or self.conv_id
+        out = {}
+        for row in self.results():
+            if row.get("conv_id") == cid and row.get("qa_id") and row["qa_id"] not in out.values():
+                out[f"{row['qa_id']}: {str(row.get('question', ''))[:90]}"] = row["qa_id"]
+        return out
+
+    # -- memory search ---------------------------------------------------------------------------
+    def search(self, method: str, query: str = "", *, mode: str = "text", kinds=None, k: int = 20,
+               conv_id=None) -> pd.DataFrame:
+        """Memories matching ``query``: substring search over id/text/sources, or cosine similarity
+        over embeddings of the saved texts (``mode="semantic"``, top ``k``)."""
+        df = self.memories(method, conv_id)
+        if df.empty:
+            return df
+        if kinds:
+            df = df[df["kind"].isin(list(kinds))]
+        query = (query or "").strip()
+        if not query:
+            return df.reset_index(drop=True)
+        if mode == "semantic":
+            vecs = self.cached(("vec", method, conv_id or self.conv_id, self.embedder_label), "embedding memories",
+                               lambda: self.embedder(self.memories(method, conv_id)["text"].tolist()), None)
+            if vecs is None:
+                return df.iloc[0:0]
+            scores = vecs[df.index.to_numpy()] @ np.asarray(self.embedder([query])[0])
+            out = df.assign(score=np.round(scores, 4)).sort_values("score", ascending=False).head(k)
+            return out.reset_index(drop=True)
+        hay = df["id"] + " " + df["text"] + " " + df["source_ids"]
+        return df[hay.str.lower().str.contains(query.lower(), regex=False)].reset_index(drop=True)
+
+
+def memories_frame(rows: list[dict]) -> pd.DataFrame:
+    """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras."""
+    if not rows:
+        return pd.DataFrame(columns=["id", "kind", "level", "text", "time", "source_ids"])
+    df = pd.DataFrame(rows)
+    for c in ("id", "kind", "text", "time", "source_ids"):
+        if c not in df.columns:
+            df[c] = ""
+    df["source_ids"] = df["source_ids"].map(lambda v: " ".join(map(str, v)) if isinstance(v, (list, tuple)) else
+                                            ("" if v is None else str(v)))
+    lead = ["id", "kind"] + (["level"] if "level" in df.columns else []) + ["text", "time", "source_ids"]
+    df = df[lead + [c for c in df.columns if c not in lead]]
+    return df.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else
+                  (v if isinstance(v, str) else str(v)))
+
+
+# ------------------------------------------------------------------------------------------------
+class ConversationsView:
+    """Sessions and turns of the selected conversation, searchable."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.search = pn.widgets.TextInput(label="search turns", placeholder="word, speaker or turn id")
+        self.session = pn.widgets.Select(label="session", options=["all"])
+        self.info = html_pane("")
+        self.table = text_table(pd.DataFrame(columns=["session", "date", "id", "speaker", "text"]))
+        self.search.param.watch(lambda e: self.refresh(), "value")
+        self.session.param.watch(lambda e: self.refresh(), "value")
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.panel = pn.Column(pn.Row(self.search, self.session), self.info, self.table, sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        conv = self.store.conversation()
+        rows = [] if conv is None else [
+            {"session": s.id, "date": s.date_text or (s.date_time.isoformat() if s.date_time else ""), "id": t.id,
+             "speaker": t.speaker, "text": t.content} for s in conv.sessions for t in s.turns]
+        self.frame = pd.DataFrame(rows, columns=["session", "date", "id", "speaker", "text"])
+        self.session.options = ["all"] + ([s.id for s in conv.sessions] if conv else [])
+        self.refresh()
+
+    def refresh(self) -> None:
+        df = self.frame
+        if self.session.value not in (None, "all"):
+            df = df[df["session"] == self.session.value]
+        q = self.search.value.strip().lower()
+        if q:
+            df = df[(df["text"] + " " + df["speaker"] + " " + df["id"]).str.lower().str.contains(q, regex=False)]
+        show_frame(self.table, df.reset_index(drop=True))
+        conv = self.store.conversation()
+        head = (f"<b>{esc(conv.id)}</b> · speakers {esc(', '.join(conv.speakers))} · {len(conv.sessions)} sessions · "
+                f"{len(self.frame)} turns · {len(conv.qa)} questions" if conv else "No conversation loaded.")
+        self.info.object = box(f"{head} · showing {len(df)} turns")
+
+
+class MemoriesView:
+    """Per-method memory table with text/semantic search, kind filter, and a unit's provenance."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.method = pn.widgets.Select(label="method", options=store.methods)
+        self.kinds = pn.widgets.MultiChoice(label="kinds", options=[])
+        self.query = pn.widgets.TextInput(label="search memories", placeholder="text (substring) or meaning")
+        self.mode = pn.widgets.RadioButtonGroup(options=["text", "semantic"], value="text")
+        self.info = html_pane("")
+        self.table = text_table(memories_frame([]), selectable=1)
+        self.detail = html_pane(box("<p class='wb-muted'>Select a memory to see its source turns and history.</p>"))
+        for w in (self.method, self.kinds, self.query, self.mode):
+            w.param.watch(lambda e: self.refresh(), "value")
+        self.table.param.watch(lambda e: self.show_selected(), "selection")
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.panel = pn.Column(pn.Row(self.method, self.kinds, self.query, self.mode), self.info, self.table,
+                               self.detail, sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        df = self.store.memories(self.method.value) if self.method.value else memories_frame([])
+        # Choices.js (MultiChoice) renders option labels as HTML: labels are escaped, values stay raw
+        self.kinds.options = {esc(k): k for k in sorted(df["kind"].unique().tolist())} if not df.empty else {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        if not self.method.value:
+            self.info.object = box("<p>This run has no saved memories.</p>")
+            return
+        self.results = self.store.search(self.method.value, self.query.value, mode=self.mode.value,
+                                         kinds=self.kinds.value or None)
+        show_frame(self.table, self.results)
+        label = f" · {esc(self.store.embedder_label)}" if self.mode.value == "semantic" else ""
+        total = len(self.store.memories(self.method.value))
+        self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(self.method.value)}</b>{label}")
+
+    def show_selected(self) -> None:
+        if not self.table.selection:
+            return
+        row = self.table.value.iloc[self.table.selection[0]]
+        self.detail.object = self.unit_html(row)
+
+    def unit_html(self, row) -> str:
+        conv = self.store.conversation()
+        turns = {t.id: t for t in conv.turns} if conv else {}
+        ids = row["source_ids"].split()
+        history = [e for e in self.store.events(self.method.value) if e.unit_id == row["id"]]
+        return box(f"<h4>{esc(row['id'])} <span class='wb-badge'>{esc(row['kind'])}</span></h4>{pre(row['text'])}"
+                   f"<h5>Provenance: {source_ids_html(ids)}</h5>{turns_html(ids, turns) or '(turns not in this run)'}"
+                   f"<h5>Event history ({len(history)})</h5>{events_table_html(history)}")
+
+
+class TracesView:
+    """Pick a question: every method's answer, then step through one method's trace."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.question = pn.widgets.Select(label="question", options={}, sizing_mode="stretch_width")
+        self.method = pn.widgets.Select(label="method", options=[])
+        self.prev_button = pn.widgets.Button(label="◀ prev", width=80)
+        self.next_button = pn.widgets.Button(label="next ▶", width=80)
+        self.position = html_pane("", width=220)
+        self.answers_pane = html_pane("")
+        self.step_pane = html_pane("")
+        self.index, self.html = 0, ""
+        self.question.param.watch(lambda e: self.load_question(), "value")
+        self.method.param.watch(lambda e: self.goto(0), "value")
+        self.prev_button.on_click(lambda e: self.prev())
+        self.next_button.on_click(lambda e: self.next())
+        store.param.watch(lambda e: self.load(), "conv_id")
+        nav = pn.Row(self.method, self.prev_button, self.next_button, self.position)
+        self.panel = pn.Column(self.question, self.answers_pane, nav, self.step_pane, sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        opts = self.store.questions()
+        self.question.options = opts
+        if opts and self.question.value not in opts.values():
+            self.question.value = next(iter(opts.values()))  # triggers load_question
+        else:
+            self.load_question()
+
+    def _gold(self, qa_id):
+        conv = self.store.conversation()
+        return next((q for q in conv.qa if q.id == qa_id), None) if conv else None
+
+    def load_question(self) -> None:
+        self.current = self.store.answers(self.question.value) if self.question.value else {}
+        if not self.current:
+            self.answers_pane.object = box("<p>No answered questions in this run.</p>")
+        else:
+            self.answers_pane.object = self.answers_html()
+        methods = list(self.current)
+        self.method.options = methods
+        if self.method.value not in methods:
+            self.method.value = methods[0] if methods else None
+        self.goto(0)
+
+    def answers_html(self) -> str:
+        qa = self._gold(self.question.value)
+        rows = [{"method": m, "answer": a.text, "judge": r.get("judge_label") or r.get("judge") or "",
+                 "f1": _fmt((r.get("scores") or {}).get("f1")),
+                 "evidence recall": r.get("evidence_recall", ""), "tokens": a.usage.total_tokens, "steps": len(a.steps)}
+                for m, (r, a) in self.current.items()]
+        first = next(iter(self.current.values()))[0]
+        gold = (f"<b>gold:</b> {esc(first.get('gold', ''))} · evidence {source_ids_html(qa.evidence if qa else ())}"
+                + (turns_html(qa.evidence, {t.id: t for t in self.store.conversation().turns}, qa.evidence)
+                   if qa else ""))
+        cols = ["method", "answer", "judge", "f1", "evidence recall", "tokens", "steps"]
+        return box(f"<p><b>Q:</b> {esc(first.get('question', ''))}</p><p>{gold}</p>{table_html(rows, cols)}")
+
+    @property
+    def answer(self):
+        pair = self.current.get(self.method.value) if self.method.value else None
+        return pair[1] if pair else None
+
+    def goto(self, i: int) -> None:
+        ans = self.answer
+        if ans is None:
+            self.index, self.html = 0, box("<p class='wb-muted'>No trace to show.</p>")
+        else:
+            self.index = max(0, min(int(i), max(len(ans.steps) - 1, 0)))
+            qa = self._gold(self.question.value)
+            self.html = step_html(ans, self.index, conversation=self.store.conversation(),
+                                  gold_evidence=qa.evidence if qa else ())
+            self.html = box(answer_html(ans)) + self.html + self.router_html(ans)
+        n = len(ans.steps) if ans else 0
+        self.position.object = f"step <b class='wb-step-pos'>{self.index + 1 if n else 0}</b> / {n}"
+        self.prev_button.disabled = self.index == 0
+        self.next_button.disabled = self.index >= n - 1
+        self.step_pane.object = self.html
+
+    def router_html(self, ans) -> str:
+        """For a router step (MemR3): the evidence/gap state of that iteration, what it added and closed."""
+        it = next((it for it in iterations_of(ans) if it["step_index"] == self.index), None)
+        return "" if it is None else iteration_html(it)
+
+    def next(self) -> None:
+        self.goto(self.index + 1)
+
+    def prev(self) -> None:
+        self.goto(self.index - 1)
+
+
+def _fmt(v) -> str:
+    return "" if v is None or v != v else (f"{v:.2f}" if isinstance(v, float) else str(v))
+
+
+class EventsView:
+    """The memory event log of every method on the selected conversation, filterable."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.kinds = pn.widgets.MultiChoice(label="kinds", options=list(KIND_ORDER))
+        self.methods = pn.widgets.MultiChoice(label="methods", options={esc(m): m for m in store.methods})
+        self.search = pn.widgets.TextInput(label="search events", placeholder="text, unit id, cause")
+        self.counts = html_pane("")
+        self.plot = pn.pane.Plotly(timeline_figure([]), sizing_mode="stretch_width")
+        self.table = html_pane("")
+        for w in (self.kinds, self.methods, self.search):
+            w.param.watch(lambda e: self.refresh(), "value")
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.panel = pn.Column(pn.Row(self.kinds, self.methods, self.search), self.counts, self.plot, self.table,
+                               sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        self.events = self.store.all_events()
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.filtered = filter_events(self.events, kinds=self.kinds.value or None, methods=self.methods.value or None,
+                                      text=self.search.value)
+        refresh = [e for e in self.filtered if is_refresh(e)]
+        self.counts.object = box(f"{len(self.filtered)} of {len(self.events)} events · "
+                                 f"<b>refresh events (UPDATE/DELETE): {len(refresh)}</b>")
+        self.plot.object = timeline_figure(self.filtered)
+        table = events_table_html(self.filtered, limit=200)
+        self.table.object = f'<div style="max-height:640px;overflow:auto">{table}</div>'
+
+
+class ResultsView:
+    """Per-category tables with bootstrap CIs and the cost-accuracy chart."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.frame = results_frame(store.results())
+        metrics = [m for m in ("judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
+                   if not self.frame.empty and metric_values(self.frame, m).notna().any()]
+        self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"])
+        self.x = pn.widgets.Select(label="cost axis", options=["query_tokens", "construction_tokens"])
+        self.category = pn.widgets.Select(label="chart category", options=[ALL])
+        self.table = html_pane("")
+        self.plot = pn.pane.Plotly(cost_accuracy_figure(points_frame(pd.DataFrame())), sizing_mode="stretch_width")
+        self.note = html_pane("")
+        self.metric.param.watch(lambda e: self.refresh(), "value")
+        self.x.param.watch(lambda e: self.draw(), "value")
+        self.category.param.watch(lambda e: self.draw(), "value")
+        self.panel = pn.Column(pn.Row(self.metric, self.x, self.category), self.note, self.table, self.plot,
+                               sizing_mode="stretch_width")
+        self.refresh()
+
+    def refresh(self) -> None:
+        if self.frame.empty:
+            self.summary, self.source = pd.DataFrame(), "no rows"
+            self.table.object = box("<p>This run has no results (results.jsonl is missing or empty).</p>")
+            return
+        self.summary, self.source = summary_frame(self.frame, metric=self.metric.value)
+        head = headline(self.summary)
+        self.category.options = [ALL] + [c for c in dict.fromkeys(self.summary["category"]) if c != head]
+        self.table.object = box(summary_table_html(self.summary, self.metric.value, head))
+        self.note.object = box(f"<small>{len(self.frame)} result rows · [lo, hi] and error bars: 95% percentile "
+                               f"bootstrap of the mean (1000 resamples, seed 0) · aggregated by {esc(self.source)}"
+                               "</small>")
+        self.draw()
+
+    def draw(self) -> None:
+        self.chart_frame = points_frame(self.summary, x=self.x.value, category=self.category.value)
+        self.plot.object = cost_accuracy_figure(self.chart_frame, x=self.x.value, metric=self.metric.value)
+
+
+class StructuresView:
+    """Per method: its registered structure view, or its structures.json content with a notice."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.panel = pn.Column(sizing_mode="stretch_width")
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.load()
+
+    def load(self) -> None:
+        self.sections = {m: self.section(m) for m in self.store.methods}
+        if not self.sections:
+            self.panel.objects = [message("This run has no saved memories, so no structures.")]
+            return
+        self.panel.objects = [pn.Card(*objs, title=m, collapsed=False, sizing_mode="stretch_width")
+                              for m, objs in self.sections.items()]
+
+    def section(self, method: str) -> list:
+        data = self.store.structures(method)
+        view = STRUCTURE_VIEWS.get(method)
+        if view is not None:
+            try:
+                return [view(data, self.store.conversation())]
+            except Exception as exc:  # a broken view must not take the app down; shown in its card
+                return [message(f"structure view for {method} failed: {type(exc).__name__}: {exc}", "danger")]
+        body = json_html(data) if data else "<p class='wb-muted'>structures.json is empty for this method.</p>"
+        return [message(f"no structure view for this method ({method}); its structures.json is shown as JSON",
+                        "info"), html_pane(box(body))]
+
+
+# ------------------------------------------------------------------------------------------------
+TABS = (("Conversations", ConversationsView), ("Memories", MemoriesView), ("Traces", TracesView),
+        ("Events", EventsView), ("Results", ResultsView), ("Structures", StructuresView))
+
+
+class WorkbenchApp(pn.viewable.Viewer):
+    """The app: header (run, manifest, conversation picker, problems) over one tab per view."""
+
+    def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, **params):
+        super().__init__(**params)
+        self.store = RunStore(run_dir, embedder=embedder)
+        for problem in load_structure_views():  # widgets/*_view(s).py register into STRUCTURE_VIEWS
+            self.store.note(f"structure views: {problem}")
+        self.views = {name: cls(self.store) for name, cls in TABS}
+        self.tabs = pn.Tabs(*[(name, v.panel) for name, v in self.views.items()], dynamic=True,
+                            sizing_mode="stretch_width")
+        self.problems = pn.Column(sizing_mode="stretch_width")
+        self.store.param.watch(lambda e: self._show_problems(), "errors")
+        self._show_problems()
+        self.header = pn.Column(html_pane(self.header_html()),
+                                pn.widgets.Select.from_param(self.store.param.conv_id, label="conversation"),
+                                self.problems, sizing_mode="stretch_width")
+
+    def header_html(self) -> str:
+        m = self.store.manifest
+        llm = m.get("llm") or m.get("llm_model") or ""
+        llm = llm.get("model", "") if isinstance(llm, dict) else llm
+        judge = m.get("judge") or m.get("judge_model") or ""
+        judge = (judge.get("model") or judge.get("rule", "")) if isinstance(judge, dict) else judge
+        scripted = (f"<p class='wb-forced' style='padding:4px'><b>{esc(m.get('label') or 'Scripted run.')}</b></p>"
+                    if m.get("scripted") else "")
+        return box(f"<h2>Memory Workbench</h2><p>run <code>{esc(self.store.run_dir)}</code> · "
+                   f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(llm or '?')} · "
+                   f"embedder: {esc(m.get('embedder', '?'))} · judge: {esc(judge or '?')}</p>{scripted}")
+
+    def _show_problems(self) -> None:
+        self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]
+
+    def __panel__(self):
+        return pn.Column(self.header, self.tabs, sizing_mode="stretch_width")
+
+
+def build_app(run_dir=DEFAULT_RUN, *, embedder=None) -> WorkbenchApp:
+    """The app over ``run_dir`` (a ``Viewer``: display it, ``.servable()`` it, or use ``.tabs``)."""
+    return WorkbenchApp(run_dir, embedder=embedder)
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False):
+    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1 unless told otherwise;
+    ``port=0`` picks a free port. Blocks unless ``threaded`` (then returns the server thread)."""
+    run_dir = run_dir or os.environ.get("WORKBENCH_RUN", DEFAULT_RUN)
+    port = port or free_port(address)
+    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    print(f"Memory Workbench app for {run_dir} at http://{address}:{port}/")
+    return pn.serve(lambda: build_app(run_dir).__panel__(), port=port, address=address, show=show,
+                    websocket_origin=origins, title="Memory Workbench", threaded=threaded, verbose=False)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Serve the Memory Workbench app over a saved run directory.")
+    ap.add_argument("--run", default=os.environ.get("WORKBENCH_RUN", DEFAULT_RUN), help="run directory")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--address", default="127.0.0.1")
+    ap.add_argument("--show", action="store_true")
+    return ap.parse_args(argv)
+
+
+if __name__.startswith("bokeh_app_"):  # `panel serve widgets/app.py --args --run DIR`
+    # Build through the importable module, so views registered in widgets.app.STRUCTURE_VIEWS count.
+    from widgets.app import build_app as _build_app
+
+    _build_app(parse_args(sys.argv[1:]).run).servable(title="Memory Workbench")
+elif __name__ == "__main__":
+    _a = parse_args()
+    serve(_a.run, port=_a.port, address=_a.address, show=_a.show)

@@ -1,0 +1,123 @@
+"""``compare``: one question answered by several methods, side by side.
+
+    compare({"naive_rag": rag, "hymem": hymem}, "Where did Priya move?", gold="Lisbon")
+    compare(saved_answers_by_method, question)      # precomputed Answers: no LLM involved
+
+Columns: answer, context size (units and tokens), query tokens and calls, and, when a gold answer
+is given, token F1 (mem0-style, ``workbench.eval.metrics.token_f1``) and whether the normalised
+gold appears in the answer. That is a lexical check, not a judge verdict, and is labelled so.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from .html import box, esc, source_ids_html, table_html
+
+_NORM = re.compile(r"[^a-z0-9 ]+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_NORM.sub(" ", str(text).lower()).split())
+
+
+def _token_f1(prediction: str, gold: str) -> float:
+    from workbench.eval.metrics import token_f1
+
+    return token_f1(prediction, gold)
+
+
+def _count_tokens(text: str) -> int:
+    from workbench.llm.tokens import count_tokens
+
+    return count_tokens(text)
+
+
+def _named(methods_or_answers) -> dict[str, Any]:
+    if isinstance(methods_or_answers, Mapping):
+        return {str(k): v for k, v in methods_or_answers.items()}
+    out = {}
+    for obj in methods_or_answers:
+        name = getattr(obj, "method", None) or getattr(obj, "name", None) or type(obj).__name__
+        out[str(name) if str(name) not in out else f"{name}#{len(out)}"] = obj
+    return out
+
+
+def _answer_of(obj, question: str, now):
+    """An Answer as given, or a built method's answer to ``question``; an exception is returned
+    (and shown in its row) rather than stopping the other methods."""
+    if hasattr(obj, "steps") and hasattr(obj, "text"):
+        return obj
+    try:
+        return obj.answer(question, now=now)
+    except Exception as exc:  # shown in the row's error column
+        return exc
+
+
+class Comparison:
+    """The side-by-side result. State: ``answers`` (name -> Answer or exception), ``rows``, ``html``."""
+
+    def __init__(self, question: str, answers: dict[str, Any], *, gold: str | None = None,
+                 evidence: Iterable[str] = ()):
+        self.question, self.answers, self.gold, self.evidence = question, answers, gold, tuple(evidence)
+        self.rows = [self._row(name, a) for name, a in answers.items()]
+        self.html = self._html()
+        self._widget = None
+
+    def _row(self, name: str, a) -> dict:
+        if isinstance(a, BaseException):
+            return {"method": name, "answer": "", "error": f"{type(a).__name__}: {a}"}
+        row = {"method": name, "answer": a.text, "context_units": len(a.context),
+               "context_tokens": sum(_count_tokens(h.text) for h in a.context),
+               "query_tokens": a.usage.total_tokens, "calls": a.usage.calls, "steps": len(a.steps),
+               "sources": list(a.source_ids), "error": a.error or ""}
+        if self.gold is not None:
+            row["f1"] = round(_token_f1(a.text, self.gold), 3)
+            row["contains_gold"] = bool(_norm(self.gold)) and _norm(self.gold) in _norm(a.text)
+        if self.evidence:
+            got = set(a.source_ids)
+            row["evidence_recall"] = round(sum(e in got for e in self.evidence) / len(self.evidence), 3)
+        return row
+
+    def _html(self) -> str:
+        cols = ["method", "answer", "context_units", "context_tokens", "query_tokens", "calls", "steps"]
+        if self.gold is not None:
+            cols += ["f1", "contains_gold"]
+        if self.evidence:
+            cols += ["evidence_recall"]
+        cols += ["sources", "error"]
+        rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence)} for r in self.rows]
+        escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
+        gold = "" if self.gold is None else (f"<br><b>gold:</b> {esc(self.gold)} "
+                                             "<small>(f1 / contains_gold are lexical checks, not a judge)</small>")
+        return box(f"<p><b>Q:</b> {esc(self.question)}{gold}</p>" + table_html(escaped, cols, raw=cols))
+
+    @property
+    def widget(self):
+        if self._widget is None:
+            import ipywidgets as W
+
+            self._widget = W.HTML(self.html)
+        return self._widget
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.question!r}, methods={list(self.answers)})"
+
+
+def compare(methods_or_answers, question: str, *, gold: str | None = None, evidence: Iterable[str] = (),
+            now=None) -> Comparison:
+    """Answer ``question`` with each built method (or take precomputed Answers) and tabulate them."""
+    named = _named(methods_or_answers)
+    return Comparison(question, {k: _answer_of(v, question, now) for k, v in named.items()}, gold=gold,
+                      evidence=evidence)

@@ -1,0 +1,253 @@
+"""HTML rendering helpers shared by the ipywidgets views and the Panel app.
+
+Every piece of conversation, memory or model text goes through ``esc`` before it becomes HTML:
+a turn that says ``<script>...</script>`` is shown as that text, never run. The functions here are
+pure (strings in, HTML strings out) so the notebook widgets and the app render a step, a hit list
+or a diff identically, and tests can assert on the markup.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+CSS = """<style>
+.wb-box {font-family: system-ui, sans-serif; font-size: 13px; line-height: 1.35;}
+.wb-box table {border-collapse: collapse; margin: 4px 0;}
+.wb-box th, .wb-box td {border: 1px solid #ddd; padding: 2px 6px; vertical-align: top; text-align: left;}
+.wb-box th {background: #f4f4f4;}
+.wb-box pre {white-space: pre-wrap; word-break: break-word; margin: 2px 0; max-height: 24em; overflow: auto;}
+.wb-gold {background: #fff1a8; font-weight: 600;}
+.wb-refresh {background: #ffe3e3;}
+.wb-badge {display: inline-block; padding: 0 6px; border-radius: 8px; background: #e8eefc; margin-right: 4px;}
+.wb-forced {background: #ffd8a8;}
+.wb-added {color: #2b8a3e;}
+.wb-closed {color: #868e96; text-decoration: line-through;}
+.wb-muted {color: #868e96;}
+.wb-box del {background: #ffd6d6; text-decoration: line-through;}
+.wb-box ins {background: #d3f9d8; text-decoration: none;}
+</style>"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value (``None`` -> empty). Quotes are escaped too, so it is safe in attributes."""
+    if value is None:
+        return ""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def short(text: Any, n: int = 160) -> str:
+    """Plain-text truncation (escape the result separately)."""
+    s = "" if text is None else str(text)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def pre(text: Any) -> str:
+    return f"<pre>{esc(text)}</pre>"
+
+
+def box(inner: str) -> str:
+    """Wrap rendered HTML with the shared stylesheet."""
+    return f'{CSS}<div class="wb-box">{inner}</div>'
+
+
+def json_html(value: Any, *, limit: int = 20000) -> str:
+    """Pretty JSON of any value, escaped, truncated to ``limit`` characters."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f"\n… ({len(text) - limit} more characters)"
+    return pre(text)
+
+
+def value_html(value: Any) -> str:
+    """One Step.data value: scalars inline, short lists of scalars as bullet lists, the rest as JSON."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        text = str(value)
+        return pre(text) if "\n" in text or len(text) > 120 else esc(text)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value):
+        if not value:
+            return '<span class="wb-muted">(empty)</span>'
+        return "<ul>" + "".join(f"<li>{esc(v)}</li>" for v in value) + "</ul>"
+    return json_html(value)
+
+
+def kv_table(data: Mapping[str, Any]) -> str:
+    """A readable key/value table of a Step's data (any keys, any JSON values)."""
+    if not data:
+        return '<p class="wb-muted">(no data recorded for this step)</p>'
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{value_html(v)}</td></tr>" for k, v in data.items())
+    return f'<table class="wb-kv">{rows}</table>'
+
+
+def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row_class=None,
+               raw: Iterable[str] = ()) -> str:
+    """A generic escaped table. ``raw`` names columns whose values are already-rendered HTML
+    (built by helpers here from escaped text); ``row_class(row)`` may return a CSS class."""
+    raw = set(raw)
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cls = row_class(r) if row_class else ""
+        cells = "".join(f"<td>{r.get(c, '') if c in raw else esc(r.get(c, ''))}</td>" for c in columns)
+        body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def turn_index(conversation) -> dict:
+    """``turn id -> Turn`` for a Conversation (empty when none is given)."""
+    if conversation is None:
+        return {}
+    return {t.id: t for t in conversation.turns}
+
+
+def source_ids_html(ids: Iterable[str], gold: Iterable[str] = ()) -> str:
+    gold = set(gold)
+    return " ".join(f'<span class="wb-gold" title="gold evidence">{esc(i)}</span>' if i in gold else esc(i)
+                    for i in ids)
+
+
+def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str] = ()) -> str:
+    """The text of source turns (escaped), gold evidence marked."""
+    gold = set(gold)
+    out = []
+    for i in ids:
+        t = turns.get(i)
+        if t is None:
+            continue
+        cls = ' class="wb-gold"' if i in gold else ""
+        out.append(f"<div{cls}><b>{esc(i)}</b> {esc(t.speaker)}: {esc(t.content)}</div>")
+    return "".join(out)
+
+
+def _hit_get(h, name, default=None):
+    return h.get(name, default) if isinstance(h, Mapping) else getattr(h, name, default)
+
+
+def hits_html(hits: Sequence[Any], *, conversation=None, gold_evidence: Iterable[str] = ()) -> str:
+    """Retrieved hits with scores, kind, text and source turn ids; gold evidence highlighted."""
+    if not hits:
+        return '<p class="wb-muted">(no hits in this step)</p>'
+    gold, turns = set(gold_evidence or ()), turn_index(conversation)
+    rows = []
+    for rank, h in enumerate(hits, start=1):
+        ids = tuple(_hit_get(h, "source_ids", ()) or ())
+        cls = ' class="wb-gold"' if gold & set(ids) else ""
+        src = source_ids_html(ids, gold)
+        text = esc(_hit_get(h, "text", ""))
+        shown = turns_html(ids, turns, gold)
+        if shown:
+            text += f"<details><summary>source turns</summary>{shown}</details>"
+        rows.append(f"<tr{cls}><td>{rank}</td><td>{esc(_hit_get(h, 'unit_id', ''))}</td>"
+                    f"<td>{float(_hit_get(h, 'score', 0.0) or 0.0):.3f}</td><td>{esc(_hit_get(h, 'kind', ''))}</td>"
+                    f"<td>{text}</td><td>{src}</td></tr>")
+    head = "<tr><th>#</th><th>unit</th><th>score</th><th>kind</th><th>text</th><th>source turns</th></tr>"
+    return f"<table class=\"wb-hits\">{head}{''.join(rows)}</table>"
+
+
+def message_text(messages: Sequence[Any]) -> str:
+    """An LLM call's messages as plain text (role headers when there are several)."""
+    parts = []
+    for m in messages or ():
+        if isinstance(m, Mapping):
+            parts.append((m.get("role", ""), str(m.get("content", ""))))
+        else:
+            parts.append(("", str(m)))
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n\n".join(f"[{r}]\n{c}" for r, c in parts)
+
+
+def call_title(call) -> str:
+    tokens = call.prompt_tokens + call.completion_tokens
+    flags = " · cached" if call.cached else ""
+    flags += " · ERROR" if call.error else ""
+    return f"{call.role or '(no role)'} · {tokens} tok{flags}"
+
+
+def call_html(call) -> str:
+    """One LLMCall: role, model, prompt, response, tokens, cached, error — all escaped."""
+    err = f"<p><b>error:</b> {esc(call.error)}</p>" if call.error else ""
+    return (f"<div class=\"wb-call\"><span class=\"wb-badge\">{esc(call.role)}</span>"
+            f"<span class=\"wb-badge\">{esc(call.model)}</span>"
+            f"<span class=\"wb-badge\">prompt {call.prompt_tokens} + completion {call.completion_tokens} tok</span>"
+            f"<span class=\"wb-badge\">{'cached' if call.cached else 'live'}</span>{err}"
+            f"<div><b>prompt</b>{pre(message_text(call.messages))}</div>"
+            f"<div><b>response</b>{pre(call.response)}</div></div>")
+
+
+def calls_html(calls: Sequence[Any]) -> str:
+    """All calls of a step as collapsible sections (the app's stand-in for an Accordion)."""
+    if not calls:
+        return '<p class="wb-muted">(no LLM calls in this step)</p>'
+    return "".join(f"<details><summary>{esc(call_title(c))}</summary>{call_html(c)}</details>" for c in calls)
+
+
+def running_tokens(steps: Sequence[Any]) -> list[int]:
+    """Cumulative tokens (prompt + completion) after each step."""
+    total, out = 0, []
+    for s in steps:
+        total += sum(c.prompt_tokens + c.completion_tokens for c in s.calls)
+        out.append(total)
+    return out
+
+
+def answer_html(answer) -> str:
+    """The question, the answer and its totals."""
+    err = f"<p><b>error:</b> {esc(answer.error)}</p>" if getattr(answer, "error", None) else ""
+    return (f"<div><b>Q:</b> {esc(answer.question)}<br><b>A:</b> {esc(answer.text)}"
+            f"<br><small>{esc(answer.method)} · {len(answer.steps)} steps · {len(answer.context)} context units · "
+            f"{answer.usage.total_tokens} tokens in {answer.usage.calls} calls</small>{err}</div>")
+
+
+def step_html(answer, index: int, *, conversation=None, gold_evidence: Iterable[str] = (),
+              with_calls: bool = True) -> str:
+    """Everything about step ``index`` of an Answer: kind, title, data, hits, calls, running tokens."""
+    steps = answer.steps
+    if not steps:
+        return box(answer_html(answer) + '<p class="wb-muted">This answer recorded no steps.</p>')
+    index = max(0, min(index, len(steps) - 1))
+    s = steps[index]
+    running = running_tokens(steps)[index]
+    head = (f"<h4>Step {index + 1} / {len(steps)}: <span class=\"wb-badge\">{esc(s.kind)}</span> {esc(s.title)}</h4>"
+            f"<p><small>this step: {s.usage.total_tokens} tokens in {len(s.calls)} calls · "
+            f"running total: <b class=\"wb-running\">{running}</b> tokens</small></p>")
+    body = f"<h5>Data</h5>{kv_table(s.data)}<h5>Hits ({len(s.hits)})</h5>"
+    body += hits_html(s.hits, conversation=conversation, gold_evidence=gold_evidence)
+    if with_calls:
+        body += f"<h5>LLM calls ({len(s.calls)})</h5>{calls_html(s.calls)}"
+    return box(head + body)
+
+
+_WORDS = re.compile(r"\s+|[^\s]+")
+
+
+def diff_html(before: str | None, after: str | None) -> str:
+    """Word-level before/after diff (difflib), each fragment escaped; deletions in <del>, insertions in <ins>."""
+    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(esc("".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(f"<del>{esc(''.join(a[i1:i2]))}</del>")
+        if j2 > j1:
+            out.append(f"<ins>{esc(''.join(b[j1:j2]))}</ins>")
+    return "".join(out)
+
+
+def plotly_bundle(fig) -> dict:
+    """A Jupyter display bundle for a plotly figure (for ipywidgets.Output without a kernel-side
+    renderer): the plotly mimetype plus a static HTML fallback and plain text."""
+    spec = json.loads(fig.to_json())
+    spec["config"] = {"displaylogo": False}
+    return {"application/vnd.plotly.v1+json": spec,
+            "text/html": fig.to_html(include_plotlyjs="cdn", full_html=False),
+            "text/plain": f"<plotly figure: {len(fig.data)} traces>"}
+
+
+def show_figure(output, fig) -> None:
+    """Replace an ipywidgets.Output's content with a figure."""
+    output.outputs = ({"output_type": "display_data", "data": plotly_bundle(fig), "metadata": {}},)
