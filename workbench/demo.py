@@ -95,7 +95,9 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     dataset = demo_dataset()
     save_conversation(out, dataset[0])
     qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
-    judge = LLMJudge(llm)
+    # The judge gets its own model instance: llama.cpp keeps one prompt state per instance, so a
+    # judge call between two questions would otherwise evict the reader's cached conversation prefix.
+    judge = LLMJudge(demo_llm(spec=llm_spec, cassette=cassette))
     for name, method in demo_methods(llm, embedder, methods).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,

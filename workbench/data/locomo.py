@@ -8,13 +8,12 @@ and image turns (``blip_caption``/``query``/``img_url`` kept in ``Turn.extras``)
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from .types import QA, Conversation, Dataset, DatasetError, Session, Turn
+from .types import QA, Conversation, Dataset, DatasetError, Session, Turn, read_json_file
 
 DIA_ID = re.compile(r"^D(\d+):(\d+)$")
 SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -116,12 +115,7 @@ def load_locomo(path: str | Path, *, limit: int | None = None) -> Dataset:
     """Load a LoCoMo-format file (the official ``locomo10.json``, the dev copy or project samples)."""
     path = Path(path)
     file = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(file, "<file>", "file not found") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    data = read_json_file(path)
     _require(isinstance(data, list), file, "<top level>", "must be a list of samples")
     skipped: Counter = Counter()
     conversations = []

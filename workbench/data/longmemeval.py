@@ -7,12 +7,11 @@ Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstent
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from .types import QA, Conversation, Dataset, DatasetError, Session, Turn
+from .types import QA, Conversation, Dataset, DatasetError, Session, Turn, read_json_file
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -79,12 +78,7 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
 def load_longmemeval(path: str | Path, *, limit: int | None = None) -> Dataset:
     path = Path(path)
     file = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(file, "<file>", "file not found") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    data = read_json_file(path)
     _check(isinstance(data, list), file, "<top level>", "must be a list of question items")
     skipped: Counter = Counter()
     convs = tuple(_item(file, i, raw, skipped) for i, raw in enumerate(data[:limit] if limit else data))

@@ -122,3 +122,17 @@ class Dataset:
     @property
     def questions(self) -> tuple[QA, ...]:
         return tuple(q for c in self.conversations for q in c.qa)
+
+
+def read_json_file(path) -> object:
+    """Read a dataset file; missing files and invalid JSON become ``DatasetError`` with the location."""
+    import json
+    from pathlib import Path
+
+    file = str(path)
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(file, "<file>", "file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None

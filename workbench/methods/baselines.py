@@ -32,6 +32,17 @@ def answer_from_hits(method: MemoryMethod, question: str, hits: list[Hit], now, 
     return text
 
 
+def retrieve_then_answer(method: MemoryMethod, question: str, now, *, unit: str) -> Answer:
+    """Cosine top-k from ``method.store_``, then the shared answer call (NaiveRAG, EagerFacts)."""
+    steps = []
+    with method.step(steps, "retrieve", f"Cosine top-{method.top_k} {unit}") as s:
+        hits = method.store_.search(question, method.top_k)
+        s.hits = hits
+        s.data["query"] = question
+    text = answer_from_hits(method, question, hits, now, steps, role=f"{method.name}.answer")
+    return Answer(question, text, tuple(steps), tuple(hits))
+
+
 class FullContext(MemoryMethod):
     """Whole conversation in the prompt. Context (for evidence recall) is every turn."""
 
@@ -115,13 +126,7 @@ class NaiveRAG(MemoryMethod):
             self._emit("ADD", u.id, after=u.text, cause="chunked", source_ids=u.source_ids, time=u.time)
 
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
-        steps = []
-        with self.step(steps, "retrieve", f"Cosine top-{self.top_k} chunks") as s:
-            hits = self.store_.search(question, self.top_k)
-            s.hits = hits
-            s.data["query"] = question
-        text = answer_from_hits(self, question, hits, now, steps, role="naive_rag.answer")
-        return Answer(question, text, tuple(steps), tuple(hits))
+        return retrieve_then_answer(self, question, now, unit="chunks")
 
     def _units(self) -> list[dict]:
         return self.store_.rows()
@@ -165,13 +170,7 @@ class EagerFacts(MemoryMethod):
                                source_ids=ids, time=u.time)
 
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
-        steps = []
-        with self.step(steps, "retrieve", f"Cosine top-{self.top_k} facts") as s:
-            hits = self.store_.search(question, self.top_k)
-            s.hits = hits
-            s.data["query"] = question
-        text = answer_from_hits(self, question, hits, now, steps, role="eager_facts.answer")
-        return Answer(question, text, tuple(steps), tuple(hits))
+        return retrieve_then_answer(self, question, now, unit="facts")
 
     def _units(self) -> list[dict]:
         return self.store_.rows()
