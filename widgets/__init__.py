@@ -4,6 +4,7 @@ Every view takes frozen objects (an ``Answer``, a list of ``MemoryEvent``, resul
 run directory, never calls an LLM, and escapes all conversation and model text.
 
     from widgets import TraceStepper, EvidenceGapView, EventTimeline, CostAccuracyChart, compare
+    from widgets import TreeView, GraphView, ClusterView      # H-Mem tree / entity graph, RecMem clusters
 
 Imports are lazy, so ``widgets.app`` (Panel) and ``widgets.html`` load without ipywidgets.
 
@@ -31,6 +32,9 @@ _EXPORTS = {
     "EvidenceGapView": "evidence_gap",
     "EventTimeline": "event_timeline",
     "CostAccuracyChart": "cost_accuracy",
+    "TreeView": "tree_view",
+    "GraphView": "graph_view",
+    "ClusterView": "cluster_view",
     "build_app": "app",
     "serve": "app",
     "RunStore": "app",

@@ -575,6 +575,24 @@ class HMem(MemoryMethod):
         self._check_ingested()
         return self.tree_.rows()
 
+    def structures(self) -> dict:
+        """Plain JSON for the structure views (``widgets.tree_view``, ``widgets.graph_view``): the tree
+        rows, the window name per level, and the entity graph (nodes with type, aliases, provenance
+        and profile; edges with relation, kind and provenance). Saved as ``structures.json``."""
+        self._check_ingested()
+        g = self.kg_.graph
+        nodes = [{"id": n, "name": a["name"], "type": a["type"], "aliases": list(a["aliases"]),
+                  "source_ids": list(a["source_ids"]), "fragment_ids": list(a["fragment_ids"]),
+                  "mentions": a["mentions"], "first_time": a["first_time"], "last_time": a["last_time"],
+                  "profile": a["profile"]} for n, a in g.nodes(data=True)]
+        edges = [{"source": u, "target": v, "relation": d["relation"], "kind": d["kind"],
+                  "source_ids": list(d["source_ids"]), "fragment_ids": list(d["fragment_ids"]), "count": d["count"],
+                  "confidence": d["confidence"], "time": d["time"], "last_time": d["last_time"]}
+                 for u, v, d in g.edges(data=True)]
+        return {"tree": self.tree_nodes(),
+                "levels": {str(lv): self.tree_.window_name(lv) for lv in range(1, self.tree_.l_max + 1)},
+                "graph": {"nodes": nodes, "edges": edges}}
+
     def _units(self) -> list[dict]:
         rows = self.fragments_.rows()
         for r in self.tree_.rows():

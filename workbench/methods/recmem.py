@@ -471,6 +471,27 @@ class RecMem(MemoryMethod):
             raise ValueError(f"layer must be one of {[*stores, 'all']}, got {layer!r}")
         return stores[layer]
 
+    def structures(self) -> dict:
+        """Plain JSON for ``widgets.cluster_view`` (saved as ``structures.json``): the units in arrival
+        order with their fate, their embeddings (full, for replaying the gate at other thresholds,
+        and a 2-D PCA projection), the live trigger log, episodes (with member unit ids), facts and
+        the gate's parameters. No LLM."""
+        self._check_ingested()
+        units = [{"id": uid, "text": self.units_[uid].text, "source_ids": list(self.units_[uid].source_ids),
+                  "time": self.units_[uid].time, "order": pos, "session_id": self.units_[uid].meta.get("session_id"),
+                  **self.unit_fate_.get(uid, {})} for pos, uid in enumerate(self.unit_order_)]
+        episodes = [{"id": e.id, "text": e.text, "member_ids": list(e.meta.get("raw_ids", [])),
+                     "source_ids": list(e.source_ids), "time": e.time, "cluster": e.meta.get("cluster"),
+                     "lineage": e.meta.get("lineage"), "version": e.meta.get("version")} for e in self.epi_]
+        facts = [{"id": f.id, "text": f.text, "source_ids": list(f.source_ids), "time": f.time,
+                  "episode": f.meta.get("episode"), "cluster": f.meta.get("cluster")} for f in self.sem_]
+        params = {k: getattr(self, k) for k in ("theta_sim", "theta_count", "gate_k", "strict_gate", "count_self",
+                                                "theta_merge", "on_failure", "refine_with_episode")}
+        return {"units": units, "embeddings_2d": _pca_2d(self.unit_vectors_),
+                "embeddings": self.unit_vectors_.tolist(), "trigger_log": [d.to_dict() for d in self.trigger_log_],
+                "episodes": episodes, "facts": facts, "params": params,
+                "embedder": getattr(self.embedder, "name", type(self.embedder).__name__)}
+
     def replay(self, theta_sim: float | None = None, theta_count: int | None = None, k: int | None = None, *,
                live_merges: bool = True, live_failures: bool = True) -> list[TriggerDecision]:
         """Replay the gate from the stored unit embeddings (no LLM; ``recmem_trigger.replay_triggers``).
@@ -512,6 +533,19 @@ class RecMem(MemoryMethod):
                 "in_buffer": len(self.pool_), "episodes": len(self.epi_), "facts": len(self.sem_),
                 "save_ratio": (n - len(self.pool_)) / n if n else 0.0,
                 "llm_calls": len(self.construction_ledger_), "eager_calls": n}
+
+
+def _pca_2d(vectors: np.ndarray) -> list[list[float]]:
+    """Units projected on their first two principal components (deterministic: full SVD, seeded;
+    zeros when fewer than two distinct units), for the cluster view."""
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or len(x) < 2 or not np.ptp(x, axis=0).any():
+        return [[0.0, 0.0] for _ in range(len(x))]
+    from sklearn.decomposition import PCA
+
+    xy = PCA(n_components=min(2, *x.shape), svd_solver="full", random_state=0).fit_transform(x)
+    xy = np.pad(xy, ((0, 0), (0, 2 - xy.shape[1])))
+    return np.round(xy, 6).tolist()
 
 
 def summary_stats(answers: list[Answer]) -> dict:

@@ -1,0 +1,292 @@
+"""Structure views: H-Mem tree and entity graph, RecMem clusters with threshold replay, the app's Structures tab.
+
+Built on tiny conversations with ScriptedLLM (role-matched synthetic replies) and offline embedders;
+no LLM is ever called by a view.
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("plotly")
+pytest.importorskip("pyvis")
+pn = pytest.importorskip("panel")
+
+from workbench.data import Conversation, Session, Turn  # noqa: E402
+from workbench.embed import HashEmbedder  # noqa: E402
+from workbench.llm import ScriptedLLM  # noqa: E402
+from workbench.methods import RecMem  # noqa: E402
+from workbench.methods.hmem import HMem  # noqa: E402
+from workbench.methods.recmem_trigger import replay_triggers  # noqa: E402
+from workbench.rundir import RunDir, save_conversation, save_memory_snapshot  # noqa: E402
+
+from widgets import ClusterView, GraphView, TreeView  # noqa: E402
+from widgets.cluster_view import ClusterPanel, membership  # noqa: E402
+from widgets.graph_view import external_sources  # noqa: E402
+from widgets.tree_view import TreePanel  # noqa: E402
+
+XSS = "<img src=x onerror=alert(1)>"
+SUMMARY = "{label}: Sam & Noor's <news>"
+
+
+# -- fakes -------------------------------------------------------------------------------------------
+def hmem_summary(messages):
+    """A summary naming its window (``2023-W23``, ``2023-06``), with characters that need escaping."""
+    label = re.search(r"fall in the \w+ (\S+):", messages[0]["content"]).group(1)
+    return json.dumps({"summary": SUMMARY.format(label=label)})
+
+
+def hmem_extract(messages):
+    """One event per turn; the speaker and capitalised words as entities; speaker -mentions-> word."""
+    body = messages[0]["content"].split("\n\n")[1]
+    events, ents, rels = [], [], []
+    for speaker, text in re.findall(r"^(\w+): (.+)$", body, flags=re.M):
+        events.append({"text": f"{speaker} said: {text}"})
+        ents.append({"name": speaker, "type": "person"})
+        for word in re.findall(r"(?<=\s)[A-Z][a-z]{2,}\b", text):
+            ents.append({"name": word, "type": "location" if word in ("Lyon", "Geneva") else "other"})
+            rels.append({"source": speaker, "relation": "mentions", "target": word})
+    return json.dumps({"events": events, "entities": ents, "relations": rels})
+
+
+class NearEmbedder:
+    """Hashing vectors pulled towards one shared axis (cosines about 0.9), so H-Mem's events of a week
+    cluster under one week node and both weeks under one month node."""
+
+    name = "near"
+
+    def __init__(self):
+        self.hash = HashEmbedder(dim=64)
+
+    def __call__(self, texts):
+        v = np.asarray(self.hash(texts), dtype=np.float32)
+        v[:, 0] += 3.0
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+TOPICS = ("alpha", "beta")
+
+
+class TopicEmbedder:
+    """A topic word is an axis, token ``u<i>`` a private axis of weight 0.5: same-topic units have cosine
+    0.8, a unit and a topic-only text (an episode) 0.894, different topics 0."""
+
+    name = "topic"
+
+    def __call__(self, texts):
+        out = np.zeros((len(texts), 32), dtype=np.float32)
+        for r, text in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", text.lower()):
+                if w in TOPICS:
+                    out[r, TOPICS.index(w)] += 1
+                elif re.fullmatch(r"u\d+", w):
+                    out[r, 2 + int(w[1:]) % 28] += 0.5
+            if not out[r].any():
+                out[r, -1] = 1
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def topic_conv(topics) -> Conversation:
+    sessions = []
+    for i, topic in enumerate(topics):
+        sid, when = f"S{i + 1}", datetime(2023, 5, 1 + i, 10)
+        turns = (Turn(f"D{i + 1}:1", "Ann", f"{topic} u{i}", sid, when), Turn(f"D{i + 1}:2", "Bob", "ok", sid, when))
+        sessions.append(Session(sid, when, turns))
+    return Conversation("topics", ("Ann", "Bob"), tuple(sessions))
+
+
+@pytest.fixture(scope="module")
+def hmem(tiny_conv):
+    llm = ScriptedLLM({"hmem.extract": hmem_extract, "hmem.consolidate": hmem_summary}, default="auto")
+    return HMem(llm=llm, embedder=NearEmbedder()).ingest(tiny_conv)
+
+
+@pytest.fixture(scope="module")
+def recmem():
+    """Six alpha units then a beta: the third fires (count 3), the next three merge into its episode."""
+    llm = ScriptedLLM({"recmem.consolidate": {"episodes": ["Ann alpha story."]},
+                       "recmem.merge": {"should_merge": "yes", "merged_memory": "Ann alpha story, continued."},
+                       "recmem.refine": {"facts": ["Ann likes alpha."]}, "recmem.refine_merge": {"facts": []}},
+                      default="auto")
+    m = RecMem(llm=llm, embedder=TopicEmbedder(), theta_sim=0.7, theta_count=3)
+    return m.ingest(topic_conv(["alpha"] * 6 + ["beta"]))
+
+
+# -- structures() ------------------------------------------------------------------------------------
+def test_structures_round_trip_through_json(hmem, recmem):
+    for method in (hmem, recmem):
+        s = method.structures()
+        assert json.loads(json.dumps(s)) == s  # plain JSON: no tuples, datetimes or numpy values
+    s = hmem.structures()
+    assert {r["id"] for r in s["tree"]} == {r["id"] for r in hmem.tree_nodes()}
+    assert {n["id"] for n in s["graph"]["nodes"]} == set(hmem.graph_.nodes)
+    assert len(s["graph"]["edges"]) == hmem.graph_.number_of_edges() > 0
+    assert {"name", "type", "aliases", "source_ids"} <= set(s["graph"]["nodes"][0])
+    r = recmem.structures()
+    assert [u["id"] for u in r["units"]] == recmem.unit_order_ and [u["order"] for u in r["units"]] == list(range(7))
+    assert np.array(r["embeddings_2d"]).shape == (7, 2) and np.array(r["embeddings"]).shape == (7, 32)
+    assert [d["outcome"] for d in r["trigger_log"]] == ["buffered", "buffered", "triggered", "merged", "merged",
+                                                        "merged", "buffered"]
+    assert r["episodes"][0]["member_ids"] == [f"unit-{i}" for i in range(6)]
+    assert r["params"]["theta_sim"] == 0.7 and r["params"]["theta_count"] == 3
+    assert r["embeddings_2d"] == recmem.structures()["embeddings_2d"]  # deterministic projection
+
+
+# -- TreeView ----------------------------------------------------------------------------------------
+def test_tree_view_select_shows_the_node(hmem, tiny_conv):
+    tv = TreeView(hmem)
+    assert tv.selected is None and tv.conversation.id == tiny_conv.id
+    top = max(tv.rows, key=lambda r: (len(r["children"]), r["level"]))
+    assert top["level"] == 2 and top["summary"] == SUMMARY.format(label=top["window"])  # an LLM summary
+    leaf = next(r for r in tv.rows if r["level"] == 1)
+    tv.select(top["id"])
+    assert tv.selected == top["id"] and tv.node_select.value == top["id"]
+    assert f"{top['window']}: Sam &amp; Noor&#x27;s &lt;news&gt;" in tv.detail_html and "<news>" not in tv.detail_html
+    assert f"Children ({len(top['children'])})" in tv.detail_html
+    assert all(c in tv.detail_html for c in top["children"])
+    first = tv.detail_html
+    tv.node_select.value = leaf["id"]  # the dropdown drives select()
+    assert tv.selected == leaf["id"] and tv.detail_html != first and "(a leaf: one memory event)" in tv.detail_html
+    turn = tiny_conv.turn(leaf["source_ids"][0])
+    assert f"<b>{turn.id}</b>" in tv.detail_html  # source turn text shown
+    assert tv.figure.data[-1].name == f"selected: {leaf['id']}"
+    levels = {t.name.split()[0] for t in tv.figure.data if t.customdata is not None}
+    assert levels == {f"L{lv}" for lv in {r["level"] for r in tv.rows}}
+    with pytest.raises(KeyError):
+        tv.select("nope")
+
+
+def test_tree_view_from_saved_dict_escapes_text():
+    rows = [{"id": "sum2", "level": 2, "parent": None, "children": ["ev1"], "summary": XSS, "window": "2023-W23",
+             "start": "2023-06-05T00:00:00", "end": "2023-06-06T00:00:00", "n_m": 1, "r_m": "2023-06-05T09:00:00",
+             "source_ids": ["D1:1"], "fragment_ids": ["frag0"]},
+            {"id": "ev1", "level": 1, "parent": "sum2", "children": [], "summary": "Sam adopted Miso", "window":
+             "2023-06-05", "start": "2023-06-05T00:00:00", "end": "2023-06-06T00:00:00", "n_m": 0,
+             "r_m": "2023-06-05T09:00:00", "source_ids": ["D1:1"], "fragment_ids": ["frag0"]}]
+    tv = TreeView({"tree": rows, "levels": {"1": "day", "2": "week"}}).select("sum2")
+    assert "&lt;img src=x" in tv.detail_html and "<img src=x" not in tv.detail_html
+    assert "(turn texts not available)" in tv.detail_html  # no conversation: ids only
+    assert all("<img" not in h for t in tv.figure.data if t.hovertext for h in t.hovertext)
+
+
+# -- GraphView ---------------------------------------------------------------------------------------
+def test_graph_view_is_offline_and_names_every_entity(hmem, tiny_conv):
+    gv = GraphView(hmem)
+    names = [n["name"] for n in gv.graph["nodes"]]
+    assert {"Sam", "Noor", "Lyon", "Geneva"} <= set(names)
+    assert external_sources(gv.html) == []
+    assert not re.search(r"<script[^>]*\bsrc\s*=", gv.html, re.I) and "<link" not in gv.html.lower()
+    assert "vis.Network(" in gv.html and "cdn.jsdelivr" not in gv.html  # vis-network inlined
+    assert all(json.dumps(name)[1:-1] in gv.html for name in names)
+    assert "location" in gv.html.split("<body>", 1)[1][:2000]  # legend of the types present
+    assert gv.frame.value.startswith("<iframe srcdoc=\"") and "<script" not in gv.frame.value  # escaped srcdoc
+    gv.select("noor")  # by name, case-insensitive
+    assert gv.selected == next(n["id"] for n in gv.graph["nodes"] if n["name"] == "Noor")
+    assert "Yes, still in Lyon for now." in gv.detail_html  # a source turn's text
+    assert "mentions" in gv.detail_html and "Lyon" in gv.detail_html  # its relations
+    gv.entity_select.value = gv.graph["nodes"][0]["id"]
+    assert gv.selected == gv.graph["nodes"][0]["id"] and gv.detail_html.count("<b>D1:1</b>") == 1
+    with pytest.raises(KeyError):
+        gv.select("Nobody")
+
+
+def test_graph_view_escapes_names_and_turns():
+    graph = {"nodes": [{"id": "ent0", "name": XSS, "type": "person", "aliases": ["<b>x</b>"], "source_ids": ["D1:1"],
+                        "mentions": 1},
+                       {"id": "ent1", "name": "Lyon", "type": "location", "aliases": [], "source_ids": [],
+                        "mentions": 1}],
+             "edges": [{"source": "ent0", "target": "ent1", "relation": "<i>lives in</i> href", "source_ids": []}]}
+    gv = GraphView({"graph": graph}).select("ent0")
+    assert "<img src=x" not in gv.html and "\\u003cimg" in gv.html  # JSON-escaped inside the page
+    assert "popup.innerHTML" not in gv.html  # "href" in a title would switch pyvis to an innerHTML popup
+    assert "&lt;img src=x" in gv.detail_html and "<img src=x" not in gv.detail_html
+    assert "&lt;i&gt;lives in&lt;/i&gt;" in gv.detail_html
+
+
+# -- ClusterView ---------------------------------------------------------------------------------------
+def test_cluster_view_sliders_replay_the_trigger(recmem):
+    s = recmem.structures()
+    live = sum(d.fired for d in recmem.trigger_log_)
+    cv = ClusterView(recmem)
+    assert (cv.theta_sim, cv.theta_count) == (0.7, 3)
+    assert cv.trigger_count == cv.live_trigger_count == live == 1
+    assert [d.outcome for d in cv.decisions] == [d.outcome for d in recmem.trigger_log_]
+    assert cv.labels["unit-0"] == cv.labels["unit-2"] == "consolidation 1"
+    assert cv.labels["unit-3"] == "merged into an episode" and cv.labels["unit-6"] == "buffered"
+
+    def direct(sim, count):
+        merged = [d.unit_id for d in recmem.trigger_log_ if d.outcome == "merged"]
+        ds = replay_triggers(np.array(s["embeddings"]), None, sim, count, ids=[u["id"] for u in s["units"]],
+                             merged=merged)
+        return sum(d.fired for d in ds)
+
+    cv.sim_slider.value = 0.85  # above the same-topic cosine 0.8: nothing recurs
+    assert cv.theta_sim == 0.85 and cv.trigger_count == direct(0.85, 3) == 0
+    assert "<b class='wb-replay-count'>0</b>" in cv.counts_html and "<b class='wb-live-count'>1</b>" in cv.counts_html
+    cv.sim_slider.value, cv.count_slider.value = 0.7, 2
+    assert cv.trigger_count == direct(0.7, 2) == 1  # units 0-1 fire at unit 1; 2 waits alone; 3-5 merged
+    cv.set_thresholds(0.5, 2)
+    assert cv.count_slider.value == 2 and cv.trigger_count == direct(0.5, 2)
+    assert len(cv.timeline.data[1].x) == cv.trigger_count and len(cv.timeline.data[2].x) == live
+    cv.reset_button.click()
+    assert (cv.theta_sim, cv.theta_count, cv.trigger_count) == (0.7, 3, live)
+    assert cv.trigger_count == sum(d.fired for d in recmem.replay())  # the method's own replay agrees
+
+
+def test_cluster_view_gate_alone_and_saved_structures(recmem, tmp_path):
+    gate = ClusterView(recmem, live_outcomes=False)  # merged units reach the gate: 0-2 fire, then 3-5 fire
+    assert gate.trigger_count == 2 != gate.live_trigger_count
+    assert membership(gate.decisions)["unit-5"] == "consolidation 2"
+    out = save_memory_snapshot(recmem, tmp_path)
+    saved = RunDir(tmp_path).structures("recmem", recmem.conversation_.id)
+    cv = ClusterView(saved)  # from JSON: the same bits, the same decisions
+    assert (out / "structures.json").exists() and cv.trigger_count == cv.live_trigger_count == 1
+    assert [d.count for d in cv.decisions] == [d.count for d in recmem.trigger_log_]
+    blind = ClusterView({k: v for k, v in saved.items() if k != "embeddings"})
+    assert blind.sim_slider.disabled and blind.trigger_count == 1  # no replay without embeddings: the live log
+    with pytest.raises(ValueError):
+        cv.set_thresholds(1.5, 3)
+
+
+# -- the app ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, hmem, recmem, tiny_conv):
+    run = tmp_path_factory.mktemp("structures") / "run"
+    save_conversation(run, tiny_conv)
+    save_memory_snapshot(hmem, run)
+    save_memory_snapshot(recmem, run, conv_id=tiny_conv.id)  # shown under the run's conversation
+    return run
+
+
+def test_app_structures_tab_renders_hmem_and_recmem(run_dir):
+    from widgets import app as appmod
+
+    app = appmod.build_app(run_dir)
+    assert app.store.errors == []
+    view = app.views["Structures"]
+    assert [c.title for c in view.panel.objects] == ["hmem", "recmem"]
+    for method in ("hmem", "recmem"):
+        section = view.sections[method][0]
+        assert not isinstance(section, pn.pane.Alert), section.object
+        assert section.select(pn.pane.Plotly), method
+    html = "\n".join(str(p.object) for p in view.sections["hmem"][0].select(pn.pane.HTML))
+    assert "<iframe srcdoc=" in html and "sandbox=\"allow-scripts\"" in html
+    sliders = [w.name for w in view.sections["recmem"][0].select(pn.widgets.IntSlider)]
+    assert sliders == ["theta_count"]
+
+
+def test_panel_views_react_to_widgets(run_dir, tiny_conv):
+    run = RunDir(run_dir)
+    cp = ClusterPanel(run.structures("recmem", tiny_conv.id))
+    before = cp.counts.object
+    cp.sim_slider.value = 0.99
+    assert cp.trigger_count == 0 and cp.counts.object != before
+    tp = TreePanel(run.structures("hmem", tiny_conv.id), tiny_conv)
+    node = tp.rows[0]["id"]
+    tp.plot.click_data = {"points": [{"customdata": node}]}
+    assert tp.selected == node and tp.node_select.value == node and node in tp.detail.object
