@@ -76,6 +76,22 @@ class Cassette:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def prune(self, keep: set[str]) -> int:
+        """Rewrite the file with only the entries in ``keep`` (e.g. those a run used); returns how many went."""
+        self.reload()  # entries other writers appended
+        with self._lock:
+            dropped = [k for k in self._entries if k not in keep]
+            for k in dropped:
+                del self._entries[k]
+            if self.path:
+                tmp = self.path.with_suffix(".tmp")
+                with open(tmp, "w", encoding="utf-8") as f:
+                    for entry in self._entries.values():
+                        f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+                tmp.replace(self.path)
+                self._loaded_size = self.path.stat().st_size
+        return len(dropped)
+
     def models(self) -> set[str]:
         return {e["model"] for e in self._entries.values()}
 
@@ -104,6 +120,7 @@ class CachedLLM(BaseLLM):
             raise ValueError("CachedLLM without an inner model can only replay (mode='replay')")
         self.hits = 0
         self.misses = 0
+        self.used_keys: set[str] = set()  # every key served or recorded by this client
 
     @classmethod
     def replay(cls, path, *, model: str | None = None) -> "CachedLLM":
@@ -111,6 +128,7 @@ class CachedLLM(BaseLLM):
 
     def _generate(self, messages, *, schema, temperature, seed, max_tokens, role) -> Generation:
         key = cache_key(self.model, messages, schema, temperature, seed, max_tokens)
+        self.used_keys.add(key)
         if self.mode != "record":
             entry = self.cassette.get(key)
             if entry is None and self.cassette.path:
