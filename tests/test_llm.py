@@ -239,3 +239,19 @@ def test_openai_structured_fallback_to_json_object(flaky_server):
     assert handler.seen[1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
     llm.complete("again", schema=SCHEMA)
     assert handler.seen[2]["response_format"]["type"] == "json_object"  # remembered
+
+
+def test_prune_keeps_only_used_calls_including_other_writers(tmp_path):
+    path = tmp_path / "c.jsonl"
+    a = CachedLLM(ScriptedLLM([], default="x"), path)
+    b = CachedLLM(ScriptedLLM([], default="y"), path)  # a second writer on the same file
+    a.complete("stale")
+    fresh = CachedLLM(ScriptedLLM([], default="x"), path)
+    fresh.complete("used by a")
+    b.complete("used by b")
+    dropped = fresh.cassette.prune(fresh.used_keys | b.used_keys)
+    assert dropped == 1
+    replay = CachedLLM.replay(path, model="scripted")
+    assert replay.complete("used by a").text == "x" and replay.complete("used by b").text == "y"
+    with pytest.raises(CacheMiss):
+        replay.complete("stale")
