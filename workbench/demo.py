@@ -106,9 +106,6 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
                  save_memories_dir=out, progress=True)
-    if record:  # keep the committed cassette to exactly what this configuration uses
-        dropped = llm.cassette.prune(llm.used_keys | judge_llm.used_keys)
-        print(f"cassette {cassette}: {len(llm.cassette)} calls kept, {dropped} stale ones dropped", file=sys.stderr)
     table = summary_table(load_results([out / "results.jsonl"]))
     (out / "report.md").write_text(export(table, "md"))
     cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",
@@ -121,3 +118,27 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
 
         serve_app(out, port=port, show=True)
     return out
+
+
+def prune_cassette(cassette: Path = CASSETTE) -> int:
+    """Replay the whole demo configuration from the cassette into a scratch directory and drop
+    every entry it did not use (calls of older prompts or configurations). Returns how many went.
+
+    A resumed recording skips finished questions, so pruning needs this full replay to know
+    which calls the configuration uses.
+    """
+    import tempfile
+
+    from .eval import LLMJudge, evaluate
+
+    llm, judge_llm = demo_llm(mode="replay", cassette=cassette), demo_llm(mode="replay", cassette=cassette)
+    embedder = demo_embedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in demo_methods(llm, embedder).values():
+            res = evaluate(method, demo_dataset(), judge=LLMJudge(judge_llm), store=Path(tmp) / "r.jsonl",
+                           questions=list(DEMO_QUESTIONS), progress=False)
+            failed = [r for r in res if r.error]
+            if failed:
+                raise RuntimeError(f"{method.name}: {len(failed)} questions do not replay ({failed[0].error}); "
+                                   "finish recording before pruning")
+    return llm.cassette.prune(llm.used_keys | judge_llm.used_keys)
