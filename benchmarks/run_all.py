@@ -1,0 +1,413 @@
+"""``workbench bench`` / ``make bench``: run every benchmark and write benchmarks/results/*.json plus a
+Markdown summary, benchmarks/results/SUMMARY.md. Nothing here is asserted by tests.
+
+Configurations:
+- ``reduced`` (default; what CI runs, about 10 minutes on 2 cores): the sample-data comparison replayed
+  from the committed cassette, overhead (replay-based, 20 s simulated-latency budget), scale at 1x/4x/16x
+  conv-26, core speed with indexes up to 10^5 units, H-Mem build (1 repeat), harness replay, UI.
+- ``full``: the same with indexes up to 10^6, 3 repeats, 500 retrieval queries, a 120 s simulated
+  budget, **and** the LoCoMo dev slice with the offline model as reader and judge (hours: see the
+  estimate in SUMMARY.md). Resumable: rerun the command after an interruption.
+
+A step that fails is reported (status and error in run_all.json and SUMMARY.md) and the others still run.
+Usage: python -m benchmarks.run_all [--config reduced|full] [--only compare scale ...] [--skip ui]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+STEPS = ("compare", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
+CONFIGS = {
+    "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
+                "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
+                "scale": {"sizes": (1, 4, 16), "queries": 100}, "overhead_budget_s": 20.0},
+    "full": {"core": ["--max-size", "1000000"], "hmem_build": ["--repeats", "3"],
+             "harness_replay": ["--repeats", "3"], "ui": ["--repeat", "3"],
+             "scale": {"sizes": (1, 4, 16), "queries": 500}, "overhead_budget_s": 120.0},
+}
+
+
+@contextlib.contextmanager
+def _argv(args: list[str]):
+    """bench_hmem_build.main() reads sys.argv itself."""
+    saved = sys.argv
+    sys.argv = [saved[0]] + list(args)
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _write(results: Path, name: str, data: dict) -> None:
+    (results / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _load(results: Path, name: str) -> dict | None:
+    for d in (results, RESULTS):
+        p = d / name
+        if p.exists():
+            try:
+                return json.loads(p.read_text())
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def step_compare(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_compare
+
+    data = bench_compare.run("reduced", results, conversations=opts.locomo_conversations,
+                             per_conv=opts.locomo_questions)
+    data["config"] = opts.config
+    if opts.config == "full":
+        data["locomo"] = {"status": "pending: the live slice runs last (step locomo)", "table": []}
+    _write(results, "compare.json", data)
+
+
+def step_locomo(cfg: dict, results: Path, opts) -> None:
+    """Full config only, last: the LoCoMo slice live (hours), merged into compare.json."""
+    from benchmarks import bench_compare
+
+    data = _load(results, "compare.json") or {"benchmark": "compare", "config": opts.config}
+    data["locomo"] = bench_compare.locomo_live(results, conversations=opts.locomo_conversations,
+                                               per_conv=opts.locomo_questions, llm_spec=opts.llm)
+    _write(results, "compare.json", data)
+
+
+def step_overhead(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_overhead
+
+    _write(results, "overhead.json", bench_overhead.run(_load(results, "compare.json"),
+                                                          budget_s=cfg["overhead_budget_s"]))
+
+
+def step_scale(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_scale
+
+    _write(results, "scale.json", bench_scale.run(cfg["scale"]["sizes"], queries=cfg["scale"]["queries"],
+                                                  isolate=True))
+
+
+def step_core(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_core
+
+    bench_core.main(cfg["core"])
+
+
+def step_hmem_build(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_hmem_build
+
+    with _argv(cfg["hmem_build"]):
+        bench_hmem_build.main()
+
+
+def step_harness_replay(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_harness_replay
+
+    bench_harness_replay.main(cfg["harness_replay"] + ["--out", str(results / "harness_replay.json")])
+
+
+def step_ui(cfg: dict, results: Path, opts) -> None:
+    from benchmarks import bench_ui
+
+    bench_ui.main(cfg["ui"])
+
+
+def run_steps(steps, cfg: dict, results: Path, opts) -> dict:
+    log = {}
+    for name in steps:
+        print(f"\n=== bench: {name} ===", flush=True)
+        t = time.perf_counter()
+        try:
+            globals()[f"step_{name}"](cfg, results, opts)
+            log[name] = {"status": "ok"}
+        except (Exception, SystemExit) as exc:  # one broken benchmark must not lose the others
+            traceback.print_exc()
+            log[name] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        log[name]["wall_s"] = round(time.perf_counter() - t, 1)
+        print(f"=== {name}: {log[name]['status']} in {log[name]['wall_s']} s", flush=True)
+    return log
+
+
+# -- SUMMARY.md -----------------------------------------------------------------------------------------
+
+def _md(rows: list[dict], cols: dict[str, str]) -> str:
+    """A Markdown table of ``rows`` with ``cols`` = {key: header}; numeric columns right-aligned."""
+    if not rows:
+        return "(no rows)"
+    keys = list(cols)
+    numeric = {k: all(isinstance(r.get(k), (int, float)) or r.get(k) is None for r in rows)
+               and any(r.get(k) is not None for r in rows) for k in keys}
+    body = [[_num(r.get(k)) for k in keys] for r in rows]
+    widths = [max(len(cols[k]), *(len(b[i]) for b in body)) for i, k in enumerate(keys)]
+
+    def line(cells):
+        padded = (c.rjust(w) if numeric[k] else c.ljust(w) for c, w, k in zip(cells, widths, keys))
+        return "| " + " | ".join(padded) + " |"
+
+    sep = "|" + "|".join("-" * (w + 1) + ":" if numeric[k] else "-" * (w + 2) for w, k in zip(widths, keys)) + "|"
+    return "\n".join([line([cols[k] for k in keys]), sep] + [line(b) for b in body])
+
+
+def _num(v) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v).replace("|", "\\|").replace("\n", " ")
+    if isinstance(v, int) or float(v).is_integer() and abs(v) >= 100:
+        return f"{int(v)}"
+    return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3g}" if abs(v) >= 1 else f"{v:.3f}"
+
+
+def _f(v, nd: int = 2) -> str:
+    return "–" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
+
+
+SAMPLE_COLS = {"method": "method", "status": "status", "n": "n", "accuracy": "judge acc", "f1": "F1",
+               "bleu1": "BLEU-1", "evidence_recall": "evidence recall", "query_tokens": "query tok/q",
+               "fc_token_ratio": "x Full-Context", "construction_tokens": "constr. tokens",
+               "construction_calls": "constr. calls", "wall_s": "replay wall s", "est_live_llm_s": "est. live s",
+               "misses": "cassette misses"}
+
+
+def _sec_compare(c: dict | None) -> list[str]:
+    if not c:
+        return ["## 1-2. Method comparison", "", "(not run)"]
+    s = c["sample"]
+    out = ["## 1-2. Method comparison: sample data, replayed from the cassette", "",
+           f"`{Path(s['cassette']).name}`: {s['sessions']} sessions / {s['turns']} turns of sample-1, "
+           f"{len(s['questions'])} demo questions (`overall` = categories 1-4, so the adversarial one is left out "
+           f"of the accuracy columns); every method and judge call replayed, MiniLM embeddings. "
+           f"Replay wall time of the whole comparison: **{s['replay_wall_s']} s**; `est. live s` prices the "
+           f"same calls with the nominal latency model (prompt {s['latency_model']['prompt_tok_s']} tok/s, "
+           f"generation {s['latency_model']['gen_tok_s']} tok/s).", "",
+           _md([_blank_partial(r) for r in s["table"]], SAMPLE_COLS), ""]
+    r = s.get("recmem_vs_eager_facts", {})
+    if r.get("available"):
+        out.append(f"RecMem vs EagerFacts construction: **{_f(r['token_ratio'], 3)}x tokens** "
+                   f"({r['recmem_tokens']} / {r['eager_facts_tokens']}), **{_f(r['call_ratio'], 3)}x calls** "
+                   f"({r['recmem_calls']} / {r['eager_facts_calls']}).")
+    else:
+        out.append(f"RecMem vs EagerFacts construction ratio: not available ({r.get('note', '')}).")
+    missing = [m for m in s["methods"] if m["status"] != "ok"]
+    if missing:
+        what = "; ".join(f"{m['method']} ({m['status']}: "
+                         + ", ".join(f"{k} x{v}" for k, v in (m.get("misses") or {}).items()) + ")" for m in missing)
+        out += ["", "Not replayable (calls missing from the cassette; record them with `workbench demo --record`): "
+                + what]
+    return out + [""] + _sec_locomo(c)
+
+
+def _blank_partial(r: dict) -> dict:
+    """A method that did not replay fully has partial costs: show only its status and misses."""
+    keep = ("method", "status", "misses")
+    return r if r["status"] == "ok" else {k: (r.get(k) if k in keep else None) for k in r}
+
+
+def _sec_locomo(c: dict) -> list[str]:
+    out = ["### LoCoMo dev slice (`--config full`)", ""]
+    loc = c.get("locomo", {})
+    if loc.get("table"):
+        out += [f"Status: {loc.get('status')}.", "", _md(loc["table"], {
+            "method": "method", "n": "n", "accuracy": "judge acc", "f1": "F1", "bleu1": "BLEU-1",
+            "evidence_recall": "evidence recall", "query_tokens": "query tok/q", "fc_token_ratio": "x Full-Context",
+            "construction_tokens": "constr. tok/q", "errors": "errors"}), ""]
+    else:
+        out += [f"Status: {loc.get('status', 'not run')}; no LoCoMo rows yet.", ""]
+    e = c.get("locomo_estimate", {})
+    if not e.get("available"):
+        return out + [f"Expected wall time: {e.get('note', 'n/a')}.", ""]
+    models = list(e["latency_models"])
+    rows = [{"method": m, "status": v["status"], **{f"h_{k}": v.get(f"hours_{k}") for k in models},
+             **{p: (v.get("calls") or {}).get(p) for p in ("construct", "query", "judge")}}
+            for m, v in e["methods"].items()]
+    cols = {"method": "method", "status": "status", "construct": "constr. calls", "query": "query calls",
+            "judge": "judge calls", **{f"h_{k}": f"hours ({k})" for k in models}}
+    tot = ", ".join(f"**{e['totals'][f'hours_{k}']} h** ({e['latency_models'][k]['source']})" for k in models)
+    out += [f"Expected wall time of the slice ({', '.join(e['conversations'])}: {e['turns']} turns, "
+            f"{e['questions']} questions of categories 1-4) on 2 cores: {tot}, plus the methods not yet in the "
+            f"cassette ({', '.join(e['missing_methods']) or 'none'}).", "", _md(rows, cols), "",
+            "Full-Context prompt tokens per conversation (scaled from the sample): "
+            + ", ".join(f"{k} {v}" for k, v in e["full_context_prompt_tokens"].items())
+            + "; over the 16k context (refused, its questions fail): "
+            + (", ".join(e["full_context_overflows"]) or "none") + ". "
+            + e["note"] + ".", ""]
+    return out
+
+
+def _sec_scale(sc: dict | None) -> list[str]:
+    if not sc:
+        return ["## 3. Scale", "", "(not run)", ""]
+    rows = []
+    for r in sc["rows"]:
+        c = r["components"]
+        rows.append({"x": f"{r['copies']}x", "turns": r["turns"], "minilm": c["embed_minilm"]["seconds"],
+                     "mtps": c["embed_minilm"]["texts_per_s"], "hash": c["embed_hash"]["seconds"],
+                     "index": c["index_build"]["seconds"], "hmem": c["hmem_build"]["seconds"],
+                     "runits": c["recmem_units_embed"]["seconds"], "trig": c["recmem_trigger"]["seconds"],
+                     "us": c["recmem_trigger"]["us_per_check"], "rate": c["recmem_trigger"]["trigger_rate"],
+                     "rss": r.get("process_peak_rss_mb")})
+    mem = [{"x": f"{r['copies']}x", **{f"{k}": f"{v['tracemalloc_peak_mb']} / {v['rss_delta_mb']}"
+                                       for k, v in r["components"].items()}} for r in sc["rows"]]
+    ret = [{"x": f"{r['copies']}x", **{k: f"{v['p50_ms']} / {v['p95_ms']} ({_units(v['units'])})"
+                                       for k, v in r["retrieval"].items()}} for r in sc["rows"]]
+    keys = list(sc["rows"][0]["components"]) if sc["rows"] else []
+    rkeys = list(sc["rows"][0]["retrieval"]) if sc["rows"] else []
+    g = sc.get("growth_largest_vs_smallest", {})
+    return ["## 3. Scale: non-LLM ingest cost, memory and retrieval latency", "",
+            f"Data: {sc['data']} concatenated N times (renumbered ids, shifted dates); MiniLM: {sc['minilm']}; "
+            f"each size in its own process: {sc.get('isolated_processes')}. Seconds:", "",
+            _md(rows, {"x": "size", "turns": "turns", "minilm": "embed MiniLM s", "mtps": "MiniLM texts/s",
+                       "hash": "embed hash s", "index": "index build s", "hmem": "H-Mem build s",
+                       "runits": "RecMem units embed s", "trig": "trigger checks s", "us": "us/check",
+                       "rate": "trigger rate", "rss": "process peak RSS MB"}), "",
+            "Memory per component, tracemalloc peak MB / RSS growth MB:", "",
+            _md(mem, {"x": "size", **{k: k for k in keys}}), "",
+            "Retrieval latency p50 / p95 ms (units searched):", "", _md(ret, {"x": "size", **{k: k for k in rkeys}}),
+            "", "Growth, largest vs smallest size (time ratio; size ratio "
+                f"{_f(g.get('size_ratio'), 1)}): " + ", ".join(f"{k} {v}" for k, v in g.items() if k != "size_ratio"),
+            ""]
+
+
+def _units(u) -> str:
+    return "+".join(str(v) for v in u.values()) if isinstance(u, dict) else str(u)
+
+
+def _sec_overhead(o: dict | None) -> list[str]:
+    if not o:
+        return ["## 4. Overhead", "", "(not run)", ""]
+    out = ["## 4. Overhead: share of wall time outside LLM calls (target < 5%)", ""]
+    ra = o.get("replay_additive")
+    if ra:
+        out += [f"- **Replay, additive** (replayed wall W vs estimated live LLM time L, share = W/(W+L)): "
+                f"**{_pct(ra['outside_llm_share'])}** overall (W {ra['replay_wall_s']} s, L {ra['est_llm_s']} s); "
+                "per method: " + ", ".join(f"{m} {_pct(v['outside_llm_share'])}" for m, v in ra["per_method"].items())]
+    sim = o.get("simulated", {})
+    if sim.get("status") == "ok":
+        out.append(f"- **Simulated latency** ({sim['method']}, each call sleeps {sim['sleep_scale']} x its estimated "
+                   f"latency, serialised): non-LLM time with the sleeps in place {sim['non_llm_s_with_sleeps']} s "
+                   f"(replay without sleeps: {sim['replay_wall_s_without_sleeps']} s) -> "
+                   f"**{_pct(sim['outside_llm_share_at_scale_1'])}** at full latency.")
+    else:
+        out.append(f"- Simulated latency: {sim.get('status', 'n/a')}.")
+    live = o.get("live_ledger", {})
+    if live.get("available"):
+        out.append(f"- **Live run ledger** ({live['path']}, answer phase, {live['answer_wall_s']} s over "
+                   f"{sum(v['questions'] for v in live['per_method'].values())} questions): "
+                   f"**{_pct(live['outside_llm_share'])}**; per method: " +
+                   ", ".join(f"{m} {_pct(v['outside_llm_share'])}" for m, v in live["per_method"].items()))
+    else:
+        out.append(f"- Live run ledger: {live.get('note', 'n/a')}.")
+    sessions = (o.get("locomo_sessions") or [])
+    if sessions:
+        wall, llm = sum(x["wall_s"] for x in sessions), sum(x["llm_s"] for x in sessions)
+        out.append(f"- **Live LoCoMo run** (`--config full`, whole run: construction, answers, judge; "
+                   f"{len(sessions)} method sessions, {wall:.0f} s): **{_pct(1 - llm / wall if wall else None)}**; "
+                   "per method: " + ", ".join(f"{x['method']} {_pct(x['outside_llm_share'])}" for x in sessions))
+    fit = (o.get("latency_models") or {}).get("fitted")
+    if fit:
+        out.append(f"- Latency model fitted to that run: {fit['prompt_tok_s']} prompt tok/s, {fit['gen_tok_s']} "
+                   f"gen tok/s, {fit['per_call_s']} s/call ({fit['source']}; {fit['calls']} calls).")
+    return out + [""]
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{100 * v:.2f}%"
+
+
+def _sec_ui(u: dict | None) -> list[str]:
+    if not u:
+        return ["## 5. UI", "", "(not run)", ""]
+    rows = [{"what": k, "s": v["median_s"]} for k, v in {**u["widgets"], **u["app_in_process"]}.items()]
+    rows += [{"what": f"browser: {k}", "s": v} for k, v in u.get("browser", {}).items() if isinstance(v, float)]
+    run = u.get("run", {})
+    return ["## 5. UI", "", f"Run: {run.get('data')} ({run.get('turns')} turns, {run.get('questions')} questions, "
+                            f"{run.get('memories')} memories). Median seconds:", "",
+            _md(rows, {"what": "what", "s": "s"}),
+            "" if "page_ready_s" in u.get("browser", {}) else f"Browser: {u.get('browser')}", ""]
+
+
+def _sec_core(core: dict | None, hb: dict | None, hr: dict | None) -> list[str]:
+    out = ["## Workbench core", ""]
+    if core:
+        emb = ", ".join(f"{k} {v.get('texts_per_s', v.get('error'))} texts/s" for k, v in core["embedding"].items())
+        idx = "; ".join(f"{r['units']:,} units: p50 {r['search_ms_p50']} ms, p95 {r['search_ms_p95']} ms"
+                        for r in core["index"])
+        out += [f"- Embedding: {emb}.", f"- Index search (384-d, top-10 with a 5-id mask): {idx}.",
+                f"- Cassette replay: {core['cached_replay']['per_call_us']} us per call."]
+    if hr:
+        out.append(f"- Harness in replay ({hr['questions']} synthetic questions): {hr['evaluate_ms_per_question']} ms "
+                   f"per question, of which harness overhead {hr['harness_overhead_ms_per_question']} ms.")
+    if hb:
+        d = hb["per_100_turns"].get("fragment=window,alphas=default", {})
+        out.append(f"- H-Mem build without an LLM: {d.get('build_seconds')} s per 100 turns (default settings).")
+    return out + [""]
+
+
+def render(meta: dict, load) -> str:
+    """SUMMARY.md from run_all.json's ``meta`` and a loader of the results JSON by file name."""
+    steps = [{"step": k, "status": v["status"], "wall_s": v["wall_s"], "error": v.get("error", "")}
+             for k, v in meta["steps"].items()]
+    m = meta["machine"]
+    lines = ["# Benchmark summary", "",
+             f"Generated by `workbench bench --config {meta['config']}` on {meta['date']} ({m['cpus']} CPUs, "
+             f"Python {m['python']}); wall time **{meta['wall_s']} s**; 1-minute load average "
+             f"{m.get('loadavg_1min_start')} at the start and {m.get('loadavg_1min_end')} at the end (above the "
+             "CPU count, timings shared the CPU with other work). Regenerate with `make bench`; how each figure "
+             "is measured: [benchmarks/README.md](../README.md).", "",
+             _md(steps, {"step": "step", "status": "status", "wall_s": "wall s", "error": "error"}), ""]
+    compare, overhead = load("compare.json"), load("overhead.json")
+    if overhead is not None and compare:  # the live LoCoMo sessions (full config) are overhead figures too
+        overhead["locomo_sessions"] = [x for x in (compare.get("locomo") or {}).get("sessions", [])
+                                       if x.get("live_calls")]
+    lines += _sec_compare(compare)
+    lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
+    lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
+    return "\n".join(lines) + "\n"
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="reduced", choices=sorted(CONFIGS))
+    ap.add_argument("--only", nargs="*", choices=STEPS, default=None)
+    ap.add_argument("--skip", nargs="*", choices=STEPS, default=())
+    ap.add_argument("--results", default=str(RESULTS), help="where this command's own JSON and SUMMARY.md go")
+    ap.add_argument("--locomo-conversations", default="0-1", help="full config: LoCoMo conversations")
+    ap.add_argument("--locomo-questions", type=int, default=50, help="full config: questions per conversation")
+    ap.add_argument("--llm", default=None, help="full config: reader/judge spec (default WORKBENCH_LLM / offline)")
+    opts = ap.parse_args(argv)
+    results = Path(opts.results)
+    results.mkdir(parents=True, exist_ok=True)
+    default = STEPS if opts.config == "full" else tuple(s for s in STEPS if s != "locomo")
+    steps = [s for s in (opts.only or default) if s not in set(opts.skip)]
+    t, load_start = time.perf_counter(), _loadavg()
+    log = run_steps(steps, CONFIGS[opts.config], results, opts)
+    meta = {"config": opts.config, "date": datetime.now().isoformat(timespec="seconds"), "steps": log,
+            "wall_s": round(time.perf_counter() - t, 1),
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "arch": platform.machine(),
+                        "loadavg_1min_start": load_start, "loadavg_1min_end": _loadavg()}}
+    _write(results, "run_all.json", meta)
+    (results / "SUMMARY.md").write_text(render(meta, lambda n: _load(results, n)))
+    print(f"\nwrote {results / 'SUMMARY.md'} ({meta['wall_s']} s)")
+    return 0 if all(v["status"] == "ok" for v in log.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

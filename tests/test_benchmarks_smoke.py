@@ -1,0 +1,81 @@
+"""Smoke tests of the benchmark command's own parts. No timing is ever asserted: only shapes and keys."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import bench_scale
+from benchmarks.bench_overhead import LatencyModel, ReplayProbe
+from benchmarks.run_all import render
+
+COMPONENTS = {"embed_minilm", "embed_hash", "index_build", "hmem_build", "recmem_units_embed", "recmem_trigger"}
+RETRIEVAL = {"naive_rag_top10", "hymem_L1_top10", "hymem_L1_deep_top30", "recmem_3_layers"}
+
+
+@pytest.fixture(scope="module")
+def scale_json(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "scale.json"
+    assert bench_scale.main(["--sizes", "1", "2", "--no-minilm", "--queries", "5", "--data", "tiny",
+                             "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def test_scale_json_has_the_expected_keys(scale_json):
+    assert {"benchmark", "data", "sizes", "rows", "growth_largest_vs_smallest", "minilm"} <= set(scale_json)
+    assert scale_json["sizes"] == [1, 2] and scale_json["minilm"] is False
+    for row in scale_json["rows"]:
+        assert set(row["components"]) == COMPONENTS
+        for stats in row["components"].values():
+            assert {"seconds", "rss_delta_mb", "tracemalloc_peak_mb"} <= set(stats)
+        assert set(row["retrieval"]) == RETRIEVAL
+        for stats in row["retrieval"].values():
+            assert {"p50_ms", "p95_ms", "queries", "units"} <= set(stats) and stats["queries"] == 5
+    assert set(scale_json["growth_largest_vs_smallest"]) >= COMPONENTS
+
+
+def test_scaled_conversation_renumbers_and_grows(tiny_conv):
+    one, three = bench_scale.scaled_conversation(tiny_conv, 1), bench_scale.scaled_conversation(tiny_conv, 3)
+    assert len(three.turns) == 3 * len(one.turns) == 3 * len(tiny_conv.turns)
+    ids = [t.id for t in three.turns]
+    assert len(set(ids)) == len(ids)  # every copy gets fresh turn ids
+    n = len(tiny_conv.sessions)
+    assert three.sessions[n].id == f"S{n + 1}" and three.sessions[n].turns[0].id == f"D{n + 1}:1"
+    assert three.sessions[n].date_time > tiny_conv.sessions[-1].date_time  # copies move forward in time
+
+
+def test_scale_rows_count_the_work(scale_json):
+    small, big = scale_json["rows"]
+    assert big["turns"] == 2 * small["turns"]
+    assert big["retrieval"]["naive_rag_top10"]["units"] == 2 * small["retrieval"]["naive_rag_top10"]["units"]
+    assert big["components"]["recmem_trigger"]["checks"] == 2 * small["components"]["recmem_trigger"]["checks"]
+
+
+def test_replay_probe_counts_hits_and_misses(tmp_path):
+    from workbench.llm import CachedLLM, LLMError, ScriptedLLM
+
+    cassette = tmp_path / "c.jsonl"
+    CachedLLM(ScriptedLLM(["recorded reply"], model="m"), cassette).complete("hello", role="x.answer")
+    probe = ReplayProbe(CachedLLM.replay(cassette), LatencyModel(0.5, 100.0, 10.0, "test"))
+    assert probe.complete("hello", role="x.answer").text == "recorded reply"
+    with pytest.raises(LLMError):
+        probe.complete("never recorded", role="x.other")
+    assert probe.hits == 1 and dict(probe.misses) == {"x.other": 1}
+    assert probe.est_s > 0.5 and probe.records[0]["role"] == "x.answer"
+
+
+def test_latency_model_falls_back_to_a_load_factor():
+    nominal = LatencyModel.nominal()
+    samples = [(1000, 10, 2 * nominal(1000, 10))] * 3  # few, identical calls: no least-squares fit
+    fit = LatencyModel.fit(samples)
+    assert fit.calls == 3 and "load factor 2.00" in fit.source
+    assert fit(1000, 10) == pytest.approx(2 * nominal(1000, 10))
+    assert LatencyModel.fit([]) is None
+
+
+def test_summary_renders_the_scale_section(scale_json):
+    meta = {"config": "reduced", "date": "today", "wall_s": 1.0, "machine": {"cpus": 2, "python": "3"},
+            "steps": {"scale": {"status": "ok", "wall_s": 1.0}}}
+    text = render(meta, lambda name: scale_json if name == "scale.json" else None)
+    assert "## 3. Scale" in text and "naive_rag_top10" in text
+    assert "## 1-2. Method comparison" in text and "(not run)" in text
