@@ -19,7 +19,7 @@ import numpy as np
 
 from workbench.methods.recmem_trigger import TriggerDecision, check_gate_k, replay_triggers
 
-from .html import box, esc, short, table_html
+from .html import DisplaysWidget, box, esc, short, table_html
 from .tree_view import structures_of
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
@@ -187,7 +187,7 @@ def episodes_html(data: ClusterData) -> str:
                                                      else "<p class='wb-muted'>(none)</p>"))
 
 
-class ClusterView:
+class ClusterView(DisplaysWidget):
     """Scatter + timeline + threshold sliders. State: ``theta_sim``, ``theta_count``, ``decisions``,
     ``trigger_count``, ``live_trigger_count``, ``labels``, ``figure``, ``timeline``, ``counts_html``."""
 
@@ -252,14 +252,6 @@ class ClusterView:
         self.counts.value = self.counts_html
         show_figure(self.plot, self.figure)
         show_figure(self.timeline_plot, self.timeline)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return (f"ClusterView({len(self.data.ids)} units, theta_sim={self.theta_sim}, theta_count={self.theta_count}, "

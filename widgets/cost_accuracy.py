@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .html import esc, show_figure, table_html
+from .html import DisplaysWidget, esc, show_figure, table_html
 
 REFERENCE_METHOD = "full_context"
 X_CHOICES = ("query_tokens", "construction_tokens")
@@ -203,7 +203,7 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     return fig
 
 
-class CostAccuracyChart:
+class CostAccuracyChart(DisplaysWidget):
     """Scatter of accuracy vs tokens with a category dropdown.
 
     State: ``table`` (per method x category summary), ``frame`` (the plotted points), ``figure``,
@@ -245,14 +245,6 @@ class CostAccuracyChart:
         self.plot = W.Output()
         self.note = W.HTML()
         self.widget = W.VBox([self.dropdown, self.plot, self.note])
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return f"CostAccuracyChart({len(self.frame)} methods, x={self.x!r}, category={self.category!r})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .html import box, diff_html, esc, show_figure, source_ids_html, table_html
+from .html import DisplaysWidget, box, diff_html, esc, show_figure, source_ids_html, table_html
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
@@ -113,7 +113,7 @@ def _scatter(evs, x, *, name, marker):
                       hovertext=hover, hoverinfo="text")
 
 
-class EventTimeline:
+class EventTimeline(DisplaysWidget):
     """Filterable event table + timeline. State: ``events``, ``filtered``, ``refresh_events``, ``figure``."""
 
     def __init__(self, events_or_method, *, x: str = "seq"):
@@ -179,14 +179,6 @@ class EventTimeline:
                              f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {self.refresh_count}")
         self.table.value = events_table_html(self.filtered)
         show_figure(self.plot, self.figure)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return f"EventTimeline({len(self.filtered)}/{len(self.events)} events, {self.refresh_count} refresh)"

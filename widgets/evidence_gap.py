@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .html import box, esc, hits_html, table_html
+from .html import DisplaysWidget, box, esc, hits_html, table_html
 
 #: canonical field -> keys accepted in ``Step.data``, first match wins
 KEY_ALIASES: dict[str, tuple[str, ...]] = {
@@ -121,7 +121,7 @@ def summary_html(iterations: list[dict]) -> str:
     return box(table_html(rows, ["#", "action", "forced", "evidence", "added", "gaps", "closed", "opened"]))
 
 
-class EvidenceGapView:
+class EvidenceGapView(DisplaysWidget):
     """Slider over MemR3 iterations. State: ``iterations`` (list of dicts), ``index``, ``current_html``."""
 
     def __init__(self, answer):
@@ -148,14 +148,6 @@ class EvidenceGapView:
             self.slider.value = self.index
         self.body.value = self.current_html
         return self
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return f"EvidenceGapView({len(self.iterations)} iterations)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .html import box, esc, source_ids_html, table_html, turn_index, turns_html
+from .html import DisplaysWidget, box, esc, source_ids_html, table_html, turn_index, turns_html
 from .tree_view import conversation_of, structures_of
 
 TYPE_COLOURS = {"person": "#4e79a7", "organization": "#f28e2b", "location": "#59a14f", "event": "#e15759",
@@ -147,7 +147,7 @@ NO_SELECTION = box("<p class='wb-muted'>Select an entity to see its relations an
 EMPTY = box("<p class='wb-muted'>The entity graph is empty.</p>")
 
 
-class GraphView:
+class GraphView(DisplaysWidget):
     """Entity graph + entity selector. State: ``graph``, ``html`` (standalone page), ``selected``,
     ``detail_html``."""
 
@@ -191,14 +191,6 @@ class GraphView:
     def _on_select(self, change) -> None:
         if not self._syncing and change["new"] != self.selected:
             self.select(change["new"])
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return f"GraphView({len(self.graph.get('nodes') or [])} entities, selected={self.selected!r})"

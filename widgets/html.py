@@ -251,3 +251,15 @@ def plotly_bundle(fig) -> dict:
 def show_figure(output, fig) -> None:
     """Replace an ipywidgets.Output's content with a figure."""
     output.outputs = ({"output_type": "display_data", "data": plotly_bundle(fig), "metadata": {}},)
+
+
+class DisplaysWidget:
+    """Jupyter display for the view classes: each owns an ipywidgets container in ``self.widget``."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)

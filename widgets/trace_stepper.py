@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .html import answer_html, box, call_html, call_title, running_tokens, step_html
+from .html import DisplaysWidget, answer_html, box, call_html, call_title, running_tokens, step_html
 
 
-class TraceStepper:
+class TraceStepper(DisplaysWidget):
     """Prev/next buttons and a slider over ``answer.steps``. State: ``index``, ``current_html``."""
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None):
@@ -92,13 +92,5 @@ class TraceStepper:
         self.tokens_label.value = f"running total: <b>{total}</b> tokens"
 
     # -- display -----------------------------------------------------------------------------
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
-
     def __repr__(self) -> str:
         return f"TraceStepper(step {self.index + 1}/{self.n_steps}, method={self.answer.method!r})"

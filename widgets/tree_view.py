@@ -16,7 +16,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any, Mapping
 
-from .html import box, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .html import DisplaysWidget, box, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
 
 LEVEL_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
 
@@ -161,7 +161,7 @@ NO_SELECTION = box("<p class='wb-muted'>Select a node to see its summary, childr
 
 
 # -- notebook widget -------------------------------------------------------------------------------
-class TreeView:
+class TreeView(DisplaysWidget):
     """Tree figure + node selector. State: ``rows``, ``nodes``, ``selected``, ``detail_html``, ``figure``."""
 
     def __init__(self, hmem_or_structures, *, conversation=None, select: str | None = None):
@@ -218,14 +218,6 @@ class TreeView:
             self._syncing = False
         self.detail.value = self.detail_html
         show_figure(self.plot, self.figure)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
     def __repr__(self) -> str:
         return f"TreeView({len(self.rows)} nodes, selected={self.selected!r})"
