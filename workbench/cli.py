@@ -140,7 +140,12 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from benchmarks.run_all import main as bench_main  # benchmarks/ lives beside the package
+    root = Path(__file__).resolve().parents[1]  # benchmarks/ lives in the checkout, beside the package
+    if not (root / "benchmarks" / "run_all.py").exists():
+        raise SystemExit("workbench bench needs a source checkout (benchmarks/ is not installed with the package)")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from benchmarks.run_all import main as bench_main
 
     return bench_main(["--config", args.config])
 
