@@ -18,7 +18,7 @@ demo: setup
 test: setup browser
 	$(PY) -m pytest -q
 
-bench: setup
+bench: setup browser
 	$(VENV)/bin/workbench bench
 
 app: setup

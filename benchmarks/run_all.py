@@ -405,8 +405,23 @@ def main(argv=None) -> int:
                         "loadavg_1min_start": load_start, "loadavg_1min_end": _loadavg()}}
     _write(results, "run_all.json", meta)
     (results / "SUMMARY.md").write_text(render(meta, lambda n: _load(results, n)))
+    relativize_paths(results)
     print(f"\nwrote {results / 'SUMMARY.md'} ({meta['wall_s']} s)")
     return 0 if all(v["status"] == "ok" for v in log.values()) else 1
+
+
+def relativize_paths(results: Path) -> None:
+    """Results are committed: write paths relative to the checkout, never this machine's absolute ones."""
+    root = Path(__file__).resolve().parents[1]
+    swaps = [(str(root.parent / "shared") + "/", "../shared/"), (str(root) + "/", "")]
+    for path in results.iterdir():
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".md"):
+            text = path.read_text(encoding="utf-8")
+            new = text
+            for old, rel in swaps:
+                new = new.replace(old, rel)
+            if new != text:
+                path.write_text(new, encoding="utf-8")
 
 
 if __name__ == "__main__":
