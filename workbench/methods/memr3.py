@@ -4,7 +4,7 @@ A retrieval *controller* over any memory backend: one router LLM call per iterat
 evidence-gap state and proposes retrieve (with a refinement query), reflect (with reasoning) or
 answer (with a draft); three deterministic guards bound the loop; retrieval uses ``q + delta`` and
 masks everything already retrieved; the final answer is written from the question, the draft and
-the evidence only. Digest: ``/work/shared/methods/memr3.md``; state machine: ``memr3_state.py``.
+the evidence only. Digest: ``../shared/methods/memr3.md``; state machine: ``memr3_state.py``.
 
     MemR3(llm=llm, embedder=emb).ingest(conv).answer("When did Melanie paint a sunrise?")
     MemR3(llm=llm, backend=HyMem(llm=llm, embedder=emb), retriever_options={"level": "L2"})

@@ -12,7 +12,7 @@ The paper builds MemR3 as a LangGraph graph (``START -> retrieve -> generate -> 
   action always wins; a decision outside the allowed set falls back to ``fallback_action``.
 
 Nothing in this module calls an LLM or a retriever, so every branch is testable with plain values.
-Digest: ``/work/shared/methods/memr3.md`` §3 and §10; paper §3.4, Alg. 1.
+Digest: ``../shared/methods/memr3.md`` §3 and §10; paper §3.4, Alg. 1.
 """
 from __future__ import annotations
 
