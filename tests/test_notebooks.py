@@ -4,8 +4,9 @@ One test runs ``pytest --nbval-lax`` over ``notebooks/`` in a subprocess (pyproj
 is ``tests``, so a plain ``pytest -q`` collects the notebooks only through this wrapper, exactly
 once). Under ``--nbval-lax`` every cell must run without an error and only the cells marked
 ``# NBVAL_CHECK_OUTPUT`` are compared with the stored outputs, after the substitutions in
-``notebooks/nbval_sanitize.cfg``. Notebooks 00-06 replay the committed demo cassette and need no
-model; 07 uses the LoCoMo dev copy when ``../shared/data/locomo`` exists and prints a note otherwise.
+``notebooks/nbval_sanitize.cfg``. The notebooks in ``REPLAYABLE`` replay the committed demo cassette
+and need no model; 07 uses the LoCoMo dev copy when ``../shared/data/locomo`` exists and prints a
+note otherwise.
 
 To refresh the stored outputs after a deliberate change: ``python scripts/build_notebooks.py``, then
 ``cd notebooks && jupyter nbconvert --to notebook --execute --inplace *.ipynb``.
