@@ -201,8 +201,8 @@ def estimate_locomo(sample: dict, conversations: str = "0-1", per_conv: int = 50
     conv_tokens = {c.id: count_tokens(format_conversation(c)) for c, _ in plan}
     methods, fc_tokens = {}, {}
     for r in sample["methods"]:
-        if r["status"] != "ok":
-            methods[r["method"]] = {"status": r["status"]}
+        if not r.get("phases"):
+            methods[r["method"]] = {"status": r["status"], "basis": "nothing recorded"}
             continue
         scaled = {phase: {k: p[k] * (turns / sample["turns"] if phase == "construct" else nq / len(sample["questions"]))
                           for k in ("calls", "prompt_tokens", "completion_tokens")}
@@ -210,10 +210,15 @@ def estimate_locomo(sample: dict, conversations: str = "0-1", per_conv: int = 50
         if r["method"] == "full_context" and "query" in scaled:
             fc_tokens = _full_context_query(scaled["query"], r["phases"]["query"], plan, conv_tokens,
                                             sample["conversation_tokens"])
-        methods[r["method"]] = {"status": "ok", "calls": {k: round(v["calls"]) for k, v in scaled.items()},
+        methods[r["method"]] = {"status": r["status"], "calls": {k: round(v["calls"]) for k, v in scaled.items()},
+                                "basis": "sample replay" if r["status"] == "ok" else
+                                "recorded calls only: a lower bound",
                                 **{f"hours_{name}": round(sum(lm.total(**v) for v in scaled.values()) / 3600, 2)
                                    for name, lm in models.items()}}
-    totals = {f"hours_{name}": round(sum(v.get(f"hours_{name}", 0) for v in methods.values()), 1) for name in models}
+    totals = {f"hours_{name}": round(sum(v.get(f"hours_{name}", 0) for v in methods.values()
+                                         if v["status"] == "ok"), 1) for name in models}
+    totals.update({f"hours_{name}_with_lower_bounds": round(sum(v.get(f"hours_{name}", 0) for v in methods.values()),
+                                                            1) for name in models})
     return {"available": True, "conversations": [c.id for c, _ in plan], "questions": nq, "turns": turns,
             "conversation_tokens": conv_tokens, "full_context_prompt_tokens": fc_tokens,
             "full_context_overflows": [c for c, n in fc_tokens.items() if n > N_CTX - MAX_NEW],

@@ -86,8 +86,8 @@ class LatencyModel:
         if full is not None and full.r2 is not None and full.r2 >= min_r2:
             return full
         nom = cls.nominal()
-        k = float(data[:, 3].sum()) / sum(nom(p, c) for _, p, c, _ in data)
-        pred = np.array([k * nom(p, c) for _, p, c, _ in data])
+        k = float(data[:, 3].sum()) / float(sum(nom(float(p), float(c)) for _, p, c, _ in data))
+        pred = np.array([k * nom(float(p), float(c)) for _, p, c, _ in data])
         return cls(0.0, round(nom.prompt_tok_s / k, 2), round(nom.gen_tok_s / k, 2),
                    f"{source or 'live calls'}: nominal x load factor {k:.2f}", len(data), _r2(data[:, 3], pred))
 

@@ -258,22 +258,36 @@ def hymem_l1_units(conv):
 
 # -- one size -----------------------------------------------------------------------------------------
 
-def run_size(base, n: int, minilm, hasher, qvec_minilm, qvec_hash) -> dict:
+def embed_or_tile(encoder, texts: list[str], n: int, *, measured: bool = True):
+    """(vectors, stats) of embedding ``texts`` in one traced pass; when not ``measured``, only the first of
+    the ``n`` copies is embedded (unmeasured) and tiled: the copies differ only in their dates, and the
+    reduced configuration skips MiniLM's minutes at 16x this way (the index, trigger and retrieval
+    figures downstream still see every unit)."""
+    if not measured:
+        first = np.asarray(encoder(texts[:len(texts) // n]), dtype=np.float32)
+        return np.tile(first, (n, 1)), {"seconds": None, "rss_delta_mb": None, "tracemalloc_peak_mb": None,
+                                        "texts_per_s": None, "skipped": "not measured at this size (reduced "
+                                        "config); vectors of the first copy tiled"}
+    vectors, stats = measure(lambda: encoder(texts), mode="one-pass")
+    stats["texts_per_s"] = round(len(texts) / max(stats["seconds"], 1e-9), 1)
+    return vectors, stats
+
+
+def run_size(base, n: int, minilm, hasher, qvec_minilm, qvec_hash, *, measure_minilm: bool = True) -> dict:
     conv = scaled_conversation(base, n)
     units = chunk_units(conv)
     texts = [u.text for u in units]
     row = {"copies": n, "sessions": len(conv.sessions), "turns": len(conv.turns), "chunks": len(units)}
     comp = row["components"] = {}
-    vectors, comp["embed_minilm"] = measure(lambda: minilm(texts), mode="one-pass")
+    vectors, comp["embed_minilm"] = embed_or_tile(minilm, texts, n, measured=measure_minilm)
     _, comp["embed_hash"] = measure(lambda: hasher(texts))
-    for key, count in (("embed_minilm", len(texts)), ("embed_hash", len(texts))):
-        comp[key]["texts_per_s"] = round(count / max(comp[key]["seconds"], 1e-9), 1)
+    comp["embed_hash"]["texts_per_s"] = round(len(texts) / max(comp["embed_hash"]["seconds"], 1e-9), 1)
     store, comp["index_build"] = measure(lambda: build_store(units, vectors, "chunks"))
     figures, comp["hmem_build"] = measure(lambda: hmem_build(conv), post=hmem_stats)
     comp["hmem_build"].update(figures)
     runits = recmem_units(conv)
     rtexts = [u.text.replace("\n", " ") for u in runits]
-    rvec, comp["recmem_units_embed"] = measure(lambda: minilm(rtexts), mode="one-pass")
+    rvec, comp["recmem_units_embed"] = embed_or_tile(minilm, rtexts, n, measured=measure_minilm)
     comp["recmem_units_embed"]["units"] = len(runits)
     decisions, comp["recmem_trigger"] = measure(lambda: trigger_replay(rvec, [u.id for u in runits]))
     comp["recmem_trigger"].update(trigger_stats(decisions, comp["recmem_trigger"]["seconds"]))
@@ -294,14 +308,20 @@ def run_size(base, n: int, minilm, hasher, qvec_minilm, qvec_hash) -> dict:
 
 
 def growth(rows: list[dict]) -> dict:
-    """Per component: seconds at the largest size / seconds at the smallest, and the size ratio."""
+    """Per component: seconds at the largest size / seconds at the smallest, and the size ratio.
+
+    A component not measured at the largest size (MiniLM in the reduced config) is compared at the largest
+    size where it was, listed in ``measured_up_to``."""
     if len(rows) < 2:
         return {}
     a, b = rows[0], rows[-1]
-    out = {"size_ratio": b["turns"] / a["turns"]}
+    out = {"size_ratio": b["turns"] / a["turns"], "measured_up_to": {}}
     for key in a["components"]:
-        s0, s1 = a["components"][key]["seconds"], b["components"][key]["seconds"]
+        done = [r for r in rows if r["components"][key]["seconds"] is not None]
+        s0, s1 = a["components"][key]["seconds"], done[-1]["components"][key]["seconds"]
         out[key] = round(s1 / s0, 2) if s0 else None
+        if done[-1] is not b:
+            out["measured_up_to"][key] = f"{done[-1]['copies']}x"
     for key in a["retrieval"]:
         p0, p1 = a["retrieval"][key]["p50_ms"], b["retrieval"][key]["p50_ms"]
         out[f"{key}_p50"] = round(p1 / p0, 2) if p0 else None
@@ -323,7 +343,8 @@ def _encoders(minilm: bool):
     return enc, hasher, True
 
 
-def run_one(n: int, *, minilm: bool = True, queries: int = 100, data: str | None = None) -> dict:
+def run_one(n: int, *, minilm: bool = True, queries: int = 100, data: str | None = None,
+            minilm_max: int | None = None) -> dict:
     """One size in this process: its row, plus the process's peak RSS."""
     import resource
 
@@ -334,15 +355,15 @@ def run_one(n: int, *, minilm: bool = True, queries: int = 100, data: str | None
     enc, hasher, minilm = _encoders(minilm)
     qs = query_texts(base, queries)
     t = time.perf_counter()
-    row = run_size(base, n, enc, hasher, enc(qs), hasher(qs))
+    row = run_size(base, n, enc, hasher, enc(qs), hasher(qs), measure_minilm=minilm_max is None or n <= minilm_max)
     row.update(wall_s=round(time.perf_counter() - t, 2), data=label, minilm=minilm,
                process_peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
-    parts = ", ".join(f"{k} {v['seconds']:.2f}s" for k, v in row["components"].items())
+    parts = ", ".join(f"{k} {v['seconds']:.2f}s" for k, v in row["components"].items() if v["seconds"] is not None)
     print(f"scale {n}x: {row['turns']} turns in {row['wall_s']:.1f}s ({parts})", flush=True)
     return row
 
 
-def _isolated(n: int, minilm: bool, queries: int, data: str | None) -> dict:
+def _isolated(n: int, minilm: bool, queries: int, data: str | None, minilm_max: int | None) -> dict:
     """``run_one`` in a fresh interpreter, so RSS growth and peak RSS start from the same baseline."""
     import subprocess
     import sys
@@ -351,22 +372,23 @@ def _isolated(n: int, minilm: bool, queries: int, data: str | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "row.json"
         cmd = [sys.executable, "-m", "benchmarks.bench_scale", "--one", str(n), "--queries", str(queries),
-               "--out", str(out)] + ([] if minilm else ["--no-minilm"]) + (["--data", data] if data else [])
+               "--out", str(out)] + ([] if minilm else ["--no-minilm"]) + (["--data", data] if data else []) \
+            + ([] if minilm_max is None else ["--minilm-max", str(minilm_max)])
         subprocess.run(cmd, cwd=ROOT, check=True)
         return json.loads(out.read_text())
 
 
 def run(sizes=(1, 4, 16), *, minilm: bool = True, queries: int = 100, isolate: bool = False,
-        data: str | None = None) -> dict:
+        data: str | None = None, minilm_max: int | None = None) -> dict:
     """The scale benchmark as a dict. ``isolate``: each size in its own process (clean memory figures);
     ``minilm=False`` puts the hash embedder in the MiniLM slots (no ONNX model needed)."""
-    rows = [_isolated(n, minilm, queries, data) if isolate else run_one(n, minilm=minilm, queries=queries, data=data)
-            for n in sizes]
+    rows = [_isolated(n, minilm, queries, data, minilm_max) if isolate
+            else run_one(n, minilm=minilm, queries=queries, data=data, minilm_max=minilm_max) for n in sizes]
     return {"benchmark": "scale", "date": datetime.now().isoformat(timespec="seconds"),
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "arch": platform.machine()},
             "data": rows[0]["data"] if rows else None, "sizes": list(sizes),
             "minilm": all(r["minilm"] for r in rows), "isolated_processes": isolate, "faiss_threads": 1,
-            "queries": queries, "recmem_thresholds": RECMEM_THETA, "rows": rows,
+            "queries": queries, "minilm_measured_up_to": minilm_max, "recmem_thresholds": RECMEM_THETA, "rows": rows,
             "growth_largest_vs_smallest": growth(rows)}
 
 
@@ -378,13 +400,16 @@ def main(argv=None) -> int:
     ap.add_argument("--isolate", action="store_true", help="each size in a fresh process (clean RSS figures)")
     ap.add_argument("--data", choices=["locomo", "sample", "tiny"], default=None,
                     help="base conversation (default: LoCoMo conv-26 when present, else sample-1)")
+    ap.add_argument("--minilm-max", type=int, default=None,
+                    help="embed with MiniLM (timed) only up to this many copies; above it tile the first copy")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # internal: one size, row only
     ap.add_argument("--out", default=str(RESULTS / "scale.json"))
     a = ap.parse_args(argv)
     if a.one is not None:
-        result = run_one(a.one, minilm=not a.no_minilm, queries=a.queries, data=a.data)
+        result = run_one(a.one, minilm=not a.no_minilm, queries=a.queries, data=a.data, minilm_max=a.minilm_max)
     else:
-        result = run(tuple(a.sizes), minilm=not a.no_minilm, queries=a.queries, isolate=a.isolate, data=a.data)
+        result = run(tuple(a.sizes), minilm=not a.no_minilm, queries=a.queries, isolate=a.isolate, data=a.data,
+                     minilm_max=a.minilm_max)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -79,3 +79,12 @@ def test_summary_renders_the_scale_section(scale_json):
     text = render(meta, lambda name: scale_json if name == "scale.json" else None)
     assert "## 3. Scale" in text and "naive_rag_top10" in text
     assert "## 1-2. Method comparison" in text and "(not run)" in text
+
+
+def test_scale_can_skip_minilm_above_a_size():
+    out = bench_scale.run((1, 2), minilm=False, queries=3, data="tiny", minilm_max=1)
+    small, big = out["rows"]
+    assert small["components"]["embed_minilm"]["seconds"] is not None
+    assert big["components"]["embed_minilm"]["seconds"] is None  # tiled, not timed
+    assert big["retrieval"]["naive_rag_top10"]["units"] == big["chunks"]  # every unit is still indexed
+    assert out["growth_largest_vs_smallest"]["measured_up_to"] == {"embed_minilm": "1x", "recmem_units_embed": "1x"}
