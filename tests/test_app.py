@@ -1,7 +1,6 @@
 """The Panel app built in-process (no browser) over a good, a partial and a malformed run directory."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import urllib.request
@@ -18,17 +17,10 @@ TABS = ["Conversations", "Memories", "Traces", "Events", "Results", "Structures"
 RAW_PAYLOADS = ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">')
 
 
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory) -> Path:
-    demo = load_script("make_demo_run")
-    return demo.make_demo_run(tmp_path_factory.mktemp("run") / "good", n_conversations=2, max_questions=4,
+    from scripts.make_demo_run import make_demo_run
+    return make_demo_run(tmp_path_factory.mktemp("run") / "good", n_conversations=2, max_questions=4,
                               inject_html=True)
 
 

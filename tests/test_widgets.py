@@ -1,7 +1,6 @@
 """The notebook widgets over a saved (scripted) run and hand-made traces: state changes, not just construction."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    demo = load_script("make_demo_run")
-    path = demo.make_demo_run(tmp_path_factory.mktemp("run") / "demo", n_conversations=1, max_questions=6,
+    from scripts.make_demo_run import make_demo_run
+    path = make_demo_run(tmp_path_factory.mktemp("run") / "demo", n_conversations=1, max_questions=6,
                               inject_html=True)
     return RunDir(path)
 
