@@ -5,7 +5,7 @@ is ``tests``, so a plain ``pytest -q`` collects the notebooks only through this 
 once). Under ``--nbval-lax`` every cell must run without an error and only the cells marked
 ``# NBVAL_CHECK_OUTPUT`` are compared with the stored outputs, after the substitutions in
 ``notebooks/nbval_sanitize.cfg``. The notebooks in ``REPLAYABLE`` replay the committed demo cassette
-and need no model; 07 uses the LoCoMo dev copy when ``../shared/data/locomo`` exists and prints a
+and need no model (all eight of them); 07 uses the LoCoMo dev copy when ``../shared/data/locomo`` exists and prints a
 note otherwise.
 
 To refresh the stored outputs after a deliberate change: ``python scripts/build_notebooks.py``, then
@@ -23,11 +23,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SANITIZE = NOTEBOOKS / "nbval_sanitize.cfg"
-# The notebooks whose every LLM call is in the committed cassette. 02_ama, 03_hmem and 06_compare
-# are not listed: the first session's recording with the offline model ran out of time before AMA
-# (partly recorded) and H-Mem were done, so they only run live (slow on 2 cores). Add them here once
-# `workbench demo --record` has completed for those methods.
-REPLAYABLE = ("00_quickstart", "01_hymem", "04_recmem", "05_memr3", "07_locomo")
+# Every notebook: each LLM call they make is in the committed cassette (each ends with a cell that
+# counts cache misses and checks the count is 0).
+REPLAYABLE = tuple(sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
 TIMEOUT_S = 600  # the whole run; it takes about two minutes on 2 cores
 CELL_TIMEOUT_S = 300
 

@@ -106,7 +106,10 @@ def iteration_html(it: dict) -> str:
     closed = "".join(f'<li class="wb-closed">closed: {esc(g)}</li>' for g in it["closed"])
     extra = "".join(f"<p><b>{label}:</b> {esc(it[k])}</p>" for k, label in
                     (("query", "query"), ("reasoning", "reasoning"), ("draft", "draft answer")) if it.get(k))
-    return box(f"<h4>Iteration {it['iteration']}: {esc(it['title'])}</h4>"
+    title = it["title"] or ""
+    if not title.lower().startswith(("iteration", "initial")):  # MemR3 titles already name their iteration
+        title = f"Iteration {it['iteration']}: {title}"
+    return box(f"<h4>{esc(title)}</h4>"
                f"<p><span class=\"wb-badge\">action: {esc(it['action'] or '?')}</span>{forced}</p>{extra}"
                f"<h5>Evidence ({len(it['evidence'])}, +{len(it['added'])})</h5><ul>{ev}{dropped}</ul>"
                f"<h5>Gaps ({len(it['gaps'])}, closed {len(it['closed'])})</h5>"

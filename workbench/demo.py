@@ -80,8 +80,9 @@ def demo_methods(llm, embedder, names=None) -> dict:
 
 
 def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bool = True,
-             llm_spec: str | None = None, port: int = 5006, record: bool = False) -> Path:
-    """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette."""
+             llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto") -> Path:
+    """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
+    ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure)."""
     from .eval import LLMJudge, evaluate
     from .eval.report import export, load_results, summary_table
     from .rundir import save_conversation
@@ -93,14 +94,14 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
         cassette = out / "cassette.jsonl"
         if not cassette.exists() and CASSETTE.exists():
             shutil.copyfile(CASSETTE, cassette)
-    llm = demo_llm(spec=llm_spec, cassette=cassette)
+    llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette)
     embedder = demo_embedder()
     dataset = demo_dataset()
     save_conversation(out, dataset[0])
     qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
     # The judge gets its own model instance: llama.cpp keeps one prompt state per instance, so a
     # judge call between two questions would otherwise evict the reader's cached conversation prefix.
-    judge_llm = demo_llm(spec=llm_spec, cassette=cassette)
+    judge_llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette)
     judge = LLMJudge(judge_llm)
     for name, method in demo_methods(llm, embedder, methods).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)

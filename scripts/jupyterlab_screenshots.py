@@ -1,0 +1,273 @@
+"""Screenshot every widget as it looks in JupyterLab, saved under docs/screenshots/jupyterlab/.
+
+    python scripts/jupyterlab_screenshots.py                 # replays the demo cassette into a temp run
+    python scripts/jupyterlab_screenshots.py --run runs/demo --out docs/screenshots/jupyterlab
+
+Writes a small gallery notebook (one cell per widget, each built from the saved run alone: no LLM,
+no network), starts a token-less JupyterLab on a free 127.0.0.1 port with that notebook's folder as
+its root, opens it in Debian's Chromium (``/usr/bin/chromium``) through Playwright, runs all cells
+with a live kernel, performs one interaction per widget where it shows something (a step forward,
+a node selected, a slider moved) and saves a PNG of each output. Widgets whose method is missing
+from the run are reported and skipped, never faked.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from scripts.screenshots import CHROMIUM_ARGS  # noqa: E402
+
+VIEWPORT = {"width": 1400, "height": 1500}
+
+SETUP = """\
+from workbench.rundir import RunDir
+from workbench.methods.ama import summary_stats as ama_stats
+import widgets
+run = RunDir({run!r})
+conv_id = run.conversation_ids()[0]
+conv = run.conversation(conv_id)
+rows = {{}}
+for row, ans in run.answers(conv_id):
+    rows.setdefault(row["method"], []).append((row, ans))
+def first(method, pred=lambda row, ans: True):
+    return next(((r, a) for r, a in rows.get(method, []) if pred(r, a)), (None, None))
+evidence = {{q.id: q.evidence for q in conv.qa}}
+print(conv_id, sorted(rows))
+"""
+
+# name -> (methods it needs, code building the widget as the cell's last expression)
+GALLERY = {
+    "trace_stepper": (("hymem",), """\
+row, ans = first("hymem", lambda r, a: len(a.steps) > 1)
+widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
+    "evidence_gap": (("memr3",), """\
+row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
+widgets.EvidenceGapView(ans)"""),
+    "event_timeline_ama": (("ama",), """\
+widgets.EventTimeline(run.events("ama", conv_id))"""),
+    "tree_view": (("hmem",), """\
+widgets.TreeView(run.structures("hmem", conv_id), conversation=conv)"""),
+    "graph_view": (("hmem",), """\
+widgets.GraphView(run.structures("hmem", conv_id), conversation=conv, height=520)"""),
+    "cluster_view": (("recmem",), """\
+widgets.ClusterView(run.structures("recmem", conv_id))"""),
+    "cost_accuracy": ((), """\
+widgets.CostAccuracyChart(run.results())"""),
+    "compare": ((), """\
+qid = run.results()[0]["qa_id"]
+same = [(r, a) for m in rows for r, a in rows[m] if r["qa_id"] == qid]
+widgets.compare({r["method"]: a for r, a in same}, same[0][0]["question"], gold=same[0][0]["gold"],
+                evidence=evidence.get(qid, ()))"""),
+}
+
+
+def gallery_notebook(run: Path, methods: set[str]) -> tuple[dict, list[str], list[str]]:
+    """The notebook JSON, the widget names it shows (in cell order) and those skipped."""
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": SETUP.format(run=str(run))}]
+    shown, skipped = [], []
+    for name, (needs, code) in GALLERY.items():
+        if not set(needs) <= methods:
+            skipped.append(f"{name} (run has no {', '.join(sorted(set(needs) - methods))})")
+            continue
+        cells.append({"cell_type": "code", "metadata": {"tags": [name]}, "execution_count": None, "outputs": [],
+                      "source": code})
+        shown.append(name)
+    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                      "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    return nb, shown, skipped
+
+
+def replayed_demo_run(path: Path) -> Path:
+    """The demo run rebuilt from the committed cassette alone (no model is loaded)."""
+    from workbench.demo import run_demo
+
+    return run_demo(out=path, serve=False, llm_mode="replay")
+
+
+def wait_http(url: str, timeout: float = 120.0) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _press_slider(cell, index: int, key: str, times: int = 1) -> None:
+    handle = cell.locator(".noUi-handle").nth(index)  # ipywidgets 8 sliders take arrow keys
+    handle.focus()
+    for _ in range(times):
+        handle.press(key)
+
+
+def _select(cell, prefer: str | None = None) -> None:
+    """Pick an option of the cell's first drop-down: the first whose label contains ``prefer``, else the last."""
+    select = cell.locator("select").first
+    labels = select.evaluate("s => Array.from(s.options).map(o => o.label)")
+    pick = next((i for i, lab in enumerate(labels) if prefer and prefer in lab), len(labels) - 1)
+    select.select_option(index=pick)
+
+
+def interact(cell, name: str) -> None:
+    """One interaction per widget, so the picture shows it responding."""
+    if name == "trace_stepper":
+        cell.get_by_role("button", name="next ▶").first.click()
+    elif name == "evidence_gap":
+        _press_slider(cell, 0, "ArrowRight", 2)
+    elif name == "tree_view":
+        _select(cell, "L3")
+    elif name == "graph_view":
+        _select(cell, "Priya")
+    elif name == "cluster_view":
+        _press_slider(cell, 1, "ArrowRight")  # theta_count + 1: the replay redraws without an LLM
+    time.sleep(1.5)
+
+
+def capture(page, output, path: Path, max_height: int) -> None:
+    """The output from its top edge, at most ``max_height`` pixels (long tables are cut, not shrunk)."""
+    output.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    box = output.bounding_box()
+    visible = VIEWPORT["height"] - box["y"] - 40  # stop above JupyterLab's status bar
+    page.screenshot(path=str(path), clip={"x": box["x"], "y": box["y"], "width": box["width"],
+                                          "height": min(box["height"], max_height, visible)})
+
+
+def shoot(url: str, names: list[str], out: Path, chromium: str) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        try:
+            saved = _shoot_cells(page, url, names, out)
+        except Exception:
+            page.screenshot(path=str(out / "_failure.png"))  # what the page showed when it went wrong
+            print(f"failed; the page is in {out / '_failure.png'}", file=sys.stderr)
+            raise
+        finally:
+            browser.close()
+    return saved
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _shoot_cells(page, url: str, names: list[str], out: Path) -> list[Path]:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    saved = []
+    log(f"opening {url}")
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=60000)
+    # one cell at a time, each waited for: a single "run all" right after the kernel reports idle can
+    # leave the later cells unexecuted while the kernel connection settles
+    n_cells = len(names) + 1  # the setup cell, then one per widget
+    page.wait_for_function("n => window.jupyterapp.shell.currentWidget.content.widgets.length >= n", arg=n_cells,
+                           timeout=60000)  # the notebook model fills in after the first cell is drawn
+    page.wait_for_function("() => { const s = window.jupyterapp.shell.currentWidget.sessionContext.session;"
+                           " return s && s.kernel && s.kernel.status === 'idle'; }", timeout=90000)
+    for i in range(n_cells):
+        log(f"running cell {i + 1}/{n_cells}")
+        for attempt in (1, 2):  # a run request sent while the kernel connection settles can be dropped
+            page.evaluate("i => { const nb = window.jupyterapp.shell.currentWidget; nb.content.activeCellIndex = i;"
+                          " return window.jupyterapp.commands.execute('notebook:run-cell'); }", i)
+            try:
+                page.wait_for_function(
+                    "i => { const nb = window.jupyterapp.shell.currentWidget; const c = nb.content.widgets[i];"
+                    " return c.model.executionCount !== null"
+                    " && nb.sessionContext.session.kernel.status === 'idle'; }",
+                    arg=i, timeout=30000 if attempt == 1 else 180000)
+                break
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    raise
+                log(f"cell {i + 1} did not run; asking again")
+    log("all cells executed")
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+    for i, name in enumerate(names, start=1):
+        cell = cells.nth(i)
+        cell.scroll_into_view_if_needed()
+        output = cell.locator(".jp-OutputArea").first
+        output.wait_for(timeout=60000)
+        time.sleep(2.0)  # plotly / vis.js draw after the widget view attaches
+        interact(cell, name)
+        path = out / f"{name}.png"
+        log(f"screenshot {path.name}")
+        capture(page, output, path, VIEWPORT["height"] - 100)
+        saved.append(path)
+    if errors.count():
+        print(f"warning: {errors.count()} stderr outputs in the gallery:\n"
+              + "\n".join(errors.nth(i).inner_text()[:500] for i in range(errors.count())), file=sys.stderr)
+    return saved
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", help="saved run directory (default: the demo replayed from its cassette)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "jupyterlab"))
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    a = ap.parse_args(argv)
+    from widgets.app import free_port
+    from workbench.rundir import RunDir
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        run = Path(a.run).resolve() if a.run else replayed_demo_run(tmp / "run")
+        nb, names, skipped = gallery_notebook(run, set(RunDir(run).methods()))
+        for s in skipped:
+            print(f"skipped: {s}", file=sys.stderr)
+        (tmp / "lab").mkdir()
+        settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
+        settings.mkdir(parents=True)  # render every cell, so each output can be scrolled to and captured
+        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        news = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+        news.mkdir(parents=True)  # no "get notified about Jupyter news?" toast over the outputs
+        (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+        (tmp / "lab" / "gallery.ipynb").write_text(json.dumps(nb, indent=1))
+        port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_CONFIG_DIR": str(tmp / "cfg"),
+               "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "ws")}
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+             f"--ServerApp.root_dir={tmp / 'lab'}", "--IdentityProvider.token=", "--ServerApp.password=",
+             "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None", "--allow-root",
+             "--LabApp.expose_app_in_browser=True",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            env=env, stdout=subprocess.DEVNULL, stderr=(tmp / "lab.log").open("w"))
+        try:
+            try:
+                wait_http(f"http://127.0.0.1:{port}/api/status")
+            except OSError:
+                sys.stderr.write((tmp / "lab.log").read_text()[-3000:])
+                raise
+            saved = shoot(f"http://127.0.0.1:{port}/lab/tree/gallery.ipynb", names, Path(a.out), a.chromium)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    for path in saved:
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    return 0 if not skipped else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
