@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
@@ -82,6 +82,13 @@ def step_locomo(cfg: dict, results: Path, opts) -> None:
     data["locomo"] = bench_compare.locomo_live(results, conversations=opts.locomo_conversations,
                                                per_conv=opts.locomo_questions, llm_spec=opts.llm)
     _write(results, "compare.json", data)
+
+
+def step_construction(cfg: dict, results: Path, opts) -> None:
+    """RecMem vs EagerFacts construction, replayed from cassettes (record with bench_construction --live)."""
+    from benchmarks import bench_construction
+
+    bench_construction.run(live=False, results_dir=results)
 
 
 def step_overhead(cfg: dict, results: Path, opts) -> None:
@@ -207,6 +214,35 @@ def _sec_compare(c: dict | None) -> list[str]:
         out += ["", "Not replayable (calls missing from the cassette; record them with `workbench demo --record`): "
                 + what]
     return out + [""] + _sec_locomo(c)
+
+
+CONSTRUCTION_COLS = {"method": "method", "status": "status", "calls": "calls", "prompt_tokens": "prompt tok",
+                     "completion_tokens": "completion tok", "total_tokens": "total tok",
+                     "repair_retry_calls": "repair/retry calls", "repair_retry_tokens": "repair/retry tok",
+                     "recorded_failures": "recorded failures", "wall_s": "replay wall s"}
+
+
+def _sec_construction(c: dict | None) -> list[str]:
+    """RecMem vs EagerFacts on the same turns (benchmarks/bench_construction.py)."""
+    out = ["## Construction cost: RecMem vs EagerFacts on the same turns", ""]
+    if not c:
+        return out + ["(not run)", ""]
+    out += ["Construction calls only, same LLM (the offline 0.5B model, replayed from cassettes), same embedder. "
+            "EagerFacts is the Mem0-style reference (one extraction call per exchange); the RecMem paper reports "
+            "up to 87% fewer construction tokens than Mem0. `repair/retry` are the extra calls the LLM boundary "
+            "makes when a reply is not valid JSON (with the 0.5B model, mostly replies cut at the 512-token cap).", ""]
+    for key in ("sample", "locomo"):
+        part = c.get(key)
+        if not part:
+            continue
+        if "methods" not in part:
+            out += [f"- {key}: {part.get('status')}", ""]
+            continue
+        r = part["recmem_vs_eager_facts"]
+        out += [f"**{part['input']}** ({part['sessions']} sessions, {part['turns']} turns): RecMem uses "
+                f"**{_f(r['token_ratio'], 3)}x** EagerFacts' tokens and **{_f(r['call_ratio'], 3)}x** its calls.", "",
+                _md(list(part["methods"].values()), CONSTRUCTION_COLS), ""]
+    return out
 
 
 def _blank_partial(r: dict) -> dict:
@@ -378,7 +414,7 @@ def render(meta: dict, load) -> str:
     if overhead is not None and compare:  # the live LoCoMo sessions (full config) are overhead figures too
         overhead["locomo_sessions"] = [x for x in (compare.get("locomo") or {}).get("sessions", [])
                                        if x.get("live_calls")]
-    lines += _sec_compare(compare)
+    lines += _sec_compare(compare) + _sec_construction(load("construction.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
     return "\n".join(lines) + "\n"

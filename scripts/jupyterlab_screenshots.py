@@ -72,14 +72,15 @@ widgets.compare({r["method"]: a for r, a in same}, same[0][0]["question"], gold=
 
 def gallery_notebook(run: Path, methods: set[str]) -> tuple[dict, list[str], list[str]]:
     """The notebook JSON, the widget names it shows (in cell order) and those skipped."""
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+    cells = [{"id": "setup", "cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
               "source": SETUP.format(run=str(run))}]
     shown, skipped = [], []
     for name, (needs, code) in GALLERY.items():
         if not set(needs) <= methods:
             skipped.append(f"{name} (run has no {', '.join(sorted(set(needs) - methods))})")
             continue
-        cells.append({"cell_type": "code", "metadata": {"tags": [name]}, "execution_count": None, "outputs": [],
+        cells.append({"id": name.replace("_", "-"), "cell_type": "code", "metadata": {"tags": [name]},
+                      "execution_count": None, "outputs": [],
                       "source": code})
         shown.append(name)
     nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from benchmarks import bench_scale
 from benchmarks.bench_overhead import LatencyModel, ReplayProbe
 from benchmarks.run_all import render
+
+ROOT = Path(__file__).resolve().parents[1]
 
 COMPONENTS = {"embed_minilm", "embed_hash", "index_build", "hmem_build", "recmem_units_embed", "recmem_trigger"}
 RETRIEVAL = {"naive_rag_top10", "hymem_L1_top10", "hymem_L1_deep_top30", "recmem_3_layers"}
@@ -88,3 +91,50 @@ def test_scale_can_skip_minilm_above_a_size():
     assert big["components"]["embed_minilm"]["seconds"] is None  # tiled, not timed
     assert big["retrieval"]["naive_rag_top10"]["units"] == big["chunks"]  # every unit is still indexed
     assert out["growth_largest_vs_smallest"]["measured_up_to"] == {"embed_minilm": "1x", "recmem_units_embed": "1x"}
+
+
+def test_construction_accounting_adds_up(tiny_conv, hash_embedder):
+    from benchmarks import bench_construction
+    from workbench.llm import ScriptedLLM
+
+    out = bench_construction.compare(tiny_conv, ScriptedLLM([], default="auto"), hash_embedder, "tiny")
+    assert set(out["methods"]) == {"recmem", "eager_facts"} and out["turns"] == len(tiny_conv.turns)
+    for row in out["methods"].values():
+        assert row["status"] == "ok" and row["misses"] == {}
+        assert row["calls"] == sum(r["calls"] for r in row["by_role"].values())
+        assert row["total_tokens"] == row["prompt_tokens"] + row["completion_tokens"]
+    eager = out["methods"]["eager_facts"]
+    assert eager["calls"] == out["exchanges_eager"] > 0  # one extraction call per exchange
+    ratio = out["recmem_vs_eager_facts"]
+    assert ratio["call_ratio"] == round(out["methods"]["recmem"]["calls"] / eager["calls"], 3)
+    meta = {"config": "reduced", "date": "today", "wall_s": 1.0, "machine": {"cpus": 2, "python": "3"},
+            "steps": {"construction": {"status": "ok", "wall_s": 1.0}}}
+    text = render(meta, lambda name: {"sample": out} if name == "construction.json" else None)
+    assert "## Construction cost: RecMem vs EagerFacts" in text and f"{ratio['call_ratio']:.3f}x" in text
+
+
+def test_construction_reports_cassette_misses(tiny_conv, hash_embedder, tmp_path):
+    from benchmarks import bench_construction
+    from workbench.llm import CachedLLM, ScriptedLLM
+
+    cassette = tmp_path / "c.jsonl"
+    CachedLLM(ScriptedLLM([], default="auto"), cassette).complete("unrelated", role="x")  # one entry, other calls miss
+    out = bench_construction.compare(tiny_conv, CachedLLM.replay(cassette), hash_embedder, "tiny")
+    assert out["methods"]["eager_facts"]["status"] == "not in cassette"
+    assert out["methods"]["eager_facts"]["misses"]["eager_facts.extract"] == out["methods"]["eager_facts"]["calls"]
+
+
+def test_jupyterlab_gallery_notebook_skips_missing_methods(tmp_path):
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("_jl", ROOT / "scripts" / "jupyterlab_screenshots.py")
+    jl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jl)
+    nb, shown, skipped = jl.gallery_notebook(tmp_path, {"hymem", "recmem"})
+    assert shown == ["trace_stepper", "cluster_view", "cost_accuracy", "compare"]
+    assert {s.split()[0] for s in skipped} == {"evidence_gap", "event_timeline_ama", "tree_view", "graph_view"}
+    assert [c["metadata"].get("tags", [None])[0] for c in nb["cells"][1:]] == shown
+    nbformat.validate(nbformat.from_dict(nb))
+    assert str(tmp_path) in nb["cells"][0]["source"]

@@ -1,0 +1,143 @@
+"""Construction cost of RecMem against EagerFacts on the same turns (issue #8).
+
+RecMem's claim (paper abstract and §5: up to 87% fewer construction tokens than Mem0) rests on not
+calling the LLM for most turns: exchanges sit in the subconscious store until a recurrence trigger
+fires. ``EagerFacts`` is the workbench's Mem0-style stand-in: one extraction call per exchange. Both
+are built on the same turns with the same LLM and embedder, and every construction call is counted
+(calls, prompt / completion tokens, by role, failures).
+
+Inputs:
+- ``sample``: the demo slice (``workbench.demo.demo_conversation``, 4 sessions of sample-1), replayed
+  from the committed demo cassette;
+- ``locomo``: the first ``--sessions`` sessions of the first conversation in
+  ../shared/data/locomo/locomo10_dev.json (skipped cleanly when the file is absent), through the
+  cassette ``benchmarks/results/cassettes/construction_locomo.jsonl``.
+
+By default both replay their cassette (no model); a call missing from it is reported ("not in
+cassette") instead of being run. ``--live`` runs the offline model (``default_llm()``, or
+``WORKBENCH_LLM``) for missing calls and appends them to the cassette, which is how the committed
+recording was made. Methods use ``workbench.demo.demo_methods`` parameters (RecMem thresholds
+recalibrated for MiniLM, the demo's embedder).
+
+Writes benchmarks/results/construction.json.
+Usage: python -m benchmarks.bench_construction [--live] [--sessions 3] [--only sample|locomo]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
+LOCOMO_CASSETTE = RESULTS / "cassettes" / "construction_locomo.jsonl"
+METHODS = ("recmem", "eager_facts")
+
+
+def _llm(cassette: Path, live: bool):
+    from workbench.llm import CachedLLM, default_llm
+
+    if live:
+        cassette.parent.mkdir(parents=True, exist_ok=True)
+        return CachedLLM(default_llm(), cassette, mode="auto")
+    return CachedLLM.replay(cassette)
+
+
+def locomo_slice(sessions: int):
+    """The first conversation of the LoCoMo dev copy cut to its first ``sessions`` sessions."""
+    from workbench.data import load_dataset
+
+    conv = load_dataset(f"locomo:{LOCOMO}")[0]
+    return replace(conv, sessions=conv.sessions[:sessions], qa=())
+
+
+def build(name: str, conv, llm, embedder) -> dict:
+    """Ingest ``conv`` with one method and account for every construction call."""
+    from workbench.demo import demo_methods
+    from workbench.llm.ledger import track
+
+    method = demo_methods(llm, embedder, [name])[name]
+    t = time.perf_counter()
+    with track() as calls:
+        method.ingest(conv)
+    wall = time.perf_counter() - t
+    roles: dict[str, dict] = {}
+    for c in calls:
+        r = roles.setdefault(c.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0})
+        r["calls"] += 1
+        r["prompt_tokens"] += c.prompt_tokens
+        r["completion_tokens"] += c.completion_tokens
+        r["errors"] += c.error is not None
+    misses = Counter(c.role for c in calls if c.error and c.error.startswith("CacheMiss"))
+    fixups = [c for c in calls if c.role.endswith((".repair", ".retry"))]  # BaseLLM's JSON repair and retry
+    prompt = sum(c.prompt_tokens for c in calls)
+    completion = sum(c.completion_tokens for c in calls)
+    return {"method": name, "params_hash": method.params_hash(), "status": "not in cassette" if misses else "ok",
+            "misses": dict(misses), "calls": len(calls), "prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "repair_retry_calls": len(fixups), "repair_retry_tokens": sum(c.prompt_tokens + c.completion_tokens
+                                                                          for c in fixups),
+            "failed_calls": sum(c.error is not None for c in calls),
+            "live_calls": sum(not c.cached for c in calls), "wall_s": round(wall, 2),
+            "live_llm_s": round(sum(c.latency_s for c in calls if not c.cached), 2), "by_role": roles,
+            "recorded_failures": len(getattr(method, "failures_", []) or [])}
+
+
+def compare(conv, llm, embedder, label: str) -> dict:
+    rows = {name: build(name, conv, llm, embedder) for name in METHODS}
+    rec, eager = rows["recmem"], rows["eager_facts"]
+
+    def div(a, b):
+        return round(a / b, 3) if b else None
+
+    out = {"input": label, "turns": len(conv.turns), "sessions": len(conv.sessions),
+           "exchanges_eager": rows["eager_facts"]["by_role"].get("eager_facts.extract", {}).get("calls"),
+           "methods": rows,
+           "recmem_vs_eager_facts": {"token_ratio": div(rec["total_tokens"], eager["total_tokens"]),
+                                     "call_ratio": div(rec["calls"], eager["calls"]),
+                                     "token_saving_pct": round(100 * (1 - rec["total_tokens"] / eager["total_tokens"]), 1)
+                                     if eager["total_tokens"] else None}}
+    for r in rows.values():
+        print(f"{label} {r['method']}: {r['status']} calls={r['calls']} tokens={r['total_tokens']} "
+              f"failed={r['failed_calls']} live={r['live_calls']} wall={r['wall_s']}s", flush=True)
+    return out
+
+
+def run(*, live: bool = False, sessions: int = 3, only=None, results_dir: Path = RESULTS) -> dict:
+    from workbench.demo import CASSETTE, demo_conversation, demo_embedder
+
+    embedder = demo_embedder()
+    out: dict = {"live": live, "note": "construction calls only (no questions); EagerFacts = one extraction "
+                                      "call per exchange (Mem0-style stand-in)"}
+    if only in (None, "sample"):
+        out["sample"] = compare(demo_conversation(), _llm(CASSETTE, False), embedder, "sample")
+    if only in (None, "locomo"):
+        if not LOCOMO.exists():
+            out["locomo"] = {"status": f"skipped: {LOCOMO.name} not found beside the project"}
+        elif not live and not LOCOMO_CASSETTE.exists():
+            out["locomo"] = {"status": f"skipped: no cassette {LOCOMO_CASSETTE.name}; record it with --live"}
+        else:
+            conv = locomo_slice(sessions)
+            out["locomo"] = compare(conv, _llm(LOCOMO_CASSETTE, live), embedder, f"locomo {conv.id}")
+            out["locomo"].update(conversation=conv.id, sessions_used=sessions)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "construction.json").write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--live", action="store_true", help="run the offline model for calls missing from the cassette")
+    ap.add_argument("--sessions", type=int, default=3, help="LoCoMo sessions to build from (default 3)")
+    ap.add_argument("--only", choices=["sample", "locomo"])
+    a = ap.parse_args(argv)
+    run(live=a.live, sessions=a.sessions, only=a.only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
