@@ -330,3 +330,22 @@ def test_a_crashing_judge_is_a_recorded_judge_error(tiny_conv, capsys):
     judged = [r for r in res if r.category != 5]
     assert judged and all(r.judge_error == "RuntimeError: judge bug" and r.scores["judge"] is None for r in judged)
     assert summary_table(res.to_frame()).set_index("category").loc["overall", "judge_errors"] == len(judged)
+
+
+def test_report_appends_method_statistics_from_traces(tiny_conv, tmp_path, capsys):
+    from workbench.eval.report import method_stats
+    from workbench.methods import AMA
+
+    store = tmp_path / "results.jsonl"
+    ama = AMA(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(64))
+    res = evaluate(ama, _dataset(tiny_conv), store=store, progress=False)
+    evaluate(rag(ScriptedLLM([], default="auto")), _dataset(tiny_conv), store=store, progress=False)
+    stats = method_stats(ResultsStore(store))
+    assert set(stats) == {"ama"}  # NaiveRAG has no summary_stats of its own
+    assert stats["ama"]["questions"] == len(res)
+    assert sum(stats["ama"]["verdicts"].values()) >= len(res)  # one Judge verdict per round at least
+    r = argparse.ArgumentParser()
+    add_report_arguments(r)
+    assert report_command(r.parse_args([str(store)])) == 0
+    out = capsys.readouterr().out
+    assert "## Method statistics from traces" in out and f"- **ama**: questions: {len(res)}" in out

@@ -103,16 +103,21 @@ def _update_run_manifest(out: Path, manifest: dict) -> None:
 
 
 def report_command(args) -> int:
-    from .report import cost_accuracy_frame, export, load_results, summary_table
+    from .report import cost_accuracy_frame, export, method_stats, method_stats_markdown, results_frame, summary_table
+    from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
-    df = load_results(paths)
+    rows = load_rows(paths)
+    df = results_frame(rows)
     if df.empty:
         print("no result rows found", file=sys.stderr)
         return 1
     kw = dict(metric=args.metric, n_boot=args.n_boot, seed=args.seed)
     table = cost_accuracy_frame(df, **kw) if args.cost else summary_table(df, **kw)
     text = export(table, args.format)
+    if args.format == "md" and not args.cost:
+        stats = method_stats(rows)
+        text += "\n\n" + method_stats_markdown(stats) if stats else ""
     if args.output:
         Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
     else:

@@ -207,3 +207,37 @@ def export(df: pd.DataFrame, fmt: str = "md") -> str:
     if fmt == "json":
         return json.dumps(json.loads(df.to_json(orient="records")), indent=2)
     raise ValueError(f"unknown format {fmt!r}: use md, csv or json")
+
+
+def method_stats(rows: Iterable) -> dict[str, dict]:
+    """Each method's own decision figures (its module's ``summary_stats``: AMA's Retry/Refresh counts,
+    H-Mem's scopes and follow-ups, MemR3's iterations and guards, ...), from the saved traces alone."""
+    import importlib
+
+    from ..methods import REGISTRY
+    from ..trace import Answer
+
+    answers: dict[str, list] = {}
+    for r in rows:
+        d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+        if d.get("answer") and d.get("method") in REGISTRY:
+            answers.setdefault(d["method"], []).append(Answer.from_dict(d["answer"]))
+    out = {}
+    for name, ans in sorted(answers.items()):
+        stats = getattr(importlib.import_module(REGISTRY[name].__module__), "summary_stats", None)
+        if stats is not None:
+            out[name] = stats(ans)
+    return out
+
+
+def method_stats_markdown(stats: dict[str, dict]) -> str:
+    """``method_stats`` as a Markdown section (nested figures written as ``key=value`` lists)."""
+    def fmt(v):
+        if isinstance(v, dict):
+            return ", ".join(f"{k}={fmt(x)}" for k, x in v.items()) or "-"
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = ["## Method statistics from traces", ""]
+    for name, s in stats.items():
+        lines.append(f"- **{name}**: " + "; ".join(f"{k}: {fmt(v)}" for k, v in s.items()))
+    return "\n".join(lines)
