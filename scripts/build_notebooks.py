@@ -888,7 +888,7 @@ from workbench.methods.recmem_trigger import replay_triggers, trigger_rate
 if conv is None:
     print(NOTE)
 else:
-    units = RecMem(llm=no_llm, embedder=emb)._make_units(conv)   # the exact unit texts RecMem stores
+    units = RecMem(llm=no_llm, embedder=emb).subconscious_units(conv)   # the exact unit texts RecMem stores
     vectors = emb([u.text.replace("\\n", " ") for u in units])
     ids = [u.id for u in units]
     for theta_sim, theta_count in [(RECMEM_MINILM["theta_sim"], RECMEM_MINILM["theta_count"]), (0.7, 5)]:

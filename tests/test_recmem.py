@@ -327,3 +327,12 @@ def test_construction_breakdown_by_operation():
     assert set(m.construction_breakdown("role")) == {"recmem.consolidate", "recmem.refine", "recmem.merge",
                                                      "recmem.refine_merge", "total"}
     assert m.consolidation_summary()["save_ratio"] == 1.0
+
+
+def test_subconscious_units_are_what_ingest_stores(tiny_conv):
+    m = make_default()
+    preview = RecMem(llm=None, embedder=None).subconscious_units(tiny_conv)  # no services needed
+    m.ingest(tiny_conv)
+    assert [(u.id, u.text, u.source_ids) for u in preview] == \
+        [(u.id, u.text, u.source_ids) for u in m.units_.values()]
+    assert sorted(t for u in preview for t in u.source_ids) == sorted(t.id for t in tiny_conv.turns)

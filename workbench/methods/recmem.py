@@ -186,8 +186,10 @@ class RecMem(MemoryMethod):
         self.fact_keys_: dict[str, str] = {}
         self.counters_ = Counter()
 
-    def _make_units(self, conv: Conversation) -> list[MemoryUnit]:
-        """One unit per exchange; stored text = [code] template, timestamp first (digest §2)."""
+    def subconscious_units(self, conv: Conversation) -> list[MemoryUnit]:
+        """The units ``ingest`` would store for ``conv``: one per exchange, with the stored text ([code]
+        template, timestamp first, digest §2). Needs no LLM and no embedder, so tools (threshold
+        calibration, notebook 07) can embed exactly what RecMem embeds."""
         units = []
         for s in conv.sessions:
             when = format_date(s.date_time, clock=True)
@@ -199,7 +201,7 @@ class RecMem(MemoryMethod):
         return units
 
     def _build(self, conv: Conversation) -> None:
-        units = self._make_units(conv)
+        units = self.subconscious_units(conv)
         if not units:
             return
         # [code] newlines become spaces before embedding; no LLM call here.
