@@ -110,6 +110,7 @@ def test_replay_without_model(tmp_path):
     assert replay.model == "m-x" and replay.complete("q?", role="r").text == "42"
     with pytest.raises(CacheMiss):
         replay.complete("a different question", role="r")
+    assert (replay.hits, replay.misses, replay.replay_misses) == (1, 0, 1)  # a replay miss is not a live call
 
 
 def test_key_ignores_credentials_and_is_content_addressed():

@@ -113,7 +113,8 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
             "construction_tokens", "fc_token_ratio", "errors"]
     overall = table[table["category"] == "overall"][cols] if not table.empty else table
     print(export(overall, "md") if not overall.empty else "(no results)")
-    print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)})")
+    print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "
+          f"calls missing from a replay-only cassette {getattr(llm, 'replay_misses', 0)})")
     if serve:
         from widgets.app import serve as serve_app
 

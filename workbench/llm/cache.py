@@ -119,7 +119,8 @@ class CachedLLM(BaseLLM):
         if inner is None and mode != "replay":
             raise ValueError("CachedLLM without an inner model can only replay (mode='replay')")
         self.hits = 0
-        self.misses = 0
+        self.misses = 0  # calls that went to the inner model (and were recorded)
+        self.replay_misses = 0  # calls a replay-only cassette could not answer (each raised CacheMiss)
         self.used_keys: set[str] = set()  # every key served or recorded by this client
 
     @classmethod
@@ -138,6 +139,7 @@ class CachedLLM(BaseLLM):
                 self.hits += 1
                 return Generation(entry["reply"], self.model, entry["prompt_tokens"], entry["completion_tokens"], True)
             if self.mode == "replay":
+                self.replay_misses += 1
                 raise CacheMiss(f"no recorded reply for role={role!r} (model {self.model}) in "
                                 f"{self.cassette.path or 'memory'}; the prompt or parameters changed since recording")
         self.misses += 1
