@@ -9,7 +9,7 @@ are built on the same turns with the same LLM and embedder, and every constructi
 Inputs:
 - ``sample``: the demo slice (``workbench.demo.demo_conversation``, 4 sessions of sample-1), replayed
   from the committed demo cassette;
-- ``locomo``: the first ``--sessions`` sessions of the first conversation in
+- ``locomo``: the first ``--sessions`` sessions (default 2, 35 turns) of the first conversation in
   ../shared/data/locomo/locomo10_dev.json (skipped cleanly when the file is absent), through the
   cassette ``benchmarks/results/cassettes/construction_locomo.jsonl``.
 
@@ -107,7 +107,7 @@ def compare(conv, llm, embedder, label: str) -> dict:
     return out
 
 
-def run(*, live: bool = False, sessions: int = 3, only=None, results_dir: Path = RESULTS) -> dict:
+def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path = RESULTS) -> dict:
     from workbench.demo import CASSETTE, demo_conversation, demo_embedder
 
     embedder = demo_embedder()
@@ -132,7 +132,7 @@ def run(*, live: bool = False, sessions: int = 3, only=None, results_dir: Path =
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--live", action="store_true", help="run the offline model for calls missing from the cassette")
-    ap.add_argument("--sessions", type=int, default=3, help="LoCoMo sessions to build from (default 3)")
+    ap.add_argument("--sessions", type=int, default=2, help="LoCoMo sessions to build from (default 2)")
     ap.add_argument("--only", choices=["sample", "locomo"])
     a = ap.parse_args(argv)
     run(live=a.live, sessions=a.sessions, only=a.only)
