@@ -200,7 +200,7 @@ def hmem_stats(built: dict) -> dict:
 def recmem_units(conv):
     from workbench.methods.recmem import RecMem
 
-    return RecMem(**RECMEM_THETA)._make_units(conv)
+    return RecMem(**RECMEM_THETA).subconscious_units(conv)
 
 
 def trigger_replay(vectors, ids):
