@@ -19,12 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.screenshots import CHROMIUM_ARGS  # noqa: E402
+from scripts.screenshots import CHROMIUM_ARGS, wait_http  # noqa: E402
 
 VIEWPORT = {"width": 1400, "height": 1500}
 
@@ -94,18 +93,6 @@ def replayed_demo_run(path: Path) -> Path:
     from workbench.demo import run_demo
 
     return run_demo(out=path, serve=False, llm_mode="replay")
-
-
-def wait_http(url: str, timeout: float = 120.0) -> None:
-    deadline = time.time() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5)
-            return
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def _press_slider(cell, index: int, key: str, times: int = 1) -> None:
@@ -257,7 +244,7 @@ def main(argv=None) -> int:
             env=env, stdout=subprocess.DEVNULL, stderr=(tmp / "lab.log").open("w"))
         try:
             try:
-                wait_http(f"http://127.0.0.1:{port}/api/status")
+                wait_http(f"http://127.0.0.1:{port}/api/status", timeout=120.0)
             except OSError:
                 sys.stderr.write((tmp / "lab.log").read_text()[-3000:])
                 raise
