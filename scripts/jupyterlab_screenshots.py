@@ -125,14 +125,14 @@ def interact(cell, name: str) -> None:
     time.sleep(1.5)
 
 
-def capture(page, output, path: Path, max_height: int) -> None:
-    """The output from its top edge, at most ``max_height`` pixels (long tables are cut, not shrunk)."""
+def capture(page, output, path: Path) -> None:
+    """The output from its top edge down to the bottom of the viewport (long tables are cut, not shrunk)."""
     output.evaluate("e => e.scrollIntoView({block: 'start'})")
     time.sleep(0.5)
     box = output.bounding_box()
     visible = VIEWPORT["height"] - box["y"] - 40  # stop above JupyterLab's status bar
     page.screenshot(path=str(path), clip={"x": box["x"], "y": box["y"], "width": box["width"],
-                                          "height": min(box["height"], max_height, visible)})
+                                          "height": min(box["height"], visible)})
 
 
 def shoot(url: str, names: list[str], out: Path, chromium: str) -> list[Path]:
@@ -157,6 +157,11 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+CELL_DONE = ("i => { const nb = window.jupyterapp.shell.currentWidget; const c = nb.content.widgets[i];"
+             " return c.model.executionCount !== null && nb.sessionContext.session.kernel.status === 'idle'; }")
+KERNEL_BUSY = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'"
+
+
 def _shoot_cells(page, url: str, names: list[str], out: Path) -> list[Path]:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -179,19 +184,23 @@ def _shoot_cells(page, url: str, names: list[str], out: Path) -> list[Path]:
             page.evaluate("i => { const nb = window.jupyterapp.shell.currentWidget; nb.content.activeCellIndex = i;"
                           " return window.jupyterapp.commands.execute('notebook:run-cell'); }", i)
             try:
-                page.wait_for_function(
-                    "i => { const nb = window.jupyterapp.shell.currentWidget; const c = nb.content.widgets[i];"
-                    " return c.model.executionCount !== null"
-                    " && nb.sessionContext.session.kernel.status === 'idle'; }",
-                    arg=i, timeout=30000 if attempt == 1 else 180000)
+                page.wait_for_function(CELL_DONE, arg=i, timeout=30000)
                 break
             except PlaywrightTimeout:
+                if page.evaluate(KERNEL_BUSY):  # still running, not dropped: wait, never run it twice
+                    page.wait_for_function(CELL_DONE, arg=i, timeout=180000)
+                    break
                 if attempt == 2:
                     raise
                 log(f"cell {i + 1} did not run; asking again")
+        failed = page.evaluate("i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs"
+                               ".toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)",
+                               i)
+        if failed:
+            raise RuntimeError(f"gallery cell {i + 1} raised {failed[0]}")
     log("all cells executed")
     cells = page.locator(".jp-Notebook .jp-CodeCell")
-    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")  # warnings; errors raised above
     for i, name in enumerate(names, start=1):
         cell = cells.nth(i)
         cell.scroll_into_view_if_needed()
@@ -201,7 +210,7 @@ def _shoot_cells(page, url: str, names: list[str], out: Path) -> list[Path]:
         interact(cell, name)
         path = out / f"{name}.png"
         log(f"screenshot {path.name}")
-        capture(page, output, path, VIEWPORT["height"] - 100)
+        capture(page, output, path)
         saved.append(path)
     if errors.count():
         print(f"warning: {errors.count()} stderr outputs in the gallery:\n"
