@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "ama_refresh", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
@@ -89,6 +89,13 @@ def step_construction(cfg: dict, results: Path, opts) -> None:
     from benchmarks import bench_construction
 
     bench_construction.run(live=False, results_dir=results)
+
+
+def step_ama_refresh(cfg: dict, results: Path, opts) -> None:
+    """AMA's conflict checks on the knowledge-update slices, replayed (record with bench_ama_refresh --live)."""
+    from benchmarks import bench_ama_refresh
+
+    bench_ama_refresh.run(live=False, results_dir=results)
 
 
 def step_overhead(cfg: dict, results: Path, opts) -> None:
@@ -243,6 +250,38 @@ def _sec_construction(c: dict | None) -> list[str]:
                 f"**{_f(r['token_ratio'], 3)}x** EagerFacts' tokens and **{_f(r['call_ratio'], 3)}x** its calls.", "",
                 _md(list(part["methods"].values()), CONSTRUCTION_COLS), ""]
     return out
+
+
+AMA_REFRESH_COLS = {"check": "conflict check", "slice": "slice", "turns": "turns", "status": "status",
+                    "checks": "ingestion checks", "refresh": "Refresh verdicts", "edits": "UPDATE/DELETE events",
+                    "retry_q": "questions with Retry", "refresh_q": "questions with Refresh", "f1": "mean F1",
+                    "calls": "LLM calls", "tokens": "tokens", "failures": "recorded failures"}
+
+
+def _sec_ama_refresh(a: dict | None) -> list[str]:
+    """AMA's Refresher on the knowledge updates (benchmarks/bench_ama_refresh.py)."""
+    out = ["## AMA: refresh events on the sample data's knowledge updates", ""]
+    if not a or a.get("status") != "ok":
+        return out + [f"({(a or {}).get('note', 'not run')})", ""]
+    rows = [{"check": r["check"], "slice": r["slice"], "turns": r["turns"], "status": r["status"],
+             "checks": r["ingest_checks"], "refresh": r["ingest_verdicts"].get("Refresh", 0),
+             "edits": len(r["refresh_events"]), "retry_q": r["question_stats"]["retry_questions"],
+             "refresh_q": r["question_stats"]["refresh_questions"],
+             "f1": round(sum(x["f1"] for x in r["answers"]) / max(1, len(r["answers"])), 3),
+             "calls": r["llm_calls"], "tokens": r["tokens"], "failures": len(r["failures"])} for r in a["runs"]]
+    out += [f"Model `{a['llm']}` ({a['mode']}), embedder {a['embedder']}, paper defaults except the conflict check: "
+            "`judge` is the paper's Judge prompt at ingestion, `probe` is `conflict_check=\"probe\"` (one question "
+            "probe per nearest stored entry, answers compared in code). Questions are the slices' "
+            "knowledge-update items; `questions with Retry/Refresh` counts them from the answer traces.", "",
+            _md(rows, AMA_REFRESH_COLS), "", "UPDATE/DELETE events (what the AMA widget's refresh view shows):", ""]
+    for r in a["runs"]:
+        for e in r["refresh_events"]:
+            after = f" -> {e['after']!r}" if e["after"] is not None else ""
+            out.append(f"- `{r['check']}` / {r['slice']}: {e['kind']} {e['unit_id']} at {e['cause']}: "
+                       f"{e['before']!r}{after} ({e['why']})")
+    if not any(r["refresh_events"] for r in a["runs"]):
+        out.append("- none")
+    return out + [""]
 
 
 def _blank_partial(r: dict) -> dict:
@@ -415,6 +454,7 @@ def render(meta: dict, load) -> str:
         overhead["locomo_sessions"] = [x for x in (compare.get("locomo") or {}).get("sessions", [])
                                        if x.get("live_calls")]
     lines += _sec_compare(compare) + _sec_construction(load("construction.json"))
+    lines += _sec_ama_refresh(load("ama_refresh.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
     return "\n".join(lines) + "\n"

@@ -28,7 +28,7 @@ def line_after(messages, marker: str) -> str:
 
 def construct(facts=FACTS, related=None):
     def reply(messages):
-        tid = re.match(r"CURRENT TURN \(([^,]+),", line_after(messages, "CURRENT TURN")).group(1)
+        tid = re.match(r"THE TURN \(([^,]+),", line_after(messages, "THE TURN (")).group(1)
         return {"facts": [{"content": f, "pattern": "S-V-O"} for f in facts.get(tid, [])],
                 "related_id": (related or {}).get(tid, []), "timestamp": "empty"}
     return reply
@@ -187,6 +187,58 @@ def test_refresh_delete_when_retention_limit_exceeded(tiny_conv):
     assert not any(e.kind == "UPDATE" for e in m.events)
     assert make_ama(llm=make_llm(**{"ama.refresh": UPDATE_TO_GENEVA}), max_retention_days=30).ingest(tiny_conv) \
         .stores_["fact"]["fact:3"].text == "Noor lives in Geneva"  # 15 days < 30: updated instead
+
+
+def probe_reply(messages):
+    """Scripted conflict probe: the stored entry about Lyon gets a different answer from the Geneva turn."""
+    memory = line_after(messages, "STORED MEMORY")
+    new = line_after(messages, "NEW TURN")
+    if "Lyon" in memory and "Geneva last week" in new:
+        return {"question": "Where does Noor live?", "memory_answer": "Lyon", "new_answer": "Geneva"}
+    if "Lyon" in memory and "museum" in new:  # answers, but the same place in other words: no conflict
+        return {"question": "Where does Noor live?", "memory_answer": "in Lyon", "new_answer": "Lyon, France"}
+    return {"question": "What happened?", "memory_answer": memory.split(": ", 1)[-1], "new_answer": "not mentioned"}
+
+
+def test_probe_conflict_compares_the_two_answers():
+    from workbench.methods.ama_agents import probe_conflict
+
+    assert probe_conflict({"question": "q", "memory_answer": "Biscuit", "new_answer": "Pilot"})[0]
+    assert probe_conflict({"question": "q", "memory_answer": "Leeds pharmacy", "new_answer": "Southmead"})[0]
+    for new in ("not mentioned", "Not mentioned.", "", "N/A", "unknown", "The turn does not say (not mentioned)"):
+        assert not probe_conflict({"memory_answer": "Lyon", "new_answer": new})[0], new
+    assert not probe_conflict({"memory_answer": "adopted a kitten", "new_answer": "Sam adopted a kitten on Saturday"})[0]
+    assert not probe_conflict({"memory_answer": "The Lyon office", "new_answer": "in Lyon"})[0]
+
+
+def test_probe_conflict_check_updates_the_changed_entry_only(tiny_conv):
+    llm = make_llm(**{"ama.conflict_probe": probe_reply, "ama.refresh": UPDATE_TO_GENEVA,
+                      "ama.judge_ingest": LLMError("the paper's Judge prompt must not be used")})
+    m = make_ama(llm=llm, conflict_check="probe").ingest(tiny_conv)
+    assert "ama.judge_ingest" not in llm.roles()
+    step = next(s for s in m.turn_steps_["D2:1"] if s.kind == "judge")
+    assert step.data["check"] == "probe" and step.data["verdict"] == "Refresh"
+    assert [c["id"] for c in step.data["conflict_set"]] == ["fact:3"]
+    assert len(step.data["probes"]) <= m.conflict_k  # one probe per nearest entry, at most conflict_k
+    [lyon] = [p for p in step.data["probes"] if p["id"] == "fact:3"]
+    assert lyon["conflict"] and (lyon["memory_answer"], lyon["new_answer"]) == ("Lyon", "Geneva")
+    [upd] = [e for e in m.events if e.kind == "UPDATE"]
+    assert (upd.unit_id, upd.cause, upd.after) == ("fact:3", "D2:1", "Noor lives in Geneva")
+    museum = next(s for s in m.turn_steps_["D2:3"] if s.kind == "judge")
+    assert museum.data["verdict"] == "Pass"  # "in Lyon" vs "Lyon, France" agree
+    n_probes = sum(len(s.data.get("probes", [])) for steps in m.turn_steps_.values() for s in steps)
+    assert llm.roles().count("ama.conflict_probe") == n_probes
+
+
+def test_probe_failures_are_recorded_and_pass(tiny_conv):
+    llm = make_llm(**{"ama.conflict_probe": LLMError("probe down"), "ama.refresh": UPDATE_TO_GENEVA})
+    m = make_ama(llm=llm, conflict_check="probe").ingest(tiny_conv)
+    assert not any(e.kind in ("UPDATE", "DELETE") for e in m.events)
+    step = next(s for s in m.turn_steps_["D2:1"] if s.kind == "judge")
+    assert step.data["verdict"] == "Pass" and "probe down" in step.data["error"]
+    assert any(f["role"] == "ama.conflict_probe" for f in m.failures_)
+    with pytest.raises(ValueError, match="conflict_check"):
+        make_ama(conflict_check="vote").ingest(tiny_conv)
 
 
 # -- episodes ----------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ turn or question, and why.
     summary_stats([ans])          # Retry / Refresh counts and the verdict distribution, from traces
 
 LLM cost per dialogue turn (ingestion), with the defaults:
-    Constructor 1 + conflict Judge 1 (0 while the conflict store is empty, or no stored entry passes
-    ``conflict_min_sim``, or ``refresher=False``) + Trigger 1 (0 on the first turn of an episode, at
+    Constructor 1 + conflict Judge 1 (``conflict_k`` probe calls with ``conflict_check="probe"``; 0 while
+    the conflict store is empty, or no stored entry passes ``conflict_min_sim``, or ``refresher=False``) + Trigger 1 (0 on the first turn of an episode, at
     saturation, or with ``trigger="session"``) -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
     + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).
     Embeddings: 1 for the turn + 1 batch for its facts (+1 per updated entry).
@@ -42,6 +42,12 @@ Departures from the paper:
 - Episodes are also closed at saturation (``episode_max_turns``) without an LLM call, at each session end
   (``episode_at_session_end``), and at the end of the conversation.
 - No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
+- ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
+  candidate entry (the ``conflict_k`` nearest): the model writes the question the entry answers and
+  answers it from the entry and from the new turn; code calls it a conflict when the new turn answers
+  and the two answers disagree. Why: small local models answer Pass to the holistic conflict prompt even
+  on plain contradictions, so the paper's Judge never reaches the Refresher with them
+  (``benchmarks/bench_ama_refresh.py``). The Refresher and the question-time Judge are unchanged.
 """
 from __future__ import annotations
 
@@ -84,6 +90,7 @@ class AMA(MemoryMethod):
                  ingest_retriever: bool = False,  # [ours]: paper runs P_ret on every input; off saves a call
                  conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
                  conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
+                 conflict_check: Literal["judge", "probe"] = "judge",  # "judge" = paper P_jud; "probe" [ours]
                  refresh_on_query: bool = True,  # paper §3.4: Refresh at question time edits memory
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
@@ -104,6 +111,7 @@ class AMA(MemoryMethod):
         self.ingest_retriever = ingest_retriever
         self.conflict_k = conflict_k
         self.conflict_min_sim = conflict_min_sim
+        self.conflict_check = conflict_check
         self.refresh_on_query = refresh_on_query
         self.max_retention_days = max_retention_days
         self.retry_expand = retry_expand
@@ -121,6 +129,8 @@ class AMA(MemoryMethod):
             raise ValueError("window_turns must be >= 0")
         if self.trigger not in ("llm", "session"):
             raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
+        if self.conflict_check not in ("judge", "probe"):
+            raise ValueError(f"conflict_check must be 'judge' or 'probe', got {self.conflict_check!r}")
         if self.retry_expand not in ("both", "relations", "granularity"):
             raise ValueError(f"retry_expand must be both, relations or granularity, got {self.retry_expand!r}")
         if self.max_retention_days is not None and self.max_retention_days <= 0:
@@ -206,7 +216,9 @@ class AMA(MemoryMethod):
                     best[h.unit_id] = max(best.get(h.unit_id, -1.0), h.score)
         for u in plan_units:
             best.setdefault(u.id, 0.0)
-        ids = sorted(best, key=lambda i: -best[i])[:self.k_dyn_max]
+        # one probe call per candidate, so "probe" checks only the conflict_k nearest entries
+        cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
+        ids = sorted(best, key=lambda i: -best[i])[:cap]
         if not ids:
             return
         units = [self._unit(i) for i in ids]
@@ -215,11 +227,16 @@ class AMA(MemoryMethod):
             s.data.update(store=name, queries=1 + len(facts), k_per_query=self.conflict_k,
                           min_sim=self.conflict_min_sim)
         with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
-            verdict = A.judge_ingest(self, units, turn, facts)
+            if self.conflict_check == "probe":
+                verdict = A.judge_probe(self, units, turn)
+            else:
+                verdict = A.judge_ingest(self, units, turn, facts)
             c_err = self._conflict_set(verdict, units)
             s.data.update(phase="construct", round=1, verdict=verdict["Action"], reason=verdict["reason"],
                           confidence=verdict["confidence"], conflict_set=[A.brief(u) for u in c_err],
-                          error=verdict.get("error"))
+                          check=self.conflict_check, error=verdict.get("error"))
+            if "probes" in verdict:
+                s.data["probes"] = verdict["probes"]
         if verdict["Action"] == "Refresh" and c_err:
             said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
             A.run_refresher(self, c_err, f"{turn.speaker}{said}: {turn.content}", "new dialogue turn", steps,

