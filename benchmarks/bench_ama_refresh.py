@@ -14,9 +14,9 @@ Two conflict checks, everything else at the paper defaults of ``workbench.method
 - ``judge``: the paper's Judge prompt (P_jud, ingestion variant), one call per turn;
 - ``probe``: ``conflict_check="probe"`` ([ours]), one question probe per nearest stored entry.
 
-The model is ``local:qwen2.5-coder-1.5b`` by default (``--llm`` to change; the 0.5B default model's
-own figures are in the demo run, where its Judge passed every check). Calls go through the cassette
-``benchmarks/results/cassettes/ama_refresh.jsonl``: by default it is replayed (CI needs no model; a
+The slices are ``workbench.demo.KNOWLEDGE_UPDATE_SLICES`` (notebook 02 replays the same run). The model
+is ``local:qwen2.5-coder-1.5b`` by default (``--llm`` to change; the 0.5B default model's own verdicts are
+in the demo run). Calls go through the cassette ``sample_data/cassettes/ama-refresh.jsonl``: by default it is replayed (CI needs no model; a
 call missing from it is reported as "not in cassette"); ``--live`` runs the model for missing calls
 and appends them, which is how the committed recording was made.
 
@@ -33,42 +33,31 @@ import argparse
 import json
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CASSETTE = RESULTS / "cassettes" / "ama_refresh.jsonl"
 DEFAULT_LLM = "local:qwen2.5-coder-1.5b"
 CHECKS = ("probe", "judge")
-# slice name -> (sample file, sample id, sessions kept (1-based, inclusive), QA indices asked)
-SLICES = {
-    "tiny": ("tiny_conversation", "tiny-1", None, (2, 0)),
-    "greyhound": ("sample_conversations", "sample-1", (3, 4), (4, 25)),
-}
 
 
-def knowledge_update_slice(name: str):
-    """The conversation of one slice, cut to its sessions, with only its knowledge-update questions."""
-    from workbench.data import load_sample
+def _slices():
+    from workbench.demo import KNOWLEDGE_UPDATE_SLICES
 
-    file, sample_id, sessions, qa_idx = SLICES[name]
-    conv = next(c for c in load_sample(file).conversations if c.id == sample_id)
-    qas = tuple(q for q in conv.qa if int(q.id.rsplit("q", 1)[1]) in qa_idx)
-    if len(qas) != len(qa_idx):
-        raise ValueError(f"slice {name}: expected QA items {qa_idx} in {sample_id}, found {[q.id for q in qas]}")
-    if sessions:
-        first, last = sessions
-        conv = replace(conv, sessions=conv.sessions[first - 1:last])
-    return replace(conv, qa=qas)
+    return tuple(KNOWLEDGE_UPDATE_SLICES)
+
+
+def _cassette() -> Path:
+    from workbench.demo import REFRESH_CASSETTE
+
+    return REFRESH_CASSETTE
 
 
 def _llm(spec: str, live: bool):
     from workbench.llm import CachedLLM, default_llm
 
     if live:
-        CASSETTE.parent.mkdir(parents=True, exist_ok=True)
-        return CachedLLM(default_llm(spec), CASSETTE, mode="auto")
-    return CachedLLM.replay(CASSETTE)
+        return CachedLLM(default_llm(spec), _cassette(), mode="auto")
+    return CachedLLM.replay(_cassette())
 
 
 def _roles(calls) -> dict:
@@ -86,6 +75,7 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     """Ingest one slice with one conflict check, answer its questions, and report what the log shows."""
     from workbench.eval.metrics import token_f1
     from workbench.llm.ledger import track
+    from workbench.demo import knowledge_update_slice
     from workbench.methods import AMA
     from workbench.methods.ama import summary_stats
 
@@ -121,12 +111,13 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     }
 
 
-def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, checks=CHECKS, slices=tuple(SLICES),
+def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, checks=CHECKS, slices=None,
         results_dir: Path = RESULTS) -> dict:
     from workbench.demo import demo_embedder
 
-    if not live and not CASSETTE.exists():
-        out = {"status": "skipped", "note": f"no cassette at {CASSETTE.name}; record with --live"}
+    slices = slices or _slices()
+    if not live and not _cassette().exists():
+        out = {"status": "skipped", "note": f"no cassette at {_cassette().name}; record with --live"}
     else:
         llm = _llm(llm_spec, live)
         embedder = demo_embedder()
@@ -148,7 +139,7 @@ def main(argv=None) -> None:
     ap.add_argument("--live", action="store_true", help="run the model for calls missing from the cassette")
     ap.add_argument("--llm", default=DEFAULT_LLM, help=f"model spec for --live (default {DEFAULT_LLM})")
     ap.add_argument("--only", choices=CHECKS, help="one conflict check only")
-    ap.add_argument("--slices", nargs="+", choices=list(SLICES), default=list(SLICES))
+    ap.add_argument("--slices", nargs="+", choices=list(_slices()), default=list(_slices()))
     a = ap.parse_args(argv)
     out = run(live=a.live, llm_spec=a.llm, checks=(a.only,) if a.only else CHECKS, slices=tuple(a.slices))
     for r in out.get("runs", []):

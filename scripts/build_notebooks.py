@@ -330,12 +330,17 @@ mem[mem["kind"] == "raw"][["id", "text", "related_ids", "timestamp_source"]].hea
 The timeline shows every memory event; the filter below keeps only UPDATE and DELETE, the Refresher's
 edits (hover for before/after and the cause). Two facts change inside the demo sessions: Tomasz's
 greyhound is renamed from Biscuit to Pilot (D3:6 → D4:3), and Priya moves from Leeds to Bristol
-(D4:6-8). Whether the small model notices is another matter: in the committed recording the 0.5B
-offline model answered Pass to every ingestion conflict check (its "reason" mostly restates the
-prompt's definition), so the filtered timeline is empty. The refresh log below shows every decision it
-took; a stronger model (a larger local GGUF or an OpenAI-compatible endpoint) is needed to see
-UPDATE/DELETE events here. The Refresher itself is tested with scripted replies in `tests/test_ama.py`.
+(D4:6-8). Whether the small model notices is another matter. The next cell counts the Judge's verdicts
+on the ingestion conflict checks: with the paper's Judge prompt the 0.5B offline model answers Pass
+almost always, real contradictions included, so the filtered timeline is usually empty. Section 5
+replays a run where the Refresher does fire.
 """),
+    code("""
+from collections import Counter
+
+ingest_judges = [s for steps in ama.turn_steps_.values() for s in steps if s.kind == "judge"]
+print("ingestion conflict checks:", len(ingest_judges), dict(Counter(s.data["verdict"] for s in ingest_judges)))
+""", check=True),
     code("""
 from widgets import EventTimeline
 
@@ -387,6 +392,49 @@ pd.DataFrame(query_log) if query_log else "no Refresh verdict at question time"
 """),
     md("The full timeline, construction and question time together:"),
     code("EventTimeline(ama)"),
+    md("""
+## 5. Refresh events with the conflict probe and a 1.5B model
+
+`conflict_check="probe"` (not in the paper; see the AMA docstring) replaces the ingestion Judge call with
+one short question per nearby stored entry: which question does the entry answer, and what do the entry
+and the new turn each say to it? Code compares the two answers, and a disagreement sends the entry to
+the paper's Refresher. The cells below replay `sample_data/cassettes/ama-refresh.jsonl`,
+recorded with the optional Qwen2.5-Coder-1.5B model by `python -m benchmarks.bench_ama_refresh --live`,
+on sessions 3-4 of sample-1, where the greyhound is renamed. No model is needed to replay it.
+"""),
+    code("""
+from workbench.demo import REFRESH_CASSETTE, knowledge_update_slice
+from workbench.llm import CachedLLM
+from workbench.methods import AMA
+
+probe_llm = CachedLLM.replay(REFRESH_CASSETTE)
+grey = knowledge_update_slice("greyhound")
+ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(grey)
+edits = [e for e in ama_probe.events if e.kind in ("UPDATE", "DELETE")]
+for e in edits:
+    print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
+""", check=True),
+    code("""
+probe_timeline = EventTimeline(ama_probe)
+probe_timeline.set_filter(kinds=["UPDATE", "DELETE"])
+"""),
+    md("Each probe of a conflict check, with the two answers code compared:"),
+    code("""
+probes = [dict(turn=tid, **p) for tid, steps in ama_probe.turn_steps_.items()
+          for s in steps if s.kind == "judge" for p in s.data.get("probes", [])]
+pd.DataFrame(probes).query("conflict == True") if probes else "no probes"
+"""),
+    code("""
+grey_answers = [ama_probe.answer(q.question, now=q.time) for q in grey.qa]
+for q, a in zip(grey.qa, grey_answers):
+    print(f"{q.question!r}: {a.text!r} (gold {q.answer!r})")
+summary_stats(grey_answers)
+""", check=True),
+    code("""
+probe_calls = probe_llm.ledger.frame()
+print(f"{int(probe_calls['cached'].sum())} calls replayed, "
+      f"{int(probe_calls['error'].fillna('').str.startswith('CacheMiss').sum())} cache misses")
+""", check=True),
     md(REPLAY_NOTE),
     code(REPLAY_CHECK, check=True),
 ]

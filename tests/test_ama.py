@@ -224,6 +224,8 @@ def test_probe_conflict_check_updates_the_changed_entry_only(tiny_conv):
     assert lyon["conflict"] and (lyon["memory_answer"], lyon["new_answer"]) == ("Lyon", "Geneva")
     [upd] = [e for e in m.events if e.kind == "UPDATE"]
     assert (upd.unit_id, upd.cause, upd.after) == ("fact:3", "D2:1", "Noor lives in Geneva")
+    [refresh_prompt] = [prompt_of(r["messages"]) for r in llm.requests if r["role"] == "ama.refresh"]
+    assert "What the conflict check found: Where does Noor live?: stored 'Lyon', now 'Geneva'" in refresh_prompt
     museum = next(s for s in m.turn_steps_["D2:3"] if s.kind == "judge")
     assert museum.data["verdict"] == "Pass"  # "in Lyon" vs "Lyon, France" agree
     n_probes = sum(len(s.data.get("probes", [])) for steps in m.turn_steps_.values() for s in steps)

@@ -29,6 +29,31 @@ DEMO_QUESTIONS = ("sample-1/q0", "sample-1/q4", "sample-1/q13", "sample-1/q16", 
 RECMEM_MINILM = {"theta_sim": 0.55, "theta_count": 4}
 
 
+# Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
+# with the optional 1.5B model into their own cassette.
+# name -> (sample file, sample id, sessions kept (1-based, inclusive) or None for all, QA indices asked)
+KNOWLEDGE_UPDATE_SLICES = {
+    "tiny": ("tiny_conversation", "tiny-1", None, (2, 0)),  # Noor: Lyon (D1:6) -> Geneva (D2:1)
+    "greyhound": ("sample_conversations", "sample-1", (3, 4), (4, 25)),  # Biscuit (D3:6) -> Pilot (D4:3)
+}
+REFRESH_CASSETTE = SAMPLE_DIR / "cassettes" / "ama-refresh.jsonl"
+
+
+def knowledge_update_slice(name: str) -> Conversation:
+    """One slice of ``KNOWLEDGE_UPDATE_SLICES``: the conversation cut to its sessions, with only its
+    knowledge-update questions."""
+    from dataclasses import replace
+
+    file, sample_id, sessions, qa_idx = KNOWLEDGE_UPDATE_SLICES[name]
+    conv = next(c for c in load_sample(file).conversations if c.id == sample_id)
+    qas = tuple(q for q in conv.qa if int(q.id.rsplit("q", 1)[1]) in qa_idx)
+    if len(qas) != len(qa_idx):
+        raise ValueError(f"slice {name}: expected QA items {qa_idx} in {sample_id}, found {[q.id for q in qas]}")
+    if sessions:
+        conv = replace(conv, sessions=conv.sessions[sessions[0] - 1:sessions[1]])
+    return replace(conv, qa=qas)
+
+
 def demo_conversation() -> Conversation:
     return load_sample()[0].head(DEMO_SESSIONS)
 

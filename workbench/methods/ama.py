@@ -47,7 +47,9 @@ Departures from the paper:
   answers it from the entry and from the new turn; code calls it a conflict when the new turn answers
   and the two answers disagree. Why: small local models answer Pass to the holistic conflict prompt even
   on plain contradictions, so the paper's Judge never reaches the Refresher with them
-  (``benchmarks/bench_ama_refresh.py``). The Refresher and the question-time Judge are unchanged.
+  (``benchmarks/bench_ama_refresh.py``). The Refresher's input then also carries the probes' finding
+  ("question: stored 'A', now 'B'"): without it the 1.5B model's Refresher copied the stale entry back
+  unchanged. The Refresher prompt and the question-time Judge are unchanged.
 """
 from __future__ import annotations
 
@@ -239,7 +241,10 @@ class AMA(MemoryMethod):
                 s.data["probes"] = verdict["probes"]
         if verdict["Action"] == "Refresh" and c_err:
             said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
-            A.run_refresher(self, c_err, f"{turn.speaker}{said}: {turn.content}", "new dialogue turn", steps,
+            user_input = f"{turn.speaker}{said}: {turn.content}"
+            if self.conflict_check == "probe":  # [ours] the probes' finding goes with the input (see docstring)
+                user_input += f"\nWhat the conflict check found: {verdict['reason']}"
+            A.run_refresher(self, c_err, user_input, "new dialogue turn", steps,
                             cause=turn.id, trigger_turn=turn, now=turn.time)
 
     @staticmethod
