@@ -195,20 +195,28 @@ def probe_reply(messages):
     new = line_after(messages, "NEW TURN")
     if "Lyon" in memory and "Geneva last week" in new:
         return {"question": "Where does Noor live?", "memory_answer": "Lyon", "new_answer": "Geneva"}
-    if "Lyon" in memory and "museum" in new:  # answers, but the same place in other words: no conflict
-        return {"question": "Where does Noor live?", "memory_answer": "in Lyon", "new_answer": "Lyon, France"}
+    if "Lyon" in memory and "museum" in new:  # a made-up answer that is not in the turn: no conflict
+        return {"question": "Where does Noor live?", "memory_answer": "Lyon", "new_answer": "Zurich"}
     return {"question": "What happened?", "memory_answer": memory.split(": ", 1)[-1], "new_answer": "not mentioned"}
 
 
-def test_probe_conflict_compares_the_two_answers():
+def test_probe_conflict_compares_grounded_answers():
     from workbench.methods.ama_agents import probe_conflict
 
-    assert probe_conflict({"question": "q", "memory_answer": "Biscuit", "new_answer": "Pilot"})[0]
-    assert probe_conflict({"question": "q", "memory_answer": "Leeds pharmacy", "new_answer": "Southmead"})[0]
+    def conflict(old, new, memory, turn):
+        return probe_conflict({"question": "q", "memory_answer": old, "new_answer": new}, memory, turn)[0]
+
+    lyon, geneva = "Noor is still in Lyon for now.", "Big news: I moved to Geneva last week."
+    assert conflict("Lyon", "Geneva", lyon, geneva)
+    assert conflict("Biscuit", "Pilot", "Tomasz plans to call him Biscuit", "Now he only responds to Pilot")
     for new in ("not mentioned", "Not mentioned.", "", "N/A", "unknown", "The turn does not say (not mentioned)"):
-        assert not probe_conflict({"memory_answer": "Lyon", "new_answer": new})[0], new
-    assert not probe_conflict({"memory_answer": "adopted a kitten", "new_answer": "Sam adopted a kitten on Saturday"})[0]
-    assert not probe_conflict({"memory_answer": "The Lyon office", "new_answer": "in Lyon"})[0]
+        assert not conflict("Lyon", new, lyon, geneva), new
+    assert not conflict("not mentioned", "Geneva", lyon, geneva)  # the entry does not answer its own question
+    assert not conflict("Lyon", "Noor", lyon, "Aww! What's her name?")  # the new answer is not in the turn
+    assert not conflict("Biscuit", "Pilot", "Tomasz adopted a greyhound.", "He only responds to Pilot")  # nor the old
+    assert not conflict("moved to Geneva", "Enjoy Geneva!", "Noor moved to Geneva last week.", "Enjoy Geneva!")
+    assert not conflict("adopted a kitten", "Sam adopted a kitten on Saturday", "Sam adopted a kitten.",
+                        "Sam adopted a kitten on Saturday")
 
 
 def test_probe_conflict_check_updates_the_changed_entry_only(tiny_conv):
@@ -227,7 +235,7 @@ def test_probe_conflict_check_updates_the_changed_entry_only(tiny_conv):
     [refresh_prompt] = [prompt_of(r["messages"]) for r in llm.requests if r["role"] == "ama.refresh"]
     assert "What the conflict check found: Where does Noor live?: stored 'Lyon', now 'Geneva'" in refresh_prompt
     museum = next(s for s in m.turn_steps_["D2:3"] if s.kind == "judge")
-    assert museum.data["verdict"] == "Pass"  # "in Lyon" vs "Lyon, France" agree
+    assert museum.data["verdict"] == "Pass"  # "Zurich" is not in the museum turn
     n_probes = sum(len(s.data.get("probes", [])) for steps in m.turn_steps_.values() for s in steps)
     assert llm.roles().count("ama.conflict_probe") == n_probes
 

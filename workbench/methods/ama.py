@@ -44,8 +44,8 @@ Departures from the paper:
 - No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
 - ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
   candidate entry (the ``conflict_k`` nearest): the model writes the question the entry answers and
-  answers it from the entry and from the new turn; code calls it a conflict when the new turn answers
-  and the two answers disagree. Why: small local models answer Pass to the holistic conflict prompt even
+  answers it from the entry and from the new turn; code calls it a conflict when both answers are read
+  from their texts and share no content word (``ama_agents.probe_conflict``). Why: small local models answer Pass to the holistic conflict prompt even
   on plain contradictions, so the paper's Judge never reaches the Refresher with them
   (``benchmarks/bench_ama_refresh.py``). The Refresher's input then also carries the probes' finding
   ("question: stored 'A', now 'B'"): without it the 1.5B model's Refresher copied the stale entry back

@@ -191,19 +191,36 @@ def _answer_words(text: str) -> frozenset:
     return frozenset(re.findall(r"[a-z0-9]+", text.lower())) - _STOP
 
 
-def probe_conflict(parsed: dict) -> tuple[bool, str]:
-    """[ours] Does a probe's two answers disagree? In code, so the small model only has to answer.
+def _no_answer(text: str) -> bool:
+    t = text.strip().strip(".").strip().lower()
+    return bool(_NO_ANSWER.match(t)) or "not mentioned" in t
 
-    No conflict when the new turn does not answer the question, or when one answer's content words
-    contain the other's (a paraphrase or a more detailed version of the same answer)."""
-    new = str(parsed.get("new_answer", "")).strip().strip(".").strip()
-    old = str(parsed.get("memory_answer", "")).strip()
-    if _NO_ANSWER.match(new.lower()) or "not mentioned" in new.lower():
-        return False, "the new turn does not answer the question"
+
+def _grounded(answer: frozenset, source: str) -> bool:
+    """At least half of the answer's content words occur in ``source`` (the answer was read, not made up)."""
+    return len(answer & _answer_words(source)) * 2 >= len(answer)
+
+
+def probe_conflict(parsed: dict, memory_text: str, turn_text: str) -> tuple[bool, str]:
+    """[ours] Do a probe's two answers disagree? Decided in code, so the small model only has to answer.
+
+    A conflict needs both answers to be real and read from their source (half their content words occur
+    in the stored entry and in the new turn respectively; a small model otherwise answers from the wrong
+    text or names the speaker) and to share no content word: "Lyon" vs "Geneva" or "Biscuit" vs "Pilot"
+    disagree, "moved to Geneva" vs "enjoy Geneva" do not. The rule prefers a missed update to a wrong
+    edit: in the recorded 1.5B runs most false alarms were generic questions answered from both texts.
+    """
+    new, old = str(parsed.get("new_answer", "")), str(parsed.get("memory_answer", ""))
+    if _no_answer(new) or _no_answer(old):
+        return False, "one of the two texts does not answer the question"
     a, b = _answer_words(old), _answer_words(new)
-    if not a or not b or a <= b or b <= a:
+    if not a or not b:
+        return False, "an answer has no content words"
+    if not _grounded(a, memory_text) or not _grounded(b, turn_text):
+        return False, "an answer is not taken from its text"
+    if a & b:
         return False, "the answers agree"
-    return True, f"{parsed.get('question', '')!s}: stored {old!r}, now {new!r}"
+    return True, f"{parsed.get('question', '')!s}: stored {old.strip()!r}, now {new.strip()!r}"
 
 
 def judge_probe(m, units: Sequence[MemoryUnit], turn: Turn) -> dict:
@@ -218,7 +235,7 @@ def judge_probe(m, units: Sequence[MemoryUnit], turn: Turn) -> dict:
             errors.append(error)
             probes.append({"id": u.id, "error": error})
             continue
-        conflict, why = probe_conflict(parsed)
+        conflict, why = probe_conflict(parsed, u.text, turn.content)
         probes.append({"id": u.id, "question": parsed.get("question"), "memory_answer": parsed.get("memory_answer"),
                        "new_answer": parsed.get("new_answer"), "conflict": conflict, "why": why})
         if conflict:
