@@ -25,7 +25,7 @@ event (before/after text, triggering turn, why), the answers with token F1 again
 ``summary_stats`` (how many questions hit Retry / Refresh), LLM calls and tokens by role, failures.
 Writes benchmarks/results/ama_refresh.json.
 Usage: python -m benchmarks.bench_ama_refresh [--live] [--llm local:qwen2.5-coder-1.5b]
-       [--only judge|probe] [--slices tiny greyhound]
+       [--only judge|probe] [--slices tiny greyhound] [--prune]
 """
 from __future__ import annotations
 
@@ -71,6 +71,11 @@ def _roles(calls) -> dict:
     return dict(sorted(roles.items()))
 
 
+def _model_name(llm, spec: str) -> str:
+    """The model that made the recorded calls (a replay has no live model: read it from the cassette)."""
+    return ", ".join(sorted(llm.cassette.models())) or getattr(getattr(llm, "inner", None), "model", None) or spec
+
+
 def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     """Ingest one slice with one conflict check, answer its questions, and report what the log shows."""
     from workbench.eval.metrics import token_f1
@@ -112,7 +117,7 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
 
 
 def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, checks=CHECKS, slices=None,
-        results_dir: Path = RESULTS) -> dict:
+        results_dir: Path = RESULTS, prune: bool = False) -> dict:
     from workbench.demo import demo_embedder
 
     slices = slices or _slices()
@@ -126,8 +131,12 @@ def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, checks=CHECKS, slice
             for name in slices:
                 print(f"ama_refresh: {check} on {name}", flush=True)
                 rows.append(run_one(check, name, llm, embedder))
-        out = {"status": "ok", "llm": getattr(getattr(llm, "inner", None), "model", None) or llm_spec,
+        out = {"status": "ok", "llm": _model_name(llm, llm_spec),
                "mode": "live" if live else "replay", "embedder": embedder.name, "runs": rows}
+        if prune:  # drop calls of older prompts, only after a complete replay of every config
+            if set(checks) != set(CHECKS) or set(slices) != set(_slices()) or any(r["misses"] for r in rows):
+                raise SystemExit("--prune needs every check and slice, all replayed without a miss")
+            out["pruned"] = llm.cassette.prune(llm.used_keys)
     path = Path(results_dir) / "ama_refresh.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2, default=str))
@@ -140,8 +149,10 @@ def main(argv=None) -> None:
     ap.add_argument("--llm", default=DEFAULT_LLM, help=f"model spec for --live (default {DEFAULT_LLM})")
     ap.add_argument("--only", choices=CHECKS, help="one conflict check only")
     ap.add_argument("--slices", nargs="+", choices=list(_slices()), default=list(_slices()))
+    ap.add_argument("--prune", action="store_true", help="after a full replay, drop cassette calls it did not use")
     a = ap.parse_args(argv)
-    out = run(live=a.live, llm_spec=a.llm, checks=(a.only,) if a.only else CHECKS, slices=tuple(a.slices))
+    out = run(live=a.live, llm_spec=a.llm, checks=(a.only,) if a.only else CHECKS, slices=tuple(a.slices),
+              prune=a.prune)
     for r in out.get("runs", []):
         print(f"{r['check']:6s} {r['slice']:10s} {r['status']}: checks {r['ingest_verdicts']}, "
               f"{len(r['refresh_events'])} UPDATE/DELETE, questions {r['question_stats']['retry_questions']} Retry / "
