@@ -215,6 +215,9 @@ def test_probe_conflict_compares_grounded_answers():
     assert not conflict("Lyon", "Noor", lyon, "Aww! What's her name?")  # the new answer is not in the turn
     assert not conflict("Biscuit", "Pilot", "Tomasz adopted a greyhound.", "He only responds to Pilot")  # nor the old
     assert not conflict("moved to Geneva", "Enjoy Geneva!", "Noor moved to Geneva last week.", "Enjoy Geneva!")
+    knee, news = "Tomasz's knee is twinging on the long runs", "Congratulations!! So you're really moving to Bristol."
+    assert not conflict("twinging", news, knee, news)  # a copied sentence is not an answer
+    assert not conflict("Biscuit", "How's Biscuit settling in?", "He is called Biscuit", "How's Biscuit settling in?")
     assert not conflict("adopted a kitten", "Sam adopted a kitten on Saturday", "Sam adopted a kitten.",
                         "Sam adopted a kitten on Saturday")
 

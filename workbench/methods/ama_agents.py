@@ -191,6 +191,9 @@ def _answer_words(text: str) -> frozenset:
     return frozenset(re.findall(r"[a-z0-9]+", text.lower())) - _STOP
 
 
+MAX_ANSWER_WORDS = 5  # [ours] the probe asks for "a few words"; longer replies were copied sentences
+
+
 def _no_answer(text: str) -> bool:
     t = text.strip().strip(".").strip().lower()
     return bool(_NO_ANSWER.match(t)) or "not mentioned" in t
@@ -204,18 +207,21 @@ def _grounded(answer: frozenset, source: str) -> bool:
 def probe_conflict(parsed: dict, memory_text: str, turn_text: str) -> tuple[bool, str]:
     """[ours] Do a probe's two answers disagree? Decided in code, so the small model only has to answer.
 
-    A conflict needs both answers to be real and read from their source (half their content words occur
+    A conflict needs both answers to be real short answers (no question mark, at most
+    ``MAX_ANSWER_WORDS`` content words) read from their source (half their content words occur
     in the stored entry and in the new turn respectively; a small model otherwise answers from the wrong
     text or names the speaker) and to share no content word: "Lyon" vs "Geneva" or "Biscuit" vs "Pilot"
     disagree, "moved to Geneva" vs "enjoy Geneva" do not. The rule prefers a missed update to a wrong
     edit: in the recorded 1.5B runs most false alarms were generic questions answered from both texts.
     """
     new, old = str(parsed.get("new_answer", "")), str(parsed.get("memory_answer", ""))
-    if _no_answer(new) or _no_answer(old):
+    if _no_answer(new) or _no_answer(old) or "?" in new + old:
         return False, "one of the two texts does not answer the question"
     a, b = _answer_words(old), _answer_words(new)
     if not a or not b:
         return False, "an answer has no content words"
+    if max(len(a), len(b)) > MAX_ANSWER_WORDS:
+        return False, "an answer is a copied sentence, not a short answer"
     if not _grounded(a, memory_text) or not _grounded(b, turn_text):
         return False, "an answer is not taken from its text"
     if a & b:
