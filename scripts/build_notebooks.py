@@ -398,9 +398,10 @@ pd.DataFrame(query_log) if query_log else "no Refresh verdict at question time"
 `conflict_check="probe"` (not in the paper; see the AMA docstring) replaces the ingestion Judge call with
 one short question per nearby stored entry: which question does the entry answer, and what do the entry
 and the new turn each say to it? Code compares the two answers, and a disagreement sends the entry to
-the paper's Refresher. The cells below replay `sample_data/cassettes/ama-refresh.jsonl`,
-recorded with the optional Qwen2.5-Coder-1.5B model by `python -m benchmarks.bench_ama_refresh --live`,
-on sessions 3-4 of sample-1, where the greyhound is renamed. No model is needed to replay it.
+the paper's Refresher together with what the probe found. The cells below replay
+`sample_data/cassettes/ama-refresh.jsonl`, recorded with the optional Qwen2.5-Coder-1.5B model by
+`python -m benchmarks.bench_ama_refresh --live`; no model is needed to replay it. First `tiny-1`, where
+Noor moves from Lyon to Geneva between the two sessions:
 """),
     code("""
 from workbench.demo import REFRESH_CASSETTE, knowledge_update_slice
@@ -408,27 +409,44 @@ from workbench.llm import CachedLLM
 from workbench.methods import AMA
 
 probe_llm = CachedLLM.replay(REFRESH_CASSETTE)
-grey = knowledge_update_slice("greyhound")
-ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(grey)
-edits = [e for e in ama_probe.events if e.kind in ("UPDATE", "DELETE")]
-for e in edits:
-    print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
+tiny = knowledge_update_slice("tiny")
+ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(tiny)
+for e in ama_probe.events:
+    if e.kind in ("UPDATE", "DELETE"):
+        print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
 """, check=True),
     code("""
 probe_timeline = EventTimeline(ama_probe)
 probe_timeline.set_filter(kinds=["UPDATE", "DELETE"])
 """),
-    md("Each probe of a conflict check, with the two answers code compared:"),
+    md("Every probe of the conflict checks, with the two answers code compared and its decision:"),
     code("""
-probes = [dict(turn=tid, **p) for tid, steps in ama_probe.turn_steps_.items()
-          for s in steps if s.kind == "judge" for p in s.data.get("probes", [])]
-pd.DataFrame(probes).query("conflict == True") if probes else "no probes"
+def probe_table(m):
+    rows = [dict(turn=tid, **p) for tid, steps in m.turn_steps_.items()
+            for s in steps if s.kind == "judge" for p in s.data.get("probes", [])]
+    return pd.DataFrame(rows)[["turn", "id", "question", "memory_answer", "new_answer", "conflict", "why"]]
+
+probe_table(ama_probe).query("why != 'one of the two texts does not answer the question'")
 """),
     code("""
-grey_answers = [ama_probe.answer(q.question, now=q.time) for q in grey.qa]
-for q, a in zip(grey.qa, grey_answers):
+tiny_answers = [ama_probe.answer(q.question, now=q.time) for q in tiny.qa]
+for q, a in zip(tiny.qa, tiny_answers):
     print(f"{q.question!r}: {a.text!r} (gold {q.answer!r})")
-summary_stats(grey_answers)
+summary_stats(tiny_answers)
+""", check=True),
+    md("""
+The same model on sessions 3-4 of sample-1 shows the limits. At the renaming turn (D4:3) the model
+answers the stored entry's question with the *new* name, so the rule that an answer must be read from
+its own text rejects the probe and the rename is missed; two other probes pass the rules and the
+Refresher rewrites entries that were not out of date. Read these as a small model's errors, not AMA's:
+"""),
+    code("""
+grey = knowledge_update_slice("greyhound")
+ama_grey = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(grey)
+for e in ama_grey.events:
+    if e.kind in ("UPDATE", "DELETE"):
+        print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
+probe_table(ama_grey).query("turn == 'D4:3'")
 """, check=True),
     code("""
 probe_calls = probe_llm.ledger.frame()
