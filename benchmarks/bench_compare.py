@@ -31,7 +31,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from benchmarks.bench_overhead import LatencyModel, ReplayProbe, fitted_or_nominal
+from benchmarks.bench_overhead import LatencyModel, ReplayProbe, fitted_or_nominal, repo_relative
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -129,8 +129,8 @@ def sample_replay(results_dir: Path, *, cassette=None, methods=None, latency: La
               flush=True)
     wall = time.perf_counter() - t
     conv = demo_conversation()
-    out = {"cassette": str(cassette or CASSETTE), "questions": list(DEMO_QUESTIONS), "turns": len(conv.turns),
-           "sessions": len(conv.sessions), "replay_wall_s": round(wall, 2), "results_file": str(path),
+    out = {"cassette": repo_relative(cassette or CASSETTE), "questions": list(DEMO_QUESTIONS), "turns": len(conv.turns),
+           "sessions": len(conv.sessions), "replay_wall_s": round(wall, 2), "results_file": repo_relative(path),
            "latency_model": (latency or LatencyModel.nominal()).to_dict(), "methods": rows}
     out["table"] = merge_table(rows, path)
     out["recmem_vs_eager_facts"] = ratio(rows, "recmem", "eager_facts")
@@ -263,7 +263,7 @@ def locomo_live(results_dir: Path, *, conversations: str = "0-1", per_conv: int 
         sessions.append(_session(name, time.perf_counter() - t, llm.ledger.calls[start:]))
         with open(results_dir / "compare_locomo.sessions.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(sessions[-1]) + "\n")
-    return {"status": "ran", "results_file": str(store), "cassette": str(cassette), "questions": len(ids),
+    return {"status": "ran", "results_file": repo_relative(store), "cassette": repo_relative(cassette), "questions": len(ids),
             "sessions": [{k: v for k, v in x.items() if k != "ledger"} for x in sessions], **locomo_table(results_dir)}
 
 

@@ -40,6 +40,17 @@ from pathlib import Path
 
 import numpy as np
 
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def repo_relative(path) -> str:
+    """A path as written into result files: relative to the checkout, never a machine's absolute path."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(_ROOT))
+    except ValueError:
+        return p.name
+
 from workbench.llm import BaseLLM, CacheMiss
 from workbench.llm.ledger import current_tags
 
@@ -192,7 +203,7 @@ def live_ledger(path: Path = LIVE_RESULTS) -> dict:
     """Outside-LLM share of the answer phase, per method, over questions whose calls were all live."""
     rows = _rows(path)
     if not rows:
-        return {"available": False, "path": str(path), "note": "no live run found (runs/record/results.jsonl)"}
+        return {"available": False, "path": repo_relative(path), "note": "no live run found (runs/record/results.jsonl)"}
     per: dict[str, Counter] = {}
     for row in rows:
         calls = [c for s in ((row.get("answer") or {}).get("steps") or []) for c in s.get("calls") or []]
@@ -207,7 +218,7 @@ def live_ledger(path: Path = LIVE_RESULTS) -> dict:
     wall, llm = sum(c["wall_s"] for c in per.values()), sum(c["llm_s"] for c in per.values())
     fit = LatencyModel.fit([(c["prompt_tokens"], c["completion_tokens"], c["latency_s"]) for c in live_calls(path)],
                            source=f"live query calls of {path.name}")
-    return {"available": True, "path": str(path), "rows": len(rows), "per_method": out,
+    return {"available": True, "path": repo_relative(path), "rows": len(rows), "per_method": out,
             "outside_llm_share": round(1 - llm / wall, 5) if wall else None,
             "answer_wall_s": round(wall, 2), "llm_s": round(llm, 2),
             "fitted_latency_model": fit.to_dict() if fit else None,
@@ -217,7 +228,7 @@ def live_ledger(path: Path = LIVE_RESULTS) -> dict:
 
 def fitted_or_nominal(path: Path = LIVE_RESULTS) -> LatencyModel:
     samples = [(c["prompt_tokens"], c["completion_tokens"], c["latency_s"]) for c in live_calls(path)]
-    return LatencyModel.fit(samples, source=f"live query calls of {path}") or LatencyModel.nominal()
+    return LatencyModel.fit(samples, source=f"live query calls of {repo_relative(path)}") or LatencyModel.nominal()
 
 
 # -- 1. and 2. from a replay -----------------------------------------------------------------------------
