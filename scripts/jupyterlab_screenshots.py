@@ -53,6 +53,14 @@ row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
 widgets.EvidenceGapView(ans)"""),
     "event_timeline_ama": (("ama",), """\
 widgets.EventTimeline(run.events("ama", conv_id))"""),
+    # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5)
+    "event_timeline_ama_refresh": ((), """\
+from workbench.demo import REFRESH_CASSETTE, demo_embedder, knowledge_update_slice
+from workbench.llm import CachedLLM
+from workbench.methods import AMA
+probe = AMA(llm=CachedLLM.replay(REFRESH_CASSETTE), embedder=demo_embedder(), conflict_check="probe")
+probe.ingest(knowledge_update_slice("tiny"))
+widgets.EventTimeline(probe)"""),
     "tree_view": (("hmem",), """\
 widgets.TreeView(run.structures("hmem", conv_id), conversation=conv)"""),
     "graph_view": (("hmem",), """\
