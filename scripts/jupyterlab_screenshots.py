@@ -53,8 +53,9 @@ row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
 widgets.EvidenceGapView(ans)"""),
     "event_timeline_ama": (("ama",), """\
 widgets.EventTimeline(run.events("ama", conv_id))"""),
-    # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5)
-    "event_timeline_ama_refresh": ((), """\
+    # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5),
+    # shown beside the run's own AMA timeline (so only when the run has AMA)
+    "event_timeline_ama_refresh": (("ama",), """\
 from workbench.demo import REFRESH_CASSETTE, demo_embedder, knowledge_update_slice
 from workbench.llm import CachedLLM
 from workbench.methods import AMA
