@@ -60,17 +60,6 @@ def _llm(spec: str, live: bool):
     return CachedLLM.replay(_cassette())
 
 
-def _roles(calls) -> dict:
-    roles: dict[str, dict] = {}
-    for c in calls:
-        r = roles.setdefault(c.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0})
-        r["calls"] += 1
-        r["prompt_tokens"] += c.prompt_tokens
-        r["completion_tokens"] += c.completion_tokens
-        r["errors"] += c.error is not None
-    return dict(sorted(roles.items()))
-
-
 def _model_name(llm, spec: str) -> str:
     """The model that made the recorded calls (a replay has no live model: read it from the cassette)."""
     return ", ".join(sorted(llm.cassette.models())) or getattr(getattr(llm, "inner", None), "model", None) or spec
@@ -80,6 +69,7 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     """Ingest one slice with one conflict check, answer its questions, and report what the log shows."""
     from workbench.eval.metrics import token_f1
     from workbench.llm.ledger import track
+    from benchmarks.bench_construction import calls_by_role
     from workbench.demo import knowledge_update_slice
     from workbench.methods import AMA
     from workbench.methods.ama import summary_stats
@@ -110,7 +100,7 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
                      "f1": round(token_f1(a.text, qa.answer), 3)} for qa, a in answers],
         "question_stats": summary_stats([a for _, a in answers]),
         "failures": list(method.failures_),
-        "llm_calls": len(calls), "roles": _roles(calls),
+        "llm_calls": len(calls), "roles": dict(sorted(calls_by_role(calls).items())),
         "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
         "wall_s": round(wall, 2),
     }

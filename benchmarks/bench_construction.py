@@ -55,6 +55,18 @@ def locomo_slice(sessions: int):
     return replace(conv, sessions=conv.sessions[:sessions], qa=())
 
 
+def calls_by_role(calls) -> dict[str, dict]:
+    """Calls, prompt / completion tokens and errors per LLM role, from a ledger ``track()``."""
+    roles: dict[str, dict] = {}
+    for c in calls:
+        r = roles.setdefault(c.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0})
+        r["calls"] += 1
+        r["prompt_tokens"] += c.prompt_tokens
+        r["completion_tokens"] += c.completion_tokens
+        r["errors"] += c.error is not None
+    return roles
+
+
 def build(name: str, conv, llm, embedder) -> dict:
     """Ingest ``conv`` with one method and account for every construction call."""
     from workbench.demo import demo_methods
@@ -65,13 +77,7 @@ def build(name: str, conv, llm, embedder) -> dict:
     with track() as calls:
         method.ingest(conv)
     wall = time.perf_counter() - t
-    roles: dict[str, dict] = {}
-    for c in calls:
-        r = roles.setdefault(c.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0})
-        r["calls"] += 1
-        r["prompt_tokens"] += c.prompt_tokens
-        r["completion_tokens"] += c.completion_tokens
-        r["errors"] += c.error is not None
+    roles = calls_by_role(calls)
     misses = Counter(c.role for c in calls if c.error and c.error.startswith("CacheMiss"))
     fixups = [c for c in calls if c.role.endswith((".repair", ".retry"))]  # BaseLLM's JSON repair and retry
     prompt = sum(c.prompt_tokens for c in calls)
