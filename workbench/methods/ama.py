@@ -15,8 +15,9 @@ turn or question, and why.
 
 LLM cost per dialogue turn (ingestion), with the defaults:
     Constructor 1 + conflict Judge 1 (``conflict_k`` probe calls with ``conflict_check="probe"``; 0 while
-    the conflict store is empty, or no stored entry passes ``conflict_min_sim``, or ``refresher=False``) + Trigger 1 (0 on the first turn of an episode, at
-    saturation, or with ``trigger="session"``) -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
+    the conflict store is empty, or no stored entry passes ``conflict_min_sim``, or ``refresher=False``)
+    + Trigger 1 (0 on the first turn of an episode, at saturation, or with ``trigger="session"``)
+    -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
     + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).
     Embeddings: 1 for the turn + 1 batch for its facts (+1 per updated entry).
     ``trigger="session"`` and ``refresher=False`` bring it down to 1 call per turn.
@@ -45,8 +46,9 @@ Departures from the paper:
 - ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
   candidate entry (the ``conflict_k`` nearest): the model writes the question the entry answers and
   answers it from the entry and from the new turn; code calls it a conflict when both answers are read
-  from their texts and share no content word (``ama_agents.probe_conflict``). Why: small local models answer Pass to the holistic conflict prompt even
-  on plain contradictions, so the paper's Judge never reaches the Refresher with them
+  from their texts and share no content word (``ama_agents.probe_conflict``). Why: small local models
+  answer Pass to the holistic conflict prompt even on plain contradictions, so the paper's Judge never
+  reaches the Refresher with them
   (``benchmarks/bench_ama_refresh.py``). The Refresher's input then also carries the probes' finding
   ("question: stored 'A', now 'B'"): without it the 1.5B model's Refresher copied the stale entry back
   unchanged. The Refresher prompt and the question-time Judge are unchanged.

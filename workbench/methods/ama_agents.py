@@ -248,7 +248,8 @@ def judge_probe(m, units: Sequence[MemoryUnit], turn: Turn) -> dict:
             conflicts.append((u.id, why))
     return {"Action": "Refresh" if conflicts else "Pass",
             "reason": "; ".join(w for _, w in conflicts) or "no probe found a changed answer",
-            "confidence": 1.0 if probes and not errors else 0.0, "relevant_ids": [],
+            "confidence": round(1 - len(errors) / len(probes), 3) if probes else 0.0,  # share of probes answered
+            "relevant_ids": [],
             "conflict_ids": [i for i, _ in conflicts], "probes": probes,
             "error": "; ".join(errors) if errors else None}
 
