@@ -16,9 +16,9 @@ Two conflict checks, everything else at the paper defaults of ``workbench.method
 
 The slices are ``workbench.demo.KNOWLEDGE_UPDATE_SLICES`` (notebook 02 replays the same run). The model
 is ``local:qwen2.5-coder-1.5b`` by default (``--llm`` to change; the 0.5B default model's own verdicts are
-in the demo run). Calls go through the cassette ``sample_data/cassettes/ama-refresh.jsonl``: by default it is replayed (CI needs no model; a
-call missing from it is reported as "not in cassette"); ``--live`` runs the model for missing calls
-and appends them, which is how the committed recording was made.
+in the demo run). Calls go through the cassette ``sample_data/cassettes/ama-refresh.jsonl``: by default
+it is replayed (CI needs no model; a call missing from it is reported as "not in cassette"); ``--live``
+runs the model for missing calls and appends them, which is how the committed recording was made.
 
 Per config and slice it writes: ingestion conflict checks and their verdicts, every UPDATE/DELETE
 event (before/after text, triggering turn, why), the answers with token F1 against gold, AMA's
@@ -62,15 +62,15 @@ def _llm(spec: str, live: bool):
 
 def _model_name(llm, spec: str) -> str:
     """The model that made the recorded calls (a replay has no live model: read it from the cassette)."""
-    return ", ".join(sorted(llm.cassette.models())) or getattr(getattr(llm, "inner", None), "model", None) or spec
+    return ", ".join(sorted(llm.cassette.models())) or spec
 
 
 def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     """Ingest one slice with one conflict check, answer its questions, and report what the log shows."""
-    from workbench.eval.metrics import token_f1
-    from workbench.llm.ledger import track
     from benchmarks.bench_construction import calls_by_role
     from workbench.demo import knowledge_update_slice
+    from workbench.eval.metrics import token_f1
+    from workbench.llm.ledger import track
     from workbench.methods import AMA
     from workbench.methods.ama import summary_stats
 

@@ -3,7 +3,8 @@ Markdown summary, benchmarks/results/SUMMARY.md. Nothing here is asserted by tes
 
 Configurations:
 - ``reduced`` (default; what CI runs, about 10 minutes on 2 cores): the sample-data comparison replayed
-  from the committed cassette, RecMem vs EagerFacts construction and AMA's refresh recording (both replayed), overhead (replay-based, 20 s simulated-latency budget), scale at 1x/4x/16x
+  from the committed cassette, RecMem vs EagerFacts construction and AMA's refresh recording (both
+  replayed), overhead (replay-based, 20 s simulated-latency budget), scale at 1x/4x/16x
   conv-26, core speed with indexes up to 10^5 units, H-Mem build (1 repeat), harness replay, UI.
 - ``full``: the same with indexes up to 10^6, 3 repeats, 500 retrieval queries, a 120 s simulated
   budget, **and** the LoCoMo dev slice with the offline model as reader and judge (hours: see the

@@ -181,8 +181,8 @@ JUDGE_INGEST_SCHEMA = {
 
 # [ours] Not in the paper: the conflict check of ``conflict_check="probe"``, one call per stored entry.
 # The offline Qwen 0.5B/1.5B models answer Pass to nearly every JUDGE_INGEST prompt, real conflicts
-# included (benchmarks/bench_ama_refresh.py measures it), but they can answer a short question. So the conflict test
-# becomes: ask the question the stored entry answers, answer it from the entry and from the new turn,
+# included (benchmarks/bench_ama_refresh.py measures it), but they can answer a short question. So the
+# conflict test becomes: ask the question the stored entry answers, answer it from the entry and from the new turn,
 # and let code compare the two answers (ama_agents.probe_conflict).
 CONFLICT_PROBE = """STORED MEMORY (said on {memory_date}): {memory}
 NEW TURN (said on {date}) {speaker}: {text}
