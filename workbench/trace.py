@@ -157,8 +157,13 @@ class Step(_Record):
 class Answer(_Record):
     """A method's answer with the full trace of how it got there.
 
-    ``context`` is the final set of units the answer was written from: its provenance is what
-    evidence recall is computed on.
+    ``context`` follows one convention for every method: exactly the units put in front of the
+    method's *final reader* (the call whose reply is the answer). When that call reads only text an
+    earlier call wrote from units (MemR3's evidence list, H-Mem's sub-answers), it is the units in
+    front of the call(s) that last wrote that text. Everything else a method retrieved stays in its
+    steps' ``hits``. Evidence recall, ``turns_shown`` and evidence precision are computed on the
+    provenance of ``context`` (``workbench.eval.metrics``). Answers saved before this convention
+    load unchanged; for MemR3 and HyMem their ``context`` may be a superset (every hit).
     """
 
     question: str

@@ -2,7 +2,7 @@
 
     workbench eval --method naive_rag --param top_k=5 --data locomo:<path> --conversations 0-2 \\
         --questions 20 --llm openai:gpt-4.1-mini --judge openai:gpt-4o-mini --embedder minilm \\
-        --out runs/eval --cassette runs/eval/cassette.jsonl --workers 4
+        --out runs/eval --cassette runs/eval/cassette.jsonl --workers 4 [--fair]
     workbench report runs/eval/results.jsonl [--format md|csv|json] [--cost]
 
 ``eval`` writes ``<out>/results.jsonl`` (append-only, resumable: rerun the same command after an
@@ -10,7 +10,8 @@ interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), 
 (the run directory manifest the app reads; evaluations are appended to its ``evaluations`` list),
 and with ``--save-memories`` the built memories under ``<out>/memories``. ``--cassette`` records
 every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
-without any model.
+without any model. ``--fair`` gives the method ``answer_prompt="shared"`` (one answer prompt for all
+methods, ``workbench.methods.answer_prompt``); the report adds a failure-attribution table.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--fair", action="store_true", help="fair arena: every method answers with the one shared "
+                                                            "answer prompt (answer_prompt=shared)")
 
 
 def add_report_arguments(parser) -> None:
@@ -73,7 +76,10 @@ def eval_command(args) -> int:
 
     dataset = load_dataset(args.data)
     llm = _llm(args.llm, args.cassette)
-    method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
+    params = parse_params(args.param)
+    if getattr(args, "fair", False):
+        params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
+    method = build_method(args.method, llm, make_embedder(args.embedder), params)
     judge = None
     if args.judge:
         judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
@@ -103,6 +109,7 @@ def _update_run_manifest(out: Path, manifest: dict) -> None:
 
 
 def report_command(args) -> int:
+    from .attribution import attribution_markdown
     from .report import cost_accuracy_frame, export, method_stats, method_stats_markdown, results_frame, summary_table
     from .store import load_rows
 
@@ -118,6 +125,7 @@ def report_command(args) -> int:
     if args.format == "md" and not args.cost:
         stats = method_stats(rows)
         text += "\n\n" + method_stats_markdown(stats) if stats else ""
+        text += "\n\n" + attribution_markdown(df)
     if args.output:
         Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
     else:

@@ -5,7 +5,9 @@ question ``answer(question, now=qa.time)`` â€” the method never sees the gold â€
 if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appended to the
 ``ResultsStore`` as soon as it is done, keyed by (method, params_hash, dataset, qa_id): a rerun
 skips keys already present, and a conversation whose selected questions are all done is not
-re-ingested. Any ``Exception`` from ``ingest``/``answer`` becomes a failure row carrying the error
+re-ingested. Evidence recall, ``turns_shown`` and evidence precision are computed on the
+provenance of ``Answer.context`` (what the method's final reader saw); ``attribution`` labels each
+row (``attribution.py``; F1-based, the judge untrusted). Any ``Exception`` from ``ingest``/``answer`` becomes a failure row carrying the error
 text (scored as a wrong answer); ``KeyboardInterrupt`` stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,9 +33,10 @@ from typing import Any, Iterator
 from ..data import CATEGORY_NAMES, QA, Conversation, Dataset
 from ..llm.ledger import track
 from ..trace import Usage
+from .attribution import attribute
 from .judge import JudgeVerdict, LLMJudge
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
-from .metrics import score_prediction, session_recall
+from .metrics import evidence_precision, score_prediction, session_recall, turns_shown
 from .store import ResultsStore, row_key
 
 
@@ -58,6 +61,9 @@ class QuestionResult:
     judge_tokens: int = 0
     evidence_recall: float | None = None
     session_recall: float | None = None
+    turns_shown: int | None = None  # turns covered by Answer.context (what the final reader saw)
+    evidence_precision: float | None = None  # gold turns shown / turns shown
+    attribution: str | None = None  # attribution.attribute() with an untrusted judge (see there)
     query_tokens: int = 0
     query_calls: int = 0
     construction_tokens: int = 0
@@ -251,7 +257,7 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
     if verdict is not None:
         scores["judge"] = verdict.score
     source_ids = answer.source_ids if answer is not None else ()
-    return QuestionResult(
+    row = QuestionResult(
         ctx.method, ctx.params_hash, ctx.dataset, conv.id, qa.id, qa.category, category_name(qa.category),
         qa.question, qa.answer, prediction, scores,
         judge_label=verdict.label if verdict else None, judge_reasoning=verdict.reasoning if verdict else "",
@@ -259,11 +265,14 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         judge_tokens=(verdict.prompt_tokens + verdict.completion_tokens) if verdict else 0,
         evidence_recall=evidence_recall(qa.evidence, source_ids) if answer is not None else None,
         session_recall=session_recall(qa, source_ids) if answer is not None else None,
+        turns_shown=turns_shown(source_ids) if answer is not None else None,
+        evidence_precision=evidence_precision(qa.evidence, source_ids) if answer is not None else None,
         query_tokens=usage.total_tokens, query_calls=usage.calls, construction_tokens=built.tokens,
         construction_calls=built.calls, construction_tokens_per_question=built.per_question,
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
         judge_model=ctx.judge.model if ctx.judge else None, params=ctx.params,
         answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None)
+    return replace(row, attribution=attribute(row).label)
 
 
 def _judge(ctx: _Ctx, qa: QA, prediction: str, error: str | None):

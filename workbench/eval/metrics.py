@@ -19,8 +19,13 @@ data) on each piece. On ordinary English this gives the same tokens; it can diff
 unusual abbreviations. ``bleu_tokenizer()`` says which one is in use.
 
 Evidence recall is the share of gold evidence ids covered by the provenance (``Answer.source_ids``)
-of the answer's final context, at turn level and at session level (the part of a turn id before
-its last ``:``). Questions without gold evidence get ``None``, not 1 as in the official code.
+of the answer's context, at turn level and at session level (the part of a turn id before its
+last ``:``). ``Answer.context`` is, by the trace convention (``workbench.trace.Answer``), exactly the
+units put in front of the method's final reader, so every method is measured on what its reader
+saw, not on everything it ever retrieved. Because one unit can cover many turns (a RecMem episode
+carries its whole cluster, Full-Context every turn), recall comes with ``turns_shown`` (distinct
+turns the shown units cover) and ``evidence_precision`` (gold turns shown / turns shown).
+Questions without gold evidence get ``None``, not 1 as in the official code.
 """
 from __future__ import annotations
 
@@ -206,6 +211,24 @@ def evidence_recall(gold_ids: Iterable[str], context_ids: Iterable[str]) -> floa
         return None
     have = set(context_ids)
     return sum(1 for g in gold if g in have) / len(gold)
+
+
+def turns_shown(context_ids: Iterable[str]) -> int:
+    """How many distinct conversation turns the shown units cover (their provenance)."""
+    return len(set(context_ids))
+
+
+def evidence_precision(gold_ids: Iterable[str], context_ids: Iterable[str]) -> float | None:
+    """Gold evidence turns among the turns shown / turns shown.
+
+    None without gold evidence, or when nothing was shown (0/0 has no value). A unit spanning many
+    turns lowers it, so large units cannot buy recall for free.
+    """
+    gold = set(gold_ids)
+    shown = set(context_ids)
+    if not gold or not shown:
+        return None
+    return len(gold & shown) / len(shown)
 
 
 def gold_sessions(qa: QA) -> list[str]:

@@ -43,6 +43,9 @@ Departures from the paper:
 - Episodes are also closed at saturation (``episode_max_turns``) without an LLM call, at each session end
   (``episode_at_session_end``), and at the end of the conversation.
 - No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
+  Native vs the fair-arena prompt (``answer_prompt="shared"``, same context block of dated entries):
+  the native one (``baselines_prompts.ANSWER_FROM_CONTEXT``) calls the lines memories with ids and
+  has the same length, date, recency and abstention rules in other words.
 - ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
   candidate entry (the ``conflict_k`` nearest): the model writes the question the entry answers and
   answers it from the entry and from the new turn; code calls it a conflict when both answers are read
@@ -66,6 +69,7 @@ from ..llm.errors import LLMError
 from ..trace import Answer, Hit
 from . import ama_agents as A
 from . import ama_prompts as P
+from .answer_prompt import shared_prompt
 from .base import MemoryMethod
 from .common import format_turn, question_date_line
 from .store import MemoryUnit, MergedRetriever, UnitStore
@@ -98,7 +102,8 @@ class AMA(MemoryMethod):
                  refresh_on_query: bool = True,  # paper §3.4: Refresh at question time edits memory
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
-                 filter_relevant: bool = True):  # paper §3.3: H_r, the relevant subset, is passed on
+                 filter_relevant: bool = True,  # paper §3.3: H_r, the relevant subset, is passed on
+                 answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.use_raw = use_raw
@@ -120,6 +125,7 @@ class AMA(MemoryMethod):
         self.max_retention_days = max_retention_days
         self.retry_expand = retry_expand
         self.filter_relevant = filter_relevant
+        self.answer_prompt = answer_prompt
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -437,8 +443,12 @@ class AMA(MemoryMethod):
         with self.step(steps, "answer", "Answer from the validated set H*") as s:
             units = [self._unit(h.unit_id) for h in final]
             context = "\n".join(A.entry_line(u) if u else f"[{h.unit_id}] {h.text}" for u, h in zip(units, final))
-            prompt = P.ANSWER.format(context=context or "(no memories retrieved)", now_line=question_date_line(now),
-                                     question=question)
+            if self.answer_prompt == "shared":
+                prompt = shared_prompt(context, question, now)
+                s.data["answer_prompt"] = "shared"
+            else:
+                prompt = P.ANSWER.format(context=context or "(no memories retrieved)",
+                                         now_line=question_date_line(now), question=question)
             try:
                 text, error = self.llm.complete(prompt, role="ama.answer").text.strip(), None
             except LLMError as exc:  # recorded on the Answer and in the step; the run goes on

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Iterator
 from ..data import Conversation
 from ..llm.ledger import llm_tags, track
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
+from .answer_prompt import check_answer_prompt
 
 SERVICE_PARAMS = ("llm", "embedder")
 
@@ -123,6 +124,8 @@ class MemoryMethod:
         if not isinstance(conversation, Conversation):
             raise TypeError(f"ingest() takes a Conversation, got {type(conversation).__name__}")
         self._validate_params()
+        if "answer_prompt" in self._param_names():  # fair-arena switch (answer_prompt.py)
+            check_answer_prompt(self.answer_prompt)
         conv = conversation.without_qa()
         self.events_: list[MemoryEvent] = []
         self.conversation_ = conv

@@ -7,6 +7,13 @@
   so that the construction cost of consolidating methods (RecMem) can be set against an eager one
   on the same turns. Departure from Mem0: no second ADD/UPDATE/DELETE call per fact (the issue
   asks for one call per exchange); answering is top-k facts into the shared answer prompt.
+
+Fair arena (``answer_prompt="shared"``, ``answer_prompt.SHARED_ANSWER``): the same context block
+(retrieved units, or the whole conversation) goes into the shared prompt instead. How the native
+prompts differ from it: ``ANSWER_FROM_CONTEXT`` says the lines are memories with ids and dates and
+asks for "at most about six words" (same length rule), the same date, recency and abstention rules;
+``ANSWER_FROM_CONVERSATION`` frames the context as a session-by-session conversation and resolves
+relative times against the session date.
 """
 from __future__ import annotations
 
@@ -17,19 +24,29 @@ from ..data import Conversation
 from ..llm.tokens import count_tokens
 from ..trace import Answer, Hit
 from . import baselines_prompts as P
+from .answer_prompt import shared_prompt
 from .base import MemoryMethod
 from .common import exchanges, format_conversation, format_date, format_hits, format_turn, question_date_line
 from .store import MemoryUnit, UnitStore
 
 
 def answer_from_hits(method: MemoryMethod, question: str, hits: list[Hit], now, steps, *, role: str) -> str:
-    """The shared answer call of the retrieval baselines."""
+    """The answer call of the retrieval baselines (native prompt, or the fair-arena shared one)."""
     with method.step(steps, "answer", "Answer from retrieved memories") as s:
-        prompt = P.ANSWER_FROM_CONTEXT.format(context=format_hits(hits), now_line=question_date_line(now),
-                                              question=question)
+        if getattr(method, "answer_prompt", "native") == "shared":
+            prompt = shared_prompt(format_hits(hits), question, now)
+        else:
+            prompt = P.ANSWER_FROM_CONTEXT.format(context=format_hits(hits), now_line=question_date_line(now),
+                                                  question=question)
         text = method.llm.complete(prompt, role=role).text.strip()
         s.data["answer"] = text
+        s.data.update(_prompt_tag(method))
     return text
+
+
+def _prompt_tag(method) -> dict:
+    """``{"answer_prompt": "shared"}`` in shared mode; nothing in native mode (traces stay as they were)."""
+    return {"answer_prompt": "shared"} if getattr(method, "answer_prompt", "native") == "shared" else {}
 
 
 def retrieve_then_answer(method: MemoryMethod, question: str, now, *, unit: str) -> Answer:
@@ -48,8 +65,9 @@ class FullContext(MemoryMethod):
 
     name = "full_context"
 
-    def __init__(self, *, llm=None):
+    def __init__(self, *, llm=None, answer_prompt: Literal["native", "shared"] = "native"):
         self.llm = llm
+        self.answer_prompt = answer_prompt
 
     def _build(self, conv: Conversation) -> None:
         self.text_ = format_conversation(conv)
@@ -61,10 +79,13 @@ class FullContext(MemoryMethod):
         steps = []
         context = tuple(u.hit(1.0) for u in self.turn_units_)
         with self.step(steps, "answer", "Answer from the full conversation") as s:
-            prompt = P.ANSWER_FROM_CONVERSATION.format(conversation=self.text_, now_line=question_date_line(now),
-                                                       question=question)
+            if self.answer_prompt == "shared":
+                prompt = shared_prompt(self.text_, question, now)
+            else:
+                prompt = P.ANSWER_FROM_CONVERSATION.format(conversation=self.text_, now_line=question_date_line(now),
+                                                           question=question)
             text = self.llm.complete(prompt, role="full_context.answer").text.strip()
-            s.data.update(answer=text, conversation_tokens=self.prompt_tokens_)
+            s.data.update(answer=text, conversation_tokens=self.prompt_tokens_, **_prompt_tag(self))
         return Answer(question, text, tuple(steps), context)
 
     def _units(self) -> list[dict]:
@@ -77,12 +98,13 @@ class NaiveRAG(MemoryMethod):
     name = "naive_rag"
 
     def __init__(self, *, llm=None, embedder=None, chunking: Literal["turn", "session", "window"] = "turn",
-                 chunk_tokens: int = 256, top_k: int = 10):
+                 chunk_tokens: int = 256, top_k: int = 10, answer_prompt: Literal["native", "shared"] = "native"):
         self.llm = llm
         self.embedder = embedder
         self.chunking = chunking
         self.chunk_tokens = chunk_tokens
         self.top_k = top_k
+        self.answer_prompt = answer_prompt
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -141,10 +163,12 @@ class EagerFacts(MemoryMethod):
 
     name = "eager_facts"
 
-    def __init__(self, *, llm=None, embedder=None, top_k: int = 10):
+    def __init__(self, *, llm=None, embedder=None, top_k: int = 10,
+                 answer_prompt: Literal["native", "shared"] = "native"):
         self.llm = llm
         self.embedder = embedder
         self.top_k = top_k
+        self.answer_prompt = answer_prompt
 
     def _reset(self) -> None:
         self.store_ = UnitStore(self.embedder, "facts")

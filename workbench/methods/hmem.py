@@ -60,6 +60,13 @@ class HMem(HMemRetrieval, MemoryMethod):
       and ``scope_policy`` are workbench ablations, not in the paper.
     - Relation edges are not evidence items themselves: they are reached through their endpoints'
       provenance fragments.
+    - ``Answer.context`` (the trace convention: what the final reader saw) is the union of the final
+      evidence chains of the sub-queries, the units their sub-answers were written from.
+    - Fair arena (``answer_prompt="shared"``): the synthesis step always runs (also for one sub-query
+      or ``retrieval="flat"``) with ``answer_prompt.SHARED_ANSWER`` over the sub-questions and their
+      answers. The native synthesis prompt differs: it asks to combine sub-answers into one answer
+      and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
+      information) is then final; length and abstention rules are the same in other words.
     """
 
     name = "hmem"
@@ -105,7 +112,8 @@ class HMem(HMemRetrieval, MemoryMethod):
                  use_long_memory: bool = True,  # Table 5 "w/o long memory" (no L2+ summaries)
                  use_temporal: bool = True,  # ablation: T := 0
                  use_robustness: bool = True,  # Table 5 "w/o memory robustness": R := 0
-                 use_missing_info: bool = True):  # Table 5 "w/o missing-info query"
+                 use_missing_info: bool = True,  # Table 5 "w/o missing-info query"
+                 answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.fragment = fragment
@@ -149,6 +157,7 @@ class HMem(HMemRetrieval, MemoryMethod):
         self.use_temporal = use_temporal
         self.use_robustness = use_robustness
         self.use_missing_info = use_missing_info
+        self.answer_prompt = answer_prompt
 
     # -- parameters -----------------------------------------------------------------------------
     def _validate_params(self) -> None:

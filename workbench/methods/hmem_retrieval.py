@@ -15,6 +15,7 @@ import numpy as np
 from ..llm.errors import LLMError
 from ..trace import Answer, Hit
 from . import hmem_prompts as P
+from .answer_prompt import shared_prompt
 from .common import question_date_line
 from .hmem_graph import SubQuery, order_subqueries, parse_plan
 from .hmem_tree import (DAY, EPOCH, Candidate, candidate_from_node, candidate_from_unit, dedupe,
@@ -33,7 +34,10 @@ class HMemRetrieval:
         steps: list = []
         if self.retrieval == "flat":
             chain = self._retrieve(SubQuery(1, question), question, t, steps, "Flat retrieval (one query)")
-            text, _ = self._sub_answer(SubQuery(1, question), chain, {}, {}, t, steps)
+            sq = SubQuery(1, question)
+            text, _ = self._sub_answer(sq, chain, {}, {}, t, steps)
+            if getattr(self, "answer_prompt", "native") == "shared":
+                text = self._synthesize(question, [sq], {1: text}, t, steps)
             return Answer(question, text, tuple(steps), tuple(c.hit() for c in chain))
         plan = self._plan(question, t, steps)
         answers: dict[int, str] = {}
@@ -204,11 +208,16 @@ class HMemRetrieval:
     def _synthesize(self, question: str, plan: list[SubQuery], answers: dict, t: datetime, steps: list) -> str:
         with self.step(steps, "synthesize", "Synthesise the sub-answers") as s:
             s.data["sub_answers"] = [{"id": sq.id, "query": sq.text, "answer": answers[sq.id]} for sq in plan]
-            if len(plan) == 1:
+            shared = getattr(self, "answer_prompt", "native") == "shared"
+            if len(plan) == 1 and not shared:
                 s.data.update(answer=answers[plan[0].id], skipped="single sub-query: its answer is final")
                 return answers[plan[0].id]
             lines = "\n".join(f"{i}. {sq.text} -> {answers[sq.id]}" for i, sq in enumerate(plan, 1))
-            prompt = P.SYNTHESIZE.format(now_line=question_date_line(t), question=question, answers=lines)
+            if shared:  # fair arena: the sub-questions and their answers are the memory shown
+                prompt = shared_prompt(f"Sub-questions and their answers:\n{lines}", question, t)
+                s.data["answer_prompt"] = "shared"
+            else:
+                prompt = P.SYNTHESIZE.format(now_line=question_date_line(t), question=question, answers=lines)
             try:
                 text = self.llm.complete(prompt, role="hmem.synthesize").text.strip() or NOT_FOUND
             except LLMError as exc:

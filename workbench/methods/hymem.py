@@ -13,6 +13,7 @@ from ..data import Conversation
 from ..llm.errors import LLMError
 from ..trace import Answer, Hit
 from . import hymem_prompts as P
+from .answer_prompt import shared_answer
 from .base import MemoryMethod
 from .common import format_date, format_hits, format_turn, question_date_line
 from .hymem_segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
@@ -63,10 +64,17 @@ class HyMem(MemoryMethod):
        order; a failed or empty summary keeps the raw event text as its Level-1 item so the
        event stays reachable. Every failure is recorded (trace ``error`` or ``failures_``).
     7. The question date (``now``, LongMemEval) is given to both generators (digest §10.3).
-    8. ``Answer.context`` is the union of the contexts the generators saw up to the returned
-       round: the pool carries those rounds' answers into the final one.
+    8. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
+       generator whose answer is returned (that round's Level-1 hits, or its Level-2 events); the
+       pool carries earlier rounds' answers as text only, and their hits stay in their steps.
     9. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
        no instruction prefix; prompts are reworded, with our own one-shot example in B.4.
+    10. Fair arena (``answer_prompt="shared"``): the loop runs unchanged (G_theta and G_gamma keep
+       their prompts, which also steer it), then one extra call with ``answer_prompt.SHARED_ANSWER``
+       over the returned round's units and the earlier rounds' pool writes the answer. The native
+       generators differ from it: JSON replies, G_theta decides whether to escalate, G_gamma gives
+       "every plausible answer" and infers rather than refuses; neither has a length rule nor an
+       abstention phrase.
     """
 
     name = "hymem"
@@ -92,7 +100,8 @@ class HyMem(MemoryMethod):
                  reflect_last_round: bool = True,  # paper Alg. 1 calls R in every round, the last included
                  on_round_limit: Literal["last", "last_deep"] = "last_deep",  # [ours] digest §10.4
                  max_workers: int = 4,  # [ours] concurrent LLM calls (f_gamma batches, summaries)
-                 temperature: float = 0.0):  # [ours] paper silent, digest §10.8
+                 temperature: float = 0.0,  # [ours] paper silent, digest §10.8
+                 answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.top_k = top_k
@@ -116,6 +125,7 @@ class HyMem(MemoryMethod):
         self.on_round_limit = on_round_limit
         self.max_workers = max_workers
         self.temperature = temperature
+        self.answer_prompt = answer_prompt
 
     _CHOICES = {"segmentation": ("llm", "window", "session"), "level1_granularity": ("sentence", "event"),
                 "levels": ("both", "L1", "L2"), "memory_pool": ("accumulate", "last_only"),
@@ -250,7 +260,7 @@ class HyMem(MemoryMethod):
             done, query = self._reflect(i, question, text, steps)
             if done:
                 break
-        return self._finish(question, rounds, pool, done, steps)
+        return self._finish(question, rounds, pool, done, steps, now)
 
     def _round(self, i, query, q0, pool, now, steps) -> tuple[str, str, list[Hit]]:
         light_answer = ""
@@ -352,18 +362,31 @@ class HyMem(MemoryMethod):
                           new_query=None if done else new_query, reused_original=reused, error=error)
         return done, new_query
 
-    def _finish(self, question, rounds, pool, done, steps) -> Answer:
+    def _finish(self, question, rounds, pool, done, steps, now=None) -> Answer:
         chosen = rounds[-1]
         if not done and self.on_round_limit == "last_deep":
             chosen = next((r for r in reversed(rounds) if r["tier"] == "deep"), chosen)
-        context: dict[str, Hit] = {}
-        for r in rounds[:chosen["round"] + 1]:
-            for h in r["hits"]:
-                context.setdefault(h.unit_id, h)
         with self.step(steps, "final", "Answer returned") as s:
             s.data.update(answer=chosen["answer"], tier=chosen["tier"], round=chosen["round"], rounds=len(rounds),
                           done=done, round_limit_hit=not done, memory_pool=pool)
-        return Answer(question, chosen["answer"], tuple(steps), tuple(context.values()))
+        text = chosen["answer"]
+        if self.answer_prompt == "shared":
+            text = self._shared_answer(question, chosen, pool, now, steps)
+        # the trace convention: context = the units in front of the generator whose answer is returned
+        return Answer(question, text, tuple(steps), tuple(chosen["hits"]))
+
+    def _shared_answer(self, question, chosen, pool, now, steps) -> str:
+        """Fair arena: the returned round's units and the pool, rewritten by the shared prompt."""
+        earlier = [p for p in pool if p["round"] < chosen["round"]]
+        context = format_hits(chosen["hits"]) + self._pool_text(earlier).rstrip()
+        with self.step(steps, "answer", "Shared answer prompt over the returned round's memories") as s:
+            try:
+                text, error = shared_answer(self, context, question, now), None
+            except LLMError as exc:  # recorded; the loop's own answer stands
+                text, error = chosen["answer"], _err(exc)
+            s.hits = list(chosen["hits"])
+            s.data.update(answer_prompt="shared", round=chosen["round"], answer=text, error=error)
+        return text
 
     # -- helpers ---------------------------------------------------------------------------------
     def _request(self, prompt: str, schema: dict, role: str) -> dict:

@@ -22,6 +22,7 @@ from ..data import Conversation
 from ..llm.errors import LLMError
 from ..trace import Answer, Hit
 from . import memr3_prompts as P
+from .answer_prompt import shared_prompt
 from .base import MemoryMethod, StepBuilder
 from .baselines import NaiveRAG
 from .common import question_date_line
@@ -49,6 +50,7 @@ class Run:
     delta_query: bool
     reflect: bool
     now: datetime | None
+    answer_prompt: str = "native"
 
 
 class MemR3(MemoryMethod):
@@ -85,8 +87,14 @@ class MemR3(MemoryMethod):
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
     - The answer prompt asks for a short phrase, not visible step-by-step work, so token F1 compares
       with the other methods (the paper scores only the LLM judge).
-    - ``Answer.context`` is every hit retrieved for the question (for evidence recall); the answer
-      call never sees them, only the evidence bullets (paper Eq. 6).
+    - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of
+      snippets, the ones in front of the last router call that wrote the evidence and draft the
+      answer call reads (paper Eq. 6: the answer call never sees raw snippets). Earlier batches
+      reach it only through evidence text without provenance; every hit stays in the retrieve steps.
+    - Native answer prompt vs the fair-arena one (``answer_prompt="shared"``): both get the evidence
+      bullets and the draft only; the native one (Zep-derived) adds "look for direct evidence",
+      "be specific about people, places and events", a worked date example and "a short phrase"
+      with no word count; the shared one has the common six-word rule and abstention phrase.
     - The question date (LongMemEval) is shown to the router and the answer call when given.
     Token accounting follows [code]: a batch shown again after a reflect is counted again.
     """
@@ -101,7 +109,8 @@ class MemR3(MemoryMethod):
                  n_cap: int = 1,              # [code] max_reflect_streak=1; paper leaves it unspecified
                  mask: bool = True,           # paper §4.4 ablation "w/o mask"
                  delta_query: bool = True,    # paper §4.4 ablation "w/o delta-q" (retrieve with q only)
-                 reflect: bool = True):       # paper §4.4 ablation "w/o reflect"
+                 reflect: bool = True,        # paper §4.4 ablation "w/o reflect"
+                 answer_prompt: str = "native"):  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.backend = backend
@@ -112,6 +121,7 @@ class MemR3(MemoryMethod):
         self.mask = mask
         self.delta_query = delta_query
         self.reflect = reflect
+        self.answer_prompt = answer_prompt
 
     # -- building --------------------------------------------------------------------------------
     def _validate_params(self) -> None:
@@ -159,7 +169,7 @@ class MemR3(MemoryMethod):
         retriever = self.as_retriever()
         total = len(retriever) if hasattr(retriever, "__len__") else None
         return Run(self.llm, retriever, total, self.n_chk, self.n_max, self.n_cap, self.mask,
-                   self.delta_query, self.reflect, now)
+                   self.delta_query, self.reflect, now, self.answer_prompt)
 
     def _node(self, steps: list, kind: str, node, state: RouterState, run: Run) -> RouterState:
         with self.step(steps, kind, kind) as s:
@@ -176,7 +186,8 @@ class MemR3(MemoryMethod):
                 break
             state = self._node(steps, state.last_action, NODES[state.last_action], state, run)
         state = self._node(steps, "answer", answer_node, state, run)
-        return Answer(question, state.answer, tuple(steps), state.retrieved)
+        # the final reader sees only the evidence the last router call wrote from its snippets
+        return Answer(question, state.answer, tuple(steps), state.snippets)
 
     # -- persistence: the backend saves itself (its services are not pickled) ----------------------
     def save(self, path: str | Path) -> Path:
@@ -321,8 +332,13 @@ def reflect_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
 
 def answer_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Final answer from q, the draft w and the evidence E only (paper Eq. 6): no raw snippets."""
-    prompt = P.ANSWER.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE, draft=state.draft or P.NO_DRAFT,
-                             now_line=question_date_line(run.now), question=state.question)
+    if run.answer_prompt == "shared":  # same inputs (Eq. 6), the fair-arena wording
+        context = f"Evidence:\n{_bullets(state.evidence) or P.NO_EVIDENCE}\n\nDraft answer: {state.draft or P.NO_DRAFT}"
+        prompt = shared_prompt(context, state.question, run.now)
+        s.data["answer_prompt"] = "shared"
+    else:
+        prompt = P.ANSWER.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE, draft=state.draft or P.NO_DRAFT,
+                                 now_line=question_date_line(run.now), question=state.question)
     error = None
     try:
         text = run.llm.complete(prompt, role="memr3.answer").text.strip()

@@ -52,7 +52,7 @@ class RouterState:
     reflect_streak: int = 0                  # n_streak
     seen_ids: frozenset = frozenset()        # M^ret
     snippets: tuple[Hit, ...] = ()           # S_k
-    retrieved: tuple[Hit, ...] = ()          # every hit of this question, in order (Answer.context)
+    retrieved: tuple[Hit, ...] = ()          # every hit of this question, in order (steps' hits)
     just_retrieved: bool = False
     exhausted: bool = False
     reasoning: str | None = None             # F, the latest reflect reasoning

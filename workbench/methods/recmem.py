@@ -21,6 +21,7 @@ from ..llm.errors import LLMError
 from ..llm.ledger import track
 from ..trace import Answer, Hit
 from . import recmem_prompts as P
+from .answer_prompt import shared_prompt
 from .base import MemoryMethod
 from .common import exchanges, format_date, question_date_line
 from .recmem_inspect import LAYERS, RecMemInspection, summary_stats  # noqa: F401 (re-exports)
@@ -87,6 +88,15 @@ class RecMem(RecMemInspection, MemoryMethod):
     - The gate searches the buffer exactly in numpy (the code uses exact qdrant search: same result);
       all units are embedded in one batch up front (the embedding of a unit does not depend on state).
     - JSON replies get one repair and one retry (the workbench client), not json_repair + 3 retries.
+
+    Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
+    the native prompt (paper Figs. 15-16) describes the three stores (episodes may repeat facts,
+    raw timestamps are when it was said), asks to build on the speakers' words for advice questions,
+    allows general knowledge when nothing relevant exists, abstains only if nothing relevant is
+    there, and takes its length rule from ``answer_length`` ("free" for LongMemEval). The shared
+    prompt gets the same three lists under bare headings, one fixed length rule (about six words)
+    whatever ``answer_length`` says, and abstains whenever the memory lacks the answer.
+    ``Answer.context`` is every listed unit (all are shown); an episode covers its whole cluster's turns.
     """
 
     name = "recmem"
@@ -113,7 +123,8 @@ class RecMem(RecMemInspection, MemoryMethod):
                  use_subconscious: bool = True,  # ablation, paper Fig. 2
                  use_episodes: bool = True,  # ablation, paper Fig. 2
                  use_facts: bool = True,  # ablation, paper Fig. 2
-                 answer_length: Literal["short", "free"] = "short"):  # [code] LoCoMo variant; LME "free"
+                 answer_length: Literal["short", "free"] = "short",  # [code] LoCoMo variant; LME "free"
+                 answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.theta_sim = theta_sim
@@ -138,6 +149,7 @@ class RecMem(RecMemInspection, MemoryMethod):
         self.use_episodes = use_episodes
         self.use_facts = use_facts
         self.answer_length = answer_length
+        self.answer_prompt = answer_prompt
 
     @classmethod
     def for_dataset(cls, dataset: str, **params) -> "RecMem":
@@ -451,11 +463,17 @@ class RecMem(RecMemInspection, MemoryMethod):
                 s.hits = hits[layer]
                 s.data.update(layer=layer, k=k, query=query)
         with self.step(steps, "answer", "Answer from episodes, facts and raw exchanges") as s:
-            prompt = P.ANSWER.format(episodic=_bullets(h.text for h in hits["episode"]),
-                                     semantic=_bullets(h.text for h in hits["fact"]),
-                                     subconscious=_bullets(h.text for h in hits["subconscious"]),
-                                     length_rule=P.LENGTH_RULES[self.answer_length], now_line=question_date_line(now),
-                                     question=question)
+            if self.answer_prompt == "shared":  # same three lists, headed only (no native instructions)
+                context = "\n\n".join(f"{head}:\n{_bullets(h.text for h in hits[layer])}" for layer, head in
+                                      (("episode", "Episodes"), ("fact", "Facts"), ("subconscious", "Raw exchanges")))
+                prompt = shared_prompt(context, question, now)
+                s.data["answer_prompt"] = "shared"
+            else:
+                prompt = P.ANSWER.format(episodic=_bullets(h.text for h in hits["episode"]),
+                                         semantic=_bullets(h.text for h in hits["fact"]),
+                                         subconscious=_bullets(h.text for h in hits["subconscious"]),
+                                         length_rule=P.LENGTH_RULES[self.answer_length],
+                                         now_line=question_date_line(now), question=question)
             text = self.llm.complete(prompt, role="recmem.answer").text.strip()
             s.data.update(answer=text, counts={layer: len(h) for layer, h in hits.items()})
         return Answer(question, text, tuple(steps), tuple(hits["episode"] + hits["fact"] + hits["subconscious"]))

@@ -1,0 +1,208 @@
+"""Failure attribution: why each question came out the way it did, from its result row and trace.
+
+``attribute(row)`` is a pure function of one harness row (``QuestionResult`` or its dict; the
+``answer`` trace is used when the gold evidence ids are passed) and gives one label:
+
+- ``failed``: the method raised instead of answering (``row.error``); nothing else can be said.
+- ``judge_disagrees``: a judge label and a defined F1 disagree strongly (CORRECT with F1 = 0, or
+  WRONG with F1 = 1): correctness is in doubt, so no reading/retrieval verdict is given.
+- ``abstained``: wrong, and the answer says the information is not there, on a question that has
+  an answer. (On a question built to be unanswerable, LoCoMo category 5 or a LongMemEval ``_abs``
+  item, abstaining is the right answer and counts as ``correct``.) A hedged answer that is right
+  by the rule below counts as ``correct``.
+- ``correct``: right by the correctness rule below.
+- ``retrieval_miss``: wrong, and no gold evidence turn was among the turns covered by what the
+  method put in front of its final reader (``Answer.context``, turn-level evidence recall = 0).
+- ``reading_miss``: wrong although at least one gold evidence turn was in front of the reader.
+- ``unattributed``: wrong, but the question has no gold evidence ids, so retrieval and reading
+  cannot be told apart.
+- ``ungraded``: correctness cannot be decided (no trusted judge and no F1 for this question type,
+  e.g. LongMemEval preference questions with an untrusted judge).
+
+Correctness rule ("right" / "wrong"), first that applies:
+1. a question built to be unanswerable: right iff the answer abstains;
+2. ``judge_trusted=True`` and the judge gave a label: the judge's verdict;
+3. the mem0-style token ``f1`` (else the official ``locomo_f1``) is at least ``f1_threshold``
+   (default 0.5: e.g. gold "Pilot", answer "Pilot the greyhound" is right; "Biscuit" is wrong);
+4. an answer that abstains (on an answerable question): wrong;
+5. otherwise: undecided (``ungraded``).
+The judge is *not* trusted by default: a judge is trusted only when its audit says so (the caller
+passes ``judge_trusted``), because an unaudited small judge accepts wrong answers (issue 17).
+
+``attribution_table(frame)`` counts the labels per method (and share of each), for reports and
+notebooks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+LABELS = ("correct", "retrieval_miss", "reading_miss", "abstained", "judge_disagrees", "unattributed",
+          "ungraded", "failed")
+F1_THRESHOLD = 0.5
+
+# Phrases by which an answer says it does not know. Covers the official LoCoMo adversarial phrases
+# ("no information available", "not mentioned") and the usual refusals of small models.
+_ABSTAIN = re.compile(
+    r"\b(not mentioned|no information|not (?:specified|stated|provided|available|known|given|clear)|"
+    r"(?:does|do|did) not (?:say|mention|specify|state)|doesn't (?:say|mention)|cannot be determined|"
+    r"can't be determined|(?:i|we) (?:do not|don't) know|not enough information|insufficient information)\b",
+    re.IGNORECASE)
+_ABSTAIN_WHOLE = re.compile(r"^\W*(unknown|none|n/?a|no answer|-)\W*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The label and what it rests on (for tooltips and notebooks)."""
+
+    label: str
+    correct: bool | None
+    basis: str  # "abstention-question" | "judge" | "f1" | "locomo_f1" | "none" | "error"
+    gold_shown: bool | None  # any gold evidence turn in front of the final reader (None: no gold ids)
+    reason: str = ""
+
+
+def says_abstain(prediction: str) -> bool:
+    """Does the answer say the information is missing? (Empty answers count as abstaining.)"""
+    text = str(prediction or "").strip()
+    return not text or bool(_ABSTAIN_WHOLE.match(text) or _ABSTAIN.search(text))
+
+
+def _get(row, name, default=None):
+    if isinstance(row, Mapping):
+        return row.get(name, default)
+    return getattr(row, name, default)
+
+
+def _number(value) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f  # NaN -> None
+
+
+def expects_abstention(row) -> bool:
+    """LoCoMo category 5 (adversarial) or a LongMemEval abstention item (the row's ``abstention``
+    flag, or an id ending in ``_abs``)."""
+    category = _get(row, "category")
+    return (str(category) == "5" or _get(row, "abstention") in (True, 1)
+            or str(_get(row, "qa_id", "")).endswith("_abs"))
+
+
+def _f1(row) -> tuple[float | None, str]:
+    scores = _get(row, "scores") or {}
+    for name in ("f1", "locomo_f1"):
+        value = _number(scores.get(name) if isinstance(scores, Mapping) else None)
+        if value is None:  # a flattened frame row carries scores as columns
+            value = _number(_get(row, name))
+        if value is not None:
+            return value, name
+    return None, "none"
+
+
+def _judge(row) -> bool | None:
+    """The judge's verdict (True/False), None when there is no usable label."""
+    if _get(row, "judge_error"):
+        return None
+    label = str(_get(row, "judge_label") or "").strip().upper()
+    return {"CORRECT": True, "WRONG": False}.get(label)
+
+
+def _gold_shown(row, evidence: Iterable[str] | None) -> bool | None:
+    if evidence is not None:
+        gold = set(evidence)
+        answer = _get(row, "answer")
+        if gold and isinstance(answer, Mapping):
+            shown = {s for h in answer.get("context", ()) for s in h.get("source_ids", ())}
+            return bool(gold & shown)
+        if not gold:
+            return None
+    recall = _number(_get(row, "evidence_recall"))
+    return None if recall is None else recall > 0
+
+
+def attribute(row, *, evidence: Iterable[str] | None = None, judge_trusted: bool = False,
+              f1_threshold: float = F1_THRESHOLD) -> Attribution:
+    """The attribution of one result row (see the module docstring for the rules).
+
+    ``evidence``: gold evidence turn ids; when given (and the row keeps its ``answer`` trace), whether
+    gold was shown is read from the trace's ``context``; otherwise from the row's ``evidence_recall``.
+    """
+    gold_shown = _gold_shown(row, evidence)
+    if _get(row, "error"):
+        return Attribution("failed", False, "error", gold_shown, str(_get(row, "error")))
+    prediction = str(_get(row, "prediction") or "")
+    abstains = says_abstain(prediction)
+    f1, f1_name = _f1(row)
+    verdict = _judge(row)
+    if verdict is not None and f1 is not None and ((verdict and f1 == 0.0) or (not verdict and f1 >= 1.0)):
+        return Attribution("judge_disagrees", None, "none", gold_shown,
+                           f"judge {'CORRECT' if verdict else 'WRONG'} but {f1_name} = {f1:.2f}")
+    if expects_abstention(row):
+        correct, basis = abstains, "abstention-question"
+    elif judge_trusted and verdict is not None:
+        correct, basis = verdict, "judge"
+    elif f1 is not None:
+        correct, basis = f1 >= f1_threshold, f1_name
+    elif abstains:  # an abstention on an answerable question is wrong whatever grades it
+        correct, basis = False, "abstention"
+    else:
+        return Attribution("ungraded", None, "none", gold_shown, "no trusted judge label and no F1")
+    if correct:
+        return Attribution("correct", True, basis, gold_shown)
+    if abstains and not expects_abstention(row):
+        return Attribution("abstained", False, basis, gold_shown, "answer says the information is missing")
+    if gold_shown is None:
+        return Attribution("unattributed", False, basis, None, "no gold evidence ids")
+    if gold_shown:
+        return Attribution("reading_miss", False, basis, True, "gold evidence was shown, answer wrong")
+    return Attribution("retrieval_miss", False, basis, False, "no gold evidence turn was shown")
+
+
+def attribution_label(row, **kw) -> str:
+    return attribute(row, **kw).label
+
+
+def attribution_table(frame, *, judge_trusted: bool | None = None, shares: bool = True):
+    """Per method: count of each label (and its share of the method's rows when ``shares``).
+
+    ``frame``: the harness rows as a DataFrame (``results_frame``) or an iterable of rows. With
+    ``judge_trusted=None`` the stored ``attribution`` column is used where present (it was computed
+    with an untrusted judge); passing True/False recomputes every row with that judge trust.
+    """
+    import pandas as pd
+
+    df = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(
+        [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in frame])
+    if df.empty:
+        return pd.DataFrame(columns=["method", "n", *LABELS])
+    if judge_trusted is None and "attribution" in df.columns:
+        labels = df["attribution"].where(df["attribution"].notna(), None)
+        missing = labels.isna()
+    else:
+        labels = pd.Series([None] * len(df), index=df.index, dtype=object)
+        missing = pd.Series(True, index=df.index)
+    labels = labels.rename("attribution")
+    trust = bool(judge_trusted)
+    labels[missing] = [attribution_label(r, judge_trusted=trust) for r in df[missing].to_dict("records")]
+    method = (df["method"] if "method" in df.columns else pd.Series("?", index=df.index)).rename("method")
+    counts = pd.crosstab(method, labels).reindex(columns=list(LABELS), fill_value=0)
+    out = counts.copy()
+    out.insert(0, "n", counts.sum(axis=1))
+    if shares:
+        for label in LABELS:
+            out[f"{label}_share"] = (counts[label] / out["n"]).round(3)
+    return out.reset_index().rename_axis(None, axis=1)
+
+
+def attribution_markdown(frame, *, judge_trusted: bool | None = None) -> str:
+    """The attribution table as a Markdown section (counts per method; what each label means)."""
+    from .report import to_markdown
+
+    table = attribution_table(frame, judge_trusted=judge_trusted, shares=False)
+    basis = "the judge where trusted, else F1" if judge_trusted else f"token F1 >= {F1_THRESHOLD} (judge not trusted)"
+    return (f"### Failure attribution\n\nCorrect/wrong by {basis}; retrieval_miss = no gold evidence turn in "
+            "what the final reader saw, reading_miss = gold shown but the answer wrong "
+            "(workbench.eval.attribution).\n\n" + to_markdown(table))
