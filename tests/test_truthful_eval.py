@@ -122,8 +122,6 @@ def row(**kw):
     (row(prediction="Biscuit", scores={"f1": 0.0}, evidence_recall=0.5), "reading_miss"),
     (row(prediction="Not mentioned in the conversation", scores={"f1": 0.0}), "abstained"),
     (row(prediction="I don't know", scores={"f1": 0.0}, evidence_recall=0.0), "abstained"),
-    (row(prediction="Biscuit", scores={"f1": 0.0}, judge_label="CORRECT"), "judge_disagrees"),  # sample-1/q4
-    (row(prediction="Pilot", scores={"f1": 1.0}, judge_label="WRONG"), "judge_disagrees"),
     (row(category=5, prediction="Not mentioned in the conversation", scores={"adversarial": 1.0}), "correct"),
     (row(category=5, prediction="Priya", scores={"adversarial": 0.0}, evidence_recall=1.0), "reading_miss"),
     (row(qa_id="x_abs", category="temporal-reasoning", abstention=True, prediction="unknown", scores={},
@@ -134,6 +132,17 @@ def row(**kw):
 ])
 def test_attribution_cases(case, expected):
     assert attribute(case).label == expected
+
+
+def test_judge_disagrees_when_a_trusted_judge_contradicts_f1():
+    q4 = row(prediction="Biscuit", scores={"f1": 0.0}, judge_label="CORRECT")  # sample-1/q4 in the demo
+    assert attribute(q4, judge_trusted=True).label == "judge_disagrees"
+    assert attribute(row(scores={"f1": 1.0}, judge_label="WRONG"), judge_trusted=True).label == "judge_disagrees"
+    untrusted = attribute(q4)  # F1 decides; the conflict stays visible
+    assert untrusted.label == "reading_miss" and untrusted.judge_f1_conflict
+    assert not attribute(row(judge_label="CORRECT")).judge_f1_conflict
+    table = attribution_table([q4, row()]).set_index("method")
+    assert table.loc["m", "judge_f1_conflict"] == 1 and table.loc["m", "judge_disagrees"] == 0
 
 
 def test_judge_decides_only_when_trusted():

@@ -4,8 +4,11 @@
 ``answer`` trace is used when the gold evidence ids are passed) and gives one label:
 
 - ``failed``: the method raised instead of answering (``row.error``); nothing else can be said.
-- ``judge_disagrees``: a judge label and a defined F1 disagree strongly (CORRECT with F1 = 0, or
-  WRONG with F1 = 1): correctness is in doubt, so no reading/retrieval verdict is given.
+- ``judge_disagrees``: the judge is trusted, and its label and a defined F1 disagree strongly
+  (CORRECT with F1 = 0, or WRONG with F1 = 1): correctness is in doubt, so no reading/retrieval
+  verdict is given. With an untrusted judge F1 decides and the judge's opinion does not change the
+  label; the conflict is still recorded (``Attribution.judge_f1_conflict``, and a count column in
+  ``attribution_table``), so the rows where the judge says CORRECT against F1 = 0 stay visible.
 - ``abstained``: wrong, and the answer says the information is not there, on a question that has
   an answer. (On a question built to be unanswerable, LoCoMo category 5 or a LongMemEval ``_abs``
   item, abstaining is the right answer and counts as ``correct``.) A hedged answer that is right
@@ -35,7 +38,7 @@ notebooks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 LABELS = ("correct", "retrieval_miss", "reading_miss", "abstained", "judge_disagrees", "unattributed",
@@ -61,6 +64,7 @@ class Attribution:
     basis: str  # "abstention-question" | "judge" | "f1" | "locomo_f1" | "none" | "error"
     gold_shown: bool | None  # any gold evidence turn in front of the final reader (None: no gold ids)
     reason: str = ""
+    judge_f1_conflict: bool = False  # judge CORRECT with F1 = 0, or WRONG with F1 = 1 (any trust)
 
 
 def says_abstain(prediction: str) -> bool:
@@ -73,6 +77,11 @@ def _get(row, name, default=None):
     if isinstance(row, Mapping):
         return row.get(name, default)
     return getattr(row, name, default)
+
+
+def _text(value) -> str:
+    """A string field of a row; None and a frame's NaN give ""."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
 def _number(value) -> float | None:
@@ -104,9 +113,9 @@ def _f1(row) -> tuple[float | None, str]:
 
 def _judge(row) -> bool | None:
     """The judge's verdict (True/False), None when there is no usable label."""
-    if _get(row, "judge_error"):
+    if _text(_get(row, "judge_error")):
         return None
-    label = str(_get(row, "judge_label") or "").strip().upper()
+    label = _text(_get(row, "judge_label")).strip().upper()
     return {"CORRECT": True, "WRONG": False}.get(label)
 
 
@@ -131,15 +140,20 @@ def attribute(row, *, evidence: Iterable[str] | None = None, judge_trusted: bool
     gold was shown is read from the trace's ``context``; otherwise from the row's ``evidence_recall``.
     """
     gold_shown = _gold_shown(row, evidence)
-    if _get(row, "error"):
-        return Attribution("failed", False, "error", gold_shown, str(_get(row, "error")))
-    prediction = str(_get(row, "prediction") or "")
-    abstains = says_abstain(prediction)
+    if _text(_get(row, "error")):
+        return Attribution("failed", False, "error", gold_shown, _text(_get(row, "error")))
+    abstains = says_abstain(_text(_get(row, "prediction")))
     f1, f1_name = _f1(row)
     verdict = _judge(row)
-    if verdict is not None and f1 is not None and ((verdict and f1 == 0.0) or (not verdict and f1 >= 1.0)):
+    conflict = verdict is not None and f1 is not None and ((verdict and f1 == 0.0) or (not verdict and f1 >= 1.0))
+    if conflict and judge_trusted:
         return Attribution("judge_disagrees", None, "none", gold_shown,
-                           f"judge {'CORRECT' if verdict else 'WRONG'} but {f1_name} = {f1:.2f}")
+                           f"judge {'CORRECT' if verdict else 'WRONG'} but {f1_name} = {f1:.2f}", True)
+    label = _label(row, abstains, f1, f1_name, verdict, gold_shown, judge_trusted, f1_threshold)
+    return replace(label, judge_f1_conflict=conflict)
+
+
+def _label(row, abstains, f1, f1_name, verdict, gold_shown, judge_trusted, f1_threshold) -> Attribution:
     if expects_abstention(row):
         correct, basis = abstains, "abstention-question"
     elif judge_trusted and verdict is not None:
@@ -166,7 +180,8 @@ def attribution_label(row, **kw) -> str:
 
 
 def attribution_table(frame, *, judge_trusted: bool | None = None, shares: bool = True):
-    """Per method: count of each label (and its share of the method's rows when ``shares``).
+    """Per method: count of each label (and its share of the method's rows when ``shares``), plus
+    ``judge_f1_conflict``: rows where the judge and F1 disagree strongly (not part of the partition).
 
     ``frame``: the harness rows as a DataFrame (``results_frame``) or an iterable of rows. With
     ``judge_trusted=None`` the stored ``attribution`` column is used where present (it was computed
@@ -186,11 +201,15 @@ def attribution_table(frame, *, judge_trusted: bool | None = None, shares: bool 
         missing = pd.Series(True, index=df.index)
     labels = labels.rename("attribution")
     trust = bool(judge_trusted)
-    labels[missing] = [attribution_label(r, judge_trusted=trust) for r in df[missing].to_dict("records")]
+    records = df.to_dict("records")
+    found = [attribute(r, judge_trusted=trust) for r in records]
+    labels[missing] = [a.label for a, m in zip(found, missing) if m]
+    conflicts = pd.Series([a.judge_f1_conflict for a in found], index=df.index)
     method = (df["method"] if "method" in df.columns else pd.Series("?", index=df.index)).rename("method")
     counts = pd.crosstab(method, labels).reindex(columns=list(LABELS), fill_value=0)
     out = counts.copy()
     out.insert(0, "n", counts.sum(axis=1))
+    out["judge_f1_conflict"] = conflicts.groupby(method).sum().reindex(out.index, fill_value=0).astype(int)
     if shares:
         for label in LABELS:
             out[f"{label}_share"] = (counts[label] / out["n"]).round(3)
@@ -205,4 +224,5 @@ def attribution_markdown(frame, *, judge_trusted: bool | None = None) -> str:
     basis = "the judge where trusted, else F1" if judge_trusted else f"token F1 >= {F1_THRESHOLD} (judge not trusted)"
     return (f"### Failure attribution\n\nCorrect/wrong by {basis}; retrieval_miss = no gold evidence turn in "
             "what the final reader saw, reading_miss = gold shown but the answer wrong "
-            "(workbench.eval.attribution).\n\n" + to_markdown(table))
+            "(workbench.eval.attribution); judge_f1_conflict counts rows where the judge and F1 disagree "
+            "strongly.\n\n" + to_markdown(table))
