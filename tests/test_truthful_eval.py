@@ -84,6 +84,9 @@ def test_precision_drops_for_a_unit_spanning_twelve_turns():
     assert small.evidence_recall == large.evidence_recall == 1.0  # a big unit buys the same recall...
     assert (small.turns_shown, large.turns_shown) == (1, 12)
     assert small.evidence_precision == 1.0 and large.evidence_precision == pytest.approx(1 / 12)  # ...not precision
+    table = evaluate(_OneUnit(span=12), Dataset("t", (conv,)), progress=False).summary(n_boot=10)
+    overall = table[table.category == "overall"].iloc[0]
+    assert (overall["turns_shown"], overall["evidence_precision"]) == (12, pytest.approx(1 / 12))
 
 
 def test_shown_metrics_edge_cases():

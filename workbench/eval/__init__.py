@@ -6,6 +6,7 @@ the resumable harness and pure report functions.
                    store="runs/x/results.jsonl")
     res.summary()
 """
+from .attribution import attribute, attribution_table
 from .harness import EvalResult, QuestionResult, evaluate, select, select_conversations
 from .judge import JudgeVerdict, LLMJudge
 from .metrics import DEFAULT, METRICS, bleu1, evidence_recall, locomo_f1, token_f1
@@ -14,4 +15,5 @@ from .store import ResultsStore
 
 __all__ = ["EvalResult", "QuestionResult", "evaluate", "select", "select_conversations", "JudgeVerdict", "LLMJudge",
            "DEFAULT", "METRICS", "bleu1", "evidence_recall", "locomo_f1", "token_f1", "cost_accuracy_frame", "export",
-           "load_results", "results_frame", "summary_table", "to_markdown", "ResultsStore"]
+           "load_results", "results_frame", "summary_table", "to_markdown", "ResultsStore", "attribute",
+           "attribution_table"]

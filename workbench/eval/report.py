@@ -2,7 +2,8 @@
 
 - ``results_frame(rows)`` / ``load_results(paths)``: one row per question, scores as columns.
 - ``summary_table(df)``: per dataset x method x category — n, accuracy with a seeded bootstrap 95%
-  CI, F1/BLEU-1/official F1, evidence recall, mean query tokens and amortised construction tokens
+  CI, F1/BLEU-1/official F1, evidence recall (with turns_shown and evidence_precision: see
+  ``metrics``), mean query tokens and amortised construction tokens
   per question, query-token ratio to Full-Context on the same questions, error counts.
 - ``cost_accuracy_frame(df)``: the tidy frame the plotly cost-accuracy chart draws.
 - ``to_markdown`` (no ``tabulate`` needed), ``export(df, "md" | "csv" | "json")``.
@@ -130,6 +131,11 @@ def _ratio(g: pd.DataFrame, fc: pd.Series) -> float:
     return float(mine.loc[common].mean() / denominator) if denominator else math.nan
 
 
+def _shown_columns(g: pd.DataFrame) -> dict:
+    """Mean turns covered by what the final reader saw, and evidence precision (NaN for old rows)."""
+    return {c: _mean(g[c].astype(float)) if c in g else math.nan for c in ("turns_shown", "evidence_precision")}
+
+
 def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0,
                   level: float = 0.95) -> pd.DataFrame:
     """Per dataset x method x category (official names, plus ``overall``): see the module docstring."""
@@ -150,6 +156,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                 "f1": _mean(g["f1"]), "bleu1": _mean(g["bleu1"]), "locomo_f1": _mean(g["locomo_f1"]),
                 "evidence_recall": _mean(g["evidence_recall"].astype(float)),
                 "session_recall": _mean(g["session_recall"].astype(float)),
+                **_shown_columns(g),
                 "query_tokens": _mean(g["query_tokens"].astype(float)),
                 "construction_tokens": _mean(g["construction_tokens_per_question"].astype(float)),
                 "fc_token_ratio": _ratio(g, fc), "errors": int(g["error"].notna().sum()),

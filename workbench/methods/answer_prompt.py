@@ -51,4 +51,5 @@ def shared_prompt(context: str, question: str, now: datetime | None) -> str:
 
 def shared_answer(method, context: str, question: str, now: datetime | None) -> str:
     """One call with the shared prompt, role ``<method>.answer``; LLM errors propagate to the caller."""
-    return method.llm.complete(shared_prompt(context, question, now), role=method.name + SHARED_ROLE_SUFFIX).text.strip()
+    prompt = shared_prompt(context, question, now)
+    return method.llm.complete(prompt, role=method.name + SHARED_ROLE_SUFFIX).text.strip()
