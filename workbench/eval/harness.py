@@ -8,7 +8,8 @@ skips keys already present, and a conversation whose selected questions are all 
 re-ingested. Evidence recall, ``turns_shown`` and evidence precision are computed on the
 provenance of ``Answer.context`` (what the method's final reader saw); ``attribution`` labels each
 row (``attribution.py``; F1-based, the judge untrusted). Any ``Exception`` from ``ingest``/``answer``
-becomes a failure row carrying the error text (scored as a wrong answer); ``KeyboardInterrupt`` stops the run with every finished row kept.
+becomes a failure row carrying the error text (scored as a wrong answer); ``KeyboardInterrupt``
+stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
 category 5 (adversarial) only by the official rule (``adversarial``) and reported apart from the
