@@ -61,7 +61,8 @@ def retrieve_then_answer(method: MemoryMethod, question: str, now, *, unit: str)
 
 
 class FullContext(MemoryMethod):
-    """Whole conversation in the prompt. Context (for evidence recall) is every turn."""
+    """Whole conversation in the prompt. Context (what the reader saw, for evidence recall) is every turn.
+    ``answer_prompt``: native ``ANSWER_FROM_CONVERSATION`` or the shared prompt (module docstring)."""
 
     name = "full_context"
 
@@ -93,7 +94,8 @@ class FullContext(MemoryMethod):
 
 
 class NaiveRAG(MemoryMethod):
-    """Chunk, embed, cosine top-k, answer. ``chunking``: ``turn`` | ``session`` | ``window``."""
+    """Chunk, embed, cosine top-k, answer. ``chunking``: ``turn`` | ``session`` | ``window``.
+    ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring)."""
 
     name = "naive_rag"
 
@@ -159,7 +161,8 @@ class NaiveRAG(MemoryMethod):
 
 
 class EagerFacts(MemoryMethod):
-    """One LLM call per exchange extracting facts; top-k facts answer. A cost reference for RecMem."""
+    """One LLM call per exchange extracting facts; top-k facts answer. A cost reference for RecMem.
+    ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring)."""
 
     name = "eager_facts"
 
