@@ -32,6 +32,11 @@ Correctness rule ("right" / "wrong"), first that applies:
 The judge is *not* trusted by default: a judge is trusted only when its audit says so (the caller
 passes ``judge_trusted``), because an unaudited small judge accepts wrong answers (issue 17).
 
+"Shown" follows the trace convention (``workbench.trace.Answer``): for MemR3 it is the last batch
+of snippets, the one in front of the router call that wrote the evidence its answer call reads, so a
+MemR3 ``retrieval_miss`` can hide gold retrieved in an earlier batch and carried on only as evidence
+text. Partial recall (one of two gold turns shown) counts as shown, hence ``reading_miss``.
+
 ``attribution_table(frame)`` counts the labels per method (and share of each), for reports and
 notebooks.
 """
