@@ -132,7 +132,12 @@ def cmd_app(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
+    from .demo import estimate_demo, run_demo
+
+    if args.estimate:
+        for est in estimate_demo(methods=args.methods, questions=args.questions, llm_spec=args.llm):
+            print(est.format() + "\n")
+        return 0
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
              llm_spec=args.llm, port=args.port, record=args.record)
@@ -210,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llm", default=None)
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--no-serve", action="store_true")
+    p.add_argument("--estimate", action="store_true", help="print each method's predicted calls, tokens and time")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="run the benchmarks and write benchmarks/results")

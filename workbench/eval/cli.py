@@ -36,7 +36,11 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no question and ingest progress bars")
+    parser.add_argument("--estimate", action="store_true",
+                        help="print the predicted calls, tokens, wall time (and cost) per phase, then stop: no LLM call")
+    parser.add_argument("--prices", default=None, metavar="IN,OUT|FILE",
+                        help="USD per million prompt,completion tokens (or a JSON file {model: [IN, OUT]}) for the cost")
 
 
 def add_report_arguments(parser) -> None:
@@ -72,21 +76,77 @@ def eval_command(args) -> int:
     from .report import export, summary_table
 
     dataset = load_dataset(args.data)
+    if getattr(args, "estimate", False):
+        return estimate_command(args, dataset)
     llm = _llm(args.llm, args.cassette)
     method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
     judge = None
     if args.judge:
         judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
+    est = _print_estimate(args, method, dataset, llm, judge, out)
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
-                   retry_errors=args.retry_errors)
+                   retry_errors=args.retry_errors, estimate=est)
     _update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
     return 0
+
+
+def _plan(args, dataset):
+    from .harness import select
+
+    return select(dataset, conversations=args.conversations, questions=args.questions,
+                  categories=_categories(args.categories))
+
+
+def _history(out: Path) -> list[Path]:
+    """Earlier manifests of this run directory: the latency model is refitted from their live calls."""
+    return [p for p in (out / "manifest.json", out / "results.manifests.jsonl") if p.is_file()]
+
+
+def _print_estimate(args, method, dataset, llm, judge, out: Path, problems=()):
+    from .estimate import estimate_run, parse_prices, service_problems
+
+    try:
+        prices = parse_prices(getattr(args, "prices", None), getattr(llm, "model", None))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    est = estimate_run(method, _plan(args, dataset), llm=llm, judge=judge, history=_history(out), prices=prices,
+                       problems=[*problems, *(service_problems(llm) if llm is not None else [])])
+    print(est.format(), file=sys.stderr if not getattr(args, "estimate", False) else sys.stdout, flush=True)
+    return est
+
+
+def estimate_command(args, dataset) -> int:
+    """``workbench eval --estimate``: build the services without loading any model, price the plan, stop.
+
+    A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
+    estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
+    from ..cli import build_method, make_embedder, parse_params
+    from ..llm.errors import LLMError
+    from .judge import LLMJudge
+
+    problems, llm = [], None
+    try:
+        llm = _llm(args.llm, args.cassette)
+    except (LLMError, OSError, ValueError, RuntimeError) as exc:  # reported as a flag, the estimate goes on
+        problems.append(f"no usable LLM for {args.llm or 'the default'}: {str(exc).splitlines()[0]}")
+    method = build_method(args.method, llm, make_embedder("hash"), parse_params(args.param))
+    judge = LLMJudge(llm) if args.judge and llm is not None else None
+    if args.judge and judge is None:
+        judge = _JudgeStub()
+    est = _print_estimate(args, method, dataset, llm, judge, Path(args.out), problems)
+    return 2 if est.blocked else 0
+
+
+class _JudgeStub:
+    """Stands in for a judge whose model could not be built, so the estimate still counts judge calls."""
+
+    model = None
 
 
 def _update_run_manifest(out: Path, manifest: dict) -> None:

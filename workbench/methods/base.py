@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Iterator
 from ..data import Conversation
 from ..llm.ledger import llm_tags, track
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
+from .progress import advance, ingest_progress
 
 SERVICE_PARAMS = ("llm", "embedder")
 
@@ -127,11 +128,16 @@ class MemoryMethod:
         self.events_: list[MemoryEvent] = []
         self.conversation_ = conv
         self._reset()
-        with llm_tags(method=self.name, phase="construct"), track() as calls:
+        with llm_tags(method=self.name, phase="construct"), track() as calls, \
+                ingest_progress(f"{self.name}: ingest {conv.id}", len(conv.turns)):
             self._build(conv)
         self.construction_usage_ = Usage.total(c.usage for c in calls)
         self.construction_calls_ = len(calls)
         return self
+
+    def _advance(self, turns: int = 1) -> None:
+        """Progress hook: ``_build`` reports turns processed (a per-turn bar with ETA when shown)."""
+        advance(turns)
 
     def _validate_params(self) -> None:
         """Check parameter values (called by ``ingest``; ``__init__`` does no validation)."""
