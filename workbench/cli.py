@@ -89,7 +89,10 @@ def cmd_build(args) -> int:
     conv = dataset[args.conversation]
     llm = make_llm(args.llm, args.cassette)
     method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
-    method.ingest(conv)
+    from .methods.progress import show_ingest_progress
+
+    with show_ingest_progress(position=0, leave=True):  # per-turn bar with ETA, calls and tokens so far
+        method.ingest(conv)
     out = Path(args.out)
     save_conversation(out, conv)
     path = save_memory_snapshot(method, out)

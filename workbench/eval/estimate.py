@@ -156,18 +156,20 @@ def conversation_tokens(conv) -> int:
     return count_tokens(format_conversation(conv.without_qa()))
 
 
-def fit_profiles(cassette=None, *, methods=None) -> dict:
+def fit_profiles(cassette=None, *, methods=None, questions=None) -> dict:
     """Replay the demo from the cassette and turn each method's ledger into per-unit rates.
 
-    Every call of the replay counts (a replay miss is recorded as a failed call by the ledger and
-    reported under ``misses``: refit after re-recording the cassette)."""
+    ``questions``: the demo question ids to replay (default all: a subset lets a test fit on some
+    questions and predict the others). Every call of the replay counts (a replay miss is recorded
+    as a failed call by the ledger and reported under ``misses``: refit after re-recording)."""
     from ..demo import CASSETTE, DEMO_QUESTIONS, demo_dataset, demo_embedder, demo_llm, demo_methods
     from .harness import evaluate, select
     from .judge import LLMJudge
 
     cassette = Path(cassette or CASSETTE)
     data = demo_dataset()
-    plan = select(data, questions=list(DEMO_QUESTIONS))
+    qids = list(questions or DEMO_QUESTIONS)
+    plan = select(data, questions=qids)
     units = structure(plan)
     llm, judge_llm = demo_llm(mode="replay", cassette=cassette), demo_llm(mode="replay", cassette=cassette)
     judge = LLMJudge(judge_llm)
@@ -179,7 +181,7 @@ def fit_profiles(cassette=None, *, methods=None) -> dict:
                   "judge roles by judged questions", "methods": {}}
     for name, method in demo_methods(llm, embedder, methods).items():
         start, jstart = len(llm.ledger), len(judge_llm.ledger)
-        evaluate(method, data, judge=judge, questions=list(DEMO_QUESTIONS), progress=False, keep_answers=False)
+        evaluate(method, data, judge=judge, questions=qids, progress=False, keep_answers=False)
         calls = list(llm.ledger.calls[start:]) + list(judge_llm.ledger.calls[jstart:])
         roles: dict = {}
         for c in calls:
