@@ -174,3 +174,21 @@ def test_structure_counts_units():
     conv = synthetic_conversation(60)
     units = structure(select(Dataset("syn", (conv,))))
     assert units == {"conversations": 1, "sessions": 3, "turns": 60, "questions": 1, "judged": 1}
+
+
+def test_eval_prints_the_estimate_before_running_and_records_it(tmp_path, capsys, monkeypatch):
+    import workbench.cli as cli
+
+    llm = ScriptedLLM([], default="auto")
+    monkeypatch.setattr(cli, "make_llm", lambda spec, cassette=None: llm)
+    rc = cli.main(["eval", "--method", "eager_facts", "--data", "tiny", "--questions", "2", "--embedder", "hash",
+                   "--llm", "scripted", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "estimate for eager_facts" in err and "construct" in err
+    run = json.loads((tmp_path / "manifest.json").read_text())["evaluations"][-1]
+    assert run["estimate"]["questions"] == 2 and run["spent"]["phases"]["construct"]["calls"] == len(
+        [c for c in llm.ledger.calls if c.phase == "construct"])
+    # a rerun resumes: nothing left to do, so nothing is estimated
+    cli.main(["eval", "--method", "eager_facts", "--data", "tiny", "--questions", "2", "--embedder", "hash",
+              "--llm", "scripted", "--out", str(tmp_path), "--no-progress"])
+    assert "0 questions" in capsys.readouterr().err

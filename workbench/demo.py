@@ -152,23 +152,26 @@ def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str |
     without any LLM call or model load. Calls whose replies the committed cassette holds replay at
     no cost, so the wall time is what a run with an empty cassette would take."""
     from .eval import LLMJudge
-    from .eval.estimate import estimate_run, service_problems
+    from .eval.estimate import backend_error, estimate_run, service_problems
     from .eval.harness import select
     from .llm import CachedLLM, default_llm
     from .llm.errors import LLMError
 
-    problems = []
     try:
         inner = default_llm(llm_spec)  # llama.cpp loads lazily: building the client loads nothing
-    except (LLMError, OSError, ValueError, RuntimeError) as exc:
-        inner, problems = None, [f"no live model ({str(exc).splitlines()[0]}): only the cassette replays"]
+    except (LLMError, OSError, ValueError, RuntimeError) as exc:  # the demo replays without a model
+        inner, notes = None, [f"{backend_error(exc)}: the cassette replays, and a call missing from it "
+                              "becomes a failed question"]
+    else:
+        notes = ["wall time is for an empty cassette: calls whose replies the committed cassette holds "
+                 f"({CASSETTE.name}) replay in milliseconds"]
     llm = CachedLLM(inner, CASSETTE, mode="auto") if inner is not None else CachedLLM.replay(CASSETTE)
     qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
     plan = select(demo_dataset(), questions=qids)
     out = []
     for name, method in demo_methods(llm, None, methods).items():
-        out.append(estimate_run(method, plan, llm=inner or llm, judge=LLMJudge(llm),
-                                problems=problems + (service_problems(inner) if inner is not None else [])))
+        out.append(estimate_run(method, plan, llm=inner or llm, judge=LLMJudge(llm), notes=notes,
+                                problems=service_problems(inner) if inner is not None else []))
     return out
 
 

@@ -84,11 +84,11 @@ def eval_command(args) -> int:
     if args.judge:
         judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
-    est = _print_estimate(args, method, dataset, llm, judge, out)
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
-                   retry_errors=args.retry_errors, estimate=est)
+                   retry_errors=args.retry_errors,
+                   estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
     _update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
@@ -108,14 +108,15 @@ def _history(out: Path) -> list[Path]:
     return [p for p in (out / "manifest.json", out / "results.manifests.jsonl") if p.is_file()]
 
 
-def _print_estimate(args, method, dataset, llm, judge, out: Path, problems=()):
+def _print_estimate(args, method, plan, llm, judge, out: Path, problems=()):
+    """Price ``plan`` and print it (stdout for ``--estimate``, else stderr before the run starts)."""
     from .estimate import estimate_run, parse_prices, service_problems
 
     try:
         prices = parse_prices(getattr(args, "prices", None), getattr(llm, "model", None))
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
-    est = estimate_run(method, _plan(args, dataset), llm=llm, judge=judge, history=_history(out), prices=prices,
+    est = estimate_run(method, plan, llm=llm, judge=judge, history=_history(out), prices=prices,
                        problems=[*problems, *(service_problems(llm) if llm is not None else [])])
     print(est.format(), file=sys.stderr if not getattr(args, "estimate", False) else sys.stdout, flush=True)
     return est
@@ -128,18 +129,19 @@ def estimate_command(args, dataset) -> int:
     estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
     from ..cli import build_method, make_embedder, parse_params
     from ..llm.errors import LLMError
+    from .estimate import backend_error
     from .judge import LLMJudge
 
     problems, llm = [], None
     try:
         llm = _llm(args.llm, args.cassette)
     except (LLMError, OSError, ValueError, RuntimeError) as exc:  # reported as a flag, the estimate goes on
-        problems.append(f"no usable LLM for {args.llm or 'the default'}: {str(exc).splitlines()[0]}")
+        problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
     method = build_method(args.method, llm, make_embedder("hash"), parse_params(args.param))
     judge = LLMJudge(llm) if args.judge and llm is not None else None
     if args.judge and judge is None:
         judge = _JudgeStub()
-    est = _print_estimate(args, method, dataset, llm, judge, Path(args.out), problems)
+    est = _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems)
     return 2 if est.blocked else 0
 
 

@@ -212,13 +212,13 @@ def _unit(phase: str, role: str) -> str:
 # -- the estimate ----------------------------------------------------------------------------------
 
 def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = None, history=(),
-                 prices: tuple[float, float] | None = None, problems=()) -> RunEstimate:
+                 prices: tuple[float, float] | None = None, problems=(), notes=()) -> RunEstimate:
     """Predict the cost of ``evaluate(method, ...)`` over ``plan`` (see the module docstring).
 
     ``method``: a ``MemoryMethod`` (or its registered name); ``llm``: the backend (default: the
     method's); ``history``: earlier manifest files to refit the latency model from; ``prices``:
     (input, output) USD per million tokens; ``problems``: flags found while building the services
-    (e.g. a missing model), passed through."""
+    (e.g. a missing model), passed through as flags; ``notes``: caveats passed through."""
     profiles = load_profiles() if profiles is None else profiles
     name = method if isinstance(method, str) else method.name
     llm = llm if llm is not None else getattr(method, "llm", None)
@@ -226,7 +226,7 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
     latency = latency_model_for(llm, history=history) if llm is not None else LatencyModel.nominal()
     if _replay_only(llm):
         latency = LatencyModel(0.0, 1e12, 1e12, "replay from a cassette: no live calls (a miss is a failure)")
-    flags, notes = list(problems), []
+    flags, notes = list(problems), list(notes)
     prof = profiles.get("methods", {}).get(name)
     fitted = profiles.get("fitted_on", {})
     if prof is None:
@@ -363,6 +363,15 @@ def cost_keys(estimate: "RunEstimate | dict | None", calls) -> dict:
     est = estimate.to_dict() if isinstance(estimate, RunEstimate) else estimate
     spent = spent_record(calls)
     return {"estimate": est, "spent": spent, "estimate_vs_spent": estimate_vs_spent(est, spent)}
+
+
+def backend_error(exc: Exception) -> str:
+    """One line for a backend that could not be built (the full help text is for a real run's error)."""
+    from ..llm.errors import NoModelError
+
+    if isinstance(exc, NoModelError):
+        return "no language model installed (`workbench models install`, or set WORKBENCH_LLM)"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def parse_prices(text: str | None, model: str | None = None) -> tuple[float, float] | None:

@@ -161,8 +161,9 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     LongMemEval types. ``workers`` > 1 answers questions of a conversation on a thread pool.
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
     ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
-    ``estimate``: a ``RunEstimate`` of this run (``workbench.eval.estimate``; computed when None); the
-    returned manifest holds it beside what the run spent (``spent``, ``estimate_vs_spent``).
+    ``estimate``: a ``RunEstimate`` of this run (``workbench.eval.estimate``), or a function of the plan
+    still to run (resumed rows left out) returning one; computed when None. The manifest holds it
+    beside what the run spent (``spent``, ``estimate_vs_spent``).
     ``progress``: the question bar, and under it a per-turn ingest bar, both with calls and tokens so far.
     """
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
@@ -194,12 +195,14 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
 
 
 def _estimate(estimate, method, plan, judge, todo) -> dict:
-    """The run's estimate as a manifest entry: the given one, or one computed for the questions still to do."""
-    if estimate is not None:
-        return estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
+    """The run's estimate as a manifest entry, for the questions still to do."""
     ids = {k[3] for k in todo}
     todo_plan = [(c, [q for q in qas if q.id in ids]) for c, qas in plan]
     todo_plan = [(c, qs) for c, qs in todo_plan if qs]
+    if callable(estimate):  # the caller prices (and prints) the questions still to run
+        estimate = estimate(todo_plan)
+    if estimate is not None:
+        return estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
     try:
         return estimate_run(method, todo_plan, judge=judge).to_dict()
     except Exception as exc:  # an estimate must never stop a run; its failure is recorded instead
