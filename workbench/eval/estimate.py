@@ -244,11 +244,13 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
             if diff:
                 notes.append(f"parameters differ from the profile's ({', '.join(diff)}): counts are indicative")
     phases = {p: PhaseEstimate() for p in PHASES}
+    fc = next((r for r in roles if r["role"] == FULL_CONTEXT_ROLE), None)
+    if fc is not None:
+        phases["query"], refused = _full_context(fc, plan, fitted, llm, latency, flags, notes)
+        # a refused question fails before the judge: the harness does not send it to the judge
+        units = {**units, "judged": units["judged"] - structure([(c, q) for c, q in plan if c.id in refused])["judged"]}
     for r in roles:
-        if r["phase"] == "judge" and judge is None:
-            continue
-        if r["role"] == FULL_CONTEXT_ROLE:
-            phases["query"] = phases["query"] + _full_context(r, plan, fitted, llm, latency, flags)
+        if (r["phase"] == "judge" and judge is None) or r is fc:
             continue
         n = r["calls_per_unit"] * units[r["unit"]]
         pt, ct = n * r["prompt_tokens_per_call"], n * r["completion_tokens_per_call"]
@@ -265,21 +267,30 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
                        basis=f"profile fitted on {fitted.get('data', '?')} ({fitted.get('cassette', '?')})")
 
 
-def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags: list) -> PhaseEstimate:
-    """One answer call per question whose prompt holds the whole conversation; over-long ones fail."""
+def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags: list,
+                  notes: list) -> tuple[PhaseEstimate, set]:
+    """One answer call per question whose prompt holds the whole conversation; over-long ones are
+    refused before decoding (flagged, and returned so their questions are not judged either)."""
     ratio = r["prompt_tokens_per_call"] / max(1, fitted.get("conversation_tokens") or 1)
     n_ctx, max_new = _context_window(llm)
-    out = PhaseEstimate()
+    out, refused, longest = PhaseEstimate(), set(), 0.0
     for conv, qas in plan:
         pt = ratio * conversation_tokens(conv)
         n = r["calls_per_unit"] * len(qas)
         if n_ctx and pt + max_new > n_ctx:
             flags.append(f"Full-Context prompt for {conv.id} is ~{pt:,.0f} tokens, over the model's context of "
                          f"{n_ctx:,} ({max_new} kept for the reply): its {len(qas)} questions would fail")
+            refused.add(conv.id)
             continue
+        longest = max(longest, pt)
         ct = n * r["completion_tokens_per_call"]
         out = out + PhaseEstimate(n, n * pt, ct, latency.total(n, n * pt, ct))
-    return out
+    if n_ctx is None and plan:
+        notes.append("the backend's context window is unknown here: Full-Context prompts were not checked against it")
+    if longest > 4 * r["prompt_tokens_per_call"]:
+        notes.append(f"Full-Context prompts of ~{longest:,.0f} tokens: prompt throughput falls at long contexts, so "
+                     "its wall time is a lower bound")
+    return out, refused
 
 
 def _base(llm):
