@@ -157,6 +157,8 @@ def test_manifest_records_estimate_beside_spent(tmp_path):
     assert m["spent"]["live_calls"] == len(m["spent"]["live_call_samples"]) == 31
     first = json.loads((tmp_path / "results.manifests.jsonl").read_text().splitlines()[0])
     assert "estimate" in first  # written before the run starts
+    costs = [json.loads(line) for line in (tmp_path / "results.costs.jsonl").read_text().splitlines()]
+    assert len(costs) == 1 and costs[0]["spent"] == m["spent"] and costs[0]["estimate"] == m["estimate"]
 
 
 def test_latency_model_refits_from_manifest_samples(tmp_path):

@@ -104,6 +104,18 @@ def demo_methods(llm, embedder, names=None) -> dict:
     return out
 
 
+def _announce(method, judge):
+    """The harness's estimate hook for the demo: price the questions still to run and say it in one line."""
+    def estimate(todo):
+        from .eval.estimate import estimate_run
+
+        est = estimate_run(method, todo, judge=judge)
+        print(f"   estimate {est.summary()} if live (cassette hits replay instantly)", file=sys.stderr)
+        return est
+
+    return estimate
+
+
 def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bool = True,
              llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto") -> Path:
     """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
@@ -131,7 +143,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     for name, method in demo_methods(llm, embedder, methods).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
-                 save_memories_dir=out, progress=True)
+                 save_memories_dir=out, progress=True, estimate=_announce(method, judge))
     table = summary_table(load_results([out / "results.jsonl"]))
     (out / "report.md").write_text(export(table, "md"))
     cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",

@@ -6,7 +6,8 @@
     workbench report runs/eval/results.jsonl [--format md|csv|json] [--cost]
 
 ``eval`` writes ``<out>/results.jsonl`` (append-only, resumable: rerun the same command after an
-interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/manifest.json``
+interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/results.costs.jsonl``
+(per finished invocation: the estimate beside the calls, tokens and seconds spent), ``<out>/manifest.json``
 (the run directory manifest the app reads; evaluations are appended to its ``evaluations`` list),
 and with ``--save-memories`` the built memories under ``<out>/memories``. ``--cassette`` records
 every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
@@ -105,7 +106,7 @@ def _plan(args, dataset):
 
 def _history(out: Path) -> list[Path]:
     """Earlier manifests of this run directory: the latency model is refitted from their live calls."""
-    return [p for p in (out / "manifest.json", out / "results.manifests.jsonl") if p.is_file()]
+    return [p for p in (out / "manifest.json", out / "results.costs.jsonl") if p.is_file()]
 
 
 def _print_estimate(args, method, plan, llm, judge, out: Path, problems=()):

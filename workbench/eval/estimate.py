@@ -92,6 +92,13 @@ class RunEstimate:
         d["flags"], d["notes"] = list(self.flags), list(self.notes)
         return _rounded(d)
 
+    def summary(self) -> str:
+        """One line: total calls, tokens and live wall time, and the calls per phase."""
+        t = self.total
+        per = " / ".join(f"{k} {v.calls:,.0f}" for k, v in self.phases.items())
+        line = f"{self.method}: ~{t.calls:,.0f} calls ({per}), ~{t.tokens:,.0f} tokens, ~{format_duration(t.seconds)}"
+        return line + "".join(f"; WILL FAIL: {f}" for f in self.flags)
+
     def format(self) -> str:
         """A few plain lines for the terminal."""
         lines = [f"estimate for {self.method} ({self.llm_model or 'no model'}): {self.conversations} conversation(s), "

@@ -190,6 +190,8 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     finally:
         bar.close()
     manifest.update(cost_keys(manifest["estimate"], spent))
+    if store.path:
+        _append_costs(store.path, manifest)
     rows = tuple(QuestionResult.from_dict(store.get(k)) for _, _, k in keys if store.get(k) is not None)
     return EvalResult(rows, manifest)
 
@@ -359,6 +361,16 @@ def _append_manifest(results_path: Path, manifest: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(manifest, default=str) + "\n")
+
+
+def _append_costs(results_path: Path, manifest: dict) -> None:
+    """One line per finished invocation in ``results.costs.jsonl``: the estimate beside what was spent
+    (the manifest line is written before the run, when only the estimate is known)."""
+    keys = ("date", "method", "params_hash", "llm_model", "judge_model", "dataset", "conversations", "questions",
+            "estimate", "spent", "estimate_vs_spent")
+    path = results_path.with_name(results_path.stem + ".costs.jsonl")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({k: manifest.get(k) for k in keys}, default=str) + "\n")
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):
