@@ -194,3 +194,12 @@ def test_eval_prints_the_estimate_before_running_and_records_it(tmp_path, capsys
     cli.main(["eval", "--method", "eager_facts", "--data", "tiny", "--questions", "2", "--embedder", "hash",
               "--llm", "scripted", "--out", str(tmp_path), "--no-progress"])
     assert "0 questions" in capsys.readouterr().err
+
+
+def test_malformed_profile_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "profiles.json"
+    path.write_text(json.dumps({"methods": {"naive_rag": {"params": {}, "roles": [{"phase": "query"}]}}}))
+    with pytest.raises(ValueError, match=r"naive_rag\.roles\[0\].*calls_per_unit"):
+        load_profiles(path)
+    assert load_profiles(tmp_path / "absent.json") == {}
+    assert load_profiles()["methods"]  # the committed file passes the same checks

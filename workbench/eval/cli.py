@@ -39,9 +39,9 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
     parser.add_argument("--no-progress", action="store_true", help="no question and ingest progress bars")
     parser.add_argument("--estimate", action="store_true",
-                        help="print the predicted calls, tokens, wall time (and cost) per phase, then stop: no LLM call")
+                        help="print predicted calls, tokens, wall time (and cost) per phase, then stop: no LLM call")
     parser.add_argument("--prices", default=None, metavar="IN,OUT|FILE",
-                        help="USD per million prompt,completion tokens (or a JSON file {model: [IN, OUT]}) for the cost")
+                        help="USD per million prompt,completion tokens, or a JSON file {model: [IN, OUT]}")
 
 
 def add_report_arguments(parser) -> None:

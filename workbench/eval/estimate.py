@@ -140,13 +140,35 @@ def _rounded(value):
 
 # -- profiles ------------------------------------------------------------------------------------
 
+ROLE_KEYS = {"phase": str, "role": str, "unit": str, "calls_per_unit": (int, float),
+             "prompt_tokens_per_call": (int, float), "completion_tokens_per_call": (int, float)}
+UNITS = ("conversations", "sessions", "turns", "questions", "judged")
+
+
 def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
-    """The committed cost profiles (``{}`` when the file is absent or unreadable: estimates then say so)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    """The cost profiles (``{}`` when the file is absent: estimates then say there is no profile).
+
+    The file is checked field by field: a malformed one raises ``ValueError`` naming the file and the
+    field, rather than an estimate built on garbage."""
+    path = Path(path)
+    if not path.is_file():
         return {}
-    return data if isinstance(data, dict) and isinstance(data.get("methods"), dict) else {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON cost profile ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("methods"), dict):
+        raise ValueError(f"{path}: expected an object with a 'methods' object")
+    for name, prof in data["methods"].items():
+        roles = prof.get("roles") if isinstance(prof, dict) else None
+        if not isinstance(roles, list) or not isinstance(prof.get("params", {}), dict):
+            raise ValueError(f"{path}: methods.{name} needs a 'roles' list and a 'params' object")
+        for i, r in enumerate(roles):
+            bad = [k for k, t in ROLE_KEYS.items() if not isinstance(r, dict) or not isinstance(r.get(k), t)
+                   or isinstance(r.get(k), bool)]
+            if bad or r["phase"] not in PHASES or r["unit"] not in UNITS or r["calls_per_unit"] < 0:
+                raise ValueError(f"{path}: methods.{name}.roles[{i}]: bad or missing {bad or ['phase/unit/calls']}")
+    return data
 
 
 def structure(plan) -> dict:
