@@ -203,3 +203,17 @@ def test_malformed_profile_file_is_a_clear_error(tmp_path):
         load_profiles(path)
     assert load_profiles(tmp_path / "absent.json") == {}
     assert load_profiles()["methods"]  # the committed file passes the same checks
+
+
+def test_an_interrupted_run_still_records_what_it_spent(tmp_path):
+    conv = synthetic_conversation(40)
+
+    def stop(messages):
+        raise KeyboardInterrupt
+
+    llm = ScriptedLLM({"eager_facts.extract": [{"facts": ["a"]}] * 5 + [stop]}, default="auto")
+    method = get_method("eager_facts")(llm=llm, embedder=HashEmbedder(dim=64))
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(method, Dataset("syn", (conv,)), store=tmp_path / "results.jsonl", progress=False)
+    costs = json.loads((tmp_path / "results.costs.jsonl").read_text())
+    assert costs["interrupted"] is True and costs["spent"]["phases"]["construct"]["calls"] == 5

@@ -30,8 +30,8 @@ from typing import Any, Iterator
 
 from ..data import CATEGORY_NAMES, QA, Conversation, Dataset
 from ..llm.ledger import track, watch_calls
-from ..trace import Usage
 from ..methods.progress import show_ingest_progress
+from ..trace import Usage
 from .estimate import cost_keys, estimate_run
 from .judge import JudgeVerdict, LLMJudge
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
@@ -177,6 +177,7 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
+    spent, finished = [], False
     try:
         with track() as spent, watch_calls(_running_counts(bar)), show_ingest_progress(progress, position=1):
             for conv, qas in plan:
@@ -187,11 +188,13 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
                 for row in _answer_all(built, conv, pending, ctx, workers):
                     store.append(row.to_dict())
                     bar.update(1)
+        finished = True
     finally:
         bar.close()
-    manifest.update(cost_keys(manifest["estimate"], spent))
-    if store.path:
-        _append_costs(store.path, manifest)
+        # recorded for an interrupted run too: what it spent up to the interruption
+        manifest.update(cost_keys(manifest["estimate"], spent), interrupted=not finished)
+        if store.path:
+            _append_costs(store.path, manifest)
     rows = tuple(QuestionResult.from_dict(store.get(k)) for _, _, k in keys if store.get(k) is not None)
     return EvalResult(rows, manifest)
 
@@ -367,7 +370,7 @@ def _append_costs(results_path: Path, manifest: dict) -> None:
     """One line per finished invocation in ``results.costs.jsonl``: the estimate beside what was spent
     (the manifest line is written before the run, when only the estimate is known)."""
     keys = ("date", "method", "params_hash", "llm_model", "judge_model", "dataset", "conversations", "questions",
-            "estimate", "spent", "estimate_vs_spent")
+            "interrupted", "estimate", "spent", "estimate_vs_spent")
     path = results_path.with_name(results_path.stem + ".costs.jsonl")
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps({k: manifest.get(k) for k in keys}, default=str) + "\n")
