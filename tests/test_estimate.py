@@ -217,3 +217,25 @@ def test_an_interrupted_run_still_records_what_it_spent(tmp_path):
         evaluate(method, Dataset("syn", (conv,)), store=tmp_path / "results.jsonl", progress=False)
     costs = json.loads((tmp_path / "results.costs.jsonl").read_text())
     assert costs["interrupted"] is True and costs["spent"]["phases"]["construct"]["calls"] == 5
+
+
+def test_demo_estimate_prices_every_method_without_a_call(minilm):
+    from workbench.demo import estimate_demo
+
+    ests = estimate_demo(methods=["naive_rag", "ama"], questions=2)
+    assert [e.method for e in ests] == ["naive_rag", "ama"]
+    assert ests[0].phases["query"].calls == 2 and ests[1].phases["construct"].calls > 100
+    assert not any(e.flags for e in ests)
+
+
+def test_prices_from_a_pair_or_a_table(tmp_path):
+    from workbench.eval.estimate import parse_prices
+
+    assert parse_prices("0.15,0.6") == (0.15, 0.6) and parse_prices(None) is None
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"gpt-4.1-mini": [0.4, 1.6]}))
+    assert parse_prices(str(table), "gpt-4.1-mini") == (0.4, 1.6)
+    with pytest.raises(ValueError, match="no entry for model 'other'"):
+        parse_prices(str(table), "other")
+    with pytest.raises(ValueError, match="IN,OUT"):
+        parse_prices("cheap")
