@@ -68,7 +68,6 @@ def demo_llm(*, mode: str = "auto", spec: str | None = None, cassette: str | Pat
     ``mode="replay"`` needs no model at all (notebooks under nbval use it).
     """
     from .llm import CachedLLM, default_llm
-    from .llm.errors import LLMError
 
     if mode == "replay":
         return CachedLLM.replay(cassette)
@@ -167,11 +166,10 @@ def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str |
     from .eval.estimate import backend_error, estimate_run, service_problems
     from .eval.harness import select
     from .llm import CachedLLM, default_llm
-    from .llm.errors import LLMError
 
     try:
         inner = default_llm(llm_spec)  # llama.cpp loads lazily: building the client loads nothing
-    except (LLMError, OSError, ValueError, RuntimeError) as exc:  # the demo replays without a model
+    except Exception as exc:  # no model, no API key: reported in the notes, the cassette still replays
         inner, notes = None, [f"{backend_error(exc)}: the cassette replays, and a call missing from it "
                               "becomes a failed question"]
     else:

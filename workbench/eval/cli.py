@@ -118,7 +118,10 @@ def _print_estimate(args, method, plan, llm, judge, out: Path, problems=()):
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
     est = estimate_run(method, plan, llm=llm, judge=judge, history=_history(out), prices=prices,
-                       problems=[*problems, *(service_problems(llm) if llm is not None else [])])
+                       problems=[*problems, *(service_problems(llm) if llm is not None else [])],
+                       notes=[f"query and judge calls run on {args.workers} workers: their wall time can be up to "
+                              f"{args.workers}x shorter on a backend that serves calls in parallel"]
+                       if getattr(args, "workers", 1) > 1 else [])
     print(est.format(), file=sys.stderr if not getattr(args, "estimate", False) else sys.stdout, flush=True)
     return est
 
@@ -129,27 +132,32 @@ def estimate_command(args, dataset) -> int:
     A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
     estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
     from ..cli import build_method, make_embedder, parse_params
-    from ..llm.errors import LLMError
     from .estimate import backend_error
     from .judge import LLMJudge
 
     problems, llm = [], None
     try:
         llm = _llm(args.llm, args.cassette)
-    except (LLMError, OSError, ValueError, RuntimeError) as exc:  # reported as a flag, the estimate goes on
+    except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
         problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
+        llm = _Unbuilt(args.llm or "")
     method = build_method(args.method, llm, make_embedder("hash"), parse_params(args.param))
-    judge = LLMJudge(llm) if args.judge and llm is not None else None
-    if args.judge and judge is None:
-        judge = _JudgeStub()
+    judge = LLMJudge(llm) if args.judge else None
     est = _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems)
     return 2 if est.blocked else 0
 
 
-class _JudgeStub:
-    """Stands in for a judge whose model could not be built, so the estimate still counts judge calls."""
+class _Unbuilt:
+    """Stands in for a backend that could not be built, so its calls are still counted and priced
+    (an ``openai:`` spec with the API latency figure, anything else with the offline model's)."""
 
-    model = None
+    def __init__(self, spec: str):
+        kind, _, rest = spec.partition(":")
+        self.is_api = kind == "openai"
+        self.model = rest.partition("@")[0] if self.is_api and rest else None
+
+    def complete(self, *args, **kwargs):
+        raise RuntimeError("this backend could not be built; it only stands in for the estimate")
 
 
 def _update_run_manifest(out: Path, manifest: dict) -> None:

@@ -151,6 +151,6 @@ def latency_model_for(llm, *, history: Iterable = ()) -> LatencyModel:
     fitted = LatencyModel.from_manifests(history, model=model) if history else None
     if fitted is not None:
         return fitted
-    if type(base).__name__ == "OpenAIChat":
+    if type(base).__name__ == "OpenAIChat" or getattr(base, "is_api", False):
         return LatencyModel.api_nominal()
     return LatencyModel.nominal()

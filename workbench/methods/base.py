@@ -5,6 +5,10 @@
     ans = m.answer("When did ...?")              # -> Answer with steps, context and usage
     m.memories(); m.events; m.as_retriever(); m.save(path); Method.load(path, llm=..., embedder=...)
 
+Progress: ``_build`` reports the turns it has processed with ``self._advance(n)``; inside
+``workbench.methods.progress.show_ingest_progress()`` (the harness switches it on) that drives a
+per-turn bar with ETA and the calls and tokens spent so far.
+
 Rules (checked by ``workbench.testing.contract``): ``__init__`` only stores its arguments under
 their own names; built state lives in attributes ending in ``_``; ``ingest`` starts fresh and
 never sees labels (the QA list is stripped); ``answer`` sees only the question (and the date it
