@@ -3,7 +3,7 @@
 
 Sample ("Replay", always run): ``workbench.demo.demo_methods`` on ``demo_dataset()`` and
 ``DEMO_QUESTIONS``, every call (method and judge) from ``sample_data/cassettes/sample-1.jsonl`` through
-``bench_overhead.ReplayProbe``, MiniLM embeddings as in the demo. A method with any call missing from
+``benchmarks.replay.ReplayProbe``, MiniLM embeddings as in the demo. A method with any call missing from
 the cassette becomes a "not in cassette" row (its misses by role) and writes no result rows; the
 others append theirs to ``benchmarks/results/compare_sample.jsonl`` (a ``ResultsStore``, rewritten
 each run: a replay is deterministic and takes seconds, and its wall time is what is measured).
@@ -18,7 +18,7 @@ ledger (per call: phase, tokens, latency) go to ``compare_locomo.sessions.jsonl`
 
 Expected wall time of the LoCoMo slice (``estimate_locomo``): per method, the sample replay's calls and
 tokens per phase, construction scaled by turns, query and judge by questions (Full-Context's prompt =
-the real conversation's tokens), priced with ``bench_overhead.LatencyModel`` (nominal and fitted).
+the real conversation's tokens), priced with ``workbench.llm.latency.LatencyModel`` (nominal and fitted).
 
 Writes benchmarks/results/compare.json. Usage: python -m benchmarks.bench_compare [--config full]
 """
@@ -31,7 +31,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from benchmarks.bench_overhead import LatencyModel, ReplayProbe, fitted_or_nominal, repo_relative
+from benchmarks.replay import ReplayProbe, fitted_or_nominal, repo_relative
+from workbench.llm.latency import LatencyModel
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"

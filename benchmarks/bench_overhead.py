@@ -19,7 +19,8 @@ and nothing guarantees the CPU is ours, so the benchmark never starts one itself
    are not timed per call in results files. ``--config full`` also keeps the whole live ledger of
    its LoCoMo run (construction, query and judge), reported by bench_compare.
 
-The ``LatencyModel`` is ``per_call + prompt_tokens / prompt_rate + completion_tokens / gen_rate``:
+The ``LatencyModel`` (``workbench.llm.latency``, shared with ``workbench eval --estimate``) is
+``per_call + prompt_tokens / prompt_rate + completion_tokens / gen_rate``:
 ``nominal`` from OFFLINE.md (Qwen2.5-Coder-0.5B Q4_K_M, llama-cpp-python AVX2 build, 2 threads:
 116 prompt tok/s at a ~2.5k-token prompt, 24 generated tok/s), or ``fit`` by least squares to the live
 calls of a results file (which reflects the machine's load at recording time; with few or similar
@@ -31,174 +32,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
+from benchmarks.replay import LIVE_RESULTS, ROOT, ReplayProbe, _rows, fitted_or_nominal, live_calls, repo_relative
+from workbench.llm.latency import LatencyModel
 
-_ROOT = Path(__file__).resolve().parents[1]
-
-
-def repo_relative(path) -> str:
-    """A path as written into result files: relative to the checkout, never a machine's absolute path."""
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(_ROOT))
-    except ValueError:
-        return p.name
-
-from workbench.llm import BaseLLM, CacheMiss
-from workbench.llm.ledger import current_tags
-
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
-LIVE_RESULTS = ROOT / "runs" / "record" / "results.jsonl"
-
-
-@dataclass(frozen=True)
-class LatencyModel:
-    """Seconds of one llama.cpp call from its token counts."""
-
-    per_call_s: float
-    prompt_tok_s: float
-    gen_tok_s: float
-    source: str
-    calls: int = 0  # live calls fitted (0 for the nominal model)
-    r2: float | None = None
-
-    def __call__(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return self.per_call_s + prompt_tokens / self.prompt_tok_s + completion_tokens / self.gen_tok_s
-
-    def total(self, calls: int, prompt_tokens: float, completion_tokens: float) -> float:
-        return calls * self.per_call_s + prompt_tokens / self.prompt_tok_s + completion_tokens / self.gen_tok_s
-
-    @classmethod
-    def nominal(cls) -> "LatencyModel":
-        # OFFLINE.md: Qwen-0.5B AVX2, n_threads=2: 116 prompt tok/s (~2.5k-token prompt), 24 gen tok/s.
-        return cls(0.0, 116.0, 24.0, "nominal: OFFLINE.md throughput of the offline model, 2 idle cores")
-
-    @classmethod
-    def fit(cls, samples, *, min_calls: int = 30, min_r2: float = 0.8, source: str = "") -> "LatencyModel | None":
-        """From live (prompt_tokens, completion_tokens, latency_s) samples; None without any.
-
-        Least squares (non-negative) on all three terms when there are ``min_calls`` calls and the fit
-        explains the latencies (R^2 >= ``min_r2``) with positive rates; otherwise the nominal model
-        scaled by one load factor (sum of measured / sum of nominal latencies), which stays sensible
-        on a handful of similar calls, such as a recording that shared the CPU.
-        """
-        data = np.asarray([(1.0, p, c, s) for p, c, s in samples if s > 0], dtype=float)
-        if len(data) == 0:
-            return None
-        full = cls._least_squares(data, source) if len(data) >= min_calls else None
-        if full is not None and full.r2 is not None and full.r2 >= min_r2:
-            return full
-        nom = cls.nominal()
-        k = float(data[:, 3].sum()) / float(sum(nom(float(p), float(c)) for _, p, c, _ in data))
-        pred = np.array([k * nom(float(p), float(c)) for _, p, c, _ in data])
-        return cls(0.0, round(nom.prompt_tok_s / k, 2), round(nom.gen_tok_s / k, 2),
-                   f"{source or 'live calls'}: nominal x load factor {k:.2f}", len(data), _r2(data[:, 3], pred))
-
-    @classmethod
-    def _least_squares(cls, data: np.ndarray, source: str) -> "LatencyModel | None":
-        from scipy.optimize import nnls
-
-        if np.ptp(data[:, 1]) == 0 or np.ptp(data[:, 2]) == 0:
-            return None
-        coef, _ = nnls(data[:, :3], data[:, 3])
-        if coef[1] <= 0 or coef[2] <= 0:
-            return None
-        return cls(round(float(coef[0]), 4), round(1 / coef[1], 2), round(1 / coef[2], 2),
-                   f"{source or 'live calls'}: least squares", len(data), _r2(data[:, 3], data[:, :3] @ coef))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _r2(y: np.ndarray, pred: np.ndarray) -> float | None:
-    ss = float(((y - y.mean()) ** 2).sum())
-    return round(1 - float(((y - pred) ** 2).sum()) / ss, 3) if ss else None
-
-
-class ReplayProbe(BaseLLM):
-    """An LLM that replays a ``CachedLLM`` cassette and accounts for every call.
-
-    Counts hits and ``CacheMiss`` per role (the miss is re-raised, so methods record it as the failure
-    it is), keeps (role, phase, prompt and completion tokens, estimated latency) per hit, and with
-    ``sleep_scale`` > 0 sleeps that many times the estimated latency under one lock (llama.cpp serves
-    one call at a time). Built on ``BaseLLM``, so parsing, repair and the ledger behave as in a run.
-    """
-
-    def __init__(self, cached, latency: LatencyModel | None = None, *, sleep_scale: float = 0.0):
-        super().__init__()
-        self.cached = cached
-        self.model = cached.model
-        self.latency = latency or LatencyModel.nominal()
-        self.sleep_scale = sleep_scale
-        self.hits = 0
-        self.misses: Counter = Counter()
-        self.records: list[dict] = []
-        self.slept_s = 0.0
-        self._lock = threading.Lock()
-
-    def _generate(self, messages, *, schema, temperature, seed, max_tokens, role):
-        try:
-            gen = self.cached._generate(messages, schema=schema, temperature=temperature, seed=seed,
-                                        max_tokens=max_tokens, role=role)
-        except CacheMiss:
-            with self._lock:
-                self.misses[role] += 1
-            raise
-        est = self.latency(gen.prompt_tokens or 0, gen.completion_tokens or 0)
-        with self._lock:
-            self.hits += 1
-            self.records.append({"role": role, "phase": current_tags().get("phase", ""),
-                                 "prompt_tokens": gen.prompt_tokens or 0,
-                                 "completion_tokens": gen.completion_tokens or 0, "est_s": est})
-            if self.sleep_scale > 0:
-                t = time.perf_counter()
-                time.sleep(est * self.sleep_scale)
-                self.slept_s += time.perf_counter() - t
-        return gen
-
-    def phase_totals(self) -> dict:
-        """Per phase: calls, prompt and completion tokens, estimated live seconds."""
-        out: dict[str, Counter] = {}
-        for r in self.records:
-            c = out.setdefault(r["phase"] or "other", Counter())
-            c.update(calls=1, prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"],
-                     est_s=r["est_s"])
-        return {k: {**v, "est_s": round(v["est_s"], 2)} for k, v in out.items()}
-
-    @property
-    def est_s(self) -> float:
-        return sum(r["est_s"] for r in self.records)
+# Re-exported for callers that imported them from here before the latency model moved into the library.
+__all__ = ["LatencyModel", "ReplayProbe", "fitted_or_nominal", "live_calls", "live_ledger", "repo_relative", "run",
+           "simulated", "replay_additive", "ROOT"]
 
 
 # -- 3. a live run's results file ------------------------------------------------------------------------
-
-def live_calls(path: Path) -> list[dict]:
-    """Every live (uncached, error-free) call recorded in the answers of a results file."""
-    out = []
-    for row in _rows(path):
-        for step in ((row.get("answer") or {}).get("steps") or []):
-            for c in step.get("calls") or []:
-                if not c.get("cached") and not c.get("error") and c.get("latency_s", 0) > 0:
-                    out.append({"method": row["method"], "role": c.get("role", ""), "qa_id": row["qa_id"],
-                                "prompt_tokens": c.get("prompt_tokens", 0),
-                                "completion_tokens": c.get("completion_tokens", 0), "latency_s": c["latency_s"]})
-    return out
-
-
-def _rows(path: Path) -> list[dict]:
-    from workbench.eval.store import ResultsStore
-
-    return list(ResultsStore(path)) if Path(path).exists() else []
-
-
 def live_ledger(path: Path = LIVE_RESULTS) -> dict:
     """Outside-LLM share of the answer phase, per method, over questions whose calls were all live."""
     rows = _rows(path)
@@ -224,12 +71,6 @@ def live_ledger(path: Path = LIVE_RESULTS) -> dict:
             "fitted_latency_model": fit.to_dict() if fit else None,
             "note": "answer phase only (results rows time answer(); construction and judge calls carry no "
                     "per-call latency there); questions with any cached or failed call are left out"}
-
-
-def fitted_or_nominal(path: Path = LIVE_RESULTS) -> LatencyModel:
-    samples = [(c["prompt_tokens"], c["completion_tokens"], c["latency_s"]) for c in live_calls(path)]
-    return LatencyModel.fit(samples, source=f"live query calls of {repo_relative(path)}") or LatencyModel.nominal()
-
 
 # -- 1. and 2. from a replay -----------------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_scale
-from benchmarks.bench_overhead import LatencyModel, ReplayProbe
+from benchmarks.replay import ReplayProbe
 from benchmarks.run_all import render
+from workbench.llm.latency import LatencyModel
 
 ROOT = Path(__file__).resolve().parents[1]
 

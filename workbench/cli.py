@@ -89,7 +89,10 @@ def cmd_build(args) -> int:
     conv = dataset[args.conversation]
     llm = make_llm(args.llm, args.cassette)
     method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
-    method.ingest(conv)
+    from .methods.progress import show_ingest_progress
+
+    with show_ingest_progress(position=0, leave=True):  # per-turn bar with ETA, calls and tokens so far
+        method.ingest(conv)
     out = Path(args.out)
     save_conversation(out, conv)
     path = save_memory_snapshot(method, out)
@@ -132,7 +135,12 @@ def cmd_app(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
+    from .demo import estimate_demo, run_demo
+
+    if args.estimate:
+        for est in estimate_demo(methods=args.methods, questions=args.questions, llm_spec=args.llm):
+            print(est.format() + "\n")
+        return 0
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
              llm_spec=args.llm, port=args.port, record=args.record)
@@ -210,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llm", default=None)
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--no-serve", action="store_true")
+    p.add_argument("--estimate", action="store_true", help="print each method's predicted calls, tokens and time")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="run the benchmarks and write benchmarks/results")

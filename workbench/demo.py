@@ -68,7 +68,6 @@ def demo_llm(*, mode: str = "auto", spec: str | None = None, cassette: str | Pat
     ``mode="replay"`` needs no model at all (notebooks under nbval use it).
     """
     from .llm import CachedLLM, default_llm
-    from .llm.errors import LLMError
 
     if mode == "replay":
         return CachedLLM.replay(cassette)
@@ -104,6 +103,18 @@ def demo_methods(llm, embedder, names=None) -> dict:
     return out
 
 
+def _announce(method, judge):
+    """The harness's estimate hook for the demo: price the questions still to run and say it in one line."""
+    def estimate(todo):
+        from .eval.estimate import estimate_run
+
+        est = estimate_run(method, todo, judge=judge)
+        print(f"   estimate {est.summary()} if live (cassette hits replay instantly)", file=sys.stderr)
+        return est
+
+    return estimate
+
+
 def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bool = True,
              llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto") -> Path:
     """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
@@ -131,7 +142,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     for name, method in demo_methods(llm, embedder, methods).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
-                 save_memories_dir=out, progress=True)
+                 save_memories_dir=out, progress=True, estimate=_announce(method, judge))
     table = summary_table(load_results([out / "results.jsonl"]))
     (out / "report.md").write_text(export(table, "md"))
     cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",
@@ -144,6 +155,33 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
         from widgets.app import serve as serve_app
 
         serve_app(out, port=port, show=True)
+    return out
+
+
+def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str | None = None) -> list:
+    """``workbench demo --estimate``: each demo method's predicted calls, tokens and live wall time,
+    without any LLM call or model load. Calls whose replies the committed cassette holds replay at
+    no cost, so the wall time is what a run with an empty cassette would take."""
+    from .eval import LLMJudge
+    from .eval.estimate import backend_error, estimate_run, service_problems
+    from .eval.harness import select
+    from .llm import CachedLLM, default_llm
+
+    try:
+        inner = default_llm(llm_spec)  # llama.cpp loads lazily: building the client loads nothing
+    except Exception as exc:  # no model, no API key: reported in the notes, the cassette still replays
+        inner, notes = None, [f"{backend_error(exc)}: the cassette replays, and a call missing from it "
+                              "becomes a failed question"]
+    else:
+        notes = ["wall time is for an empty cassette: calls whose replies the committed cassette holds "
+                 f"({CASSETTE.name}) replay in milliseconds"]
+    llm = CachedLLM(inner, CASSETTE, mode="auto") if inner is not None else CachedLLM.replay(CASSETTE)
+    qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
+    plan = select(demo_dataset(), questions=qids)
+    out = []
+    for name, method in demo_methods(llm, None, methods).items():
+        out.append(estimate_run(method, plan, llm=inner or llm, judge=LLMJudge(llm), notes=notes,
+                                problems=service_problems(inner) if inner is not None else []))
     return out
 
 

@@ -6,7 +6,8 @@
     workbench report runs/eval/results.jsonl [--format md|csv|json] [--cost]
 
 ``eval`` writes ``<out>/results.jsonl`` (append-only, resumable: rerun the same command after an
-interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/manifest.json``
+interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/results.costs.jsonl``
+(per finished invocation: the estimate beside the calls, tokens and seconds spent), ``<out>/manifest.json``
 (the run directory manifest the app reads; evaluations are appended to its ``evaluations`` list),
 and with ``--save-memories`` the built memories under ``<out>/memories``. ``--cassette`` records
 every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
@@ -37,9 +38,13 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
-    parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--fair", action="store_true", help="fair arena: every method answers with the one shared "
                                                             "answer prompt (answer_prompt=shared)")
+    parser.add_argument("--no-progress", action="store_true", help="no question and ingest progress bars")
+    parser.add_argument("--estimate", action="store_true",
+                        help="print predicted calls, tokens, wall time (and cost) per phase, then stop: no LLM call")
+    parser.add_argument("--prices", default=None, metavar="IN,OUT|FILE",
+                        help="USD per million prompt,completion tokens, or a JSON file {model: [IN, OUT]}")
 
 
 def add_report_arguments(parser) -> None:
@@ -75,6 +80,8 @@ def eval_command(args) -> int:
     from .report import export, summary_table
 
     dataset = load_dataset(args.data)
+    if getattr(args, "estimate", False):
+        return estimate_command(args, dataset)
     llm = _llm(args.llm, args.cassette)
     params = parse_params(args.param)
     if getattr(args, "fair", False):
@@ -87,12 +94,76 @@ def eval_command(args) -> int:
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
-                   retry_errors=args.retry_errors)
+                   retry_errors=args.retry_errors,
+                   estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
     _update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
     return 0
+
+
+def _plan(args, dataset):
+    from .harness import select
+
+    return select(dataset, conversations=args.conversations, questions=args.questions,
+                  categories=_categories(args.categories))
+
+
+def _history(out: Path) -> list[Path]:
+    """Earlier manifests of this run directory: the latency model is refitted from their live calls."""
+    return [p for p in (out / "manifest.json", out / "results.costs.jsonl") if p.is_file()]
+
+
+def _print_estimate(args, method, plan, llm, judge, out: Path, problems=()):
+    """Price ``plan`` and print it (stdout for ``--estimate``, else stderr before the run starts)."""
+    from .estimate import estimate_run, parse_prices, service_problems
+
+    try:
+        prices = parse_prices(getattr(args, "prices", None), getattr(llm, "model", None))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    est = estimate_run(method, plan, llm=llm, judge=judge, history=_history(out), prices=prices,
+                       problems=[*problems, *(service_problems(llm) if llm is not None else [])],
+                       notes=[f"query and judge calls run on {args.workers} workers: their wall time can be up to "
+                              f"{args.workers}x shorter on a backend that serves calls in parallel"]
+                       if getattr(args, "workers", 1) > 1 else [])
+    print(est.format(), file=sys.stderr if not getattr(args, "estimate", False) else sys.stdout, flush=True)
+    return est
+
+
+def estimate_command(args, dataset) -> int:
+    """``workbench eval --estimate``: build the services without loading any model, price the plan, stop.
+
+    A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
+    estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
+    from ..cli import build_method, make_embedder, parse_params
+    from .estimate import backend_error
+    from .judge import LLMJudge
+
+    problems, llm = [], None
+    try:
+        llm = _llm(args.llm, args.cassette)
+    except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
+        problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
+        llm = _Unbuilt(args.llm or "")
+    method = build_method(args.method, llm, make_embedder("hash"), parse_params(args.param))
+    judge = LLMJudge(llm) if args.judge else None
+    est = _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems)
+    return 2 if est.blocked else 0
+
+
+class _Unbuilt:
+    """Stands in for a backend that could not be built, so its calls are still counted and priced
+    (an ``openai:`` spec with the API latency figure, anything else with the offline model's)."""
+
+    def __init__(self, spec: str):
+        kind, _, rest = spec.partition(":")
+        self.is_api = kind == "openai"
+        self.model = rest.partition("@")[0] if self.is_api and rest else None
+
+    def complete(self, *args, **kwargs):
+        raise RuntimeError("this backend could not be built; it only stands in for the estimate")
 
 
 def _update_run_manifest(out: Path, manifest: dict) -> None:

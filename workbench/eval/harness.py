@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..data import CATEGORY_NAMES, QA, Conversation, Dataset
-from ..llm.ledger import track
+from ..llm.ledger import track, watch_calls
+from ..methods.progress import show_ingest_progress
 from ..trace import Usage
 from .attribution import attribute
+from .estimate import cost_keys, estimate_run
 from .judge import JudgeVerdict, LLMJudge
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
 from .metrics import evidence_precision, score_prediction, session_recall, turns_shown
@@ -157,7 +159,7 @@ class _Built:
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
              store: ResultsStore | str | Path | None = None, questions=None, conversations=None, categories=None,
              progress: bool = True, save_memories_dir: str | Path | None = None, retry_errors: bool = False,
-             keep_answers: bool = True) -> EvalResult:
+             keep_answers: bool = True, estimate=None) -> EvalResult:
     """Evaluate ``method`` on ``dataset`` (see the module docstring).
 
     ``store``: a ``ResultsStore`` or a JSONL path (resumable), None for memory only.
@@ -166,6 +168,10 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     LongMemEval types. ``workers`` > 1 answers questions of a conversation on a thread pool.
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
     ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
+    ``estimate``: a ``RunEstimate`` of this run (``workbench.eval.estimate``), or a function of the plan
+    still to run (resumed rows left out) returning one; computed when None. The manifest holds it
+    beside what the run spent (``spent``, ``estimate_vs_spent``).
+    ``progress``: the question bar, and under it a per-turn ingest bar, both with calls and tokens so far.
     """
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
     ctx = _Ctx(method.name, method.params_hash(), dataset.name, method.config(), _model(getattr(method, "llm", None)),
@@ -174,22 +180,57 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     keys = [(conv, qa, (ctx.method, ctx.params_hash, ctx.dataset, qa.id)) for conv, qas in plan for qa in qas]
     todo = {k for _, _, k in keys if _needs_run(store.get(k), retry_errors)}
     manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo))
+    manifest["estimate"] = _estimate(estimate, method, plan, judge, todo)
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
+    spent, finished = [], False
     try:
-        for conv, qas in plan:
-            pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
-            if not pending:
-                continue
-            built = _ingest(method, conv, save_memories_dir)
-            for row in _answer_all(built, conv, pending, ctx, workers):
-                store.append(row.to_dict())
-                bar.update(1)
+        with track() as spent, watch_calls(_running_counts(bar)), show_ingest_progress(progress, position=1):
+            for conv, qas in plan:
+                pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
+                if not pending:
+                    continue
+                built = _ingest(method, conv, save_memories_dir)
+                for row in _answer_all(built, conv, pending, ctx, workers):
+                    store.append(row.to_dict())
+                    bar.update(1)
+        finished = True
     finally:
         bar.close()
+        # recorded for an interrupted run too: what it spent up to the interruption
+        manifest.update(cost_keys(manifest["estimate"], spent), interrupted=not finished)
+        if store.path:
+            _append_costs(store.path, manifest)
     rows = tuple(QuestionResult.from_dict(store.get(k)) for _, _, k in keys if store.get(k) is not None)
     return EvalResult(rows, manifest)
+
+
+def _estimate(estimate, method, plan, judge, todo) -> dict:
+    """The run's estimate as a manifest entry, for the questions still to do."""
+    ids = {k[3] for k in todo}
+    todo_plan = [(c, [q for q in qas if q.id in ids]) for c, qas in plan]
+    todo_plan = [(c, qs) for c, qs in todo_plan if qs]
+    if callable(estimate):  # the caller prices (and prints) the questions still to run
+        estimate = estimate(todo_plan)
+    if estimate is not None:
+        return estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
+    try:
+        return estimate_run(method, todo_plan, judge=judge).to_dict()
+    except Exception as exc:  # an estimate must never stop a run; its failure is recorded instead
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _running_counts(bar):
+    """A ledger watcher that shows the run's calls and tokens so far on the question bar."""
+    counts = {"calls": 0, "tokens": 0}
+
+    def on_call(call):
+        counts["calls"] += 1
+        counts["tokens"] += call.prompt_tokens + call.completion_tokens
+        bar.set_postfix_str(f"{counts['calls']} calls, {counts['tokens']:,} tokens", refresh=False)
+
+    return on_call
 
 
 def _needs_run(row: dict | None, retry_errors: bool) -> bool:
@@ -335,10 +376,20 @@ def _append_manifest(results_path: Path, manifest: dict) -> None:
         f.write(json.dumps(manifest, default=str) + "\n")
 
 
+def _append_costs(results_path: Path, manifest: dict) -> None:
+    """One line per finished invocation in ``results.costs.jsonl``: the estimate beside what was spent
+    (the manifest line is written before the run, when only the estimate is known)."""
+    keys = ("date", "method", "params_hash", "llm_model", "judge_model", "dataset", "conversations", "questions",
+            "interrupted", "estimate", "spent", "estimate_vs_spent")
+    path = results_path.with_name(results_path.stem + ".costs.jsonl")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({k: manifest.get(k) for k in keys}, default=str) + "\n")
+
+
 def _progress(total: int, initial: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=desc, unit="q", disable=not enabled, leave=False)
+    return tqdm(total=total, initial=initial, desc=desc, unit="q", disable=not enabled, leave=False, position=0)
 
 
 # -- selection -----------------------------------------------------------------------------------------

@@ -45,6 +45,27 @@ def track() -> Iterator[list[LLMCall]]:
         _TRACKERS.reset(token)
 
 
+class _Watcher(list):
+    """A tracker that hands each call to a callback instead of keeping it."""
+
+    def __init__(self, callback):
+        super().__init__()
+        self._callback = callback
+
+    def append(self, call) -> None:
+        self._callback(call)
+
+
+@contextmanager
+def watch_calls(callback) -> Iterator[None]:
+    """Call ``callback(call)`` for every call made inside the block (progress bars use it)."""
+    token = _TRACKERS.set(_TRACKERS.get() + (_Watcher(callback),))
+    try:
+        yield
+    finally:
+        _TRACKERS.reset(token)
+
+
 def _notify_trackers(call: LLMCall) -> None:
     for calls in _TRACKERS.get():
         calls.append(call)

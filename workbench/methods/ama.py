@@ -173,6 +173,7 @@ class AMA(MemoryMethod):
                 window = list(session.turns[max(0, i - self.window_turns):i]) if self.window_turns else []
                 closing = i == len(session.turns) - 1 and (self.episode_at_session_end or turn.id == last_turn)
                 self._ingest_turn(turn, window, closing)
+                self._advance(1)
 
     def _ingest_turn(self, turn: Turn, window: list[Turn], closing: bool) -> None:
         """Construct -> conflict check (Judge) -> Refresher -> store -> episode gate, for one turn."""

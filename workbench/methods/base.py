@@ -5,6 +5,10 @@
     ans = m.answer("When did ...?")              # -> Answer with steps, context and usage
     m.memories(); m.events; m.as_retriever(); m.save(path); Method.load(path, llm=..., embedder=...)
 
+Progress: ``_build`` reports the turns it has processed with ``self._advance(n)``; inside
+``workbench.methods.progress.show_ingest_progress()`` (the harness switches it on) that drives a
+per-turn bar with ETA and the calls and tokens spent so far.
+
 Rules (checked by ``workbench.testing.contract``): ``__init__`` only stores its arguments under
 their own names; built state lives in attributes ending in ``_``; ``ingest`` starts fresh and
 never sees labels (the QA list is stripped); ``answer`` sees only the question (and the date it
@@ -26,6 +30,7 @@ from ..data import Conversation
 from ..llm.ledger import llm_tags, track
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
+from .progress import advance, ingest_progress
 
 SERVICE_PARAMS = ("llm", "embedder")
 
@@ -130,11 +135,16 @@ class MemoryMethod:
         self.events_: list[MemoryEvent] = []
         self.conversation_ = conv
         self._reset()
-        with llm_tags(method=self.name, phase="construct"), track() as calls:
+        with llm_tags(method=self.name, phase="construct"), track() as calls, \
+                ingest_progress(f"{self.name}: ingest {conv.id}", len(conv.turns)):
             self._build(conv)
         self.construction_usage_ = Usage.total(c.usage for c in calls)
         self.construction_calls_ = len(calls)
         return self
+
+    def _advance(self, turns: int = 1) -> None:
+        """Progress hook: ``_build`` reports turns processed (a per-turn bar with ETA when shown)."""
+        advance(turns)
 
     def _validate_params(self) -> None:
         """Check parameter values (called by ``ingest``; ``__init__`` does no validation)."""

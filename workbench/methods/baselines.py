@@ -185,6 +185,7 @@ class EagerFacts(MemoryMethod):
                 text = "\n".join(format_turn(t) for t in ex)
                 prompt = P.EXTRACT_FACTS.format(date=format_date(session.date_time), exchange=text)
                 ids = tuple(t.id for t in ex)
+                self._advance(len(ex))  # progress: this exchange is being extracted
                 try:
                     facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role="eager_facts.extract").parsed["facts"]
                 except LLMError as exc:  # recorded, the run goes on; the exchange simply yields no facts

@@ -228,6 +228,7 @@ class HMem(HMemRetrieval, MemoryMethod):
             touched: set[str] = set()
             for unit in units:
                 touched |= self._index_fragment(unit)
+                self._advance(len(unit.source_ids))
             if self.use_graph and self.use_profiles:
                 self._refresh_profiles(sorted(touched), units)
 

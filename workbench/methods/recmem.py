@@ -225,6 +225,7 @@ class RecMem(RecMemInspection, MemoryMethod):
             with track() as calls:
                 decision = self._ingest_unit(pos, unit)
             self.trigger_log_.append(decision)
+            self._advance(len(unit.source_ids))
             self.construction_ledger_.extend(
                 {"unit_id": unit.id, "role": c.role, "operation": _operation(c.role), "prompt_tokens": c.prompt_tokens,
                  "completion_tokens": c.completion_tokens, "cached": c.cached, "error": c.error} for c in calls)
