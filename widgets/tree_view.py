@@ -17,23 +17,9 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from .html import DisplaysWidget, box, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .structures import conversation_of, structures_of
 
 LEVEL_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
-
-
-# -- inputs ----------------------------------------------------------------------------------------
-def structures_of(obj: Any) -> dict:
-    """A structures dict from a built method (``obj.structures()``) or a saved ``structures.json`` dict."""
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    if callable(getattr(obj, "structures", None)):
-        return obj.structures()
-    raise TypeError(f"expected a built method with .structures() or a structures dict, got {type(obj).__name__}")
-
-
-def conversation_of(obj: Any, conversation=None):
-    """The conversation given, else the one a built method ingested (None for a plain dict)."""
-    return conversation if conversation is not None else getattr(obj, "conversation_", None)
 
 
 def _time(value) -> datetime | None:

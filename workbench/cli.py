@@ -2,61 +2,42 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from .extras import MissingExtra, run_benchmarks, serve_app, usage_errors
+
 DEFAULT_RUN = Path("runs") / "demo"
-CASSETTE_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "cassettes"
 
 
-# -- shared option helpers -------------------------------------------------------------------------
+# -- shared option helpers: the library builds; a bad spec becomes a usage error -----------------------
 def make_embedder(name: str):
-    from .embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, OpenAIEmbedder
+    from .embed import embedder_from_spec
 
-    if name == "hash":
-        return HashEmbedder(dim=256)
-    if name == "minilm":
-        return CachedEmbedder(MiniLMEmbedder())
-    if name.startswith("openai:"):
-        return CachedEmbedder(OpenAIEmbedder(name.split(":", 1)[1]))
-    raise SystemExit(f"unknown embedder {name!r}: use minilm, hash or openai:<model>")
+    with usage_errors():
+        return embedder_from_spec(name)
 
 
 def make_llm(spec: str | None, cassette: str | None = None):
     """An LLM from a spec, wrapped in a record/replay cassette when one is given."""
-    from .llm import CachedLLM, default_llm
+    from .llm import llm_from_options
 
-    if spec and spec.startswith("replay:"):
-        return default_llm(spec)
-    if cassette and spec == "replay":
-        return CachedLLM.replay(cassette)
-    llm = default_llm(spec)
-    return CachedLLM(llm, cassette) if cassette else llm
+    with usage_errors():
+        return llm_from_options(spec, cassette)
 
 
 def parse_params(pairs: list[str] | None) -> dict:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--param expects key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+    from .methods import spec as method_spec
+
+    with usage_errors():
+        return method_spec.parse_params(pairs)
 
 
 def build_method(name: str, llm, embedder, params: dict):
-    import inspect
+    from .methods import spec as method_spec
 
-    from .methods import get_method
-
-    cls = get_method(name)
-    accepted = inspect.signature(cls.__init__).parameters
-    kw = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if k in accepted}
-    return cls(**kw, **params)
+    with usage_errors():
+        return method_spec.build_method(name, llm, embedder, params)
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -125,9 +106,7 @@ def cmd_ask(args) -> int:
 
 
 def cmd_app(args) -> int:
-    from widgets.app import serve
-
-    serve(args.run, port=args.port, address=args.address, show=not args.no_browser)
+    serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser)
     return 0
 
 
@@ -140,14 +119,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    root = Path(__file__).resolve().parents[1]  # benchmarks/ lives in the checkout, beside the package
-    if not (root / "benchmarks" / "run_all.py").exists():
-        raise SystemExit("workbench bench needs a source checkout (benchmarks/ is not installed with the package)")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from benchmarks.run_all import main as bench_main
-
-    return bench_main(["--config", args.config])
+    return run_benchmarks(["--config", args.config])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished work is kept", file=sys.stderr)
         return 130
+    except MissingExtra as exc:
+        print(f"workbench {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

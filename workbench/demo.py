@@ -141,7 +141,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "
           f"calls missing from a replay-only cassette {getattr(llm, 'replay_misses', 0)})")
     if serve:
-        from widgets.app import serve as serve_app
+        from .extras import serve_app  # widgets sit above the core: imported by name, never statically
 
         serve_app(out, port=port, show=True)
     return out

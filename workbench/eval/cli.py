@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..extras import usage_errors
+
 DEFAULT_OUT = Path("runs") / "eval"
 
 
@@ -51,13 +53,9 @@ def add_report_arguments(parser) -> None:
 
 
 def _llm(spec: str | None, cassette: str | None):
-    from ..cli import make_llm
+    from ..llm import llm_from_options
 
-    if cassette and spec in ("replay", "replay:"):
-        return make_llm("replay", cassette)
-    if spec == "replay:":
-        raise SystemExit("--llm replay: needs --cassette PATH (or use replay:<file>)")
-    return make_llm(spec, cassette)
+    return llm_from_options(spec, cassette)
 
 
 def _categories(text: str | None):
@@ -65,18 +63,20 @@ def _categories(text: str | None):
 
 
 def eval_command(args) -> int:
-    from ..cli import build_method, make_embedder, parse_params
     from ..data import load_dataset
+    from ..embed import embedder_from_spec
+    from ..methods.spec import build_method, parse_params
     from .harness import evaluate
     from .judge import LLMJudge
     from .report import export, summary_table
 
     dataset = load_dataset(args.data)
-    llm = _llm(args.llm, args.cassette)
-    method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
-    judge = None
-    if args.judge:
-        judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
+    with usage_errors():
+        llm = _llm(args.llm, args.cassette)
+        method = build_method(args.method, llm, embedder_from_spec(args.embedder), parse_params(args.param))
+        judge = None
+        if args.judge:
+            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
