@@ -27,7 +27,8 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "ama_refresh", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "ama_refresh", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui",
+         "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],

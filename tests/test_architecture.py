@@ -76,3 +76,10 @@ def test_methods_llms_and_embedders_build_from_specs_in_the_library(tmp_path):
     recording = llm_from_options(live, str(tmp_path / "rec.jsonl"))
     assert isinstance(recording, CachedLLM) and recording.mode != "replay" and recording.inner.model == "some-model"
     assert not isinstance(llm_from_options(live), CachedLLM)
+
+
+def test_ruff_is_clean():
+    """``ruff check`` with the configuration in pyproject.toml (the coordinator's CI runs the test suite)."""
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr

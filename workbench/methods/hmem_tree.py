@@ -11,7 +11,6 @@ Every change is returned as an ``op`` record that the method turns into a ``Memo
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Sequence
