@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make demo   build memories for a sample conversation offline and open the app over them
 #   make test   run the whole test suite (unit, contract, integration with the local model, notebooks, browser)
-.PHONY: setup demo test bench app browser
+.PHONY: setup demo test bench app browser notebooks
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -23,3 +23,9 @@ bench: setup browser
 
 app: setup
 	$(VENV)/bin/workbench app
+
+# Regenerate notebooks/*.ipynb from their jupytext sources (notebooks/*.py) and re-execute them, so the
+# outputs nbval compares against are fresh (they replay the committed cassettes: no model needed).
+notebooks: setup
+	cd notebooks && ../$(VENV)/bin/jupytext --sync [0-9][0-9]_*.py && \
+		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace [0-9][0-9]_*.ipynb

@@ -264,8 +264,9 @@ def locomo_live(results_dir: Path, *, conversations: str = "0-1", per_conv: int 
         sessions.append(_session(name, time.perf_counter() - t, llm.ledger.calls[start:]))
         with open(results_dir / "compare_locomo.sessions.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(sessions[-1]) + "\n")
-    return {"status": "ran", "results_file": repo_relative(store), "cassette": repo_relative(cassette), "questions": len(ids),
-            "sessions": [{k: v for k, v in x.items() if k != "ledger"} for x in sessions], **locomo_table(results_dir)}
+    return {"status": "ran", "results_file": repo_relative(store), "cassette": repo_relative(cassette),
+            "questions": len(ids), "sessions": [{k: v for k, v in x.items() if k != "ledger"} for x in sessions],
+            **locomo_table(results_dir)}
 
 
 def _session(name: str, wall: float, calls) -> dict:

@@ -105,8 +105,9 @@ def compare(conv, llm, embedder, label: str) -> dict:
            "methods": rows,
            "recmem_vs_eager_facts": {"token_ratio": div(rec["total_tokens"], eager["total_tokens"]),
                                      "call_ratio": div(rec["calls"], eager["calls"]),
-                                     "token_saving_pct": round(100 * (1 - rec["total_tokens"] / eager["total_tokens"]), 1)
-                                     if eager["total_tokens"] else None}}
+                                     "token_saving_pct":
+                                         round(100 * (1 - rec["total_tokens"] / eager["total_tokens"]), 1)
+                                         if eager["total_tokens"] else None}}
     for r in rows.values():
         print(f"{label} {r['method']}: {r['status']} calls={r['calls']} tokens={r['total_tokens']} "
               f"failed={r['failed_calls']} live={r['live_calls']} wall={r['wall_s']}s", flush=True)

@@ -4,7 +4,7 @@ Two checks on the demo slice, every call replayed from the committed cassette (n
 
 1. *in sample*: the committed cost profiles (``workbench/eval/cost_profiles.json``) against a fresh
    replay of the six demo questions, per method and phase. Near zero unless a method or prompt
-   changed since the profiles were fitted (then: ``python -m workbench.eval.estimate --refit``).
+   changed since the profiles were fitted (then: ``python -m workbench.demo_profiles --refit``).
 2. *held out* (query and judge phases): profiles fitted on three demo questions predict the other
    three, both ways round. Construction cannot be held out here: the cassette covers one slice.
 
@@ -60,7 +60,8 @@ def _errors(pred: dict, spent: dict, phases=None) -> dict:
 
 def run(methods=None) -> dict:
     from workbench.demo import DEMO_QUESTIONS
-    from workbench.eval.estimate import fit_profiles, load_profiles
+    from workbench.demo_profiles import fit_profiles
+    from workbench.eval.estimate import load_profiles
 
     full = fit_profiles(methods=methods)
     in_sample = _errors(_predicted(load_profiles(), methods, DEMO_QUESTIONS), _spent(full))

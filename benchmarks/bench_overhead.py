@@ -50,7 +50,8 @@ def live_ledger(path: Path = LIVE_RESULTS) -> dict:
     """Outside-LLM share of the answer phase, per method, over questions whose calls were all live."""
     rows = _rows(path)
     if not rows:
-        return {"available": False, "path": repo_relative(path), "note": "no live run found (runs/record/results.jsonl)"}
+        return {"available": False, "path": repo_relative(path),
+                "note": "no live run found (runs/record/results.jsonl)"}
     per: dict[str, Counter] = {}
     for row in rows:
         calls = [c for s in ((row.get("answer") or {}).get("steps") or []) for c in s.get("calls") or []]

@@ -27,7 +27,8 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "ama_refresh", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "ama_refresh", "overhead", "scale", "core", "hmem_build", "harness_replay", "ui",
+         "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
@@ -159,20 +160,14 @@ def run_steps(steps, cfg: dict, results: Path, opts) -> dict:
 
 def _md(rows: list[dict], cols: dict[str, str]) -> str:
     """A Markdown table of ``rows`` with ``cols`` = {key: header}; numeric columns right-aligned."""
+    from workbench.eval.report import markdown_table
+
     if not rows:
         return "(no rows)"
     keys = list(cols)
-    numeric = {k: all(isinstance(r.get(k), (int, float)) or r.get(k) is None for r in rows)
-               and any(r.get(k) is not None for r in rows) for k in keys}
-    body = [[_num(r.get(k)) for k in keys] for r in rows]
-    widths = [max(len(cols[k]), *(len(b[i]) for b in body)) for i, k in enumerate(keys)]
-
-    def line(cells):
-        padded = (c.rjust(w) if numeric[k] else c.ljust(w) for c, w, k in zip(cells, widths, keys))
-        return "| " + " | ".join(padded) + " |"
-
-    sep = "|" + "|".join("-" * (w + 1) + ":" if numeric[k] else "-" * (w + 2) for w, k in zip(widths, keys)) + "|"
-    return "\n".join([line([cols[k] for k in keys]), sep] + [line(b) for b in body])
+    numeric = [all(isinstance(r.get(k), (int, float)) or r.get(k) is None for r in rows)
+               and any(r.get(k) is not None for r in rows) for k in keys]
+    return markdown_table([cols[k] for k in keys], [[_num(r.get(k)) for k in keys] for r in rows], numeric)
 
 
 def _num(v) -> str:

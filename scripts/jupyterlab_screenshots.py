@@ -209,7 +209,8 @@ def _shoot_cells(page, url: str, names: list[str], out: Path) -> list[Path]:
             raise RuntimeError(f"gallery cell {i + 1} raised {failed[0]}")
     log("all cells executed")
     cells = page.locator(".jp-Notebook .jp-CodeCell")
-    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")  # warnings; errors raised above
+    # stderr output is warnings; errors were raised above
+    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
     for i, name in enumerate(names, start=1):
         cell = cells.nth(i)
         cell.scroll_into_view_if_needed()

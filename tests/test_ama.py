@@ -23,7 +23,7 @@ def prompt_of(messages) -> str:
 
 
 def line_after(messages, marker: str) -> str:
-    return next(l for l in prompt_of(messages).splitlines() if l.startswith(marker))
+    return next(line for line in prompt_of(messages).splitlines() if line.startswith(marker))
 
 
 def construct(facts=FACTS, related=None):
@@ -36,7 +36,8 @@ def construct(facts=FACTS, related=None):
 
 def entry_id(messages, word: str) -> list[str]:
     """Ids of the memory entries in the prompt whose text mentions ``word``."""
-    return [m.group(1) for l in prompt_of(messages).splitlines() if word in l and (m := re.match(r"\[([^\]]+)\]", l))]
+    return [m.group(1) for line in prompt_of(messages).splitlines()
+            if word in line and (m := re.match(r"\[([^\]]+)\]", line))]
 
 
 def ingest_judge(on_turn_word: str, conflict_word: str):

@@ -9,7 +9,8 @@ import pytest
 from workbench.data import QA, Conversation, Dataset, Session, Turn
 from workbench.embed import HashEmbedder
 from workbench.eval import evaluate
-from workbench.eval.estimate import estimate_run, fit_profiles, load_profiles, structure
+from workbench.demo_profiles import fit_profiles
+from workbench.eval.estimate import estimate_run, load_profiles, structure
 from workbench.eval.harness import select
 from workbench.llm import ScriptedLLM
 from workbench.llm.latency import LatencyModel
@@ -180,9 +181,10 @@ def test_structure_counts_units():
 
 def test_eval_prints_the_estimate_before_running_and_records_it(tmp_path, capsys, monkeypatch):
     import workbench.cli as cli
+    import workbench.eval.cli as eval_cli
 
     llm = ScriptedLLM([], default="auto")
-    monkeypatch.setattr(cli, "make_llm", lambda spec, cassette=None: llm)
+    monkeypatch.setattr(eval_cli, "_llm", lambda spec, cassette=None: llm)
     rc = cli.main(["eval", "--method", "eager_facts", "--data", "tiny", "--questions", "2", "--embedder", "hash",
                    "--llm", "scripted", "--out", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err

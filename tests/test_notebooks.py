@@ -8,8 +8,8 @@ once). Under ``--nbval-lax`` every cell must run without an error and only the c
 and need no model (all eight of them); 07 uses the LoCoMo dev copy when ``../shared/data/locomo`` exists and prints a
 note otherwise.
 
-To refresh the stored outputs after a deliberate change: ``python scripts/build_notebooks.py``, then
-``cd notebooks && jupyter nbconvert --to notebook --execute --inplace *.ipynb``.
+The notebooks' sources are the jupytext ``notebooks/NN_name.py`` files; to refresh the paired ``.ipynb``
+and their stored outputs after a deliberate change: ``make notebooks``.
 """
 from __future__ import annotations
 

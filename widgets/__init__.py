@@ -25,7 +25,7 @@ import importlib
 
 # ``compare`` is both a submodule and its main function: bind the function eagerly so that
 # ``from widgets import compare`` gives the function (compare.py imports nothing heavy).
-from .compare import Comparison, compare
+from .compare import Comparison, compare  # noqa: F401  (exported through __all__, built below)
 
 _EXPORTS = {
     "TraceStepper": "trace_stepper",

@@ -20,7 +20,7 @@ import numpy as np
 from workbench.methods.recmem_trigger import TriggerDecision, check_gate_k, replay_triggers
 
 from .html import DisplaysWidget, box, esc, short, table_html
-from .tree_view import structures_of
+from .structures import structures_of
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 FIXED = {"buffered": "#b0b0b0", "merged into an episode": "#6baed6", "failed (kept in buffer)": "#fdae6b",

@@ -16,7 +16,7 @@ import re
 from typing import Any, Mapping
 
 from .html import DisplaysWidget, box, esc, source_ids_html, table_html, turn_index, turns_html
-from .tree_view import conversation_of, structures_of
+from .structures import conversation_of, structures_of
 
 TYPE_COLOURS = {"person": "#4e79a7", "organization": "#f28e2b", "location": "#59a14f", "event": "#e15759",
                 "product": "#76b7b2", "work": "#edc948", "date": "#b07aa1", "time": "#ff9da7", "other": "#9c755f"}

@@ -14,26 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Mapping
 
 from .html import DisplaysWidget, box, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .structures import conversation_of, structures_of
 
 LEVEL_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
-
-
-# -- inputs ----------------------------------------------------------------------------------------
-def structures_of(obj: Any) -> dict:
-    """A structures dict from a built method (``obj.structures()``) or a saved ``structures.json`` dict."""
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    if callable(getattr(obj, "structures", None)):
-        return obj.structures()
-    raise TypeError(f"expected a built method with .structures() or a structures dict, got {type(obj).__name__}")
-
-
-def conversation_of(obj: Any, conversation=None):
-    """The conversation given, else the one a built method ingested (None for a plain dict)."""
-    return conversation if conversation is not None else getattr(obj, "conversation_", None)
 
 
 def _time(value) -> datetime | None:
@@ -113,7 +99,8 @@ def tree_figure(rows, *, selected: str | None = None, levels: Mapping[int, str] 
     if selected in pos:
         x, y = pos[selected]
         fig.add_trace(go.Scatter(x=[_iso(x)], y=[y], mode="markers", name=esc(f"selected: {selected}"),
-                                 hoverinfo="skip", marker=dict(size=22, symbol="circle-open", color="crimson", line=dict(width=3))))
+                                 hoverinfo="skip",
+                                 marker=dict(size=22, symbol="circle-open", color="crimson", line=dict(width=3))))
     ticks = sorted({r["level"] for r in rows})
     fig.update_layout(height=420, margin=dict(l=60, r=10, t=40, b=40), title="H-Mem temporal–semantic tree",
                       xaxis=dict(type="date", title="time (centre of each node's interval)"),

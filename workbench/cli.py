@@ -2,61 +2,59 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from .extras import MissingExtra, run_benchmarks, serve_app, usage_errors
+
 DEFAULT_RUN = Path("runs") / "demo"
-CASSETTE_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "cassettes"
 
 
-# -- shared option helpers -------------------------------------------------------------------------
+# -- shared option helpers: the library builds; a bad spec becomes a usage error -----------------------
 def make_embedder(name: str):
-    from .embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, OpenAIEmbedder
+    from .embed import embedder_from_spec
 
-    if name == "hash":
-        return HashEmbedder(dim=256)
-    if name == "minilm":
-        return CachedEmbedder(MiniLMEmbedder())
-    if name.startswith("openai:"):
-        return CachedEmbedder(OpenAIEmbedder(name.split(":", 1)[1]))
-    raise SystemExit(f"unknown embedder {name!r}: use minilm, hash or openai:<model>")
+    with usage_errors():
+        return embedder_from_spec(name)
 
 
 def make_llm(spec: str | None, cassette: str | None = None):
     """An LLM from a spec, wrapped in a record/replay cassette when one is given."""
-    from .llm import CachedLLM, default_llm
+    from .llm import llm_from_options
 
-    if spec and spec.startswith("replay:"):
-        return default_llm(spec)
-    if cassette and spec == "replay":
-        return CachedLLM.replay(cassette)
-    llm = default_llm(spec)
-    return CachedLLM(llm, cassette) if cassette else llm
+    with usage_errors():
+        return llm_from_options(spec, cassette)
 
 
 def parse_params(pairs: list[str] | None) -> dict:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--param expects key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+    from .methods import spec as method_spec
+
+    with usage_errors():
+        return method_spec.parse_params(pairs)
 
 
 def build_method(name: str, llm, embedder, params: dict):
-    import inspect
+    from .methods import spec as method_spec
 
-    from .methods import get_method
+    with usage_errors():
+        return method_spec.build_method(name, llm, embedder, params)
 
-    cls = get_method(name)
-    accepted = inspect.signature(cls.__init__).parameters
-    kw = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if k in accepted}
-    return cls(**kw, **params)
+
+def pick_conversation_id(ids: list[str], which: str | int | None, *, where: str) -> str:
+    """``which`` as an id among ``ids``, or as an index into them (None: the first)."""
+    which = "0" if which is None else str(which)
+    if which in ids:
+        return which
+    if which.lstrip("-").isdigit() and -len(ids) <= int(which) < len(ids):
+        return ids[int(which)]
+    raise SystemExit(f"workbench: no conversation {which!r} in {where} (it has {len(ids)}: {', '.join(ids[:5])}"
+                     f"{', ...' if len(ids) > 5 else ''})")
+
+
+def pick_conversation(dataset, which: str | int | None):
+    """A conversation of ``dataset`` by id or index (``--conversation``)."""
+    ids = [c.id for c in dataset.conversations]
+    return dataset[pick_conversation_id(ids, which, where=f"dataset {dataset.name!r}")]
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -65,7 +63,8 @@ def cmd_models(args) -> int:
 
     if args.action == "list":
         for row in models.status():
-            flag = "assembled" if row["assembled"] else ("packages installed" if row["packages_installed"] else "missing")
+            flag = ("assembled" if row["assembled"] else
+                    "packages installed" if row["packages_installed"] else "missing")
             print(f"{row['name']:<22} {flag:<20} {row['size_mb']:>5} MB  {row['note']}")
             print(f"{'':<22} {row['path']}")
         return 0
@@ -85,8 +84,7 @@ def cmd_build(args) -> int:
     from .data import load_dataset
     from .rundir import save_conversation, save_memory_snapshot
 
-    dataset = load_dataset(args.data)
-    conv = dataset[args.conversation]
+    conv = pick_conversation(load_dataset(args.data), args.conversation)
     llm = make_llm(args.llm, args.cassette)
     method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
     from .methods.progress import show_ingest_progress
@@ -111,10 +109,10 @@ def cmd_ask(args) -> int:
         from .rundir import RunDir
 
         run = RunDir(args.run)
-        conv_id = args.conversation_id or run.conversation_ids()[0]
+        conv_id = pick_conversation_id(run.conversation_ids(), args.conversation, where=args.run)
         method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder)
     else:
-        conv = load_dataset(args.data)[args.conversation]
+        conv = pick_conversation(load_dataset(args.data), args.conversation)
         method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
     ans = method.answer(args.question)
     print(f"Answer: {ans.text}\n")
@@ -128,9 +126,7 @@ def cmd_ask(args) -> int:
 
 
 def cmd_app(args) -> int:
-    from widgets.app import serve
-
-    serve(args.run, port=args.port, address=args.address, show=not args.no_browser)
+    serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser)
     return 0
 
 
@@ -148,89 +144,108 @@ def cmd_demo(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    root = Path(__file__).resolve().parents[1]  # benchmarks/ lives in the checkout, beside the package
-    if not (root / "benchmarks" / "run_all.py").exists():
-        raise SystemExit("workbench bench needs a source checkout (benchmarks/ is not installed with the package)")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from benchmarks.run_all import main as bench_main
-
-    return bench_main(["--config", args.config])
+    return run_benchmarks(["--config", args.config])
 
 
-def main(argv: list[str] | None = None) -> int:
+def _unavailable(problem: MissingExtra):
+    def command(args) -> int:
+        raise problem
+    return command
+
+
+def _eval_commands(sub) -> None:
+    """``eval`` and ``report`` are always listed; when a module they need is missing they say what to install."""
+    try:
+        from .eval import cli as eval_cli
+    except ModuleNotFoundError as exc:
+        eval_cli, problem = None, MissingExtra(f"needs the {exc.name!r} module, which is missing: reinstall with "
+                                               "its dependencies (pip install 'memory-workbench')")
+    for name, text, add, func in (("eval", "evaluate a method on a dataset (resumable)", "add_eval_arguments",
+                                   "eval_command"),
+                                  ("report", "aggregate result files into tables", "add_report_arguments",
+                                   "report_command")):
+        if eval_cli is not None:
+            p = sub.add_parser(name, help=text)
+            getattr(eval_cli, add)(p)
+            p.set_defaults(func=getattr(eval_cli, func))
+        else:
+            p = sub.add_parser(name, help=f"{text} [unavailable: {problem}]")
+            p.set_defaults(func=_unavailable(problem), unavailable=True)  # its options are not known: accepted
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list, install or verify the offline models")
-    p.add_argument("action", choices=["list", "install", "verify"])
-    p.add_argument("name", nargs="?")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("action", choices=["list", "install", "verify"], help="what to do")
+    p.add_argument("name", nargs="?", help="one model (default: the default and the fallback model)")
+    p.add_argument("--quiet", action="store_true", help="print nothing when installing succeeds")
     p.set_defaults(func=cmd_models)
 
-    def common(p, data=True):
-        p.add_argument("--method", default="naive_rag")
-        p.add_argument("--param", action="append", help="method parameter key=value (JSON values)")
+    def common(p):
+        p.add_argument("--method", default="naive_rag", help="method name (see workbench.methods.REGISTRY)")
+        p.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
         p.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:<file>")
         p.add_argument("--cassette", default=None, help="record/replay cassette (JSONL)")
         p.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
-        if data:
-            p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
-            p.add_argument("--conversation", type=int, default=0)
+        p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
 
     p = sub.add_parser("build", help="build a method's memory for one conversation and save it")
     common(p)
-    p.add_argument("--out", default=str(DEFAULT_RUN))
+    p.add_argument("--conversation", "--conversations", dest="conversation", default="0",
+                   help="the conversation, by index or id (default: the first)")
+    p.add_argument("--out", default=str(DEFAULT_RUN), help="run directory to save the memory in")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("ask", help="answer a question from memory, printing context and usage")
     common(p)
-    p.add_argument("question")
-    p.add_argument("--run", default=None, help="use a memory saved in this run directory")
-    p.add_argument("--conversation-id", default=None)
-    p.add_argument("--show", type=int, default=5)
+    p.add_argument("question", help="the question to answer")
+    p.add_argument("--run", default=None, help="use a memory saved in this run directory (no ingest)")
+    p.add_argument("--conversation", "--conversations", "--conversation-id", dest="conversation", default=None,
+                   help="the conversation, by index or id, in --data or in --run (default: the first)")
+    p.add_argument("--show", type=int, default=5, help="how many context hits to print")
     p.set_defaults(func=cmd_ask)
 
-    try:
-        from .eval.cli import add_eval_arguments, add_report_arguments, eval_command, report_command
-    except ImportError:
-        pass
-    else:
-        p = sub.add_parser("eval", help="evaluate a method on a dataset (resumable)")
-        add_eval_arguments(p)
-        p.set_defaults(func=eval_command)
-        p = sub.add_parser("report", help="aggregate result files into tables")
-        add_report_arguments(p)
-        p.set_defaults(func=report_command)
+    _eval_commands(sub)
 
     p = sub.add_parser("app", help="serve the Panel app over a run directory")
-    p.add_argument("--run", default=str(DEFAULT_RUN))
-    p.add_argument("--port", type=int, default=5006)
-    p.add_argument("--address", default="127.0.0.1")
-    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")
+    p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
+    p.add_argument("--address", default="127.0.0.1", help="address to serve on")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
 
     p = sub.add_parser("demo", help="build memories for a sample conversation offline, then open the app")
-    p.add_argument("--out", default=str(DEFAULT_RUN))
-    p.add_argument("--methods", nargs="*", default=None)
+    p.add_argument("--out", default=str(DEFAULT_RUN), help="run directory to write")
+    p.add_argument("--methods", nargs="*", default=None, help="method names (default: every registered method)")
     p.add_argument("--questions", type=int, default=None, help="how many of the demo questions (default all)")
     p.add_argument("--record", action="store_true", help="append new calls to the committed cassette")
-    p.add_argument("--llm", default=None)
-    p.add_argument("--port", type=int, default=5006)
-    p.add_argument("--no-serve", action="store_true")
+    p.add_argument("--llm", default=None, help="LLM spec for calls the cassette lacks (default: the offline model)")
+    p.add_argument("--port", type=int, default=5006, help="port of the app")
+    p.add_argument("--no-serve", action="store_true", help="stop after writing the run (do not start the app)")
     p.add_argument("--estimate", action="store_true", help="print each method's predicted calls, tokens and time")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="run the benchmarks and write benchmarks/results")
-    p.add_argument("--config", default="reduced", choices=["reduced", "full"])
+    p.add_argument("--config", default="reduced", choices=["reduced", "full"], help="benchmark sizes")
     p.set_defaults(func=cmd_bench)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "unavailable", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
         print("interrupted; finished work is kept", file=sys.stderr)
         return 130
+    except MissingExtra as exc:
+        print(f"workbench {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ def demo_llm(*, mode: str = "auto", spec: str | None = None, cassette: str | Pat
     ``mode="replay"`` needs no model at all (notebooks under nbval use it).
     """
     from .llm import CachedLLM, default_llm
+    from .llm.errors import LLMError
 
     if mode == "replay":
         return CachedLLM.replay(cassette)
@@ -152,7 +153,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "
           f"calls missing from a replay-only cassette {getattr(llm, 'replay_misses', 0)})")
     if serve:
-        from widgets.app import serve as serve_app
+        from .extras import serve_app  # widgets sit above the core: imported by name, never statically
 
         serve_app(out, port=port, show=True)
     return out

@@ -1,13 +1,24 @@
 """Data model and loaders: LoCoMo, LongMemEval and the project's own sample conversations."""
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from .locomo import CATEGORY_NAMES, load_locomo
 from .longmemeval import load_longmemeval
 from .types import QA, Conversation, Dataset, DatasetError, Session, Turn
 
-SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
+
+def sample_dir() -> Path:
+    """The project's ``sample_data`` folder: inside the installed package after a wheel install
+    (setup.py ships it as ``workbench/sample_data``), else at the top of the source checkout."""
+    packaged = resources.files("workbench") / "sample_data"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "sample_data"
+
+
+SAMPLE_DIR = sample_dir()
 
 
 def sample_path(name: str = "sample_conversations") -> Path:
@@ -34,4 +45,5 @@ def load_dataset(spec: str) -> Dataset:
 
 
 __all__ = ["QA", "Conversation", "Dataset", "DatasetError", "Session", "Turn", "CATEGORY_NAMES",
-           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path"]
+           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path", "sample_dir",
+           "SAMPLE_DIR"]

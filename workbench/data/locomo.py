@@ -91,7 +91,8 @@ def _load_qa(file, loc, raw, sample_id, index, skipped: Counter) -> QA:
     _require(isinstance(raw.get("question"), str), file, f"{loc}.question", "missing or not a string")
     _require("category" in raw, file, f"{loc}.category", "missing")
     category = raw["category"]
-    _require(isinstance(category, int) and 1 <= category <= 5, file, f"{loc}.category", f"must be 1-5, got {category!r}")
+    _require(isinstance(category, int) and 1 <= category <= 5, file, f"{loc}.category",
+             f"must be 1-5, got {category!r}")
     extras = {}
     if "adversarial_answer" in raw:
         extras["adversarial_answer"] = str(raw["adversarial_answer"])

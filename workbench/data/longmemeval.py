@@ -42,7 +42,8 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
         _check(key in raw, file, f"{loc}.{key}", "missing")
     qid = raw["question_id"]
     loc = f"item[{i}] ({qid})"
-    _check(raw["question_type"] in QUESTION_TYPES, file, f"{loc}.question_type", f"unknown type {raw['question_type']!r}")
+    _check(raw["question_type"] in QUESTION_TYPES, file, f"{loc}.question_type",
+           f"unknown type {raw['question_type']!r}")
     dates, ids, hay = raw["haystack_dates"], raw["haystack_session_ids"], raw["haystack_sessions"]
     _check(isinstance(hay, list) and len(dates) == len(ids) == len(hay), file, f"{loc}.haystack_sessions",
            "haystack_dates, haystack_session_ids and haystack_sessions must be lists of equal length")

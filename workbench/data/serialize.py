@@ -29,7 +29,8 @@ def conversation_to_dict(conv: Conversation) -> dict:
 def conversation_from_dict(d: dict) -> Conversation:
     sessions = tuple(
         Session(s["id"], _parse(s.get("date_time")),
-                tuple(Turn(t["id"], t["speaker"], t["text"], t["session_id"], _parse(t.get("time")), t.get("extras", {}))
+                tuple(Turn(t["id"], t["speaker"], t["text"], t["session_id"], _parse(t.get("time")),
+                           t.get("extras", {}))
                       for t in s["turns"]), s.get("date_text", ""))
         for s in d["sessions"])
     qa = tuple(QA(q["id"], q["question"], q["answer"], q["category"], tuple(q.get("evidence", ())),

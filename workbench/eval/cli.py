@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..extras import usage_errors
+
 DEFAULT_OUT = Path("runs") / "eval"
 
 
@@ -27,7 +29,8 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--method", default="naive_rag", help="method name (see workbench.methods.REGISTRY)")
     parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
     parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
-    parser.add_argument("--conversations", default=None, help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
+    parser.add_argument("--conversations", "--conversation", dest="conversations", default=None,
+                        help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
     parser.add_argument("--questions", type=int, default=None, help="at most N questions per conversation")
     parser.add_argument("--categories", default=None, help="e.g. 1,2,3,4 (LoCoMo) or temporal-reasoning")
     parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
@@ -49,23 +52,19 @@ def add_eval_arguments(parser) -> None:
 
 def add_report_arguments(parser) -> None:
     parser.add_argument("results", nargs="+", help="results.jsonl files (or run directories)")
-    parser.add_argument("--format", default="md", choices=["md", "csv", "json"])
+    parser.add_argument("--format", default="md", choices=["md", "csv", "json"], help="output format")
     parser.add_argument("--metric", default=None, help="accuracy column: judge | f1 | locomo_f1 | ... (default: "
                                                        "judge when present, else f1)")
     parser.add_argument("--cost", action="store_true", help="print the tidy cost-accuracy frame instead")
-    parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the confidence intervals")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--output", default=None, help="write to this file instead of stdout")
 
 
 def _llm(spec: str | None, cassette: str | None):
-    from ..cli import make_llm
+    from ..llm import llm_from_options
 
-    if cassette and spec in ("replay", "replay:"):
-        return make_llm("replay", cassette)
-    if spec == "replay:":
-        raise SystemExit("--llm replay: needs --cassette PATH (or use replay:<file>)")
-    return make_llm(spec, cassette)
+    return llm_from_options(spec, cassette)
 
 
 def _categories(text: str | None):
@@ -73,8 +72,9 @@ def _categories(text: str | None):
 
 
 def eval_command(args) -> int:
-    from ..cli import build_method, make_embedder, parse_params
     from ..data import load_dataset
+    from ..embed import embedder_from_spec
+    from ..methods.spec import build_method, parse_params
     from .harness import evaluate
     from .judge import LLMJudge
     from .report import export, summary_table
@@ -82,14 +82,15 @@ def eval_command(args) -> int:
     dataset = load_dataset(args.data)
     if getattr(args, "estimate", False):
         return estimate_command(args, dataset)
-    llm = _llm(args.llm, args.cassette)
-    params = parse_params(args.param)
-    if getattr(args, "fair", False):
-        params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
-    method = build_method(args.method, llm, make_embedder(args.embedder), params)
-    judge = None
-    if args.judge:
-        judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
+    with usage_errors():
+        llm = _llm(args.llm, args.cassette)
+        params = parse_params(args.param)
+        if getattr(args, "fair", False):
+            params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
+        method = build_method(args.method, llm, embedder_from_spec(args.embedder), params)
+        judge = None
+        if args.judge:
+            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
@@ -137,7 +138,8 @@ def estimate_command(args, dataset) -> int:
 
     A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
     estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
-    from ..cli import build_method, make_embedder, parse_params
+    from ..embed import embedder_from_spec as make_embedder
+    from ..methods.spec import build_method, parse_params
     from .estimate import backend_error
     from .judge import LLMJudge
 

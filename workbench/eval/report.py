@@ -188,21 +188,25 @@ def _cell(v, floatfmt: str) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
+    """The project's one Markdown table writer: GitHub style, columns padded to their widest cell,
+    ``numeric`` columns right-aligned. Cells arrive as formatted text (each caller formats its own)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)) + " |"
+
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric)) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
 def to_markdown(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = False) -> str:
-    """A GitHub-style Markdown table (numbers right-aligned), without the ``tabulate`` package."""
+    """A data frame as a Markdown table (numbers right-aligned), without the ``tabulate`` package."""
     frame = df.reset_index() if index else df
-    cols = [str(c) for c in frame.columns]
     body = [[_cell(v, floatfmt) for v in row] for row in frame.itertuples(index=False, name=None)]
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
                for c in frame.columns]
-    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(cols)]
-
-    def line(cells):
-        return "| " + " | ".join(c.rjust(w) if num else c.ljust(w)
-                                 for c, w, num in zip(cells, widths, numeric)) + " |"
-
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric)) + "|"
-    return "\n".join([line(cols), sep] + [line(r) for r in body])
+    return markdown_table([str(c) for c in frame.columns], body, numeric)
 
 
 def export(df: pd.DataFrame, fmt: str = "md") -> str:

@@ -3,21 +3,24 @@
 The key is the sha256 of sorted-key JSON of (model, messages, schema, temperature, seed,
 max_tokens) — never credentials or base URLs — so a changed prompt invalidates exactly the calls
 it changes. The store is a JSON Lines file (one entry per line: key, role, model, messages,
-reply, token counts): plain text, diffable, committable. Appends take an exclusive file lock and
-write whole lines, so several processes or threads may record into one cassette.
+reply, token counts): plain text, diffable, committable. Appends and rewrites hold an exclusive
+lock (``filelock``: a ``<cassette>.lock`` file beside it, on POSIX and Windows alike) and write
+whole lines, so several processes or threads may record into one cassette.
 
 Modes: ``auto`` (hit or call the inner model and record), ``replay`` (hit or ``CacheMiss``; no
 model needed), ``record`` (always call and overwrite the entry).
 """
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import hashlib
 import json
 import os
 import threading
 from pathlib import Path
 from typing import Literal
+
+from filelock import FileLock
 
 from .base import BaseLLM, Generation
 from .errors import CacheMiss
@@ -65,31 +68,31 @@ class Cassette:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        with self._file_lock(), open(self.path, "ab") as f:
+            f.write(line)
+
+    def _file_lock(self) -> FileLock:
+        """The lock every writer of this cassette file takes (other processes included)."""
+        return FileLock(f"{self.path}.lock")
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def prune(self, keep: set[str]) -> int:
         """Rewrite the file with only the entries in ``keep`` (e.g. those a run used); returns how many went."""
-        self.reload()  # entries other writers appended
-        with self._lock:
-            dropped = [k for k in self._entries if k not in keep]
-            for k in dropped:
-                del self._entries[k]
-            if self.path:
-                tmp = self.path.with_suffix(".tmp")
-                with open(tmp, "w", encoding="utf-8") as f:
-                    for entry in self._entries.values():
-                        f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
-                tmp.replace(self.path)
-                self._loaded_size = self.path.stat().st_size
+        with self._file_lock() if self.path else contextlib.nullcontext():  # no append lands in between
+            self.reload()  # entries other writers appended
+            with self._lock:
+                dropped = [k for k in self._entries if k not in keep]
+                for k in dropped:
+                    del self._entries[k]
+                if self.path:
+                    tmp = self.path.with_suffix(".tmp")
+                    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                        for entry in self._entries.values():
+                            f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+                    tmp.replace(self.path)
+                    self._loaded_size = self.path.stat().st_size
         return len(dropped)
 
     def models(self) -> set[str]:

@@ -59,3 +59,22 @@ def default_llm(spec: str | BaseLLM | None = None) -> BaseLLM:
     if spec:
         return llm_from_spec(spec)
     return local_llm()
+
+
+def llm_from_options(spec: str | None, cassette: str | None = None) -> BaseLLM:
+    """The LLM of a command line's ``--llm SPEC [--cassette FILE]``.
+
+    ``replay`` (or ``replay:``) with a cassette replays it with no model; ``replay:<file>`` replays
+    that file; any other spec (``None``: ``default_llm``'s order) runs live, recording every call
+    into the cassette when one is given.
+    """
+    from .cache import CachedLLM
+
+    if spec in ("replay", "replay:"):
+        if not cassette:
+            raise ValueError(f"--llm {spec} needs --cassette PATH (or use replay:<file>)")
+        return CachedLLM.replay(cassette)
+    if spec and spec.startswith("replay:"):
+        return llm_from_spec(spec)
+    llm = default_llm(spec)
+    return CachedLLM(llm, cassette) if cassette else llm

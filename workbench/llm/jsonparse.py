@@ -1,4 +1,4 @@
-"""Tolerant JSON extraction and a light schema check, shared by every client and method.
+"""Tolerant JSON extraction and a schema check (``jsonschema``), shared by every client and method.
 
 Models wrap JSON in prose or code fences, use single quotes or trailing commas. We strip fences,
 take the outermost object/array, and try a few conservative repairs before giving up.
@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from jsonschema import Draft202012Validator, validators
 
 from .errors import ParseError
 
@@ -64,34 +66,60 @@ def extract_json(text: str) -> Any:
     raise ParseError(f"no JSON value found in reply: {text[:200]!r}", text)
 
 
-_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}
+# The keywords replies are checked against: those the methods' schemas rely on for structure.
+# Bounds (maxItems, minimum, ...) stay hints for the model (llama.cpp's grammar enforces them
+# locally); a reply over a bound is trimmed by the method, not sent back for repair.
+CHECKED_KEYWORDS = ("type", "enum", "required", "properties", "items")
+# JSON's "integer" is an int, never 1.0 or a bool (jsonschema's default accepts 1.0).
+_TYPE_CHECKER = Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
+_Validator = validators.create(
+    meta_schema=Draft202012Validator.META_SCHEMA, type_checker=_TYPE_CHECKER,
+    validators={k: Draft202012Validator.VALIDATORS[k] for k in CHECKED_KEYWORDS})
+_RANK = {"type": 0, "enum": 1, "required": 2}
 
 
-def check_schema(value: Any, schema: dict | None, path: str = "$") -> None:
-    """Check the parts of a JSON Schema the methods use: type, required, properties, items, enum.
+def _order(error, schema: dict) -> list:
+    """Where ``error`` sits in a depth-first walk of the schema: a node's type, enum and required
+    before its properties (in schema order) and items (in index order); the first error is reported."""
+    key, sub = [], schema
+    for step in error.absolute_path:
+        if isinstance(step, int):
+            key.append((1, step))
+            sub = sub.get("items") or {}
+        else:
+            props = list(sub.get("properties") or {})
+            key.append((1, props.index(step) if step in props else len(props)))
+            sub = (sub.get("properties") or {}).get(step) or {}
+    return key + [(0, _RANK.get(error.validator, 3))]
 
-    Raises ``ParseError`` naming the path. (llama.cpp's grammar-constrained decoding already
-    guarantees structure for the local model; this catches API models and free-text fallbacks.)
+
+def _message(error) -> str:
+    path, value, expected = error.json_path, error.instance, error.validator_value
+    if error.validator == "type":
+        return f"{path}: expected {expected}, got {type(value).__name__}"
+    if error.validator == "enum":
+        return f"{path}: {value!r} not one of {expected}"
+    if error.validator == "required":
+        missing = next(k for k in expected if k not in value)
+        return f"{path}: missing required key {missing!r}"
+    return f"{path}: {error.message}"
+
+
+def check_schema(value: Any, schema: dict | None) -> None:
+    """Validate ``value`` against ``schema`` (``CHECKED_KEYWORDS`` only) with ``jsonschema``.
+
+    Raises ``ParseError`` naming the path of the first failure, e.g. ``$.facts[0]: missing required
+    key 'content'``. The message goes into the repair prompt, so its wording is part of the cache key
+    of a repair call: keep it stable. (llama.cpp's grammar-constrained decoding already guarantees
+    structure for the local model; this catches API models and free-text fallbacks.)
     """
     if not schema:
         return
-    typ = schema.get("type")
-    if isinstance(typ, str) and typ in _TYPES:
-        ok = isinstance(value, _TYPES[typ]) and not (typ in ("integer", "number") and isinstance(value, bool))
-        if not ok:
-            raise ParseError(f"{path}: expected {typ}, got {type(value).__name__}", json.dumps(value)[:500])
-    if "enum" in schema and value not in schema["enum"]:
-        raise ParseError(f"{path}: {value!r} not one of {schema['enum']}", json.dumps(value)[:500])
-    if isinstance(value, dict):
-        for key in schema.get("required", ()):
-            if key not in value:
-                raise ParseError(f"{path}: missing required key {key!r}", json.dumps(value)[:500])
-        for key, sub in schema.get("properties", {}).items():
-            if key in value:
-                check_schema(value[key], sub, f"{path}.{key}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            check_schema(item, schema["items"], f"{path}[{i}]")
+    errors = list(_Validator(schema).iter_errors(value))
+    if errors:
+        first = min(errors, key=lambda e: _order(e, schema))
+        raise ParseError(_message(first), json.dumps(value)[:500])
 
 
 def parse_json(text: str, schema: dict | None = None) -> Any:

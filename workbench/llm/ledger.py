@@ -102,7 +102,8 @@ class Ledger:
         """One row per call (no message bodies)."""
         import pandas as pd
 
-        cols = ["method", "phase", "role", "model", "prompt_tokens", "completion_tokens", "latency_s", "cached", "error"]
+        cols = ["method", "phase", "role", "model", "prompt_tokens", "completion_tokens", "latency_s", "cached",
+                "error"]
         return pd.DataFrame([{k: getattr(c, k) for k in cols} for c in self.calls], columns=cols)
 
     def summary(self, by=("method", "phase", "role")):

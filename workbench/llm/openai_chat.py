@@ -3,14 +3,14 @@
 Structured output degrades gracefully: ``json_schema`` (OpenAI) -> ``json_object`` + ``schema``
 (llama.cpp's server rejects ``json_schema`` but grammar-constrains this form) -> plain text with
 the schema in the prompt and tolerant extraction. The first mode a server accepts is remembered.
-Rate limits, 5xx and timeouts are retried here, with exponential backoff and a cap, and the
-number of requests in flight is bounded by a semaphore.
+Rate limits (429), 408/409, 5xx, timeouts and dropped connections are retried by the ``openai``
+client itself (``max_retries``: exponential backoff with jitter, honouring the server's
+``Retry-After``); the number of requests in flight is bounded by a semaphore.
 """
 from __future__ import annotations
 
 import json
 import threading
-import time
 
 from .base import BaseLLM, Generation
 from .errors import LLMError
@@ -22,8 +22,8 @@ SCHEMA_HINT = "Reply with a single JSON value that matches this JSON Schema, and
 
 class OpenAIChat(BaseLLM):
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 structured: str = "auto", max_retries: int = 4, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
-                 timeout_s: float = 120.0, max_concurrency: int = 8, max_tokens: int = 1024, client=None):
+                 structured: str = "auto", max_retries: int = 4, timeout_s: float = 120.0, max_concurrency: int = 8,
+                 max_tokens: int = 1024, client=None):
         super().__init__()
         if structured != "auto" and structured not in STRUCTURED_MODES:
             raise ValueError(f"structured must be auto or one of {STRUCTURED_MODES}")
@@ -31,8 +31,6 @@ class OpenAIChat(BaseLLM):
         self.base_url = base_url
         self.structured = structured
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.max_tokens = max_tokens
         self._modes = list(STRUCTURED_MODES) if structured == "auto" else [structured]
         self._slots = threading.BoundedSemaphore(max_concurrency)
@@ -41,7 +39,7 @@ class OpenAIChat(BaseLLM):
 
             # A local server needs no key; the openai package reads OPENAI_API_KEY itself otherwise.
             key = api_key if api_key is not None else ("not-needed" if base_url else None)
-            client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=0)
+            client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=max_retries)
         self.client = client
 
     def __repr__(self) -> str:
@@ -65,29 +63,13 @@ class OpenAIChat(BaseLLM):
 
     @staticmethod
     def _rejects_format(exc) -> bool:
-        """A server refusing our response_format (400/422, or 500 from llama.cpp's server)."""
+        """A server refusing our response_format (400/422, or 500 from llama.cpp's server).
+
+        A 500 is retried by the client before it reaches here; that costs one round of retries,
+        once, since the refused mode is then dropped."""
         status = getattr(exc, "status_code", None)
         text = str(exc)
         return status in (400, 422) or (status == 500 and ("response_format" in text or "json_schema" in text))
-
-    def _with_retries(self, fn, *, structured: bool):
-        import openai
-
-        for attempt in range(self.max_retries + 1):
-            try:
-                with self._slots:
-                    return fn()
-            except openai.APIStatusError as exc:
-                if structured and self._rejects_format(exc):
-                    raise
-                if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
-                    raise LLMError(f"{type(exc).__name__} (status {exc.status_code}): {exc}") from exc
-                error = exc
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                error = exc
-            if attempt == self.max_retries:
-                raise LLMError(f"{type(error).__name__} after {attempt + 1} attempts: {error}") from error
-            time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** attempt))
 
     def _generate(self, messages, *, schema, temperature, seed, max_tokens, role) -> Generation:
         import openai
@@ -97,13 +79,16 @@ class OpenAIChat(BaseLLM):
         for mode in modes:
             structured = schema is not None and mode != "text"
             try:
-                resp = self._with_retries(
-                    lambda: self._request(messages, schema, temperature, seed, max_tokens, mode), structured=structured)
-            except openai.APIStatusError as exc:  # only format rejections reach here
-                last_error = exc
-                if self.structured == "auto" and mode in self._modes and len(self._modes) > 1:
-                    self._modes.remove(mode)
-                continue
+                with self._slots:
+                    resp = self._request(messages, schema, temperature, seed, max_tokens, mode)
+            except (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError) as exc:
+                if structured and self._rejects_format(exc):  # try the next structured-output mode
+                    last_error = exc
+                    if self.structured == "auto" and mode in self._modes and len(self._modes) > 1:
+                        self._modes.remove(mode)
+                    continue
+                status = f" (status {exc.status_code})" if getattr(exc, "status_code", None) is not None else ""
+                raise LLMError(f"{type(exc).__name__}{status}: {exc}") from exc  # after the client's retries
             choice = resp.choices[0]
             usage = getattr(resp, "usage", None)
             return Generation(choice.message.content or "", getattr(resp, "model", None) or self.model,

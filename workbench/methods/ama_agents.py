@@ -13,14 +13,12 @@ from typing import Sequence
 
 from ..data import Turn
 from ..llm.errors import LLMError
+from ..timehints import mentions_date
 from . import ama_prompts as P
 from .common import format_date, format_turn
 from .store import MemoryUnit
 
 BITS = ("b_fine", "b_abs", "b_event", "b_atomic")
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_DATE_HINT = re.compile(rf"\d|\b({_MONTHS})\b", re.I)
 _DIA = re.compile(r"D_?\{?\s*(\d+)\s*[,:]\s*(\d+)")
 
 
@@ -79,7 +77,7 @@ def explicit_time(value, text: str) -> datetime | None:
     rule is the same ("only if an explicit date or time is present"), enforced here in code.
     """
     when = parse_time(value)
-    return when if when is not None and _DATE_HINT.search(text or "") else None
+    return when if when is not None and mentions_date(text) else None
 
 
 def norm_turn_ids(raw_ids, known: dict) -> tuple[list[str], list[str]]:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import ClassVar, Iterator
 
 from ..data import Conversation
 from ..llm.ledger import llm_tags, track

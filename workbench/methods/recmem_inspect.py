@@ -100,15 +100,20 @@ class RecMemInspection:
 
 
 def _pca_2d(vectors: np.ndarray) -> list[list[float]]:
-    """Units projected on their first two principal components (deterministic: full SVD, seeded;
-    zeros when fewer than two distinct units), for the cluster view."""
+    """Units projected on their first two principal components, for the cluster view (zeros when
+    fewer than two distinct units).
+
+    Centred SVD; each component's sign is fixed so that its largest loading is positive (the
+    convention of scikit-learn's PCA, whose output this reproduces), so the picture is deterministic.
+    """
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2 or len(x) < 2 or not np.ptp(x, axis=0).any():
         return [[0.0, 0.0] for _ in range(len(x))]
-    from sklearn.decomposition import PCA
-
-    xy = PCA(n_components=min(2, *x.shape), svd_solver="full", random_state=0).fit_transform(x)
-    xy = np.pad(xy, ((0, 0), (0, 2 - xy.shape[1])))
+    k = min(2, *x.shape)
+    u, s, vt = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
+    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(axis=1)])
+    xy = (u * signs)[:, :k] * s[:k]
+    xy = np.pad(xy, ((0, 0), (0, 2 - k)))
     return np.round(xy, 6).tolist()
 
 

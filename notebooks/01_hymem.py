@@ -1,0 +1,152 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · HyMem: two memory levels and a light/deep scheduler
+#
+# **HyMem** (Zhao et al., *HyMem: Hybrid Memory Architecture with Dynamic Retrieval Scheduling*,
+# arXiv 2602.13933) keeps a conversation at two resolutions. The dialogue is cut into topic events whose
+# raw text is **Level-2**; an LLM condenses each event into short key-information sentences, the
+# embedded **Level-1**, each linked back to its event. Answering is a loop of at most `max_rounds` (T)
+# rounds: a cheap **light** module answers from the cosine top-`top_k` (k=10) Level-1 items or asks to
+# escalate; only then a **deep** module takes the top-`deep_top_n` (N=30) candidates, lets the LLM pick
+# the relevant ones in batches of `batch_size` (d=10), and answers from their raw Level-2 events; a
+# **reflection** step decides whether to stop or to retry with a rewritten query. The paper reports that
+# most questions never need the deep path (deep ratio about 0.22).
+
+# %% [markdown]
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
+# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
+# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
+# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+
+llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
+emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
+conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
+qa = {q.id: q for q in conv.qa}
+demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
+print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hymem = demo_methods(llm, emb, ["hymem"])["hymem"]
+{k: hymem.get_params()[k] for k in ("top_k", "deep_top_n", "batch_size", "max_rounds", "segmentation", "levels")}
+
+# %% [markdown]
+# ## 1. Build
+#
+# Segmentation (one call per session) and one summary call per event.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hymem.ingest(conv)
+mem = hymem.memories()
+print(mem["kind"].value_counts().to_string())
+print("construction:", hymem.construction_calls_, "calls,", hymem.construction_usage_.total_tokens, "tokens")
+
+# %% [markdown]
+# ### Level-2: the raw topic events
+
+# %%
+level2 = mem[mem["kind"] == "L2"]
+level2[["id", "topic", "segment", "source_ids", "level1_ids"]]
+
+# %% [markdown]
+# ### Level-1: key information, each linked to one event
+#
+# The link is many-to-one: several Level-1 items point to the same event.
+
+# %%
+level1 = mem[mem["kind"] == "L1"]
+level1[["id", "event_id", "text"]].head(12)
+
+# %%
+event = level2.iloc[1]
+print(event["id"], "| turns", event["source_ids"], "\n")
+print(event["text"][:600], "\n")
+for _, row in level1[level1["event_id"] == event["id"]].iterrows():
+    print(" ", row["id"], "->", row["text"])
+
+# %% [markdown]
+# ## 2. Answer the demo questions
+#
+# Each answer's trace says which modules ran. The table lists the tiers per round
+# (`L` light, `D` deep) and whether reflection accepted the answer.
+
+# %%
+from widgets.tables import answers_frame, tiers
+
+answers = [hymem.answer(q.question, now=q.time) for q in demo_qs]
+answers_frame(demo_qs, answers, tiers=tiers)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for q, a in zip(demo_qs, answers):
+    print(f"{q.id:12} {tiers(a):8} {a.text[:90]!r}")
+
+# %% [markdown]
+# ## 3. Step through one answer
+#
+# The stepper opens the first answer whose trace reached the deep module (its candidate batches, the
+# Level-1 items each batch selected and the Level-2 events read), or the first answer if none did: the
+# 0.5B model rarely admits that the light context is not enough, so in this recording it may never
+# escalate. Every round still shows the light retrieval and its verdict, then reflection; a closing
+# `final` step says which round's answer was returned.
+
+# %%
+from widgets import TraceStepper
+
+i = next((i for i, a in enumerate(answers) if "D" in tiers(a)), 0)
+q, a = demo_qs[i], answers[i]
+print(q.id, q.question, "|", [s.kind for s in a.steps])
+TraceStepper(a, conversation=conv, gold_evidence=q.evidence)
+
+# %%
+deep = next((s for s in a.steps if s.kind == "deep"), None)
+{k: deep.data.get(k) for k in ("candidates", "selected", "level2")} if deep else "no deep step in this answer"
+
+# %% [markdown]
+# ## 4. How often did it go deep?
+#
+# `summary_stats` reads only the traces (paper Table 3's deep ratio, plus the per-round variant).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.methods.hymem import summary_stats
+
+summary_stats(answers)
+
+# %% [markdown]
+# `as_retriever()` exposes Level-1 search (or `level="L2"`: search Level-1, return the events); MemR3 can
+# drive it (notebook 05).
+
+# %%
+for h in hymem.as_retriever(level="L2").search(demo_qs[0].question, 3):
+    print(h.unit_id, "turns", h.source_ids[0], "to", h.source_ids[-1])
+
+# %% [markdown]
+# The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
+# method records the failed call and takes its fallback, so its results would drift away from the
+# recording without an error. Re-record with `workbench demo --record` after changing a method.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+calls = llm.ledger.frame()
+misses = int(calls["error"].fillna("").str.startswith("CacheMiss").sum())
+print(f"{int(calls['cached'].sum())} LLM calls replayed from the cassette, {misses} cache misses")

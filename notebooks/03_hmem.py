@@ -1,0 +1,145 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · H-Mem: a temporal-semantic tree plus a knowledge graph
+#
+# **H-Mem** (Yu, Fang, Liu, Ma, *H-Mem: A Novel Memory Mechanism for Evolving and Retrieving Agent Memory via
+# a Hybrid Structure*, arXiv 2605.15701; not the Sun & Zeng H-MEM) indexes the history twice. An LLM pulls
+# memory events out of each fragment; they are the leaves of a **tree** whose upper levels summarise similar
+# children inside day / week / month / year windows (`alphas` 0.8 / 0.7 / 0.6 per level), and entities and
+# relations go into a **knowledge graph** with provenance back to the fragments. A planner splits the
+# question into sub-queries with a scope (short / long / mixed) and time hints; evidence reached through graph
+# seeds, multi-hop expansion and the tree is ranked by F = 0.70·S (semantic) + 0.15·T (temporal overlap)
+# + 0.15·R (forgetting-curve robustness, `tau_days`=365, `eta`=0.5).
+
+# %% [markdown]
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
+# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
+# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
+# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+
+llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
+emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
+conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
+qa = {q.id: q for q in conv.qa}
+demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
+print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hmem = demo_methods(llm, emb, ["hmem"])["hmem"]
+{k: hmem.get_params()[k] for k in ("fragment", "fragment_turns", "levels", "windows", "alphas", "theta",
+                                    "tau_days", "eta", "hops", "top_k")}
+
+# %% [markdown]
+# ## 1. Build
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hmem.ingest(conv)
+mem = hmem.memories()
+print(mem["kind"].value_counts().to_string())
+print("graph:", hmem.graph_.number_of_nodes(), "entities,", hmem.graph_.number_of_edges(), "relations")
+print("construction:", hmem.construction_calls_, "calls,", hmem.construction_usage_.total_tokens, "tokens")
+
+# %% [markdown]
+# ## 2. The tree
+#
+# `tree_nodes()`: one row per node; level 1 are the extracted events, higher levels the summaries.
+
+# %%
+import pandas as pd
+
+nodes = pd.DataFrame(hmem.tree_nodes())
+print(nodes.groupby("level").size().to_string())
+nodes[["id", "level", "parent", "window", "start", "end", "n_m", "summary"]].sort_values(["level", "start"]).head(15)
+
+# %% [markdown]
+# ## 3. The graph's busiest entities
+
+# %%
+ents = mem[mem["kind"] == "entity"].sort_values("mentions", ascending=False)
+ents[["id", "text", "type", "mentions", "aliases", "profile"]].head(10)
+
+# %% [markdown]
+# ## 4. Answer a question
+#
+# A temporal question, so the time-overlap term T has something to do.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+q = qa["sample-1/q16"]
+ans = hmem.answer(q.question, now=q.time)
+print("Q:", q.question, "| gold:", q.answer)
+print("A:", ans.text)
+print("steps:", [s.kind for s in ans.steps])
+
+# %%
+from widgets import TraceStepper
+
+TraceStepper(ans, conversation=conv, gold_evidence=q.evidence)
+
+# %% [markdown]
+# ## 5. The score components
+#
+# Each `retrieve` step keeps every candidate with its S, T, R and the combined F; the evidence chain is the
+# top of this ranking.
+
+# %%
+retrieve = [s for s in ans.steps if s.kind == "retrieve"]
+scores = pd.concat([pd.DataFrame(s.data["candidates"]).assign(subquery=s.data["subquery"], scope=s.data["scope"])
+                    for s in retrieve], ignore_index=True)
+cols = ["subquery", "scope", "id", "kind", "level", "S", "T", "R", "F", "via"]
+scores[cols].sort_values("F", ascending=False).head(15)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.methods.hmem import summary_stats
+
+summary_stats([ans])
+
+# %% [markdown]
+# ## 6. Explore the structures
+#
+# `TreeView` draws the tree (select a node to see its summary and provenance); `GraphView` draws the entity
+# graph (select an entity to highlight its neighbourhood).
+
+# %%
+from widgets import GraphView, TreeView
+
+tree = TreeView(hmem)
+top = nodes.sort_values(["level", "n_m"], ascending=False)["id"].iloc[0]   # the busiest top-level summary
+tree.select(top)
+
+# %%
+graph = GraphView(hmem)
+graph.select(ents["id"].iloc[0])
+graph
+
+# %% [markdown]
+# The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
+# method records the failed call and takes its fallback, so its results would drift away from the
+# recording without an error. Re-record with `workbench demo --record` after changing a method.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+calls = llm.ledger.frame()
+misses = int(calls["error"].fillna("").str.startswith("CacheMiss").sum())
+print(f"{int(calls['cached'].sum())} LLM calls replayed from the cassette, {misses} cache misses")

@@ -1,0 +1,142 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · MemR3: a reflective retrieval loop over any memory
+#
+# **MemR3** (Du, Li, Zhang, Song, *MemR3: Memory Retrieval via Reflective Reasoning*, arXiv 2512.20237) stores
+# nothing itself: it drives the retriever of another memory. One router call per iteration updates an
+# *evidence-gap state* (verified facts and what is still missing) and picks retrieve (with a refinement
+# query Δq), reflect, or answer. Retrieval uses q + Δq and masks everything already seen; three guards bound
+# the loop: at most `n_max`=5 iterations, at most `n_cap`=1 reflect in a row, and a forced reflect after an
+# empty retrieval. Each retrieval returns `n_chk`=5 snippets. The final answer is written from the evidence
+# and the draft only. The default backend is Naive RAG over 256-token windows, the paper's chunked-RAG setting.
+
+# %% [markdown]
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
+# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
+# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
+# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+
+llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
+emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
+conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
+qa = {q.id: q for q in conv.qa}
+demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
+print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+memr3 = demo_methods(llm, emb, ["memr3"])["memr3"]
+{k: memr3.get_params()[k] for k in ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect")}
+
+# %% [markdown]
+# ## 1. Build
+#
+# Ingesting MemR3 ingests (a clone of) its backend; here that needs no LLM.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+memr3.ingest(conv)
+print(memr3.backend_, "|", len(memr3.memories()), "chunks")
+
+# %% [markdown]
+# ## 2. Answer the demo questions
+
+# %%
+from widgets.tables import answers_frame, router_actions as actions
+
+answers = [memr3.answer(q.question, now=q.time) for q in demo_qs]
+answers_frame(demo_qs, answers, actions=actions)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for q, a in zip(demo_qs, answers):
+    print(f"{q.id:12} {' '.join(map(str, actions(a))):40} {a.text[:70]!r}")
+
+# %% [markdown]
+# ## 3. The evidence-gap state
+#
+# The view steps through the router iterations of the answer with the most iterations: the evidence
+# bullets and gaps after each call, what changed, whether a guard forced the action.
+
+# %%
+from widgets import EvidenceGapView
+
+i = max(range(len(answers)), key=lambda i: len(actions(answers[i])))
+print(demo_qs[i].id, demo_qs[i].question)
+EvidenceGapView(answers[i])
+
+# %%
+from widgets import TraceStepper
+
+TraceStepper(answers[i], conversation=conv, gold_evidence=demo_qs[i].evidence)
+
+# %% [markdown]
+# ## 4. Iterations and guards
+#
+# `summary_stats` (from the traces): iterations per question, guard use, fallbacks.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.methods.memr3 import summary_stats
+
+summary_stats(answers)
+
+# %% [markdown]
+# ## 5. The mask, without an LLM
+#
+# The controller asks the backend's retriever for new items only. The same search with the first hits
+# excluded returns the next ones:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+retriever = memr3.as_retriever()
+first = retriever.search(demo_qs[0].question, 3)
+more = retriever.search(demo_qs[0].question, 3, exclude=frozenset(h.unit_id for h in first))
+print([h.unit_id for h in first], "->", [h.unit_id for h in more])
+
+# %% [markdown]
+# ## 6. MemR3 over another memory
+#
+# Any method with `as_retriever()` can be the backend; `retriever_options` are passed to it. These calls are
+# not in the demo cassette (other prompts), so they are shown here without being run; with a live model
+# (`demo_llm()` or an API model, see notebook 00) they work as written:
+#
+# ```python
+# from workbench.methods import MemR3, HyMem, AMA
+#
+# over_hymem = MemR3(llm=llm, backend=HyMem(llm=llm, embedder=emb), retriever_options={"level": "L2"})
+# over_ama = MemR3(llm=llm, backend=AMA(llm=llm, embedder=emb), retriever_options={"store": "fact"})
+# ans = over_hymem.ingest(conv).answer(q.question, now=q.time)
+# ```
+#
+# The backend is built once by `ingest` (its own construction cost is counted in MemR3's), and the
+# controller's masking needs only that the retriever honours `exclude`.
+
+# %% [markdown]
+# The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
+# method records the failed call and takes its fallback, so its results would drift away from the
+# recording without an error. Re-record with `workbench demo --record` after changing a method.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+calls = llm.ledger.frame()
+misses = int(calls["error"].fillna("").str.startswith("CacheMiss").sum())
+print(f"{int(calls['cached'].sum())} LLM calls replayed from the cassette, {misses} cache misses")

@@ -1,0 +1,114 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · All methods side by side
+#
+# `evaluate` builds each method on the demo conversation, answers the demo questions, scores them (token
+# F1, BLEU-1, official LoCoMo F1, evidence recall) and asks an LLM judge. Here everything, the judge
+# included, replays the demo cassette, so the whole comparison takes a few seconds per method.
+
+# %% [markdown]
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
+# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
+# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
+# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# >
+# > The judge is the same 0.5B model, which makes the accuracy column doubly unreliable.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+
+llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
+emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
+conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
+qa = {q.id: q for q in conv.qa}
+demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
+print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.demo import demo_dataset
+from workbench.eval import LLMJudge, evaluate, results_frame, summary_table
+
+judge = LLMJudge(llm)
+rows = []
+for name, method in demo_methods(llm, emb).items():
+    result = evaluate(method, demo_dataset(), judge=judge, questions=DEMO_QUESTIONS, progress=False)
+    rows += result.rows
+    print(f"{name:13} {len(result)} questions, {len(result.errors)} errors")
+
+# %% [markdown]
+# ## 1. Summary
+#
+# Per method: accuracy (judge) with a bootstrap 95% interval, lexical scores, evidence recall, mean query
+# tokens per question, construction tokens amortised over the conversation's questions, and the query-token
+# ratio to Full-Context. The adversarial question (category 5) is scored apart.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+frame = results_frame(rows)
+table = summary_table(frame)
+cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",
+        "construction_tokens", "fc_token_ratio", "errors"]
+overall = table[table["category"] == "overall"][cols].reset_index(drop=True)
+print(overall.round(3).to_string())
+
+# %% [markdown]
+# Per question: the judge's label for each method (`None`: not judged, category 5).
+
+# %%
+frame.pivot(index="qa_id", columns="method", values="judge_label")
+
+# %% [markdown]
+# ## 2. Cost against accuracy
+#
+# The dropdown picks a category; the x axis is mean query tokens per question.
+
+# %%
+from widgets import CostAccuracyChart
+
+CostAccuracyChart(rows)
+
+# %% [markdown]
+# ## 3. One question, every method
+#
+# `compare` takes built methods or finished `Answer`s. The evaluation kept each answer with its trace, so
+# nothing is re-run.
+
+# %%
+from workbench.trace import Answer
+from widgets import compare
+
+q = qa["sample-1/q4"]
+answers = {r.method: Answer.from_dict(r.answer) for r in rows if r.qa_id == q.id and r.answer}
+comparison = compare(answers, q.question, gold=q.answer, evidence=q.evidence)
+comparison
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(comparison.to_frame()[["method", "answer", "query_tokens", "calls", "evidence_recall"]].to_string())
+
+# %% [markdown]
+# The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
+# method records the failed call and takes its fallback, so its results would drift away from the
+# recording without an error. Re-record with `workbench demo --record` after changing a method.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+calls = llm.ledger.frame()
+misses = int(calls["error"].fillna("").str.startswith("CacheMiss").sum())
+print(f"{int(calls['cached'].sum())} LLM calls replayed from the cassette, {misses} cache misses")
