@@ -1,4 +1,8 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench``."""
+"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette``.
+
+A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
+line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
+"""
 from __future__ import annotations
 
 import argparse
@@ -109,7 +113,7 @@ def cmd_ask(args) -> int:
 
         run = RunDir(args.run)
         conv_id = args.conversation_id or run.conversation_ids()[0]
-        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder)
+        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust)
     else:
         conv = load_dataset(args.data)[args.conversation]
         method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
@@ -127,8 +131,27 @@ def cmd_ask(args) -> int:
 def cmd_app(args) -> int:
     from widgets.app import serve
 
-    serve(args.run, port=args.port, address=args.address, show=not args.no_browser)
+    serve(args.run, port=args.port, address=args.address, show=not args.no_browser, allow_remote=args.allow_remote)
     return 0
+
+
+def cmd_cassette(args) -> int:
+    """``check``: report a cassette's entries and bad lines (exit 1 when damaged); ``repair``:
+    rewrite it atomically with only its good entries."""
+    from .llm.cache import check_cassette, repair_cassette
+
+    if not Path(args.file).is_file():
+        raise FileNotFoundError(f"cassette not found: {args.file}")
+    report = repair_cassette(args.file) if args.action == "repair" else check_cassette(args.file)
+    for line in report["bad_lines"]:
+        print(f"bad line  {line}")
+    verdict = "damaged" if report["bad_lines"] else "ok"
+    print(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
+          f"{len(report['bad_lines'])} bad lines -> {verdict}")
+    if args.action == "repair":
+        print(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad lines dropped)")
+        return 0
+    return 1 if report["bad_lines"] else 0
 
 
 def cmd_demo(args) -> int:
@@ -151,7 +174,9 @@ def cmd_bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="workbench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list, install or verify the offline models")
@@ -180,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("question")
     p.add_argument("--run", default=None, help="use a memory saved in this run directory")
     p.add_argument("--conversation-id", default=None)
+    p.add_argument("--trust", action="store_true", help="load a memory saved on another machine (unpickles it)")
     p.add_argument("--show", type=int, default=5)
     p.set_defaults(func=cmd_ask)
 
@@ -199,8 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", default=str(DEFAULT_RUN))
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--address", default="127.0.0.1")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --address (the app has no login; prints a warning)")
     p.add_argument("--no-browser", action="store_true")
     p.set_defaults(func=cmd_app)
+
+    p = sub.add_parser("cassette", help="check or repair a record/replay cassette (JSONL)")
+    p.add_argument("action", choices=["check", "repair"])
+    p.add_argument("file")
+    p.set_defaults(func=cmd_cassette)
 
     p = sub.add_parser("demo", help="build memories for a sample conversation offline, then open the app")
     p.add_argument("--out", default=str(DEFAULT_RUN))
@@ -216,12 +249,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="reduced", choices=["reduced", "full"])
     p.set_defaults(func=cmd_bench)
 
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere on the line, not only before the command
+    args = parser.parse_args([a for a in argv if a != "--debug"])
+    args.debug = debug
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
         print("interrupted; finished work is kept", file=sys.stderr)
         return 130
+    except Exception as exc:  # reported in one line; the traceback only with --debug
+        if args.debug:
+            raise
+        if isinstance(exc, USER_ERRORS):
+            print(f"workbench: error: {one_line(exc)}", file=sys.stderr)
+        else:
+            print(f"workbench: internal error: {type(exc).__name__}: {one_line(exc)} (--debug shows the traceback)",
+                  file=sys.stderr)
+        return 2
+
+
+#: errors caused by what the user gave (data, names, specs, files), reported in one line
+USER_ERRORS = (ValueError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+               PermissionError, ImportError, RuntimeError)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (long messages cut), with any URL credentials redacted."""
+    from .llm.redact import redact_text
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        text = f"not found: {exc.args[0]!r}"
+    text = redact_text(text)
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 if __name__ == "__main__":

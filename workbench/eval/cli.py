@@ -90,16 +90,24 @@ def eval_command(args) -> int:
 
 
 def _update_run_manifest(out: Path, manifest: dict) -> None:
+    """Add this evaluation to ``<out>/manifest.json`` (written atomically, URLs redacted). A damaged
+    manifest is never silently reset: it is kept as ``manifest.json.damaged`` and reported."""
+    from ..jsonl import DamagedFile, read_json, write_json_atomic
+    from ..llm.redact import redact_value
+
     path = out / "manifest.json"
     data = {}
     if path.exists():
         try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            data = {}
-    data.setdefault("evaluations", []).append({**manifest, "results": "results.jsonl"})
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str))
+            data = read_json(path)
+        except DamagedFile as exc:
+            backup = path.with_name("manifest.json.damaged")
+            path.replace(backup)
+            print(f"warning: {exc}; kept it as {backup} and started a new manifest.json", file=sys.stderr)
+    if not isinstance(data.get("evaluations", []), list):
+        raise ValueError(f"{path}: field 'evaluations' is not a list; fix or move the file")
+    data.setdefault("evaluations", []).append(redact_value({**manifest, "results": "results.jsonl"}))
+    write_json_atomic(path, data, indent=2)
 
 
 def report_command(args) -> int:

@@ -319,10 +319,11 @@ def git_commit() -> str | None:
 
 
 def _append_manifest(results_path: Path, manifest: dict) -> None:
+    from ..jsonl import append_line
+    from ..llm.redact import redact_value
+
     path = results_path.with_name(results_path.stem + ".manifests.jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(manifest, default=str) + "\n")
+    append_line(path, json.dumps(redact_value(manifest), default=str))
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

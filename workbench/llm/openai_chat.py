@@ -14,6 +14,7 @@ import time
 
 from .base import BaseLLM, Generation
 from .errors import LLMError
+from .redact import redact_text, redact_url
 
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 # Own words; appended in "text" mode so a server without structured output still sees the schema.
@@ -45,7 +46,8 @@ class OpenAIChat(BaseLLM):
         self.client = client
 
     def __repr__(self) -> str:
-        return f"OpenAIChat({self.model!r}" + (f", base_url={self.base_url!r})" if self.base_url else ")")
+        # The base URL may carry user:password or a token parameter: shown redacted only.
+        return f"OpenAIChat({self.model!r}" + (f", base_url={redact_url(self.base_url)!r})" if self.base_url else ")")
 
     def _request(self, messages, schema, temperature, seed, max_tokens, mode):
         kw = {"model": self.model, "messages": messages, "temperature": temperature,
@@ -81,12 +83,12 @@ class OpenAIChat(BaseLLM):
                 if structured and self._rejects_format(exc):
                     raise
                 if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
-                    raise LLMError(f"{type(exc).__name__} (status {exc.status_code}): {exc}") from exc
+                    raise LLMError(redact_text(f"{type(exc).__name__} (status {exc.status_code}): {exc}")) from exc
                 error = exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error = exc
             if attempt == self.max_retries:
-                raise LLMError(f"{type(error).__name__} after {attempt + 1} attempts: {error}") from error
+                raise LLMError(redact_text(f"{type(error).__name__} after {attempt + 1} attempts: {error}")) from error
             time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** attempt))
 
     def _generate(self, messages, *, schema, temperature, seed, max_tokens, role) -> Generation:
@@ -108,4 +110,5 @@ class OpenAIChat(BaseLLM):
             usage = getattr(resp, "usage", None)
             return Generation(choice.message.content or "", getattr(resp, "model", None) or self.model,
                               getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-        raise LLMError(f"no structured-output mode accepted by {self.base_url or 'the API'}: {last_error}")
+        raise LLMError(redact_text(f"no structured-output mode accepted by {redact_url(self.base_url) or 'the API'}: "
+                                   f"{last_error}"))
