@@ -111,7 +111,8 @@ def _update_run_manifest(out: Path, manifest: dict) -> None:
 
 
 def report_command(args) -> int:
-    from .report import cost_accuracy_frame, export, method_stats, method_stats_markdown, results_frame, summary_table
+    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown, results_frame,
+                         summary_table)
     from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
@@ -126,6 +127,9 @@ def report_command(args) -> int:
     if args.format == "md" and not args.cost:
         stats = method_stats(rows)
         text += "\n\n" + method_stats_markdown(stats) if stats else ""
+        failures = failure_counts(rows)
+        if not failures.empty and failures["flagged_rows"].sum():
+            text += "\n\n## Failures and fallbacks per method\n\n" + export(failures, "md")
     if args.output:
         Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
     else:
