@@ -390,7 +390,12 @@ def test_cassette_crlf_and_blank_lines_are_fine(tmp_path):
     assert check_cassette(p)["bad_lines"] == [] and _replay(p, 1) == "answer 1"
 
 
-def _cli(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """``workbench ...`` in a subprocess, run from a scratch folder (a command that succeeds by
+    mistake writes its default ``runs/demo`` there, not into the checkout)."""
+    import tempfile
+
+    cwd = cwd or tempfile.mkdtemp(prefix="wb-cli-")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
@@ -503,12 +508,18 @@ def test_cli_dataset_error_is_one_line(tmp_path):
     assert debug.returncode != 0 and "Traceback" in debug.stderr
 
 
+NO_SERVER = "openai:m@http://127.0.0.1:9/v1"  # a client is built, no call is made before the error
+
+
 @pytest.mark.parametrize("args,fragment", [
-    (["build", "--method", "no_such_method", "--embedder", "hash", "--data", "tiny"], "no_such_method"),
-    (["build", "--data", "csv:/tmp/x", "--embedder", "hash"], "unknown data spec"),
-    (["build", "--embedder", "word2vec", "--data", "tiny"], "unknown embedder"),
-    (["ask", "q", "--run", "/nonexistent/run", "--embedder", "hash", "--llm", "replay:/nonexistent.jsonl"],
-     "not found"),
+    (["build", "--method", "no_such_method", "--embedder", "hash", "--data", "tiny", "--llm", NO_SERVER],
+     "no_such_method"),
+    (["build", "--data", "csv:/tmp/x", "--embedder", "hash", "--llm", NO_SERVER], "unknown data spec"),
+    (["build", "--embedder", "word2vec", "--data", "tiny", "--llm", NO_SERVER], "unknown embedder"),
+    (["build", "--data", "tiny", "--embedder", "hash", "--llm", "bogus:x"], "unknown LLM spec"),
+    (["build", "--data", "tiny", "--embedder", "hash", "--llm", NO_SERVER, "--param", "top_k"], "key=value"),
+    (["ask", "q", "--run", "/nonexistent/run", "--embedder", "hash", "--llm", NO_SERVER], "not found"),
+    (["ask", "q", "--embedder", "hash", "--llm", "replay:/nonexistent.jsonl"], "cassette not found"),
     (["report", "/nonexistent/results.jsonl"], "not found"),
 ])
 def test_cli_user_errors_are_one_line(args, fragment):

@@ -48,7 +48,9 @@ def sign(data: bytes) -> str:
 
 
 def write_signature(folder: Path, data: bytes) -> None:
-    (Path(folder) / SIGNATURE_FILE).write_text(sign(data) + "\n")
+    from .jsonl import write_text_atomic
+
+    write_text_atomic(Path(folder) / SIGNATURE_FILE, sign(data) + "\n")
 
 
 def check_signature(folder: Path, data: bytes) -> None:

@@ -111,6 +111,7 @@ def _update_run_manifest(out: Path, manifest: dict) -> None:
 
 
 def report_command(args) -> int:
+    from ..jsonl import write_text_atomic
     from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown, results_frame,
                          summary_table)
     from .store import load_rows
@@ -131,7 +132,7 @@ def report_command(args) -> int:
         if not failures.empty and failures["flagged_rows"].sum():
             text += "\n\n## Failures and fallbacks per method\n\n" + export(failures, "md")
     if args.output:
-        Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
+        write_text_atomic(args.output, text + ("\n" if not text.endswith("\n") else ""))
     else:
         print(text)
     return 0

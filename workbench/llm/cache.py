@@ -143,6 +143,8 @@ class CachedLLM(BaseLLM):
         super().__init__()
         if mode not in ("auto", "replay", "record"):
             raise ValueError(f"mode must be auto, replay or record, got {mode!r}")
+        if mode == "replay" and path and not Path(path).is_file():
+            raise FileNotFoundError(f"cassette not found: {path}")
         self.inner = inner
         self.mode = mode
         self.cassette = Cassette(path)
