@@ -650,7 +650,6 @@ def test_hostile_run_renders_escaped(hostile_run):
     assert added["method"] in store.methods and added["conv_id"] in store.param.conv_id.objects
     # the torn results line and the garbage lines are reported, not fatal
     assert any(":" in e and "results.jsonl" in e and "torn" in e for e in store.errors), store.errors
-    assert any("memories.jsonl" in e for e in store.errors) is False  # read lazily: not yet
     store.conv_id = added["conv_id"]
     mem = app.views["Memories"]
     mem.method.value = added["method"]
@@ -688,6 +687,6 @@ def test_long_text_is_capped_with_an_expand_control(hostile_run):
     mem.table.selection = [list(mem.results["id"]).index("m-long")]
     mem.show_selected()
     detail = mem.detail.object
-    assert "<details>" in detail and f"{LONG_TURN_CHARS:,} characters" in detail  # full text one click away
+    assert "<details" in detail and f"{LONG_TURN_CHARS:,} characters" in detail  # full text one click away
     shown = pre("y" * LONG_TURN_CHARS)
-    assert shown.index("<details>") < 10_000  # what is open before the control is short
+    assert shown.index("<details") < 10_000  # what is open before the control is short

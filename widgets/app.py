@@ -111,7 +111,7 @@ def show_frame(table, df: pd.DataFrame) -> None:
     """Set a table's rows (long texts capped), with plain-text formatters for every column it now has."""
     shown = df.copy()
     for c in shown.columns:
-        if shown[c].dtype == object:
+        if not pd.api.types.is_numeric_dtype(shown[c]):
             shown[c] = shown[c].map(cap_cell)
     table.formatters = plain_formatters(shown)
     table.value = shown

@@ -24,7 +24,7 @@ PAYLOADS = (
     "<a href=\"javascript:alert(5)\" id=\"pwned-link\">click</a>",
     "{{constructor.constructor('alert(6)')()}}",
 )
-METHOD_NAME = '<img src="/pwned-method" onerror="alert(7);window.__pwned=7">'
+METHOD_NAME = '<img src="pwned-method" onerror="alert(7);window.__pwned=7">'  # no '/': a folder name
 KEY_NAME = '<img src="/pwned-key" onerror="alert(8);window.__pwned=8">'
 CONV_ID = 'odd id/<b onmouseover="alert(9)">..\\%2F?#&amp;'
 LONG_TURN_CHARS = 216_000
@@ -33,7 +33,8 @@ LONG_TURN_CHARS = 216_000
 def _conversation(conv_id: str, speakers=("Mal", "Eve")) -> dict:
     turns = [{"id": f"D1:{i + 1}", "speaker": speakers[i % 2], "text": p, "session_id": "S1",
               "time": "2023-05-08T13:56:00", "extras": {"blip_caption": p}} for i, p in enumerate(PAYLOADS)]
-    long_text = ("A very long pasted log line without end. " * (LONG_TURN_CHARS // 42 + 1))[:LONG_TURN_CHARS]
+    line = "A very long pasted log line without end. "
+    long_text = (line * (LONG_TURN_CHARS // len(line) + 1))[:LONG_TURN_CHARS]
     turns.append({"id": f"D1:{len(PAYLOADS) + 1}", "speaker": speakers[0], "text": long_text, "session_id": "S1",
                   "time": "2023-05-08T13:56:00", "extras": {}})
     return {"id": conv_id, "speakers": list(speakers), "source": PAYLOADS[0],
