@@ -80,16 +80,23 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser():
+    """One Playwright + Chromium for the module (the sync API cannot run two at once)."""
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.errors = []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        pg.goto(server)
-        pg.wait_for_selector("text=Memory Workbench", timeout=60000)
-        yield pg
-        browser.close()
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.goto(server)
+    pg.wait_for_selector("text=Memory Workbench", timeout=60000)
+    yield pg
+    pg.close()
 
 
 def open_tab(page, name: str) -> None:
@@ -160,7 +167,7 @@ def _serve(run):
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
+def hostile(tmp_path_factory, browser):
     """The hostile run (``workbench.testing.hostile``) served, and a page that counts every payload
     that runs: dialogs opened, requests for ``pwned`` URLs, page errors."""
     spec = importlib.util.spec_from_file_location("_demo", ROOT / "scripts" / "make_demo_run.py")
@@ -174,22 +181,20 @@ def hostile(tmp_path_factory):
     proc, url = _serve(run)
     try:
         _wait_http(url, proc)
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-            pg.dialogs, pg.pwned_requests, pg.errors = [], [], []
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.dialogs, pg.pwned_requests, pg.errors = [], [], []
 
-            def on_dialog(d):
-                pg.dialogs.append(d.message)
-                d.dismiss()
+        def on_dialog(d):
+            pg.dialogs.append(d.message)
+            d.dismiss()
 
-            pg.on("dialog", on_dialog)
-            pg.on("request", lambda r: pg.pwned_requests.append(r.url) if "pwned" in r.url else None)
-            pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-            pg.goto(url)
-            pg.wait_for_selector("text=Memory Workbench", timeout=60000)
-            yield pg, added
-            browser.close()
+        pg.on("dialog", on_dialog)
+        pg.on("request", lambda r: pg.pwned_requests.append(r.url) if "pwned" in r.url else None)
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        pg.goto(url)
+        pg.wait_for_selector("text=Memory Workbench", timeout=60000)
+        yield pg, added
+        pg.close()
     finally:
         proc.terminate()
         try:
@@ -224,7 +229,7 @@ def test_hostile_run_executes_nothing(hostile):
     page.locator(".bk-tab", has_text="Structures").click()
     page.get_by_text(added["method"], exact=False).first.wait_for(timeout=30000)  # the card title, as text
     open_tab(page, "Traces")
-    page.get_by_text("What did Mal paste?").first.wait_for(timeout=20000)  # odd ids work in Traces
+    page.locator(".wb-box", has_text="What did Mal paste?").first.wait_for(timeout=20000)  # odd ids work in Traces
     open_tab(page, "Results")
     time.sleep(1.0)
     assert page.dialogs == [] and page.pwned_requests == []
