@@ -16,7 +16,6 @@ a question about them) so the escaping of every view can be tested in a real bro
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 from dataclasses import replace

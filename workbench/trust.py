@@ -57,8 +57,9 @@ def check_signature(folder: Path, data: bytes) -> None:
     """Raise ``UntrustedStateError`` unless ``folder``'s signature matches ``data`` under this machine's key."""
     sig_file = Path(folder) / SIGNATURE_FILE
     if not sig_file.is_file():
-        raise UntrustedStateError(f"{folder}: state.pkl has no signature from this machine (saved elsewhere or by an "
-                                  "older version); unpickling can run code: pass trust=True only if you trust its author")
+        raise UntrustedStateError(f"{folder}: state.pkl has no signature from this machine (saved elsewhere or by "
+                                  "an older version); unpickling can run code: pass trust=True only if you trust its "
+                                  "author")
     if not hmac.compare_digest(sig_file.read_text().strip(), sign(data)):
         raise UntrustedStateError(f"{folder}: state.pkl was not saved on this machine or was changed since; "
                                   "unpickling can run code: pass trust=True only if you trust its author")

@@ -23,8 +23,8 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn, check_answer,
-                    check_string, read_json_file)
+from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
+                    check_answer, check_string, read_json_file)
 
 DIA_ID = re.compile(r"^D(\d+):(\d+)$")
 SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -166,7 +166,8 @@ def load_locomo(path: str | Path, *, limit: int | None = None) -> Dataset:
         _require(isinstance(sample, dict), file, loc, f"must be an object, got {type(sample).__name__}")
         _require("sample_id" in sample, file, f"{loc}.sample_id", "missing")
         sid = check_string(file, f"{loc}.sample_id", sample["sample_id"])
-        _require(sid not in seen, file, f"{loc}.sample_id", f"duplicate sample_id {sid!r} (also sample[{seen.get(sid)}])")
+        _require(sid not in seen, file, f"{loc}.sample_id",
+                 f"duplicate sample_id {sid!r} (also sample[{seen.get(sid)}])")
         seen[sid] = i
         loc = f"sample[{i}] ({sid})"
         conv = sample.get("conversation")

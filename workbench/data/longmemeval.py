@@ -22,8 +22,8 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn, check_answer,
-                    check_string, read_json_file)
+from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
+                    check_answer, check_string, read_json_file)
 
 QUESTION_TYPES = (
     "single-session-user",

@@ -14,7 +14,6 @@ without any model.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -112,8 +111,8 @@ def _update_run_manifest(out: Path, manifest: dict) -> None:
 
 def report_command(args) -> int:
     from ..jsonl import write_text_atomic
-    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown, results_frame,
-                         summary_table)
+    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown,
+                         results_frame, summary_table)
     from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]

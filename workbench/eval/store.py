@@ -3,8 +3,8 @@
 Each finished question is written as one whole line and flushed at once, so an interrupted run
 loses at most the questions in flight. Reopening the store reads back every complete line through
 the shared tolerant reader (``workbench.jsonl``): a torn last line (a crash mid-write) or any other
-bad line is skipped, its number listed in ``bad_lines`` and its ``file:line: reason`` in ``bad``, and the next append starts
-on a fresh line.
+bad line is skipped, its number listed in ``bad_lines`` and its ``file:line: reason`` in ``bad``,
+and the next append starts on a fresh line.
 Nothing is ever rewritten: when a key occurs more than once (a retried failure, two writers), the
 last row wins and ``duplicates`` counts the superseded ones.
 """

@@ -9,7 +9,8 @@ pre-token, and a run of characters with no whitespace (or of whitespace alone) i
 counted exactly as before; each run of more than ``RUN_LIMIT`` characters is counted in
 ``RUN_LIMIT``-character chunks (exact inside a chunk, at most a token or two off at each cut).
 Text longer than ``MAX_COUNT_CHARS`` (2 M characters) is refused with ``TokenCountError``
-rather than counted for a minute (``benchmarks/bench_tokens.py`` measures the growth). Special-token strings such as ``<|endoftext|>`` inside a text are counted as plain text.
+rather than counted for a minute (``benchmarks/bench_tokens.py`` measures the growth).
+Special-token strings such as ``<|endoftext|>`` inside a text are counted as plain text.
 """
 from __future__ import annotations
 

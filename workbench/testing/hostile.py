@@ -76,7 +76,8 @@ def add_hostile_parts(run: str | Path) -> dict:
          "hits": [{"unit_id": PAYLOADS[0], "text": PAYLOADS[1], "score": 0.5, "source_ids": ["D1:1"], "kind": "raw"}],
          "calls": []}], "context": [], "usage": {}, "method": METHOD_NAME}
     row = {"method": METHOD_NAME, "params_hash": "h", "dataset": "hostile", "conv_id": CONV_ID,
-           "qa_id": conv["qa"][0]["id"], "category": 4, "category_name": PAYLOADS[4], "question": conv["qa"][0]["question"],
+           "qa_id": conv["qa"][0]["id"], "category": 4, "category_name": PAYLOADS[4],
+           "question": conv["qa"][0]["question"],
            "gold": PAYLOADS[0], "prediction": PAYLOADS[0], "scores": {"f1": 0.0}, "judge_label": PAYLOADS[1],
            "query_tokens": 1, "answer": answer}
     with open(run / "results.jsonl", "a", encoding="utf-8") as f:
