@@ -690,3 +690,13 @@ def test_long_text_is_capped_with_an_expand_control(hostile_run):
     assert "<details" in detail and f"{LONG_TURN_CHARS:,} characters" in detail  # full text one click away
     shown = pre("y" * LONG_TURN_CHARS)
     assert shown.index("<details") < 10_000  # what is open before the control is short
+
+
+def test_long_event_diffs_are_folded_not_diffed_word_by_word():
+    pytest.importorskip("panel")
+    from widgets.html import diff_html
+
+    short = diff_html("a cat", "a dog")
+    assert "<del>cat</del>" in short and "<ins>dog</ins>" in short
+    huge = diff_html("word " * 30_000, "word " * 30_000 + "<script>x</script>")
+    assert huge.count("<details") == 2 and "<script>" not in huge

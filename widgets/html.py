@@ -243,11 +243,14 @@ def step_html(answer, index: int, *, conversation=None, gold_evidence: Iterable[
 
 
 _WORDS = re.compile(r"\s+|[^\s]+")
+DIFF_WORDS_LIMIT = 20_000  # words and spaces of before + after diffed word by word
 
 
 def diff_html(before: str | None, after: str | None) -> str:
     """Word-level before/after diff (difflib), each fragment escaped; deletions in <del>, insertions in <ins>."""
     a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    if len(a) + len(b) > DIFF_WORDS_LIMIT:  # difflib is quadratic: very long texts are shown whole, folded
+        return f"<del>{clip(before)}</del> <ins>{clip(after)}</ins>"
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":

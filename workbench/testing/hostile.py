@@ -50,18 +50,22 @@ def add_hostile_parts(run: str | Path) -> dict:
     run = Path(run)
     # A conversation whose id (and so its file name) is odd; saved the way the project saves ids.
     conv = _conversation(CONV_ID)
+    long_text = conv["sessions"][0]["turns"][-1]["text"]
     write_json_atomic(run / "conversations" / f"{safe_name(CONV_ID)}.json", conv)
     # A method folder named by hand with an HTML payload (not through safe_name: a stranger's tool).
     mdir = run / "memories" / METHOD_NAME / safe_name(CONV_ID)
     mdir.mkdir(parents=True, exist_ok=True)
     rows = [{"id": f"m{i}", "kind": p, "text": p, "time": None, "source_ids": ["D1:1"], KEY_NAME: p}
             for i, p in enumerate(PAYLOADS)]
-    rows.append({"id": "m-long", "kind": "raw", "text": conv["sessions"][0]["turns"][-1]["text"], "time": None,
+    rows.append({"id": "m-long", "kind": "raw", "text": long_text, "time": None,
                  "source_ids": [f"D1:{len(PAYLOADS) + 1}"], KEY_NAME: ""})
     (mdir / "memories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
     events = [{"seq": i, "kind": "ADD", "unit_id": f"m{i}", "before": None, "after": p, "cause": p,
                "source_ids": ["D1:1"], "time": None, "method": METHOD_NAME, "data": {KEY_NAME: p}}
               for i, p in enumerate(PAYLOADS)]
+    events.append({"seq": len(events), "kind": "UPDATE", "unit_id": "m-long", "before": long_text,
+                   "after": long_text + " (edited)", "cause": "hostile", "source_ids": [], "time": None,
+                   "method": METHOD_NAME, "data": {}})
     (mdir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (mdir / "structures.json").write_text(json.dumps({KEY_NAME: list(PAYLOADS), "tree": {KEY_NAME: PAYLOADS[1]}}))
     # Manifest values a stranger wrote.
