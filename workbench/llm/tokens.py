@@ -21,7 +21,7 @@ RUN_LIMIT = 64  # characters of one whitespace-free (or whitespace-only) run cou
 #: Longest text counted (about 10 s of counting in the worst case measured, random letters:
 #: ~5 µs per character; prose is ~4x faster). Longer text raises ``TokenCountError``.
 MAX_COUNT_CHARS = 2_000_000
-_CACHE_CHARS = 10_000  # only short texts are memoised (a 10 MB key would pin 10 MB per cache slot)
+_CACHE_CHARS = 10_000  # texts up to this size share a large memo; longer ones a small one (32 slots)
 _LONG_RUN = re.compile(r"\S{%d,}|\s{%d,}" % (RUN_LIMIT + 1, RUN_LIMIT + 1))
 
 
@@ -42,6 +42,12 @@ def _exact(text: str) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _cached(text: str) -> int:
+    return _count(text)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_long(text: str) -> int:
+    # Long prompts repeat (a full-context prompt per question); 32 slots bound the memory held.
     return _count(text)
 
 
@@ -68,7 +74,9 @@ def count_tokens(text: str, *, limit: int | None = MAX_COUNT_CHARS) -> int:
     if limit is not None and len(text) > limit:
         raise TokenCountError(f"text of {len(text):,} characters is too long to count tokens for "
                               f"(limit {limit:,} characters); split or truncate it")
-    return _cached(text) if len(text) <= _CACHE_CHARS else _count(text)
+    if limit is None and len(text) > MAX_COUNT_CHARS:
+        return _count(text)
+    return _cached(text) if len(text) <= _CACHE_CHARS else _cached_long(text)
 
 
 def count_message_tokens(messages) -> int:
