@@ -226,6 +226,7 @@ def test_hostile_run_executes_nothing(hostile):
     page.get_by_text("Event history").first.wait_for(timeout=20000)
     page.get_by_text("show the rest").first.wait_for(timeout=20000)  # the 216 KB text is folded
     height = page.evaluate("document.documentElement.scrollHeight")
+    print(f"page height with the 216 KB memory selected: {height} px")
     page.locator(".bk-tab", has_text="Structures").click()
     page.get_by_text(added["method"], exact=False).first.wait_for(timeout=30000)  # the card title, as text
     open_tab(page, "Traces")
