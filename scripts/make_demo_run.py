@@ -16,7 +16,6 @@ a question about them) so the escaping of every view can be tested in a real bro
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 from dataclasses import replace
@@ -27,6 +26,7 @@ from workbench import __version__
 from workbench.data import QA, Conversation, Dataset, Session, Turn, load_dataset
 from workbench.embed import HashEmbedder
 from workbench.eval import evaluate
+from workbench.jsonl import write_json_atomic
 from workbench.llm import ScriptedLLM
 from workbench.methods import get_method
 
@@ -161,7 +161,7 @@ def make_demo_run(out_dir, *, data: str = "sample", n_conversations: int | None 
                        questions=max_questions, progress=False, save_memories_dir=out)
         runs[name] = res.manifest
     manifest = _manifest(data, dataset, runs, embedder, judge)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    write_json_atomic(out / "manifest.json", manifest, indent=2)
     return out
 
 

@@ -201,9 +201,11 @@ def test_malformed_run_reports_problems(good_run, tmp_path):
     (run / "memories" / "eager_facts" / "sample-1" / "structures.json").write_text("[1, 2")
     app = appmod.build_app(run)
     errors = "\n".join(app.store.errors)
-    for part in ("manifest.json", "results.jsonl: ValueError", "naive_rag/sample-1/events.jsonl",
+    n_lines = len((run / "results.jsonl").read_text().splitlines())
+    for part in ("manifest.json", f"results.jsonl:{n_lines}: invalid JSON", "naive_rag/sample-1/events.jsonl",
                  "eager_facts/sample-1/structures.json"):
         assert part in errors, part
+    assert len(app.views["Results"].frame) > 0  # the bad line is skipped, the other rows still show
     assert len(app.problems.objects) == len(app.store.errors)
     assert list(app.tabs._names) == TABS
     app.store.conv_id = "sample-2"  # malformed conversation file: a message, not a traceback

@@ -1,7 +1,12 @@
 """The Memory Workbench Panel app: browse a saved run directory, read-only.
 
-    panel serve widgets/app.py --args --run runs/demo
+    panel serve widgets/app.py --address 127.0.0.1 --args --run runs/demo
     python -m widgets.app --run runs/demo --port 5006        # or serve(run_dir) from Python / the CLI
+
+The app has no login of its own: it binds to 127.0.0.1, and ``serve``/``python -m widgets.app``
+refuse any other address unless told ``--allow-remote`` (then print a warning). To share it,
+put it behind Panel's own ``--basic-auth`` or OAuth options (``--oauth-provider`` ...) or a
+proxy that authenticates.
 
 Tabs: Conversations, Memories (full-text and embedding search, kind filter, provenance and event
 history of a selected unit), Traces (each method's answer to a question, stepped through),
@@ -11,7 +16,10 @@ accuracy) and Structures (method-specific views registered in ``STRUCTURE_VIEWS`
 Structure (param/Panel style): ``RunStore`` owns the data, read through ``workbench.rundir.RunDir``
 only (never unpickling); one small view class per tab; ``build_app`` composes them. A missing or
 malformed part of the run shows a message in its tab, never a traceback. All conversation and
-model text is escaped (``widgets.html.esc``) and tables render cells as plain text.
+model text is escaped (``widgets.html.esc``) and tables render cells as plain text. A run
+directory may come from someone else: folder and file names, JSON keys and manifest values are
+data too, escaped wherever they become HTML (card titles, table headers, option labels); long
+texts are cut in tables and collapsed behind an expand control (``<details>``) elsewhere.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import ipaddress
 import socket
 import sys
 from typing import Any, Callable
@@ -40,6 +49,7 @@ pn.extension("tabulator", "plotly", notifications=False)
 DEFAULT_RUN = "runs/demo"
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
 TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold")
+CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away (the unit's detail)
 
 #: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
 STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
@@ -89,10 +99,22 @@ def text_table(df: pd.DataFrame, **kw):
     return pn.widgets.Tabulator(df, **{**opts, **kw})
 
 
+def cap_cell(v):
+    """A table cell's text cut to ``CELL_LIMIT`` characters (a 200 KB turn must not make the page
+    tens of thousands of pixels tall)."""
+    if isinstance(v, str) and len(v) > CELL_LIMIT:
+        return v[:CELL_LIMIT] + f" … [{len(v) - CELL_LIMIT} more characters]"
+    return v
+
+
 def show_frame(table, df: pd.DataFrame) -> None:
-    """Set a table's rows, with plain-text formatters for every column it now has."""
-    table.formatters = plain_formatters(df)
-    table.value = df
+    """Set a table's rows (long texts capped), with plain-text formatters for every column it now has."""
+    shown = df.copy()
+    for c in shown.columns:
+        if not pd.api.types.is_numeric_dtype(shown[c]):
+            shown[c] = shown[c].map(cap_cell)
+    table.formatters = plain_formatters(shown)
+    table.value = shown
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,12 +153,18 @@ class RunStore(param.Parameterized):
             self.errors = self.errors + [text]
 
     def safe(self, what: str, fn, default):
-        """Call a reader; on a read error record ``what: error`` and return ``default``."""
+        """Call a reader; on a read error record ``what: error`` and return ``default``. Lines the
+        tolerant JSONL reader skipped (``file:line: reason``) are recorded too."""
         try:
             return fn()
         except READ_ERRORS as exc:
             self.note(f"{what}: {type(exc).__name__}: {exc}")
             return default
+        finally:
+            if self.run is not None and self.run.problems:
+                for problem in self.run.problems:
+                    self.note(f"skipped {problem}")
+                self.run.problems.clear()
 
     def cached(self, key, what, fn, default):
         if key not in self._cache:
@@ -236,6 +264,8 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
                                             ("" if v is None else str(v)))
     lead = ["id", "kind"] + (["level"] if "level" in df.columns else []) + ["text", "time", "source_ids"]
     df = df[lead + [c for c in df.columns if c not in lead]]
+    # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
+    df.columns = [esc(c) for c in df.columns]
     return df.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else
                   (v if isinstance(v, str) else str(v)))
 
@@ -319,7 +349,7 @@ class MemoriesView:
     def show_selected(self) -> None:
         if not self.table.selection:
             return
-        row = self.table.value.iloc[self.table.selection[0]]
+        row = self.results.iloc[self.table.selection[0]]  # the full texts, not the capped cells
         self.detail.object = self.unit_html(row)
 
     def unit_html(self, row) -> str:
@@ -515,7 +545,8 @@ class StructuresView:
         if not self.sections:
             self.panel.objects = [message("This run has no saved memories, so no structures.")]
             return
-        self.panel.objects = [pn.Card(*objs, title=m, collapsed=False, sizing_mode="stretch_width")
+        # A method name is a folder name of the run: the Card title is HTML, so it is escaped.
+        self.panel.objects = [pn.Card(*objs, title=esc(m), collapsed=False, sizing_mode="stretch_width")
                               for m, objs in self.sections.items()]
 
     def section(self, method: str) -> list:
@@ -584,9 +615,37 @@ def free_port(address: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False):
-    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1 unless told otherwise;
-    ``port=0`` picks a free port. Blocks unless ``threaded`` (then returns the server thread)."""
+REMOTE_WARNING = ("WARNING: serving on {address}, reachable from other machines, with no login: anyone who can "
+                  "reach this port can read the run. For shared use put it behind `panel serve --basic-auth ...` "
+                  "or Panel's OAuth options (--oauth-provider ...), or an authenticating proxy.")
+
+
+def is_loopback(address: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``; anything else (0.0.0.0 included) is remote."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_address(address: str, allow_remote: bool) -> None:
+    """Refuse a non-loopback bind without ``allow_remote``; warn (stderr) when it is allowed."""
+    if is_loopback(address):
+        return
+    if not allow_remote:
+        raise SystemExit(f"refusing to serve on {address}: the app has no login and would be reachable from other "
+                         "machines; use 127.0.0.1, or pass --allow-remote (and see --basic-auth in the README)")
+    print(REMOTE_WARNING.format(address=address), file=sys.stderr)
+
+
+def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
+          allow_remote: bool = False):
+    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
+    ``allow_remote=True`` and prints a warning (no login). ``port=0`` picks a free port. Blocks
+    unless ``threaded`` (then returns the server thread)."""
+    check_address(address, allow_remote)
     run_dir = run_dir or os.environ.get("WORKBENCH_RUN", DEFAULT_RUN)
     port = port or free_port(address)
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
@@ -600,6 +659,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--run", default=os.environ.get("WORKBENCH_RUN", DEFAULT_RUN), help="run directory")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--address", default="127.0.0.1")
+    ap.add_argument("--allow-remote", action="store_true",
+                    help="allow a non-loopback --address (the app has no login; a warning is printed)")
     ap.add_argument("--show", action="store_true")
     return ap.parse_args(argv)
 
@@ -611,4 +672,4 @@ if __name__.startswith("bokeh_app_"):  # `panel serve widgets/app.py --args --ru
     _build_app(parse_args(sys.argv[1:]).run).servable(title="Memory Workbench")
 elif __name__ == "__main__":
     _a = parse_args()
-    serve(_a.run, port=_a.port, address=_a.address, show=_a.show)
+    serve(_a.run, port=_a.port, address=_a.address, show=_a.show, allow_remote=_a.allow_remote)

@@ -166,7 +166,7 @@ def summary_table_html(summary: pd.DataFrame, metric: str, head: str) -> str:
                                   if r["accuracy"] == r["accuracy"] else f"– (n={r['n']})")
         rows.append(row)
     cost_cols = [c for c in ("n", "accuracy", "f1", "bleu1", "evidence_recall", "query_tokens", "construction_tokens",
-                             "fc_token_ratio", "errors") if c in summary.columns]
+                             "fc_token_ratio", "errors", "flagged") if c in summary.columns]
     heads = summary[summary["category"] == head]
     cost = [{"method": r["method"], **{c: _fmt(r[c]) for c in cost_cols}} for _, r in heads.iterrows()]
     return (f"<h4>{esc(metric)} by category</h4>{table_html(rows, ['method'] + cats)}"

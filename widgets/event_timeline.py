@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .html import DisplaysWidget, box, diff_html, esc, show_figure, source_ids_html, table_html
+from .html import DisplaysWidget, box, clip, diff_html, esc, show_figure, source_ids_html, table_html
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
@@ -65,7 +65,7 @@ def filter_events(events: Sequence, *, kinds: Iterable[str] | None = None, metho
 
 
 def event_row(e) -> dict:
-    change = diff_html(e.before, e.after) if e.before and e.after else esc(e.after or e.before or "")
+    change = diff_html(e.before, e.after) if e.before and e.after else clip(e.after or e.before or "")
     return {"seq": e.seq, "method": esc(e.method), "kind": esc(e.kind), "unit": esc(e.unit_id), "change": change,
             "cause": esc(e.cause), "sources": source_ids_html(e.source_ids), "time": esc(e.time or ""),
             "_refresh": is_refresh(e)}

@@ -44,8 +44,30 @@ def short(text: Any, n: int = 160) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def pre(text: Any) -> str:
-    return f"<pre>{esc(text)}</pre>"
+#: characters of a text shown before the rest is folded behind an expand control
+TEXT_LIMIT = 4000
+
+
+def _more(rest: str, total: int, tag: str) -> str:
+    return (f'<details class="wb-more"><summary>show the rest ({len(rest):,} more of {total:,} characters)</summary>'
+            f"<{tag}>{esc(rest)}</{tag}></details>")
+
+
+def pre(text: Any, *, limit: int = TEXT_LIMIT) -> str:
+    """Escaped preformatted text; past ``limit`` characters the rest is folded in a ``<details>``
+    (one 216 KB turn must not make a page tens of thousands of pixels tall)."""
+    s = "" if text is None else (text if isinstance(text, str) else str(text))
+    if len(s) <= limit:
+        return f"<pre>{esc(s)}</pre>"
+    return f"<pre>{esc(s[:limit])}…</pre>" + _more(s[limit:], len(s), "pre")
+
+
+def clip(text: Any, *, limit: int = TEXT_LIMIT) -> str:
+    """Escaped inline text, the part past ``limit`` characters folded in a ``<details>``."""
+    s = "" if text is None else (text if isinstance(text, str) else str(text))
+    if len(s) <= limit:
+        return esc(s)
+    return esc(s[:limit]) + "…" + _more(s[limit:], len(s), "span")
 
 
 def box(inner: str) -> str:
@@ -117,7 +139,7 @@ def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str]
         if t is None:
             continue
         cls = ' class="wb-gold"' if i in gold else ""
-        out.append(f"<div{cls}><b>{esc(i)}</b> {esc(t.speaker)}: {esc(t.content)}</div>")
+        out.append(f"<div{cls}><b>{esc(i)}</b> {esc(t.speaker)}: {clip(t.content)}</div>")
     return "".join(out)
 
 
@@ -135,7 +157,7 @@ def hits_html(hits: Sequence[Any], *, conversation=None, gold_evidence: Iterable
         ids = tuple(_hit_get(h, "source_ids", ()) or ())
         cls = ' class="wb-gold"' if gold & set(ids) else ""
         src = source_ids_html(ids, gold)
-        text = esc(_hit_get(h, "text", ""))
+        text = clip(_hit_get(h, "text", ""))
         shown = turns_html(ids, turns, gold)
         if shown:
             text += f"<details><summary>source turns</summary>{shown}</details>"
@@ -196,7 +218,7 @@ def running_tokens(steps: Sequence[Any]) -> list[int]:
 def answer_html(answer) -> str:
     """The question, the answer and its totals."""
     err = f"<p><b>error:</b> {esc(answer.error)}</p>" if getattr(answer, "error", None) else ""
-    return (f"<div><b>Q:</b> {esc(answer.question)}<br><b>A:</b> {esc(answer.text)}"
+    return (f"<div><b>Q:</b> {clip(answer.question)}<br><b>A:</b> {clip(answer.text)}"
             f"<br><small>{esc(answer.method)} · {len(answer.steps)} steps · {len(answer.context)} context units · "
             f"{answer.usage.total_tokens} tokens in {answer.usage.calls} calls</small>{err}</div>")
 
@@ -221,11 +243,14 @@ def step_html(answer, index: int, *, conversation=None, gold_evidence: Iterable[
 
 
 _WORDS = re.compile(r"\s+|[^\s]+")
+DIFF_WORDS_LIMIT = 20_000  # words and spaces of before + after diffed word by word
 
 
 def diff_html(before: str | None, after: str | None) -> str:
     """Word-level before/after diff (difflib), each fragment escaped; deletions in <del>, insertions in <ins>."""
     a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    if len(a) + len(b) > DIFF_WORDS_LIMIT:  # difflib is quadratic: very long texts are shown whole, folded
+        return f"<del>{clip(before)}</del> <ins>{clip(after)}</ins>"
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":

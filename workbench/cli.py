@@ -1,4 +1,8 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench``."""
+"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette``.
+
+A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
+line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
+"""
 from __future__ import annotations
 
 import argparse
@@ -110,7 +114,7 @@ def cmd_ask(args) -> int:
 
         run = RunDir(args.run)
         conv_id = pick_conversation_id(run.conversation_ids(), args.conversation, where=args.run)
-        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder)
+        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust)
     else:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
         method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
@@ -126,8 +130,28 @@ def cmd_ask(args) -> int:
 
 
 def cmd_app(args) -> int:
-    serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser)
+    serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser,
+              allow_remote=args.allow_remote)
     return 0
+
+
+def cmd_cassette(args) -> int:
+    """``check``: report a cassette's entries and bad lines (exit 1 when damaged); ``repair``:
+    rewrite it atomically with only its good entries."""
+    from .llm.cache import check_cassette, repair_cassette
+
+    if not Path(args.file).is_file():
+        raise FileNotFoundError(f"cassette not found: {args.file}")
+    report = repair_cassette(args.file) if args.action == "repair" else check_cassette(args.file)
+    for line in report["bad_lines"]:
+        print(f"bad line  {line}")
+    verdict = "damaged" if report["bad_lines"] else "ok"
+    print(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
+          f"{len(report['bad_lines'])} bad lines -> {verdict}")
+    if args.action == "repair":
+        print(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad lines dropped)")
+        return 0
+    return 1 if report["bad_lines"] else 0
 
 
 def cmd_demo(args) -> int:
@@ -174,7 +198,9 @@ def _eval_commands(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="workbench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list, install or verify the offline models")
@@ -204,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=None, help="use a memory saved in this run directory (no ingest)")
     p.add_argument("--conversation", "--conversations", "--conversation-id", dest="conversation", default=None,
                    help="the conversation, by index or id, in --data or in --run (default: the first)")
+    p.add_argument("--trust", action="store_true", help="load a memory saved on another machine (unpickles it)")
     p.add_argument("--show", type=int, default=5, help="how many context hits to print")
     p.set_defaults(func=cmd_ask)
 
@@ -213,8 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")
     p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve on")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --address (the app has no login; prints a warning)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
+
+    p = sub.add_parser("cassette", help="check or repair a record/replay cassette (JSONL)")
+    p.add_argument("action", choices=["check", "repair"], help="check: report bad lines; repair: rewrite without them")
+    p.add_argument("file", help="the cassette (JSONL) to check or repair")
+    p.set_defaults(func=cmd_cassette)
 
     p = sub.add_parser("demo", help="build memories for a sample conversation offline, then open the app")
     p.add_argument("--out", default=str(DEFAULT_RUN), help="run directory to write")
@@ -235,9 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere on the line, not only before the command
+    args, unknown = parser.parse_known_args([a for a in argv if a != "--debug"])
     if unknown and not getattr(args, "unavailable", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.debug = debug
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
@@ -246,6 +283,40 @@ def main(argv: list[str] | None = None) -> int:
     except MissingExtra as exc:
         print(f"workbench {args.command}: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # a usage error raised with its message (``extras.usage_errors``)
+        if not isinstance(exc.code, str):
+            raise
+        if args.debug:
+            raise
+        from .llm.redact import redact_text
+
+        print(redact_text(exc.code), file=sys.stderr)
+        return 2
+    except Exception as exc:  # reported in one line; the traceback only with --debug
+        if args.debug:
+            raise
+        if isinstance(exc, USER_ERRORS):
+            print(f"workbench: error: {one_line(exc)}", file=sys.stderr)
+        else:
+            print(f"workbench: internal error: {type(exc).__name__}: {one_line(exc)} (--debug shows the traceback)",
+                  file=sys.stderr)
+        return 2
+
+
+#: errors caused by what the user gave (data, names, specs, files), reported in one line
+USER_ERRORS = (ValueError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+               PermissionError, ImportError, RuntimeError)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (long messages cut), with any URL credentials redacted."""
+    from .llm.redact import redact_text
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        text = f"not found: {exc.args[0]!r}"
+    text = redact_text(text)
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure)."""
     from .eval import LLMJudge, evaluate
     from .eval.report import export, load_results, summary_table
+    from .jsonl import write_text_atomic
     from .rundir import save_conversation
 
     out = Path(out)
@@ -145,7 +146,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
         evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
                  save_memories_dir=out, progress=True, estimate=_announce(method, judge))
     table = summary_table(load_results([out / "results.jsonl"]))
-    (out / "report.md").write_text(export(table, "md"))
+    write_text_atomic(out / "report.md", export(table, "md"))
     cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",
             "construction_tokens", "fc_token_ratio", "errors"]
     overall = table[table["category"] == "overall"][cols] if not table.empty else table

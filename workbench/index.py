@@ -12,6 +12,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .jsonl import write_text_atomic
+
 
 class VectorIndex:
     def __init__(self, dim: int):
@@ -101,7 +103,7 @@ class VectorIndex:
         path.mkdir(parents=True, exist_ok=True)
         ids = self.ids
         np.save(path / "vectors.npy", self.vectors(ids))
-        (path / "ids.json").write_text(json.dumps({"dim": self.dim, "ids": ids}))
+        write_text_atomic(path / "ids.json", json.dumps({"dim": self.dim, "ids": ids}))
 
     @classmethod
     def load(cls, path: str | Path) -> "VectorIndex":

@@ -5,27 +5,70 @@ and widgets read, with no LLM and without unpickling anything:
     <run>/conversations/<conv_id>.json       the conversation with its QA (gold) for overlays
     <run>/results.jsonl                      one evaluation row per question (with the Answer JSON)
     <run>/memories/<method>/<conv_id>/       one built memory:
-        params.json, state.pkl               reloadable with Method.load (pickle: trusted runs only)
+        params.json, state.pkl               reloadable with Method.load (pickle: see its trust rule)
         memories.jsonl                       memories() rows
         events.jsonl                         the memory event log
         structures.json                      method-specific plain data for views (tree, graph, clusters)
 """
 from __future__ import annotations
 
-import json
-import re
+import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from .data import Conversation
 from .data.serialize import conversation_from_dict, conversation_to_dict
+from .jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from .trace import Answer, MemoryEvent
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: characters an id keeps in its file name; everything else is %-encoded (UTF-8 bytes)
+_KEEP = "-_."
+_MAX_NAME = 180  # bytes: well under the 255 most file systems allow, room for a suffix
 
 
 def safe_name(text: str) -> str:
-    return _SAFE.sub("_", text).strip("_") or "unnamed"
+    """The one id -> file-name mapping of run directories (conversations, methods, memories).
+
+    Letters, digits, ``-``, ``_`` and ``.`` stay; every other character is %-encoded, so the
+    mapping is reversible (``id_from_name``) and two different ids never share a file. A leading
+    dot is encoded too, so no name is ``.``, ``..`` or hidden, and no name contains ``/``: a file
+    name made from an id always stays inside its folder. Very long ids are cut and suffixed
+    with a hash of the whole id (``~<hash>``; those names are not reversible).
+    """
+    text = "" if text is None else str(text)
+    if not text:  # an empty id still gets a real, distinct name
+        return "%00empty"
+    name = quote(text, safe=_KEEP, errors="backslashreplace")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name.encode()) > _MAX_NAME:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = name[:_MAX_NAME - 17] + "~" + digest
+    return name
+
+
+def id_from_name(name: str) -> str:
+    """The id a ``safe_name`` file name stands for (names made by hand are returned decoded)."""
+    return "" if name == "%00empty" else unquote(name)
+
+
+def _child(parent: Path, ident: str, suffix: str = "") -> Path:
+    """``parent/<safe_name(ident)><suffix>``; when that does not exist but a child named exactly
+    ``ident`` does (a folder renamed by hand, an older run), that child — never anything outside
+    ``parent``."""
+    path = parent / f"{safe_name(ident)}{suffix}"
+    if path.exists():
+        return path
+    raw = f"{ident}{suffix}"
+    if raw and "/" not in raw and "\\" not in raw and "\0" not in raw and raw not in (".", ".."):
+        alt = parent / raw
+        try:
+            if alt.exists() and alt.resolve().parent == parent.resolve():
+                return alt
+        except (OSError, ValueError):
+            pass
+    return path
 
 
 def _jsonable(v):
@@ -39,31 +82,21 @@ def _jsonable(v):
 
 
 def write_jsonl(path: Path, rows) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, default=_jsonable, ensure_ascii=False) + "\n")
+    """A whole JSONL file, written atomically (temporary file + rename)."""
+    write_jsonl_atomic(path, rows, default=_jsonable)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {i}: invalid JSON ({exc.msg})") from None
-    return rows
+def read_jsonl_rows(path: Path, problems: list | None = None) -> list[dict]:
+    """Rows of a JSONL file through the shared tolerant reader; bad lines go to ``problems``."""
+    got = read_jsonl(path)
+    if problems is not None:
+        problems.extend(str(b) for b in got.bad)
+    return got.rows
 
 
 def save_conversation(run: Path, conv: Conversation) -> Path:
     path = Path(run) / "conversations" / f"{safe_name(conv.id)}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(conversation_to_dict(conv), default=_jsonable, ensure_ascii=False))
-    return path
+    return write_json_atomic(path, conversation_to_dict(conv), default=_jsonable)
 
 
 def save_memory_snapshot(method, run: Path, conv_id: str | None = None) -> Path:
@@ -75,36 +108,45 @@ def save_memory_snapshot(method, run: Path, conv_id: str | None = None) -> Path:
     write_jsonl(out / "memories.jsonl", df.to_dict(orient="records"))
     write_jsonl(out / "events.jsonl", (e.to_dict() for e in method.events))
     structures = method.structures() if hasattr(method, "structures") else {}
-    (out / "structures.json").write_text(json.dumps(structures, default=_jsonable, ensure_ascii=False))
+    write_json_atomic(out / "structures.json", structures, default=_jsonable)
     return out
 
 
 class RunDir:
-    """Read-only access to a saved run. Missing parts give empty results, malformed ones clear errors."""
+    """Read-only access to a saved run, possibly made by someone else: everything read is data.
+
+    Missing parts give empty results; a damaged whole file (manifest, conversation, structures)
+    raises ``DamagedFile`` naming it (the app shows it, nothing is silently reset); bad JSONL
+    lines are skipped and listed in ``problems`` as ``file:line: reason``.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_dir():
             raise FileNotFoundError(f"run directory not found: {self.path}")
+        self.problems: list[str] = []
+
+    def _rows(self, p: Path) -> list[dict]:
+        return read_jsonl_rows(p, self.problems) if p.is_file() else []
 
     def manifest(self) -> dict:
         p = self.path / "manifest.json"
-        return json.loads(p.read_text()) if p.exists() else {}
+        return read_json(p) if p.exists() else {}
 
     def conversation_ids(self) -> list[str]:
         d = self.path / "conversations"
-        return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+        return sorted(id_from_name(p.stem) for p in d.glob("*.json") if p.is_file()) if d.is_dir() else []
 
     def conversation(self, conv_id: str) -> Conversation:
-        p = self.path / "conversations" / f"{safe_name(conv_id)}.json"
+        p = _child(self.path / "conversations", conv_id, ".json")
+        data = read_json(p)
         try:
-            return conversation_from_dict(json.loads(p.read_text()))
-        except (KeyError, TypeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{p}: malformed conversation file ({exc})") from None
+            return conversation_from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DamagedFile(p, f"malformed conversation ({type(exc).__name__}: {exc})") from None
 
     def results(self) -> list[dict]:
-        p = self.path / "results.jsonl"
-        return read_jsonl(p) if p.exists() else []
+        return self._rows(self.path / "results.jsonl")
 
     def answers(self, conv_id: str | None = None) -> list[tuple[dict, Answer]]:
         out = []
@@ -112,30 +154,40 @@ class RunDir:
             if conv_id and row.get("conv_id") != conv_id:
                 continue
             if row.get("answer"):
-                out.append((row, Answer.from_dict(row["answer"])))
+                try:
+                    out.append((row, Answer.from_dict(row["answer"])))
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    self.problems.append(f"{self.path / 'results.jsonl'}: answer of {row.get('qa_id')!r}: "
+                                         f"{type(exc).__name__}: {exc}")
         return out
 
     def methods(self) -> list[str]:
         d = self.path / "memories"
-        return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
+        return sorted(id_from_name(p.name) for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
 
     def memory_dir(self, method: str, conv_id: str) -> Path:
-        return self.path / "memories" / safe_name(method) / safe_name(conv_id)
+        return _child(_child(self.path / "memories", method), conv_id)
 
     def memories(self, method: str, conv_id: str) -> list[dict]:
-        p = self.memory_dir(method, conv_id) / "memories.jsonl"
-        return read_jsonl(p) if p.exists() else []
+        return self._rows(self.memory_dir(method, conv_id) / "memories.jsonl")
 
     def events(self, method: str, conv_id: str) -> list[MemoryEvent]:
         p = self.memory_dir(method, conv_id) / "events.jsonl"
-        return [MemoryEvent.from_dict(r) for r in read_jsonl(p)] if p.exists() else []
+        out = []
+        for i, r in enumerate(self._rows(p)):
+            try:
+                out.append(MemoryEvent.from_dict(r))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self.problems.append(f"{p}: event {i}: {type(exc).__name__}: {exc}")
+        return out
 
     def structures(self, method: str, conv_id: str) -> dict[str, Any]:
         p = self.memory_dir(method, conv_id) / "structures.json"
-        return json.loads(p.read_text()) if p.exists() else {}
+        return read_json(p) if p.exists() else {}
 
-    def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None):
-        """Reload the full method object (unpickles: only for runs you trust)."""
+    def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None, trust: bool = False):
+        """Reload the full method object. Its state file is a pickle: a memory saved on another
+        machine is refused unless ``trust=True`` (see ``MemoryMethod.load``)."""
         from .methods import get_method
 
-        return get_method(method).load(self.memory_dir(method, conv_id), llm=llm, embedder=embedder)
+        return get_method(method).load(self.memory_dir(method, conv_id), llm=llm, embedder=embedder, trust=trust)

@@ -4,6 +4,17 @@ Each question owns its haystack, so every item becomes one ``Conversation`` hold
 Turn ids are ``<session_id>:<index>`` (1-based). Gold evidence = the turns flagged ``has_answer``;
 when an item flags none, the turns of ``answer_session_ids`` are used and the fallback is counted.
 Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
+
+Foreign files are checked, not trusted. Refused with a ``DatasetError`` naming file, item and
+field: a missing field, a ``question_id`` that is not a non-empty string (``null`` included) or
+repeats, an unknown ``question_type``, a question that is not a non-empty string, an answer
+that is not a string or a finite number, a bad date, ``haystack_*`` that are not lists of
+equal length, session ids that are not strings or integers, a turn without string
+``role``/``content``, a non-boolean ``has_answer``, an item with no turns, texts over
+``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
+(``empty_sessions_dropped``); a session id repeated inside one item is renamed ``<id>#<n>``
+(``duplicate_session_ids_renamed``); ``answer_session_ids`` naming no haystack session are
+counted (``answer_session_ids_not_in_haystack``).
 """
 from __future__ import annotations
 
@@ -11,7 +22,8 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from .types import QA, Conversation, Dataset, DatasetError, Session, Turn, read_json_file
+from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
+                    check_answer, check_string, read_json_file)
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -35,52 +47,100 @@ def _check(cond, file, loc, what):
         raise DatasetError(file, loc, what)
 
 
+def _date(file, loc, value) -> datetime:
+    text = check_string(file, loc, value, limit=MAX_DATE_CHARS)
+    try:
+        return parse_lme_date(text)
+    except ValueError as exc:
+        raise DatasetError(file, loc, str(exc)) from None
+
+
+def _session_id(file, loc, value) -> str:
+    _check(isinstance(value, (str, int)) and not isinstance(value, bool), file, loc,
+           f"session id must be a string or an integer, got {type(value).__name__}")
+    return check_string(file, loc, str(value))
+
+
 def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
     loc = f"item[{i}]"
-    _check(isinstance(raw, dict), file, loc, "must be an object")
+    _check(isinstance(raw, dict), file, loc, f"must be an object, got {type(raw).__name__}")
     for key in REQUIRED:
         _check(key in raw, file, f"{loc}.{key}", "missing")
-    qid = raw["question_id"]
+    qid = check_string(file, f"{loc}.question_id", raw["question_id"])
     loc = f"item[{i}] ({qid})"
-    _check(raw["question_type"] in QUESTION_TYPES, file, f"{loc}.question_type",
-           f"unknown type {raw['question_type']!r}")
+    qtype = raw["question_type"]
+    _check(isinstance(qtype, str) and qtype in QUESTION_TYPES, file, f"{loc}.question_type",
+           f"unknown type {qtype!r}"[:200])
+    question = check_string(file, f"{loc}.question", raw["question"], limit=MAX_TEXT_CHARS)
+    answer = check_answer(file, f"{loc}.answer", raw["answer"])
+    qdate = _date(file, f"{loc}.question_date", raw["question_date"])
     dates, ids, hay = raw["haystack_dates"], raw["haystack_session_ids"], raw["haystack_sessions"]
-    _check(isinstance(hay, list) and len(dates) == len(ids) == len(hay), file, f"{loc}.haystack_sessions",
-           "haystack_dates, haystack_session_ids and haystack_sessions must be lists of equal length")
-    try:
-        qdate = parse_lme_date(raw["question_date"])
-    except ValueError as exc:
-        raise DatasetError(file, f"{loc}.question_date", str(exc)) from None
+    for key, value in (("haystack_dates", dates), ("haystack_session_ids", ids), ("haystack_sessions", hay),
+                       ("answer_session_ids", raw["answer_session_ids"])):
+        _check(isinstance(value, list), file, f"{loc}.{key}", f"must be a list, got {type(value).__name__}")
+    _check(len(dates) == len(ids) == len(hay), file, f"{loc}.haystack_sessions",
+           f"haystack_dates ({len(dates)}), haystack_session_ids ({len(ids)}) and haystack_sessions ({len(hay)}) "
+           "must have equal lengths")
+    parsed, seen = [], Counter()
+    for j, (d, sid_raw, turns) in enumerate(zip(dates, ids, hay)):
+        when = _date(file, f"{loc}.haystack_dates[{j}]", d)
+        sid = _session_id(file, f"{loc}.haystack_session_ids[{j}]", sid_raw)
+        seen[sid] += 1
+        if seen[sid] > 1:
+            sid = f"{sid}#{seen[sid]}"  # repair: turn ids must stay unique inside the item
+            skipped["duplicate_session_ids_renamed"] += 1
+        _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{j}]",
+               f"must be a list of turns, got {type(turns).__name__}")
+        parsed.append((when, j, sid, d, turns))
     sessions, has_answer = [], []
-    for j, (d, sid, turns) in enumerate(sorted(zip(dates, ids, hay), key=lambda x: parse_lme_date(x[0]))):
-        # The oracle file is not sorted by time; S/M are. Sorting makes both chronological.
-        when = parse_lme_date(d)
-        _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{sid}]", "must be a list of turns")
+    # The oracle file is not sorted by time; S/M are. Sorting (stable) makes both chronological.
+    for when, j, sid, d, turns in sorted(parsed, key=lambda x: (x[0], x[1])):
+        if not turns:
+            skipped["empty_sessions_dropped"] += 1  # repair: a session with no turns carries nothing
+            continue
         out = []
         for k, t in enumerate(turns, start=1):
-            tloc = f"{loc}.haystack_sessions[{sid}][{k - 1}]"
-            _check(isinstance(t, dict) and isinstance(t.get("role"), str) and isinstance(t.get("content"), str),
-                   file, tloc, "turn needs string 'role' and 'content'")
+            tloc = f"{loc}.haystack_sessions[{j}][{k - 1}]"
+            _check(isinstance(t, dict), file, tloc, f"turn must be an object, got {type(t).__name__}")
+            role = check_string(file, f"{tloc}.role", t.get("role"))
+            content = check_string(file, f"{tloc}.content", t.get("content"), limit=MAX_TEXT_CHARS, empty_ok=True)
+            flag = t.get("has_answer", False)
+            _check(flag is None or isinstance(flag, bool), file, f"{tloc}.has_answer",
+                   f"must be true or false, got {flag!r}"[:200])
             tid = f"{sid}:{k}"
-            if t.get("has_answer"):
+            if flag:
                 has_answer.append(tid)
-            out.append(Turn(tid, t["role"], t["content"], str(sid), when, {"has_answer": bool(t.get("has_answer"))}))
-        sessions.append(Session(str(sid), when, tuple(out), str(d)))
+            out.append(Turn(tid, role, content, sid, when, {"has_answer": bool(flag)}))
+        sessions.append(Session(sid, when, tuple(out), d))
+    _check(bool(sessions), file, f"{loc}.haystack_sessions", "no turns in any session")
+    answer_ids = tuple(_session_id(file, f"{loc}.answer_session_ids[{j}]", v)
+                       for j, v in enumerate(raw["answer_session_ids"]))
+    known = {s.id for s in sessions}
+    missing = sum(1 for a in answer_ids if a not in known)
+    if missing:
+        skipped["answer_session_ids_not_in_haystack"] += missing
     evidence = tuple(has_answer)
     if not evidence:
-        answer_sessions = set(map(str, raw["answer_session_ids"]))
+        answer_sessions = set(answer_ids)
         evidence = tuple(t.id for s in sessions if s.id in answer_sessions for t in s.turns)
         skipped["evidence_from_answer_sessions"] += 1
-    extras = {"answer_session_ids": tuple(map(str, raw["answer_session_ids"])), "abstention": str(qid).endswith("_abs")}
-    qa = QA(str(qid), raw["question"], str(raw["answer"]), raw["question_type"], evidence, qdate, extras)
-    return Conversation(str(qid), ("user", "assistant"), tuple(sessions), (qa,), file)
+    extras = {"answer_session_ids": answer_ids, "abstention": qid.endswith("_abs")}
+    qa = QA(qid, question, answer, qtype, evidence, qdate, extras)
+    return Conversation(qid, ("user", "assistant"), tuple(sessions), (qa,), file)
 
 
 def load_longmemeval(path: str | Path, *, limit: int | None = None) -> Dataset:
     path = Path(path)
     file = str(path)
     data = read_json_file(path)
-    _check(isinstance(data, list), file, "<top level>", "must be a list of question items")
+    _check(isinstance(data, list), file, "<top level>", f"must be a list of question items, got {type(data).__name__}")
+    _check(bool(data), file, "<top level>", "the list of question items is empty")
     skipped: Counter = Counter()
-    convs = tuple(_item(file, i, raw, skipped) for i, raw in enumerate(data[:limit] if limit else data))
-    return Dataset(path.stem, convs, dict(skipped))
+    convs, seen = [], {}
+    for i, raw in enumerate(data[:limit] if limit else data):
+        conv = _item(file, i, raw, skipped)
+        _check(conv.id not in seen, file, f"item[{i}].question_id",
+               f"duplicate question_id {conv.id!r} (also item[{seen.get(conv.id)}])")
+        seen[conv.id] = i
+        convs.append(conv)
+    return Dataset(path.stem, tuple(convs), dict(skipped))

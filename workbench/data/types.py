@@ -124,15 +124,61 @@ class Dataset:
         return tuple(q for c in self.conversations for q in c.qa)
 
 
+#: Field-size limits of the loaders (a record beyond them is refused with a DatasetError, not
+#: passed on to methods that would take minutes over it). Real data stays far below: LoCoMo
+#: ids < 20 characters and turns < 2 KB, LongMemEval turns < 50 KB.
+MAX_ID_CHARS = 256
+MAX_DATE_CHARS = 64
+MAX_TEXT_CHARS = 1_000_000
+
+
 def read_json_file(path) -> object:
-    """Read a dataset file; missing files and invalid JSON become ``DatasetError`` with the location."""
+    """Read a dataset file; every way it can be unreadable becomes a ``DatasetError`` naming it
+    (missing, a directory, not UTF-8, invalid JSON, nested too deeply)."""
     import json
     from pathlib import Path
 
     file = str(path)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise DatasetError(file, "<file>", "file not found") from None
+    except IsADirectoryError:
+        raise DatasetError(file, "<file>", "is a directory, not a JSON file") from None
+    except OSError as exc:
+        raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(file, f"byte {exc.start}", "not UTF-8 text") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise DatasetError(file, "<file>", "JSON nested too deeply to be a dataset") from None
+
+
+def check_string(file: str, location: str, value, *, limit: int = MAX_ID_CHARS, empty_ok: bool = False) -> str:
+    """``value`` if it is a string within ``limit`` characters (and not blank unless ``empty_ok``)."""
+    if not isinstance(value, str):
+        raise DatasetError(file, location, f"must be a string, got {type(value).__name__}")
+    if not empty_ok and not value.strip():
+        raise DatasetError(file, location, "must not be empty")
+    if len(value) > limit:
+        raise DatasetError(file, location, f"is {len(value):,} characters long; the limit is {limit:,}")
+    return value
+
+
+def check_answer(file: str, location: str, value) -> str:
+    """A gold answer: a string or a finite number (cast with ``str``); booleans, NaN and containers
+    are refused rather than turned into "True"/"nan"."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DatasetError(file, location, f"must be a string or a number, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DatasetError(file, location, f"must be a finite number, got {value!r}")
+    if isinstance(value, str):
+        check_string(file, location, value, limit=MAX_TEXT_CHARS)
+    return str(value)

@@ -16,7 +16,6 @@ methods, ``workbench.methods.answer_prompt``); the report adds a failure-attribu
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -169,21 +168,31 @@ class _Unbuilt:
 
 
 def _update_run_manifest(out: Path, manifest: dict) -> None:
+    """Add this evaluation to ``<out>/manifest.json`` (written atomically, URLs redacted). A damaged
+    manifest is never silently reset: it is kept as ``manifest.json.damaged`` and reported."""
+    from ..jsonl import DamagedFile, read_json, write_json_atomic
+    from ..llm.redact import redact_value
+
     path = out / "manifest.json"
     data = {}
     if path.exists():
         try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            data = {}
-    data.setdefault("evaluations", []).append({**manifest, "results": "results.jsonl"})
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str))
+            data = read_json(path)
+        except DamagedFile as exc:
+            backup = path.with_name("manifest.json.damaged")
+            path.replace(backup)
+            print(f"warning: {exc}; kept it as {backup} and started a new manifest.json", file=sys.stderr)
+    if not isinstance(data.get("evaluations", []), list):
+        raise ValueError(f"{path}: field 'evaluations' is not a list; fix or move the file")
+    data.setdefault("evaluations", []).append(redact_value({**manifest, "results": "results.jsonl"}))
+    write_json_atomic(path, data, indent=2)
 
 
 def report_command(args) -> int:
+    from ..jsonl import write_text_atomic
     from .attribution import attribution_markdown
-    from .report import cost_accuracy_frame, export, method_stats, method_stats_markdown, results_frame, summary_table
+    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown,
+                         results_frame, summary_table)
     from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
@@ -199,8 +208,11 @@ def report_command(args) -> int:
         stats = method_stats(rows)
         text += "\n\n" + method_stats_markdown(stats) if stats else ""
         text += "\n\n" + attribution_markdown(df)
+        failures = failure_counts(rows)
+        if not failures.empty and failures["flagged_rows"].sum():
+            text += "\n\n## Failures and fallbacks per method\n\n" + export(failures, "md")
     if args.output:
-        Path(args.output).write_text(text + ("\n" if not text.endswith("\n") else ""))
+        write_text_atomic(args.output, text + ("\n" if not text.endswith("\n") else ""))
     else:
         print(text)
     return 0

@@ -79,6 +79,7 @@ class QuestionResult:
     judge_model: str | None = None
     params: dict = field(default_factory=dict)
     answer: dict | None = None
+    failures: list = field(default_factory=list)  # what went wrong on the way (see ``question_failures``)
 
     def to_dict(self) -> dict:
         """Plain dict (a shallow copy: the nested values are already plain JSON)."""
@@ -154,6 +155,7 @@ class _Built:
     calls: int = 0
     per_question: float = 0.0
     error: str | None = None
+    failures: tuple = ()  # the ingest summary entry, when anything failed while building
 
 
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
@@ -245,15 +247,58 @@ def _model(service) -> str | None:
 
 def _ingest(method, conv: Conversation, save_dir) -> _Built:
     built = method.clone()
-    try:
-        built.ingest(conv)
-    except Exception as exc:  # recorded on every question of this conversation
-        return _Built(None, error=f"ingest failed: {type(exc).__name__}: {exc}")
+    with track() as calls:
+        try:
+            built.ingest(conv)
+        except Exception as exc:  # recorded on every question of this conversation
+            return _Built(None, error=f"ingest failed: {type(exc).__name__}: {exc}",
+                          failures=ingest_failures(None, calls))
     u: Usage = built.construction_usage_
     n = max(1, len(conv.qa))
     if save_dir is not None:
         _save_memory(built, conv, Path(save_dir))
-    return _Built(built, u.total_tokens, u.calls, u.total_tokens / n)
+    return _Built(built, u.total_tokens, u.calls, u.total_tokens / n, failures=ingest_failures(built, calls))
+
+
+def ingest_failures(built, calls) -> tuple:
+    """One summary entry for a conversation's construction, when anything failed in it: the
+    method's own ``failures_`` (by stage) and the LLM calls that errored or came back empty."""
+    own = list(getattr(built, "failures_", None) or ()) if built is not None else []
+    errors = [c for c in calls if c.error]
+    empty = [c for c in calls if not c.error and not (c.response or "").strip()]
+    if not (own or errors or empty):
+        return ()
+    stages: dict[str, int] = {}
+    for f in own:
+        where = str(f.get("stage") or f.get("where") or "?") if isinstance(f, dict) else "?"
+        stages[where] = stages.get(where, 0) + 1
+    return ({"phase": "ingest", "kind": "construction", "method_failures": len(own), "by_stage": stages,
+             "llm_errors": len(errors), "empty_replies": len(empty)},)
+
+
+def question_failures(answer, calls, error: str | None) -> list[dict]:
+    """What went wrong while answering one question, from its trace and its LLM calls: calls that
+    errored, replies that came back empty, JSON repairs/retries, steps that took a fallback or
+    recorded an error, an empty final answer."""
+    out = []
+    for c in calls:
+        if c.error:
+            out.append({"phase": "answer", "kind": "llm_error", "role": c.role, "error": str(c.error)[:300]})
+        elif not (c.response or "").strip():
+            out.append({"phase": "answer", "kind": "empty_reply", "role": c.role})
+        if c.role.endswith((".repair", ".retry")):
+            out.append({"phase": "answer", "kind": "json_retry", "role": c.role})
+    for i, st in enumerate(answer.steps if answer is not None else ()):
+        data = st.data if isinstance(st.data, dict) else {}
+        for key in ("fallback", "error"):
+            if data.get(key):
+                out.append({"phase": "answer", "kind": "fallback" if key == "fallback" else "step_error",
+                            "step": i, "title": st.title, "detail": str(data[key])[:300]})
+    if answer is not None and getattr(answer, "error", None):
+        out.append({"phase": "answer", "kind": "answer_error", "detail": str(answer.error)[:300]})
+    if answer is not None and error is None and not (answer.text or "").strip():
+        out.append({"phase": "answer", "kind": "empty_answer"})
+    return out
 
 
 def _save_memory(built, conv: Conversation, run: Path) -> None:
@@ -293,6 +338,7 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
                 error = f"{type(exc).__name__}: {exc}"
         latency = time.perf_counter() - start
         usage = answer.usage if answer is not None else Usage.total(c.usage for c in calls)
+    failures = list(built.failures) + (question_failures(answer, calls, error) if built.method is not None else [])
     prediction = answer.text if answer is not None else ""
     scores = score_prediction(prediction, qa, ctx.scorers)
     verdict = _judge(ctx, qa, prediction, error)
@@ -313,7 +359,7 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         construction_calls=built.calls, construction_tokens_per_question=built.per_question,
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
         judge_model=ctx.judge.model if ctx.judge else None, params=ctx.params,
-        answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None)
+        answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None, failures=failures)
     return replace(row, attribution=attribute(row).label)
 
 
@@ -370,10 +416,11 @@ def git_commit() -> str | None:
 
 
 def _append_manifest(results_path: Path, manifest: dict) -> None:
+    from ..jsonl import append_line
+    from ..llm.redact import redact_value
+
     path = results_path.with_name(results_path.stem + ".manifests.jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(manifest, default=str) + "\n")
+    append_line(path, json.dumps(redact_value(manifest), default=str))
 
 
 def _append_costs(results_path: Path, manifest: dict) -> None:

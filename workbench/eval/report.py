@@ -161,6 +161,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                 "construction_tokens": _mean(g["construction_tokens_per_question"].astype(float)),
                 "fc_token_ratio": _ratio(g, fc), "errors": int(g["error"].notna().sum()),
                 "judge_errors": int(g["judge_error"].notna().sum()) if "judge_error" in g else 0,
+                "flagged": _flagged(g),
                 "params": g["params"].iloc[0],
             })
     table = pd.DataFrame(out)
@@ -168,6 +169,30 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     table["_rank"] = table["category"].map(lambda c: rank.get(c, len(rank)))
     table = table.sort_values(["dataset", "method", "_rank"], kind="stable").drop(columns="_rank")
     return table.reset_index(drop=True)
+
+
+def _flagged(g: pd.DataFrame) -> int:
+    """Rows that carry at least one failure or fallback (``QuestionResult.failures``)."""
+    return int(g["failures"].map(lambda f: bool(f) if isinstance(f, list) else False).sum()) if "failures" in g else 0
+
+
+def failure_counts(rows: Iterable) -> pd.DataFrame:
+    """Per method: how many rows carry failures, and how many failures of each kind
+    (``llm_error``, ``empty_reply``, ``empty_answer``, ``fallback``, ``construction`` ...)."""
+    counts: dict[str, dict] = {}
+    for r in rows:
+        d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+        entry = counts.setdefault(str(d.get("method")), {"method": str(d.get("method")), "rows": 0, "flagged_rows": 0,
+                                                          "errors": 0})
+        entry["rows"] += 1
+        entry["errors"] += bool(d.get("error"))
+        failures = d.get("failures") if isinstance(d.get("failures"), list) else []
+        entry["flagged_rows"] += bool(failures)
+        for f in failures:
+            kind = str(f.get("kind", "?")) if isinstance(f, dict) else "?"
+            entry[kind] = entry.get(kind, 0) + 1
+    df = pd.DataFrame(list(counts.values()))
+    return df.fillna(0).astype({c: int for c in df.columns if c != "method"}) if not df.empty else df
 
 
 def cost_accuracy_frame(df: pd.DataFrame, **kw) -> pd.DataFrame:

@@ -1,8 +1,10 @@
 """Append-only JSON Lines store of evaluation rows, keyed by (method, params_hash, dataset, qa_id).
 
 Each finished question is written as one whole line and flushed at once, so an interrupted run
-loses at most the questions in flight. Reopening the store reads back every complete line; a torn
-last line (a crash mid-write) is skipped and counted, and the next append starts on a fresh line.
+loses at most the questions in flight. Reopening the store reads back every complete line through
+the shared tolerant reader (``workbench.jsonl``): a torn last line (a crash mid-write) or any other
+bad line is skipped, its number listed in ``bad_lines`` and its ``file:line: reason`` in ``bad``,
+and the next append starts on a fresh line.
 Nothing is ever rewritten: when a key occurs more than once (a retried failure, two writers), the
 last row wins and ``duplicates`` counts the superseded ones.
 """
@@ -14,8 +16,15 @@ import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..jsonl import BadLine, append_line, dumps_line, read_jsonl
+
 KEY_FIELDS = ("method", "params_hash", "dataset", "qa_id")
 Key = tuple[str, str, str, str]
+
+
+def _check_row(row: dict) -> str | None:
+    missing = [k for k in KEY_FIELDS if k not in row or isinstance(row[k], (dict, list))]
+    return f"key field(s) missing or not scalar: {', '.join(missing)}" if missing else None
 
 
 def row_key(row: dict) -> Key:
@@ -30,28 +39,21 @@ class ResultsStore:
         self._rows: dict[Key, dict] = {}
         self._lock = threading.Lock()
         self.duplicates = 0
-        self.bad_lines: list[int] = []
-        self._needs_newline = False
+        self.bad_lines: list[int] = []  # line numbers of skipped lines
+        self.bad: list[BadLine] = []  # the same lines with file and reason
         if self.path and self.path.exists():
             self._load()
 
     def _load(self) -> None:
-        with open(self.path, "r", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.endswith("\n"):
-                    self._needs_newline = True  # torn final write: skip it, start the next row on a new line
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    key = row_key(row)
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    self.bad_lines.append(lineno)
-                    continue
-                if key in self._rows:
-                    self.duplicates += 1
-                    del self._rows[key]
-                self._rows[key] = row
+        got = read_jsonl(self.path, check=_check_row)
+        self.bad = got.bad
+        self.bad_lines = [b.line for b in got.bad]
+        for row in got.rows:
+            key = row_key(row)
+            if key in self._rows:
+                self.duplicates += 1
+                del self._rows[key]
+            self._rows[key] = row
 
     # -- reading --------------------------------------------------------------------------------
     def __contains__(self, key: Key) -> bool:
@@ -74,16 +76,10 @@ class ResultsStore:
     def append(self, row: dict) -> None:
         """Write one row as one line and flush it before returning."""
         key = row_key(row)
-        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        line = dumps_line(row)
         with self._lock:
             if self.path:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as f:
-                    if self._needs_newline:
-                        f.write("\n")
-                        self._needs_newline = False
-                    f.write(line)
-                    f.flush()
+                append_line(self.path, line)
             if key in self._rows:
                 self.duplicates += 1
                 del self._rows[key]

@@ -3,25 +3,23 @@
 The key is the sha256 of sorted-key JSON of (model, messages, schema, temperature, seed,
 max_tokens) — never credentials or base URLs — so a changed prompt invalidates exactly the calls
 it changes. The store is a JSON Lines file (one entry per line: key, role, model, messages,
-reply, token counts): plain text, diffable, committable. Appends and rewrites hold an exclusive
-lock (``filelock``: a ``<cassette>.lock`` file beside it, on POSIX and Windows alike) and write
-whole lines, so several processes or threads may record into one cassette.
+reply, token counts): plain text, diffable, committable. Appends take an exclusive file lock and
+write whole lines, so several processes or threads may record into one cassette.
 
 Modes: ``auto`` (hit or call the inner model and record), ``replay`` (hit or ``CacheMiss``; no
 model needed), ``record`` (always call and overwrite the entry).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Literal
 
-from filelock import FileLock
-
+from ..jsonl import BadLine, append_line, read_jsonl, write_text_atomic
 from .base import BaseLLM, Generation
 from .errors import CacheMiss
 from .tokens import count_message_tokens, count_tokens
@@ -33,30 +31,53 @@ def cache_key(model: str, messages, schema, temperature, seed, max_tokens) -> st
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def check_entry(row: dict) -> str | None:
+    """Why a cassette line cannot be used (None when it can): the fields replay needs, typed."""
+    for name, kind in (("key", str), ("model", str), ("reply", str)):
+        if not isinstance(row.get(name), kind):
+            return f"field '{name}' missing or not a {kind.__name__}"
+    for name in ("prompt_tokens", "completion_tokens"):
+        v = row.get(name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            return f"field '{name}' missing or not a non-negative integer"
+    return None
+
+
 class Cassette:
-    """The on-disk JSONL store (or memory-only when ``path`` is None)."""
+    """The on-disk JSONL store (or memory-only when ``path`` is None).
+
+    Loading is tolerant (``workbench.jsonl.read_jsonl``): a garbage, torn or non-UTF-8 line is
+    skipped and listed in ``bad_lines`` as ``file:line: reason``; every other entry still replays.
+    ``workbench cassette check|repair FILE`` reports such lines and rewrites the file without them.
+    """
 
     def __init__(self, path: str | os.PathLike | None):
         self.path = Path(path) if path else None
         self._entries: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._loaded_size = 0
+        self._next_line = 1
+        self.bad_lines: list[BadLine] = []
+        self._reported: set[int] = set()
         self.reload()
 
     def reload(self) -> None:
         """Read entries appended since the last load (other writers may have added some)."""
         if not self.path or not self.path.exists():
             return
-        with self._lock, open(self.path, "r", encoding="utf-8") as f:
-            f.seek(self._loaded_size)
-            for line in f:
-                if not line.endswith("\n"):
-                    break  # a writer is mid-line; read it next time
-                self._loaded_size += len(line.encode("utf-8"))
-                line = line.strip()
-                if line:
-                    entry = json.loads(line)
-                    self._entries[entry["key"]] = entry
+        with self._lock:
+            got = read_jsonl(self.path, check=check_entry, offset=self._loaded_size, first_line=self._next_line)
+            for entry in got.rows:
+                self._entries[entry["key"]] = entry
+            # A torn final line stays unconsumed (the next append puts a newline after it, and it is
+            # then read as a complete bad line): each line number is reported once.
+            new = [b for b in got.bad if b.line not in self._reported]
+            self._reported.update(b.line for b in new)
+            self.bad_lines.extend(new)
+            self._loaded_size, self._next_line = got.end_offset, got.next_line
+        if new:
+            warnings.warn(f"cassette: skipped {len(new)} unusable line(s), first {new[0]}; "
+                          f"see `workbench cassette check {self.path}`", stacklevel=3)
 
     def get(self, key: str) -> dict | None:
         return self._entries.get(key)
@@ -66,37 +87,52 @@ class Cassette:
             self._entries[entry["key"]] = entry
         if not self.path:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        with self._file_lock(), open(self.path, "ab") as f:
-            f.write(line)
-
-    def _file_lock(self) -> FileLock:
-        """The lock every writer of this cassette file takes (other processes included)."""
-        return FileLock(f"{self.path}.lock")
+        append_line(self.path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def prune(self, keep: set[str]) -> int:
         """Rewrite the file with only the entries in ``keep`` (e.g. those a run used); returns how many went."""
-        with self._file_lock() if self.path else contextlib.nullcontext():  # no append lands in between
-            self.reload()  # entries other writers appended
-            with self._lock:
-                dropped = [k for k in self._entries if k not in keep]
-                for k in dropped:
-                    del self._entries[k]
-                if self.path:
-                    tmp = self.path.with_suffix(".tmp")
-                    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                        for entry in self._entries.values():
-                            f.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
-                    tmp.replace(self.path)
-                    self._loaded_size = self.path.stat().st_size
+        self.reload()  # entries other writers appended
+        with self._lock:
+            dropped = [k for k in self._entries if k not in keep]
+            for k in dropped:
+                del self._entries[k]
+            if self.path:
+                self._rewrite()
         return len(dropped)
+
+    def _rewrite(self) -> None:
+        write_text_atomic(self.path, "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n"
+                                             for e in self._entries.values()))
+        self._loaded_size = self.path.stat().st_size
+        self._next_line = len(self._entries) + 1
+        self.bad_lines, self._reported = [], set()
 
     def models(self) -> set[str]:
         return {e["model"] for e in self._entries.values()}
+
+
+def check_cassette(path: str | os.PathLike) -> dict:
+    """A cassette's health: entries, distinct keys and every bad line (``file:line: reason``)."""
+    got = read_jsonl(path, check=check_entry)
+    return {"file": str(path), "entries": len(got.rows), "keys": len({r["key"] for r in got.rows}),
+            "bad_lines": [str(b) for b in got.bad], "torn_tail": got.torn_tail}
+
+
+def repair_cassette(path: str | os.PathLike) -> dict:
+    """Rewrite a cassette atomically with only its good entries (the last one per key, in file
+    order). Returns ``check_cassette``'s report of the file as it was, plus ``kept``."""
+    report = check_cassette(path)
+    got = read_jsonl(path, check=check_entry)
+    entries: dict[str, dict] = {}
+    for row in got.rows:
+        entries.pop(row["key"], None)
+        entries[row["key"]] = row
+    write_text_atomic(path, "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n"
+                                    for e in entries.values()))
+    return {**report, "kept": len(entries)}
 
 
 class CachedLLM(BaseLLM):
@@ -107,6 +143,8 @@ class CachedLLM(BaseLLM):
         super().__init__()
         if mode not in ("auto", "replay", "record"):
             raise ValueError(f"mode must be auto, replay or record, got {mode!r}")
+        if mode == "replay" and path and not Path(path).is_file():
+            raise FileNotFoundError(f"cassette not found: {path}")
         self.inner = inner
         self.mode = mode
         self.cassette = Cassette(path)

@@ -14,6 +14,7 @@ import threading
 
 from .base import BaseLLM, Generation
 from .errors import LLMError
+from .redact import redact_text, redact_url
 
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 # Own words; appended in "text" mode so a server without structured output still sees the schema.
@@ -43,7 +44,8 @@ class OpenAIChat(BaseLLM):
         self.client = client
 
     def __repr__(self) -> str:
-        return f"OpenAIChat({self.model!r}" + (f", base_url={self.base_url!r})" if self.base_url else ")")
+        # The base URL may carry user:password or a token parameter: shown redacted only.
+        return f"OpenAIChat({self.model!r}" + (f", base_url={redact_url(self.base_url)!r})" if self.base_url else ")")
 
     def _request(self, messages, schema, temperature, seed, max_tokens, mode):
         kw = {"model": self.model, "messages": messages, "temperature": temperature,
@@ -87,10 +89,12 @@ class OpenAIChat(BaseLLM):
                     if self.structured == "auto" and mode in self._modes and len(self._modes) > 1:
                         self._modes.remove(mode)
                     continue
+                # after the client's own retries
                 status = f" (status {exc.status_code})" if getattr(exc, "status_code", None) is not None else ""
-                raise LLMError(f"{type(exc).__name__}{status}: {exc}") from exc  # after the client's retries
+                raise LLMError(redact_text(f"{type(exc).__name__}{status}: {exc}")) from exc
             choice = resp.choices[0]
             usage = getattr(resp, "usage", None)
             return Generation(choice.message.content or "", getattr(resp, "model", None) or self.model,
                               getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-        raise LLMError(f"no structured-output mode accepted by {self.base_url or 'the API'}: {last_error}")
+        raise LLMError(redact_text(f"no structured-output mode accepted by {redact_url(self.base_url) or 'the API'}: "
+                                   f"{last_error}"))

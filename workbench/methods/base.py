@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import ClassVar, Iterator
 
 from ..data import Conversation
+from ..jsonl import write_text_atomic
 from ..llm.ledger import llm_tags, track
+from ..trust import check_signature, write_signature
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
 from .progress import advance, ingest_progress
@@ -219,23 +221,33 @@ class MemoryMethod:
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write ``params.json`` (readable) and ``state.pkl`` (built state; services excluded).
+        """Write ``params.json`` (readable), ``state.pkl`` (built state; services excluded) and
+        ``state.sig`` (this machine's signature of the pickle, see ``workbench.trust``).
 
-        The state file is a pickle: load only files you trust.
+        The state stays a pickle because it holds arbitrary method structures (trees, graphs,
+        FAISS-backed stores); ``load`` refuses a pickle this machine did not sign unless told
+        ``trust=True``.
         """
         self._check_ingested()
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / "params.json").write_text(json.dumps({"method": self.name, "class": type(self).__name__,
-                                                      "params": self.config()}, indent=2, sort_keys=True))
+        write_text_atomic(path / "params.json", json.dumps({"method": self.name, "class": type(self).__name__,
+                                                            "params": self.config()}, indent=2, sort_keys=True))
         state = {k: v for k, v in self.__dict__.items() if k.endswith("_") and not k.startswith("_")}
-        with open(path / "state.pkl", "wb") as f:
-            pickle.dump(state, f)
+        data = pickle.dumps(state)
+        tmp = path / "state.pkl.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(path / "state.pkl")
+        write_signature(path, data)
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, llm=None, embedder=None, **params) -> "MemoryMethod":
-        """Rebuild a saved method without any LLM call; pass services (and any non-JSON params)."""
+    def load(cls, path: str | Path, *, llm=None, embedder=None, trust: bool = False, **params) -> "MemoryMethod":
+        """Rebuild a saved method without any LLM call; pass services (and any non-JSON params).
+
+        ``state.pkl`` is a pickle, and unpickling can run code: unless ``trust=True`` it is loaded
+        only when this machine signed it (saved here, unchanged), else ``UntrustedStateError``.
+        """
         path = Path(path)
         meta = json.loads((path / "params.json").read_text())
         if meta["method"] != cls.name and cls is not MemoryMethod:
@@ -250,9 +262,11 @@ class MemoryMethod:
         for k, v in kwargs.items():
             if isinstance(v, list) and isinstance(cls._defaults().get(k), tuple):
                 kwargs[k] = tuple(v)
+        data = (path / "state.pkl").read_bytes()
+        if not trust:
+            check_signature(path, data)
         obj = cls(**kwargs)
-        with open(path / "state.pkl", "rb") as f:
-            obj.__dict__.update(pickle.load(f))
+        obj.__dict__.update(pickle.loads(data))
         obj._restore_services()
         return obj
 

@@ -201,14 +201,14 @@ class MemR3(MemoryMethod):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, llm=None, embedder=None, **params) -> "MemR3":
+    def load(cls, path: str | Path, *, llm=None, embedder=None, trust: bool = False, **params) -> "MemR3":
         """Pass ``backend=`` to reload with your backend's services; otherwise the backend is
         rebuilt from its saved parameters with this ``llm`` and ``embedder``."""
         path = Path(path)
         saved = json.loads((path / "params.json").read_text())["params"]
         if "retriever_options" not in params and isinstance(saved.get("retriever_options"), dict):
             params["retriever_options"] = saved["retriever_options"]
-        obj = super().load(path, llm=llm, embedder=embedder, **params)
+        obj = super().load(path, llm=llm, embedder=embedder, trust=trust, **params)
         template = params.get("backend")
         if template is not None:
             kind, services = type(template), {"llm": getattr(template, "llm", None),
@@ -218,7 +218,7 @@ class MemR3(MemoryMethod):
 
             kind = get_method(json.loads((path / BACKEND_DIR / "params.json").read_text())["method"])
             services = {"llm": llm, "embedder": embedder}
-        obj.backend_ = kind.load(path / BACKEND_DIR, **services)
+        obj.backend_ = kind.load(path / BACKEND_DIR, trust=trust, **services)
         if template is None and saved.get("backend") is not None:
             obj.backend = obj.backend_.clone()  # the saved run had an explicit backend: restore the param
         return obj

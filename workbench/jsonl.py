@@ -1,0 +1,209 @@
+"""Tolerant JSON Lines reading and crash-safe writing, shared by every file the workbench keeps.
+
+Cassettes (``llm/cache.py``), the results store (``eval/store.py``), run directories
+(``rundir.py``) and the app all read JSONL through ``read_jsonl``: a line that is not UTF-8, not
+JSON, not an object, too deeply nested or refused by the caller's ``check`` is skipped and
+reported as ``file:line: reason`` — one bad line never makes a whole file unreadable, and never
+passes silently either. A final line without its newline is a torn write (a crash mid-append):
+it is skipped and reported the same way.
+
+Writers: ``append_line`` takes an exclusive lock and starts on a fresh line when the file ends
+in a torn fragment, so a new record is never glued onto garbage; ``write_text_atomic`` /
+``write_jsonl_atomic`` write a temporary file in the same folder and rename it over the target,
+so a reader sees the old file or the new one, never half of one. ``read_json`` reads whole JSON
+files (manifests, structures) and raises ``DamagedFile`` naming the file when they are damaged.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from filelock import FileLock
+
+#: a caller's row check: returns None for a good row, or the reason it is refused
+RowCheck = Callable[[dict], "str | None"]
+
+
+class DamagedFile(ValueError):
+    """A whole-file JSON document (manifest, structures, conversation) that cannot be read."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: {reason}")
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """One skipped line: where it is and why it was refused."""
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
+
+
+@dataclass
+class JsonlRead:
+    """What ``read_jsonl`` found: the good rows (with their line numbers) and every skipped line."""
+
+    rows: list[dict] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    torn_tail: bool = False  # the file ends without a newline (the next append must start a new line)
+    end_offset: int = 0  # byte offset just past the last complete line (for incremental readers)
+    next_line: int = 1  # the line number at ``end_offset``
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, str | None]:
+    """One line's bytes -> (row, None) or (None, reason)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte {exc.start})"
+    text = text.strip()
+    if not text:
+        return None, None
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    if not isinstance(row, dict):
+        return None, f"a JSON {type(row).__name__}, not an object"
+    if check is not None:
+        reason = check(row)
+        if reason:
+            return None, reason
+    return row, None
+
+
+def read_jsonl(path: str | os.PathLike, *, check: RowCheck | None = None, offset: int = 0,
+               first_line: int = 1, keep_tail: bool = False) -> JsonlRead:
+    """Every good row of a JSONL file, skipping (and reporting) bad lines.
+
+    ``offset``/``first_line`` resume reading at a byte offset (``end_offset`` of a previous read).
+    ``keep_tail=True`` leaves a final line without newline unread (and unreported) so an
+    incremental reader can pick it up later. Reading takes a shared lock, and writers
+    (``append_line``) write each line under an exclusive one, so a final line without newline
+    is a torn write, not a line in progress. A missing file reads as empty.
+    """
+    out = JsonlRead(end_offset=offset, next_line=first_line)
+    path = Path(path)
+    if not path.exists():
+        return out
+    with _file_lock(path, reading=True), open(path, "rb") as f:  # writers hold it per line: no half line
+        f.seek(offset)
+        data = f.read()
+    pieces = data.split(b"\n")
+    tail = pieces.pop()  # the bytes after the last newline ("" when the file ends with one)
+    pos = offset
+    for i, raw in enumerate(pieces):
+        pos += len(raw) + 1
+        row, reason = parse_line(raw, check)
+        if row is not None:
+            out.rows.append(row)
+            out.lines.append(first_line + i)
+        elif reason:
+            out.bad.append(BadLine(str(path), first_line + i, reason))
+    out.end_offset, out.next_line = pos, first_line + len(pieces)
+    if tail:
+        out.torn_tail = True
+        if not keep_tail:
+            row, reason = parse_line(tail, check)
+            out.bad.append(BadLine(str(path), first_line + len(pieces),
+                                   "torn final line (no newline; a write was cut off)"
+                                   + (f": {reason}" if reason else "")))
+    return out
+
+
+def dumps_line(row: Any, *, default=str) -> str:
+    """One record as a JSONL line (no newline inside: ``json.dumps`` escapes them)."""
+    return json.dumps(row, ensure_ascii=False, default=default)
+
+
+def append_line(path: str | os.PathLike, line: str) -> None:
+    """Append one line under an exclusive lock; when the file ends in a torn fragment, the new
+    line starts on a fresh line (the fragment stays a single bad line, reported when read)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
+    with _file_lock(path), open(path, "a+b") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                data = b"\n" + data
+        f.seek(0, os.SEEK_END)
+        f.write(data)
+
+
+def _file_lock(path: Path, *, reading: bool = False):
+    """The cross-platform lock every writer of ``path`` takes (a ``<file>.lock`` beside it, via
+    ``filelock``; ``fcntl`` would tie ``import workbench`` to POSIX). A reader of a file in a folder
+    it cannot write (an installed package's cassettes) reads without the lock: no writer of ours
+    can be appending there either."""
+    if reading and not os.access(path.parent, os.W_OK):
+        return contextlib.nullcontext()
+    return FileLock(f"{path}.lock", timeout=60)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write a whole file via a temporary file in the same folder and a rename (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_jsonl_atomic(path: str | os.PathLike, rows: Iterable[Any], *, default=str) -> Path:
+    """A whole JSONL file, one line per row, written atomically."""
+    return write_text_atomic(path, "".join(dumps_line(r, default=default) + "\n" for r in rows))
+
+
+def write_json_atomic(path: str | os.PathLike, value: Any, *, indent: int | None = None, default=str) -> Path:
+    return write_text_atomic(path, json.dumps(value, ensure_ascii=False, indent=indent, default=default))
+
+
+def read_json(path: str | os.PathLike, *, expect: type | None = dict) -> Any:
+    """A whole JSON file; ``DamagedFile`` (naming the file) when unreadable or of the wrong shape."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DamagedFile(path, f"not UTF-8 (byte {exc.start})") from None
+    except IsADirectoryError:
+        raise DamagedFile(path, "is a directory, not a file") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DamagedFile(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise DamagedFile(path, "JSON nested too deeply") from None
+    if expect is not None and not isinstance(value, expect):
+        raise DamagedFile(path, f"expected a JSON {expect.__name__}, found {type(value).__name__}")
+    return value
