@@ -1,4 +1,4 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench``."""
+"""Command line: ``workbench demo | build | ask | eval | report | judge-audit | app | models | bench``."""
 from __future__ import annotations
 
 import argparse
@@ -194,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser("report", help="aggregate result files into tables")
         add_report_arguments(p)
         p.set_defaults(func=report_command)
+        from .eval import audit
+
+        p = sub.add_parser("judge-audit", help="measure a judge's false-accept/false-reject rates on probes")
+        audit.add_arguments(p)
+        p.set_defaults(func=audit.audit_command)
 
     p = sub.add_parser("app", help="serve the Panel app over a run directory")
     p.add_argument("--run", default=str(DEFAULT_RUN))

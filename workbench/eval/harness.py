@@ -5,19 +5,25 @@ question ``answer(question, now=qa.time)`` â€” the method never sees the gold â€
 if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appended to the
 ``ResultsStore`` as soon as it is done, keyed by (method, params_hash, dataset, qa_id): a rerun
 skips keys already present, and a conversation whose selected questions are all done is not
-re-ingested. Any ``Exception`` from ``ingest``/``answer`` becomes a failure row carrying the error
+re-ingested. A stored row also records the judge's key (``judge.judge_key``: model, decoding,
+judge prompt hash) and the method's prompt hash: a row answered under other method prompts is
+answered again, and a row judged by another judge (or not judged) is re-judged from its stored
+prediction, without re-answering; rows written before these fields existed are kept as they are
+unless their judge model differs from the current one. Any ``Exception`` from ``ingest``/``answer`` becomes a failure row carrying the error
 text (scored as a wrong answer); ``KeyboardInterrupt`` stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
 category 5 (adversarial) only by the official rule (``adversarial``) and reported apart from the
-headline. LongMemEval is scored by question type with the per-type judge. Construction tokens are
-amortised over all questions of the conversation in the dataset (not just those selected), so the
-figure does not change with the subset evaluated.
+headline. LongMemEval is scored by question type with the per-type judge. Each row carries its
+conversation's construction tokens (``construction_tokens``); reports average them per conversation.
+``construction_tokens_per_question`` (spread over all the conversation's questions in the dataset)
+is kept for older readers.
 """
 from __future__ import annotations
 
 import contextvars
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -31,7 +37,7 @@ from typing import Any, Iterator
 from ..data import CATEGORY_NAMES, QA, Conversation, Dataset
 from ..llm.ledger import track
 from ..trace import Usage
-from .judge import JudgeVerdict, LLMJudge
+from .judge import JudgeVerdict, LLMJudge, judge_key
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
 from .metrics import score_prediction, session_recall
 from .store import ResultsStore, row_key
@@ -68,6 +74,8 @@ class QuestionResult:
     abstention: bool = False
     llm_model: str | None = None
     judge_model: str | None = None
+    judge_key: str | None = None
+    prompt_hash: str | None = None
     params: dict = field(default_factory=dict)
     answer: dict | None = None
 
@@ -134,6 +142,8 @@ class _Ctx:
     judge: LLMJudge | None
     scorers: dict
     keep_answers: bool
+    judge_key: str | None = None
+    prompt_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,18 +170,28 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
     ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
     """
+    from .manifest import method_prompt_hash
+
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
     ctx = _Ctx(method.name, method.params_hash(), dataset.name, method.config(), _model(getattr(method, "llm", None)),
-               judge, resolve_metrics(metrics), keep_answers)
+               judge, resolve_metrics(metrics), keep_answers, judge_key(judge), method_prompt_hash(method))
     plan = select(dataset, conversations=conversations, questions=questions, categories=categories)
     keys = [(conv, qa, (ctx.method, ctx.params_hash, ctx.dataset, qa.id)) for conv, qas in plan for qa in qas]
-    todo = {k for _, _, k in keys if _needs_run(store.get(k), retry_errors)}
-    manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo))
+    actions = {k: _needs_run(store.get(k), retry_errors, ctx) for _, _, k in keys}
+    todo = {k for k, a in actions.items() if a == "answer"}
+    rejudge = {k for k, a in actions.items() if a == "judge"}
+    manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo) - len(rejudge),
+                            rejudged=len(rejudge))
     if store.path:
         _append_manifest(store.path, manifest)
-    bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
+    bar = _progress(len(keys), len(keys) - len(todo) - len(rejudge), f"{ctx.method} on {ctx.dataset}", progress)
     try:
         for conv, qas in plan:
+            for qa in qas:
+                k = (ctx.method, ctx.params_hash, ctx.dataset, qa.id)
+                if k in rejudge:
+                    store.append(rejudge_row(store.get(k), qa, ctx).to_dict())
+                    bar.update(1)
             pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
             if not pending:
                 continue
@@ -185,8 +205,37 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     return EvalResult(rows, manifest)
 
 
-def _needs_run(row: dict | None, retry_errors: bool) -> bool:
-    return row is None or (retry_errors and bool(row.get("error")))
+def _needs_run(row: dict | None, retry_errors: bool, ctx: _Ctx | None = None) -> str | None:
+    """What a stored row needs: ``"answer"`` (absent, a failure to retry, or answered under other
+    method prompts), ``"judge"`` (judged by another judge, or not judged), or None (nothing)."""
+    if row is None or (retry_errors and bool(row.get("error"))):
+        return "answer"
+    if ctx is None:
+        return None
+    if row.get("prompt_hash") and ctx.prompt_hash and row["prompt_hash"] != ctx.prompt_hash:
+        return "answer"
+    if ctx.judge is None:
+        return None
+    if row.get("judge_key"):
+        return "judge" if row["judge_key"] != ctx.judge_key else None
+    # a row from before judge keys: keep it when the same judge model judged it
+    return "judge" if row.get("judge_model") != ctx.judge.model else None
+
+
+def rejudge_row(row: dict, qa: QA, ctx: _Ctx) -> "QuestionResult":
+    """The stored row with a fresh verdict from ``ctx.judge`` on its stored prediction (not re-answered)."""
+    from dataclasses import replace
+
+    old = QuestionResult.from_dict(row)
+    verdict = _judge(ctx, qa, old.prediction, old.error)
+    scores = {k: v for k, v in (old.scores or {}).items() if k != "judge"}
+    if verdict is not None:
+        scores["judge"] = verdict.score
+    return replace(old, scores=scores, judge_label=verdict.label if verdict else None,
+                   judge_reasoning=verdict.reasoning if verdict else "",
+                   judge_error=verdict.error if verdict else None,
+                   judge_tokens=(verdict.prompt_tokens + verdict.completion_tokens) if verdict else 0,
+                   judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key)
 
 
 def _model(service) -> str | None:
@@ -262,7 +311,8 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         query_tokens=usage.total_tokens, query_calls=usage.calls, construction_tokens=built.tokens,
         construction_calls=built.calls, construction_tokens_per_question=built.per_question,
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
-        judge_model=ctx.judge.model if ctx.judge else None, params=ctx.params,
+        judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key, prompt_hash=ctx.prompt_hash,
+        params=ctx.params,
         answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None)
 
 
@@ -287,24 +337,32 @@ def category_name(category) -> str:
 
 # -- manifest and progress ---------------------------------------------------------------------------
 
-def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int, *, resumed: int = 0) -> dict:
-    """What was run: package version, git commit, models, parameters, judge, data, selection, date."""
+def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int, *, resumed: int = 0,
+                 rejudged: int = 0) -> dict:
+    """What was run: package version, git commit, models (spec and model file sha256), embedder,
+    parameters, prompt hashes, judge (spec, key and its cached audit), data (file sha256), selection, date."""
     import workbench
+
+    from .manifest import dataset_spec, embedder_spec, find_judge_audit, judge_entry, llm_spec, method_prompt_hashes
 
     judge_llm = getattr(judge, "llm", None)
     return {
         "package": "memory-workbench", "version": workbench.__version__, "git_commit": git_commit(),
         "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "method": ctx.method, "class": type(method).__name__, "params_hash": ctx.params_hash, "params": ctx.params,
-        "llm_model": ctx.llm_model, "embedder": _model(getattr(method, "embedder", None)),
+        "llm_model": ctx.llm_model, "llm": llm_spec(getattr(method, "llm", None)),
+        "embedder": _model(getattr(method, "embedder", None)),
+        "embedder_info": embedder_spec(getattr(method, "embedder", None)),
+        "prompt_hash": ctx.prompt_hash, "prompt_hashes": method_prompt_hashes(method),
         "judge_model": judge.model if judge else None,
         "judge_temperature": getattr(judge, "temperature", None) if judge else None,
         "judge_cached": type(judge_llm).__name__ == "CachedLLM",
-        "dataset": dataset.name, "dataset_source": dataset[0].source if len(dataset) else "",
-        "dataset_skipped": dict(dataset.skipped),
+        "judge": judge_entry(judge, find_judge_audit(judge, dataset.name)),
+        "dataset": dataset.name, "dataset_source": os.path.basename(dataset[0].source) if len(dataset) else "",
+        "dataset_info": dataset_spec(dataset), "dataset_skipped": dict(dataset.skipped),
         "conversations": [c.id for c, _ in plan], "questions": sum(len(q) for _, q in plan),
-        "resumed_rows": resumed, "metrics": list(ctx.scorers), "bleu_tokenizer": bleu_tokenizer(),
-        "workers": workers,
+        "resumed_rows": resumed, "rejudged_rows": rejudged, "metrics": list(ctx.scorers),
+        "bleu_tokenizer": bleu_tokenizer(), "workers": workers,
     }
 
 
