@@ -1,14 +1,20 @@
 """Aggregation and reports: pure functions over a DataFrame of result rows.
 
-- ``results_frame(rows)`` / ``load_results(paths)``: one row per question, scores as columns.
-- ``summary_table(df)``: per dataset x method x category — n, accuracy with a seeded bootstrap 95%
-  CI, F1/BLEU-1/official F1, evidence recall, mean query tokens and amortised construction tokens
-  per question, query-token ratio to Full-Context on the same questions, error counts.
-- ``cost_accuracy_frame(df)``: the tidy frame the plotly cost-accuracy chart draws.
+- ``results_frame(rows)`` / ``load_results(paths)``: one row per question, scores as columns, plus
+  ``judge_f1_disagree`` (CORRECT with F1 = 0, or WRONG with F1 = 1).
+- ``summary_table(df, audits=...)``: per dataset x method x category — n (questions scored; judge
+  failures left out and counted in ``judge_errors``), accuracy with a seeded 95% bootstrap CI
+  clustered by conversation (none when n < 5), the judge's accuracy beside its audited false-accept
+  rate, F1/BLEU-1/official F1, evidence recall, mean query tokens per question, construction tokens
+  per conversation, query-token ratio to Full-Context on the same questions, error counts.
+- ``paired_differences(df)``: each method minus Full-Context on the same questions (paired bootstrap).
+- ``report_markdown(df)``: the whole report (reliability banner, audit, headline, paired differences,
+  categories, judge/F1 disagreements). ``cost_accuracy_frame(df)``: the frame the chart draws.
 - ``to_markdown`` (no ``tabulate`` needed), ``export(df, "md" | "csv" | "json")``.
 
-Accuracy is the ``metric`` column (the judge by default when one was run, else mem0-style F1),
-except for LoCoMo category 5, which is always scored with the official adversarial rule. The
+Accuracy is the ``metric`` column: by default the judge only when every judge of the rows has an
+audit (``workbench judge-audit``) with at most 20 % false accepts, else mem0-style F1 — an unaudited
+judge is not trusted. LoCoMo category 5 is always scored with the official adversarial rule. The
 headline ``overall`` row is the micro mean over LoCoMo categories 1-4 (category 5 is listed apart,
 as ``adversarial``) or over all LongMemEval questions. Timings and cache flags are left out of
 the tables, so a replayed run reproduces them bit for bit.
