@@ -119,9 +119,13 @@ class EvalResult:
         return results_frame([r.to_dict() for r in self.rows], answers=answers)
 
     def summary(self, **kw):
-        """Per-category table with bootstrap CIs (see ``report.summary_table``)."""
+        """Per-category table with bootstrap CIs (see ``report.summary_table``); the judge's audit
+        recorded in the manifest decides whether the judge is the headline."""
         from .report import summary_table
 
+        judge = self.manifest.get("judge") or {}
+        if "audits" not in kw and judge.get("audit") and judge.get("key"):
+            kw["audits"] = {judge["key"]: judge["audit"]}
         return summary_table(self.to_frame(), **kw)
 
     def __repr__(self) -> str:
