@@ -296,8 +296,9 @@ def reliability_note(audit: dict | None) -> str:
                 "F1 is the headline metric")
     fa = audit.get("false_accept") or {}
     if fa.get("rate") is None or fa.get("n", 0) < MIN_NEGATIVES:
-        return (f"judge audit too small ({fa.get('n', 0)} negatives, need {MIN_NEGATIVES}): its accuracy cannot "
-                "be trusted; F1 is the headline metric")
+        seen = f"; {fa['rate']:.1%} of them falsely accepted" if fa.get("rate") is not None else ""
+        return (f"judge audit too small ({fa.get('n', 0)} wrong answers probed, need {MIN_NEGATIVES}{seen}): its "
+                "accuracy cannot be trusted; F1 is the headline metric")
     lo, hi = fa.get("ci") or [None, None]
     figure = f"{fa['rate']:.1%} false accepts [{_pct(lo)}, {_pct(hi)}] on {fa['n']} wrong answers"
     if fa["rate"] > FALSE_ACCEPT_LIMIT:
