@@ -161,8 +161,8 @@ def test_header_of_an_eval_run_manifest(good_run, tmp_path):
     assert "judge: qwen2.5-coder-0.5b — not audited" in html and "commit: abababababab" in html
 
 
-def test_results_tab_judge_audit_banner_and_per_question_labels(app, good_run, tmp_path):
-    v = app.views["Results"]
+def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_path):
+    v = appmod.build_app(good_run).views["Results"]  # a fresh app: other tests change the shared one's widgets
     assert v.metric.value == "judge"  # the rule judge's audit passes: the judge is the headline
     assert "judge audited" in v.banner.object and "unreliable" not in v.banner.object
     q = v.questions.value
