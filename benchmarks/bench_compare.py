@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 N_CTX, MAX_NEW = 16384, 512  # LlamaCpp defaults: a prompt over N_CTX - MAX_NEW tokens is refused
-TABLE_COLS = ["accuracy", "f1", "bleu1", "evidence_recall", "query_tokens", "fc_token_ratio"]
+# "accuracy" here is the judge's accuracy, reported beside its audited false-accept rate (judge-audit)
+TABLE_COLS = ["accuracy", "judge_false_accept", "f1", "bleu1", "evidence_recall", "query_tokens", "fc_token_ratio"]
 _SHARED: dict = {}
 
 
@@ -140,11 +141,9 @@ def sample_replay(results_dir: Path, *, cassette=None, methods=None, latency: La
 
 def merge_table(rows: list[dict], path: Path) -> list[dict]:
     """One line per method: the summary_table 'overall' figures plus cost, status and wall time."""
-    from workbench.eval import load_results, summary_table
-
     overall = {}
     if path.exists() and path.stat().st_size:
-        t = summary_table(load_results([path]))
+        t = _judge_table(path)
         for rec in t[t["category"] == "overall"].to_dict(orient="records"):
             overall[rec["method"]] = rec
     out = []
@@ -156,6 +155,16 @@ def merge_table(rows: list[dict], path: Path) -> list[dict]:
         line["misses"] = sum((r.get("misses") or {}).values())
         out.append(line)
     return out
+
+
+def _judge_table(path: Path):
+    """summary_table with the judge's accuracy in ``accuracy`` and its audit beside it (cached audits)."""
+    from workbench.eval import load_results, summary_table
+    from workbench.eval.audit import audits_for_rows
+    from workbench.eval.store import load_rows
+
+    t = summary_table(load_results([path]), metric="judge", audits=audits_for_rows(load_rows([path])))
+    return t
 
 
 def _num(v):
@@ -282,12 +291,10 @@ def _session(name: str, wall: float, calls) -> dict:
 
 def locomo_table(results_dir: Path) -> dict:
     """The table of whatever LoCoMo rows exist (a finished or an interrupted full run)."""
-    from workbench.eval import load_results, summary_table
-
     path = Path(results_dir) / "compare_locomo.jsonl"
     if not path.exists() or not path.stat().st_size:
         return {"table": []}
-    t = summary_table(load_results([path]))
+    t = _judge_table(path)
     t = t[t["category"] == "overall"]
     return {"table": [{"method": r["method"], "n": r["n"], **{k: _num(r[k]) for k in TABLE_COLS},
                        "construction_tokens": _num(r["construction_tokens"]), "errors": r["errors"]}

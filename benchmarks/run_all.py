@@ -184,7 +184,8 @@ def _f(v, nd: int = 2) -> str:
     return "–" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
 
 
-SAMPLE_COLS = {"method": "method", "status": "status", "n": "n", "accuracy": "judge acc", "f1": "F1",
+SAMPLE_COLS = {"method": "method", "status": "status", "n": "n", "accuracy": "judge acc",
+               "judge_false_accept": "judge false-accept", "f1": "F1",
                "bleu1": "BLEU-1", "evidence_recall": "evidence recall", "query_tokens": "query tok/q",
                "fc_token_ratio": "x Full-Context", "construction_tokens": "constr. tokens",
                "construction_calls": "constr. calls", "wall_s": "replay wall s", "est_live_llm_s": "est. live s",
@@ -291,7 +292,8 @@ def _sec_locomo(c: dict) -> list[str]:
     loc = c.get("locomo", {})
     if loc.get("table"):
         out += [f"Status: {loc.get('status')}.", "", _md(loc["table"], {
-            "method": "method", "n": "n", "accuracy": "judge acc", "f1": "F1", "bleu1": "BLEU-1",
+            "method": "method", "n": "n", "accuracy": "judge acc", "judge_false_accept": "judge false-accept",
+            "f1": "F1", "bleu1": "BLEU-1",
             "evidence_recall": "evidence recall", "query_tokens": "query tok/q", "fc_token_ratio": "x Full-Context",
             "construction_tokens": "constr. tok/q", "errors": "errors"}), ""]
     else:

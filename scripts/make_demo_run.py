@@ -100,6 +100,7 @@ class RuleJudge:
 
     model = "rule:gold-content-words-in-prediction"
     temperature = None
+    spec = {"class": "RuleJudge", "model": model, "prompt_hash": None}
 
     def applies_to(self, qa: QA) -> bool:
         return qa.category != 5
@@ -160,18 +161,32 @@ def make_demo_run(out_dir, *, data: str = "sample", n_conversations: int | None 
         res = evaluate(build_method(name, llm, embedder), dataset, judge=judge, store=out / "results.jsonl",
                        questions=max_questions, progress=False, save_memories_dir=out)
         runs[name] = res.manifest
-    manifest = _manifest(data, dataset, runs, embedder, judge)
+    manifest = _manifest(data, dataset, runs, embedder, judge, rule_judge_audit(judge, dataset))
     write_json_atomic(out / "manifest.json", manifest, indent=2)
     return out
 
 
-def _manifest(data, dataset, runs, embedder, judge) -> dict:
+def rule_judge_audit(judge, dataset) -> dict:
+    """The rule judge audited like any judge (``workbench.eval.audit``) on this run's own data: no
+    model is involved, so it takes milliseconds and is not cached."""
+    from workbench.eval.audit import audit_judge, build_probes, compact, sample_probes
+
+    return compact(audit_judge(judge, sample_probes(build_probes(dataset), 200), dataset=dataset.name,
+                               progress=False))
+
+
+def _manifest(data, dataset, runs, embedder, judge, audit) -> dict:
+    from workbench.eval.manifest import dataset_spec, judge_entry
+
     return {"name": "demo", "scripted": True, "label": SCRIPT_LABEL, "created_by": "scripts/make_demo_run.py",
             "package_version": __version__, "data": {"spec": data, "conversations": [c.id for c in dataset]},
+            "dataset_info": dataset_spec(dataset),
             "llm": {"model": "scripted-extractive", "class": "ScriptedLLM",
                     "rules": ["*.answer: context sentence sharing most question words (<=15 words)",
                               "eager_facts.extract: each sentence of 5+ words as '<speaker> said: ...'"]},
-            "embedder": embedder.name, "judge": {"model": judge.model, "rule": RuleJudge.__doc__.split(":")[0]},
+            "embedder": embedder.name,
+            "judge": {**judge_entry(judge, audit), "rule": RuleJudge.__doc__.split(":")[0]},
+            "git_commit": next((r.get("git_commit") for r in runs.values() if r.get("git_commit")), None),
             "runs": runs}
 
 

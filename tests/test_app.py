@@ -140,6 +140,44 @@ def test_results_tab_tables_and_chart(app):
     assert "f1 by category" in v.table.object
 
 
+def test_header_reads_the_manifest(app):
+    html = app.header_html()
+    assert "llm: scripted-extractive" in html and "embedder: hash-256" in html
+    assert "judge: rule:gold-content-words-in-prediction — audited false-accept" in html
+    assert "data: sample_conversations" in html and ": ?" not in html
+
+
+def test_header_of_an_eval_run_manifest(good_run, tmp_path):
+    from workbench.eval.manifest import update_run_manifest
+
+    run = copy_run(good_run, tmp_path / "evalrun")
+    (run / "manifest.json").unlink()
+    update_run_manifest(run, {"method": "naive_rag",
+                              "llm": {"model": "qwen2.5-coder-0.5b", "model_sha256": "1d96" * 16},
+                              "embedder": "all-MiniLM-L6-v2-int8", "judge": {"model": "qwen2.5-coder-0.5b",
+                                                                              "key": "k", "audit": None},
+                              "dataset_info": {"name": "sample_conversations"}, "git_commit": "ab" * 20})
+    html = appmod.build_app(run).header_html()
+    assert "llm: qwen2.5-coder-0.5b (sha256 1d961d961d96…)" in html and "embedder: all-MiniLM-L6-v2-int8" in html
+    assert "judge: qwen2.5-coder-0.5b — not audited" in html and "commit: abababababab" in html
+
+
+def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_path):
+    v = appmod.build_app(good_run).views["Results"]  # a fresh app: other tests change the shared one's widgets
+    assert v.metric.value == "judge"  # the rule judge's audit passes: the judge is the headline
+    assert "judge audited" in v.banner.object and "unreliable" not in v.banner.object
+    q = v.questions.value
+    assert {"judge_label", "judge_reasoning", "f1", "disagree"} <= set(q.columns) and len(q) == len(v.frame)
+    assert "judge_false_accept" in v.table.object
+    run = copy_run(good_run, tmp_path / "unaudited")
+    m = json.loads((run / "manifest.json").read_text())
+    m["judge"]["audit"] = None
+    (run / "manifest.json").write_text(json.dumps(m))
+    u = appmod.build_app(run).views["Results"]
+    assert u.metric.value == "f1" and "Judge accuracy is unreliable" in u.banner.object
+    assert "not audited" in u.banner.object
+
+
 def test_structures_tab_registry(good_run, monkeypatch):
     app = appmod.build_app(good_run)
     cards = app.views["Structures"].panel.objects

@@ -248,9 +248,12 @@ def test_longmemeval_by_question_type(tmp_path):
     assert res[0].evidence_recall == 1.0 and res[0].session_recall == 1.0 and res[0].scores["judge"] == 1.0
     assert res[1].abstention and res[1].scores["f1"] is None
     assert "unanswerable" in jl.requests[1]["messages"][0]["content"]
-    table = summary_table(res.to_frame()).set_index("category")
+    table = summary_table(res.to_frame(), metric="judge").set_index("category")
     assert list(table.index) == ["single-session-user", "temporal-reasoning", "overall"]
     assert table.loc["overall", "n"] == 2
+    # an unaudited judge is not the headline: F1 scores only the question with a short gold answer
+    unaudited = summary_table(res.to_frame()).set_index("category")
+    assert unaudited.loc["overall", "metric"] == "f1" and unaudited.loc["overall", "n"] == 1
 
 
 def test_report_table(sample_data):
@@ -272,11 +275,13 @@ def test_report_table(sample_data):
     theirs = df[(df.method == "full_context") & (df.category != 5)]
     expected = mine.query_tokens.mean() / theirs.query_tokens.mean()
     assert r.loc[(f"naive_rag[{rows[0].params_hash[:6]}]", "overall"), "fc_token_ratio"] == pytest.approx(expected)
-    row = table.iloc[0]
-    assert row.ci_low <= row.accuracy <= row.ci_high
+    big, small = table[table.n >= 5], table[table.n < 5]
+    assert len(big) and all(big.ci_low <= big.accuracy) and all(big.accuracy <= big.ci_high)
+    assert len(small) and small.ci_low.isna().all() and small.ci_high.isna().all()  # n < 5: no interval
     cost = cost_accuracy_frame(df)
     assert list(cost.columns) == ["dataset", "method", "category", "accuracy", "ci_low", "ci_high", "query_tokens",
-                                  "construction_tokens", "n", "params"]
+                                  "construction_tokens", "n", "params", "metric", "judge_accuracy",
+                                  "judge_false_accept", "judge_reliable"]
 
 
 def test_bootstrap_is_seeded_and_sane():

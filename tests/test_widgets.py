@@ -196,6 +196,32 @@ def test_cost_accuracy_chart_local_fallback(run, monkeypatch):
     assert 0 <= lo <= 0.75 <= hi <= 1
 
 
+def test_cost_accuracy_chart_follows_the_judge_audit(run):
+    rows = run.results()
+    unaudited = CostAccuracyChart(rows, audits={})
+    assert unaudited.metric == "f1" and "Judge accuracy is unreliable" in unaudited.banner
+    assert "not audited" in unaudited.banner
+    key = rows[0]["judge_key"]
+    good = {"false_accept": {"rate": 0.05, "k": 2, "n": 40, "ci": [0.01, 0.17]}, "dataset": "sample"}
+    trusted = CostAccuracyChart(rows, audits={key: good})
+    assert trusted.metric == "judge" and "unreliable" not in trusted.banner
+    assert (trusted.frame["judge_false_accept"] == 0.05).all()
+    rag = unaudited.frame.set_index("method").loc["naive_rag"]
+    assert rag["delta_n"] == rag["n"]  # paired with Full-Context on every question
+    assert "vs Full-Context (paired" in next(t for t in unaudited.figure.data if t.name == "naive_rag").hovertext[0]
+
+
+def test_small_cells_show_counts_not_intervals(run):
+    rows = run.results()
+    few = sorted({r["qa_id"] for r in rows})[:3]
+    chart = CostAccuracyChart([r for r in rows if r["qa_id"] in few], audits={})
+    small = chart.table[chart.table["n"] < 5]
+    assert len(small) and small["ci_low"].isna().all()
+    r = small.iloc[0]
+    html = cost_accuracy.summary_table_html(chart.table, chart.metric, chart.headline)
+    assert cost_accuracy.estimate_cell(r) in html and "[" not in cost_accuracy.estimate_cell(r)
+
+
 # -- compare ---------------------------------------------------------------------------------------
 def test_compare_precomputed_answers(run, conv):
     rows = [(r, a) for r, a in run.answers() if r["qa_id"].endswith("/inject")]

@@ -37,8 +37,9 @@ import pandas as pd
 import panel as pn
 import param
 
-from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, metric_values, points_frame, results_frame,
-                                   summary_frame, summary_table_html)
+from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, judge_banner_html, metric_values,
+                                   paired_frame, points_frame, resolve_audits, results_frame, summary_frame,
+                                   summary_table_html, table_metric)
 from widgets.evidence_gap import iteration_html, iterations_of
 from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events, is_refresh, timeline_figure
 from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, table_html, turns_html
@@ -492,43 +493,92 @@ class EventsView:
 
 
 class ResultsView:
-    """Per-category tables with bootstrap CIs and the cost-accuracy chart."""
+    """Per-category tables with clustered bootstrap CIs, the judge's audit and reliability banner, the
+    cost-accuracy chart, and per question the judge's label and reasoning beside F1 (flat
+    disagreements flagged)."""
+
+    QUESTION_COLUMNS = ["method", "qa_id", "category_name", "judge_label", "f1", "disagree", "judge_reasoning",
+                        "prediction", "gold"]
 
     def __init__(self, store: RunStore):
         self.store = store
-        self.frame = results_frame(store.results())
+        rows = store.results()
+        self.frame = results_frame(rows)
+        self.audits = run_audits(store.manifest, rows)
         metrics = [m for m in ("judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
                    if not self.frame.empty and metric_values(self.frame, m).notna().any()]
-        self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"])
+        auto = self.auto_metric()
+        self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"],
+                                        value=auto if auto in metrics else (metrics or ["judge"])[0])
         self.x = pn.widgets.Select(label="cost axis", options=["query_tokens", "construction_tokens"])
         self.category = pn.widgets.Select(label="chart category", options=[ALL])
+        self.banner = html_pane("")
         self.table = html_pane("")
         self.plot = pn.pane.Plotly(cost_accuracy_figure(points_frame(pd.DataFrame())), sizing_mode="stretch_width")
         self.note = html_pane("")
+        self.questions = text_table(self.question_frame(), page_size=10)
         self.metric.param.watch(lambda e: self.refresh(), "value")
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
-        self.panel = pn.Column(pn.Row(self.metric, self.x, self.category), self.note, self.table, self.plot,
-                               sizing_mode="stretch_width")
+        self.panel = pn.Column(self.banner, pn.Row(self.metric, self.x, self.category), self.note, self.table,
+                               self.plot, html_pane("<h4>Per question: judge label and reasoning beside F1</h4>"),
+                               self.questions, sizing_mode="stretch_width")
         self.refresh()
+
+    def auto_metric(self) -> str | None:
+        if self.frame.empty:
+            return None
+        try:
+            from workbench.eval.report import auto_metric
+        except ImportError:
+            return None
+        return auto_metric(self.frame, self.audits)
+
+    def question_frame(self) -> pd.DataFrame:
+        """One row per (method, question): judge label and reasoning, F1, and a flag when they flatly disagree."""
+        df = self.frame
+        if df.empty:
+            return pd.DataFrame(columns=self.QUESTION_COLUMNS)
+        out = df.reindex(columns=[c for c in self.QUESTION_COLUMNS if c != "disagree"]).copy()
+        flag = df["judge_f1_disagree"] if "judge_f1_disagree" in df.columns else pd.Series(False, index=df.index)
+        out.insert(5, "disagree", flag.map(lambda v: "⚠ judge vs F1" if v == v and bool(v) else ""))
+        out["f1"] = out["f1"].map(_fmt)
+        return out.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v))
 
     def refresh(self) -> None:
         if self.frame.empty:
             self.summary, self.source = pd.DataFrame(), "no rows"
             self.table.object = box("<p>This run has no results (results.jsonl is missing or empty).</p>")
             return
-        self.summary, self.source = summary_frame(self.frame, metric=self.metric.value)
+        self.summary, self.source = summary_frame(self.frame, metric=self.metric.value, audits=self.audits)
+        self.paired = paired_frame(self.frame, table_metric(self.summary, self.metric.value), audits=self.audits)
         head = headline(self.summary)
         self.category.options = [ALL] + [c for c in dict.fromkeys(self.summary["category"]) if c != head]
+        self.banner.object = judge_banner_html(self.summary)
         self.table.object = box(summary_table_html(self.summary, self.metric.value, head))
-        self.note.object = box(f"<small>{len(self.frame)} result rows · [lo, hi] and error bars: 95% percentile "
-                               f"bootstrap of the mean (1000 resamples, seed 0) · aggregated by {esc(self.source)}"
-                               "</small>")
+        self.note.object = box(f"<small>{len(self.frame)} result rows · n: questions scored (judge failures left "
+                               "out and counted) · [lo, hi] and error bars: 95% percentile bootstrap of the mean, "
+                               "clustered by conversation (1000 resamples, seed 0); fewer than 5 questions show the "
+                               f"count, no interval · aggregated by {esc(self.source)}</small>")
         self.draw()
 
     def draw(self) -> None:
-        self.chart_frame = points_frame(self.summary, x=self.x.value, category=self.category.value)
+        self.chart_frame = points_frame(self.summary, x=self.x.value, category=self.category.value,
+                                        paired=getattr(self, "paired", None))
         self.plot.object = cost_accuracy_figure(self.chart_frame, x=self.x.value, metric=self.metric.value)
+
+
+def run_audits(manifest: dict, rows: list[dict]) -> dict:
+    """Judge audits for a run: those recorded in its manifest (by judge key), then the audit cache."""
+    found = {}
+    for ev in (manifest.get("evaluations") or []) if isinstance(manifest, dict) else []:
+        judge = ev.get("judge") if isinstance(ev, dict) else None
+        if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
+            found.setdefault(judge["key"], judge["audit"])
+    judge = (manifest.get("judge") if isinstance(manifest, dict) else None) or {}
+    if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
+        found.setdefault(judge["key"], judge["audit"])
+    return {**resolve_audits(rows), **found}
 
 
 class StructuresView:
@@ -586,16 +636,22 @@ class WorkbenchApp(pn.viewable.Viewer):
                                 self.problems, sizing_mode="stretch_width")
 
     def header_html(self) -> str:
+        """Run, methods and what produced them, read from the manifest (``workbench.eval.manifest.run_summary``)."""
+        from workbench.eval.manifest import run_summary
+
         m = self.store.manifest
-        llm = m.get("llm") or m.get("llm_model") or ""
-        llm = llm.get("model", "") if isinstance(llm, dict) else llm
-        judge = m.get("judge") or m.get("judge_model") or ""
-        judge = (judge.get("model") or judge.get("rule", "")) if isinstance(judge, dict) else judge
+        s = run_summary(m)
+        sha = f" (sha256 {esc(s['llm_sha256'])}…)" if s["llm_sha256"] else ""
+        audit = s["judge_audit"]
+        fa = (audit or {}).get("false_accept") or {}
+        judge_note = (f" — audited false-accept {fa['rate']:.0%} on {fa.get('n')} wrong answers"
+                      if fa.get("rate") is not None else " — not audited" if s["judge"] != "not recorded" else "")
         scripted = (f"<p class='wb-forced' style='padding:4px'><b>{esc(m.get('label') or 'Scripted run.')}</b></p>"
                     if m.get("scripted") else "")
         return box(f"<h2>Memory Workbench</h2><p>run <code>{esc(self.store.run_dir)}</code> · "
-                   f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(llm or '?')} · "
-                   f"embedder: {esc(m.get('embedder', '?'))} · judge: {esc(judge or '?')}</p>{scripted}")
+                   f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
+                   f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
+                   f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}")
 
     def _show_problems(self) -> None:
         self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]

@@ -1,4 +1,4 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette``.
+"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette | judge-audit``.
 
 A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
 line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
@@ -235,6 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ask)
 
     _eval_commands(sub)
+    from .eval import audit
+
+    p = sub.add_parser("judge-audit", help="measure a judge's false-accept/false-reject rates on probes")
+    audit.add_arguments(p)
+    p.set_defaults(func=audit.audit_command)
 
     p = sub.add_parser("app", help="serve the Panel app over a run directory")
     p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")

@@ -121,12 +121,16 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
     ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure)."""
     from .eval import LLMJudge, evaluate
-    from .eval.report import export, load_results, summary_table
+    from .eval.audit import audits_for_rows
+    from .eval.manifest import update_run_manifest
+    from .eval.report import export, load_results, report_markdown, summary_table
+    from .eval.store import load_rows
     from .jsonl import write_text_atomic
     from .rundir import save_conversation
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").unlink(missing_ok=True)  # rewritten below, one evaluation per method
     cassette = CASSETTE
     if not record:  # never write into the repository: work on a copy in the run directory
         cassette = out / "cassette.jsonl"
@@ -143,12 +147,16 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     judge = LLMJudge(judge_llm)
     for name, method in demo_methods(llm, embedder, methods).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
-        evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
-                 save_memories_dir=out, progress=True, estimate=_announce(method, judge))
-    table = summary_table(load_results([out / "results.jsonl"]))
-    write_text_atomic(out / "report.md", export(table, "md"))
-    cols = ["method", "n", "accuracy", "ci_low", "ci_high", "f1", "evidence_recall", "query_tokens",
-            "construction_tokens", "fc_token_ratio", "errors"]
+        res = evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
+                       save_memories_dir=out, progress=True, estimate=_announce(method, judge))
+        update_run_manifest(out, res.manifest, name="demo", created_by="workbench demo")
+    rows = load_rows([out / "results.jsonl"])
+    audits = audits_for_rows(rows)
+    table = summary_table(load_results([out / "results.jsonl"]), audits=audits)
+    write_text_atomic(out / "report.md", report_markdown(load_results([out / "results.jsonl"]), audits=audits,
+                                                         title="Demo report"))
+    cols = ["method", "n", "metric", "accuracy", "ci_low", "ci_high", "judge_accuracy", "judge_false_accept", "f1",
+            "evidence_recall", "turns_shown", "query_tokens", "construction_tokens", "fc_token_ratio", "errors"]
     overall = table[table["category"] == "overall"][cols] if not table.empty else table
     print(export(overall, "md") if not overall.empty else "(no results)")
     print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "

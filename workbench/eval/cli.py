@@ -4,6 +4,7 @@
         --questions 20 --llm openai:gpt-4.1-mini --judge openai:gpt-4o-mini --embedder minilm \\
         --out runs/eval --cassette runs/eval/cassette.jsonl --workers 4 [--fair]
     workbench report runs/eval/results.jsonl [--format md|csv|json] [--cost]
+    workbench judge-audit --data sample --judge local --n 200      (see ``workbench.eval.audit``)
 
 ``eval`` writes ``<out>/results.jsonl`` (append-only, resumable: rerun the same command after an
 interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/results.costs.jsonl``
@@ -13,9 +14,15 @@ and with ``--save-memories`` the built memories under ``<out>/memories``. ``--ca
 every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
 without any model. ``--fair`` gives the method ``answer_prompt="shared"`` (one answer prompt for all
 methods, ``workbench.methods.answer_prompt``); the report adds a failure-attribution table.
+
+``report --format md`` writes the whole report (``report.report_markdown``): the judge's audit and a
+reliability banner, the headline table (F1 when the judge is unreliable or unaudited), paired
+differences against Full-Context and per-category cells. The audits come from the run directory's
+manifest, then from the audit cache (``--audits``).
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -58,6 +65,9 @@ def add_report_arguments(parser) -> None:
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the confidence intervals")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--output", default=None, help="write to this file instead of stdout")
+    parser.add_argument("--audits", default=None, help="judge-audit cache (default: benchmarks/results/"
+                                                       "judge_audits.json)")
+    parser.add_argument("--title", default="Evaluation report", help="title of the markdown report")
 
 
 def _llm(spec: str | None, cassette: str | None):
@@ -76,6 +86,7 @@ def eval_command(args) -> int:
     from ..methods.spec import build_method, parse_params
     from .harness import evaluate
     from .judge import LLMJudge
+    from .manifest import update_run_manifest
     from .report import export, summary_table
 
     dataset = load_dataset(args.data)
@@ -96,7 +107,7 @@ def eval_command(args) -> int:
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
                    retry_errors=args.retry_errors,
                    estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
-    _update_run_manifest(out, res.manifest)
+    update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
@@ -167,32 +178,11 @@ class _Unbuilt:
         raise RuntimeError("this backend could not be built; it only stands in for the estimate")
 
 
-def _update_run_manifest(out: Path, manifest: dict) -> None:
-    """Add this evaluation to ``<out>/manifest.json`` (written atomically, URLs redacted). A damaged
-    manifest is never silently reset: it is kept as ``manifest.json.damaged`` and reported."""
-    from ..jsonl import DamagedFile, read_json, write_json_atomic
-    from ..llm.redact import redact_value
-
-    path = out / "manifest.json"
-    data = {}
-    if path.exists():
-        try:
-            data = read_json(path)
-        except DamagedFile as exc:
-            backup = path.with_name("manifest.json.damaged")
-            path.replace(backup)
-            print(f"warning: {exc}; kept it as {backup} and started a new manifest.json", file=sys.stderr)
-    if not isinstance(data.get("evaluations", []), list):
-        raise ValueError(f"{path}: field 'evaluations' is not a list; fix or move the file")
-    data.setdefault("evaluations", []).append(redact_value({**manifest, "results": "results.jsonl"}))
-    write_json_atomic(path, data, indent=2)
-
-
 def report_command(args) -> int:
     from ..jsonl import write_text_atomic
     from .attribution import attribution_markdown
-    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, method_stats_markdown,
-                         results_frame, summary_table)
+    from .report import (cost_accuracy_frame, export, failure_counts, method_stats, report_markdown, results_frame,
+                         summary_table)
     from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
@@ -201,18 +191,47 @@ def report_command(args) -> int:
     if df.empty:
         print("no result rows found", file=sys.stderr)
         return 1
-    kw = dict(metric=args.metric, n_boot=args.n_boot, seed=args.seed)
-    table = cost_accuracy_frame(df, **kw) if args.cost else summary_table(df, **kw)
-    text = export(table, args.format)
-    if args.format == "md" and not args.cost:
-        stats = method_stats(rows)
-        text += "\n\n" + method_stats_markdown(stats) if stats else ""
+    audits = report_audits(rows, [p.parent for p in paths], args.audits)
+    kw = dict(metric=args.metric, n_boot=args.n_boot, seed=args.seed, audits=audits)
+    if args.cost:
+        text = export(cost_accuracy_frame(df, **kw), args.format)
+    elif args.format == "md":
+        text = report_markdown(df, title=args.title, stats=method_stats(rows), **kw)
         text += "\n\n" + attribution_markdown(df)
         failures = failure_counts(rows)
         if not failures.empty and failures["flagged_rows"].sum():
             text += "\n\n## Failures and fallbacks per method\n\n" + export(failures, "md")
+    else:
+        text = export(summary_table(df, **kw), args.format)
     if args.output:
         write_text_atomic(args.output, text + ("\n" if not text.endswith("\n") else ""))
     else:
         print(text)
     return 0
+
+
+def report_audits(rows, run_dirs, cache=None) -> dict:
+    """Judge audits for the rows: those recorded in the run directories' manifests, then the cache."""
+    from .audit import DEFAULT_CACHE, audits_for_rows
+
+    found: dict = {}
+    for d in run_dirs:
+        path = Path(d) / "manifest.json"
+        if not path.exists():
+            continue
+        try:
+            manifest = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            print(f"warning: {path}: unreadable manifest ({exc.msg}); judge audits taken from the cache",
+                  file=sys.stderr)
+            continue
+        for ev in manifest.get("evaluations", []) if isinstance(manifest, dict) else []:
+            judge = ev.get("judge") if isinstance(ev, dict) else None
+            if isinstance(judge, dict) and judge.get("audit") and judge.get("key"):
+                found.setdefault(judge["key"], judge["audit"])
+    try:
+        cached = audits_for_rows(rows, cache or DEFAULT_CACHE)
+    except ValueError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+        cached = {}
+    return {**cached, **found}

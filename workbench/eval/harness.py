@@ -7,20 +7,26 @@ if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appen
 skips keys already present, and a conversation whose selected questions are all done is not
 re-ingested. Evidence recall, ``turns_shown`` and evidence precision are computed on the
 provenance of ``Answer.context`` (what the method's final reader saw); ``attribution`` labels each
-row (``attribution.py``; F1-based, the judge untrusted). Any ``Exception`` from ``ingest``/``answer``
-becomes a failure row carrying the error text (scored as a wrong answer); ``KeyboardInterrupt``
-stops the run with every finished row kept.
+row (``attribution.py``; F1-based, the judge untrusted). A stored row also records the judge's key
+(``judge.judge_key``: model, decoding, judge prompt hash) and the method's prompt hash: a row answered
+under other method prompts is answered again, and a row judged by another judge (or not judged) is
+re-judged from its stored prediction, without re-answering; rows written before these fields existed
+are kept as they are unless their judge model differs from the current one. Any ``Exception`` from
+``ingest``/``answer`` becomes a failure row carrying the error text (scored as a wrong answer);
+``KeyboardInterrupt`` stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
 category 5 (adversarial) only by the official rule (``adversarial``) and reported apart from the
-headline. LongMemEval is scored by question type with the per-type judge. Construction tokens are
-amortised over all questions of the conversation in the dataset (not just those selected), so the
-figure does not change with the subset evaluated.
+headline. LongMemEval is scored by question type with the per-type judge. Each row carries its
+conversation's construction tokens (``construction_tokens``); reports average them per conversation.
+``construction_tokens_per_question`` (spread over all the conversation's questions in the dataset)
+is kept for older readers.
 """
 from __future__ import annotations
 
 import contextvars
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -31,15 +37,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..data import CATEGORY_NAMES, QA, Conversation, Dataset
+from ..data import QA, Conversation, Dataset
 from ..llm.ledger import track, watch_calls
 from ..methods.progress import show_ingest_progress
 from ..trace import Usage
 from .attribution import attribute
 from .estimate import cost_keys, estimate_run
-from .judge import JudgeVerdict, LLMJudge
+from .judge import JudgeVerdict, LLMJudge, judge_key
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
 from .metrics import evidence_precision, score_prediction, session_recall, turns_shown
+from .selection import category_name, select, select_conversations  # noqa: F401 (re-exported)
 from .store import ResultsStore, row_key
 
 
@@ -77,6 +84,8 @@ class QuestionResult:
     abstention: bool = False
     llm_model: str | None = None
     judge_model: str | None = None
+    judge_key: str | None = None
+    prompt_hash: str | None = None
     params: dict = field(default_factory=dict)
     answer: dict | None = None
     failures: list = field(default_factory=list)  # what went wrong on the way (see ``question_failures``)
@@ -121,9 +130,13 @@ class EvalResult:
         return results_frame([r.to_dict() for r in self.rows], answers=answers)
 
     def summary(self, **kw):
-        """Per-category table with bootstrap CIs (see ``report.summary_table``)."""
+        """Per-category table with bootstrap CIs (see ``report.summary_table``); the judge's audit
+        recorded in the manifest decides whether the judge is the headline."""
         from .report import summary_table
 
+        judge = self.manifest.get("judge") or {}
+        if "audits" not in kw and judge.get("audit") and judge.get("key"):
+            kw["audits"] = {judge["key"]: judge["audit"]}
         return summary_table(self.to_frame(), **kw)
 
     def __repr__(self) -> str:
@@ -144,6 +157,8 @@ class _Ctx:
     judge: LLMJudge | None
     scorers: dict
     keep_answers: bool
+    judge_key: str | None = None
+    prompt_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,21 +190,31 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     beside what the run spent (``spent``, ``estimate_vs_spent``).
     ``progress``: the question bar, and under it a per-turn ingest bar, both with calls and tokens so far.
     """
+    from .manifest import method_prompt_hash
+
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
     ctx = _Ctx(method.name, method.params_hash(), dataset.name, method.config(), _model(getattr(method, "llm", None)),
-               judge, resolve_metrics(metrics), keep_answers)
+               judge, resolve_metrics(metrics), keep_answers, judge_key(judge), method_prompt_hash(method))
     plan = select(dataset, conversations=conversations, questions=questions, categories=categories)
     keys = [(conv, qa, (ctx.method, ctx.params_hash, ctx.dataset, qa.id)) for conv, qas in plan for qa in qas]
-    todo = {k for _, _, k in keys if _needs_run(store.get(k), retry_errors)}
-    manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo))
+    actions = {k: _needs_run(store.get(k), retry_errors, ctx) for _, _, k in keys}
+    todo = {k for k, a in actions.items() if a == "answer"}
+    rejudge = {k for k, a in actions.items() if a == "judge"}
+    manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo) - len(rejudge),
+                            rejudged=len(rejudge))
     manifest["estimate"] = _estimate(estimate, method, plan, judge, todo)
     if store.path:
         _append_manifest(store.path, manifest)
-    bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
+    bar = _progress(len(keys), len(keys) - len(todo) - len(rejudge), f"{ctx.method} on {ctx.dataset}", progress)
     spent, finished = [], False
     try:
         with track() as spent, watch_calls(_running_counts(bar)), show_ingest_progress(progress, position=1):
             for conv, qas in plan:
+                for qa in qas:
+                    k = (ctx.method, ctx.params_hash, ctx.dataset, qa.id)
+                    if k in rejudge:
+                        store.append(rejudge_row(store.get(k), qa, ctx).to_dict())
+                        bar.update(1)
                 pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
                 if not pending:
                     continue
@@ -235,8 +260,37 @@ def _running_counts(bar):
     return on_call
 
 
-def _needs_run(row: dict | None, retry_errors: bool) -> bool:
-    return row is None or (retry_errors and bool(row.get("error")))
+def _needs_run(row: dict | None, retry_errors: bool, ctx: _Ctx | None = None) -> str | None:
+    """What a stored row needs: ``"answer"`` (absent, a failure to retry, or answered under other
+    method prompts), ``"judge"`` (judged by another judge, or not judged), or None (nothing)."""
+    if row is None or (retry_errors and bool(row.get("error"))):
+        return "answer"
+    if ctx is None:
+        return None
+    if row.get("prompt_hash") and ctx.prompt_hash and row["prompt_hash"] != ctx.prompt_hash:
+        return "answer"
+    if ctx.judge is None:
+        return None
+    if row.get("judge_key"):
+        return "judge" if row["judge_key"] != ctx.judge_key else None
+    # a row from before judge keys: keep it when the same judge model judged it
+    return "judge" if row.get("judge_model") != ctx.judge.model else None
+
+
+def rejudge_row(row: dict, qa: QA, ctx: _Ctx) -> "QuestionResult":
+    """The stored row with a fresh verdict from ``ctx.judge`` on its stored prediction (not re-answered)."""
+    from dataclasses import replace
+
+    old = QuestionResult.from_dict(row)
+    verdict = _judge(ctx, qa, old.prediction, old.error)
+    scores = {k: v for k, v in (old.scores or {}).items() if k != "judge"}
+    if verdict is not None:
+        scores["judge"] = verdict.score
+    return replace(old, scores=scores, judge_label=verdict.label if verdict else None,
+                   judge_reasoning=verdict.reasoning if verdict else "",
+                   judge_error=verdict.error if verdict else None,
+                   judge_tokens=(verdict.prompt_tokens + verdict.completion_tokens) if verdict else 0,
+                   judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key)
 
 
 def _model(service) -> str | None:
@@ -358,7 +412,8 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         query_tokens=usage.total_tokens, query_calls=usage.calls, construction_tokens=built.tokens,
         construction_calls=built.calls, construction_tokens_per_question=built.per_question,
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
-        judge_model=ctx.judge.model if ctx.judge else None, params=ctx.params,
+        judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key, prompt_hash=ctx.prompt_hash,
+        params=ctx.params,
         answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None, failures=failures)
     return replace(row, attribution=attribute(row).label)
 
@@ -375,33 +430,34 @@ def _judge(ctx: _Ctx, qa: QA, prediction: str, error: str | None):
         return JudgeVerdict(None, error=f"{type(exc).__name__}: {exc}", model=ctx.judge.model)
 
 
-def category_name(category) -> str:
-    """Official LoCoMo names for the integers; LongMemEval types unchanged."""
-    if isinstance(category, int):
-        return CATEGORY_NAMES.get(category, str(category))
-    return str(category)
-
-
 # -- manifest and progress ---------------------------------------------------------------------------
 
-def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int, *, resumed: int = 0) -> dict:
-    """What was run: package version, git commit, models, parameters, judge, data, selection, date."""
+def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int, *, resumed: int = 0,
+                 rejudged: int = 0) -> dict:
+    """What was run: package version, git commit, models (spec and model file sha256), embedder,
+    parameters, prompt hashes, judge (spec, key and its cached audit), data (file sha256), selection, date."""
     import workbench
+
+    from .manifest import dataset_spec, embedder_spec, find_judge_audit, judge_entry, llm_spec, method_prompt_hashes
 
     judge_llm = getattr(judge, "llm", None)
     return {
         "package": "memory-workbench", "version": workbench.__version__, "git_commit": git_commit(),
         "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "method": ctx.method, "class": type(method).__name__, "params_hash": ctx.params_hash, "params": ctx.params,
-        "llm_model": ctx.llm_model, "embedder": _model(getattr(method, "embedder", None)),
+        "llm_model": ctx.llm_model, "llm": llm_spec(getattr(method, "llm", None)),
+        "embedder": _model(getattr(method, "embedder", None)),
+        "embedder_info": embedder_spec(getattr(method, "embedder", None)),
+        "prompt_hash": ctx.prompt_hash, "prompt_hashes": method_prompt_hashes(method),
         "judge_model": judge.model if judge else None,
         "judge_temperature": getattr(judge, "temperature", None) if judge else None,
         "judge_cached": type(judge_llm).__name__ == "CachedLLM",
-        "dataset": dataset.name, "dataset_source": dataset[0].source if len(dataset) else "",
-        "dataset_skipped": dict(dataset.skipped),
+        "judge": judge_entry(judge, find_judge_audit(judge, dataset.name)),
+        "dataset": dataset.name, "dataset_source": os.path.basename(dataset[0].source) if len(dataset) else "",
+        "dataset_info": dataset_spec(dataset), "dataset_skipped": dict(dataset.skipped),
         "conversations": [c.id for c, _ in plan], "questions": sum(len(q) for _, q in plan),
-        "resumed_rows": resumed, "metrics": list(ctx.scorers), "bleu_tokenizer": bleu_tokenizer(),
-        "workers": workers,
+        "resumed_rows": resumed, "rejudged_rows": rejudged, "metrics": list(ctx.scorers),
+        "bleu_tokenizer": bleu_tokenizer(), "workers": workers,
     }
 
 
@@ -437,53 +493,3 @@ def _progress(total: int, initial: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=initial, desc=desc, unit="q", disable=not enabled, leave=False, position=0)
-
-
-# -- selection -----------------------------------------------------------------------------------------
-
-def select(dataset: Dataset, *, conversations=None, questions=None,
-           categories=None) -> list[tuple[Conversation, list[QA]]]:
-    """The (conversation, questions) plan of a run, in dataset order; conversations left empty are dropped."""
-    convs = select_conversations(dataset, conversations)
-    cats = None if categories is None else {_category(c) for c in categories}
-    per_conv = questions if isinstance(questions, int) else None
-    ids = None if questions is None or per_conv is not None else {str(q) for q in questions}
-    plan = []
-    for conv in convs:
-        qas = [q for q in conv.qa if (cats is None or q.category in cats) and (ids is None or q.id in ids)]
-        if per_conv is not None:
-            qas = qas[:per_conv]
-        if qas:
-            plan.append((conv, qas))
-    return plan
-
-
-def select_conversations(dataset: Dataset, spec=None) -> list[Conversation]:
-    """``None`` (all), an index, an id, a slice/range, an iterable (ints are indices, strings ids), or a
-    string spec like ``"0-2"`` (inclusive), ``"0,3,5"`` or ``"conv-26,conv-30"`` (digits are indices)."""
-    if spec is None:
-        return list(dataset.conversations)
-    if isinstance(spec, int):
-        return [dataset[spec]]
-    if isinstance(spec, (slice, range)):
-        return list(dataset.conversations[spec]) if isinstance(spec, slice) else [dataset[i] for i in spec]
-    if isinstance(spec, str):
-        items: list = []
-        for part in (p.strip() for p in spec.split(",") if p.strip()):
-            lo, dash, hi = part.partition("-")
-            if dash and lo.isdigit() and hi.isdigit():
-                items.extend(range(int(lo), int(hi) + 1))
-            else:
-                items.append(int(part) if part.isdigit() else part)
-        spec = items
-    out, seen = [], set()
-    for item in spec:
-        conv = dataset[item]
-        if conv.id not in seen:
-            seen.add(conv.id)
-            out.append(conv)
-    return out
-
-
-def _category(c):
-    return int(c) if isinstance(c, str) and c.strip().isdigit() else c

@@ -16,6 +16,8 @@ method's construction and query cost. A reply the judge cannot read becomes a re
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass
 
@@ -67,6 +69,17 @@ class LLMJudge:
 
     def __repr__(self) -> str:
         return f"LLMJudge({self.model!r})"
+
+    @property
+    def prompt_hash(self) -> str:
+        """Hash of every prompt and schema this judge can send (``judge_prompts``)."""
+        return judge_prompt_hash()
+
+    @property
+    def spec(self) -> dict:
+        """What decides a verdict: the judge's model, decoding settings and prompt hash."""
+        return {"class": type(self).__name__, "model": self.model, "temperature": self.temperature, "seed": self.seed,
+                "regex_fallback": self.regex_fallback, "prompt_hash": self.prompt_hash}
 
     def applies_to(self, qa: QA) -> bool:
         return not (is_locomo(qa) and qa.category == 5)
@@ -141,6 +154,33 @@ def longmemeval_prompt(qa: QA, prediction: str) -> str:
         ask = "Is the model response correct?"
     return template.format(question=qa.question, gold_label=gold_label, gold=qa.answer, prediction=prediction,
                            ask=ask)
+
+
+def judge_prompt_hash() -> str:
+    """sha256 (12 hex) of the judge prompts and schema: a reworded prompt is a different judge."""
+    blob = json.dumps([P.LOCOMO_JUDGE, P.LOCOMO_JUDGE_SCHEMA, P.LME_TEMPLATES, P.LME_JUDGE_ABSTENTION], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def judge_spec(judge) -> dict | None:
+    """A judge's ``spec`` (``LLMJudge.spec``), or for another object with the judge interface its class
+    and model (no prompt hash: it has none we can see). None for no judge."""
+    if judge is None:
+        return None
+    spec = getattr(judge, "spec", None)
+    if isinstance(spec, dict):
+        return dict(spec)
+    return {"class": type(judge).__name__, "model": str(getattr(judge, "model", type(judge).__name__)),
+            "prompt_hash": None}
+
+
+def judge_key(judge_or_spec) -> str | None:
+    """Short stable hash of a judge spec: rows judged under another key are re-judged on resume, and
+    audits are looked up by it."""
+    spec = judge_or_spec if isinstance(judge_or_spec, dict) or judge_or_spec is None else judge_spec(judge_or_spec)
+    if spec is None:
+        return None
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _with_usage(v: JudgeVerdict, calls, model: str) -> JudgeVerdict:

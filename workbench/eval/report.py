@@ -1,15 +1,21 @@
 """Aggregation and reports: pure functions over a DataFrame of result rows.
 
-- ``results_frame(rows)`` / ``load_results(paths)``: one row per question, scores as columns.
-- ``summary_table(df)``: per dataset x method x category — n, accuracy with a seeded bootstrap 95%
-  CI, F1/BLEU-1/official F1, evidence recall (with turns_shown and evidence_precision: see
-  ``metrics``), mean query tokens and amortised construction tokens
-  per question, query-token ratio to Full-Context on the same questions, error counts.
-- ``cost_accuracy_frame(df)``: the tidy frame the plotly cost-accuracy chart draws.
+- ``results_frame(rows)`` / ``load_results(paths)``: one row per question, scores as columns, plus
+  ``judge_f1_disagree`` (CORRECT with F1 = 0, or WRONG with F1 = 1).
+- ``summary_table(df, audits=...)``: per dataset x method x category — n (questions scored; judge
+  failures left out and counted in ``judge_errors``), accuracy with a seeded 95% bootstrap CI
+  clustered by conversation (none when n < 5), the judge's accuracy beside its audited false-accept
+  rate, F1/BLEU-1/official F1, evidence recall (with turns_shown and evidence_precision: see
+  ``metrics``), mean query tokens per question, construction tokens
+  per conversation, query-token ratio to Full-Context on the same questions, error counts.
+- ``paired_differences(df)``: each method minus Full-Context on the same questions (paired bootstrap).
+- ``report_markdown(df)``: the whole report (reliability banner, audit, headline, paired differences,
+  categories, judge/F1 disagreements). ``cost_accuracy_frame(df)``: the frame the chart draws.
 - ``to_markdown`` (no ``tabulate`` needed), ``export(df, "md" | "csv" | "json")``.
 
-Accuracy is the ``metric`` column (the judge by default when one was run, else mem0-style F1),
-except for LoCoMo category 5, which is always scored with the official adversarial rule. The
+Accuracy is the ``metric`` column: by default the judge only when every judge of the rows has an
+audit (``workbench judge-audit``) with at most 20 % false accepts, else mem0-style F1 — an unaudited
+judge is not trusted. LoCoMo category 5 is always scored with the official adversarial rule. The
 headline ``overall`` row is the micro mean over LoCoMo categories 1-4 (category 5 is listed apart,
 as ``adversarial``) or over all LongMemEval questions. Timings and cache flags are left out of
 the tables, so a replayed run reproduces them bit for bit.
@@ -25,6 +31,7 @@ import pandas as pd
 
 from ..data.locomo import CATEGORY_NAMES
 from ..data.longmemeval import QUESTION_TYPES
+from .stats import MIN_N_FOR_CI, bootstrap_ci, paired_bootstrap
 from .store import load_rows
 
 OVERALL = "overall"
@@ -50,7 +57,8 @@ def category_translation() -> pd.DataFrame:
 # -- frames ------------------------------------------------------------------------------------------
 
 def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
-    """Rows (dicts or ``QuestionResult``) as a DataFrame; each score becomes a column."""
+    """Rows (dicts or ``QuestionResult``) as a DataFrame; each score becomes a column, plus
+    ``judge_f1_disagree`` (see ``judge_f1_disagreement``)."""
     records = []
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
@@ -58,12 +66,23 @@ def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
         if not answers:
             d.pop("answer", None)
         d["params"] = json.dumps(d.get("params") or {}, sort_keys=True)
+        d["judge_f1_disagree"] = judge_f1_disagreement(d.get("judge_label"), scores.get("f1"))
         records.append({**d, **{k: (np.nan if v is None else v) for k, v in scores.items()}})
     df = pd.DataFrame.from_records(records)
     for col in SCORE_COLUMNS:
         if col not in df.columns:
             df[col] = np.nan
+    for col in ("judge_key", "judge_model", "judge_error", "judge_label", "judge_reasoning", "conv_id"):
+        if col not in df.columns:
+            df[col] = None
     return df
+
+
+def judge_f1_disagreement(label, f1) -> bool:
+    """True when the judge and token F1 flatly disagree: CORRECT with F1 = 0, or WRONG with F1 = 1."""
+    if f1 is None or (isinstance(f1, float) and math.isnan(f1)):
+        return False
+    return (label == "CORRECT" and float(f1) == 0.0) or (label == "WRONG" and float(f1) == 1.0)
 
 
 def load_results(paths: Sequence) -> pd.DataFrame:
@@ -71,9 +90,43 @@ def load_results(paths: Sequence) -> pd.DataFrame:
     return results_frame(load_rows(paths))
 
 
-def auto_metric(df: pd.DataFrame) -> str:
-    """``judge`` when any row was judged, else mem0-style ``f1``."""
-    return "judge" if "judge" in df.columns and df["judge"].notna().any() else "f1"
+# -- the judge's audit ---------------------------------------------------------------------------------
+
+def _judge_idents(df: pd.DataFrame) -> pd.Series:
+    """Per row, the judge it was judged by: its ``judge_key``, or ``judge_model`` for older rows."""
+    key = df["judge_key"].where(df["judge_key"].notna(), df["judge_model"])
+    return key.where(df["judge"].notna() | df["judge_error"].notna(), None)
+
+
+def judge_status(df: pd.DataFrame, audits: dict | None = None) -> dict:
+    """Which judges judged these rows, their audits, and whether the judge column can be trusted.
+
+    ``audits``: ``{judge key (or judge model for older rows): audit}`` (see ``audit.audits_for_rows``).
+    ``reliable`` is True only when rows were judged and every judge's audit passes ``audit.is_reliable``.
+    """
+    from .audit import is_reliable, reliability_note
+
+    audits = audits or {}
+    models: dict[str, str] = {}
+    if not df.empty:
+        for ident, model in zip(_judge_idents(df), df["judge_model"]):
+            if isinstance(ident, str) and ident and ident not in models:
+                models[ident] = model if isinstance(model, str) and model else ident
+    idents = list(models)
+    found = {i: audits.get(i) for i in idents}
+    reliable = bool(idents) and all(is_reliable(a) for a in found.values())
+    notes = [f"{models[i]}: {reliability_note(a)}" for i, a in found.items()]
+    worst = max((a["false_accept"]["rate"] for a in found.values() if a and a["false_accept"].get("rate") is not None),
+                default=math.nan)
+    return {"judged": bool(idents), "judges": models, "audits": found, "reliable": reliable, "notes": notes,
+            "false_accept": worst if all(found.values()) else math.nan}
+
+
+def auto_metric(df: pd.DataFrame, audits: dict | None = None) -> str:
+    """``judge`` when rows were judged by audited, reliable judges; mem0-style ``f1`` otherwise."""
+    if "judge" not in df.columns or not df["judge"].notna().any():
+        return "f1"
+    return "judge" if judge_status(df, audits)["reliable"] else "f1"
 
 
 def method_labels(df: pd.DataFrame) -> pd.Series:
@@ -94,19 +147,6 @@ def _groups(df: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:
     headline = df[df["category_name"] != CATEGORY_NAMES[5]]
     if len(headline):
         yield OVERALL, headline
-
-
-def bootstrap_ci(values, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (NaNs dropped); a fresh seeded generator per call."""
-    v = np.asarray(values, dtype=float)
-    v = v[~np.isnan(v)]
-    if len(v) == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 def _mean(s: pd.Series) -> float:
@@ -136,39 +176,98 @@ def _shown_columns(g: pd.DataFrame) -> dict:
     return {c: _mean(g[c].astype(float)) if c in g else math.nan for c in ("turns_shown", "evidence_precision")}
 
 
+def _per_conversation(g: pd.DataFrame, col: str) -> float:
+    """Mean over the group's conversations of a per-conversation figure (each row carries its total)."""
+    if col not in g.columns:
+        return math.nan
+    return _mean(g.drop_duplicates("conv_id")[col].astype(float))
+
+
 def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> pd.DataFrame:
-    """Per dataset x method x category (official names, plus ``overall``): see the module docstring."""
+                  level: float = 0.95, audits: dict | None = None) -> pd.DataFrame:
+    """Per dataset x method x category (official names, plus ``overall``).
+
+    ``n`` counts the questions scored by ``metric``: judge failures (a reply the judge could not
+    read) are left out of the mean and counted in ``judge_errors``; a method failure is judged
+    wrong. ``ci_low``/``ci_high``: bootstrap clustered by conversation, NaN when n < 5.
+    ``judge_accuracy`` / ``judge_false_accept`` / ``judge_reliable`` put the judge's audit next to
+    its accuracy; ``metric`` defaults to the judge only when it is reliable (``auto_metric``).
+    ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
+    """
     if df.empty:
         return pd.DataFrame()
-    metric = metric or auto_metric(df)
+    metric = metric or auto_metric(df, audits)
     if metric not in df.columns:
         raise ValueError(f"no column {metric!r} in the results; have {sorted(df.columns)}")
-    df = df.assign(method_label=method_labels(df), _acc=_accuracy_values(df, metric))
+    status = judge_status(df, audits)
+    df = df.assign(method_label=method_labels(df), _acc=_accuracy_values(df, metric),
+                   _judge=_accuracy_values(df, "judge"))
     fc = _fc_tokens(df)
     out = []
     for (dataset, label), mg in df.groupby(["dataset", "method_label"], sort=False):
+        mine = judge_status(mg, audits)
         for cat, g in _groups(mg):
-            lo, hi = bootstrap_ci(g["_acc"], n_boot=n_boot, seed=seed, level=level)
+            scored = g["_acc"].notna()
+            n = int(scored.sum())
+            lo, hi = (bootstrap_ci(g["_acc"], clusters=g["conv_id"].astype(str), n_boot=n_boot, seed=seed,
+                                   level=level) if n >= MIN_N_FOR_CI else (math.nan, math.nan))
             out.append({
                 "dataset": dataset, "method": label, "params_hash": g["params_hash"].iloc[0], "category": cat,
-                "n": len(g), "metric": metric, "accuracy": _mean(g["_acc"]), "ci_low": lo, "ci_high": hi,
+                "n": n, "metric": metric, "accuracy": _mean(g["_acc"]), "ci_low": lo, "ci_high": hi,
+                "judge_accuracy": _mean(g["_judge"]), "judge_n": int(g["_judge"].notna().sum()),
+                "judge_false_accept": mine["false_accept"], "judge_reliable": mine["reliable"],
+                "judge_f1_disagree": int(g["judge_f1_disagree"].fillna(False).astype(bool).sum())
+                if "judge_f1_disagree" in g else 0,
                 "f1": _mean(g["f1"]), "bleu1": _mean(g["bleu1"]), "locomo_f1": _mean(g["locomo_f1"]),
                 "evidence_recall": _mean(g["evidence_recall"].astype(float)),
                 "session_recall": _mean(g["session_recall"].astype(float)),
                 **_shown_columns(g),
                 "query_tokens": _mean(g["query_tokens"].astype(float)),
-                "construction_tokens": _mean(g["construction_tokens_per_question"].astype(float)),
+                "construction_tokens": _per_conversation(g, "construction_tokens"),
+                "conversations": int(g["conv_id"].nunique()),
                 "fc_token_ratio": _ratio(g, fc), "errors": int(g["error"].notna().sum()),
                 "judge_errors": int(g["judge_error"].notna().sum()) if "judge_error" in g else 0,
                 "flagged": _flagged(g),
                 "params": g["params"].iloc[0],
             })
     table = pd.DataFrame(out)
+    table.attrs["judge_status"] = status
     rank = {c: i for i, c in enumerate(_ORDER)}
     table["_rank"] = table["category"].map(lambda c: rank.get(c, len(rank)))
     table = table.sort_values(["dataset", "method", "_rank"], kind="stable").drop(columns="_rank")
-    return table.reset_index(drop=True)
+    table = table.reset_index(drop=True)
+    table.attrs["judge_status"] = status
+    return table
+
+
+def paired_differences(df: pd.DataFrame, *, reference: str = FULL_CONTEXT, metric: str | None = None,
+                       n_boot: int = 1000, seed: int = 0, level: float = 0.95, audits: dict | None = None,
+                       categories: bool = False) -> pd.DataFrame:
+    """Each method minus ``reference`` on the questions both answered (paired bootstrap, clustered by
+    conversation): per dataset x method, on the headline questions (and per category with
+    ``categories=True``). Empty when the reference method is absent."""
+    cols = ["dataset", "method", "reference", "category", "metric", "n", "diff", "ci_low", "ci_high", "p_le_0"]
+    if df.empty or reference not in set(df["method"]):
+        return pd.DataFrame(columns=cols)
+    metric = metric or auto_metric(df, audits)
+    df = df.assign(method_label=method_labels(df), _acc=_accuracy_values(df, metric))
+    out = []
+    for dataset, dg in df.groupby("dataset", sort=False):
+        ref = dg[dg["method"] == reference]
+        if ref["params_hash"].nunique() != 1:
+            continue  # several reference configurations: no single baseline to pair with
+        ref = ref.drop_duplicates("qa_id").set_index("qa_id")
+        for label, mg in dg[dg["method"] != reference].groupby("method_label", sort=True):
+            groups = list(_groups(mg)) if categories else [(OVERALL, mg[mg["category_name"] != CATEGORY_NAMES[5]])]
+            for cat, g in groups:
+                g = g[g["qa_id"].isin(ref.index)]
+                if g.empty:
+                    continue
+                r = paired_bootstrap(g["_acc"].to_numpy(), ref.loc[g["qa_id"], "_acc"].to_numpy(),
+                                     clusters=g["conv_id"].astype(str).tolist(), n_boot=n_boot, seed=seed, level=level)
+                out.append({"dataset": dataset, "method": label, "reference": reference, "category": cat,
+                            "metric": metric, **r})
+    return pd.DataFrame(out, columns=cols)
 
 
 def _flagged(g: pd.DataFrame) -> int:
@@ -199,7 +298,7 @@ def cost_accuracy_frame(df: pd.DataFrame, **kw) -> pd.DataFrame:
     """Tidy frame for the cost-accuracy chart: one point per dataset x method x category."""
     t = summary_table(df, **kw)
     cols = ["dataset", "method", "category", "accuracy", "ci_low", "ci_high", "query_tokens", "construction_tokens",
-            "n", "params"]
+            "n", "params", "metric", "judge_accuracy", "judge_false_accept", "judge_reliable"]
     return t[cols].copy() if not t.empty else pd.DataFrame(columns=cols)
 
 
@@ -243,6 +342,165 @@ def export(df: pd.DataFrame, fmt: str = "md") -> str:
     if fmt == "json":
         return json.dumps(json.loads(df.to_json(orient="records")), indent=2)
     raise ValueError(f"unknown format {fmt!r}: use md, csv or json")
+
+
+# -- the Markdown report ------------------------------------------------------------------------------
+
+BINARY_METRICS = ("judge", "exact_match", "adversarial")
+
+
+def format_estimate(mean, lo, hi, n, *, binary: bool = False) -> str:
+    """``0.612 [0.410, 0.790]``; with n < 5 the count instead (``2/3`` or ``0.41 (n=3)``), never a CI."""
+    if not n or mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    if n < MIN_N_FOR_CI or lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return f"{int(round(mean * n))}/{n}" if binary else f"{mean:.3f} (n={n})"
+    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _rate_cell(audit: dict | None, which: str) -> str:
+    r = (audit or {}).get(which) or {}
+    if r.get("rate") is None:
+        return "–"
+    lo, hi = r.get("ci") or [None, None]
+    return f"{r['rate']:.1%} ({r['k']}/{r['n']}) [{lo:.1%}, {hi:.1%}]" if lo is not None else f"{r['rate']:.1%}"
+
+
+def judge_banner(status: dict, metric: str) -> str:
+    """The reliability banner (Markdown quote): empty when the judge is audited, reliable and the headline."""
+    if not status.get("judged"):
+        return f"> No LLM judge was run on these rows; the headline metric is {metric}."
+    if status["reliable"] and metric == "judge":
+        return "> Judge audited and reliable: " + "; ".join(status["notes"])
+    lines = ["> **Judge accuracy is not trustworthy here.** " + "; ".join(status["notes"]) + "."]
+    if metric != "judge":
+        lines.append(f"> The headline metric is therefore **{metric}** (mem0-style token F1 unless chosen "
+                     "otherwise); the judge's accuracy is shown beside it for reference only.")
+    else:
+        lines.append("> The judge was nevertheless chosen as the headline metric (`--metric judge`).")
+    return "\n".join(lines)
+
+
+def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str | None = None, n_boot: int = 1000,
+                    seed: int = 0, title: str = "Evaluation report", stats: dict | None = None,
+                    max_disagreements: int = 40) -> str:
+    """The whole report: banner, judge audit, headline table, paired differences against Full-Context,
+    per-category cells, failure attribution (when rows carry it), judge/F1 disagreements, method statistics."""
+    table = summary_table(df, metric=metric, n_boot=n_boot, seed=seed, audits=audits)
+    if table.empty:
+        return f"# {title}\n\n(no result rows)"
+    status = table.attrs["judge_status"]
+    metric = table["metric"].iloc[0]
+    binary = metric in BINARY_METRICS
+    parts = [f"# {title}", "", judge_banner(status, metric), ""]
+    parts += _audit_section(status)
+    parts += _headline_section(table, metric, binary)
+    parts += _paired_section(df, metric, audits, n_boot, seed)
+    parts += _category_section(table, metric, binary)
+    if "attribution" in df.columns and df["attribution"].notna().any():
+        parts += _attribution_section(df)
+    parts += _disagreement_section(df, max_disagreements)
+    parts += ["## How to read this", "",
+              f"- n: questions scored by {metric}; judge failures (unreadable judge replies) are left out of the "
+              "mean and counted in `judge failures`; a method that failed to answer counts as wrong.",
+              f"- [lo, hi]: 95% percentile bootstrap ({n_boot} replicates, seed {seed}) clustered by conversation "
+              "(conversations resampled, then questions within each). A cell with fewer than "
+              f"{MIN_N_FOR_CI} questions shows the count instead, never an interval.",
+              "- judge FA: the judge's audited false-accept rate (`workbench judge-audit`); above 20% or unknown "
+              "the judge column is unreliable and F1 is the headline.",
+              "- construction tokens: mean per conversation built (not spread over questions).",
+              "- LoCoMo category 5 (adversarial) is scored by the official rule and kept out of `overall`.", ""]
+    if stats:
+        parts.append(method_stats_markdown(stats))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _audit_section(status: dict) -> list[str]:
+    if not status.get("judged"):
+        return []
+    rows = []
+    for ident, audit in status["audits"].items():
+        rows.append({"judge": status["judges"].get(ident, ident), "audit": (audit or {}).get("dataset", "none"),
+                     "probes": (audit or {}).get("n_probes", 0),
+                     "false accept [95% CI]": _rate_cell(audit, "false_accept"),
+                     "false reject [95% CI]": _rate_cell(audit, "false_reject"),
+                     "reliable": "yes" if _reliable(audit) else "NO"})
+    return ["## Judge audit", "", to_markdown(pd.DataFrame(rows)), ""]
+
+
+def _reliable(audit) -> bool:
+    from .audit import is_reliable
+
+    return is_reliable(audit)
+
+
+def _headline_section(table: pd.DataFrame, metric: str, binary: bool) -> list[str]:
+    head = table[table["category"] == OVERALL]
+    rows = []
+    for _, r in head.iterrows():
+        rows.append({"dataset": r["dataset"], "method": r["method"], "n": r["n"],
+                     f"{metric} [95% CI]": format_estimate(r["accuracy"], r["ci_low"], r["ci_high"], r["n"],
+                                                           binary=binary),
+                     "judge acc" + ("" if metric == "judge" else " (unreliable)" if not r["judge_reliable"] else ""):
+                         r["judge_accuracy"],
+                     "judge FA": r["judge_false_accept"], "f1": r["f1"], "evidence recall": r["evidence_recall"],
+                     "query tokens": r["query_tokens"], "construction tokens / conv": r["construction_tokens"],
+                     "convs": r["conversations"], "errors": r["errors"], "judge failures": r["judge_errors"],
+                     "judge/F1 disagree": r["judge_f1_disagree"]})
+    return [f"## Headline: {metric}, overall", "", to_markdown(pd.DataFrame(rows)), ""]
+
+
+def _paired_section(df, metric, audits, n_boot, seed) -> list[str]:
+    diffs = paired_differences(df, metric=metric, audits=audits, n_boot=n_boot, seed=seed)
+    if diffs.empty:
+        return []
+    rows = [{"dataset": d["dataset"], "method": d["method"], "n pairs": d["n"],
+             f"Δ {metric} vs {FULL_CONTEXT} [95% CI]": format_estimate(d["diff"], d["ci_low"], d["ci_high"], d["n"]),
+             "P(Δ ≤ 0)": d["p_le_0"]} for _, d in diffs.iterrows()]
+    return [f"## Paired differences against {FULL_CONTEXT}", "",
+            "Each method minus Full-Context on the same questions (paired bootstrap clustered by conversation).", "",
+            to_markdown(pd.DataFrame(rows)), ""]
+
+
+def _category_section(table: pd.DataFrame, metric: str, binary: bool) -> list[str]:
+    cats = [c for c in dict.fromkeys(table["category"]) if c != OVERALL]
+    rows = []
+    for (dataset, method), g in table.groupby(["dataset", "method"], sort=False):
+        row = {"dataset": dataset, "method": method}
+        for _, r in g.iterrows():
+            if r["category"] == OVERALL:
+                continue
+            b = binary or r["category"] == CATEGORY_NAMES[5]
+            row[r["category"]] = f"{format_estimate(r['accuracy'], r['ci_low'], r['ci_high'], r['n'], binary=b)}"
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=["dataset", "method"] + cats).fillna("")
+    return [f"## By category ({metric}; adversarial: official rule)", "", to_markdown(frame), ""]
+
+
+def _attribution_section(df: pd.DataFrame) -> list[str]:
+    counts = pd.crosstab(method_labels(df), df["attribution"].fillna("–"))
+    counts.index.name = "method"
+    return ["## Failure attribution per method", "", to_markdown(counts.reset_index()), ""]
+
+
+def _disagreement_section(df: pd.DataFrame, limit: int) -> list[str]:
+    if "judge_f1_disagree" not in df.columns:
+        return []
+    flagged = df[df["judge_f1_disagree"].fillna(False).astype(bool)]
+    if flagged.empty:
+        return ["## Judge vs F1", "", "No question where the judge and token F1 flatly disagree.", ""]
+    rows = [{"method": r["method"], "question": r["qa_id"], "category": r["category_name"], "judge": r["judge_label"],
+             "f1": r["f1"], "prediction": _short(r["prediction"], 60), "gold": _short(r["gold"], 40),
+             "judge reasoning": _short(r["judge_reasoning"], 100)} for _, r in flagged.head(limit).iterrows()]
+    more = f" (first {limit} shown)" if len(flagged) > limit else ""
+    return ["## Judge vs F1: flat disagreements", "",
+            f"{len(flagged)} of {int(df['judge_label'].notna().sum())} judged answers{more}: CORRECT with F1 = 0 or "
+            "WRONG with F1 = 1.", "", to_markdown(pd.DataFrame(rows)), ""]
+
+
+def _short(text, n: int) -> str:
+    text = "" if text is None or (isinstance(text, float) and math.isnan(text)) else " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def method_stats(rows: Iterable) -> dict[str, dict]:
