@@ -316,7 +316,7 @@ def test_results_store_and_run_reader_share_the_tolerant_reader(tmp_path):
 
 
 def test_damaged_manifest_is_reported_not_reset(tmp_path):
-    from workbench.eval.cli import _update_run_manifest
+    from workbench.eval.manifest import update_run_manifest as _update_run_manifest
 
     (tmp_path / "manifest.json").write_text('{"evaluations": [{"method": "x"}')  # torn
     with pytest.raises(DamagedFile):
