@@ -1,9 +1,13 @@
 """Loader for LongMemEval (oracle / ``_s`` / ``_m`` files; xiaowu0162/LongMemEval).
 
 Each question owns its haystack, so every item becomes one ``Conversation`` holding one ``QA``.
-Turn ids are ``<session_id>:<index>`` (1-based). Gold evidence = the turns flagged ``has_answer``;
-when an item flags none, the turns of ``answer_session_ids`` are used and the fallback is counted.
-Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
+Sessions get opaque ids ``S<n>`` in time order (the dataset's own ids name the evidence sessions
+``answer_<hash>_<n>``, a label a method must not see); turn ids are ``S<n>:<index>`` (1-based).
+Gold evidence = the turns flagged ``has_answer``; when an item flags none, the turns of
+``answer_session_ids`` are used and the fallback is counted. The gold side keeps the mapping:
+``QA.extras['answer_session_ids']`` holds the opaque ids (for session recall) and
+``QA.extras['session_ids']`` maps each opaque id to the dataset's id. Turns carry no ``has_answer``
+flag. Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
 """
 from __future__ import annotations
 
@@ -50,27 +54,34 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
         qdate = parse_lme_date(raw["question_date"])
     except ValueError as exc:
         raise DatasetError(file, f"{loc}.question_date", str(exc)) from None
-    sessions, has_answer = [], []
-    for j, (d, sid, turns) in enumerate(sorted(zip(dates, ids, hay), key=lambda x: parse_lme_date(x[0]))):
+    try:
+        ordered = sorted(zip(dates, ids, hay), key=lambda x: parse_lme_date(x[0]))
+    except ValueError as exc:
+        raise DatasetError(file, f"{loc}.haystack_dates", str(exc)) from None
+    sessions, has_answer, original = [], [], {}
+    for j, (d, raw_sid, turns) in enumerate(ordered, start=1):
         # The oracle file is not sorted by time; S/M are. Sorting makes both chronological.
         when = parse_lme_date(d)
-        _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{sid}]", "must be a list of turns")
+        sid = f"S{j}"  # opaque: the dataset's id would tell evidence sessions apart
+        original[sid] = str(raw_sid)
+        _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{raw_sid}]", "must be a list of turns")
         out = []
         for k, t in enumerate(turns, start=1):
-            tloc = f"{loc}.haystack_sessions[{sid}][{k - 1}]"
+            tloc = f"{loc}.haystack_sessions[{raw_sid}][{k - 1}]"
             _check(isinstance(t, dict) and isinstance(t.get("role"), str) and isinstance(t.get("content"), str),
                    file, tloc, "turn needs string 'role' and 'content'")
             tid = f"{sid}:{k}"
             if t.get("has_answer"):
                 has_answer.append(tid)
-            out.append(Turn(tid, t["role"], t["content"], str(sid), when, {"has_answer": bool(t.get("has_answer"))}))
-        sessions.append(Session(str(sid), when, tuple(out), str(d)))
+            out.append(Turn(tid, t["role"], t["content"], sid, when))
+        sessions.append(Session(sid, when, tuple(out), str(d)))
+    to_opaque = {v: k for k, v in original.items()}
+    answer_sessions = tuple(to_opaque.get(str(s), str(s)) for s in raw["answer_session_ids"])
     evidence = tuple(has_answer)
     if not evidence:
-        answer_sessions = set(map(str, raw["answer_session_ids"]))
-        evidence = tuple(t.id for s in sessions if s.id in answer_sessions for t in s.turns)
+        evidence = tuple(t.id for s in sessions if s.id in set(answer_sessions) for t in s.turns)
         skipped["evidence_from_answer_sessions"] += 1
-    extras = {"answer_session_ids": tuple(map(str, raw["answer_session_ids"])), "abstention": str(qid).endswith("_abs")}
+    extras = {"answer_session_ids": answer_sessions, "session_ids": original, "abstention": str(qid).endswith("_abs")}
     qa = QA(str(qid), raw["question"], str(raw["answer"]), raw["question_type"], evidence, qdate, extras)
     return Conversation(str(qid), ("user", "assistant"), tuple(sessions), (qa,), file)
 
