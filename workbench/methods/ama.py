@@ -14,8 +14,9 @@ turn or question, and why.
     summary_stats([ans])          # Retry / Refresh counts and the verdict distribution, from traces
 
 LLM cost per dialogue turn (ingestion), with the defaults:
-    Constructor 1 + conflict Judge 1 (``conflict_k`` probe calls with ``conflict_check="probe"``; 0 while
-    the conflict store is empty, or no stored entry passes ``conflict_min_sim``, or ``refresher=False``)
+    Constructor 1 + conflict Judge 1 (up to ``conflict_k`` probe calls per enabled store with
+    ``conflict_check="probe"``; 0 while the stores are empty, or no stored entry passes
+    ``conflict_min_sim``, or ``refresher=False``)
     + Trigger 1 (0 on the first turn of an episode, at saturation, or with ``trigger="session"``)
     -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
     + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).

@@ -89,7 +89,10 @@ class MemR3(MemoryMethod):
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
     - The answer prompt asks for a short phrase, not visible step-by-step work, so token F1 compares
-      with the other methods (the paper scores only the LLM judge).
+      with the other methods (the paper scores only the LLM judge). It also says the draft comes
+      from the same evidence and is kept when supported: Eq. 6 gives p_w the draft, but Zep's prompt
+      does not say how to use it. Like the paper, it has no "not mentioned" escape and allows a
+      cautious inference grounded in limited evidence (App. A.1).
     - ``Answer.context`` is every hit retrieved for the question (for evidence recall); the answer
       call never sees them, only the evidence bullets (paper Eq. 6).
     - The question date is shown to the router and the answer call on LongMemEval only
