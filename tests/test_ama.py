@@ -9,7 +9,6 @@ from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import AMA, UnitStore
 from workbench.methods.ama import summary_stats
 from workbench.methods.ama_agents import norm_turn_ids
-from workbench.testing.contract import CHECKS
 
 # Facts the scripted Constructor returns for tiny-1's turns (fact ids are given in this order).
 FACTS = {"D1:1": ["Sam adopted a kitten"], "D1:3": ["Sam's kitten is named Miso"],
@@ -82,15 +81,7 @@ UPDATE_TO_GENEVA = {"Action": "Update", "memory_type": "fact", "datalist": [{"id
                     "new_content": "Noor lives in Geneva"}], "timestamp": "empty", "reason": "Noor moved"}
 
 
-# -- contract ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(check, tiny_conv):
-    check(lambda: make_ama(), tiny_conv)
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract_auto_llm(check, tiny_conv):
-    check(lambda: AMA(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=64)), tiny_conv)
+# The method contract runs in tests/test_contract.py (one suite over every registered method).
 
 
 # -- construction ----------------------------------------------------------------------------------
@@ -231,7 +222,7 @@ def test_probe_conflict_check_updates_the_changed_entry_only(tiny_conv):
     step = next(s for s in m.turn_steps_["D2:1"] if s.kind == "judge")
     assert step.data["check"] == "probe" and step.data["verdict"] == "Refresh"
     assert [c["id"] for c in step.data["conflict_set"]] == ["fact:3"]
-    assert len(step.data["probes"]) <= m.conflict_k  # one probe per nearest entry, at most conflict_k
+    assert len(step.data["probes"]) <= 3 * m.conflict_k  # one probe per nearest entry, conflict_k per store
     [lyon] = [p for p in step.data["probes"] if p["id"] == "fact:3"]
     assert lyon["conflict"] and (lyon["memory_answer"], lyon["new_answer"]) == ("Lyon", "Geneva")
     [upd] = [e for e in m.events if e.kind == "UPDATE"]
@@ -371,7 +362,8 @@ def test_pass_keeps_the_relevant_subset(tiny_conv):
 def test_refresh_at_question_time_updates_memory(tiny_conv):
     llm = make_llm(**{"ama.judge_ingest": judge("Pass"), "ama.judge": judge("Refresh", conflict=["fact:3", "fact:4"]),
                       "ama.refresh": UPDATE_TO_GENEVA})
-    m = make_ama(llm=llm).ingest(tiny_conv)
+    m = make_ama(llm=llm, refresh_on_query=True).ingest(tiny_conv)
+    assert m.order_dependent
     assert m.stores_["fact"]["fact:3"].text == "Noor lives in Lyon"
     ans = m.answer("Where does Noor live now?")
     j = next(s for s in ans.steps if s.kind == "judge")
@@ -401,7 +393,7 @@ def test_delete_is_ignored_at_question_time(tiny_conv):
     delete = {**UPDATE_TO_GENEVA, "Action": "Delete"}
     llm = make_llm(**{"ama.judge_ingest": judge("Pass"), "ama.judge": judge("Refresh", conflict=["fact:3"]),
                       "ama.refresh": delete})
-    m = make_ama(llm=llm).ingest(tiny_conv)
+    m = make_ama(llm=llm, refresh_on_query=True).ingest(tiny_conv)
     ans = m.answer("Where does Noor live now?")
     assert "fact:3" in m.stores_["fact"] and not any(e.kind == "DELETE" for e in m.events)
     assert "cannot ask to forget" in next(s for s in ans.steps if s.kind == "refresh").data["declined"]
@@ -455,7 +447,7 @@ def test_summary_stats_counts_retry_and_refresh(tiny_conv):
                       "ama.judge": [judge("Retry"), judge("Pass"), judge("Refresh", conflict=["fact:3"]),
                                     judge("Pass")],
                       "ama.refresh": UPDATE_TO_GENEVA})
-    m = make_ama(llm=llm).ingest(tiny_conv)
+    m = make_ama(llm=llm, refresh_on_query=True).ingest(tiny_conv)
     answers = [m.answer("Where does Noor live now?") for _ in range(3)]
     stats = summary_stats(answers)
     assert stats["questions"] == 3 and stats["retry_questions"] == 1
@@ -475,3 +467,67 @@ def test_refresh_log_lists_every_refresher_decision(tiny_conv):
         ("construct", "D2:1", "No-Op"), ("query", "Where does Noor live now?", "skipped")]
     assert log[0]["conflict_ids"] == ["fact:3"] and log[0]["updated"] == []
     assert log[1]["declined"] == "refresh_on_query=False"
+
+
+# -- question-time refresh off by default; serialised writes; Refresh without conflict ids ------------
+def test_refresh_on_query_defaults_off_and_answers_do_not_depend_on_order(tiny_conv):
+    assert AMA().refresh_on_query is False and not make_ama().order_dependent
+    assert not make_ama(refresher=False, refresh_on_query=True).order_dependent
+
+
+@pytest.mark.parametrize("where", ["ingest", "query"])
+def test_refresh_without_conflict_ids_refreshes_nothing_and_says_so(tiny_conv, where):
+    bare = {"Action": "Refresh", "reason": "something changed", "confidence": 0.6, "relevant_ids": [],
+            "conflict_ids": []}
+    roles = {"ama.refresh": UPDATE_TO_GENEVA, "ama.judge_ingest": bare if where == "ingest" else judge("Pass"),
+             "ama.judge": judge("Refresh") if where == "query" else judge("Pass")}
+    llm = make_llm(**roles)
+    m = make_ama(llm=llm, refresh_on_query=True, max_retention_days=1.0).ingest(tiny_conv)
+    if where == "ingest":
+        steps = [s for ss in m.turn_steps_.values() for s in ss if s.kind == "refresh"]
+    else:
+        steps = [s for s in m.answer("Where does Noor live now?").steps if s.kind == "refresh"]
+    assert steps and all(s.data["action"] == "skipped" and "no conflict ids" in s.data["why"] for s in steps)
+    assert all(not s.calls for s in steps) and "ama.refresh" not in llm.roles()
+    assert not any(e.kind in ("UPDATE", "DELETE") for e in m.events)  # not even the retention rule ran
+    assert m.stores_["fact"]["fact:3"].text == "Noor lives in Lyon"
+
+
+def test_ingestion_conflicts_are_checked_in_every_editable_granularity(tiny_conv):
+    llm = make_llm(**{"ama.judge_ingest": ingest_judge("Geneva last week", "Lyon"), "ama.refresh": {
+        "Action": "Update", "memory_type": "raw",
+        "datalist": [{"id": "raw:D1:6", "new_content": "Noor: I live in Geneva now."}],
+        "timestamp": "empty", "reason": "Noor moved"}})
+    m = make_ama(llm=llm, conflict_k=6).ingest(tiny_conv)  # 6: every earlier turn is a raw candidate
+    check = next(s for s in m.turn_steps_["D2:1"] if s.kind == "conflict_check")
+    assert check.data["stores"] == ["fact", "raw", "episode"]
+    assert {h.kind for h in check.hits} >= {"fact", "raw"}
+    judge_step = next(s for s in m.turn_steps_["D2:1"] if s.kind == "judge")
+    assert "raw:D1:6" in {c["id"] for c in judge_step.data["conflict_set"]}
+    [upd] = [e for e in m.events if e.kind == "UPDATE"]
+    assert upd.unit_id == "raw:D1:6" and m.stores_["raw"]["raw:D1:6"].text == "Noor: I live in Geneva now."
+
+
+def test_question_time_writes_hold_the_write_lock(tiny_conv, monkeypatch):
+    import threading
+
+    llm = make_llm(**{"ama.judge_ingest": judge("Pass"), "ama.judge": judge("Refresh", conflict=["fact:3"]),
+                      "ama.refresh": UPDATE_TO_GENEVA})
+    m = make_ama(llm=llm, refresh_on_query=True).ingest(tiny_conv)
+    held = []
+    store = m.stores_["fact"]
+    original = type(store).update
+
+    def update(self, unit_id, **changes):
+        held.append(m.write_lock._is_owned())
+        return original(self, unit_id, **changes)
+
+    monkeypatch.setattr(type(store), "update", update)
+    workers = [threading.Thread(target=m.answer, args=("Where does Noor live now?",)) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert held and all(held)  # every store write happened under the lock
+    seqs = [e.seq for e in m.events]
+    assert seqs == list(range(len(seqs)))  # events were appended one at a time

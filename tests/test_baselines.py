@@ -3,26 +3,9 @@ import pytest
 from workbench.embed import HashEmbedder
 from workbench.llm import ScriptedLLM
 from workbench.methods import EagerFacts, FullContext, NaiveRAG
-from workbench.testing.contract import CHECKS
 
 
-def make_rag():
-    return NaiveRAG(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=128), top_k=3)
-
-
-def make_full():
-    return FullContext(llm=ScriptedLLM([], default="auto"))
-
-
-def make_eager():
-    return EagerFacts(llm=ScriptedLLM({"eager_facts.extract": {"facts": ["Someone said something."]}},
-                                      default="auto"), embedder=HashEmbedder(dim=128))
-
-
-@pytest.mark.parametrize("make", [make_rag, make_full, make_eager], ids=["naive_rag", "full_context", "eager_facts"])
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(make, check, tiny_conv):
-    check(make, tiny_conv)
+# The method contract runs in tests/test_contract.py (one suite over every registered method).
 
 
 def test_rag_retrieves_the_turn_that_shares_words(tiny_conv):

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from workbench.data import DatasetError, load_locomo, load_longmemeval, load_sample
+from workbench.data import QA, Conversation, DatasetError, Session, Turn, load_locomo, load_longmemeval, load_sample
 
 
 def _sample(**over):
@@ -93,13 +93,30 @@ def _lme_item(**over):
 def test_longmemeval_item(tmp_path):
     ds = load_longmemeval(_write(tmp_path, [_lme_item()]))
     conv = ds[0]
-    assert [s.id for s in conv.sessions] == ["answer_a", "answer_b"]  # sorted by date
+    # sorted by date, opaque ids: the dataset's "answer_..." ids would reveal the evidence sessions
+    assert [s.id for s in conv.sessions] == ["S1", "S2"] and [s.date_text[8:10] for s in conv.sessions] == ["01", "20"]
     qa = conv.qa[0]
-    assert qa.answer == "7" and qa.evidence == ("answer_b:1",) and qa.extras["abstention"]
+    assert qa.answer == "7" and qa.evidence == ("S2:1",) and qa.extras["abstention"]
+    assert qa.extras["answer_session_ids"] == ("S2",)  # the gold side keeps the mapping for scoring
+    assert qa.extras["session_ids"] == {"S1": "answer_a", "S2": "answer_b"}
     assert qa.time.day == 28 and conv.speakers == ("user", "assistant")
     no_flags = _lme_item(haystack_sessions=[[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]])
     ds = load_longmemeval(_write(tmp_path, [no_flags]))
-    assert ds[0].qa[0].evidence == ("answer_b:1",) and ds.skipped["evidence_from_answer_sessions"] == 1
+    assert ds[0].qa[0].evidence == ("S2:1",) and ds.skipped["evidence_from_answer_sessions"] == 1
+
+
+def test_longmemeval_methods_see_no_gold_flags_or_ids(tmp_path):
+    conv = load_longmemeval(_write(tmp_path, [_lme_item()]))[0]
+    seen = conv.without_qa()
+    assert seen.qa == () and all("has_answer" not in t.extras for t in seen.turns)
+    assert not any("answer" in x for s in seen.sessions for x in (s.id, *(t.id for t in s.turns)))
+
+
+def test_without_qa_strips_gold_turn_extras():
+    turn = Turn("S1:1", "user", "I moved", "S1", None, {"has_answer": True, "blip_caption": "a box"})
+    conv = Conversation("c", ("user",), (Session("S1", None, (turn,)),), (QA("q", "Where?", "Lyon", 1),))
+    [seen] = conv.without_qa().turns
+    assert dict(seen.extras) == {"blip_caption": "a box"} and seen.content == turn.content
 
 
 @pytest.mark.parametrize("over,where", [

@@ -12,7 +12,6 @@ from workbench.methods.hmem import HMem, summary_stats
 from workbench.methods.hmem_graph import EntityGraph, SubQuery, fallback_entities, name_key, order_subqueries
 from workbench.methods.hmem_tree import (DAY, HTree, active_levels, evidence_score, parse_time_hint, robustness,
                                          temporal_relevance)
-from workbench.testing.contract import CHECKS
 
 # -- fakes ----------------------------------------------------------------------------------------
 
@@ -45,9 +44,7 @@ def make():
     return HMem(llm=scripted(), embedder=HashEmbedder(dim=128))
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(check, tiny_conv):
-    check(make, tiny_conv)
+# The method contract runs in tests/test_contract.py (one suite over every registered method).
 
 
 def test_contract_with_default_auto_llm(tiny_conv):
@@ -374,8 +371,48 @@ def test_invalid_params_rejected(tiny_conv):
 
 
 def test_retriever_skips_repeated_texts_and_honours_exclude(tiny_conv):
-    r = make().ingest(tiny_conv).as_retriever()
+    r = HMem(llm=scripted(), embedder=HashEmbedder(dim=128), fragment="window").ingest(tiny_conv).as_retriever()
     hits = r.search("Miso broke my favourite mug", 3)
     assert hits[0].unit_id == "ev31" and len({h.text.split("] ", 1)[1] for h in hits}) == 3
     masked = r.search("Miso broke my favourite mug", 3, exclude=frozenset({"ev31"}))
     assert all("mug" not in h.text or h.kind == "fragment" for h in masked)  # its copies sum32/sum33 stay out
+
+
+def test_fragment_default_is_one_message(tiny_conv):
+    m = make().ingest(tiny_conv)
+    frags = m.memories().query("kind == 'fragment'")
+    assert len(frags) == len(tiny_conv.turns) and all(len(s) == 1 for s in frags.source_ids)
+    windows = HMem(llm=scripted(), embedder=HashEmbedder(dim=128), fragment="window", fragment_turns=4)
+    assert len(windows.ingest(tiny_conv).memories().query("kind == 'fragment'")) < len(tiny_conv.turns)
+
+
+def test_single_child_copies_are_marked_in_views_and_stats(tiny_conv):
+    m = make().ingest(tiny_conv)
+    rows = {r["id"]: r for r in m.tree_nodes()}
+    copies = [r for r in rows.values() if r["copy_of_child"]]
+    assert copies, "the hash embedder leaves single-child parents in the tiny tree"
+    for r in copies:
+        assert r["level"] >= 2 and r["children"] == [r["copy_of_child"]]
+        assert r["summary"] == rows[r["copy_of_child"]]["summary"]
+    assert all(r["copy_of_child"] is None for r in rows.values() if r["level"] == 1)
+    merged = [r for r in rows.values() if len(r["children"]) > 1]
+    assert all(r["copy_of_child"] is None for r in merged)
+    mem = m.memories().set_index("id")
+    assert mem.loc[copies[0]["id"], "copy_of_child"] == copies[0]["copy_of_child"]
+    assert {r["id"] for r in m.structures()["tree"] if r["copy_of_child"]} == {r["id"] for r in copies}
+    stats = m.tree_stats()
+    parents = [r for r in rows.values() if r["level"] >= 2]
+    assert stats["parents"] == len(parents) and stats["single_child_copies"] == len(copies)
+    assert stats["multi_child_parents"] == len(merged) and stats["nodes"] == len(rows)
+    assert stats["multi_child_share"] == pytest.approx(len(merged) / len(parents))
+    summarized = HMem(llm=scripted(), embedder=HashEmbedder(dim=128), summarize_single=True).ingest(tiny_conv)
+    assert summarized.tree_stats()["single_child_copies"] == 0
+
+
+def test_copy_marks_in_the_tree_view():
+    from widgets.tree_view import node_detail_html, node_label
+
+    rows = {"p": {"id": "p", "level": 2, "summary": "x", "children": ["c"], "copy_of_child": "c"},
+            "c": {"id": "c", "level": 1, "summary": "x", "children": [], "parent": "p", "copy_of_child": None}}
+    assert "copy of child c" in node_label(rows["p"]) and "copy" not in node_label(rows["c"])
+    assert "copy of child c" in node_detail_html("p", rows)

@@ -7,7 +7,6 @@ from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import HyMem
 from workbench.methods.hymem import summary_stats
 from workbench.methods.hymem_segment import Span, clean_llm_spans, window_spans
-from workbench.testing.contract import CHECKS
 
 Q = "In which city does Noor take violin lessons now?"
 
@@ -39,14 +38,7 @@ def make_windowed(script, **params):
     return HyMem(llm=llm, embedder=HashEmbedder(dim=256), **params), llm
 
 
-def make():
-    llm = ScriptedLLM({"hymem.segment": two_topics, "hymem.summarize": summarize_turns}, default="auto")
-    return HyMem(llm=llm, embedder=HashEmbedder(dim=128))
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(check, tiny_conv):
-    check(make, tiny_conv)
+# The method contract runs in tests/test_contract.py (one suite over every registered method).
 
 
 def kinds(ans):
@@ -161,7 +153,8 @@ def test_round_limit(tiny_conv, reflect_last, n_reflect):
     assert final["round_limit_hit"] is True and final["rounds"] == 2
     assert ans.text == "deep1" and final["round"] == 0  # last deep answer preferred (on_round_limit)
     assert summary_stats([ans]) == {"n": 1, "deep_ratio": 1.0, "mean_rounds": 2.0, "deep_round_ratio": 0.5,
-                                    "round_limit_ratio": 1.0}
+                                    "round_limit_ratio": 1.0, "deep_generator_failures": 0,
+                                    "deep_answer_ratio": 1.0}
     m.set_params(on_round_limit="last")
     assert m.answer(Q).text == "light2"
 
@@ -183,7 +176,29 @@ def test_deep_generator_failure_keeps_light_answer(tiny_conv):
     m, _ = make_windowed({"hymem.light": {"finished": 2, "answer": "maybe Lyon"},
                           "hymem.select": {"keywords_list": [0]}, "hymem.deep": LLMError("boom")}, reflection=False)
     ans = m.ingest(tiny_conv).answer(Q)
-    assert ans.steps[1].data["error"] == "LLMError: boom" and ans.text == "maybe Lyon"
+    deep = ans.steps[1]
+    assert deep.data["error"] == "LLMError: boom" and ans.text == "maybe Lyon"
+    # the light answer is not labelled deep: the round and the final step say the deep generator failed
+    assert deep.data["fallback_answer"] == "light" and "generator failed" in deep.title
+    final = ans.steps[-1].data
+    assert final["tier"] == "deep_failed" and final["memory_pool"][0]["tier"] == "deep_failed"
+    assert {h.unit_id for h in ans.context} == set(ans.steps[0].data["retrieved"])  # the light context
+    stats = summary_stats([ans])
+    assert stats["deep_generator_failures"] == 1 and stats["deep_answer_ratio"] == 0.0
+
+
+def test_failed_deep_round_is_not_the_last_deep_answer(tiny_conv):
+    m, _ = make_windowed({"hymem.light": {"finished": 2, "answer": "maybe Lyon"},
+                          "hymem.select": {"keywords_list": [0]},
+                          "hymem.deep": [{"answer": "Geneva"}, LLMError("boom")],
+                          "hymem.reflect": {"finished": 0, "new_question": "again?"}}, max_rounds=2)
+    ans = m.ingest(tiny_conv).answer(Q)
+    final = ans.steps[-1].data
+    assert final["round_limit_hit"] and (final["round"], final["tier"], ans.text) == (0, "deep", "Geneva")
+
+
+def test_question_date_only_on_longmemeval():
+    assert HyMem.question_date_policy() == {"locomo": False, "longmemeval": True}
 
 
 def test_ablation_flags(tiny_conv):

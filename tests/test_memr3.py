@@ -8,7 +8,6 @@ from workbench.methods.memr3 import DEFAULT_CHUNK_TOKENS, MemR3, summary_stats
 from workbench.methods.memr3_state import (RouterState, fallback_action, guard, has_more, normalize_gaps,
                                            resolve, retrieval_query)
 from workbench.methods.store import MemoryUnit, UnitStore
-from workbench.testing.contract import CHECKS
 from workbench.trace import Hit
 
 Q = "Where does Noor live now?"
@@ -37,15 +36,7 @@ def make_default():
     return MemR3(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=128))
 
 
-def make_over_eager():
-    llm = ScriptedLLM({"eager_facts.extract": {"facts": ["Someone said something."]}}, default="auto")
-    return MemR3(llm=llm, embedder=HashEmbedder(dim=128), backend=EagerFacts(llm=llm, embedder=HashEmbedder(dim=128)))
-
-
-@pytest.mark.parametrize("make", [make_default, make_over_eager], ids=["over_rag", "over_eager_facts"])
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(make, check, tiny_conv):
-    check(make, tiny_conv)
+# The method contract (over_rag, over_eager_facts) runs in tests/test_contract.py.
 
 
 # -- pure router ----------------------------------------------------------------------------------------
@@ -57,10 +48,18 @@ def test_guard_priority_budget_then_empty_then_streak():
     hit = (Hit("c1", "x"),)
     assert guard(RouterState(Q, k=1, reflect_streak=1, snippets=hit), n_max=5, n_cap=1, more=True) == \
         ("retrieve", "reflect_streak")
-    assert guard(RouterState(Q, k=1, reflect_streak=1, snippets=hit), n_max=5, n_cap=1, more=False) == (None, None)
     assert guard(RouterState(Q, k=1, reflect_streak=1, snippets=hit), n_max=5, n_cap=2, more=True) == (None, None)
-    # the empty-retrieval guard only fires right after a retrieve (not after a reflect)
-    assert guard(RouterState(Q, k=2, just_retrieved=False), n_max=5, n_cap=1, more=False) == (None, None)
+    # nothing new left in the backend: reflect is forced, not only right after an empty retrieval ...
+    assert guard(RouterState(Q, k=1, snippets=hit), n_max=5, n_cap=1, more=False) == ("reflect", "nothing_left")
+    assert guard(RouterState(Q, k=2, just_retrieved=False), n_max=5, n_cap=1, more=False) == \
+        ("reflect", "nothing_left")
+    # ... and once the streak is at the cap, answer (a forced retrieve could bring nothing)
+    assert guard(RouterState(Q, k=1, reflect_streak=1, snippets=hit), n_max=5, n_cap=1, more=False) == \
+        ("answer", "nothing_left")
+    assert guard(RouterState(Q, k=1, reflect_streak=1, snippets=hit), n_max=5, n_cap=2, more=False) == \
+        ("reflect", "nothing_left")
+    assert guard(RouterState(Q, k=1, snippets=hit), n_max=5, n_cap=1, more=False, reflect=False) == \
+        ("answer", "nothing_left")
     # without the reflect node an empty retrieval forces answer
     assert guard(RouterState(Q, k=1, just_retrieved=True), n_max=5, n_cap=1, more=True, reflect=False) == \
         ("answer", "empty_retrieval")
@@ -122,17 +121,93 @@ def test_budget_forces_answer(tiny_conv, n_max):
     assert ans.text == "Geneva" and len(llm.requests) == n_max + 1
 
 
-def test_empty_retrieval_forces_reflect(tiny_conv):
+class _Unsized:
+    """A retriever that does not tell its size (so only an empty masked batch shows exhaustion)."""
+
+    def __init__(self, inner, fail_first=None):
+        self.inner, self.fail_first = inner, fail_first
+
+    def search(self, query, k, *, exclude=frozenset()):
+        if self.fail_first is not None:
+            exc, self.fail_first = self.fail_first, None
+            raise exc
+        return self.inner.search(query, k, exclude=exclude)
+
+
+def test_empty_retrieval_forces_reflect(tiny_conv, monkeypatch):
     replies = [R("retrieve", retrieval_query="violin teacher"), R("retrieve", retrieval_query="again"),
                R("answer", evidence=["Noor moved to Geneva in June 2023."], detailed_answer="Geneva"), "Geneva"]
     m, _ = memr3(replies, backend=rag("session"), n_chk=2)  # 2 chunks: the first retrieval takes both
-    ans = m.ingest(tiny_conv).answer(Q)
+    m.ingest(tiny_conv)
+    inner = m.as_retriever()
+    monkeypatch.setattr(m, "as_retriever", lambda: _Unsized(inner))
+    ans = m.answer(Q)
     assert [s.kind for s in ans.steps] == ["retrieve", "router", "retrieve", "router", "reflect", "router", "answer"]
-    assert ans.steps[2].data["retrieved_ids"] == []
+    assert ans.steps[2].data["retrieved_ids"] == [] and ans.steps[2].data["backend_exhausted"] is True
     forced = ans.steps[3].data
     assert (forced["forced"], forced["proposed"], forced["action"]) == ("empty_retrieval", "retrieve", "reflect")
-    after = ans.steps[5].data  # streak 1 = n_cap, but nothing new remains: no forced retrieve
-    assert after["forced"] is None and after["backend_has_more"] is False and after["action"] == "answer"
+    after = ans.steps[5].data  # streak 1 = n_cap and nothing new remains: answer, not a forced retrieve
+    assert after["forced"] == "nothing_left" and after["backend_has_more"] is False and after["action"] == "answer"
+
+
+def test_nothing_left_forces_reflect_before_any_empty_retrieval(tiny_conv):
+    """The backend's two chunks are both in the first batch: the router is never offered retrieve."""
+    replies = [R("retrieve", retrieval_query="violin teacher"),
+               R("answer", evidence=["Noor moved to Geneva in June 2023."], detailed_answer="Geneva"), "Geneva"]
+    m, llm = memr3(replies, backend=rag("session"), n_chk=2)
+    ans = m.ingest(tiny_conv).answer(Q)
+    assert [s.kind for s in ans.steps] == ["retrieve", "router", "reflect", "router", "answer"]
+    first, second = steps(ans, "router")
+    decision = (first.data["forced"], first.data["proposed"], first.data["action"])
+    assert decision == ("nothing_left", "retrieve", "reflect")
+    assert 'must be "reflect"' in llm.requests[0]["messages"][0]["content"]
+    assert (second.data["forced"], second.data["action"]) == ("nothing_left", "answer")
+    assert ans.text == "Geneva" and len(steps(ans, "retrieve")) == 1
+
+
+def test_backend_error_is_recorded_and_does_not_exhaust(tiny_conv, monkeypatch):
+    replies = [R("retrieve", retrieval_query="Noor city"), R("reflect", reasoning="search failed"),
+               R("retrieve", retrieval_query="Noor moved"), R("answer", detailed_answer="Geneva"), "Geneva"]
+    m, _ = memr3(replies, n_chk=2)
+    m.ingest(tiny_conv)
+    inner = m.as_retriever()
+    fake = _Unsized(inner)
+    calls = {"n": 0}
+
+    def search(query, k, *, exclude=frozenset()):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the first refinement search fails
+            raise LLMError("backend down")
+        return inner.search(query, k, exclude=exclude)
+
+    fake.search = search
+    monkeypatch.setattr(m, "as_retriever", lambda: fake)
+    ans = m.answer(Q)
+    retrieves = steps(ans, "retrieve")
+    assert retrieves[1].data["error"] == "LLMError: backend down"
+    assert retrieves[1].data["backend_exhausted"] is False
+    routers = steps(ans, "router")
+    assert routers[1].data["forced"] == "empty_retrieval" and routers[1].data["backend_has_more"] is True
+    assert routers[2].data["forced"] == "reflect_streak" and len(retrieves) == 3  # retrieval resumes
+    assert len(retrieves[2].data["retrieved_ids"]) == 2
+    assert steps(ans, "answer")[0].data["backend_errors"] == 1
+    assert summary_stats([ans])["backend_errors"] == 1
+
+
+def test_cache_misses_absorbed_by_fallbacks_are_flagged(tiny_conv):
+    from workbench.llm import CachedLLM
+
+    replay = CachedLLM.replay(None, model="scripted")  # an empty replay cassette: every call misses
+    m = MemR3(llm=replay, embedder=HashEmbedder(dim=128), backend=rag(), n_max=2)
+    ans = m.ingest(tiny_conv).answer(Q)
+    routers = steps(ans, "router")
+    assert all(r.data["cache_miss"] and r.data["error"].startswith("CacheMiss") for r in routers)
+    assert routers[-1].data["forced"] == "budget"
+    assert routers[-1].data["fallback"] == "router call failed (cassette miss)"  # visible even when forced
+    final = steps(ans, "answer")[0]
+    assert final.data["cache_miss"] and final.data["fallback"] == "no answer" and "fallback" in final.title
+    stats = summary_stats([ans])
+    assert stats["cache_misses"] == len(routers) + 1 and stats["answer_fallbacks"] == 1
 
 
 @pytest.mark.parametrize("n_cap", [1, 2])
@@ -210,8 +285,9 @@ def test_reflect_ablation(tiny_conv):
     ans = m.ingest(tiny_conv).answer(Q)
     assert llm.requests[0]["schema"]["properties"]["decision"]["enum"] == ["retrieve", "answer"]
     assert '"reflect"' not in llm.requests[0]["messages"][0]["content"].split("Add only")[0]
-    last = steps(ans, "router")[-1].data
-    assert (last["forced"], last["action"]) == ("empty_retrieval", "answer") and not steps(ans, "reflect")
+    # the first batch took both chunks: nothing is left, and without reflect that forces answer
+    [only] = steps(ans, "router")
+    assert (only.data["forced"], only.data["action"]) == ("nothing_left", "answer") and not steps(ans, "reflect")
 
 
 def test_n_chk_bounds_each_retrieval(tiny_conv):
@@ -319,11 +395,30 @@ def test_save_load_keeps_backend_and_options(tiny_conv, tmp_path):
 # -- report ---------------------------------------------------------------------------------------------------
 def test_summary_stats(tiny_conv):
     one, _ = memr3([R("answer", detailed_answer="Geneva"), "Geneva"])
-    five, _ = memr3([R("retrieve", retrieval_query="a")] * 5 + ["Geneva"], backend=rag("session"), n_chk=2)
+    five, _ = memr3([R("retrieve", retrieval_query="a")] * 5 + ["Geneva"], n_chk=2, n_cap=2)
     answers = [one.ingest(tiny_conv).answer(Q), five.ingest(tiny_conv).answer(Q)]
     stats = summary_stats(answers)
-    # second question: retrieve, empty -> forced reflect, retrieve, empty -> forced reflect, budget answer
+    # second question: four retrieves the router chose, then the budget forces answer
     assert stats["iterations_histogram"] == {1: 1, 5: 1} and stats["mean_iterations"] == 3.0
-    assert stats["forced_share"] == {"budget": 1 / 6, "empty_retrieval": 2 / 6, "reflect_streak": 0.0}
+    assert stats["forced_share"] == {"budget": 1 / 6, "empty_retrieval": 0.0, "reflect_streak": 0.0,
+                                     "nothing_left": 0.0}
     assert stats["budget_reached_share"] == 0.5
-    assert stats["actions"] == {"answer": 2, "retrieve": 2, "reflect": 2}
+    assert stats["actions"] == {"answer": 2, "retrieve": 4}
+    assert stats["cache_misses"] == stats["answer_fallbacks"] == stats["backend_errors"] == 0
+
+
+def test_answer_prompt_follows_the_papers_answer_behaviour(tiny_conv):
+    """p_w (Zep's prompt, App. A.1's detailed_answer rule): no push toward "Not mentioned"; the draft
+    is kept when supported; cautious inferences grounded in limited evidence are allowed."""
+    assert "not mentioned" not in P.ANSWER.lower()
+    assert "cautious inference" in P.ANSWER and "draft" in P.ANSWER.lower()
+    replies = [R("answer", evidence=["Biscuit was renamed Pilot."], detailed_answer="Pilot"), "Pilot"]
+    m, llm = memr3(replies)
+    m.ingest(tiny_conv).answer("What is Biscuit called now?")
+    prompt = llm.requests[-1]["messages"][0]["content"]
+    assert "Draft answer: Pilot" in prompt and "- Biscuit was renamed Pilot." in prompt
+    assert "not mentioned" not in prompt.lower()
+
+
+def test_question_date_only_on_longmemeval(tiny_conv):
+    assert MemR3.question_date_policy() == {"locomo": False, "longmemeval": True}

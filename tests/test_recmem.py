@@ -11,7 +11,6 @@ from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import RecMem
 from workbench.methods.recmem import summary_stats
 from workbench.methods.recmem_trigger import calibrate_thresholds, decide, replay_triggers, trigger_rate
-from workbench.testing.contract import CHECKS
 
 TOPICS = ("alpha", "beta", "gamma")
 
@@ -68,10 +67,7 @@ def make_active():  # low thresholds for the hash embedder, so all three stores 
     return RecMem(llm=llm, embedder=HashEmbedder(dim=128), theta_sim=0.4, theta_count=2, k_sub=3)
 
 
-@pytest.mark.parametrize("make", [make_default, make_active], ids=["default", "active"])
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-def test_contract(make, check, tiny_conv):
-    check(make, tiny_conv)
+# The method contract (default, active) runs in tests/test_contract.py.
 
 
 def test_active_contract_config_fills_every_store(tiny_conv):

@@ -58,8 +58,14 @@ def node_positions(rows) -> dict[str, tuple[datetime, float]]:
     return out
 
 
+def _copy_note(r: Mapping) -> str:
+    """H-Mem single-child parents whose text is their child's, copied (no LLM summary)."""
+    return f"copy of child {r['copy_of_child']}" if r.get("copy_of_child") else ""
+
+
 def _hover(r: Mapping) -> str:
-    return "<br>".join([esc(f"{r['id']} · L{r['level']} {r.get('window', '')} · n_m {r.get('n_m', 0)}"),
+    copy = f" · {_copy_note(r)}" if _copy_note(r) else ""
+    return "<br>".join([esc(f"{r['id']} · L{r['level']} {r.get('window', '')} · n_m {r.get('n_m', 0)}{copy}"),
                         esc(short(r.get("summary", ""), 140)),
                         esc(f"{len(r.get('children') or [])} children · {len(r.get('source_ids') or [])} turns")])
 
@@ -112,7 +118,8 @@ def tree_figure(rows, *, selected: str | None = None, levels: Mapping[int, str] 
 def node_label(r: Mapping, levels: Mapping[int, str] | None = None) -> str:
     """Plain-text option label (widgets render it as text)."""
     window = (levels or {}).get(r["level"], "")
-    return f"L{r['level']} {window} {r.get('window', '')} · {r['id']} · {short(r.get('summary', ''), 60)}"
+    copy = f" ({_copy_note(r)})" if _copy_note(r) else ""
+    return f"L{r['level']} {window} {r.get('window', '')} · {r['id']}{copy} · {short(r.get('summary', ''), 60)}"
 
 
 def ordered_nodes(rows) -> list[Mapping]:
@@ -138,7 +145,8 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
     ids = list(r.get("source_ids") or [])
     shown = turns_html(ids, turns or {})
     return box(f"<h4>{esc(node_id)} <span class='wb-badge'>L{esc(r['level'])}</span></h4>"
-               f"<h5>Summary</h5><div class='wb-summary'>{pre(r.get('summary', ''))}</div><table>{rows}</table>"
+               f"<h5>Summary{esc(' (' + _copy_note(r) + ', not an LLM summary)') if _copy_note(r) else ''}</h5>"
+               f"<div class='wb-summary'>{pre(r.get('summary', ''))}</div><table>{rows}</table>"
                f"<h5>Children ({len(kids)})</h5>{children}"
                f"<h5>Source turns ({len(ids)})</h5><p>{source_ids_html(ids)}</p>"
                f"{shown or '<p class=wb-muted>(turn texts not available)</p>' if ids else ''}")

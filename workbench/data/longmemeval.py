@@ -1,9 +1,13 @@
 """Loader for LongMemEval (oracle / ``_s`` / ``_m`` files; xiaowu0162/LongMemEval).
 
 Each question owns its haystack, so every item becomes one ``Conversation`` holding one ``QA``.
-Turn ids are ``<session_id>:<index>`` (1-based). Gold evidence = the turns flagged ``has_answer``;
-when an item flags none, the turns of ``answer_session_ids`` are used and the fallback is counted.
-Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
+Sessions get opaque ids ``S<n>`` in time order (the dataset's own ids name the evidence sessions
+``answer_<hash>_<n>``, a label a method must not see); turn ids are ``S<n>:<index>`` (1-based).
+Gold evidence = the turns flagged ``has_answer``; when an item flags none, the turns of
+``answer_session_ids`` are used and the fallback is counted. The gold side keeps the mapping:
+``QA.extras['answer_session_ids']`` holds the opaque ids (for session recall) and
+``QA.extras['session_ids']`` maps each opaque id to the dataset's id. Turns carry no ``has_answer``
+flag. Abstention questions (``_abs`` suffix) keep their type and get ``extras['abstention'] = True``.
 
 Foreign files are checked, not trusted. Refused with a ``DatasetError`` naming file, item and
 field: a missing field, a ``question_id`` that is not a non-empty string (``null`` included) or
@@ -12,9 +16,9 @@ that is not a string or a finite number, a bad date, ``haystack_*`` that are not
 equal length, session ids that are not strings or integers, a turn without string
 ``role``/``content``, a non-boolean ``has_answer``, an item with no turns, texts over
 ``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
-(``empty_sessions_dropped``); a session id repeated inside one item is renamed ``<id>#<n>``
-(``duplicate_session_ids_renamed``); ``answer_session_ids`` naming no haystack session are
-counted (``answer_session_ids_not_in_haystack``).
+(``empty_sessions_dropped``); a session id repeated inside one item is counted
+(``duplicate_session_ids_renamed``: each copy gets its own opaque id); ``answer_session_ids``
+naming no haystack session are counted (``answer_session_ids_not_in_haystack``).
 """
 from __future__ import annotations
 
@@ -86,18 +90,20 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
         when = _date(file, f"{loc}.haystack_dates[{j}]", d)
         sid = _session_id(file, f"{loc}.haystack_session_ids[{j}]", sid_raw)
         seen[sid] += 1
-        if seen[sid] > 1:
-            sid = f"{sid}#{seen[sid]}"  # repair: turn ids must stay unique inside the item
+        if seen[sid] > 1:  # repair: each copy gets its own opaque id below
             skipped["duplicate_session_ids_renamed"] += 1
         _check(isinstance(turns, list), file, f"{loc}.haystack_sessions[{j}]",
                f"must be a list of turns, got {type(turns).__name__}")
         parsed.append((when, j, sid, d, turns))
-    sessions, has_answer = [], []
+    sessions, has_answer, original, to_opaque = [], [], {}, {}
     # The oracle file is not sorted by time; S/M are. Sorting (stable) makes both chronological.
-    for when, j, sid, d, turns in sorted(parsed, key=lambda x: (x[0], x[1])):
+    for when, j, raw_sid, d, turns in sorted(parsed, key=lambda x: (x[0], x[1])):
         if not turns:
             skipped["empty_sessions_dropped"] += 1  # repair: a session with no turns carries nothing
             continue
+        sid = f"S{len(sessions) + 1}"  # opaque: the dataset's id would tell evidence sessions apart
+        original[sid] = raw_sid
+        to_opaque.setdefault(raw_sid, []).append(sid)
         out = []
         for k, t in enumerate(turns, start=1):
             tloc = f"{loc}.haystack_sessions[{j}][{k - 1}]"
@@ -110,21 +116,20 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
             tid = f"{sid}:{k}"
             if flag:
                 has_answer.append(tid)
-            out.append(Turn(tid, role, content, sid, when, {"has_answer": bool(flag)}))
+            out.append(Turn(tid, role, content, sid, when))  # no has_answer: it is gold
         sessions.append(Session(sid, when, tuple(out), d))
     _check(bool(sessions), file, f"{loc}.haystack_sessions", "no turns in any session")
     answer_ids = tuple(_session_id(file, f"{loc}.answer_session_ids[{j}]", v)
                        for j, v in enumerate(raw["answer_session_ids"]))
-    known = {s.id for s in sessions}
-    missing = sum(1 for a in answer_ids if a not in known)
+    missing = sum(1 for a in answer_ids if a not in to_opaque)
     if missing:
         skipped["answer_session_ids_not_in_haystack"] += missing
+    answer_sessions = tuple(o for a in answer_ids for o in to_opaque.get(a, ()))
     evidence = tuple(has_answer)
     if not evidence:
-        answer_sessions = set(answer_ids)
-        evidence = tuple(t.id for s in sessions if s.id in answer_sessions for t in s.turns)
+        evidence = tuple(t.id for s in sessions if s.id in set(answer_sessions) for t in s.turns)
         skipped["evidence_from_answer_sessions"] += 1
-    extras = {"answer_session_ids": answer_ids, "abstention": qid.endswith("_abs")}
+    extras = {"answer_session_ids": answer_sessions, "session_ids": original, "abstention": qid.endswith("_abs")}
     qa = QA(qid, question, answer, qtype, evidence, qdate, extras)
     return Conversation(qid, ("user", "assistant"), tuple(sessions), (qa,), file)
 

@@ -39,6 +39,17 @@ class Turn:
         return self.text
 
 
+# Turn extras that reveal gold labels; ``Conversation.without_qa`` drops them before a method sees a turn.
+GOLD_TURN_EXTRAS = frozenset({"has_answer"})
+
+
+def _without_gold(turn: "Turn") -> "Turn":
+    if not turn.extras or not GOLD_TURN_EXTRAS & set(turn.extras):
+        return turn
+    extras = {k: v for k, v in turn.extras.items() if k not in GOLD_TURN_EXTRAS}
+    return Turn(turn.id, turn.speaker, turn.text, turn.session_id, turn.time, extras)
+
+
 @dataclass(frozen=True)
 class Session:
     id: str
@@ -58,6 +69,15 @@ class QA:
     evidence: tuple[str, ...] = ()
     time: datetime | None = None
     extras: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def dataset_kind(self) -> str:
+        """``"locomo"`` (integer categories) or ``"longmemeval"`` (question types): methods whose
+        papers use the question date on one benchmark only read this through the harness."""
+        return "locomo" if isinstance(self.category, int) else "longmemeval"
+
+
+DATASET_KINDS = ("locomo", "longmemeval")
 
 
 @dataclass(frozen=True)
@@ -86,8 +106,11 @@ class Conversation:
         raise KeyError(turn_id)
 
     def without_qa(self) -> "Conversation":
-        """The conversation with labels removed: what a method is allowed to see."""
-        return Conversation(self.id, self.speakers, self.sessions, (), self.source)
+        """The conversation with labels removed: what a method is allowed to see. Gold-revealing
+        turn extras (``GOLD_TURN_EXTRAS``, e.g. LongMemEval's ``has_answer``) are stripped too."""
+        sessions = tuple(Session(s.id, s.date_time, tuple(_without_gold(t) for t in s.turns), s.date_text)
+                         for s in self.sessions)
+        return Conversation(self.id, self.speakers, sessions, (), self.source)
 
     def head(self, n_sessions: int) -> "Conversation":
         """The first ``n_sessions`` sessions and the questions whose evidence lies inside them."""

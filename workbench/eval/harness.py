@@ -1,7 +1,8 @@
 """The evaluation harness: ``evaluate(method, dataset) -> EvalResult``, resumable and append-only.
 
 Per conversation a fresh ``method.clone().ingest(conv)`` (its construction usage is recorded); per
-question ``answer(question, now=qa.time)`` — the method never sees the gold — then metrics and,
+question ``answer(question, now=...)`` (the question date where the method's paper uses it on that
+benchmark, ``question_time``) — the method never sees the gold — then metrics and,
 if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appended to the
 ``ResultsStore`` as soon as it is done, keyed by (method, params_hash, dataset, qa_id): a rerun
 skips keys already present, and a conversation whose selected questions are all done is not
@@ -380,6 +381,11 @@ def _answer_all(built: _Built, conv: Conversation, qas: list[QA], ctx: _Ctx, wor
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def question_time(method, qa: QA):
+    """The ``now`` a method gets: the question date where its paper uses it on this benchmark."""
+    return qa.time if method.uses_question_date(qa.dataset_kind) else None
+
+
 def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> QuestionResult:
     """Answer one question, score it, judge it: a frozen row (never raises an ``Exception``)."""
     answer, error, usage, latency = None, built.error, Usage(), 0.0
@@ -387,7 +393,7 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         start = time.perf_counter()
         with track() as calls:
             try:
-                answer = built.method.answer(qa.question, now=qa.time)
+                answer = built.method.answer(qa.question, now=question_time(built.method, qa))
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
         latency = time.perf_counter() - start

@@ -14,8 +14,9 @@ turn or question, and why.
     summary_stats([ans])          # Retry / Refresh counts and the verdict distribution, from traces
 
 LLM cost per dialogue turn (ingestion), with the defaults:
-    Constructor 1 + conflict Judge 1 (``conflict_k`` probe calls with ``conflict_check="probe"``; 0 while
-    the conflict store is empty, or no stored entry passes ``conflict_min_sim``, or ``refresher=False``)
+    Constructor 1 + conflict Judge 1 (up to ``conflict_k`` probe calls per enabled store with
+    ``conflict_check="probe"``; 0 while the stores are empty, or no stored entry passes
+    ``conflict_min_sim``, or ``refresher=False``)
     + Trigger 1 (0 on the first turn of an episode, at saturation, or with ``trigger="session"``)
     -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
     + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).
@@ -28,10 +29,17 @@ Departures from the paper:
   turn's facts can be checked against their nearest stored facts; the Constructor therefore sees the
   pre-judge candidates H_t (and W_t) as reference, not H_t*. Facts come only from u_t either way.
 - During ingestion the Retriever call is skipped by default (``ingest_retriever=False``): the turn text
-  and its facts are the queries. The Judge only checks conflicts there (Pass/Refresh, own prompt
-  variant ``JUDGE_INGEST``), since a statement cannot be "insufficient" (digest §10.2).
-- The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err); if C_err is empty on a
-  Refresh verdict, all candidates go to the Refresher (digest §10.9).
+  and its facts are the queries, searched in every enabled granularity the Refresher may edit (raw,
+  fact, episode; ``conflict_k`` nearest per query and store), not in one routed store. The Judge only
+  checks conflicts there (Pass/Refresh, own prompt variant ``JUDGE_INGEST``), since a statement cannot
+  be "insufficient" (digest §10.2).
+- The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err). A Refresh verdict whose
+  conflict_ids name none of the candidates refreshes nothing (a ``refresh`` step with action
+  "skipped" records it): the digest's §10.9 fallback (every candidate to the Refresher) let a small
+  model's bare "Refresh" rewrite or expire up to ``k_dyn_max`` unrelated entries.
+- Question-time Refresh (``refresh_on_query``, paper §3.4) is off by default (digest §10.3): with it,
+  answers depend on question order (``order_dependent``), and edits hold ``write_lock`` so questions
+  answered on worker threads never write to a store or index at once.
 - Routing is computed in code from B (f_M); the LLM's memory_type is only logged (digest §10.7).
   Disabled or empty stores fall back in the order fact, raw, episode.
 - Retry widens in one step by relation expansion (raw turns named in the hits' R_t and their own d_t)
@@ -47,7 +55,7 @@ Departures from the paper:
   the native one (``baselines_prompts.ANSWER_FROM_CONTEXT``) calls the lines memories with ids and
   has the same length, date, recency and abstention rules in other words.
 - ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
-  candidate entry (the ``conflict_k`` nearest): the model writes the question the entry answers and
+  candidate entry (the ``conflict_k`` nearest of each granularity): the model writes the question the entry answers and
   answers it from the entry and from the new turn; code calls it a conflict when both answers are read
   from their texts and share no content word (``ama_agents.probe_conflict``). Why: small local models
   answer Pass to the holistic conflict prompt even on plain contradictions, so the paper's Judge never
@@ -58,6 +66,7 @@ Departures from the paper:
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from datetime import datetime
 from typing import Literal, Sequence
@@ -75,6 +84,7 @@ from .common import format_turn, question_date_line
 from .store import MemoryUnit, MergedRetriever, UnitStore
 
 STORES = ("raw", "fact", "episode")
+_LOCK_GUARD = threading.Lock()  # creates each instance's write lock once
 FALLBACK = ("fact", "raw", "episode")  # [ours] next granularity for fallbacks and Retry (digest §10.8)
 
 
@@ -99,7 +109,7 @@ class AMA(MemoryMethod):
                  conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
                  conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
                  conflict_check: Literal["judge", "probe"] = "judge",  # "judge" = paper P_jud; "probe" [ours]
-                 refresh_on_query: bool = True,  # paper §3.4: Refresh at question time edits memory
+                 refresh_on_query: bool = False,  # paper §3.4 edits memory at question time; digest §10.3: off
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
                  filter_relevant: bool = True,  # paper §3.3: H_r, the relevant subset, is passed on
@@ -154,6 +164,22 @@ class AMA(MemoryMethod):
         self.turn_steps_: dict[str, tuple] = {}  # turn id -> the Steps of its ingestion (the per-turn trace)
         self.failures_: list[dict] = []
         self.counters_ = {"fact": 0, "episode": 0}
+
+    @property
+    def order_dependent(self) -> bool:
+        """True when answering can edit memory (``refresh_on_query``): each answer then depends on the
+        questions answered before it on the same ingested memory (the run manifest states this)."""
+        return bool(self.refresher and self.refresh_on_query)
+
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Serialises memory writes at question time (and the store reads they could race with), so
+        that questions answered on worker threads never edit a store or index concurrently."""
+        lock = self.__dict__.get("_write_lock")
+        if lock is None:
+            with _LOCK_GUARD:
+                lock = self.__dict__.setdefault("_write_lock", threading.RLock())
+        return lock
 
     def enabled(self, store: str) -> bool:
         return {"raw": self.use_raw, "fact": self.use_fact, "episode": self.use_episode}[store]
@@ -212,30 +238,34 @@ class AMA(MemoryMethod):
                 return [u for u in units if not set(u.source_ids) & in_window][:self.k_m]
         return []
 
-    def _conflict_store(self) -> str | None:
-        """Facts when enabled (digest §10.2), else the first enabled of raw, episode."""
-        return next((n for n in ("fact", "raw", "episode") if self.enabled(n)), None)
+    def _conflict_stores(self) -> list[str]:
+        """Every enabled granularity the Refresher may edit (paper §3.4: raw, fact and episode
+        entries), facts first (digest §10.2)."""
+        return [n for n in ("fact", "raw", "episode") if self.enabled(n)]
 
     def _ingest_conflicts(self, turn, facts, vec, fact_vecs, plan_units, steps) -> None:
-        """Check the new turn and its facts against their nearest stored entries; Refresh on conflict."""
-        name = self._conflict_store()
-        store = self.stores_[name]
+        """Check the new turn and its facts against their nearest stored entries of every editable
+        granularity (``conflict_k`` per query and store); Refresh on conflict."""
+        names = self._conflict_stores()
+        # one probe call per candidate, so "probe" checks only the conflict_k nearest entries per store
+        cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
         best: dict[str, float] = {}
-        for q in [vec, *fact_vecs]:
-            for h in store.search_vector(q, self.conflict_k):
-                if self.conflict_min_sim is None or h.score >= self.conflict_min_sim:
-                    best[h.unit_id] = max(best.get(h.unit_id, -1.0), h.score)
+        for name in names:
+            found: dict[str, float] = {}
+            for q in [vec, *fact_vecs]:
+                for h in self.stores_[name].search_vector(q, self.conflict_k):
+                    if self.conflict_min_sim is None or h.score >= self.conflict_min_sim:
+                        found[h.unit_id] = max(found.get(h.unit_id, -1.0), h.score)
+            best.update({i: found[i] for i in sorted(found, key=lambda i: -found[i])[:cap]})
         for u in plan_units:
             best.setdefault(u.id, 0.0)
-        # one probe call per candidate, so "probe" checks only the conflict_k nearest entries
-        cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
-        ids = sorted(best, key=lambda i: -best[i])[:cap]
+        ids = sorted(best, key=lambda i: -best[i])[:cap * len(names) if self.conflict_check == "probe" else cap]
         if not ids:
             return
         units = [self._unit(i) for i in ids]
-        with self.step(steps, "conflict_check", f"Nearest {name} entries for {turn.id}") as s:
+        with self.step(steps, "conflict_check", f"Nearest stored entries for {turn.id}") as s:
             s.hits = [u.hit(best[u.id]) for u in units]
-            s.data.update(store=name, queries=1 + len(facts), k_per_query=self.conflict_k,
+            s.data.update(stores=names, queries=1 + len(facts), k_per_query=self.conflict_k,
                           min_sim=self.conflict_min_sim)
         with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
             if self.conflict_check == "probe":
@@ -248,7 +278,9 @@ class AMA(MemoryMethod):
                           check=self.conflict_check, error=verdict.get("error"))
             if "probes" in verdict:
                 s.data["probes"] = verdict["probes"]
-        if verdict["Action"] == "Refresh" and c_err:
+        if verdict["Action"] == "Refresh" and not c_err:
+            self._refresh_nothing(steps, verdict, cause=turn.id)
+        elif verdict["Action"] == "Refresh":
             said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
             user_input = f"{turn.speaker}{said}: {turn.content}"
             if self.conflict_check == "probe":  # [ours] the probes' finding goes with the input (see docstring)
@@ -258,11 +290,18 @@ class AMA(MemoryMethod):
 
     @staticmethod
     def _conflict_set(verdict: dict, units: list[MemoryUnit]) -> list[MemoryUnit]:
-        """C_err: the Judge's conflict_ids among the candidates; all candidates if it named none."""
+        """C_err: the Judge's conflict_ids among the candidates (empty if it named none)."""
         if verdict["Action"] != "Refresh":
             return []
-        named = [u for u in units if u.id in set(verdict["conflict_ids"])]
-        return named or list(units)
+        return [u for u in units if u.id in set(verdict["conflict_ids"])]
+
+    def _refresh_nothing(self, steps: list, verdict: dict, *, cause: str) -> None:
+        """A Refresh verdict that names no candidate as conflicting: nothing is edited, and the trace
+        (and ``refresh_log``) says so."""
+        with self.step(steps, "refresh", "Refresh verdict without conflict ids: nothing refreshed") as s:
+            s.data.update(action="skipped", why="the Judge named no conflict ids among the candidates",
+                          conflict_set=[], named_ids=list(verdict.get("conflict_ids") or []), cause=cause,
+                          updated=[], deleted=[], retention_deleted=[])
 
     def _store_turn(self, turn: Turn, con: dict, vec: np.ndarray, fact_vecs: np.ndarray) -> None:
         """Raw Text and Fact Knowledge entries for the turn, with R_t and Omega_t = (tau, d_t, speaker)."""
@@ -335,9 +374,10 @@ class AMA(MemoryMethod):
             plan = A.plan(self, text, window, where)
             k_dyn = min(max(plan["K_dyn"], 1), self.k_dyn_max)
             k = max(k_dyn, self.k_m)
-            store, routed = self._choose_store(plan["intent"])
             qvec = self._embed([plan["rewrite"]])[0]
-            hits = self.stores_[store].search_vector(qvec, k) if store else []
+            with self.write_lock:  # a concurrent question's Refresher may be editing the stores
+                store, routed = self._choose_store(plan["intent"])
+                hits = self.stores_[store].search_vector(qvec, k) if store else []
             s.hits = hits
             s.data.update(query=text, rewrite=plan["rewrite"], intent=plan["intent"],
                           intent_vector=[plan["intent"][b] for b in A.BITS], llm_memory_type=plan["llm_memory_type"],
@@ -379,7 +419,8 @@ class AMA(MemoryMethod):
                 break
             if last:
                 break
-            added = self._expand(hits, ctx, visited, rnd + 1, steps)
+            with self.write_lock:
+                added = self._expand(hits, ctx, visited, rnd + 1, steps)
             if not added:
                 break
             hits = hits + added
@@ -394,15 +435,22 @@ class AMA(MemoryMethod):
         return kept or list(hits)
 
     def _query_refresh(self, question: str, hits: list[Hit], c_err: list[MemoryUnit], now, steps) -> list[Hit]:
-        """Refresh verdict on a question: edit memory (paper) or only order the conflict newest first."""
+        """Refresh verdict on a question: edit memory (paper) or only order the conflict newest first.
+        Edits hold ``write_lock``: concurrent questions never write to a store or index at once."""
+        if self.order_dependent and not c_err:
+            self._refresh_nothing(steps, {"conflict_ids": []}, cause=f"question: {question}")
+            return list(hits)
         if not (self.refresher and self.refresh_on_query):
             why = "refresher=False" if not self.refresher else "refresh_on_query=False"
             with self.step(steps, "refresh", "Refresh verdict, memory left unchanged") as s:
                 s.data.update(action="skipped", why=why, conflict_set=[A.brief(u) for u in c_err])
             return sorted(hits, key=lambda h: self._said(h), reverse=True)
-        A.run_refresher(self, c_err, question, "question", steps, cause=f"question: {question}", trigger_turn=None,
-                        now=now)
-        return [u.hit(h.score) for h in hits if (u := self._unit(h.unit_id)) is not None]
+        with self.write_lock:
+            # another question may have edited them
+            current = [u for u in (self._unit(c.id) for c in c_err) if u is not None]
+            A.run_refresher(self, current, question, "question", steps, cause=f"question: {question}",
+                            trigger_turn=None, now=now)
+            return [u.hit(h.score) for h in hits if (u := self._unit(h.unit_id)) is not None]
 
     def _said(self, h: Hit) -> str:
         u = self._unit(h.unit_id)

@@ -128,6 +128,8 @@ RETRIEVE_SCHEMA = {
 
 # AMA Fig. 10, Judge P_jud (reworded). [ours]: relevant_ids (H_r) and conflict_ids (C_err) are added to the
 # output, because the paper's text uses both sets but its prompt returns neither (digest §10.9).
+# The example reply's "Pass" does not steer the offline 0.5B model: with a neutral example it answered
+# exactly the same (benchmarks/bench_ama_judge_example.py), so both Judge prompts keep it.
 JUDGE = """Check the retrieved memories against a question.
 
 Memories (id, date, text; may be empty):

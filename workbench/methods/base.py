@@ -61,6 +61,10 @@ class MemoryMethod:
     ``_units()``, and usually ``as_retriever()``."""
 
     name: ClassVar[str] = "base"
+    # Benchmarks on which the method is given the question date (``answer(..., now=)``); the
+    # harness passes ``now=None`` elsewhere. Each paper decides: e.g. HyMem and RecMem add it for
+    # LongMemEval only. Read it with ``uses_question_date``/``question_date_policy`` (manifest).
+    question_date_datasets: ClassVar[frozenset[str]] = frozenset({"locomo", "longmemeval"})
 
     # -- parameters (scikit-learn style) -------------------------------------------------------
     @classmethod
@@ -181,6 +185,24 @@ class MemoryMethod:
 
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
         raise NotImplementedError
+
+    @property
+    def order_dependent(self) -> bool:
+        """True when answering can edit the memory later questions see, so that answers depend on
+        question order (AMA with ``refresh_on_query``); run manifests state it."""
+        return False
+
+    @classmethod
+    def uses_question_date(cls, dataset_kind: str) -> bool:
+        """Whether the harness passes the question date on this benchmark (``QA.dataset_kind``)."""
+        return dataset_kind in cls.question_date_datasets
+
+    @classmethod
+    def question_date_policy(cls) -> dict[str, bool]:
+        """``{"locomo": bool, "longmemeval": bool}``: what a run manifest states about ``now``."""
+        from ..data.types import DATASET_KINDS
+
+        return {kind: cls.uses_question_date(kind) for kind in DATASET_KINDS}
 
     @contextmanager
     def step(self, steps: list[Step], kind: str, title: str) -> Iterator[StepBuilder]:

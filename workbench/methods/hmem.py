@@ -17,6 +17,7 @@ two structures; ``hmem_prompts`` the prompts.
 """
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Literal
 
@@ -36,8 +37,9 @@ class HMem(HMemRetrieval, MemoryMethod):
     """H-Mem (Yu et al., 2026). ``tree_nodes()`` and ``graph_`` expose the two structures.
 
     Departures from the paper:
-    - Fragments default to windows of ``fragment_turns`` turns of one session (paper: one message),
-      to cut extraction calls for small local models; ``fragment="turn"`` is the paper's setting.
+    - Fragments are one message by default (the paper's setting); ``fragment="window"`` (windows
+      of ``fragment_turns`` turns of one session) and ``"session"`` are workbench options that cut
+      extraction calls for small local models.
     - One extraction call returns events, entities and relations (the paper lists only an
       extraction and a consolidation prompt; it may use one or two calls).
     - spaCy NER fallback replaced by the speakers plus capitalised word runs (no NLP dependency);
@@ -45,7 +47,9 @@ class HMem(HMemRetrieval, MemoryMethod):
     - No reranker (the paper reranks with Qwen3-Reranker-4B); the evidence chain is ranked by F alone.
     - A new single-child parent copies its child's text instead of an LLM summary
       (``summarize_single=False``; digest §3), and summaries see at most ``max_summary_children``
-      children (the most recent).
+      children (the most recent). Such a copy is marked (``copy_of_child`` in ``tree_nodes()``,
+      ``memories()`` and ``structures()``; counted by ``tree_stats()``) until a second child or a
+      propagated summary gives it its own text.
     - Levels are activated from the age of the whole history (offline indexing), digest §10.7.
     - A week node straddling two months belongs to the month of its first event (calendar windows).
     - Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
@@ -72,7 +76,7 @@ class HMem(HMemRetrieval, MemoryMethod):
     name = "hmem"
 
     def __init__(self, *, llm=None, embedder=None,
-                 fragment: Literal["turn", "window", "session"] = "window",  # [ours] paper: one message
+                 fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
                  levels: int = 4,  # paper App. A.2: four levels
                  windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
@@ -393,6 +397,18 @@ class HMem(HMemRetrieval, MemoryMethod):
         self._check_ingested()
         return self.tree_.rows()
 
+    def tree_stats(self) -> dict:
+        """Tree shape: nodes per level, parents (level >= 2), the share of parents with more than
+        one child, and how many parents are still a verbatim copy of their single child."""
+        self._check_ingested()
+        rows = self.tree_.rows()
+        parents = [r for r in rows if r["level"] >= 2]
+        multi = sum(1 for r in parents if len(r["children"]) > 1)
+        return {"nodes": len(rows), "per_level": dict(sorted(Counter(r["level"] for r in rows).items())),
+                "parents": len(parents), "multi_child_parents": multi,
+                "multi_child_share": multi / len(parents) if parents else 0.0,
+                "single_child_copies": sum(1 for r in parents if r["copy_of_child"])}
+
     def structures(self) -> dict:
         """Plain JSON for the structure views (``widgets.tree_view``, ``widgets.graph_view``): the tree
         rows, the window name per level, and the entity graph (nodes with type, aliases, provenance
@@ -417,7 +433,7 @@ class HMem(HMemRetrieval, MemoryMethod):
             rows.append({"id": r["id"], "kind": "event" if r["level"] == 1 else "summary", "text": r["summary"],
                          "source_ids": r["source_ids"], "time": r["start"],
                          **{k: r[k] for k in ("level", "parent", "children", "window", "start", "end", "n_m",
-                                              "r_m", "fragment_ids")}})
+                                              "r_m", "fragment_ids", "copy_of_child")}})
         for node, a in self.kg_.graph.nodes(data=True):
             profile = a["profile"]
             rows.append({"id": node, "kind": "entity", "text": a["name"], "source_ids": list(a["source_ids"]),

@@ -99,7 +99,8 @@ class TreeNode:
 
     ``anchor`` is the time used to put the node into its parent's window (a leaf's own time, a
     summary's first child's anchor); ``start``/``end`` the interval it covers; ``n_m`` how often it
-    was consolidated and ``r_m`` when last (eq. 2).
+    was consolidated and ``r_m`` when last (eq. 2). ``copy_of`` is the child id while a summary is
+    only its single child's text copied (``summarize_single=False``), else None.
     """
 
     id: str
@@ -115,12 +116,14 @@ class TreeNode:
     children: list[str] = field(default_factory=list)
     source_ids: list[str] = field(default_factory=list)
     fragment_ids: list[str] = field(default_factory=list)
+    copy_of: str | None = None
 
     def row(self) -> dict:
         return {"id": self.id, "level": self.level, "parent": self.parent, "children": list(self.children),
                 "summary": self.text, "window": self.window, "start": self.start.isoformat(),
                 "end": self.end.isoformat(), "n_m": self.n_m, "r_m": self.r_m.isoformat(),
-                "source_ids": list(self.source_ids), "fragment_ids": list(self.fragment_ids)}
+                "source_ids": list(self.source_ids), "fragment_ids": list(self.fragment_ids),
+                "copy_of_child": self.copy_of}
 
 
 Summarize = Callable[[TreeNode, list[TreeNode]], str]
@@ -239,6 +242,7 @@ class HTree:
     def _resummarize(self, node: TreeNode, summarize: Summarize, embed: Embed) -> tuple[str, str]:
         before = node.text
         node.text = summarize(node, [self.nodes[c] for c in node.children])
+        node.copy_of = None
         if node.text != before:
             self.vectors[node.id] = np.asarray(embed([node.text])[0], dtype=np.float32)
         return before, node.text
@@ -271,9 +275,12 @@ class HTree:
         if summarize_single:
             z.text = summarize(z, [x])
             vector = embed([z.text])[0]
+        else:
+            z.copy_of = x.id
         self._put(z, vector)
         ops.append({"op": "SUMMARIZE", "node": z.id, "level": z.level, "before": None, "after": z.text,
-                    "reason": "new parent", "child": x.id, **decision})
+                    "reason": "new parent" if summarize_single else "new parent (copy of its single child)",
+                    "child": x.id, **decision})
         self._insert(z, t, ops, summarize, embed, propagate, summarize_single)
 
     # -- search -----------------------------------------------------------------------------------

@@ -20,6 +20,10 @@ from .hymem_segment import Level2Retriever, Span, clean_llm_spans, event_text, n
 from .store import MemoryUnit, UnitStore
 
 
+# Tier of a round whose deep generator failed: its answer is the light one (empty without light).
+DEEP_FAILED = "deep_failed"
+
+
 def _err(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -62,8 +66,11 @@ class HyMem(MemoryMethod):
        nothing; if f_gamma selects nothing, the events of the top ``fallback_top`` candidates are
        used; at most ``max_level2`` events (best-ranked first) reach G_gamma, in chronological
        order; a failed or empty summary keeps the raw event text as its Level-1 item so the
-       event stays reachable. Every failure is recorded (trace ``error`` or ``failures_``).
-    7. The question date (``now``, LongMemEval) is given to both generators (digest §10.3).
+       event stays reachable. A failed G_gamma reply keeps the round's light answer, recorded as
+       tier ``"deep_failed"`` (never as a deep answer; ``last_deep`` skips it). Every
+       failure is recorded (trace ``error`` or ``failures_``).
+    7. The question date (``now``) is given to both generators on LongMemEval only (digest §10.3;
+       ``question_date_datasets``: the harness passes ``now=None`` on LoCoMo).
     8. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
        generator whose answer is returned (that round's Level-1 hits, or its Level-2 events); the
        pool carries earlier rounds' answers as text only, and their hits stay in their steps.
@@ -78,6 +85,7 @@ class HyMem(MemoryMethod):
     """
 
     name = "hymem"
+    question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
                  top_k: int = 10,  # k; paper §4.1, App. A.1
@@ -263,12 +271,17 @@ class HyMem(MemoryMethod):
         return self._finish(question, rounds, pool, done, steps, now)
 
     def _round(self, i, query, q0, pool, now, steps) -> tuple[str, str, list[Hit]]:
-        light_answer = ""
+        """(answer, tier, hits). Tier ``"deep"`` only when G_gamma answered; when it failed the
+        round's answer is the light one (tier ``DEEP_FAILED``, with the light hits), never a
+        light answer labelled deep."""
+        light_answer, light_hits = "", []
         if self.light:
-            ok, light_answer, hits = self._light(i, query, q0, pool, now, steps)
+            ok, light_answer, light_hits = self._light(i, query, q0, pool, now, steps)
             if ok or not self.deep:
-                return light_answer, "light", hits
-        answer, hits = self._deep(i, query, q0, pool, now, steps, light_answer)
+                return light_answer, "light", light_hits
+        answer, hits, failed = self._deep(i, query, q0, pool, now, steps, light_answer)
+        if failed:
+            return light_answer, DEEP_FAILED, light_hits
         return answer, "deep", hits
 
     def _light(self, i, query, q0, pool, now, steps) -> tuple[bool, str, list[Hit]]:
@@ -287,7 +300,7 @@ class HyMem(MemoryMethod):
                           escalate=finished != 0 and self.deep, error=error)
         return finished == 0, answer, hits
 
-    def _deep(self, i, query, q0, pool, now, steps, light_answer) -> tuple[str, list[Hit]]:
+    def _deep(self, i, query, q0, pool, now, steps, light_answer) -> tuple[str, list[Hit], bool]:
         with self.step(steps, "deep", f"Round {i + 1}: deep module, top-{self.deep_top_n} + LLM selection") as s:
             candidates = self.index_.search(query, self.deep_top_n)
             selected, batches = self._select(query, candidates)
@@ -298,17 +311,21 @@ class HyMem(MemoryMethod):
             memories = "\n\n".join(f"[{h.unit_id}] {h.text}" for h in context) or "(no memories found)"
             prompt = P.DEEP.format(memories=memories, pool=self._pool_text(pool), now_line=self._now_text(now),
                                    question=q0)
+            fallback_answer = None
             try:
                 answer, error = self._ask(prompt, P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
-            except LLMError as exc:  # keep the light module's answer (possibly empty)
+            except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such
                 answer, error = light_answer, _err(exc)
+                fallback_answer = "light" if self.light else "none"
             s.hits = context
             s.data.update(round=i, query=query, candidates=[h.unit_id for h in candidates],
                           candidate_scores=[round(h.score, 4) for h in candidates], batches=batches,
                           selected=selected, fallback=fallback, context_ids=[h.unit_id for h in context],
                           level2=[h.unit_id for h in context if h.kind == "L2"], dropped=dropped,
-                          answer=answer, error=error)
-        return answer, context
+                          answer=answer, error=error, fallback_answer=fallback_answer)
+            if error is not None:
+                s.title += f" (generator failed: {'light answer kept' if self.light else 'no answer'})"
+        return answer, context, error is not None
 
     def _select(self, query: str, candidates: list[Hit]) -> tuple[list[str], list[dict]]:
         """f_gamma over batches of ``batch_size`` candidates (Eq. 1), concurrently."""
@@ -457,12 +474,16 @@ def summary_stats(answers: list[Answer]) -> dict:
 
     ``deep_ratio``: share of answers whose trace reached the deep module (per question);
     ``deep_round_ratio``: share of rounds that went deep (digest §10.10's other reading);
-    ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting.
+    ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting;
+    ``deep_generator_failures``: deep rounds whose G_gamma call failed (their round kept the light
+    answer, tier ``deep_failed``); ``deep_answer_ratio``: share of returned answers that
+    G_gamma wrote.
     """
     n = len(answers)
     if n == 0:
-        return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0}
-    rounds = deep_rounds = deep_answers = limit = 0
+        return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0,
+                "deep_generator_failures": 0, "deep_answer_ratio": 0.0}
+    rounds = deep_rounds = deep_answers = limit = failed = deep_final = 0
     for a in answers:
         tiers: dict[int, set] = {}
         for s in a.steps:
@@ -470,8 +491,13 @@ def summary_stats(answers: list[Answer]) -> dict:
                 tiers.setdefault(s.data.get("round", 0), set()).add(s.kind)
             if s.kind == "final" and s.data.get("round_limit_hit"):
                 limit += 1
+            if s.kind == "final" and s.data.get("tier") == "deep":
+                deep_final += 1
+            if s.kind == "deep" and s.data.get("error"):
+                failed += 1
         rounds += len(tiers)
         deep_rounds += sum("deep" in t for t in tiers.values())
         deep_answers += any("deep" in t for t in tiers.values())
     return {"n": n, "deep_ratio": deep_answers / n, "mean_rounds": rounds / n,
-            "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n}
+            "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
+            "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}

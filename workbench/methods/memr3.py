@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..data import Conversation
-from ..llm.errors import LLMError
+from ..llm.errors import CacheMiss, LLMError
 from ..trace import Answer, Hit
 from . import memr3_prompts as P
 from .answer_prompt import shared_prompt
@@ -75,9 +75,14 @@ class MemR3(MemoryMethod):
       turn, writes ``timestamp | speaker: text`` and drops captions.
     - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
     - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
-    - The empty-retrieval guard looks only at a batch just retrieved (digest §10.3); "the backend can
-      still return new items" is: no masked retrieval came back empty and fewer ids were seen than
-      the backend holds (when it tells its size).
+    - The reflect directive is forced right after an empty retrieval and also whenever the backend
+      has nothing new left (digest §6); "the backend can still return new items" is: no masked
+      retrieval came back empty (a failed search does not count) and fewer ids were seen than the
+      backend holds (when it tells its size). With nothing left and the reflect streak at
+      ``n_cap``, answer is forced (guard ``nothing_left``; Alg. 1 would reflect until the budget).
+    - A failed backend search (LLMError) is recorded in its retrieve step (``error``) and counted
+      (``backend_errors``); the batch is empty, so reflect is forced, but the backend is not marked
+      exhausted. Replay-cassette misses absorbed by any fallback are flagged ``cache_miss``.
     - The mask is hard and also enforced here (a hit the backend returns despite ``exclude`` is
       dropped and recorded); the [code]'s Zep soft mask (backfill) is not reproduced.
     - A failed router call (ParseError/LLMError after the client's repair and retry) keeps the
@@ -86,20 +91,28 @@ class MemR3(MemoryMethod):
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
     - The answer prompt asks for a short phrase, not visible step-by-step work, so token F1 compares
-      with the other methods (the paper scores only the LLM judge).
+      with the other methods (the paper scores only the LLM judge). It also says the draft comes
+      from the same evidence and is kept when supported: Eq. 6 gives p_w the draft, but Zep's prompt
+      does not say how to use it. Like the paper, it has no "not mentioned" escape and allows a
+      cautious inference grounded in limited evidence (App. A.1).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of
       snippets, the ones in front of the last router call that wrote the evidence and draft the
       answer call reads (paper Eq. 6: the answer call never sees raw snippets). Earlier batches
       reach it only through evidence text without provenance; every hit stays in the retrieve steps.
     - Native answer prompt vs the fair-arena one (``answer_prompt="shared"``): both get the evidence
       bullets and the draft only; the native one (Zep-derived) adds "look for direct evidence",
-      "be specific about people, places and events", a worked date example and "a short phrase"
-      with no word count; the shared one has the common six-word rule and abstention phrase.
-    - The question date (LongMemEval) is shown to the router and the answer call when given.
+      "be specific about people, places and events", a worked date example, the draft rule and the
+      cautious-inference permission, with no word count; the shared one has the common six-word rule
+      and abstention phrase.
+    - The question date is shown to the router and the answer call on LongMemEval only
+      (``question_date_datasets``; the paper's LoCoMo prompts have none, [code]'s LongMemEval loader
+      adds it).
     Token accounting follows [code]: a batch shown again after a reflect is counted again.
     """
 
     name = "memr3"
+    # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
+    question_date_datasets = frozenset({"longmemeval"})
 
     def __init__(self, *, llm=None, embedder=None,
                  backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper §4.1)
@@ -230,21 +243,24 @@ def retrieve_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     delta = state.last_query if run.delta_query else None
     query = retrieval_query(state.question, delta, use_delta=run.delta_query)
     exclude = state.seen_ids if run.mask else frozenset()
-    error = None
+    error = cache_miss = None
     try:
         raw = run.retriever.search(query, run.n_chk, exclude=exclude)
     except LLMError as exc:  # a backend whose search calls an LLM: recorded, this batch is empty
-        raw, error = [], f"{type(exc).__name__}: {exc}"
+        raw, error, cache_miss = [], f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
     hits, dropped = _enforce_mask(raw, exclude, run.n_chk)
     ids = [h.unit_id for h in hits]
     known = {h.unit_id for h in state.retrieved}
     s.title = f"Iteration {state.k}: retrieve {len(hits)} new" if state.k else f"Initial retrieval: {len(hits)} hits"
     s.hits = list(hits)
+    # A failed search says nothing about what the backend still holds: it never marks it exhausted.
+    exhausted = state.exhausted or (run.mask and not hits and error is None)
     s.data.update(iteration=state.k, query=query, delta_query=delta, retrieved_ids=ids,
-                  masked_ids=sorted(exclude), dropped_ids=dropped, error=error)
+                  masked_ids=sorted(exclude), dropped_ids=dropped, error=error, cache_miss=bool(cache_miss),
+                  backend_exhausted=exhausted)
     return {"snippets": hits, "seen_ids": state.seen_ids | set(ids), "just_retrieved": True,
             "retrieved": state.retrieved + tuple(h for h in hits if h.unit_id not in known),
-            "exhausted": state.exhausted or (run.mask and not hits)}
+            "exhausted": exhausted, "backend_errors": state.backend_errors + (error is not None)}
 
 
 def _enforce_mask(raw: Sequence[Hit], exclude: frozenset, k: int) -> tuple[tuple[Hit, ...], list[str]]:
@@ -263,10 +279,11 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Generate + router (paper Eq. 3, Alg. 1): rewrite E and G, decide, attach the payload."""
     more = has_more(state, mask=run.mask, total=run.total)
     forced, guard_name = guard(state, n_max=run.n_max, n_cap=run.n_cap, more=more, reflect=run.reflect)
-    reply, error = _call_router(state, run, forced)
+    reply, error, cache_miss = _call_router(state, run, forced)
     proposed = reply.get("decision") if reply is not None else None
     action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more)
-    fallback = invalid if reply is not None else (None if forced else "router call failed")
+    # A failed call is a fallback even under a guard: evidence and gaps are the previous ones.
+    fallback = invalid if reply is not None else "router call failed" + (" (cassette miss)" if cache_miss else "")
     reply = reply or {}
     evidence = normalize_evidence(reply["evidence"]) if "evidence" in reply else state.evidence
     gaps = normalize_gaps(reply["gaps"]) if "gaps" in reply else state.gaps
@@ -284,7 +301,8 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
         changes["draft"] = _text(reply.get("detailed_answer"))
     s.title = f"Iteration {state.k + 1}: {action}" + (f" (forced: {guard_name})" if guard_name else "")
     s.data.update(iteration=state.k + 1, directive=forced or "default", forced=guard_name, proposed=proposed,
-                  action=action, fallback=fallback, error=error, evidence=list(evidence), gaps=list(gaps),
+                  action=action, fallback=fallback, error=error, cache_miss=cache_miss,
+                  evidence=list(evidence), gaps=list(gaps),
                   delta_query=delta, delta_source=delta_source, reasoning=changes.get("reasoning"),
                   draft_answer=changes.get("draft"), retrieved_ids=[h.unit_id for h in state.snippets],
                   masked_ids=sorted(state.seen_ids) if run.mask else [], reflect_streak=state.reflect_streak,
@@ -296,8 +314,9 @@ def _text(value) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _call_router(state: RouterState, run: Run, forced: str | None) -> tuple[dict | None, str | None]:
-    """One generate call; (parsed reply, None) or (None, error text) when the client gave up."""
+def _call_router(state: RouterState, run: Run, forced: str | None) -> tuple[dict | None, str | None, bool]:
+    """One generate call: (parsed reply, None, False), or (None, error text, whether the error was
+    a replay cassette's miss) when the client gave up."""
     actions = allowed_actions(run.reflect)
     if forced:
         directive = P.DIRECTIVE_FORCED.format(action=forced)
@@ -313,10 +332,10 @@ def _call_router(state: RouterState, run: Run, forced: str | None) -> tuple[dict
     try:
         parsed = run.llm.complete(messages, schema=P.router_schema(actions), role="memr3.router").parsed
     except LLMError as exc:  # ParseError included: recorded in the step, fallback in resolve()
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
     if not isinstance(parsed, dict):
-        return None, f"reply is not a JSON object: {parsed!r}"[:300]
-    return parsed, None
+        return None, f"reply is not a JSON object: {parsed!r}"[:300], False
+    return parsed, None, False
 
 
 def _bullets(items: Sequence[str]) -> str:
@@ -339,15 +358,18 @@ def answer_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     else:
         prompt = P.ANSWER.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE, draft=state.draft or P.NO_DRAFT,
                                  now_line=question_date_line(run.now), question=state.question)
-    error = None
+    error = fallback = None
+    cache_miss = False
     try:
         text = run.llm.complete(prompt, role="memr3.answer").text.strip()
     except LLMError as exc:  # recorded; the draft (if any) stands in for the answer
-        error = f"{type(exc).__name__}: {exc}"
+        error, cache_miss = f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
+        fallback = "draft answer" if state.draft else "no answer"
         text = state.draft or "Not mentioned in the conversation"
-    s.title = "Answer from question, draft and evidence"
+    s.title = "Answer from question, draft and evidence" + (f" (fallback: {fallback})" if fallback else "")
     s.data.update(iteration=state.k, answer=text, draft_answer=state.draft, evidence=list(state.evidence),
-                  gaps=list(state.gaps), error=error)
+                  gaps=list(state.gaps), error=error, fallback=fallback, cache_miss=cache_miss,
+                  backend_errors=state.backend_errors)
     return {"answer": text}
 
 
@@ -361,7 +383,9 @@ def summary_stats(answers: Sequence[Answer]) -> dict:
     ``mean_iterations``: router calls per question; ``iterations_histogram``: questions per count;
     ``forced_share``: per guard, the share of all router steps it forced; ``budget_reached_share``:
     questions whose last router step was forced by the budget; ``fallbacks``: router steps whose
-    action came from the fallback (failed call or invalid decision).
+    action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
+    steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
+    was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals.
     """
     routers = [[s for s in a.steps if s.kind == "router"] for a in answers]
     steps = [s for r in routers for s in r]
@@ -377,4 +401,7 @@ def summary_stats(answers: Sequence[Answer]) -> dict:
                                  if n else 0.0),
         "actions": dict(Counter(s.data.get("action") for s in steps)),
         "fallbacks": sum(1 for s in steps if s.data.get("fallback")),
+        "answer_fallbacks": sum(1 for a in answers for s in a.steps if s.kind == "answer" and s.data.get("fallback")),
+        "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
+        "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
     }

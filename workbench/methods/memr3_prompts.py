@@ -71,7 +71,9 @@ def router_schema(actions) -> dict:
 
 
 # MemR3 answer prompt p_w, which the paper takes from Zep (rasmussen2025zep); reworded, inputs are
-# the question, the draft answer and the evidence only (never raw snippets, paper Eq. 6).
+# the question, the draft answer and the evidence only (never raw snippets, paper Eq. 6). Like
+# Zep's prompt it has no "not mentioned" escape; it keeps App. A.1's permission to state what is
+# known or make cautious inferences grounded in limited evidence.
 # [ours] asks for a short answer instead of visible step-by-step work (see MemR3's departures).
 ANSWER = """You answer a question about a long conversation from evidence gathered out of its memories. Dates in the evidence say when things happened.
 
@@ -82,9 +84,10 @@ Draft answer: {draft}
 {now_line}
 How to answer:
 - Look for direct evidence; if pieces conflict, trust the most recent one.
+- The draft was written from the same evidence; keep it when the evidence supports it.
 - Turn relative times ("yesterday", "last week") into absolute dates, months or years. For example, "yesterday" in a message of 15 March 2023 means 14 March 2023.
 - Be specific about people, places and events.
-- If the evidence does not answer the question, say "Not mentioned in the conversation".
+- If the evidence is limited, give what it does show, or a cautious inference grounded in it.
 - Reply with the answer only, as a short phrase, without explanation.
 
 Question: {question}

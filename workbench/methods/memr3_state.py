@@ -28,7 +28,8 @@ ACTIONS: tuple[str, ...] = ("retrieve", "answer", "reflect")  # [code] the route
 GUARD_BUDGET = "budget"                # paper Alg. 1 line 3: k >= n_max -> answer
 GUARD_EMPTY = "empty_retrieval"        # paper Alg. 1 line 5: S_{k-1} empty -> reflect
 GUARD_STREAK = "reflect_streak"        # paper Alg. 1 line 7: n_streak >= n_cap -> retrieve
-GUARDS: tuple[str, ...] = (GUARD_BUDGET, GUARD_EMPTY, GUARD_STREAK)
+GUARD_NOTHING_LEFT = "nothing_left"    # digest §6 "no useful retrieval left": reflect; [ours] answer at the cap
+GUARDS: tuple[str, ...] = (GUARD_BUDGET, GUARD_EMPTY, GUARD_STREAK, GUARD_NOTHING_LEFT)
 
 # Words the tracker may use for "nothing is missing" (digest §10.5: normalise gaps to a list).
 _CLOSED_GAP = {"", "none", "none.", "no gaps", "no gaps.", "n/a", "nothing", "-"}
@@ -55,6 +56,7 @@ class RouterState:
     retrieved: tuple[Hit, ...] = ()          # every hit of this question, in order (steps' hits)
     just_retrieved: bool = False
     exhausted: bool = False
+    backend_errors: int = 0                  # retrievals of this question that failed (recorded)
     reasoning: str | None = None             # F, the latest reflect reasoning
     last_query: str | None = None            # the latest delta-q ("Prior query" in the prompt)
     draft: str | None = None                 # w_k, the draft answer
@@ -87,12 +89,17 @@ def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bo
           ) -> tuple[str | None, str | None]:
     """Alg. 1 for the coming iteration k = state.k + 1: (forced action, guard name) or (None, None).
 
-    Priority as in the paper: budget, then empty retrieval, then reflect streak.
+    Priority as in the paper: budget, then no useful retrieval (empty / nothing left), then reflect
+    streak.
     - budget: k >= n_max forces answer, so n_max counts generate calls and n_max=1 is one
       forced-answer call (digest §10.2).
-    - empty retrieval: only right after a retrieve that returned nothing (digest §10.3; applying it
-      after a reflect too would loop on reflect). With ``reflect=False`` there is no reflect node:
-      [ours] force answer instead (a masked retrieval that came back empty cannot improve).
+    - empty retrieval: right after a retrieve that returned nothing, force reflect.
+    - nothing left: whenever the backend can return no new item (``more`` False), force reflect
+      too (digest §6: the forced reflect means "no useful retrieval left"), so the router is never
+      offered a retrieval that can only come back empty. [ours] Once the reflect streak is at
+      ``n_cap`` with nothing left, force answer: the streak guard's retrieve can bring nothing, and
+      reflecting again until the budget (the literal Alg. 1) only repeats the same call.
+    - With ``reflect=False`` there is no reflect node: [ours] both force answer instead.
     - reflect streak: only while the backend can still return new items ([code]).
     """
     k = state.k + 1
@@ -100,7 +107,9 @@ def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bo
         return "answer", GUARD_BUDGET
     if state.just_retrieved and not state.snippets:
         return ("reflect" if reflect else "answer"), GUARD_EMPTY
-    if reflect and state.reflect_streak >= n_cap and more:
+    if not more:
+        return ("reflect" if reflect and state.reflect_streak < n_cap else "answer"), GUARD_NOTHING_LEFT
+    if reflect and state.reflect_streak >= n_cap:
         return "retrieve", GUARD_STREAK
     return None, None
 

@@ -100,6 +100,7 @@ class RecMem(RecMemInspection, MemoryMethod):
     """
 
     name = "recmem"
+    question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
                  theta_sim: float = 0.7,  # paper §4: 0.7 LoCoMo / 0.6 LongMemEval (text-embedding-3-small)

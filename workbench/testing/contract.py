@@ -2,15 +2,19 @@
 
 Each check is a small function ``check_x(make_method, conversation)`` where ``make_method()``
 returns a fresh, unbuilt method wired to a ``ScriptedLLM`` (or any LLM) and a ``HashEmbedder``.
-``CHECKS`` lists them; ``tests/test_contract.py`` runs all of them over every registered method.
+``CHECKS`` lists them; ``tests/test_contract.py`` runs all of them over every registered method
+(one parametrised suite; a method added to the registry without a configuration there fails it).
 """
 from __future__ import annotations
 
 import inspect
 import tempfile
+from dataclasses import replace
 from typing import Callable
 
-from ..data import Conversation
+from ..data import QA, Conversation, Session
+from ..data.types import GOLD_TURN_EXTRAS
+from ..llm.ledger import track
 from ..methods.base import MemoryMethod, NotIngestedError
 from ..trace import Answer, MemoryEvent
 
@@ -133,7 +137,46 @@ def check_retriever(make: MakeMethod, conv: Conversation) -> None:
         assert hits[0].unit_id not in {h.unit_id for h in again}, "exclude must mask ids"
 
 
+# A gold answer no conversation contains: if it reaches a prompt or the memory, a label leaked.
+GOLD_PROBE = "Xylophanic-Quagmire-4471"
+GOLD_QA_ID = "leak-probe-q1_abs"
+
+
+def with_gold_labels(conv: Conversation) -> Conversation:
+    """``conv`` loaded the way a benchmark could label it: every turn flagged ``has_answer`` (as
+    LongMemEval does) and one QA whose gold answer is ``GOLD_PROBE``."""
+    sessions = tuple(Session(s.id, s.date_time, tuple(replace(t, extras={**t.extras, "has_answer": True})
+                                                      for t in s.turns), s.date_text) for s in conv.sessions)
+    first = conv.qa[0] if conv.qa else None
+    qa = QA(GOLD_QA_ID, first.question if first else "What happened?", GOLD_PROBE, 1,
+            (sessions[0].turns[0].id,), first.time if first else None, {"abstention": True})
+    return Conversation(conv.id, conv.speakers, sessions, (qa,), conv.source)
+
+
+def prompt_texts(calls) -> list[str]:
+    """Every message text of the recorded LLM calls."""
+    return [str(m.get("content", "")) if isinstance(m, dict) else str(m) for c in calls for m in c.messages]
+
+
+def check_no_gold_reaches_method(make: MakeMethod, conv: Conversation) -> None:
+    """No gold-revealing field or id reaches the method's state, memory or any prompt it sends."""
+    labelled = with_gold_labels(conv)
+    with track() as calls:
+        m = make().ingest(labelled)
+        m.answer(labelled.qa[0].question, now=labelled.qa[0].time)
+    seen = m.conversation_
+    assert seen.qa == (), "the method kept the gold QA list"
+    for t in seen.turns:
+        leaked = GOLD_TURN_EXTRAS & set(t.extras or {})
+        assert not leaked, f"turn {t.id} reached the method with gold extras {sorted(leaked)}"
+    texts = prompt_texts(calls)
+    for needle in (GOLD_PROBE, GOLD_QA_ID, "has_answer"):
+        assert not any(needle in text for text in texts), f"{needle!r} reached a prompt"
+    memory = " ".join(str(v) for v in m.memories().astype(str).to_numpy().ravel())
+    assert GOLD_PROBE not in memory and "has_answer" not in memory, "a gold label reached the memory"
+
+
 CHECKS = [check_init_stores_params_verbatim, check_params_round_trip, check_answer_before_ingest_raises,
           check_ingest_then_answer, check_trace_json_round_trip, check_units_have_provenance,
           check_context_hits_have_provenance, check_reingest_resets_state, check_ingest_never_sees_labels,
-          check_save_load, check_retriever]
+          check_save_load, check_retriever, check_no_gold_reaches_method]
