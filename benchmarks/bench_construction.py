@@ -1,14 +1,19 @@
-"""Construction cost of RecMem against EagerFacts on the same turns (issue #8).
+"""Construction cost of RecMem against Mem0Style and the eager floor on the same turns (issues #8, #18).
 
 RecMem's claim (paper abstract and §5: up to 87% fewer construction tokens than Mem0) rests on not
 calling the LLM for most turns: exchanges sit in the subconscious store until a recurrence trigger
-fires. ``EagerFacts`` is the workbench's Mem0-style stand-in: one extraction call per exchange. Both
-are built on the same turns with the same LLM and embedder, and every construction call is counted
-(calls, prompt / completion tokens, by role, failures).
+fires. ``Mem0Style`` reproduces the structure of Mem0's LoCoMo pipeline (per-speaker extraction with
+a long few-shot prompt, then an ADD/UPDATE/DELETE/NONE call against retrieved memories): the
+paper's reference. ``EagerFloor`` (formerly EagerFacts) is the cheapest eager construction, one short
+extraction call per exchange: a floor. All are built on the same turns with the same LLM and
+embedder, and every construction call is counted (calls, prompt / completion tokens, by role,
+failures); the output states RecMem / Mem0Style and RecMem / floor ratios and each method's
+construction tokens per exchange.
 
 Inputs:
-- ``sample``: the demo slice (``workbench.demo.demo_conversation``, 4 sessions of sample-1), replayed
-  from the committed demo cassette;
+- ``sample``: the demo slice (``workbench.demo.demo_conversation``, 4 sessions of sample-1): RecMem and
+  the floor replay the committed demo cassette, Mem0Style its own cassette
+  ``benchmarks/results/cassettes/construction_mem0_sample.jsonl`` (recorded with ``--live``);
 - ``locomo``: the first ``--sessions`` sessions (default 2, 35 turns) of the first conversation in
   ../shared/data/locomo/locomo10_dev.json (skipped cleanly when the file is absent), through the
   cassette ``benchmarks/results/cassettes/construction_locomo.jsonl``.
@@ -16,11 +21,13 @@ Inputs:
 By default both replay their cassette (no model); a call missing from it is reported ("not in
 cassette") instead of being run. ``--live`` runs the offline model (``default_llm()``, or
 ``WORKBENCH_LLM``) for missing calls and appends them to the cassette, which is how the committed
-recording was made. Methods use ``workbench.demo.demo_methods`` parameters (RecMem thresholds
-recalibrated for MiniLM, the demo's embedder).
+recordings were made (the demo cassette itself is never written). Methods use
+``workbench.demo.demo_methods`` parameters (the demo's recorded configuration: RecMem thresholds
+hand-set for MiniLM, the demo's embedder). The floor's calls were recorded under its old name
+``eager_facts``; the prompts are the same and the cassette key has no role, so ``eager_floor`` replays them.
 
 Writes benchmarks/results/construction.json.
-Usage: python -m benchmarks.bench_construction [--live] [--sessions 3] [--only sample|locomo]
+Usage: python -m benchmarks.bench_construction [--live] [--sessions 3] [--only sample|locomo] [--methods mem0_style]
 """
 from __future__ import annotations
 
@@ -35,16 +42,20 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 LOCOMO_CASSETTE = RESULTS / "cassettes" / "construction_locomo.jsonl"
-METHODS = ("recmem", "eager_facts")
+MEM0_SAMPLE_CASSETTE = RESULTS / "cassettes" / "construction_mem0_sample.jsonl"
+METHODS = ("recmem", "mem0_style", "eager_floor")
+FLOOR_NAMES = ("eager_floor", "eager_facts")  # the floor, under its new or its deprecated name
 
 
-def _llm(cassette: Path, live: bool):
+def _llm(cassette: Path, live: bool, inner=None, model: str | None = None):
+    """Replay ``cassette`` (``model`` names the model when it does not exist yet: every call then
+    misses and is reported), or with ``live`` run ``inner`` for missing calls and record them."""
     from workbench.llm import CachedLLM, default_llm
 
     if live:
         cassette.parent.mkdir(parents=True, exist_ok=True)
-        return CachedLLM(default_llm(), cassette, mode="auto")
-    return CachedLLM.replay(cassette)
+        return CachedLLM(inner or default_llm(), cassette, mode="auto")
+    return CachedLLM.replay(cassette, model=None if cassette.exists() else model)
 
 
 def locomo_slice(sessions: int):
@@ -93,34 +104,61 @@ def build(name: str, conv, llm, embedder) -> dict:
             "recorded_failures": len(getattr(method, "failures_", []) or [])}
 
 
-def compare(conv, llm, embedder, label: str) -> dict:
-    rows = {name: build(name, conv, llm, embedder) for name in METHODS}
-    rec, eager = rows["recmem"], rows["eager_facts"]
+def _div(a, b):
+    return round(a / b, 3) if b else None
 
-    def div(a, b):
-        return round(a / b, 3) if b else None
 
-    out = {"input": label, "turns": len(conv.turns), "sessions": len(conv.sessions),
-           "exchanges_eager": rows["eager_facts"]["by_role"].get("eager_facts.extract", {}).get("calls"),
-           "methods": rows,
-           "recmem_vs_eager_facts": {"token_ratio": div(rec["total_tokens"], eager["total_tokens"]),
-                                     "call_ratio": div(rec["calls"], eager["calls"]),
-                                     "token_saving_pct": round(100 * (1 - rec["total_tokens"] / eager["total_tokens"]), 1)
-                                     if eager["total_tokens"] else None}}
+def ratio(rec: dict, other: dict) -> dict:
+    """RecMem's construction tokens and calls over another method's (None where the other made none)."""
+    ok = rec["status"] == "ok" and other["status"] == "ok"
+    return {"token_ratio": _div(rec["total_tokens"], other["total_tokens"]) if ok else None,
+            "call_ratio": _div(rec["calls"], other["calls"]) if ok else None,
+            "token_saving_pct": round(100 * (1 - rec["total_tokens"] / other["total_tokens"]), 1)
+            if ok and other["total_tokens"] else None,
+            "status": "ok" if ok else f"not comparable ({rec['status']} / {other['status']})"}
+
+
+def compare(conv, llm, embedder, label: str, *, methods=METHODS,
+            llms: dict | None = None) -> dict:
+    """Build each method on ``conv`` (``llms`` maps a method to its own LLM/cassette, else ``llm``)."""
+    from workbench.methods.common import exchanges
+
+    rows = {name: build(name, conv, (llms or {}).get(name, llm), embedder) for name in methods}
+    n_ex = sum(len(exchanges(s)) for s in conv.sessions)
+    for r in rows.values():
+        r["tokens_per_exchange"] = _div(r["total_tokens"], n_ex)
+    floor = next((n for n in FLOOR_NAMES if n in rows), None)
+    out = {"input": label, "turns": len(conv.turns), "sessions": len(conv.sessions), "exchanges": n_ex,
+           "exchanges_eager": rows[floor]["by_role"].get(f"{floor}.extract", {}).get("calls") if floor else None,
+           "floor_method": floor, "methods": rows}
+    if "recmem" in rows and floor:
+        out["recmem_vs_floor"] = ratio(rows["recmem"], rows[floor])
+        out["recmem_vs_eager_facts"] = out["recmem_vs_floor"]  # the old key, for readers of earlier results
+    if "recmem" in rows and "mem0_style" in rows:
+        out["recmem_vs_mem0_style"] = ratio(rows["recmem"], rows["mem0_style"])
     for r in rows.values():
         print(f"{label} {r['method']}: {r['status']} calls={r['calls']} tokens={r['total_tokens']} "
               f"failed={r['failed_calls']} live={r['live_calls']} wall={r['wall_s']}s", flush=True)
     return out
 
 
-def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path = RESULTS) -> dict:
+def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path = RESULTS, methods=None) -> dict:
     from workbench.demo import CASSETTE, demo_conversation, demo_embedder
 
     embedder = demo_embedder()
-    out: dict = {"live": live, "note": "construction calls only (no questions); EagerFacts = one extraction "
-                                      "call per exchange (Mem0-style stand-in)"}
+    out: dict = {"live": live, "note": "construction calls only (no questions); Mem0Style = Mem0's pipeline shape "
+                                      "(per-speaker extraction + ADD/UPDATE/DELETE/NONE per fact); floor = "
+                                      "EagerFloor, one extraction call per exchange"}
+    inner = None
+    if live:
+        from workbench.llm import default_llm
+
+        inner = default_llm()
     if only in (None, "sample"):
-        out["sample"] = compare(demo_conversation(), _llm(CASSETTE, False), embedder, "sample")
+        names = methods or METHODS
+        demo = _llm(CASSETTE, False)
+        out["sample"] = compare(demo_conversation(), demo, embedder, "sample", methods=names,
+                                llms={"mem0_style": _llm(MEM0_SAMPLE_CASSETTE, live, inner, model=demo.model)})
     if only in (None, "locomo"):
         if not LOCOMO.exists():
             out["locomo"] = {"status": f"skipped: {LOCOMO.name} not found beside the project"}
@@ -128,7 +166,8 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
             out["locomo"] = {"status": f"skipped: no cassette {LOCOMO_CASSETTE.name}; record it with --live"}
         else:
             conv = locomo_slice(sessions)
-            out["locomo"] = compare(conv, _llm(LOCOMO_CASSETTE, live), embedder, f"locomo {conv.id}")
+            out["locomo"] = compare(conv, _llm(LOCOMO_CASSETTE, live, inner), embedder, f"locomo {conv.id}",
+                                    methods=methods or METHODS)
             out["locomo"].update(conversation=conv.id, sessions_used=sessions)
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "construction.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -140,8 +179,9 @@ def main(argv=None) -> int:
     ap.add_argument("--live", action="store_true", help="run the offline model for calls missing from the cassette")
     ap.add_argument("--sessions", type=int, default=2, help="LoCoMo sessions to build from (default 2)")
     ap.add_argument("--only", choices=["sample", "locomo"])
+    ap.add_argument("--methods", nargs="*", default=None, help="subset of methods (default: all three)")
     a = ap.parse_args(argv)
-    run(live=a.live, sessions=a.sessions, only=a.only)
+    run(live=a.live, sessions=a.sessions, only=a.only, methods=a.methods)
     return 0
 
 

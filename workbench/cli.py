@@ -1,4 +1,4 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench``."""
+"""Command line: ``workbench demo | build | ask | eval | report | calibrate | app | models | bench``."""
 from __future__ import annotations
 
 import argparse
@@ -135,7 +135,27 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
-             llm_spec=args.llm, port=args.port, record=args.record)
+             llm_spec=args.llm, port=args.port, record=args.record, calibration=args.calibration)
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .data import load_dataset
+    from .methods.calibration import calibrate, summary_lines
+
+    convs, labels = [], []
+    for spec in args.data:
+        ds = load_dataset(spec)
+        picked = list(ds.conversations[:args.conversations]) if args.conversations else list(ds.conversations)
+        convs += picked
+        labels.append(f"{ds.name} ({len(picked)} conv.)")
+    cal = calibrate(make_embedder(args.embedder), convs, data_label=", ".join(labels),
+                    kinds=[k.strip() for k in args.presets.split(",") if k.strip()])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cal, indent=2) + "\n")
+    print("\n".join(summary_lines(cal)))
+    print(f"-> {out}")
     return 0
 
 
@@ -195,6 +215,14 @@ def main(argv: list[str] | None = None) -> int:
         add_report_arguments(p)
         p.set_defaults(func=report_command)
 
+    p = sub.add_parser("calibrate", help="map the papers' similarity thresholds onto an embedder (writes JSON)")
+    p.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+    p.add_argument("--data", action="append", required=True, help="sample | locomo:<path> | ... (repeatable, pooled)")
+    p.add_argument("--conversations", type=int, default=None, help="at most N conversations per --data")
+    p.add_argument("--presets", default="locomo,longmemeval", help="RecMem dataset presets to calibrate")
+    p.add_argument("--out", default="calibration.json")
+    p.set_defaults(func=cmd_calibrate)
+
     p = sub.add_parser("app", help="serve the Panel app over a run directory")
     p.add_argument("--run", default=str(DEFAULT_RUN))
     p.add_argument("--port", type=int, default=5006)
@@ -207,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", nargs="*", default=None)
     p.add_argument("--questions", type=int, default=None, help="how many of the demo questions (default all)")
     p.add_argument("--record", action="store_true", help="append new calls to the committed cassette")
+    p.add_argument("--calibration", default="auto", help="auto (what the cassette was recorded with; the shipped "
+                                                         "MiniLM calibration when recording) | off | <file.json>")
     p.add_argument("--llm", default=None)
     p.add_argument("--port", type=int, default=5006)
     p.add_argument("--no-serve", action="store_true")

@@ -150,7 +150,7 @@ class _Built:
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
              store: ResultsStore | str | Path | None = None, questions=None, conversations=None, categories=None,
              progress: bool = True, save_memories_dir: str | Path | None = None, retry_errors: bool = False,
-             keep_answers: bool = True) -> EvalResult:
+             keep_answers: bool = True, extra_manifest: dict | None = None) -> EvalResult:
     """Evaluate ``method`` on ``dataset`` (see the module docstring).
 
     ``store``: a ``ResultsStore`` or a JSONL path (resumable), None for memory only.
@@ -159,6 +159,7 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     LongMemEval types. ``workers`` > 1 answers questions of a conversation on a thread pool.
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
     ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
+    ``extra_manifest``: keys added to the run manifest (``eval.presets``: dataset preset, calibration).
     """
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
     ctx = _Ctx(method.name, method.params_hash(), dataset.name, method.config(), _model(getattr(method, "llm", None)),
@@ -167,6 +168,7 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     keys = [(conv, qa, (ctx.method, ctx.params_hash, ctx.dataset, qa.id)) for conv, qas in plan for qa in qas]
     todo = {k for _, _, k in keys if _needs_run(store.get(k), retry_errors)}
     manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo))
+    manifest.update(extra_manifest or {})
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
