@@ -83,7 +83,7 @@ def test_delete_on_a_contradiction(tiny_conv):
 def test_none_changes_nothing_and_bad_actions_are_recorded(tiny_conv):
     m, _ = _run(tiny_conv, {"actions": [{"fact": 1, "event": "NONE"},
                                         {"fact": 1, "event": "UPDATE", "id": "7", "text": "x"},
-                                        {"fact": 1, "event": "MERGE"}]})
+                                        {"fact": 1, "event": "DELETE", "id": "not-an-id"}]})
     assert [e.kind for e in m.events] == ["ADD"]
     assert len(m.failures_) == 2 and {f["stage"] for f in m.failures_} == {"apply"}
     assert "not one of the memories shown" in m.failures_[0]["error"]

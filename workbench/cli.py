@@ -141,7 +141,7 @@ def cmd_demo(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from .data import load_dataset
-    from .methods.calibration import calibrate, summary_lines
+    from .methods.calibration import calibrate, load_calibration, measure, measure_lines, summary_lines
 
     convs, labels = [], []
     for spec in args.data:
@@ -149,8 +149,13 @@ def cmd_calibrate(args) -> int:
         picked = list(ds.conversations[:args.conversations]) if args.conversations else list(ds.conversations)
         convs += picked
         labels.append(f"{ds.name} ({len(picked)} conv.)")
-    cal = calibrate(make_embedder(args.embedder), convs, data_label=", ".join(labels),
-                    kinds=[k.strip() for k in args.presets.split(",") if k.strip()])
+    kinds = [k.strip() for k in args.presets.split(",") if k.strip()]
+    if args.check:  # before/after of an existing calibration on this data; writes nothing
+        embedder = make_embedder(args.embedder)
+        cal = load_calibration(f"shipped:{embedder.name}" if args.check == "shipped" else args.check)
+        print("\n".join(measure_lines(measure(embedder, convs, cal, kinds=kinds), ", ".join(labels))))
+        return 0
+    cal = calibrate(make_embedder(args.embedder), convs, data_label=", ".join(labels), kinds=kinds)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(cal, indent=2) + "\n")
@@ -221,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conversations", type=int, default=None, help="at most N conversations per --data")
     p.add_argument("--presets", default="locomo,longmemeval", help="RecMem dataset presets to calibrate")
     p.add_argument("--out", default="calibration.json")
+    p.add_argument("--check", default=None, help="instead: report before/after of a calibration file (or 'shipped') "
+                                                 "on --data")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("app", help="serve the Panel app over a run directory")

@@ -439,3 +439,58 @@ def summary_lines(calibration: dict) -> list[str]:
         out.append(f"         target trigger rate {th['target']['trigger_rate']} (band {th['target']['band']}), "
                    f"gate-only {th['gate_only_trigger_rate']}, within band: {th['within_band']}")
     return out
+
+
+def measure(embedder, conversations: Iterable, calibration: dict | None = None, *, kinds: Sequence[str] = ("locomo",)) -> dict:
+    """Before/after on some data: the H-Mem replay (node counts, join shares, multi-child parent share)
+    and the RecMem replay (trigger and merge-candidate rates) at the papers' thresholds and at the
+    ``calibration``'s (no LLM). This is how a shipped calibration is checked on data it was not made on."""
+    from .recmem import RecMem
+
+    convs = [c for c in conversations if c.turns]
+    turn_vecs = [_embed_all(embedder, [t.text for t in c.turns]) for c in convs]
+    unit_vecs = [_embed_all(embedder, [u.text for u in RecMem().subconscious_units(c)]) for c in convs]
+    leaf_sets = [hmem_leaves(c, v) for c, v in zip(convs, turn_vecs)]
+    out = {"conversations": [c.id for c in convs], "turns": int(sum(len(c.turns) for c in convs)),
+           "hmem": {"paper": {"alphas": list(HMEM_PAPER_ALPHAS),
+                              **_hmem_totals([hmem_replay(ls, HMEM_PAPER_ALPHAS) for ls in leaf_sets], 4)},
+                    "target_join_share": hmem_join_targets()},
+           "recmem": {}}
+    if calibration is not None:
+        alphas = calibrated_params(calibration, "hmem").get("alphas")
+        if alphas:
+            out["hmem"]["calibrated"] = {"alphas": list(alphas),
+                                         **_hmem_totals([hmem_replay(ls, alphas) for ls in leaf_sets], 4)}
+    for kind in kinds:
+        paper = RECMEM_PAPER[kind]
+        row = {"target": recmem_target(paper["theta_count"]),
+               "paper": {"theta_sim": paper["theta_sim"], **recmem_replay(unit_vecs, **paper)}}
+        if calibration is not None:
+            p = calibrated_params(calibration, "recmem", kind)
+            if "theta_sim" in p:
+                count = p.get("theta_count", paper["theta_count"])
+                r = recmem_replay(unit_vecs, theta_sim=p["theta_sim"], theta_count=count, theta_merge=p.get("theta_merge"))
+                row["calibrated"] = {"theta_sim": p["theta_sim"], **r}
+                row["within_band"] = row["target"]["band"][0] <= r["trigger_rate"] <= row["target"]["band"][1]
+        out["recmem"][kind] = row
+    return out
+
+
+def measure_lines(m: dict, label: str = "") -> list[str]:
+    out = [f"{label or 'data'}: {len(m['conversations'])} conversations, {m['turns']} turns"]
+    for key in ("paper", "calibrated"):
+        r = m["hmem"].get(key)
+        if r:
+            out.append(f"  hmem   {key:<10} alphas {tuple(r['alphas'])}: nodes/level {r['nodes']}, join share "
+                       f"{r['join_share']} (target {m['hmem']['target_join_share']}), multi-child parents "
+                       f"{r['multi_child_share']} (L2 {r['l2_multi_child_share']})")
+    for kind, row in m["recmem"].items():
+        for key in ("paper", "calibrated"):
+            r = row.get(key)
+            if r:
+                out.append(f"  recmem {kind:<11} {key:<10} theta_sim {r['theta_sim']}: trigger rate {r['trigger_rate']} "
+                           f"({r['triggers']}/{r['gated']}), merge-candidate rate {r['merge_rate']} "
+                           f"({r['merge_candidates']}/{r['units']})")
+        out.append(f"         target trigger rate {row['target']['trigger_rate']} band {row['target']['band']}"
+                   + (f", calibrated within band: {row['within_band']}" if "within_band" in row else ""))
+    return out
