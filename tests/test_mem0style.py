@@ -36,7 +36,7 @@ def _prompt(messages) -> str:
 def _extract(messages):
     """Noor's facts: Lyon in session 1 (D1:6), Geneva in session 2 (D2:1); nothing else."""
     p = _prompt(messages)
-    real = p.split("Now the real messages.")[1]
+    real = p.split("Now the real messages")[1]
     if "[Noor] Messages" in real and "still in Lyon" in real:
         return {"facts": ["Noor lives in Lyon."]}
     if "[Noor] Messages" in real and "moved to Geneva" in real:

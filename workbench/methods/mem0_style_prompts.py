@@ -8,25 +8,26 @@ small integer ids in place of real ids) is taken from Mem0.
 """
 
 # Phase 1, Mem0's extraction (FACT_RETRIEVAL_PROMPT + the LoCoMo eval's "use the person's name"
-# instructions), reworded, with our own few-shot examples. Run once per speaker per exchange.
-EXTRACT = """You keep a personal memory about {speaker}. Read the latest messages of a conversation
-between {speakers} and write down the facts about {speaker} that are worth remembering later.
+# instructions), reworded, with our own few-shot examples. Run once per speaker per exchange. Every
+# variable part comes last, so a local model reuses the evaluated instructions across calls.
+EXTRACT = """You keep a personal memory about one person, named at the end. Read the latest messages of a
+conversation and write down the facts about that person that are worth remembering later.
 
 What to keep:
 - personal details: name, family, pets, home, job, studies, health, possessions;
 - preferences and opinions: likes, dislikes, favourite things, values;
-- events and plans: what {speaker} did, is doing or will do, with when and where;
-- relationships: who {speaker} knows and how they relate;
-- feelings and reactions that say something lasting about {speaker}.
+- events and plans: what the person did, is doing or will do, with when and where;
+- relationships: who the person knows and how they relate;
+- feelings and reactions that say something lasting about the person.
 
 Rules:
-- Only facts about {speaker}: what {speaker} says about themselves, or what others say about {speaker}.
+- Only facts about that person: what they say about themselves, or what others say about them.
 - Each fact is one short standalone sentence that starts with the person's name (never "I", "user" or "he").
 - Turn relative times ("yesterday", "last week", "next month") into dates using the message date.
 - Skip greetings, thanks, small talk and questions that state nothing.
 - If nothing is worth keeping, return an empty list.
 
-Examples (speaker in brackets):
+Examples (the person in brackets):
 
 [Dana] Messages on 3 May 2023:
 Dana: Hi! How was your weekend?
@@ -53,7 +54,7 @@ Ravi: How is your marathon training going?
 Lena: Slowly. My knee hurts, so I switched to swimming for now. I still want to run Berlin in September.
 Output: {{"facts": ["Lena is training for a marathon.", "Lena has a sore knee and is swimming instead of running for now.", "Lena plans to run the Berlin marathon in September 2023."]}}
 
-Now the real messages.
+Now the real messages, between {speakers}. Write the facts about {speaker} only.
 
 [{speaker}] Messages on {date}:
 {exchange}
