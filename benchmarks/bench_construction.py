@@ -45,6 +45,9 @@ LOCOMO_CASSETTE = RESULTS / "cassettes" / "construction_locomo.jsonl"
 MEM0_SAMPLE_CASSETTE = RESULTS / "cassettes" / "construction_mem0_sample.jsonl"
 METHODS = ("recmem", "mem0_style", "eager_floor")
 FLOOR_NAMES = ("eager_floor", "eager_facts")  # the floor, under its new or its deprecated name
+# How much of the demo slice Mem0Style's committed cassette covers, in exchanges from the start (its
+# live recording is slow on the offline model: up to four LLM calls per exchange); None = the whole slice.
+SAMPLE_EXCHANGES: int | None = None
 
 
 def _llm(cassette: Path, live: bool, inner=None, model: str | None = None):
@@ -56,6 +59,31 @@ def _llm(cassette: Path, live: bool, inner=None, model: str | None = None):
         cassette.parent.mkdir(parents=True, exist_ok=True)
         return CachedLLM(inner or default_llm(), cassette, mode="auto")
     return CachedLLM.replay(cassette, model=None if cassette.exists() else model)
+
+
+def _prefix_friendly_llm():
+    """For live recording: one model instance for extraction prompts, another for the rest.
+
+    llama.cpp reuses the evaluated prefix of the previous prompt; Mem0Style alternates a long
+    extraction prompt (fixed instructions and examples first) with decision prompts, which would
+    evict it every time. Routing by role keeps each instance's prefix warm. The recorded entries
+    are the same as with one instance (the cassette key is model, messages, schema, ...).
+    """
+    from workbench.llm import default_llm
+    from workbench.llm.base import BaseLLM
+
+    class RoleRouter(BaseLLM):
+        def __init__(self):
+            super().__init__()
+            self.extract, self.other = default_llm(), default_llm()
+            self.model = self.extract.model
+
+        def _generate(self, messages, *, schema, temperature, seed, max_tokens, role):
+            target = self.extract if role.split(".repair")[0].split(".retry")[0].endswith(".extract") else self.other
+            return target._generate(messages, schema=schema, temperature=temperature, seed=seed,
+                                    max_tokens=max_tokens, role=role)
+
+    return RoleRouter()
 
 
 def locomo_slice(sessions: int):
@@ -142,7 +170,26 @@ def compare(conv, llm, embedder, label: str, *, methods=METHODS,
     return out
 
 
-def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path = RESULTS, methods=None) -> dict:
+def first_exchanges(conv, n: int | None):
+    """``conv`` cut after its first ``n`` exchanges (whole exchanges; sessions after the cut dropped)."""
+    from workbench.methods.common import exchanges
+
+    if n is None:
+        return conv
+    sessions, left = [], n
+    for s in conv.sessions:
+        if left <= 0:
+            break
+        ex = exchanges(s)[:left]
+        left -= len(ex)
+        sessions.append(replace(s, turns=tuple(t for e in ex for t in e)))
+    return replace(conv, sessions=tuple(sessions), qa=())
+
+
+def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path = RESULTS, methods=None,
+        sample_exchanges: int | None = SAMPLE_EXCHANGES) -> dict:
+    """``sample_exchanges``: build the sample from the first N exchanges of the demo slice only (every
+    method is streaming, so their calls are a prefix of the full slice's and still replay)."""
     from workbench.demo import CASSETTE, demo_conversation, demo_embedder
 
     embedder = demo_embedder()
@@ -151,13 +198,14 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
                                       "EagerFloor, one extraction call per exchange"}
     inner = None
     if live:
-        from workbench.llm import default_llm
-
-        inner = default_llm()
+        inner = _prefix_friendly_llm()
     if only in (None, "sample"):
         names = methods or METHODS
         demo = _llm(CASSETTE, False)
-        out["sample"] = compare(demo_conversation(), demo, embedder, "sample", methods=names,
+        conv = demo_conversation()
+        conv = first_exchanges(conv, sample_exchanges)
+        label = f"sample (first {sample_exchanges} exchanges of the demo slice)" if sample_exchanges else "sample"
+        out["sample"] = compare(conv, demo, embedder, label, methods=names,
                                 llms={"mem0_style": _llm(MEM0_SAMPLE_CASSETTE, live, inner, model=demo.model)})
     if only in (None, "locomo"):
         if not LOCOMO.exists():
@@ -180,8 +228,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, default=2, help="LoCoMo sessions to build from (default 2)")
     ap.add_argument("--only", choices=["sample", "locomo"])
     ap.add_argument("--methods", nargs="*", default=None, help="subset of methods (default: all three)")
+    ap.add_argument("--sample-exchanges", type=int, default=SAMPLE_EXCHANGES,
+                    help=f"exchanges of the demo slice to build (default {SAMPLE_EXCHANGES}: as far as Mem0Style is "
+                         "recorded)")
     a = ap.parse_args(argv)
-    run(live=a.live, sessions=a.sessions, only=a.only, methods=a.methods)
+    run(live=a.live, sessions=a.sessions, only=a.only, methods=a.methods, sample_exchanges=a.sample_exchanges)
     return 0
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from workbench.embed import HashEmbedder
 from workbench.llm import ScriptedLLM
-from workbench.methods import EagerFacts, FullContext, NaiveRAG
+from workbench.methods import EagerFloor, FullContext, NaiveRAG
 from workbench.testing.contract import CHECKS
 
 
@@ -15,11 +15,11 @@ def make_full():
 
 
 def make_eager():
-    return EagerFacts(llm=ScriptedLLM({"eager_facts.extract": {"facts": ["Someone said something."]}},
+    return EagerFloor(llm=ScriptedLLM({"eager_floor.extract": {"facts": ["Someone said something."]}},
                                       default="auto"), embedder=HashEmbedder(dim=128))
 
 
-@pytest.mark.parametrize("make", [make_rag, make_full, make_eager], ids=["naive_rag", "full_context", "eager_facts"])
+@pytest.mark.parametrize("make", [make_rag, make_full, make_eager], ids=["naive_rag", "full_context", "eager_floor"])
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_contract(make, check, tiny_conv):
     check(make, tiny_conv)
@@ -59,13 +59,13 @@ def test_full_context_prompt_contains_every_turn(tiny_conv):
     assert tiny_conv.sessions[0].date_time.strftime("%B %Y") in prompt
 
 
-def test_eager_facts_one_call_per_exchange_and_failures_recorded(tiny_conv):
+def test_eager_floor_one_call_per_exchange_and_failures_recorded(tiny_conv):
     from workbench.llm import LLMError
     from workbench.methods.common import exchanges
 
     n_ex = sum(len(exchanges(s)) for s in tiny_conv.sessions)
     replies = [LLMError("boom")] + [{"facts": ["A fact."]}] * (n_ex - 1)
-    m = EagerFacts(llm=ScriptedLLM(replies), embedder=HashEmbedder()).ingest(tiny_conv)
+    m = EagerFloor(llm=ScriptedLLM(replies), embedder=HashEmbedder()).ingest(tiny_conv)
     assert m.construction_calls_ == n_ex
     assert len(m.failures_) == 1 and "boom" in m.failures_[0]["error"]
     assert len(m.memories()) == n_ex - 1
