@@ -152,10 +152,9 @@ def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_record
     assert cal["embedder"] == MiniLMEmbedder.name and cal["_path"] == f"shipped:{MiniLMEmbedder.name}"
     assert demo.demo_calibration(record=True)["embedder"] == MiniLMEmbedder.name
 
-    class FakeMiniLM(HashEmbedder):  # same name as MiniLM, so the calibration applies
-        name = MiniLMEmbedder.name
-
-    methods = demo.demo_methods(ScriptedLLM([]), FakeMiniLM(), ["recmem", "hmem"], calibration=cal)
+    fake = HashEmbedder()
+    fake.name = MiniLMEmbedder.name  # same name as MiniLM, so the calibration applies
+    methods = demo.demo_methods(ScriptedLLM([]), fake, ["recmem", "hmem"], calibration=cal)
     assert methods["hmem"].alphas == tuple(cal["methods"]["hmem"]["params"]["alphas"])
     assert methods["recmem"].theta_sim == cal["methods"]["recmem"]["presets"]["locomo"]["theta_sim"]
     assert methods["recmem"].theta_count == 5  # the LoCoMo preset
