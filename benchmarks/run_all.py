@@ -250,13 +250,17 @@ def _sec_construction(c: dict | None) -> list[str]:
             "EagerFacts) is one short extraction call per exchange: a floor on eager cost, not Mem0. "
             "`repair/retry` are the extra calls the LLM boundary makes when a reply is not valid JSON (with the "
             "0.5B model, mostly replies cut at the 512-token cap).", ""]
-    for key in ("sample", "locomo"):
+    for key in ("sample", "sample_full", "locomo"):
         part = c.get(key)
         if not part:
             continue
         if "methods" not in part:
             out += [f"- {key}: {part.get('status')}", ""]
             continue
+        est = part.get("recmem_vs_mem0_style_per_exchange_estimate")
+        if est:
+            out += [f"Estimate on the whole slice: RecMem's construction tokens per exchange are **{_f(est['token_ratio'], 3)}x** "
+                    f"Mem0Style's ({_f(est['mem0_style_tokens_per_exchange'], 1)} per exchange; {est['basis']}).", ""]
         per_ex = ", ".join(f"{m['method']} {_f(m.get('tokens_per_exchange'), 1)}" for m in part["methods"].values())
         out += [f"**{part['input']}** ({part['sessions']} sessions, {part['turns']} turns, "
                 f"{part.get('exchanges', '?')} exchanges): {_ratio_text(part.get('recmem_vs_mem0_style'), 'Mem0Style')}; "
