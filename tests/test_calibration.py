@@ -174,3 +174,16 @@ def test_shipped_minilm_calibration_on_the_sample_data(sample_convs):
     assert m["hmem"]["calibrated"]["l2_multi_child_share"] > 0.1
     assert m["recmem"]["locomo"]["within_band"], m["recmem"]
     assert m["recmem"]["locomo"]["paper"]["trigger_rate"] < m["recmem"]["locomo"]["calibrated"]["trigger_rate"]
+
+
+def test_auto_picks_the_locomo_variant_for_locomo_data():
+    from workbench.embed import MiniLMEmbedder
+    from workbench.eval.presets import resolve_calibration
+
+    emb = HashEmbedder()
+    emb.name = MiniLMEmbedder.name
+    base, loc = resolve_calibration("auto", emb, "sample"), resolve_calibration("auto", emb, "locomo:x.json")
+    assert base["_path"] == f"shipped:{MiniLMEmbedder.name}"
+    assert loc["_path"] == f"shipped:{MiniLMEmbedder.name}@locomo" and "locomo10_dev" in loc["data"]["label"]
+    assert resolve_calibration("auto", emb, "longmemeval:x")["_path"] == base["_path"]  # no LME variant shipped
+    assert resolve_calibration("off", emb, "sample") is None

@@ -5,7 +5,8 @@ the user's explicit parameters (each later layer wins), and what the manifest re
   answer length) is configured for the kind of data evaluated (``locomo`` for LoCoMo-format data,
   the sample included; ``longmemeval``).
 - Calibration (``workbench.methods.calibration``): ``"auto"`` applies the calibration shipped for the
-  embedder in use when there is one; a path applies that file; ``"off"`` applies none. Applied only
+  embedder in use when there is one (its ``locomo`` variant on ``locomo:`` data); a path applies that
+  file; ``"off"`` applies none. Applied only
   to methods whose embedder matches the calibration's.
 - A method whose thresholds were set for another embedder and that runs uncalibrated gets a warning
   (printed, and listed in the manifest under ``threshold_warnings``).
@@ -62,13 +63,19 @@ def dataset_preset(cls, kind: str | None) -> dict:
     return {k: params[k] for k in sorted(keys) if k in params and k not in SERVICE_PARAMS}
 
 
-def resolve_calibration(choice: str | None, embedder) -> dict | None:
-    """``auto`` (shipped calibration for this embedder, else none), ``off``/None, or a file path."""
+def resolve_calibration(choice: str | None, embedder, data: str | None = None) -> dict | None:
+    """``auto`` (the calibration shipped for this embedder, its ``locomo`` variant for ``locomo:`` data;
+    none when nothing is shipped), ``off``/None, or a file path."""
     if choice in (None, "off", "none"):
         return None
     if choice == "auto":
         name = getattr(embedder, "name", None)
-        return load_calibration(f"shipped:{name}") if shipped_calibration_path(name) else None
+        variant = "locomo" if str(data or "").startswith("locomo:") else None
+        path = shipped_calibration_path(name, variant)
+        if path is None:
+            return None
+        return load_calibration(f"shipped:{name}@{variant}" if variant and path.name.endswith(f".{variant}.json")
+                                else f"shipped:{name}")
     return load_calibration(choice)
 
 
@@ -82,7 +89,8 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
     accepted = inspect.signature(cls.__init__).parameters
     services = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if k in accepted}
     method = cls(**services, **preset)
-    cal = calibration if isinstance(calibration, dict) or calibration is None else resolve_calibration(calibration, embedder)
+    cal = (calibration if isinstance(calibration, dict) or calibration is None
+           else resolve_calibration(calibration, embedder, data))
     method, applied = apply_calibration(method, cal, dataset=kind)
     explicit = dict(params or {})
     if explicit:

@@ -33,7 +33,9 @@ Thresholds (every embedder-cosine threshold of the five methods):
 ``apply_calibration(method, calibration, dataset=...)`` sets the calibrated parameters on a method
 whose embedder matches the calibration; ``threshold_warnings`` says when a method's thresholds
 were set for another embedder than the one in use. The MiniLM calibration ships as
-``calibrations/all-MiniLM-L6-v2-int8.json`` (made with ``workbench calibrate``).
+``calibrations/all-MiniLM-L6-v2-int8.json`` (made with ``workbench calibrate`` on the sample data: the
+demo's) and ``all-MiniLM-L6-v2-int8.locomo.json`` (made on two LoCoMo dev conversations plus the sample,
+used for ``locomo:`` data); see ``shipped_calibration_path`` for why there are two.
 """
 from __future__ import annotations
 
@@ -334,12 +336,22 @@ def _embedder_name(embedder) -> str | None:
     return getattr(embedder, "name", None) or type(embedder).__name__
 
 
-def shipped_calibration_path(embedder_name: str | None) -> Path | None:
-    """The calibration shipped in the package for this embedder, if any."""
+def shipped_calibration_path(embedder_name: str | None, variant: str | None = None) -> Path | None:
+    """The calibration shipped in the package for this embedder (``<name>.<variant>.json`` when a
+    variant is asked for and shipped, else ``<name>.json``), if any.
+
+    Rates depend on conversation length (a longer history gives the gate and the tree more
+    candidates), so one threshold cannot fit short and long conversations alike: the plain file is
+    made on the sample data (the demo, notebooks and CI), the ``locomo`` variant on LoCoMo dev data.
+    """
     if not embedder_name:
         return None
-    path = CALIBRATION_DIR / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', embedder_name)}.json"
-    return path if path.exists() else None
+    stem = re.sub(r'[^A-Za-z0-9._-]+', '_', embedder_name)
+    for name in ([f"{stem}.{variant}.json"] if variant else []) + [f"{stem}.json"]:
+        path = CALIBRATION_DIR / name
+        if path.exists():
+            return path
+    return None
 
 
 def load_calibration(source) -> dict:
@@ -348,7 +360,11 @@ def load_calibration(source) -> dict:
         data, where = source, "<dict>"
     else:
         text = str(source)
-        path = shipped_calibration_path(text.split(":", 1)[1]) if text.startswith("shipped:") else Path(text)
+        if text.startswith("shipped:"):
+            name, _, variant = text.split(":", 1)[1].partition("@")
+            path = shipped_calibration_path(name, variant or None)
+        else:
+            path = Path(text)
         if path is None or not path.exists():
             raise FileNotFoundError(f"calibration file not found: {source}")
         where = text  # as given (a shipped one is named, never by its absolute path)
