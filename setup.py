@@ -11,5 +11,6 @@ setup(
     package_dir={"workbench.sample_data": "sample_data"},
     # Data files beside the code in every package (the MiniLM tokenizer, the app's JS/CSS, JSON tables).
     package_data={"": ["*.json", "*.txt", "*.js", "*.css"], "workbench.sample_data": ["*.md"],
+                  "workbench.methods": ["calibrations/*.json"],
                   "workbench.sample_data.cassettes": ["*.jsonl"]},
 )

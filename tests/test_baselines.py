@@ -2,7 +2,7 @@ import pytest
 
 from workbench.embed import HashEmbedder
 from workbench.llm import ScriptedLLM
-from workbench.methods import EagerFacts, FullContext, NaiveRAG
+from workbench.methods import EagerFacts, EagerFloor, FullContext, NaiveRAG  # noqa: F401
 
 
 # The method contract runs in tests/test_contract.py (one suite over every registered method).
@@ -42,13 +42,13 @@ def test_full_context_prompt_contains_every_turn(tiny_conv):
     assert tiny_conv.sessions[0].date_time.strftime("%B %Y") in prompt
 
 
-def test_eager_facts_one_call_per_exchange_and_failures_recorded(tiny_conv):
+def test_eager_floor_one_call_per_exchange_and_failures_recorded(tiny_conv):
     from workbench.llm import LLMError
     from workbench.methods.common import exchanges
 
     n_ex = sum(len(exchanges(s)) for s in tiny_conv.sessions)
     replies = [LLMError("boom")] + [{"facts": ["A fact."]}] * (n_ex - 1)
-    m = EagerFacts(llm=ScriptedLLM(replies), embedder=HashEmbedder()).ingest(tiny_conv)
+    m = EagerFloor(llm=ScriptedLLM(replies), embedder=HashEmbedder()).ingest(tiny_conv)
     assert m.construction_calls_ == n_ex
     assert len(m.failures_) == 1 and "boom" in m.failures_[0]["error"]
     assert len(m.memories()) == n_ex - 1

@@ -99,19 +99,24 @@ def test_construction_accounting_adds_up(tiny_conv, hash_embedder):
     from workbench.llm import ScriptedLLM
 
     out = bench_construction.compare(tiny_conv, ScriptedLLM([], default="auto"), hash_embedder, "tiny")
-    assert set(out["methods"]) == {"recmem", "eager_facts"} and out["turns"] == len(tiny_conv.turns)
+    assert set(out["methods"]) == {"recmem", "mem0_style", "eager_floor"} and out["turns"] == len(tiny_conv.turns)
     for row in out["methods"].values():
         assert row["status"] == "ok" and row["misses"] == {}
         assert row["calls"] == sum(r["calls"] for r in row["by_role"].values())
         assert row["total_tokens"] == row["prompt_tokens"] + row["completion_tokens"]
-    eager = out["methods"]["eager_facts"]
-    assert eager["calls"] == out["exchanges_eager"] > 0  # one extraction call per exchange
-    ratio = out["recmem_vs_eager_facts"]
+        assert row["tokens_per_exchange"] == round(row["total_tokens"] / out["exchanges"], 3)
+    eager = out["methods"]["eager_floor"]
+    assert eager["calls"] == out["exchanges_eager"] == out["exchanges"] > 0  # one extraction call per exchange
+    mem0 = out["methods"]["mem0_style"]
+    assert mem0["by_role"]["mem0_style.extract"]["calls"] == 2 * out["exchanges"]  # once per speaker
+    ratio = out["recmem_vs_floor"]
     assert ratio["call_ratio"] == round(out["methods"]["recmem"]["calls"] / eager["calls"], 3)
+    assert out["recmem_vs_mem0_style"]["call_ratio"] == round(out["methods"]["recmem"]["calls"] / mem0["calls"], 3)
     meta = {"config": "reduced", "date": "today", "wall_s": 1.0, "machine": {"cpus": 2, "python": "3"},
             "steps": {"construction": {"status": "ok", "wall_s": 1.0}}}
     text = render(meta, lambda name: {"sample": out} if name == "construction.json" else None)
-    assert "## Construction cost: RecMem vs EagerFacts" in text and f"{ratio['call_ratio']:.3f}x" in text
+    assert "## Construction cost: RecMem vs Mem0Style and the eager floor" in text
+    assert f"{ratio['call_ratio']:.3f}x" in text and f"{out['recmem_vs_mem0_style']['call_ratio']:.3f}x" in text
 
 
 def test_construction_reports_cassette_misses(tiny_conv, hash_embedder, tmp_path):
@@ -121,8 +126,9 @@ def test_construction_reports_cassette_misses(tiny_conv, hash_embedder, tmp_path
     cassette = tmp_path / "c.jsonl"
     CachedLLM(ScriptedLLM([], default="auto"), cassette).complete("unrelated", role="x")  # one entry, other calls miss
     out = bench_construction.compare(tiny_conv, CachedLLM.replay(cassette), hash_embedder, "tiny")
-    assert out["methods"]["eager_facts"]["status"] == "not in cassette"
-    assert out["methods"]["eager_facts"]["misses"]["eager_facts.extract"] == out["methods"]["eager_facts"]["calls"]
+    assert out["methods"]["eager_floor"]["status"] == "not in cassette"
+    assert out["methods"]["eager_floor"]["misses"]["eager_floor.extract"] == out["methods"]["eager_floor"]["calls"]
+    assert out["recmem_vs_mem0_style"]["token_ratio"] is None  # no ratio from calls that were not made
 
 
 def test_jupyterlab_gallery_notebook_skips_missing_methods(tmp_path):

@@ -1,4 +1,5 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette | judge-audit``.
+"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette | judge-audit |
+calibrate``.
 
 A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
 line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
@@ -6,6 +7,7 @@ line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the tr
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -163,7 +165,32 @@ def cmd_demo(args) -> int:
         return 0
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
-             llm_spec=args.llm, port=args.port, record=args.record)
+             llm_spec=args.llm, port=args.port, record=args.record, calibration=args.calibration)
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .data import load_dataset
+    from .methods.calibration import calibrate, load_calibration, measure, measure_lines, summary_lines
+
+    convs, labels = [], []
+    for spec in args.data:
+        ds = load_dataset(spec)
+        picked = list(ds.conversations[:args.conversations]) if args.conversations else list(ds.conversations)
+        convs += picked
+        labels.append(f"{ds.name} ({len(picked)} conv.)")
+    kinds = [k.strip() for k in args.presets.split(",") if k.strip()]
+    if args.check:  # before/after of an existing calibration on this data; writes nothing
+        embedder = make_embedder(args.embedder)
+        cal = load_calibration(f"shipped:{embedder.name}" if args.check == "shipped" else args.check)
+        print("\n".join(measure_lines(measure(embedder, convs, cal, kinds=kinds), ", ".join(labels))))
+        return 0
+    cal = calibrate(make_embedder(args.embedder), convs, data_label=", ".join(labels), kinds=kinds)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cal, indent=2) + "\n")
+    print("\n".join(summary_lines(cal)))
+    print(f"-> {out}")
     return 0
 
 
@@ -241,6 +268,16 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_arguments(p)
     p.set_defaults(func=audit.audit_command)
 
+    p = sub.add_parser("calibrate", help="map the papers' similarity thresholds onto an embedder (writes JSON)")
+    p.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+    p.add_argument("--data", action="append", required=True, help="sample | locomo:<path> | ... (repeatable, pooled)")
+    p.add_argument("--conversations", type=int, default=None, help="at most N conversations per --data")
+    p.add_argument("--presets", default="locomo,longmemeval", help="RecMem dataset presets to calibrate")
+    p.add_argument("--out", default="calibration.json")
+    p.add_argument("--check", default=None, help="instead: report before/after of a calibration file (or 'shipped') "
+                                                 "on --data")
+    p.set_defaults(func=cmd_calibrate)
+
     p = sub.add_parser("app", help="serve the Panel app over a run directory")
     p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")
     p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
@@ -260,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="*", default=None, help="method names (default: every registered method)")
     p.add_argument("--questions", type=int, default=None, help="how many of the demo questions (default all)")
     p.add_argument("--record", action="store_true", help="append new calls to the committed cassette")
+    p.add_argument("--calibration", default="auto", help="auto (what the cassette was recorded with; the shipped "
+                                                         "MiniLM calibration when recording) | off | <file.json>")
     p.add_argument("--llm", default=None, help="LLM spec for calls the cassette lacks (default: the offline model)")
     p.add_argument("--port", type=int, default=5006, help="port of the app")
     p.add_argument("--no-serve", action="store_true", help="stop after writing the run (do not start the app)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from .data import Conversation, Dataset, load_sample
@@ -22,11 +23,18 @@ CASSETTE = SAMPLE_DIR / "cassettes" / "sample-1.jsonl"
 # One question per behaviour the sample was written to probe (sample_data/README.md).
 # single-hop, knowledge update, two temporal, multi-hop across the update, adversarial
 DEMO_QUESTIONS = ("sample-1/q0", "sample-1/q4", "sample-1/q13", "sample-1/q16", "sample-1/q25", "sample-1/q34")
-# RecMem's cosine thresholds belong to text-embedding-3-small. For the offline MiniLM encoder we
-# recalibrated with recmem_trigger.calibrate_thresholds on the two sample conversations:
-# theta_count=4 (the paper's LongMemEval setting) and theta_sim=0.55 give a ~12% trigger rate,
-# where MiniLM at the paper's 0.7/5 triggers on under 2% of units (nothing would consolidate).
+# RecMem's cosine thresholds belong to text-embedding-3-small. The committed cassette was recorded
+# with these hand-set MiniLM values (recmem_trigger.calibrate_thresholds on the two sample
+# conversations: theta_count=4, theta_sim=0.55, a ~12% trigger rate; at the paper's 0.7/5 MiniLM
+# triggers on under 2% of units). They stay the demo's replay configuration until the cassette is
+# re-recorded with the shipped calibration (``workbench calibrate``; see CASSETTE_CALIBRATION).
 RECMEM_MINILM = {"theta_sim": 0.55, "theta_count": 4}
+# The calibration the committed demo cassette was recorded with: None = recorded before calibration
+# existed (paper thresholds, RECMEM_MINILM for RecMem). Applying the calibration changes H-Mem's tree
+# and RecMem's clusters, hence their LLM calls, so replay applies it only when the cassette has it;
+# ``workbench demo --record`` applies the shipped MiniLM calibration (then set this to its spec,
+# "shipped:all-MiniLM-L6-v2-int8", so replays use it too).
+CASSETTE_CALIBRATION: str | None = None
 
 
 # Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
@@ -88,19 +96,45 @@ def demo_embedder():
     return CachedEmbedder(MiniLMEmbedder())
 
 
-def demo_methods(llm, embedder, names=None) -> dict:
-    """Every registered method with its paper defaults (RecMem thresholds recalibrated for MiniLM)."""
-    from .methods import REGISTRY, get_method
+def demo_calibration(*, record: bool = False, choice: str | None = "auto"):
+    """The calibration the demo applies: ``auto`` = the one the cassette was recorded with
+    (``CASSETTE_CALIBRATION``), or the shipped MiniLM one when recording; ``off``; or a file."""
+    from .methods.calibration import load_calibration
 
+    if choice in (None, "off", "none"):
+        return None
+    if choice != "auto":
+        return load_calibration(choice)
+    if CASSETTE_CALIBRATION:
+        return load_calibration(CASSETTE_CALIBRATION)
+    if record:
+        from .embed import MiniLMEmbedder
+
+        return load_calibration(f"shipped:{MiniLMEmbedder.name}")
+    return None
+
+
+def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None) -> dict:
+    """Every registered method with its paper defaults. Without ``calibration`` (the recorded demo),
+    RecMem gets the hand-set RECMEM_MINILM; with one, each method gets its LoCoMo dataset preset and
+    the calibrated thresholds (``workbench.methods.calibration``)."""
+    from .eval.presets import prepare_method
+    from .methods import REGISTRY
+
+    # eager_facts: the deprecated name of eager_floor, kept until the cassette is re-recorded so the
+    # recorded results and notebook outputs keep their method name (same prompts either way)
     order = ["full_context", "naive_rag", "eager_facts", "hymem", "ama", "hmem", "recmem", "memr3"]
     names = names or [n for n in order if n in REGISTRY]
     out = {}
-    for name in names:
-        cls = get_method(name)
-        kw = {"llm": llm} if name == "full_context" else {"llm": llm, "embedder": embedder}
-        if name == "recmem":
-            kw.update(RECMEM_MINILM)
-        out[name] = cls(**kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in names:
+            if calibration is None:
+                setup = prepare_method(name, llm, embedder, RECMEM_MINILM if name == "recmem" else {}, data=None,
+                                       calibration=None, warn=False)
+            else:
+                setup = prepare_method(name, llm, embedder, {}, data="locomo", calibration=calibration, warn=False)
+            out[name] = setup.method
     return out
 
 
@@ -117,9 +151,11 @@ def _announce(method, judge):
 
 
 def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bool = True,
-             llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto") -> Path:
+             llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto",
+             calibration: str | None = "auto") -> Path:
     """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
-    ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure)."""
+    ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure).
+    ``calibration``: see ``demo_calibration`` (by default, what the cassette was recorded with)."""
     from .eval import LLMJudge, evaluate
     from .eval.audit import audits_for_rows
     from .eval.manifest import update_run_manifest
@@ -145,7 +181,12 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     # judge call between two questions would otherwise evict the reader's cached conversation prefix.
     judge_llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette)
     judge = LLMJudge(judge_llm)
-    for name, method in demo_methods(llm, embedder, methods).items():
+    cal = demo_calibration(record=record, choice=calibration)
+    if cal is None:
+        print("note: H-Mem and RecMem run with the thresholds the demo cassette was recorded with (H-Mem: the "
+              "paper's alphas, set for Qwen3-Embedding-4B; RecMem: hand-set for MiniLM); `workbench demo --record` "
+              "applies the shipped MiniLM calibration", file=sys.stderr)
+    for name, method in demo_methods(llm, embedder, methods, calibration=cal).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         res = evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
                        save_memories_dir=out, progress=True, estimate=_announce(method, judge))
@@ -209,7 +250,7 @@ def prune_cassette(cassette: Path = CASSETTE) -> int:
     llm, judge_llm = demo_llm(mode="replay", cassette=cassette), demo_llm(mode="replay", cassette=cassette)
     embedder = demo_embedder()
     with tempfile.TemporaryDirectory() as tmp:
-        for method in demo_methods(llm, embedder).values():
+        for method in demo_methods(llm, embedder, calibration=demo_calibration()).values():
             res = evaluate(method, demo_dataset(), judge=LLMJudge(judge_llm), store=Path(tmp) / "r.jsonl",
                            questions=list(DEMO_QUESTIONS), progress=False)
             failed = [r for r in res if r.error]

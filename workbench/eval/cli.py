@@ -42,6 +42,8 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
     parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM; default: no judge")
     parser.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+    parser.add_argument("--calibration", default="auto", help="embedder calibration: auto (the shipped one for "
+                                                              "the embedder, if any) | off | <file.json>")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="run directory")
     parser.add_argument("--cassette", default=None, help="record/replay cassette (JSONL) for every LLM call")
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
@@ -83,10 +85,11 @@ def _categories(text: str | None):
 def eval_command(args) -> int:
     from ..data import load_dataset
     from ..embed import embedder_from_spec
-    from ..methods.spec import build_method, parse_params
+    from ..methods.spec import parse_params
     from .harness import evaluate
     from .judge import LLMJudge
     from .manifest import update_run_manifest
+    from .presets import prepare_method
     from .report import export, summary_table
 
     dataset = load_dataset(args.data)
@@ -97,7 +100,9 @@ def eval_command(args) -> int:
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
-        method = build_method(args.method, llm, embedder_from_spec(args.embedder), params)
+        setup = prepare_method(args.method, llm, embedder_from_spec(args.embedder), params, data=args.data,
+                               calibration=args.calibration)
+        method = setup.method
         judge = None
         if args.judge:
             judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
@@ -105,7 +110,7 @@ def eval_command(args) -> int:
     res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
-                   retry_errors=args.retry_errors,
+                   retry_errors=args.retry_errors, extra_manifest=setup.manifest(),
                    estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
     update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")

@@ -177,7 +177,7 @@ class _Built:
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
              store: ResultsStore | str | Path | None = None, questions=None, conversations=None, categories=None,
              progress: bool = True, save_memories_dir: str | Path | None = None, retry_errors: bool = False,
-             keep_answers: bool = True, estimate=None) -> EvalResult:
+             keep_answers: bool = True, estimate=None, extra_manifest: dict | None = None) -> EvalResult:
     """Evaluate ``method`` on ``dataset`` (see the module docstring).
 
     ``store``: a ``ResultsStore`` or a JSONL path (resumable), None for memory only.
@@ -190,6 +190,7 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     still to run (resumed rows left out) returning one; computed when None. The manifest holds it
     beside what the run spent (``spent``, ``estimate_vs_spent``).
     ``progress``: the question bar, and under it a per-turn ingest bar, both with calls and tokens so far.
+    ``extra_manifest``: keys added to the run manifest (``eval.presets``: dataset preset, calibration).
     """
     from .manifest import method_prompt_hash
 
@@ -204,6 +205,7 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo) - len(rejudge),
                             rejudged=len(rejudge))
     manifest["estimate"] = _estimate(estimate, method, plan, judge, todo)
+    manifest.update(extra_manifest or {})
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo) - len(rejudge), f"{ctx.method} on {ctx.dataset}", progress)

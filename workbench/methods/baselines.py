@@ -1,12 +1,15 @@
-"""The baselines every memory paper compares against, plus an eager extractor for cost comparison.
+"""The baselines every memory paper compares against, plus two eager extractors for cost comparison.
 
 - ``FullContext``: the whole conversation (with session dates) in one prompt per question.
 - ``NaiveRAG``: chunks (by turn, by session, or token windows that never split a message),
   cosine top-k, one answer prompt.
-- ``EagerFacts``: Mem0-style eager construction — one LLM call per exchange extracting facts —
-  so that the construction cost of consolidating methods (RecMem) can be set against an eager one
-  on the same turns. Departure from Mem0: no second ADD/UPDATE/DELETE call per fact (the issue
-  asks for one call per exchange); answering is top-k facts into the shared answer prompt.
+- ``EagerFloor`` (formerly ``EagerFacts``): the cheapest possible eager construction, one short
+  LLM call per exchange extracting facts, append-only. It is a *floor* on what an eager method
+  costs, not a reproduction of any system: no per-speaker passes, no few-shot prompt, no update call.
+  ``EagerFacts`` stays as a deprecated alias (name ``eager_facts``) so saved runs, result files and
+  recorded calls keep loading.
+- ``Mem0Style`` (``mem0_style.py``): the structure of Mem0's LoCoMo pipeline, the reference the
+  RecMem paper measures construction cost against.
 
 Fair arena (``answer_prompt="shared"``, ``answer_prompt.SHARED_ANSWER``): the same context block
 (retrieved units, or the whole conversation) goes into the shared prompt instead. How the native
@@ -17,6 +20,7 @@ relative times against the session date.
 """
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from typing import Literal
 
@@ -50,7 +54,7 @@ def _prompt_tag(method) -> dict:
 
 
 def retrieve_then_answer(method: MemoryMethod, question: str, now, *, unit: str) -> Answer:
-    """Cosine top-k from ``method.store_``, then the shared answer call (NaiveRAG, EagerFacts)."""
+    """Cosine top-k from ``method.store_``, then the shared answer call (NaiveRAG, EagerFloor)."""
     steps = []
     with method.step(steps, "retrieve", f"Cosine top-{method.top_k} {unit}") as s:
         hits = method.store_.search(question, method.top_k)
@@ -160,11 +164,16 @@ class NaiveRAG(MemoryMethod):
         return self.store_
 
 
-class EagerFacts(MemoryMethod):
-    """One LLM call per exchange extracting facts; top-k facts answer. A cost reference for RecMem.
-    ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring)."""
+class EagerFloor(MemoryMethod):
+    """Eager-extraction floor: one short LLM call per exchange extracting facts; top-k facts answer.
+    ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring).
 
-    name = "eager_facts"
+    A lower bound on eager construction cost (RecMem's comparison point), not Mem0: Mem0 extracts
+    per speaker with a long few-shot prompt and then makes an ADD/UPDATE/DELETE/NONE call against
+    retrieved memories (see ``Mem0Style``). Facts are append-only here.
+    """
+
+    name = "eager_floor"
 
     def __init__(self, *, llm=None, embedder=None, top_k: int = 10,
                  answer_prompt: Literal["native", "shared"] = "native"):
@@ -187,7 +196,7 @@ class EagerFacts(MemoryMethod):
                 ids = tuple(t.id for t in ex)
                 self._advance(len(ex))  # progress: this exchange is being extracted
                 try:
-                    facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role="eager_facts.extract").parsed["facts"]
+                    facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role=f"{self.name}.extract").parsed["facts"]
                 except LLMError as exc:  # recorded, the run goes on; the exchange simply yields no facts
                     self.failures_.append({"source_ids": list(ids), "error": str(exc)})
                     continue
@@ -206,3 +215,19 @@ class EagerFacts(MemoryMethod):
     def as_retriever(self) -> UnitStore:
         self._check_ingested()
         return self.store_
+
+
+class EagerFacts(EagerFloor):
+    """Deprecated alias of ``EagerFloor`` under its old name ``eager_facts``.
+
+    Same prompts and behaviour (so recorded calls still replay: the cassette key does not include
+    the role); it keeps the old name in results, roles and saved memories, so runs saved before the
+    rename load and resume unchanged. New code should use ``EagerFloor``.
+    """
+
+    name = "eager_facts"
+
+    def __init__(self, *, llm=None, embedder=None, top_k: int = 10):
+        warnings.warn("EagerFacts is deprecated: it is an eager-extraction floor, use EagerFloor ('eager_floor'); "
+                      "Mem0Style ('mem0_style') is the Mem0-like reference", DeprecationWarning, stacklevel=2)
+        super().__init__(llm=llm, embedder=embedder, top_k=top_k)

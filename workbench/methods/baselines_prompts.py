@@ -1,6 +1,6 @@
 """Prompts of the baselines (own wording)."""
 
-# Answer prompt shared by Full-Context, Naive RAG and EagerFacts. Mirrors the conventions of the
+# Answer prompt shared by Full-Context, Naive RAG, EagerFloor and Mem0Style. Mirrors the conventions of the
 # mem0-style LoCoMo protocol (DATA.md §3): very short answers, relative dates resolved from the
 # timestamps, the most recent memory wins on conflicts.
 ANSWER_FROM_CONTEXT = """You answer questions about a long conversation using only the memories given below.
@@ -34,8 +34,9 @@ Rules:
 Question: {question}
 Answer:"""
 
-# EagerFacts: one extraction call per exchange, in the spirit of Mem0's fact extraction
-# (mem0 FACT_RETRIEVAL_PROMPT), reworded; Mem0's second "update" call is deliberately not made.
+# EagerFloor (formerly EagerFacts): one short extraction call per exchange, in the spirit of Mem0's
+# fact extraction (mem0 FACT_RETRIEVAL_PROMPT), reworded; Mem0's second "update" call is deliberately
+# not made (the floor). Mem0Style's longer prompts are in mem0_style_prompts.py.
 EXTRACT_FACTS = """Extract the facts worth remembering about the speakers from this exchange, which took place on {date}.
 
 {exchange}

@@ -1,0 +1,131 @@
+"""Mem0Style: per-speaker extraction, then ADD / UPDATE / DELETE / NONE against retrieved neighbours;
+EagerFloor and the deprecated EagerFacts alias."""
+import warnings
+
+import pytest
+
+from workbench.embed import HashEmbedder
+from workbench.llm import LLMError, ScriptedLLM
+from workbench.methods import DEPRECATED, REGISTRY, EagerFacts, EagerFloor, Mem0Style, get_method
+from workbench.methods.common import exchanges
+from workbench.testing.contract import CHECKS
+
+
+def make_mem0():
+    llm = ScriptedLLM({"mem0_style.extract": {"facts": ["Someone said something."]},
+                       "mem0_style.decide": {"actions": [{"fact": 1, "event": "ADD", "id": "", "text": ""}]}},
+                      default="auto")
+    return Mem0Style(llm=llm, embedder=HashEmbedder(dim=128))
+
+
+def make_floor():
+    return EagerFloor(llm=ScriptedLLM({"eager_floor.extract": {"facts": ["Someone said something."]}},
+                                      default="auto"), embedder=HashEmbedder(dim=128))
+
+
+@pytest.mark.parametrize("make", [make_mem0, make_floor], ids=["mem0_style", "eager_floor"])
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_contract(make, check, tiny_conv):
+    check(make, tiny_conv)
+
+
+def _prompt(messages) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def _extract(messages):
+    """Noor's facts: Lyon in session 1 (D1:6), Geneva in session 2 (D2:1); nothing else."""
+    p = _prompt(messages)
+    real = p.split("Now the real messages")[1]
+    if "[Noor] Messages" in real and "still in Lyon" in real:
+        return {"facts": ["Noor lives in Lyon."]}
+    if "[Noor] Messages" in real and "moved to Geneva" in real:
+        return {"facts": ["Noor moved to Geneva."]}
+    return {"facts": []}
+
+
+def _run(tiny_conv, second_decision):
+    decisions = iter([{"actions": [{"fact": 1, "event": "ADD", "id": "", "text": "Noor lives in Lyon."}]},
+                      second_decision])
+    llm = ScriptedLLM({"mem0_style.extract": _extract, "mem0_style.decide": lambda m: next(decisions)})
+    return Mem0Style(llm=llm, embedder=HashEmbedder(dim=256)).ingest(tiny_conv), llm
+
+
+def test_add_then_update_of_a_changed_fact(tiny_conv):
+    m, llm = _run(tiny_conv, {"actions": [{"fact": 1, "event": "UPDATE", "id": "0",
+                                           "text": "Noor lives in Geneva (moved from Lyon)."}]})
+    n_ex = sum(len(exchanges(s)) for s in tiny_conv.sessions)
+    roles = llm.roles()
+    assert roles.count("mem0_style.extract") == 2 * n_ex  # once per speaker per exchange
+    assert roles.count("mem0_style.decide") == 2  # only where facts came out
+    decide_prompts = [_prompt(r["messages"]) for r in llm.requests if r["role"] == "mem0_style.decide"]
+    assert "(none yet)" in decide_prompts[0]
+    assert "0: [5 June 2023] Noor lives in Lyon." in decide_prompts[1]  # the retrieved neighbour, small id
+    assert [e.kind for e in m.events] == ["ADD", "UPDATE"]
+    upd = m.events[1]
+    assert upd.unit_id == m.events[0].unit_id
+    assert "Lyon" in upd.before and "Geneva" in upd.after
+    assert set(upd.source_ids) == {"D1:5", "D1:6", "D2:1", "D2:2"}
+    mem = m.memories()
+    assert len(mem) == 1 and "Geneva" in mem.text[0] and mem.speaker[0] == "Noor"
+    assert m.failures_ == []
+
+
+def test_delete_on_a_contradiction(tiny_conv):
+    m, _ = _run(tiny_conv, {"actions": [{"fact": 1, "event": "DELETE", "id": "0", "text": ""},
+                                        {"fact": 1, "event": "ADD", "id": "", "text": ""}]})
+    assert [e.kind for e in m.events] == ["ADD", "DELETE", "ADD"]
+    assert "Lyon" in m.events[1].before
+    texts = list(m.memories().text)
+    assert len(texts) == 1 and "Noor moved to Geneva." in texts[0]  # ADD without text stores the fact
+
+
+def test_none_changes_nothing_and_bad_actions_are_recorded(tiny_conv):
+    m, _ = _run(tiny_conv, {"actions": [{"fact": 1, "event": "NONE"},
+                                        {"fact": 1, "event": "UPDATE", "id": "7", "text": "x"},
+                                        {"fact": 1, "event": "DELETE", "id": "not-an-id"}]})
+    assert [e.kind for e in m.events] == ["ADD"]
+    assert len(m.failures_) == 2 and {f["stage"] for f in m.failures_} == {"apply"}
+    assert "not one of the memories shown" in m.failures_[0]["error"]
+    assert m.decisions_[-1]["actions"][0] == {"event": "NONE", "fact": "Noor moved to Geneva.", "unit_id": None,
+                                              "text": "", "applied": True}
+
+
+def test_failed_calls_are_recorded_and_the_build_goes_on(tiny_conv):
+    llm = ScriptedLLM({"mem0_style.extract": LLMError("boom"), "mem0_style.decide": {"actions": []}})
+    m = Mem0Style(llm=llm, embedder=HashEmbedder()).ingest(tiny_conv)
+    n_ex = sum(len(exchanges(s)) for s in tiny_conv.sessions)
+    assert len(m.failures_) == 2 * n_ex and all(f["stage"] == "extract" for f in m.failures_)
+    assert len(m.memories()) == 0
+
+
+def test_answer_reads_both_speakers_memories(tiny_conv):
+    m, llm = _run(tiny_conv, {"actions": [{"fact": 1, "event": "ADD", "id": "", "text": ""}]})
+    llm._map["mem0_style.answer"] = "Geneva"
+    ans = m.answer("Where does Noor live now?")
+    assert ans.text == "Geneva" and len(ans.context) == 2
+    assert m.as_retriever().search("Geneva", 1)[0].text.endswith("Noor moved to Geneva.")
+
+
+def test_eager_facts_is_a_deprecated_alias_that_keeps_its_name(tiny_conv):
+    assert DEPRECATED["eager_facts"] == "eager_floor" and get_method("eager_facts") is EagerFacts
+    assert REGISTRY["eager_floor"] is EagerFloor and REGISTRY["mem0_style"] is Mem0Style
+    with pytest.warns(DeprecationWarning, match="EagerFloor"):
+        old = EagerFacts(llm=ScriptedLLM({"eager_facts.extract": {"facts": ["A fact."]}}), embedder=HashEmbedder())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old.ingest(tiny_conv)
+    assert isinstance(old, EagerFloor) and old.name == "eager_facts"
+    assert {c for c in old.llm.roles()} == {"eager_facts.extract"}  # saved runs / scripts keyed on the old name
+    new = make_floor().ingest(tiny_conv)
+    # same prompts, so a cassette recorded under the old name replays for the new one
+    assert [r["messages"] for r in new.llm.requests] == [r["messages"] for r in old.llm.requests]
+
+
+def test_eager_facts_saved_memory_still_loads(tiny_conv, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = EagerFacts(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder()).ingest(tiny_conv)
+        old.save(tmp_path / "m")
+        back = get_method("eager_facts").load(tmp_path / "m", embedder=HashEmbedder())
+    assert back.name == "eager_facts" and len(back.memories()) == len(old.memories())
