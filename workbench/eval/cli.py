@@ -37,6 +37,11 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--bounded-outputs", action="store_true",
+                        help="per-role maxItems/maxLength/max_tokens (workbench.llm.bounds); new cassette keys")
+    parser.add_argument("--executor", default="thread", choices=["thread", "ray"],
+                        help="thread: here (default); ray: one Ray task per method x conversation")
+    parser.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
 
 
 def add_report_arguments(parser) -> None:
@@ -60,6 +65,15 @@ def _llm(spec: str | None, cassette: str | None):
     return make_llm(spec, cassette)
 
 
+def bounded(llm, on: bool):
+    """``llm`` with the per-role output bounds of ``workbench.llm.bounds`` switched on when ``on``."""
+    if on:
+        from ..llm.bounds import BOUNDED_OUTPUTS
+
+        llm.output_bounds = BOUNDED_OUTPUTS
+    return llm
+
+
 def _categories(text: str | None):
     return None if not text else [int(c) if c.strip().isdigit() else c.strip() for c in text.split(",") if c.strip()]
 
@@ -69,10 +83,17 @@ def eval_command(args) -> int:
     from ..data import load_dataset
     from .harness import evaluate
     from .judge import LLMJudge
-    from .report import export, summary_table
 
     dataset = load_dataset(args.data)
-    llm = _llm(args.llm, args.cassette)
+    executor = getattr(args, "executor", "thread")
+    names = [m.strip() for m in args.method.split(",") if m.strip()]
+    if executor == "ray":
+        return _eval_ray(args, dataset, names)
+    if len(names) > 1:
+        raise SystemExit("several methods in one --method need --executor ray; run one command per method")
+    if "," in (args.llm or "") or "," in (args.judge or ""):
+        raise SystemExit("several endpoints in --llm/--judge need --executor ray")
+    llm = bounded(_llm(args.llm, args.cassette), getattr(args, "bounded_outputs", False))
     method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
     judge = None
     if args.judge:
@@ -82,10 +103,49 @@ def eval_command(args) -> int:
                    questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
                    retry_errors=args.retry_errors)
+    _finish(out, res)
+    return 0
+
+
+def _finish(out: Path, res) -> None:
+    from .report import export, summary_table
+
     _update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
+
+
+def _eval_ray(args, dataset, names: list[str]) -> int:
+    """Every (method x conversation) as a Ray task; one driver thread per method streams rows into one store."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..cli import parse_params
+    from .executors import CliRecipe, RayExecutor, ensure_ray
+    from .harness import evaluate
+    from .store import ResultsStore
+
+    out = Path(args.out)
+    store = ResultsStore(out / "results.jsonl")
+    params = parse_params(args.param)
+    recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
+                         getattr(args, "bounded_outputs", False)) for name in names]
+
+    def one(k: int):
+        recipe = recipes[k]
+        method, judge = recipe(k)  # driver copies: name, parameters and manifest only, never called here
+        ex = RayExecutor(recipe, address=args.address, first_index=k)
+        return evaluate(method, dataset, judge=judge, workers=args.workers, store=store,
+                        questions=args.questions, conversations=args.conversations,
+                        categories=_categories(args.categories), progress=not args.no_progress,
+                        save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
+                        executor=ex)
+
+    ensure_ray(args.address)  # start or join Ray once, before the driver threads
+    with ThreadPoolExecutor(max_workers=len(recipes)) as pool:
+        results = list(pool.map(one, range(len(recipes))))
+    for res in results:
+        _finish(out, res)
     return 0
 
 

@@ -150,7 +150,7 @@ class _Built:
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
              store: ResultsStore | str | Path | None = None, questions=None, conversations=None, categories=None,
              progress: bool = True, save_memories_dir: str | Path | None = None, retry_errors: bool = False,
-             keep_answers: bool = True) -> EvalResult:
+             keep_answers: bool = True, executor=None) -> EvalResult:
     """Evaluate ``method`` on ``dataset`` (see the module docstring).
 
     ``store``: a ``ResultsStore`` or a JSONL path (resumable), None for memory only.
@@ -159,6 +159,8 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     LongMemEval types. ``workers`` > 1 answers questions of a conversation on a thread pool.
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
     ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
+    ``executor``: None runs conversations here, one after another; an executor object (e.g.
+    ``executors.RayExecutor``) runs them elsewhere and yields the rows back, which are stored here.
     """
     store = store if isinstance(store, ResultsStore) else ResultsStore(store)
     ctx = _Ctx(method.name, method.params_hash(), dataset.name, method.config(), _model(getattr(method, "llm", None)),
@@ -167,22 +169,29 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     keys = [(conv, qa, (ctx.method, ctx.params_hash, ctx.dataset, qa.id)) for conv, qas in plan for qa in qas]
     todo = {k for _, _, k in keys if _needs_run(store.get(k), retry_errors)}
     manifest = run_manifest(method, dataset, judge, ctx, plan, workers, resumed=len(keys) - len(todo))
+    manifest["executor"] = executor.describe() if executor is not None else "local"
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo), f"{ctx.method} on {ctx.dataset}", progress)
+    work = [(conv, [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo])
+            for conv, qas in plan]
+    work = [(conv, pending) for conv, pending in work if pending]
+    run = executor.run if executor is not None else run_local
     try:
-        for conv, qas in plan:
-            pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
-            if not pending:
-                continue
-            built = _ingest(method, conv, save_memories_dir)
-            for row in _answer_all(built, conv, pending, ctx, workers):
-                store.append(row.to_dict())
-                bar.update(1)
+        for row in run(method, work, ctx, workers, save_memories_dir):
+            store.append(row.to_dict())
+            bar.update(1)
     finally:
         bar.close()
     rows = tuple(QuestionResult.from_dict(store.get(k)) for _, _, k in keys if store.get(k) is not None)
     return EvalResult(rows, manifest)
+
+
+def run_local(method, work, ctx: _Ctx, workers: int, save_dir) -> Iterator[QuestionResult]:
+    """The default executor: each conversation built here in turn, its questions on ``workers`` threads."""
+    for conv, pending in work:
+        built = _ingest(method, conv, save_dir)
+        yield from _answer_all(built, conv, pending, ctx, workers)
 
 
 def _needs_run(row: dict | None, retry_errors: bool) -> bool:
