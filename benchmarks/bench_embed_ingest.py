@@ -24,12 +24,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 
 
-def conversation_texts(conv_id: str) -> tuple[list[str], str]:
+def conversation_texts(conv_id: str, locomo: Path = LOCOMO) -> tuple[list[str], str]:
     from workbench.data import load_dataset, load_sample
     from workbench.methods.baselines import NaiveRAG
 
-    if LOCOMO.exists():
-        conv, label = load_dataset(f"locomo:{LOCOMO}")[conv_id], f"locomo {conv_id}"
+    if locomo.exists():
+        conv, label = load_dataset(f"locomo:{locomo}")[conv_id], f"locomo {conv_id}"
     else:
         conv, label = load_sample()[0], "sample-1 (../shared/data absent)"
     return [u.text for u in NaiveRAG(chunking="turn")._chunks(conv)], label
@@ -89,12 +89,13 @@ def best_of(fn, repeats: int) -> tuple[float, np.ndarray]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conversation", default="conv-30")
+    ap.add_argument("--locomo", type=Path, default=LOCOMO, help="the LoCoMo dev file (default ../shared/data/...)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(RESULTS / "embed_ingest.json"))
     args = ap.parse_args(argv)
     from workbench.embed import MiniLMEmbedder
 
-    texts, label = conversation_texts(args.conversation)
+    texts, label = conversation_texts(args.conversation, args.locomo)
     emb = MiniLMEmbedder()
     emb(["warm up"])
     previous_embed(["warm up"])
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "embed_ingest", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": {"python": platform.python_version(), "cpu_count": __import__("os").cpu_count()},
-        "input": f"{label}: {len(texts)} turn chunks as NaiveRAG stores them (1x LoCoMo conversation)",
+        "input": f"{label}: {len(texts)} turn chunks as NaiveRAG stores them",
         "embedder": "all-MiniLM-L6-v2 int8 ONNX, batch 32, 2 threads", "repeats": args.repeats,
         "texts": len(texts), **padded_lengths(texts),
         "previous": {"seconds": round(t_prev, 3), "texts_per_s": round(len(texts) / t_prev, 1)},

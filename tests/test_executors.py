@@ -72,7 +72,8 @@ class Recipe:
 def local_ray():
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    except Exception as exc:  # no Ray on this machine: skip, never fail
+    except Exception as exc:  # no Ray on this machine (or it did not come up in Ray's 30 s): skip, never fail
+        ray.shutdown()  # stop whatever part of the local instance did start
         pytest.skip(f"Ray cannot start here: {type(exc).__name__}: {exc}")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the recipe lives in this test module
     yield ray

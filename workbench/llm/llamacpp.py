@@ -84,7 +84,7 @@ class LlamaCpp(BaseLLM):
 
     def context_limit(self) -> int:
         """The largest context this model may use: its trained context, capped by ``max_ctx``."""
-        limit = self._load().n_ctx_train()
+        limit = trained_context(self._load())
         return min(limit, self.max_ctx) if self.max_ctx else limit
 
     def _fit(self, messages, max_tokens: int):
@@ -123,3 +123,16 @@ class LlamaCpp(BaseLLM):
             stats["evaluated"] += max(evaluated, 0)
         return Generation(out["choices"][0]["message"]["content"] or "", self.model,
                           sent, usage.get("completion_tokens"))
+
+
+def trained_context(llama) -> int:
+    """The context length the model was trained with (llama-cpp-python 0.3 keeps it on the inner model;
+    the GGUF metadata ``<arch>.context_length`` says the same)."""
+    for get in (getattr(llama, "n_ctx_train", None), getattr(getattr(llama, "_model", None), "n_ctx_train", None)):
+        if callable(get) and int(get()) > 0:  # 0 when only the vocabulary is loaded
+            return int(get())
+    meta = getattr(llama, "metadata", {}) or {}
+    arch = meta.get("general.architecture", "")
+    if f"{arch}.context_length" in meta:
+        return int(meta[f"{arch}.context_length"])
+    raise LLMError("cannot tell the model's trained context length; pass max_ctx")
