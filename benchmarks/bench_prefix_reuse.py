@@ -35,14 +35,13 @@ def ratio(evaluated: int, sent: int) -> float | None:
     return round(evaluated / sent, 4) if sent else None
 
 
-def run_mode(args, state_cache_mb: int) -> dict:
+def run_mode(args, state_cache_mb: int, out: dict, save) -> None:
     from workbench.cli import build_method, make_embedder
     from workbench.data import load_dataset
     from workbench.eval import LLMJudge, evaluate
     from workbench.llm.default import local_llm
 
     dataset = load_dataset(args.data)
-    out = {}
     for name in args.methods:
         llm = local_llm(args.model, state_cache_mb=state_cache_mb)  # a fresh model: no state from the last method
         method = build_method(name, llm, make_embedder(args.embedder), {})
@@ -64,8 +63,8 @@ def run_mode(args, state_cache_mb: int) -> dict:
                      "all_calls": total, "by_group": groups, "by_role": by_role}
         print(f"  {name:<14} {state_cache_mb and 'kv+ram' or 'kv':<7} evaluated/sent {total['evaluated']}/"
               f"{total['sent']} = {total['ratio']}  ({wall:.0f} s)", flush=True)
+        save()
         llm._llama = None  # free the model before the next one loads
-    return out
 
 
 def main(argv=None) -> int:
@@ -77,12 +76,10 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--state-cache-mb", type=int, default=1024)
+    ap.add_argument("--modes", nargs="+", default=["kv", "kv+ram"], choices=["kv", "kv+ram"])
     ap.add_argument("--out", default=str(RESULTS / "prefix_reuse.json"))
     args = ap.parse_args(argv)
-    modes = {}
-    for label, mb in (("kv", 0), ("kv+ram", args.state_cache_mb)):
-        print(f"mode {label}", flush=True)
-        modes[label] = run_mode(args, mb)
+    modes: dict[str, dict] = {}
     result = {
         "benchmark": "prefix_reuse", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": {"python": platform.python_version(), "cpu_count": __import__("os").cpu_count()},
@@ -92,10 +89,19 @@ def main(argv=None) -> int:
         "ratio": "prompt tokens llama.cpp evaluated / prompt tokens sent (1.0 = no reuse)",
         "modes": modes,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    for label, mb in (("kv", 0), ("kv+ram", args.state_cache_mb)):
+        if label not in args.modes:
+            continue
+        print(f"mode {label}", flush=True)
+        modes[label] = {}
+        run_mode(args, mb, modes[label], lambda: write(args.out, result))  # written after every method
     print(f"-> {args.out}")
     return 0
+
+
+def write(path: str, result: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

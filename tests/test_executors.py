@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,13 +69,35 @@ class Recipe:
         return NaiveRAG(llm=llm, embedder=HashEmbedder(64), top_k=3), LLMJudge(scripted())
 
 
+def _patient_get_node(get_node, wait_s: float = 240.0):
+    """Ray gives a starting node 30 s (a constant in ray._private.node); on a loaded 2-core machine its
+    Python agents take longer. This wrapper keeps asking the GCS for up to ``wait_s`` instead."""
+    def patient(*args, **kw):
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return get_node(*args, **kw)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    return patient
+
+
 @pytest.fixture(scope="module")
 def local_ray():
+    import ray._private.services as services
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAY_raylet_start_wait_time_s", "300")  # the raylet's own wait for its agents (same reason)
+    mp.setattr(services, "get_node", _patient_get_node(services.get_node))
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     except Exception as exc:  # no Ray on this machine (or it did not come up in Ray's 30 s): skip, never fail
         ray.shutdown()  # stop whatever part of the local instance did start
+        mp.undo()
         pytest.skip(f"Ray cannot start here: {type(exc).__name__}: {exc}")
+    mp.undo()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the recipe lives in this test module
     yield ray
     ray.shutdown()
