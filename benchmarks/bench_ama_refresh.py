@@ -75,7 +75,8 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     from workbench.methods.ama import summary_stats
 
     conv = knowledge_update_slice(slice_name)
-    method = AMA(llm=llm, embedder=embedder, conflict_check=check)
+    # recorded before #18 extended the ingestion check to raw and episode entries: fact store only
+    method = AMA(llm=llm, embedder=embedder, conflict_check=check, conflict_stores=("fact",))
     t = time.perf_counter()
     with track() as calls:
         method.ingest(conv)

@@ -255,11 +255,13 @@ def _sec_construction(c: dict | None) -> list[str]:
             continue
         est = part.get("recmem_vs_mem0_style_per_exchange_estimate")
         if est:
-            out += [f"Estimate on the whole slice: RecMem's construction tokens per exchange are **{_f(est['token_ratio'], 3)}x** "
+            out += [f"Estimate on the whole slice: RecMem's construction tokens per exchange are "
+                    f"**{_f(est['token_ratio'], 3)}x** "
                     f"Mem0Style's ({_f(est['mem0_style_tokens_per_exchange'], 1)} per exchange; {est['basis']}).", ""]
         per_ex = ", ".join(f"{m['method']} {_f(m.get('tokens_per_exchange'), 1)}" for m in part["methods"].values())
         out += [f"**{part['input']}** ({part['sessions']} sessions, {part['turns']} turns, "
-                f"{part.get('exchanges', '?')} exchanges): {_ratio_text(part.get('recmem_vs_mem0_style'), 'Mem0Style')}; "
+                f"{part.get('exchanges', '?')} exchanges): "
+                f"{_ratio_text(part.get('recmem_vs_mem0_style'), 'Mem0Style')}; "
                 f"{_ratio_text(part.get('recmem_vs_floor', part.get('recmem_vs_eager_facts')), 'the eager floor')}. "
                 f"Construction tokens per exchange: {per_ex}.", "",
                 _md(list(part["methods"].values()), CONSTRUCTION_COLS), ""]

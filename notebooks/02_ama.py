@@ -167,7 +167,7 @@ from workbench.methods import AMA
 
 probe_llm = CachedLLM.replay(REFRESH_CASSETTE)
 tiny = knowledge_update_slice("tiny")
-ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(tiny)
+ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(tiny)
 for e in ama_probe.events:
     if e.kind in ("UPDATE", "DELETE"):
         print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
@@ -199,7 +199,7 @@ summary_stats(tiny_answers)
 # %%
 # NBVAL_CHECK_OUTPUT
 grey = knowledge_update_slice("greyhound")
-ama_grey = AMA(llm=probe_llm, embedder=emb, conflict_check="probe").ingest(grey)
+ama_grey = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(grey)
 for e in ama_grey.events:
     if e.kind in ("UPDATE", "DELETE"):
         print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")

@@ -508,6 +508,16 @@ def test_ingestion_conflicts_are_checked_in_every_editable_granularity(tiny_conv
     assert upd.unit_id == "raw:D1:6" and m.stores_["raw"]["raw:D1:6"].text == "Noor: I live in Geneva now."
 
 
+def test_conflict_stores_limits_the_ingestion_check(tiny_conv):
+    llm = make_llm(**{"ama.judge_ingest": judge("Pass")})
+    m = make_ama(llm=llm, conflict_stores=("fact",), conflict_k=6).ingest(tiny_conv)
+    checks = [s for steps in m.turn_steps_.values() for s in steps if s.kind == "conflict_check"]
+    assert checks and all(s.data["stores"] == ["fact"] for s in checks)
+    assert all(h.kind == "fact" for s in checks for h in s.hits)
+    with pytest.raises(ValueError, match="conflict_stores"):
+        make_ama(llm=make_llm(), conflict_stores=("facts",)).ingest(tiny_conv)
+
+
 def test_question_time_writes_hold_the_write_lock(tiny_conv, monkeypatch):
     import threading
 

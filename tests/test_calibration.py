@@ -71,7 +71,8 @@ def test_recmem_replay_matches_the_gate_alone_without_episodes(sample_convs):
 def test_apply_only_for_the_same_embedder_and_warn_otherwise(hash_cal):
     emb = HashEmbedder(dim=256)
     m, applied = C.apply_calibration(RecMem(embedder=emb), hash_cal, dataset="locomo")
-    assert applied == {"theta_sim": hash_cal["methods"]["recmem"]["presets"]["locomo"]["theta_sim"], "theta_merge": None}
+    assert applied == {"theta_sim": hash_cal["methods"]["recmem"]["presets"]["locomo"]["theta_sim"],
+                       "theta_merge": None}
     assert m.theta_sim == applied["theta_sim"] and C.threshold_warnings(m, hash_cal) == []
     other = RecMem(embedder=HashEmbedder(dim=64))
     assert C.apply_calibration(other, hash_cal)[1] == {}
@@ -105,7 +106,8 @@ def test_prepare_method_layers_preset_calibration_and_explicit(hash_cal, capsys)
     assert s.method.theta_count == 4 and s.method.answer_length == "free"
     assert s.method.theta_sim == hash_cal["methods"]["recmem"]["presets"]["longmemeval"]["theta_sim"]
     man = s.manifest()
-    assert man["dataset_preset"]["kind"] == "longmemeval" and man["calibration"]["applied"]["theta_sim"] == s.method.theta_sim
+    assert man["dataset_preset"]["kind"] == "longmemeval"
+    assert man["calibration"]["applied"]["theta_sim"] == s.method.theta_sim
     assert man["threshold_warnings"] == []
     s2 = prepare_method("recmem", ScriptedLLM([]), emb, {"theta_sim": 0.42}, data="locomo:x", calibration=hash_cal)
     assert s2.method.theta_sim == 0.42 and "theta_sim" not in s2.manifest()["calibration"]["applied"]
@@ -131,14 +133,15 @@ def test_evaluate_records_the_setup_in_the_manifest(hash_cal, tiny_conv, tmp_pat
 
 def test_demo_replays_its_recorded_configuration_unless_recording():
     from workbench import demo
-    from workbench.methods.recmem import RecMem as R
 
-    assert demo.CASSETTE_CALIBRATION is None  # the committed cassette predates the calibration
-    assert demo.demo_calibration(record=False) is None
-    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["recmem", "hmem"])
-    assert methods["recmem"].get_params() == R(llm=methods["recmem"].llm, embedder=methods["recmem"].embedder,
-                                               **demo.RECMEM_MINILM).get_params()
-    assert methods["hmem"].alphas == (0.8, 0.7, 0.6)
+    # the committed cassette was recorded with the shipped MiniLM calibration: replays apply it too
+    assert demo.CASSETTE_CALIBRATION == "shipped:all-MiniLM-L6-v2-int8"
+    cal = demo.demo_calibration(record=False)
+    assert cal is not None and cal == demo.demo_calibration(record=True)
+    assert demo.demo_calibration(record=False, choice="off") is None
+    methods = demo.demo_methods(ScriptedLLM([]), demo.demo_embedder(), ["recmem", "hmem"], calibration=cal)
+    assert methods["hmem"].alphas != (0.8, 0.7, 0.6)  # the paper's alphas belong to Qwen3-Embedding-4B
+    assert methods["recmem"].theta_sim != demo.RECMEM_MINILM["theta_sim"]
 
 
 def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_recording():

@@ -59,7 +59,8 @@ class Recipe:
 
         def answer(messages):
             answered.append(1)
-            if len(answered) == 2 and (self.always_crash or (self.crash_marker and not os.path.exists(self.crash_marker))):
+            if len(answered) == 2 and (self.always_crash
+                                       or (self.crash_marker and not os.path.exists(self.crash_marker))):
                 if self.crash_marker:
                     Path(self.crash_marker).write_text("crashed")
                 os._exit(1)

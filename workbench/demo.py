@@ -34,7 +34,7 @@ RECMEM_MINILM = {"theta_sim": 0.55, "theta_count": 4}
 # and RecMem's clusters, hence their LLM calls, so replay applies it only when the cassette has it;
 # ``workbench demo --record`` applies the shipped MiniLM calibration (then set this to its spec,
 # "shipped:all-MiniLM-L6-v2-int8", so replays use it too).
-CASSETTE_CALIBRATION: str | None = None
+CASSETTE_CALIBRATION: str | None = "shipped:all-MiniLM-L6-v2-int8"
 
 
 # Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
@@ -121,9 +121,7 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None) 
     from .eval.presets import prepare_method
     from .methods import REGISTRY
 
-    # eager_facts: the deprecated name of eager_floor, kept until the cassette is re-recorded so the
-    # recorded results and notebook outputs keep their method name (same prompts either way)
-    order = ["full_context", "naive_rag", "eager_facts", "hymem", "ama", "hmem", "recmem", "memr3"]
+    order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", "hmem", "recmem", "memr3"]
     names = names or [n for n in order if n in REGISTRY]
     out = {}
     with warnings.catch_warnings():

@@ -303,6 +303,9 @@ def _context_window(llm) -> tuple[int | None, int]:
     """(context tokens, tokens kept for the reply) of the backend where it is known (llama.cpp)."""
     base = _base(llm)
     n_ctx = getattr(base, "n_ctx", None)
+    grow = getattr(base, "trained_context_cheaply", None)  # LlamaCpp grows its context up to this once
+    if callable(grow):  # None (file missing, no metadata): the starting context stands
+        n_ctx = grow() or n_ctx
     return (int(n_ctx) if isinstance(n_ctx, int) else None), int(getattr(base, "max_tokens", 512) or 512)
 
 

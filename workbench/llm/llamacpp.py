@@ -82,6 +82,23 @@ class LlamaCpp(BaseLLM):
 
         llama.eval = counting_eval
 
+    def trained_context_cheaply(self) -> int | None:
+        """The context this backend can grow to, read from the GGUF metadata with the vocabulary only
+        (no weights), so an estimate can check a prompt's size without loading the model. None when
+        the file is missing or says nothing."""
+        if self.max_ctx:
+            return int(self.max_ctx)
+        if self._llama is not None:
+            return self.context_limit()
+        if not Path(self.model_path).is_file():
+            return None
+        from llama_cpp import Llama
+
+        try:
+            return trained_context(Llama(model_path=str(self.model_path), vocab_only=True, verbose=False))
+        except (LLMError, ValueError, OSError):
+            return None
+
     def context_limit(self) -> int:
         """The largest context this model may use: its trained context, capped by ``max_ctx``."""
         limit = trained_context(self._load())

@@ -30,7 +30,9 @@ Departures from the paper:
   pre-judge candidates H_t (and W_t) as reference, not H_t*. Facts come only from u_t either way.
 - During ingestion the Retriever call is skipped by default (``ingest_retriever=False``): the turn text
   and its facts are the queries, searched in every enabled granularity the Refresher may edit (raw,
-  fact, episode; ``conflict_k`` nearest per query and store), not in one routed store. The Judge only
+  fact, episode; ``conflict_k`` nearest per query and store; ``conflict_stores`` narrows it, e.g. to
+  ``("fact",)`` for the refresh recording made before the other stores were checked), not in one routed
+  store. The Judge only
   checks conflicts there (Pass/Refresh, own prompt variant ``JUDGE_INGEST``), since a statement cannot
   be "insufficient" (digest §10.2).
 - The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err). A Refresh verdict whose
@@ -109,6 +111,7 @@ class AMA(MemoryMethod):
                  conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
                  conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
                  conflict_check: Literal["judge", "probe"] = "judge",  # "judge" = paper P_jud; "probe" [ours]
+                 conflict_stores: tuple[str, ...] = ("fact", "raw", "episode"),  # paper §3.4: all it may edit
                  refresh_on_query: bool = False,  # paper §3.4 edits memory at question time; digest §10.3: off
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
@@ -127,6 +130,7 @@ class AMA(MemoryMethod):
         self.episode_max_turns = episode_max_turns
         self.episode_at_session_end = episode_at_session_end
         self.trigger = trigger
+        self.conflict_stores = conflict_stores
         self.ingest_retriever = ingest_retriever
         self.conflict_k = conflict_k
         self.conflict_min_sim = conflict_min_sim
@@ -151,6 +155,8 @@ class AMA(MemoryMethod):
             raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
         if self.conflict_check not in ("judge", "probe"):
             raise ValueError(f"conflict_check must be 'judge' or 'probe', got {self.conflict_check!r}")
+        if not self.conflict_stores or not set(self.conflict_stores) <= {"fact", "raw", "episode"}:
+            raise ValueError(f"conflict_stores must name some of fact, raw, episode; got {self.conflict_stores!r}")
         if self.retry_expand not in ("both", "relations", "granularity"):
             raise ValueError(f"retry_expand must be both, relations or granularity, got {self.retry_expand!r}")
         if self.max_retention_days is not None and self.max_retention_days <= 0:
@@ -241,7 +247,7 @@ class AMA(MemoryMethod):
     def _conflict_stores(self) -> list[str]:
         """Every enabled granularity the Refresher may edit (paper §3.4: raw, fact and episode
         entries), facts first (digest §10.2)."""
-        return [n for n in ("fact", "raw", "episode") if self.enabled(n)]
+        return [n for n in ("fact", "raw", "episode") if n in self.conflict_stores and self.enabled(n)]
 
     def _ingest_conflicts(self, turn, facts, vec, fact_vecs, plan_units, steps) -> None:
         """Check the new turn and its facts against their nearest stored entries of every editable

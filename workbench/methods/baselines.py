@@ -196,7 +196,8 @@ class EagerFloor(MemoryMethod):
                 ids = tuple(t.id for t in ex)
                 self._advance(len(ex))  # progress: this exchange is being extracted
                 try:
-                    facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role=f"{self.name}.extract").parsed["facts"]
+                    facts = self.llm.complete(prompt, schema=P.FACTS_SCHEMA,
+                                              role=f"{self.name}.extract").parsed["facts"]
                 except LLMError as exc:  # recorded, the run goes on; the exchange simply yields no facts
                     self.failures_.append({"source_ids": list(ids), "error": str(exc)})
                     continue

@@ -90,7 +90,8 @@ def _quantiles(values: np.ndarray) -> dict:
         return {}
     qs = np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99])
     return {"n": int(len(values)), "mean": round(float(values.mean()), 4),
-            **{f"q{int(p * 100):02d}": round(float(v), 4) for p, v in zip([0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99], qs)}}
+            **{f"q{int(p * 100):02d}": round(float(v), 4)
+               for p, v in zip([0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99], qs)}}
 
 
 def quantile_of(value: float, dist: dict, values: np.ndarray | None = None) -> float | None:
@@ -135,13 +136,15 @@ def hmem_replay(leaves: Sequence[tuple[datetime, np.ndarray]], alphas: Sequence[
         return np.stack([pending.pop(t) for t in texts])
 
     for i, (when, vec) in enumerate(leaves):
-        tree.add_leaf(f"leaf{i}", time=when, mention_time=when, vector=vec, source_ids=(str(i),), fragment_ids=(str(i),),
-                      summarize=summarize, embed=embed, propagate=True, summarize_single=False)
+        tree.add_leaf(f"leaf{i}", time=when, mention_time=when, vector=vec, source_ids=(str(i),),
+                      fragment_ids=(str(i),), summarize=summarize, embed=embed, propagate=True,
+                      summarize_single=False)
     nodes = [len(tree.level(lv)) for lv in range(1, levels + 1)]
     parents = [n for n in tree.nodes.values() if n.level >= 2]
     return {"nodes": nodes,
             "join_share": [round(1 - nodes[i + 1] / nodes[i], 4) if nodes[i] else None for i in range(levels - 1)],
-            "multi_child_share": round(sum(len(n.children) > 1 for n in parents) / len(parents), 4) if parents else None,
+            "multi_child_share": (round(sum(len(n.children) > 1 for n in parents) / len(parents), 4)
+                                  if parents else None),
             "l2_multi_child_share": _share([n for n in parents if n.level == 2])}
 
 
@@ -236,7 +239,8 @@ def recmem_replay(vector_sets: list[np.ndarray], *, theta_sim: float, theta_coun
                 epi_vecs.append(m / (np.linalg.norm(m) or 1.0))
             else:
                 pool.append(i)
-    return {"trigger_rate": round(fired / gated, 4) if gated else 0.0, "merge_rate": round(merged / units, 4) if units else 0.0,
+    return {"trigger_rate": round(fired / gated, 4) if gated else 0.0,
+            "merge_rate": round(merged / units, 4) if units else 0.0,
             "triggers": fired, "gated": gated, "merge_candidates": merged, "units": units}
 
 
@@ -283,7 +287,8 @@ def calibrate(embedder, conversations: Iterable, *, data_label: str = "", kinds:
     name = getattr(embedder, "name", type(embedder).__name__)
     return {
         "format": FORMAT, "embedder": name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "data": {"label": data_label, "conversations": [c.id for c in convs], "turns": int(sum(len(c.turns) for c in convs)),
+        "data": {"label": data_label, "conversations": [c.id for c in convs],
+                 "turns": int(sum(len(c.turns) for c in convs)),
                  "exchange_units": int(sum(len(v) for v in unit_vecs))},
         "similarity": {"turn_pairs": _quantiles(turn_pairs), "turn_nearest_earlier": _quantiles(nearest),
                        "recmem_unit_nearest_earlier": _quantiles(unit_nearest)},
@@ -314,7 +319,8 @@ def calibrate(embedder, conversations: Iterable, *, data_label: str = "", kinds:
                     "calibrated_quantile_unit_nearest": quantile_of(r["theta_sim"], {}, unit_nearest)}
                     for k, r in recmem.items()} | {"theta_merge": {
                         "paper": "= theta_sim (Eq. 6)", "calibrated": "= theta_sim", "basis": "derived",
-                        "how": "the paper ties theta_merge to theta_sim; left at None so it follows the calibrated value"}},
+                        "how": "the paper ties theta_merge to theta_sim; "
+                               "left at None so it follows the calibrated value"}},
                 "replay": {k: {"paper": r["paper"], "calibrated": r["calibrated"]} for k, r in recmem.items()},
             },
         },
@@ -402,7 +408,8 @@ def threshold_warnings(method, calibration: dict | None = None) -> list[str]:
     used = _embedder_name(getattr(method, "embedder", None))
     if paper is None or used is None or used == paper:
         return []
-    if calibration is not None and calibration.get("embedder") == used and method.name in calibration.get("methods", {}):
+    if (calibration is not None and calibration.get("embedder") == used
+            and method.name in calibration.get("methods", {})):
         return []
     return [f"{method.name}: its similarity thresholds were set for {paper}, but the embedder in use is {used} "
             f"and no calibration for it is applied (run `workbench calibrate --embedder ...`)"]
@@ -441,7 +448,8 @@ def summary_lines(calibration: dict) -> list[str]:
     for label, key in (("paper", "paper"), ("calibrated", "calibrated")):
         r = h["replay"][key]
         alphas = HMEM_PAPER_ALPHAS if key == "paper" else h["params"]["alphas"]
-        out.append(f"  hmem   {label:<10} alphas {tuple(alphas)}: nodes/level {r['nodes']}, join share {r['join_share']}, "
+        out.append(f"  hmem   {label:<10} alphas {tuple(alphas)}: nodes/level {r['nodes']}, "
+                   f"join share {r['join_share']}, "
                    f"multi-child parents {r['multi_child_share']} (L2 {r['l2_multi_child_share']})")
     out.append(f"         target join share (Table 7): {[t['target']['join_share'] for t in h['thresholds'].values()]}")
     for kind, rep in m["recmem"]["replay"].items():
@@ -457,7 +465,8 @@ def summary_lines(calibration: dict) -> list[str]:
     return out
 
 
-def measure(embedder, conversations: Iterable, calibration: dict | None = None, *, kinds: Sequence[str] = ("locomo",)) -> dict:
+def measure(embedder, conversations: Iterable, calibration: dict | None = None, *,
+            kinds: Sequence[str] = ("locomo",)) -> dict:
     """Before/after on some data: the H-Mem replay (node counts, join shares, multi-child parent share)
     and the RecMem replay (trigger and merge-candidate rates) at the papers' thresholds and at the
     ``calibration``'s (no LLM). This is how a shipped calibration is checked on data it was not made on."""
@@ -487,7 +496,8 @@ def measure(embedder, conversations: Iterable, calibration: dict | None = None, 
             p = calibrated_params(calibration, "recmem", kind)
             if "theta_sim" in p:
                 count = p.get("theta_count", paper["theta_count"])
-                r = recmem_replay(unit_vecs, theta_sim=p["theta_sim"], theta_count=count, theta_merge=p.get("theta_merge"))
+                r = recmem_replay(unit_vecs, theta_sim=p["theta_sim"], theta_count=count,
+                                  theta_merge=p.get("theta_merge"))
                 gate = _gate_only_rate(unit_vecs, p["theta_sim"], count)
                 row["calibrated"] = {"theta_sim": p["theta_sim"], "gate_only_trigger_rate": gate, **r}
                 # the documented target is a rate of the gate alone (as calibrated); the merge-first
