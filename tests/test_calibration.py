@@ -133,18 +133,18 @@ def test_evaluate_records_the_setup_in_the_manifest(hash_cal, tiny_conv, tmp_pat
 
 def test_demo_replays_its_recorded_configuration_unless_recording():
     from workbench import demo
+    from workbench.methods.recmem import RecMem as R
 
-    # the committed cassette was recorded with the shipped MiniLM calibration: replays apply it too
-    assert demo.CASSETTE_CALIBRATION == "shipped:all-MiniLM-L6-v2-int8"
-    cal = demo.demo_calibration(record=False)
-    assert cal is not None and cal == demo.demo_calibration(record=True)
-    assert demo.demo_calibration(record=False, choice="off") is None
-    methods = demo.demo_methods(ScriptedLLM([]), demo.demo_embedder(), ["recmem", "hmem"], calibration=cal)
-    assert methods["hmem"].alphas != (0.8, 0.7, 0.6)  # the paper's alphas belong to Qwen3-Embedding-4B
-    assert methods["recmem"].theta_sim != demo.RECMEM_MINILM["theta_sim"]
+    assert demo.CASSETTE_CALIBRATION is None  # the committed cassette predates the calibration
+    assert demo.demo_calibration(record=False) is None
+    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["recmem", "hmem"])
+    assert methods["recmem"].get_params() == R(llm=methods["recmem"].llm, embedder=methods["recmem"].embedder,
+                                               **demo.RECMEM_MINILM).get_params()
+    assert methods["hmem"].alphas == (0.8, 0.7, 0.6)
+    assert methods["hmem"].fragment == "window" and methods["hmem"].get_params()["fragment_turns"] == 4
 
 
-def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_recording():
+def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_asked():
     from workbench import demo
     from workbench.embed import MiniLMEmbedder
 
@@ -152,7 +152,9 @@ def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_record
     assert path is not None, "the MiniLM calibration must ship in the package"
     cal = C.load_calibration(f"shipped:{MiniLMEmbedder.name}")
     assert cal["embedder"] == MiniLMEmbedder.name and cal["_path"] == f"shipped:{MiniLMEmbedder.name}"
-    assert demo.demo_calibration(record=True)["embedder"] == MiniLMEmbedder.name
+    assert demo.demo_calibration(record=True) is None  # recording keeps the cassette's configuration
+    asked = demo.demo_calibration(record=True, choice=f"shipped:{MiniLMEmbedder.name}")
+    assert asked["embedder"] == MiniLMEmbedder.name
 
     fake = HashEmbedder()
     fake.name = MiniLMEmbedder.name  # same name as MiniLM, so the calibration applies

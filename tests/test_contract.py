@@ -12,7 +12,8 @@ from workbench.embed import HashEmbedder
 from workbench.eval.harness import question_time
 from workbench.llm import ScriptedLLM
 from workbench.llm.ledger import track
-from workbench.methods import REGISTRY, AMA, EagerFacts, FullContext, HMem, HyMem, MemR3, NaiveRAG, RecMem
+from workbench.methods import (REGISTRY, AMA, EagerFacts, EagerFloor, FullContext, HMem, HyMem, Mem0Style, MemR3,
+                               NaiveRAG, RecMem)
 from workbench.testing.contract import CHECKS, prompt_texts
 
 
@@ -44,13 +45,22 @@ def hymem_summarize(messages):
 
 
 def eager_llm():
-    return ScriptedLLM({"eager_facts.extract": {"facts": ["Someone said something."]}}, default="auto")
+    return ScriptedLLM({"eager_facts.extract": {"facts": ["Someone said something."]},
+                        "eager_floor.extract": {"facts": ["Someone said something."]}}, default="auto")
+
+
+def mem0_llm():
+    return ScriptedLLM({"mem0_style.extract": {"facts": ["Someone said something."]},
+                        "mem0_style.decide": {"actions": [{"fact": 1, "event": "ADD", "id": "", "text": ""}]}},
+                       default="auto")
 
 
 CONFIGS = {
     "full_context": {"default": lambda: FullContext(llm=auto())},
     "naive_rag": {"default": lambda: NaiveRAG(llm=auto(), embedder=emb(), top_k=3)},
     "eager_facts": {"default": lambda: EagerFacts(llm=eager_llm(), embedder=emb())},
+    "eager_floor": {"default": lambda: EagerFloor(llm=eager_llm(), embedder=emb())},
+    "mem0_style": {"default": lambda: Mem0Style(llm=mem0_llm(), embedder=emb())},
     "hymem": {
         "default": lambda: HyMem(llm=auto(), embedder=emb()),
         "topics": lambda: HyMem(llm=ScriptedLLM({"hymem.segment": {"events": [

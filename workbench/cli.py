@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", action="append", required=True, help="sample | locomo:<path> | ... (repeatable, pooled)")
     p.add_argument("--conversations", type=int, default=None, help="at most N conversations per --data")
     p.add_argument("--presets", default="locomo,longmemeval", help="RecMem dataset presets to calibrate")
-    p.add_argument("--out", default="calibration.json")
+    p.add_argument("--out", default="calibration.json", help="where to write the calibration JSON")
     p.add_argument("--check", default=None, help="instead: report before/after of a calibration file (or 'shipped') "
                                                  "on --data")
     p.set_defaults(func=cmd_calibrate)
@@ -297,8 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="*", default=None, help="method names (default: every registered method)")
     p.add_argument("--questions", type=int, default=None, help="how many of the demo questions (default all)")
     p.add_argument("--record", action="store_true", help="append new calls to the committed cassette")
-    p.add_argument("--calibration", default="auto", help="auto (what the cassette was recorded with; the shipped "
-                                                         "MiniLM calibration when recording) | off | <file.json>")
+    p.add_argument("--calibration", default="auto", help="auto (what the cassette was recorded with, also when "
+                                                         "recording) | off | shipped:<embedder> | <file.json>")
     p.add_argument("--llm", default=None, help="LLM spec for calls the cassette lacks (default: the offline model)")
     p.add_argument("--port", type=int, default=5006, help="port of the app")
     p.add_argument("--no-serve", action="store_true", help="stop after writing the run (do not start the app)")

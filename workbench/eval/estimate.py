@@ -42,6 +42,8 @@ from ..llm.latency import LatencyModel, latency_model_for
 
 PROFILES_PATH = Path(__file__).with_name("cost_profiles.json")
 PHASES = ("construct", "query", "judge")
+# deprecated method names -> the name their profile is fitted under (same prompts and calls)
+RENAMED = {"eager_facts": "eager_floor", "eager_floor": "eager_facts"}
 # Construction roles that scale with sessions rather than turns (one call per session by design).
 ROLE_UNITS = {"hymem.segment": "sessions", "hmem.profile": "sessions", "hmem.consolidate": "sessions"}
 FULL_CONTEXT_ROLE = "full_context.answer"
@@ -208,7 +210,8 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
     if _replay_only(llm):
         latency = LatencyModel(0.0, 1e12, 1e12, "replay from a cassette: no live calls (a miss is a failure)")
     flags, notes = list(problems), list(notes)
-    prof = profiles.get("methods", {}).get(name)
+    fitted_methods = profiles.get("methods", {})
+    prof = fitted_methods.get(name) or fitted_methods.get(RENAMED.get(name, ""))
     fitted = profiles.get("fitted_on", {})
     if prof is None:
         notes.append(f"no cost profile for {name!r}: calls and tokens unknown "

@@ -36,6 +36,7 @@ BOUNDED_OUTPUTS: dict[str, Bound] = {
     "recmem.refine_merge": Bound(max_items=8, max_length=200, max_tokens=400),
     "recmem.refine_direct": Bound(max_items=8, max_length=200, max_tokens=400),
     "eager_facts.extract": Bound(max_items=8, max_length=200, max_tokens=400),
+    "eager_floor.extract": Bound(max_items=8, max_length=200, max_tokens=400),  # the same method, renamed
 }
 
 
