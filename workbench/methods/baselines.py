@@ -228,7 +228,8 @@ class EagerFacts(EagerFloor):
 
     name = "eager_facts"
 
-    def __init__(self, *, llm=None, embedder=None, top_k: int = 10):
+    def __init__(self, *, llm=None, embedder=None, top_k: int = 10,
+                 answer_prompt: Literal["native", "shared"] = "native"):
         warnings.warn("EagerFacts is deprecated: it is an eager-extraction floor, use EagerFloor ('eager_floor'); "
                       "Mem0Style ('mem0_style') is the Mem0-like reference", DeprecationWarning, stacklevel=2)
-        super().__init__(llm=llm, embedder=embedder, top_k=top_k)
+        super().__init__(llm=llm, embedder=embedder, top_k=top_k, answer_prompt=answer_prompt)

@@ -12,8 +12,10 @@ this class reproduces in its own words and prompts (``mem0_style_prompts``):
    per fact ADD / UPDATE (id + new text) / DELETE (id) / NONE, applied to the store and logged in
    the unified event log (ADD / UPDATE / DELETE; NONE is kept in ``decisions_``).
 
-Answering: top-``top_k`` memories of each speaker by cosine, merged by score, into the shared answer
-prompt of the baselines.
+Answering: top-``top_k`` memories of each speaker by cosine, merged by score, into the answer prompt
+of the retrieval baselines (``ANSWER_FROM_CONTEXT``). Fair arena (``answer_prompt="shared"``): the same
+memories go into ``answer_prompt.SHARED_ANSWER`` instead; the native prompt differs from it as the
+baselines' does (memories framed with ids and dates, the same length, date and abstention rules).
 
 Departures from Mem0:
 - Prompts and few-shot examples are ours; the extraction prompt keeps Mem0's length and shape.
@@ -28,6 +30,7 @@ Departures from Mem0:
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ..data import Conversation
 from ..llm.errors import LLMError
@@ -49,11 +52,13 @@ class Mem0Style(MemoryMethod):
 
     def __init__(self, *, llm=None, embedder=None,
                  neighbours: int = 5,  # Mem0: top 5 stored memories searched per new fact
-                 top_k: int = 10):  # [ours] per speaker at answer time (Mem0 eval: 30)
+                 top_k: int = 10,  # [ours] per speaker at answer time (Mem0 eval: 30)
+                 answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
         self.neighbours = neighbours
         self.top_k = top_k
+        self.answer_prompt = answer_prompt
 
     def _validate_params(self) -> None:
         super()._validate_params()
