@@ -177,3 +177,21 @@ def test_cli_prints_the_rates_from_a_replayed_judge(tmp_path, capsys):
     assert record["dataset"] == "sample_conversations" and record["data_sha256"]
     assert main(argv + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["false_accept"]["k"] == 0
+
+
+def test_rows_get_the_audit_of_their_own_dataset(tmp_path):
+    """The demo's rows (dataset ``sample``) take the audit run with ``--data sample`` (recorded under the
+    file's name), not a larger or newer audit of the same judge on other data."""
+    from workbench.data import same_dataset
+
+    cache = A.AuditCache(tmp_path / "audits.json")
+    base = {"judge_key": "jk", "judge": {"model": "m"}, "n_probes": 40}
+    cache.put({**base, "key": "a", "dataset": "sample_conversations", "date": "2026-01-01",
+               "false_accept": {"rate": 0.7}})
+    cache.put({**base, "key": "b", "dataset": "locomo10_dev", "date": "2026-02-01", "n_probes": 80,
+               "false_accept": {"rate": 0.4}})
+    rows = [{"judge_key": "jk", "dataset": "sample"}]
+    assert A.audits_for_rows(rows, cache)["jk"]["key"] == "a"
+    assert A.audits_for_rows([{"judge_key": "jk"}], cache, dataset="locomo10_dev")["jk"]["key"] == "b"
+    assert A.audits_for_rows([{"judge_key": "jk", "dataset": "other"}], cache)["jk"]["key"] == "b"  # most probes
+    assert same_dataset("sample", "sample_conversations") and not same_dataset("sample", "tiny")

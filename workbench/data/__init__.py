@@ -30,6 +30,18 @@ def load_sample(name: str = "sample_conversations") -> Dataset:
     return load_locomo(sample_path(name))
 
 
+#: The data spec of each sample file: ``--data sample`` loads ``sample_conversations.json`` (a dataset
+#: named after the file) while the demo names its slice of that file ``sample``; both are the same data.
+SAMPLE_SPECS = {"sample_conversations": "sample", "tiny_conversation": "tiny"}
+
+
+def same_dataset(a: str | None, b: str | None) -> bool:
+    """Whether two dataset names denote the same data (a sample file's name and its spec do)."""
+    if not a or not b:
+        return False
+    return SAMPLE_SPECS.get(a, a) == SAMPLE_SPECS.get(b, b)
+
+
 def load_dataset(spec: str) -> Dataset:
     """Load from a spec: ``sample``, ``tiny``, ``locomo:<path>`` or ``longmemeval:<path>``."""
     if spec == "sample":
@@ -45,5 +57,5 @@ def load_dataset(spec: str) -> Dataset:
 
 
 __all__ = ["QA", "Conversation", "Dataset", "DatasetError", "Session", "Turn", "CATEGORY_NAMES",
-           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path", "sample_dir",
+           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path", "sample_dir", "same_dataset",
            "SAMPLE_DIR"]

@@ -37,7 +37,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..data import QA, Conversation, Dataset
+from ..data import QA, Conversation, Dataset, same_dataset
 from .judge import judge_key, judge_spec
 from .metrics import _free_text_gold, is_abstention, simple_tokenize
 
@@ -449,7 +449,7 @@ class AuditCache:
             return None
         if not found:
             return None
-        same = [a for a in found if dataset and a.get("dataset") == dataset]
+        same = [a for a in found if same_dataset(a.get("dataset"), dataset)]
         return max(same or found, key=lambda a: (a.get("n_probes", 0), a.get("date", "")))
 
 
@@ -460,9 +460,12 @@ def compact(audit: dict | None) -> dict | None:
     return {k: v for k, v in audit.items() if k != "verdicts"}
 
 
-def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE) -> dict[str, dict]:
+def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE, *,
+                    dataset: str | None = None) -> dict[str, dict]:
     """``{judge key or judge model: compact audit}`` for every judge that judged ``rows`` and has an
-    audit in ``cache`` (a missing cache file means no audits)."""
+    audit in ``cache`` (a missing cache file means no audits). ``dataset`` names the data the rows were
+    evaluated on when the rows do not say: the audit on that dataset is preferred to the others of
+    the same judge (a judge's false-accept rate differs from one dataset to the next)."""
     if cache is None:
         return {}
     if not isinstance(cache, AuditCache):
@@ -470,11 +473,12 @@ def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE)
     out: dict[str, dict] = {}
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else r
-        key, model, dataset = d.get("judge_key"), d.get("judge_model"), d.get("dataset")
+        key, model = d.get("judge_key"), d.get("judge_model")
+        on = d.get("dataset") or dataset
         ident = key or model
         if not ident or ident in out:
             continue
-        found = cache.find(key, dataset=dataset) if key else cache.find(None, model=model, dataset=dataset)
+        found = cache.find(key, dataset=on) if key else cache.find(None, model=model, dataset=on)
         if found is not None:
             out[ident] = compact(found)
     return out
