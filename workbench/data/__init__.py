@@ -57,5 +57,5 @@ def load_dataset(spec: str) -> Dataset:
 
 
 __all__ = ["QA", "Conversation", "Dataset", "DatasetError", "Session", "Turn", "CATEGORY_NAMES",
-           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path", "sample_dir", "same_dataset",
-           "SAMPLE_DIR"]
+           "load_locomo", "load_longmemeval", "load_sample", "load_dataset", "sample_path", "sample_dir",
+           "same_dataset", "SAMPLE_SPECS", "SAMPLE_DIR"]
