@@ -148,7 +148,7 @@ def test_memr3_counts(counted):
     c = counts(counted, "memr3")
     assert c["router_steps"] == 3 and c["gaps_opened"] == 2 and c["gaps_closed"] == 1
     assert c["questions_with_gaps"] == 1 and c["retrievals"] == 1
-    assert c["router_by_cause"]["choice"] == 3 and c["router_budget"] == 0
+    assert c["router_choice"] == 3 and c["router_budget"] == 0 and c["router_fallback"] == 0
     assert c["router_actions"] == {"choice": {"answer": 2, "retrieve": 1}}
     # the second answer call was a cassette miss: the draft stood in
     assert c["cassette_misses"] == 1 and c["llm_errors"] == 1 and c["fallback_answers"] == 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from widgets.html import box, esc
-from workbench.eval.mechanisms import census, headline, read_census, value_text
+from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.jsonl import DamagedFile
 
 NOT_FIRED = '<span class="wb-forced" title="{why}">&nbsp;not fired&nbsp;</span>'
@@ -34,7 +34,7 @@ def load_census(run_dir) -> tuple[dict | None, str]:
 
 
 def _item_html(item: dict) -> str:
-    text = f"{esc(value_text(item['value']))} {esc(item['label'])}"
+    text = esc(item_text(item))
     if item["fired"] is False:
         return text + NOT_FIRED.format(why=esc(item["note"] or "zero in this run"))
     if item["fired"] is None:
@@ -49,8 +49,7 @@ def census_html(value: dict | None, source: str = "") -> str:
     lines, notes = [], []
     for h in headline(value):
         items = [_item_html(i) for i in h["items"]]
-        failures = [f'<span class="wb-refresh">{esc(value_text(f["value"]))} {esc(f["label"])}</span>'
-                    for f in h["failures"]]
+        failures = [f'<span class="wb-refresh">{esc(item_text(f))}</span>' for f in h["failures"]]
         if not items and not failures:
             continue
         lines.append(f"<b>{esc(h['method'])}</b>: " + ", ".join(items + failures))

@@ -334,8 +334,9 @@ def _ama(c: _Counts, rows, traces, mems, params) -> None:
 
 # -- MemR3 -------------------------------------------------------------------------------------------
 def _memr3(c: _Counts, rows, traces, mems, params) -> None:
-    names = ("router_steps", "gaps_opened", "gaps_closed", "questions_with_gaps", "router_by_cause",
-             "router_actions", "router_call_failures", "reflect_steps", "retrievals")
+    names = ("router_steps", "gaps_opened", "gaps_closed", "questions_with_gaps",
+             *(f"router_{k}" for k in ROUTER_CAUSES), "router_actions", "router_call_failures", "reflect_steps",
+             "retrievals")
     if not _traced(c, traces, names):
         return
     steps = opened = closed = with_gaps = failed = failed_misses = reflects = retrievals = 0
@@ -376,10 +377,10 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
           (f"none of the {opened} gaps opened was dropped by a later router step" if opened
            else "no gap was ever opened") + fail_note)
     c.put("questions_with_gaps", with_gaps, src)
-    c.put("router_by_cause", {k: by_cause[k] for k in ROUTER_CAUSES} | {k: v for k, v in by_cause.items()
-                                                                         if k not in ROUTER_CAUSES}, src)
-    for cause in ROUTER_CAUSES:
-        c.put(f"router_{cause}", by_cause[cause], src)
+    forced = ", ".join(f"{k} {v}" for k, v in by_cause.items() if k != "choice") or "none"
+    for cause in ROUTER_CAUSES:  # router_choice, router_budget, ...: steps by what decided the action
+        c.put(f"router_{cause}", by_cause[cause], src,
+              f"no router step was left to the model's choice ({forced})" if cause == "choice" and steps else None)
     c.put("router_actions", {k: dict(sorted(v.items())) for k, v in actions.items()}, src)
     c.put("router_call_failures", failed, src)
     c.put("reflect_steps", reflects, "traces (reflect steps)",
@@ -681,6 +682,13 @@ def value_text(value) -> str:
     return str(value)
 
 
+def item_text(item: dict) -> str:
+    """One headline item as words: ``3 gaps opened``, or ``planner scopes: SHORT 2, LONG 1`` for a breakdown."""
+    if isinstance(item["value"], dict):
+        return f"{item['label']}: {value_text(item['value'])}"
+    return f"{value_text(item['value'])} {item['label']}"
+
+
 def headline(value: dict) -> list[dict]:
     """Per method, ``{"method", "questions", "items": [{"name", "label", "value", "fired", "note"}],
     "failures": [...]}``: the census counts the app header shows. ``fired`` is False for a zero (or
@@ -709,21 +717,27 @@ def summary_line(value: dict) -> str:
     """``AMA: 0 updates at ingestion (not fired), ... · MemR3: 3 gaps opened, ...`` (plain text)."""
     parts = []
     for h in headline(value):
-        bits = [f"{value_text(i['value'])} {i['label']}" + (" (not fired)" if i["fired"] is False else "")
-                for i in h["items"]]
-        bits += [f"{value_text(f['value'])} {f['label']}" for f in h["failures"]]
+        bits = [item_text(i) + (" (not fired)" if i["fired"] is False else "") for i in h["items"]]
+        bits += [item_text(f) for f in h["failures"]]
         if bits:
             parts.append(f"{h['method']}: " + ", ".join(bits))
     return " · ".join(parts)
 
 
-def _rows(value: dict) -> list[list[str]]:
+#: counts every method gets (``_common``); a compact listing leaves them out where they are zero
+_GENERIC = ("answers_with_trace", "row_errors", "flagged_rows", "llm_errors", "cassette_misses", "fallback_answers",
+            "construction_llm_errors", "construction_method_failures", "failure_kinds", "judge_errors")
+
+
+def _rows(value: dict, *, compact: bool = False) -> list[list[str]]:
     rows = []
     for method, entry in (value.get("methods") or {}).items():
         if not isinstance(entry, dict) or not isinstance(entry.get("counts"), dict):
             continue
         why, missing = entry.get("why_zero") or {}, entry.get("missing") or {}
         for name, v in entry["counts"].items():
+            if compact and name in _GENERIC and v is not None and _is_zero(v):
+                continue
             note = missing.get(name) if v is None else why.get(name, "")
             flag = "missing" if v is None else ("not fired" if _is_zero(v) and name in dict(HEADLINE.get(method, ()))
                                                 else "")
@@ -739,10 +753,11 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
                   "plumbing, not what a model would do.", ""]
     lines += ["Counted from what the run recorded (result rows and their traces, saved events and structures; "
               "`workbench.eval.mechanisms`). A zero of a method's own mechanism is marked *not fired*, with the "
-              "evidence from the run where it can be read; *missing* means the run does not record it.", ""]
-    rows = [[m, n, v, f, _cut(w, 160)] for m, n, v, f, w in _rows(value)]
+              "evidence from the run where it can be read; *missing* means the run does not record it. Failure "
+              "counts that are zero are left out (`workbench mechanisms RUN_DIR` lists every count).", ""]
+    rows = [[m, n, v, f, _cut(w, 160)] for m, n, v, f, w in _rows(value, compact=True)]
     lines.append(markdown_table(["method", "count", "value", "", "why zero / why missing"], rows,
-                                [False, False, True, False, False]) if rows else "(no methods in this run)")
+                                [False, False, False, False, False]) if rows else "(no methods in this run)")
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
                   + "; ".join(_cut(p, 200) for p in value["problems"][:5])]
