@@ -393,3 +393,16 @@ def test_census_html_escapes_what_the_run_holds(counted):
     html = census_html(value, "<i>src</i>")
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>bad</b>" not in html
     assert "&lt;script&gt;" in html and "<i>src</i>" not in html
+
+
+def test_a_missing_events_file_is_missing_not_zero(run_dir, tmp_path):
+    run = shutil.copytree(run_dir, tmp_path / "noevents")
+    (run / "memories" / "ama" / "tiny-1" / "events.jsonl").unlink()
+    (run / "memories" / "recmem" / "tiny-1" / "events.jsonl").unlink()
+    value = census(run)
+    ama, rec = value["methods"]["ama"], value["methods"]["recmem"]
+    assert ama["counts"]["updates_at_ingestion"] is None and "events.jsonl is missing" in ama["missing"][
+        "updates_at_ingestion"]
+    assert ama["counts"]["ingestion_checks"] == 11  # the structures are still there
+    assert rec["counts"]["merges"] is None and rec["counts"]["consolidations"] is None
+    assert rec["counts"]["trigger_firings"] == 2 and rec["counts"]["refinements"] == 3

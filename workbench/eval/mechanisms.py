@@ -264,6 +264,15 @@ def _need_memory(c: _Counts, mems: dict[str, _Memory], names: Iterable[str], met
     return False
 
 
+def _events_lacking(c: _Counts, mems: dict[str, _Memory], names: Iterable[str]) -> bool:
+    """True (and ``names`` marked missing) when a saved memory has no events.jsonl: its event-based
+    counts would read as 0 without being 0."""
+    gone = [m.events_problem for m in mems.values() if m.events_problem]
+    for n in names if gone else ():
+        c.lack(n, "; ".join(gone[:3]))
+    return bool(gone)
+
+
 # -- AMA ---------------------------------------------------------------------------------------------
 def _ama(c: _Counts, rows, traces, mems, params) -> None:
     names_ev = ("updates_at_ingestion", "deletes_at_ingestion")
@@ -291,8 +300,9 @@ def _ama(c: _Counts, rows, traces, mems, params) -> None:
         elif not absent:
             why = (f"the ingestion Judge answered {_fmt_counter(dict(verdicts))} on {len(judges)} checks"
                    + (f"; Refresher: {_fmt_counter(dict(refreshes))}" if refreshes else ""))
-        c.put("updates_at_ingestion", kinds["UPDATE"], "events.jsonl", why)
-        c.put("deletes_at_ingestion", kinds["DELETE"], "events.jsonl", why)
+        if not _events_lacking(c, mems, names_ev):
+            c.put("updates_at_ingestion", kinds["UPDATE"], "events.jsonl", why)
+            c.put("deletes_at_ingestion", kinds["DELETE"], "events.jsonl", why)
         if absent:
             for n in log_names:
                 c.lack(n, "; ".join(absent[:3]) + ("; ..." if len(absent) > 3 else ""))
@@ -541,15 +551,17 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
               f"{theta.get('theta_count')}, theta_sim {theta.get('theta_sim')})")
         c.put("trigger_outcomes", dict(sorted(outcomes.items())), src)
         c.put("consolidation_failures", fail_n, src)
+    ev_gone = _events_lacking(c, mems, ("consolidations", "episodes_produced", "merges", "refined_facts"))
     cons_why = ("the trigger never fired" if fired == 0 else
                 f"all {fired} firings failed to consolidate" if fired and fail_n == fired else None)
-    c.put("consolidations", len(clusters), src_ev + " (CONSOLIDATE)", cons_why)
-    c.put("episodes_produced", episodes, src_ev + " (CONSOLIDATE)",
-          "refine_with_episode=False: Direct Extraction writes facts, no episodes"
-          if theta.get("refine_with_episode") is False else cons_why)
+    if not ev_gone:
+        c.put("consolidations", len(clusters), src_ev + " (CONSOLIDATE)", cons_why)
+        c.put("episodes_produced", episodes, src_ev + " (CONSOLIDATE)",
+              "refine_with_episode=False: Direct Extraction writes facts, no episodes"
+              if theta.get("refine_with_episode") is False else cons_why)
+    merge_why = None
     if no_attempts:
         c.lack("merge_checks", "; ".join(no_attempts[:3]))
-        merge_why = None
     else:
         passed = sum(a.get("passed") is True for a in attempts)
         yes = sum(a.get("should_merge") == "yes" for a in attempts)
@@ -557,15 +569,18 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
               "no episode existed when a unit arrived, so no merge-first check ran")
         merge_why = (f"{len(attempts)} merge checks: {passed} passed the cosine gate, the LLM said yes on {yes}"
                      if attempts else "no episode existed when a unit arrived, so no merge-first check ran")
-    c.put("merges", merges, src_ev + " (MERGE)", merge_why)
+    if not ev_gone:
+        c.put("merges", merges, src_ev + " (MERGE)", merge_why)
     if no_refinements:
         c.lack("refinements", "; ".join(no_refinements[:3]))
     else:
+        nothing = not ev_gone and not clusters and not merges
         c.put("refinements", len(refinements), "structures.json (refinements)",
-              "no consolidation or merge, so nothing was refined" if not clusters and not merges else None)
+              "no consolidation or merge, so nothing was refined" if nothing else None)
         c.put("refinement_failures", sum(bool(r.get("error")) for r in refinements), "structures.json (refinements)")
-    c.put("refined_facts", refined_facts, src_ev + " (ADD from a refinement)",
-          "no refinement call ran" if not no_refinements and not refinements else None)
+    if not ev_gone:
+        c.put("refined_facts", refined_facts, src_ev + " (ADD from a refinement)",
+              "no refinement call ran" if not no_refinements and not refinements else None)
 
 
 _SPECIFIC = {"ama": _ama, "memr3": _memr3, "hymem": _hymem, "hmem": _hmem, "recmem": _recmem}
