@@ -43,6 +43,7 @@ from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, judge_ba
 from widgets.evidence_gap import iteration_html, iterations_of
 from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events, is_refresh, timeline_figure
 from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, table_html, turns_html
+from widgets.mechanisms_census import census_pane
 from workbench.rundir import RunDir
 
 pn.extension("tabulator", "plotly", notifications=False)
@@ -631,7 +632,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.problems = pn.Column(sizing_mode="stretch_width")
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
-        self.header = pn.Column(html_pane(self.header_html()),
+        self.header = pn.Column(html_pane(self.header_html()), census_pane(self.store.run_dir),
                                 pn.widgets.Select.from_param(self.store.param.conv_id, label="conversation"),
                                 self.problems, sizing_mode="stretch_width")
 

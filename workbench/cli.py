@@ -1,5 +1,5 @@
-"""Command line: ``workbench demo | build | ask | eval | report | app | models | bench | cassette | judge-audit |
-calibrate``.
+"""Command line: ``workbench demo | build | ask | eval | report | mechanisms | app | models | bench | cassette |
+judge-audit | calibrate``.
 
 A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
 line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
@@ -156,6 +156,12 @@ def cmd_cassette(args) -> int:
     return 1 if report["bad_lines"] else 0
 
 
+def cmd_mechanisms(args) -> int:
+    from .eval.mechanisms import mechanisms_command
+
+    return mechanisms_command(args)
+
+
 def cmd_demo(args) -> int:
     from .demo import estimate_demo, run_demo
 
@@ -286,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow a non-loopback --address (the app has no login; prints a warning)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
+
+    p = sub.add_parser("mechanisms", help="count how often each method's own mechanism fired in a saved run "
+                                          "(writes RUN_DIR/mechanisms.json)")
+    p.add_argument("run", help="run directory (results.jsonl, memories/, manifest.json)")
+    p.add_argument("--format", default="table", choices=["table", "json"], help="what to print")
+    p.add_argument("--no-write", action="store_true", help="print only; do not (re)write mechanisms.json")
+    p.set_defaults(func=cmd_mechanisms)
 
     p = sub.add_parser("cassette", help="check or repair a record/replay cassette (JSONL)")
     p.add_argument("action", choices=["check", "repair"], help="check: report bad lines; repair: rewrite without them")

@@ -165,6 +165,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     from .eval import LLMJudge, evaluate
     from .eval.audit import audits_for_rows
     from .eval.manifest import update_run_manifest
+    from .eval.mechanisms import census, summary_line, write_census
     from .eval.report import export, load_results, report_markdown, summary_table
     from .eval.store import load_rows
     from .jsonl import write_text_atomic
@@ -200,12 +201,16 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     rows = load_rows([out / "results.jsonl"])
     audits = audits_for_rows(rows)
     table = summary_table(load_results([out / "results.jsonl"]), audits=audits)
+    mechanisms = census(out)  # what each method's own mechanism did in this run (mechanisms.json, app header)
+    write_census(out, mechanisms)
     write_text_atomic(out / "report.md", report_markdown(load_results([out / "results.jsonl"]), audits=audits,
-                                                         title="Demo report"))
+                                                         title="Demo report", mechanisms=mechanisms))
     cols = ["method", "n", "metric", "accuracy", "ci_low", "ci_high", "judge_accuracy", "judge_false_accept", "f1",
-            "evidence_recall", "turns_shown", "query_tokens", "construction_tokens", "fc_token_ratio", "errors"]
+            "evidence_recall", "turns_shown", "query_tokens", "construction_tokens", "fc_token_ratio", "errors",
+            "flagged"]
     overall = table[table["category"] == "overall"][cols] if not table.empty else table
     print(export(overall, "md") if not overall.empty else "(no results)")
+    print(f"\nmechanisms fired: {summary_line(mechanisms) or '(none recorded)'}  (mechanisms.json)")
     print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "
           f"calls missing from a replay-only cassette {getattr(llm, 'replay_misses', 0)})")
     if serve:

@@ -4,6 +4,7 @@ and widgets read, with no LLM and without unpickling anything:
     <run>/manifest.json                      what was run (models, params, data, date)
     <run>/conversations/<conv_id>.json       the conversation with its QA (gold) for overlays
     <run>/results.jsonl                      one evaluation row per question (with the Answer JSON)
+    <run>/mechanisms.json                    the mechanism census of the run (workbench.eval.mechanisms)
     <run>/memories/<method>/<conv_id>/       one built memory:
         params.json, state.pkl               reloadable with Method.load (pickle: see its trust rule)
         memories.jsonl                       memories() rows

@@ -10,14 +10,17 @@
 interruption), ``<out>/results.manifests.jsonl`` (one manifest per invocation), ``<out>/results.costs.jsonl``
 (per finished invocation: the estimate beside the calls, tokens and seconds spent), ``<out>/manifest.json``
 (the run directory manifest the app reads; evaluations are appended to its ``evaluations`` list),
-and with ``--save-memories`` the built memories under ``<out>/memories``. ``--cassette`` records
+``<out>/mechanisms.json`` (the mechanism census of the run directory, ``workbench.eval.mechanisms``;
+its memory-based counts need ``--save-memories``), and with ``--save-memories`` the built memories
+under ``<out>/memories``. ``--cassette`` records
 every LLM call (method and judge); ``--llm replay:`` (or ``replay``) with ``--cassette`` replays it
 without any model. ``--fair`` gives the method ``answer_prompt="shared"`` (one answer prompt for all
 methods, ``workbench.methods.answer_prompt``); the report adds a failure-attribution table.
 
 ``report --format md`` writes the whole report (``report.report_markdown``): the judge's audit and a
 reliability banner, the headline table (F1 when the judge is unreliable or unaudited), paired
-differences against Full-Context and per-category cells. The audits come from the run directory's
+differences against Full-Context and per-category cells, and for one run directory its mechanism
+census ("Mechanisms fired"). The audits come from the run directory's
 manifest, then from the audit cache (``--audits``).
 """
 from __future__ import annotations
@@ -130,9 +133,11 @@ def eval_command(args) -> int:
 
 def _finish(out: Path, res) -> None:
     from .manifest import update_run_manifest
+    from .mechanisms import write_census
     from .report import export, summary_table
 
     update_run_manifest(out, res.manifest)
+    write_census(out)  # the mechanism census of everything the run directory holds now
     print(f"{res!r} -> {out / 'results.jsonl'}")
     if len(res):
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
@@ -238,6 +243,7 @@ class _Unbuilt:
 def report_command(args) -> int:
     from ..jsonl import write_text_atomic
     from .attribution import attribution_markdown
+    from .mechanisms import census
     from .report import (cost_accuracy_frame, export, failure_counts, method_stats, report_markdown, results_frame,
                          summary_table)
     from .store import load_rows
@@ -253,7 +259,10 @@ def report_command(args) -> int:
     if args.cost:
         text = export(cost_accuracy_frame(df, **kw), args.format)
     elif args.format == "md":
-        text = report_markdown(df, title=args.title, stats=method_stats(rows), **kw)
+        # one run directory: its mechanism census, recomputed from what it holds (never a stale file)
+        one_run = len(paths) == 1 and paths[0].name == "results.jsonl"
+        mechanisms = census(paths[0].parent) if one_run else None
+        text = report_markdown(df, title=args.title, stats=method_stats(rows), mechanisms=mechanisms, **kw)
         text += "\n\n" + attribution_markdown(df)
         failures = failure_counts(rows)
         if not failures.empty and failures["flagged_rows"].sum():

@@ -31,6 +31,8 @@ import pandas as pd
 
 from ..data.locomo import CATEGORY_NAMES
 from ..data.longmemeval import QUESTION_TYPES
+from .markdown import markdown_table  # the table writer (re-exported: benchmarks import it from here)
+from .mechanisms import census_markdown
 from .stats import MIN_N_FOR_CI, bootstrap_ci, paired_bootstrap
 from .store import load_rows
 
@@ -193,6 +195,10 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     ``judge_accuracy`` / ``judge_false_accept`` / ``judge_reliable`` put the judge's audit next to
     its accuracy; ``metric`` defaults to the judge only when it is reliable (``auto_metric``).
     ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
+    ``errors``: rows where the method raised or an LLM call made while answering failed, a replay
+    cassette's miss included (``row_failed``; before issue 20 only rows that raised were counted, so
+    a MemR3 answer written from its draft after a failed call showed 0); ``flagged``: rows carrying
+    any failure or fallback at all (construction failures, unusable replies, JSON repairs too).
     """
     if df.empty:
         return pd.DataFrame()
@@ -225,7 +231,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                 "query_tokens": _mean(g["query_tokens"].astype(float)),
                 "construction_tokens": _per_conversation(g, "construction_tokens"),
                 "conversations": int(g["conv_id"].nunique()),
-                "fc_token_ratio": _ratio(g, fc), "errors": int(g["error"].notna().sum()),
+                "fc_token_ratio": _ratio(g, fc), "errors": _errors(g),
                 "judge_errors": int(g["judge_error"].notna().sum()) if "judge_error" in g else 0,
                 "flagged": _flagged(g),
                 "params": g["params"].iloc[0],
@@ -270,21 +276,51 @@ def paired_differences(df: pd.DataFrame, *, reference: str = FULL_CONTEXT, metri
     return pd.DataFrame(out, columns=cols)
 
 
+#: failure kinds (``harness.question_failures``) that mean an LLM call made for this very question
+#: failed: a replay cassette's miss, a server or network error, an answer call that raised
+ERROR_KINDS = ("llm_error", "answer_error")
+
+
+def row_failed(row) -> bool:
+    """The rule behind the ``errors`` column: the method raised (``error``), or an LLM call it made
+    while answering this question failed (a failure of kind ``llm_error`` — a cassette miss
+    included — or ``answer_error``). Such a row's answer, when there is one, came from a fallback
+    (MemR3 answers from its draft, HyMem keeps the light answer, AMA returns nothing), so it is not
+    the method's own answer. Failures while building the conversation's memory, replies that could
+    not be used (JSON the client could not repair), design fallbacks and JSON repairs that worked
+    are counted in ``flagged`` only."""
+    d = row if isinstance(row, dict) else dict(row)
+    error = d.get("error")
+    if isinstance(error, str) and error:
+        return True
+    failures = d.get("failures")
+    return isinstance(failures, list) and any(isinstance(f, dict) and f.get("kind") in ERROR_KINDS
+                                              for f in failures)
+
+
+def _errors(g: pd.DataFrame) -> int:
+    """``errors``: rows that raised or met a failed LLM call while answering (``row_failed``)."""
+    cols = [c for c in ("error", "failures") if c in g.columns]
+    return int(sum(row_failed(dict(zip(cols, vals))) for vals in zip(*(g[c] for c in cols)))) if cols else 0
+
+
 def _flagged(g: pd.DataFrame) -> int:
     """Rows that carry at least one failure or fallback (``QuestionResult.failures``)."""
     return int(g["failures"].map(lambda f: bool(f) if isinstance(f, list) else False).sum()) if "failures" in g else 0
 
 
 def failure_counts(rows: Iterable) -> pd.DataFrame:
-    """Per method: how many rows carry failures, and how many failures of each kind
-    (``llm_error``, ``empty_reply``, ``empty_answer``, ``fallback``, ``construction`` ...)."""
+    """Per method: how many rows carry failures (``flagged_rows``), how many are errors (``errors``,
+    the rule of ``row_failed``) and how many of those raised (``raised``), and how many failures of
+    each kind (``llm_error``, ``empty_reply``, ``empty_answer``, ``fallback``, ``construction`` ...)."""
     counts: dict[str, dict] = {}
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
         entry = counts.setdefault(str(d.get("method")), {"method": str(d.get("method")), "rows": 0, "flagged_rows": 0,
-                                                          "errors": 0})
+                                                          "errors": 0, "raised": 0})
         entry["rows"] += 1
-        entry["errors"] += bool(d.get("error"))
+        entry["errors"] += row_failed(d)
+        entry["raised"] += bool(d.get("error"))
         failures = d.get("failures") if isinstance(d.get("failures"), list) else []
         entry["flagged_rows"] += bool(failures)
         for f in failures:
@@ -310,18 +346,6 @@ def _cell(v, floatfmt: str) -> str:
     if isinstance(v, (float, np.floating)):
         return format(float(v), floatfmt)
     return str(v).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
-    """The project's one Markdown table writer: GitHub style, columns padded to their widest cell,
-    ``numeric`` columns right-aligned. Cells arrive as formatted text (each caller formats its own)."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-
-    def line(cells):
-        return "| " + " | ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)) + " |"
-
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric)) + "|"
-    return "\n".join([line(header), sep] + [line(r) for r in rows])
 
 
 def to_markdown(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = False) -> str:
@@ -383,9 +407,10 @@ def judge_banner(status: dict, metric: str) -> str:
 
 def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str | None = None, n_boot: int = 1000,
                     seed: int = 0, title: str = "Evaluation report", stats: dict | None = None,
-                    max_disagreements: int = 40) -> str:
+                    max_disagreements: int = 40, mechanisms: dict | None = None) -> str:
     """The whole report: banner, judge audit, headline table, paired differences against Full-Context,
-    per-category cells, failure attribution (when rows carry it), judge/F1 disagreements, method statistics."""
+    per-category cells, failure attribution (when rows carry it), the mechanism census (when
+    ``mechanisms``, a ``mechanisms.census`` of the run, is given), judge/F1 disagreements, method statistics."""
     table = summary_table(df, metric=metric, n_boot=n_boot, seed=seed, audits=audits)
     if table.empty:
         return f"# {title}\n\n(no result rows)"
@@ -399,10 +424,15 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
     parts += _category_section(table, metric, binary)
     if "attribution" in df.columns and df["attribution"].notna().any():
         parts += _attribution_section(df)
+    if mechanisms:
+        parts += [census_markdown(mechanisms), ""]
     parts += _disagreement_section(df, max_disagreements)
     parts += ["## How to read this", "",
               f"- n: questions scored by {metric}; judge failures (unreadable judge replies) are left out of the "
               "mean and counted in `judge failures`; a method that failed to answer counts as wrong.",
+              "- errors: questions where the method raised, or an LLM call it made for the question failed (a "
+              "replay cassette's miss included) and its answer came from a fallback; flagged: questions carrying "
+              "any failure or fallback (construction failures, unusable replies, JSON repairs too).",
               f"- [lo, hi]: 95% percentile bootstrap ({n_boot} replicates, seed {seed}) clustered by conversation "
               "(conversations resampled, then questions within each). A cell with fewer than "
               f"{MIN_N_FOR_CI} questions shows the count instead, never an interval.",
@@ -445,7 +475,8 @@ def _headline_section(table: pd.DataFrame, metric: str, binary: bool) -> list[st
                          r["judge_accuracy"],
                      "judge FA": r["judge_false_accept"], "f1": r["f1"], "evidence recall": r["evidence_recall"],
                      "query tokens": r["query_tokens"], "construction tokens / conv": r["construction_tokens"],
-                     "convs": r["conversations"], "errors": r["errors"], "judge failures": r["judge_errors"],
+                     "convs": r["conversations"], "errors": r["errors"], "flagged": r["flagged"],
+                     "judge failures": r["judge_errors"],
                      "judge/F1 disagree": r["judge_f1_disagree"]})
     return [f"## Headline: {metric}, overall", "", to_markdown(pd.DataFrame(rows)), ""]
 

@@ -525,6 +525,37 @@ class AMA(MemoryMethod):
                  "declined": s.data.get("declined") or s.data.get("why")}
                 for phase, trig, s in steps if s.kind == "refresh"]
 
+    def structures(self) -> dict:
+        """Plain JSON of the ingestion-time decisions (saved as ``structures.json``): per turn, the
+        conflict Judge's verdict, what the Refresher did with it, and the episode gate. The turn
+        traces themselves live only in the pickled state, which a reader of someone else's run must
+        not unpickle; this log lets the mechanism census (``workbench.eval.mechanisms``) and the app
+        show how often the Judge and the Refresher fired during ingestion. No LLM."""
+        self._check_ingested()
+        log = []
+        for turn_id, steps in self.turn_steps_.items():
+            for s in steps:
+                d = s.data
+                if s.kind == "judge":
+                    log.append({"turn_id": turn_id, "step": "judge", "verdict": d.get("verdict"),
+                                "check": d.get("check"),
+                                "conflict_ids": [c.get("id") for c in d.get("conflict_set", [])],
+                                "error": d.get("error")})
+                elif s.kind == "conflict_check":
+                    log.append({"turn_id": turn_id, "step": "conflict_check", "candidates": len(s.hits)})
+                elif s.kind == "refresh":
+                    log.append({"turn_id": turn_id, "step": "refresh", "action": d.get("action"),
+                                "updated": list(d.get("updated", [])), "deleted": list(d.get("deleted", [])),
+                                "retention_deleted": list(d.get("retention_deleted", [])),
+                                "declined": d.get("declined") or d.get("why"), "error": d.get("error")})
+                elif s.kind == "trigger":
+                    log.append({"turn_id": turn_id, "step": "trigger", "fired": d.get("T_t") == 1,
+                                "source": d.get("source")})
+                elif s.kind == "episode":
+                    log.append({"turn_id": turn_id, "step": "episode", "stored": bool(d.get("stored")),
+                                "reason": d.get("reason"), "error": d.get("error")})
+        return {"ingestion_log": log}
+
     def _units(self) -> list[dict]:
         return [row for n in STORES for row in self.stores_[n].rows()]
 

@@ -39,7 +39,10 @@ class RecMemInspection:
         """Plain JSON for ``widgets.cluster_view`` (saved as ``structures.json``): the units in arrival
         order with their fate, their embeddings (full, for replaying the gate at other thresholds,
         and a 2-D PCA projection), the live trigger log, episodes (with member unit ids), facts and
-        the gate's parameters. No LLM."""
+        the gate's parameters; and, for the mechanism census (``workbench.eval.mechanisms``), every
+        merge-first check (ids, cosine, gate and LLM outcome; texts left out: the events hold them),
+        every refinement call (ids, mode, facts returned and stored, error) and the construction
+        failures. No LLM."""
         self._check_ingested()
         units = [{"id": uid, "text": self.units_[uid].text, "source_ids": list(self.units_[uid].source_ids),
                   "time": self.units_[uid].time, "order": pos, "session_id": self.units_[uid].meta.get("session_id"),
@@ -51,9 +54,17 @@ class RecMemInspection:
                   "episode": f.meta.get("episode"), "cluster": f.meta.get("cluster")} for f in self.sem_]
         params = {k: getattr(self, k) for k in ("theta_sim", "theta_count", "gate_k", "strict_gate", "count_self",
                                                 "theta_merge", "on_failure", "refine_with_episode")}
+        merges = [{k: a.get(k) for k in ("unit_id", "episode_id", "cos", "passed", "should_merge", "merged", "error")}
+                  for a in getattr(self, "merge_log_", [])]
+        refinements = [{"episode_id": r["episode_id"], "mode": r["mode"], "cluster": r["cluster"],
+                        "returned": r["returned"], "new_fact_ids": list(r["new_fact_ids"]),
+                        "duplicates": len(r["duplicates"]), "error": r["error"]}
+                       for r in getattr(self, "refinements_", [])]
+        failures = [{k: v for k, v in f.items() if k != "members"} for f in getattr(self, "failures_", [])]
         return {"units": units, "embeddings_2d": _pca_2d(self.unit_vectors_),
                 "embeddings": self.unit_vectors_.tolist(), "trigger_log": [d.to_dict() for d in self.trigger_log_],
                 "episodes": episodes, "facts": facts, "params": params,
+                "merge_attempts": merges, "refinements": refinements, "failures": failures,
                 "embedder": getattr(self.embedder, "name", type(self.embedder).__name__)}
 
     def replay(self, theta_sim: float | None = None, theta_count: int | None = None, k: int | None = None, *,

@@ -1,0 +1,408 @@
+"""The mechanism census (``workbench.eval.mechanisms``): counts read back from a run directory.
+
+A tiny run is built with scripted replies chosen so that every count is known in advance (an AMA
+Refresher update at ingestion, a Retry and a Refresh verdict at question time; MemR3 gaps opened and
+closed and a cassette miss on its answer call; RecMem firings, a merge and refinements), saved the
+way ``workbench eval --save-memories`` saves it, and counted from the files alone. Then the same run
+with damaged files, the CLI, the report section, the honest ``errors`` column, and the app's line.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from workbench.data import Dataset
+from workbench.embed import HashEmbedder
+from workbench.eval import evaluate
+from workbench.eval.mechanisms import (FILE, census, census_markdown, census_text, headline, read_census,
+                                       summary_line, write_census)
+from workbench.eval.report import failure_counts, load_results, report_markdown, row_failed, summary_table
+from workbench.llm import ScriptedLLM
+from workbench.llm.errors import CacheMiss
+from workbench.methods import AMA, MemR3, NaiveRAG, RecMem
+
+QUESTIONS = ["tiny-1/q0", "tiny-1/q2"]
+
+
+# -- scripted replies -----------------------------------------------------------------------------------
+def _line(messages, marker: str) -> str:
+    return next(ln for ln in messages[0]["content"].splitlines() if ln.startswith(marker))
+
+
+def _ids_with(messages, word: str) -> list[str]:
+    return [m.group(1) for ln in messages[0]["content"].splitlines()
+            if word in ln and (m := re.match(r"\[([^\]]+)\]", ln))]
+
+
+def ama_llm() -> ScriptedLLM:
+    """Ingestion: the Judge says Refresh only on "moved to Geneva last week" (conflict: the Lyon
+    entries) and the Refresher updates fact:3 -> one UPDATE. Questions: Retry then Pass on the first,
+    Refresh on the second (refresh_on_query is off, so nothing is edited at question time)."""
+    facts = {"D1:6": ["Noor lives in Lyon"], "D2:1": ["Noor moved to Geneva"]}
+
+    def construct(messages):
+        tid = re.match(r"THE TURN \(([^,]+),", _line(messages, "THE TURN (")).group(1)
+        return {"facts": [{"content": f, "pattern": "S-V-O"} for f in facts.get(tid, [])], "related_id": [],
+                "timestamp": "empty"}
+
+    def judge_ingest(messages):
+        if "Geneva last week" in _line(messages, "NEW TURN"):
+            return {"Action": "Refresh", "reason": "moved", "confidence": 0.9,
+                    "conflict_ids": _ids_with(messages, "Lyon")}
+        return {"Action": "Pass", "reason": "consistent", "confidence": 0.9, "conflict_ids": []}
+
+    def plan(messages):
+        q = _line(messages, "Input:")[len("Input: "):]
+        return {"rewrite_query": q, "intent_vector": {"b_fine": 0, "b_abs": 0, "b_event": 0, "b_atomic": 1},
+                "memory_type": "fact", "K_dyn": 3}
+
+    def verdict(action, conflict=()):
+        return {"Action": action, "reason": action, "confidence": 0.8, "relevant_ids": [],
+                "conflict_ids": list(conflict)}
+
+    return ScriptedLLM({
+        "ama.construct": construct, "ama.judge_ingest": judge_ingest,
+        "ama.refresh": {"Action": "Update", "memory_type": "fact", "timestamp": "empty", "reason": "Noor moved",
+                        "datalist": [{"id": "fact:0", "new_content": "Noor lives in Geneva"}]},
+        "ama.trigger": {"T_t": 0, "reason": "same topic", "confidence": 0.7, "topic_summary": ""},
+        "ama.episode": {"title": "Catching up", "content": "Sam and Noor caught up.", "timestamp": "empty"},
+        "ama.retrieve": plan,
+        "ama.judge": [verdict("Retry"), verdict("Pass"), verdict("Refresh", ["fact:1"])],
+        "ama.answer": "Geneva"}, default="auto")
+
+
+def router(decision, evidence=(), gaps=(), **payload):
+    return {"evidence": list(evidence), "gaps": list(gaps), "decision": decision, **payload}
+
+
+def memr3_llm() -> ScriptedLLM:
+    """First question: retrieve opening two gaps, then answer with one closed (opened 2, closed 1).
+    Second question: answer at once with no gap; its answer call is a cassette miss (fallback)."""
+    return ScriptedLLM({
+        "memr3.router": [router("retrieve", gaps=["Noor's city", "where the lessons are"], retrieval_query="city"),
+                         router("answer", evidence=["Noor moved to Geneva"], gaps=["where the lessons are"],
+                                detailed_answer="Geneva"),
+                         router("answer", evidence=["Noor lives in Geneva"], detailed_answer="Geneva")],
+        "memr3.answer": ["Geneva", CacheMiss("no recorded reply for role='memr3.answer' (scripted)")]},
+        default="auto")
+
+
+def recmem_llm() -> ScriptedLLM:
+    """With theta_sim = theta_merge = -1 and theta_count = 2 over tiny-1's six exchanges: u0 buffered,
+    u1 fires (episode one), u2 merged into it (the LLM says yes once), u3 buffered, u4 fires (episode
+    two), u5 buffered: 5 gate checks, 2 firings, 4 merge checks, 1 merge, 3 refinements."""
+    return ScriptedLLM({
+        "recmem.consolidate": [{"episodes": ["Episode one"]}, {"episodes": ["Episode two"]}],
+        "recmem.merge": [{"should_merge": "yes", "merged_memory": "Episode one, continued"},
+                         {"should_merge": "no", "merged_memory": ""}],
+        "recmem.refine_merge": {"facts": ["Fact after the merge"]},
+        "recmem.refine": [{"facts": ["Fact A"]}, {"facts": ["Fact B"]}],
+        "recmem.answer": "Geneva"}, default="auto")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, tiny_conv) -> Path:
+    out = tmp_path_factory.mktemp("census") / "run"
+    data = Dataset("tiny", (tiny_conv,))
+    emb = HashEmbedder(dim=128)
+    mllm = memr3_llm()
+    methods = [AMA(llm=ama_llm(), embedder=HashEmbedder(dim=256)),
+               MemR3(llm=mllm, embedder=emb, backend=NaiveRAG(llm=mllm, embedder=emb, chunking="turn")),
+               RecMem(llm=recmem_llm(), embedder=emb, theta_sim=-1.0, theta_count=2, theta_merge=-1.0)]
+    for m in methods:
+        evaluate(m, data, store=out / "results.jsonl", questions=QUESTIONS, save_memories_dir=out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def counted(run_dir) -> dict:
+    return census(run_dir)
+
+
+def counts(value, method) -> dict:
+    return value["methods"][method]["counts"]
+
+
+# -- known counts ---------------------------------------------------------------------------------------
+def test_ama_counts(counted):
+    c = counts(counted, "ama")
+    assert c["updates_at_ingestion"] == 1 and c["deletes_at_ingestion"] == 0
+    # every turn after the first has stored neighbours to check; only D2:1 is a conflict
+    assert c["ingestion_checks"] == 11 and c["ingestion_verdicts"] == {"Pass": 10, "Refresh": 1}
+    assert c["ingestion_refresh_actions"] == {"Update": 1}
+    assert c["query_verdicts"] == {"Pass": 1, "Refresh": 1, "Retry": 1}
+    assert c["retry_verdicts"] == 1 and c["refresh_verdicts"] == 1 and c["retry_expansions"] == 1
+    assert c["updates_at_question"] == 0 and c["deletes_at_question"] == 0
+    why = counted["methods"]["ama"]["why_zero"]
+    assert "refresh_on_query is off" in why["updates_at_question"] and "Refresh 1" in why["updates_at_question"]
+    assert "deletes_at_ingestion" in why and "Pass 10" in why["deletes_at_ingestion"]
+    assert "updates_at_ingestion" not in why  # it fired: no excuse attached
+    assert c["questions"] == 2 and c["row_errors"] == 0 and c["fallback_answers"] == 0
+
+
+def test_memr3_counts(counted):
+    c = counts(counted, "memr3")
+    assert c["router_steps"] == 3 and c["gaps_opened"] == 2 and c["gaps_closed"] == 1
+    assert c["questions_with_gaps"] == 1 and c["retrievals"] == 1
+    assert c["router_choice"] == 3 and c["router_budget"] == 0 and c["router_fallback"] == 0
+    assert c["router_actions"] == {"choice": {"answer": 2, "retrieve": 1}}
+    # the second answer call was a cassette miss: the draft stood in
+    assert c["cassette_misses"] == 1 and c["llm_errors"] == 1 and c["fallback_answers"] == 1
+    assert c["row_errors"] == 0 and c["flagged_rows"] == 1
+
+
+def test_recmem_counts(counted):
+    c = counts(counted, "recmem")
+    assert c["trigger_checks"] == 5 and c["trigger_firings"] == 2
+    assert c["trigger_outcomes"] == {"buffered": 3, "merged": 1, "triggered": 2}
+    assert c["consolidations"] == 2 and c["episodes_produced"] == 2 and c["consolidation_failures"] == 0
+    assert c["merge_checks"] == 4 and c["merges"] == 1
+    assert c["refinements"] == 3 and c["refined_facts"] == 3 and c["refinement_failures"] == 0
+
+
+def test_census_is_rows_plus_memories_and_needs_no_llm(run_dir, counted):
+    """The same counts from rows and memories handed over in memory; without memories the
+    memory-based counts are missing with a reason, never zero."""
+    from workbench.eval.store import ResultsStore
+    from workbench.rundir import RunDir
+
+    rd = RunDir(run_dir)
+    rows = list(ResultsStore(run_dir / "results.jsonl"))
+    mems = {m: {"tiny-1": {"events": rd.events(m, "tiny-1"), "structures": rd.structures(m, "tiny-1")}}
+            for m in rd.methods()}
+    again = census(rows, memories=mems)
+    assert again["methods"] == counted["methods"]
+    bare = census(rows)
+    assert bare["methods"]["recmem"]["counts"]["trigger_firings"] is None
+    assert "--save-memories" in bare["methods"]["recmem"]["missing"]["trigger_firings"]
+    assert bare["methods"]["ama"]["counts"]["retry_verdicts"] == 1  # traces alone still count
+
+
+def test_zero_mechanisms_say_why_from_the_run(tmp_path, tiny_conv):
+    """A RecMem whose trigger cannot fire (theta_count above the number of units): 0 with the
+    highest count measured; consolidations and refinements 0 with the reason read from the run."""
+    llm = ScriptedLLM({"recmem.answer": "Geneva"}, default="auto")
+    evaluate(RecMem(llm=llm, embedder=HashEmbedder(dim=128), theta_count=50), Dataset("tiny", (tiny_conv,)),
+             store=tmp_path / "results.jsonl", questions=QUESTIONS[:1], save_memories_dir=tmp_path, progress=False)
+    entry = census(tmp_path)["methods"]["recmem"]
+    assert entry["counts"]["trigger_firings"] == 0 and entry["counts"]["consolidations"] == 0
+    assert re.search(r"highest recurrence count in 6 gate checks was \d+ \(theta_count 50", entry["why_zero"][
+        "trigger_firings"])
+    assert entry["why_zero"]["consolidations"] == "the trigger never fired"
+    line = summary_line(census(tmp_path))
+    assert "0 trigger firings (not fired)" in line
+
+
+# -- damaged runs -----------------------------------------------------------------------------------------
+def test_damaged_run_is_reported_not_raised(run_dir, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad)
+    rows = (bad / "results.jsonl").read_text().splitlines()
+    first = json.loads(rows[0])
+    first["answer"] = "not a trace"  # a row whose answer is a string
+    first["qa_id"] = "tiny-1/odd"
+    (bad / "results.jsonl").write_text("\n".join(rows + ["{not json", json.dumps(first)]) + "\n")
+    (bad / "memories" / "recmem" / "tiny-1" / "structures.json").write_text('{"trigger_log": [1, ')
+    with open(bad / "memories" / "ama" / "tiny-1" / "events.jsonl", "a") as f:
+        f.write('["a list, not an event"]\n{"kind": 5}\n')
+    (bad / "manifest.json").write_text("[]")
+    value = census(bad)
+    problems = "\n".join(value["problems"])
+    assert "results.jsonl:" in problems and "invalid JSON" in problems
+    assert "field 'answer' is a str" in problems
+    assert "structures.json" in problems and "events.jsonl" in problems and "manifest.json" in problems
+    rec = value["methods"]["recmem"]
+    assert rec["counts"]["trigger_firings"] is None
+    assert "structures.json is damaged" in rec["missing"]["trigger_firings"]
+    assert rec["counts"]["merges"] == 1  # events still read
+    ama = value["methods"]["ama"]["counts"]
+    assert ama["updates_at_ingestion"] == 1 and ama["questions"] == 3 and ama["answers_with_trace"] == 2
+    text = census_text(value)  # rendering a damaged census works too
+    assert "problem:" in text and "missing" in text
+
+
+def test_read_census_refuses_a_foreign_file(tmp_path):
+    (tmp_path / FILE).write_text('{"methods": []}')
+    from workbench.jsonl import DamagedFile
+
+    with pytest.raises(DamagedFile, match="mechanisms.json"):
+        read_census(tmp_path)
+    (tmp_path / "empty").mkdir()
+    assert read_census(tmp_path / "empty") is None
+    with pytest.raises(FileNotFoundError):
+        census(tmp_path / "nowhere")
+
+
+# -- writing, CLI, report ---------------------------------------------------------------------------------
+def test_cli_writes_and_prints(run_dir, tmp_path, capsys):
+    from workbench.cli import main
+
+    run = tmp_path / "cli"
+    shutil.copytree(run_dir, run)
+    (run / FILE).unlink(missing_ok=True)
+    assert main(["mechanisms", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"memr3\s+gaps_opened\s+2", out) and re.search(r"recmem\s+trigger_firings\s+2", out)
+    assert read_census(run)["methods"] == census(run)["methods"]
+    assert main(["mechanisms", str(run), "--format", "json", "--no-write"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "mechanisms/1"
+
+
+def test_report_section_and_honest_errors(run_dir):
+    value = census(run_dir)
+    df = load_results([run_dir / "results.jsonl"])
+    text = report_markdown(df, mechanisms=value)
+    assert "## Mechanisms fired" in text and "gaps_opened" in text and "not fired" in text
+    assert "## Mechanisms fired" not in report_markdown(df)
+    table = summary_table(df).set_index(["method", "category"])
+    # the MemR3 answer that came from its draft after a cassette miss is an error, not a clean row
+    assert table.loc[("memr3", "overall"), "errors"] == 1 and table.loc[("memr3", "overall"), "flagged"] == 1
+    assert table.loc[("ama", "overall"), "errors"] == 0
+    fc = failure_counts(load_rows_of(run_dir)).set_index("method")
+    assert fc.loc["memr3", "errors"] == 1 and fc.loc["memr3", "raised"] == 0
+    assert census_markdown(value).count("| memr3") >= 10
+
+
+def load_rows_of(run):
+    from workbench.eval.store import load_rows
+
+    return load_rows([run / "results.jsonl"])
+
+
+def test_row_failed_rule():
+    assert row_failed({"error": "ValueError: x"})
+    assert row_failed({"error": None, "failures": [{"kind": "llm_error", "error": "CacheMiss: ..."}]})
+    assert not row_failed({"error": None, "failures": [{"kind": "json_retry"}, {"kind": "construction"}]})
+    assert not row_failed({"error": float("nan"), "failures": float("nan")})  # a frame's empty cells
+
+
+def test_eval_command_writes_the_census(tmp_path):
+    """``workbench eval`` replaying a cassette that lacks every call of this data: each question is a
+    failed row, counted as such in the census it writes beside the results."""
+    from workbench.cli import main
+    from workbench.demo import CASSETTE
+
+    out = tmp_path / "eval"
+    assert main(["eval", "--method", "naive_rag", "--data", "tiny", "--questions", "2", "--llm", f"replay:{CASSETTE}",
+                 "--embedder", "hash", "--out", str(out), "--no-progress", "--save-memories"]) == 0
+    c = read_census(out)["methods"]["naive_rag"]["counts"]
+    assert c["questions"] == 2 and c["row_errors"] == 2 and c["answers_with_trace"] == 0
+
+
+def test_headline_marks_zeros_and_missing(counted):
+    h = {x["method"]: x for x in headline(counted)}
+    ama = {i["name"]: i for i in h["ama"]["items"]}
+    assert ama["updates_at_ingestion"]["fired"] is True and ama["deletes_at_ingestion"]["fired"] is False
+    assert ama["deletes_at_ingestion"]["note"]  # the why-zero text travels with it
+    memr3_failures = {f["name"]: f["value"] for f in h["memr3"]["failures"]}
+    assert memr3_failures == {"fallback_answers": 1, "cassette_misses": 1, "llm_errors": 1}
+
+
+def test_write_census_is_atomic_json(run_dir, tmp_path):
+    run = tmp_path / "w"
+    shutil.copytree(run_dir, run)
+    path = write_census(run)
+    assert path.name == FILE and json.loads(path.read_text())["methods"]["ama"]["counts"]["retry_verdicts"] == 1
+    assert not list(run.glob(".mechanisms.json.*"))  # no temporary file left behind
+
+
+# -- the committed demo replay ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """AMA and RecMem of the demo, replayed from the committed cassette (no model; about 20 s)."""
+    from workbench.demo import CASSETTE, demo_embedder, run_demo
+
+    if not CASSETTE.exists():
+        pytest.skip("no demo cassette")
+    try:
+        demo_embedder()(["probe"])
+    except (ImportError, FileNotFoundError, OSError) as exc:
+        pytest.skip(f"the demo's MiniLM embedder is not installed ({exc})")
+    out = tmp_path_factory.mktemp("demo") / "run"
+    run_demo(out=out, methods=["ama", "recmem"], questions=1, serve=False, llm_mode="replay")
+    return out
+
+
+def test_demo_replay_census(demo_run):
+    """Relations that hold for any recording of the demo (the numbers change when it is re-recorded):
+    the file the demo wrote is the census of its run; every AMA ingestion check has a verdict; RecMem's
+    gate outcomes partition its units, and every firing either consolidated or failed."""
+    value = read_census(demo_run)
+    assert value["methods"] == census(demo_run)["methods"]
+    assert "## Mechanisms fired" in (demo_run / "report.md").read_text()
+    ama = value["methods"]["ama"]
+    c = ama["counts"]
+    sessions = json.loads((demo_run / "conversations" / "sample-1.json").read_text())["sessions"]
+    turns = sum(len(s["turns"]) for s in sessions)
+    assert 0 < c["ingestion_checks"] == sum(c["ingestion_verdicts"].values()) < turns  # the first turn: nothing stored
+    assert ("updates_at_ingestion" in ama["why_zero"]) == (c["updates_at_ingestion"] == 0)
+    assert c["questions"] == 1
+    r = value["methods"]["recmem"]["counts"]
+    structures = json.loads((demo_run / "memories" / "recmem" / "sample-1" / "structures.json").read_text())
+    outcomes = r["trigger_outcomes"]
+    assert sum(outcomes.values()) == len(structures["units"])
+    assert r["trigger_checks"] == len(structures["units"]) - outcomes.get("merged", 0)
+    assert r["trigger_firings"] == outcomes.get("triggered", 0) + r["consolidation_failures"]
+    assert r["consolidations"] == outcomes.get("triggered", 0)
+    assert r["merges"] <= r["merge_checks"] and r["refinements"] >= r["consolidations"]
+
+
+def test_an_unforeseen_value_drops_that_methods_mechanism_counts(run_dir, tmp_path):
+    """A CONSOLIDATE event whose ``data.cluster`` is an object (no RecMem writes that): the RecMem
+    mechanism counts are left out with the reason, its failure counts and the other methods stay."""
+    run = tmp_path / "odd"
+    shutil.copytree(run_dir, run)
+    with open(run / "memories" / "recmem" / "tiny-1" / "events.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "CONSOLIDATE", "unit_id": "x", "data": {"cluster": {"not": "hashable"}}}) + "\n")
+    value = census(run)
+    rec = value["methods"]["recmem"]
+    assert rec["counts"]["mechanisms"] is None and "TypeError" in rec["missing"]["mechanisms"]
+    assert "trigger_firings" not in rec["counts"] and rec["counts"]["questions"] == 2
+    assert value["methods"]["memr3"]["counts"]["gaps_opened"] == 2
+    assert any(p.startswith("recmem: counting stopped") for p in value["problems"])
+
+
+# -- the app ------------------------------------------------------------------------------------------------
+def test_app_header_shows_the_census(run_dir, tmp_path):
+    pn = pytest.importorskip("panel")
+    from widgets import app as appmod
+
+    run_dir = shutil.copytree(run_dir, tmp_path / "app")
+    a = appmod.build_app(run_dir)
+    html = "\n".join(str(p.object) for p in a.__panel__().select(pn.pane.HTML))
+    assert "Mechanisms fired" in html and "gaps opened" in html and "not fired" in html
+    assert "computed from the run&#x27;s files" in html or "computed from the run's files" in html  # no file yet
+    write_census(run_dir)
+    a = appmod.build_app(run_dir)
+    html = "\n".join(str(p.object) for p in a.__panel__().select(pn.pane.HTML))
+    assert "(mechanisms.json)" in html and "cassette misses" in html
+
+
+def test_census_html_escapes_what_the_run_holds(counted):
+    pytest.importorskip("panel")
+    from widgets.mechanisms_census import census_html
+
+    value = json.loads(json.dumps(counted))
+    value["methods"]["<script>alert(1)</script>"] = value["methods"]["memr3"]
+    value["methods"]["memr3"]["why_zero"]["router_budget"] = '"><img src=x onerror=alert(2)>'
+    value["problems"] = ["<b>bad</b> line"]
+    html = census_html(value, "<i>src</i>")
+    assert "<script>alert" not in html and "<img src=x" not in html and "<b>bad</b>" not in html
+    assert "&lt;script&gt;" in html and "<i>src</i>" not in html
+
+
+def test_a_missing_events_file_is_missing_not_zero(run_dir, tmp_path):
+    run = shutil.copytree(run_dir, tmp_path / "noevents")
+    (run / "memories" / "ama" / "tiny-1" / "events.jsonl").unlink()
+    (run / "memories" / "recmem" / "tiny-1" / "events.jsonl").unlink()
+    value = census(run)
+    ama, rec = value["methods"]["ama"], value["methods"]["recmem"]
+    assert ama["counts"]["updates_at_ingestion"] is None and "events.jsonl is missing" in ama["missing"][
+        "updates_at_ingestion"]
+    assert ama["counts"]["ingestion_checks"] == 11  # the structures are still there
+    assert rec["counts"]["merges"] is None and rec["counts"]["consolidations"] is None
+    assert rec["counts"]["trigger_firings"] == 2 and rec["counts"]["refinements"] == 3

@@ -1,0 +1,78 @@
+"""The mechanism census as a compact block for the app header: one line per method,
+"AMA: 0 updates at ingestion (not fired), 1 Retry verdict · ...", each zero visibly marked as not
+fired with its evidence (the ``why_zero`` text read from the run) as a tooltip and below the line.
+
+The counts come from ``<run>/mechanisms.json`` (written by ``workbench demo``, ``workbench eval``
+and ``workbench mechanisms``); a run without that file, or with a damaged one, is counted on the
+fly from its own files (``workbench.eval.mechanisms.census``), and the block says so. Everything
+shown is escaped: the file belongs to the run, and a run may come from someone else.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from widgets.html import box, esc
+from workbench.eval.mechanisms import census, headline, item_text, read_census
+from workbench.jsonl import DamagedFile
+
+NOT_FIRED = '<span class="wb-forced" title="{why}">&nbsp;not fired&nbsp;</span>'
+
+
+def load_census(run_dir) -> tuple[dict | None, str]:
+    """(census, where it came from) — the run's ``mechanisms.json``, else computed now; (None, why)
+    when neither is possible (no run directory)."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        return None, f"no run directory at {run}"
+    try:
+        found = read_census(run)
+    except DamagedFile as exc:
+        return census(run), f"computed from the run's files ({exc.reason} in mechanisms.json)"
+    if found is not None:
+        return found, "mechanisms.json"
+    return census(run), "computed from the run's files (no mechanisms.json)"
+
+
+def _item_html(item: dict) -> str:
+    text = esc(item_text(item))
+    if item["fired"] is False:
+        return text + NOT_FIRED.format(why=esc(item["note"] or "zero in this run"))
+    if item["fired"] is None:
+        return f'<span class="wb-muted" title="{esc(item["note"])}">{text} (not recorded)</span>'
+    return text
+
+
+def census_html(value: dict | None, source: str = "") -> str:
+    """The header block: per method its headline counts and its failures, zeros marked not fired."""
+    if value is None:
+        return box(f'<p class="wb-muted">Mechanisms: {esc(source)}</p>')
+    lines, notes = [], []
+    for h in headline(value):
+        items = [_item_html(i) for i in h["items"]]
+        failures = [f'<span class="wb-refresh">{esc(item_text(f))}</span>' for f in h["failures"]]
+        if not items and not failures:
+            continue
+        lines.append(f"<b>{esc(h['method'])}</b>: " + ", ".join(items + failures))
+        notes += [f"{esc(h['method'])} · {esc(i['label'])}: {esc(i['note'])}" for i in h["items"]
+                  if i["fired"] is not True and i["note"]]
+    body = " · ".join(lines) or '<span class="wb-muted">no method mechanism recorded in this run</span>'
+    scripted = ('<b>Scripted run</b>: these counts show the plumbing, not a model. ' if value.get("scripted") else "")
+    problems = value.get("problems") or []
+    extra = (f'<details><summary>why the zeros, from the run ({len(notes)})</summary><ul>'
+             + "".join(f"<li>{n}</li>" for n in notes) + "</ul></details>") if notes else ""
+    if problems:
+        extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
+                  + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
+    return box(f"<p><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)})</small>: {scripted}{body}</p>"
+               f"{extra}")
+
+
+def census_pane(run_dir):
+    """The block as a Panel HTML pane (the app puts it in its header)."""
+    import panel as pn
+
+    try:
+        value, source = load_census(run_dir)
+    except (OSError, ValueError) as exc:  # shown in the header like every other read problem
+        value, source = None, f"the census could not be computed: {type(exc).__name__}: {exc}"
+    return pn.pane.HTML(census_html(value, source), sizing_mode="stretch_width")
