@@ -100,6 +100,23 @@ from workbench.methods.memr3 import summary_stats
 summary_stats(answers)
 
 # %% [markdown]
+# **Did the evidence-gap state ever hold a gap?** The gaps are what makes MemR3 more than a retrieve
+# loop: the router is asked to list what is still missing and to close those items with later retrievals.
+# The cell below counts, from the recorded traces, the router steps that listed at least one gap. A zero
+# here is what the recorded model did, not a display problem: the small offline model fills `evidence`
+# and leaves `gaps` empty, so its retrieve queries come from the question rather than from a gap (see the
+# `delta_source` of each router step in the stepper above). The run's mechanism census
+# (`workbench mechanisms RUN_DIR`, also in the app header) gives the same count for the whole demo.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+routers = [(q.id, s) for q, a in zip(demo_qs, answers) for s in a.steps if s.kind == "router"]
+with_gap = [(qid, s.data["gaps"]) for qid, s in routers if s.data.get("gaps")]
+print(f"{len(with_gap)} of {len(routers)} router steps listed a gap")
+for qid, gaps in with_gap[:5]:
+    print(f"  {qid}: {gaps}")
+
+# %% [markdown]
 # ## 5. The mask, without an LLM
 #
 # The controller asks the backend's retriever for new items only. The same search with the first hits
@@ -131,12 +148,6 @@ print([h.unit_id for h in first], "->", [h.unit_id for h in more])
 # controller's masking needs only that the retriever honours `exclude`.
 
 # %% [markdown]
-# **State of this recording:** the fixes of issue #18 changed MemR3's router and answer prompts (no push
-# towards "Not mentioned", no question date on LoCoMo, reflect when nothing new is left). Those calls are
-# not in the cassette yet (recording them with the 0.5B on 2 cores did not fit the session that made the
-# change), so the guard below counts them as cache misses and MemR3's answers above are recorded failures,
-# not model output. `workbench demo --record` adds them.
-#
 # The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
 # method records the failed call and takes its fallback, so its results would drift away from the
 # recording without an error. Re-record with `workbench demo --record` after changing a method.
