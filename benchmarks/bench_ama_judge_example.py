@@ -17,8 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from workbench.llm.errors import LLMError
-from workbench.methods import ama_prompts as P
-from workbench.methods.ama_agents import entries_block
+from workbench.methods.ama import prompts as P
+from workbench.methods.ama.agents import entries_block
 from workbench.methods.store import MemoryUnit
 
 OUT = Path(__file__).resolve().parent / "results" / "ama_judge_example.json"

@@ -72,7 +72,6 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
     from workbench.eval.metrics import token_f1
     from workbench.llm.ledger import track
     from workbench.methods import AMA
-    from workbench.methods.ama import summary_stats
 
     conv = knowledge_update_slice(slice_name)
     # recorded before #18 extended the ingestion check to raw and episode entries: fact store only
@@ -99,7 +98,7 @@ def run_one(check: str, slice_name: str, llm, embedder) -> dict:
                             "after": e.after, "why": e.data.get("why")} for e in edits],
         "answers": [{"qa": qa.id, "question": qa.question, "gold": qa.answer, "prediction": a.text,
                      "f1": round(token_f1(a.text, qa.answer), 3)} for qa, a in answers],
-        "question_stats": summary_stats([a for _, a in answers]),
+        "question_stats": AMA.summary_stats([a for _, a in answers]),
         "failures": list(method.failures_),
         "llm_calls": len(calls), "roles": dict(sorted(calls_by_role(calls).items())),
         "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),

@@ -18,7 +18,7 @@ baseline and ``process_peak_rss_mb`` is that size's peak:
   derived from the turn text) and ``HashEmbedder(256)``: tree insertion and propagation, entity
   resolution, overlap repair. The scripted calls stand for the LLM calls a live run would make.
 - ``recmem_units_embed`` + ``recmem_trigger``: RecMem's exchange units embedded with MiniLM, then
-  ``recmem_trigger.replay_triggers`` (theta_sim 0.55, theta_count 4: the demo's MiniLM calibration)
+  ``recmem.trigger.replay_triggers`` (theta_sim 0.55, theta_count 4: the demo's MiniLM calibration)
   over them. From copy 2 on every exchange has a near-duplicate (only its timestamp differs), so the
   trigger rate at 4x/16x is a stress of the gate, not a realistic rate.
 
@@ -204,13 +204,13 @@ def recmem_units(conv):
 
 
 def trigger_replay(vectors, ids):
-    from workbench.methods.recmem_trigger import replay_triggers
+    from workbench.methods.recmem.trigger import replay_triggers
 
     return replay_triggers(vectors, None, RECMEM_THETA["theta_sim"], RECMEM_THETA["theta_count"], ids=ids)
 
 
 def trigger_stats(decisions, seconds: float) -> dict:
-    from workbench.methods.recmem_trigger import trigger_rate
+    from workbench.methods.recmem.trigger import trigger_rate
 
     fired = sum(d.fired for d in decisions)
     return {"checks": len(decisions), "fired": fired, "trigger_rate": round(trigger_rate(decisions), 4),

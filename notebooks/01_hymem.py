@@ -124,13 +124,13 @@ deep = next((s for s in a.steps if s.kind == "deep"), None)
 # %% [markdown]
 # ## 4. How often did it go deep?
 #
-# `summary_stats` reads only the traces (paper Table 3's deep ratio, plus the per-round variant).
+# `HyMem.summary_stats` reads only the traces (paper Table 3's deep ratio, plus the per-round variant).
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.methods.hymem import summary_stats
+from workbench.methods import HyMem
 
-summary_stats(answers)
+HyMem.summary_stats(answers)
 
 # %% [markdown]
 # `as_retriever()` exposes Level-1 search (or `level="L2"`: search Level-1, return the events); MemR3 can

@@ -130,13 +130,13 @@ TraceStepper(a, conversation=conv, gold_evidence=q.evidence)
 # %% [markdown]
 # ## 4. Judge verdicts, retries and refreshes
 #
-# `summary_stats` counts them from the traces alone.
+# `AMA.summary_stats` counts them from the traces alone.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.methods.ama import summary_stats
+from workbench.methods import AMA
 
-summary_stats(answers)
+AMA.summary_stats(answers)
 
 # %%
 query_log = [r for r in ama.refresh_log(answers) if r["phase"] == "query"]
@@ -188,7 +188,7 @@ probe_table(ama_probe).query("why != 'one of the two texts does not answer the q
 tiny_answers = [ama_probe.answer(q.question, now=q.time) for q in tiny.qa]
 for q, a in zip(tiny.qa, tiny_answers):
     print(f"{q.question!r}: {a.text!r} (gold {q.answer!r})")
-summary_stats(tiny_answers)
+AMA.summary_stats(tiny_answers)
 
 # %% [markdown]
 # The same model on sessions 3-4 of sample-1 shows the limits. At the renaming turn (D4:3) the model

@@ -111,9 +111,9 @@ scores[cols].sort_values("F", ascending=False).head(15)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.methods.hmem import summary_stats
+from workbench.methods import HMem
 
-summary_stats([ans])
+HMem.summary_stats([ans])
 
 # %% [markdown]
 # ## 6. Explore the structures

@@ -115,7 +115,7 @@ decisions[decisions["fired"]][["unit_id", "position", "count", "relevant_ids", "
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.methods.recmem_trigger import trigger_rate
+from workbench.methods.recmem.trigger import trigger_rate
 
 for theta_sim, theta_count in [(0.55, 4), (0.6, 4), (0.7, 5)]:
     gate = recmem.replay(theta_sim, theta_count, live_merges=False, live_failures=False)
@@ -136,9 +136,9 @@ print("A:", ans.text)
 print({s.data.get("layer"): len(s.hits) for s in ans.steps if s.kind == "retrieve"})
 
 # %%
-from workbench.methods.recmem import summary_stats
+from workbench.methods import RecMem
 
-summary_stats([ans])
+RecMem.summary_stats([ans])
 
 # %% [markdown]
 # ## 5. Clusters and thresholds

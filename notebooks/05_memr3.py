@@ -91,13 +91,13 @@ TraceStepper(answers[i], conversation=conv, gold_evidence=demo_qs[i].evidence)
 # %% [markdown]
 # ## 4. Iterations and guards
 #
-# `summary_stats` (from the traces): iterations per question, guard use, fallbacks.
+# `MemR3.summary_stats` (from the traces): iterations per question, guard use, fallbacks.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.methods.memr3 import summary_stats
+from workbench.methods import MemR3
 
-summary_stats(answers)
+MemR3.summary_stats(answers)
 
 # %% [markdown]
 # **Did the evidence-gap state ever hold a gap?** The gaps are what makes MemR3 more than a retrieve

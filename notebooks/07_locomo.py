@@ -122,7 +122,7 @@ else:
 # %%
 from workbench.demo import RECMEM_MINILM
 from workbench.methods import RecMem
-from workbench.methods.recmem_trigger import replay_triggers, trigger_rate
+from workbench.methods.recmem.trigger import replay_triggers, trigger_rate
 
 if conv is None:
     print(NOTE)

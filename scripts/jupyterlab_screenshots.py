@@ -29,7 +29,6 @@ VIEWPORT = {"width": 1400, "height": 1500}
 
 SETUP = """\
 from workbench.rundir import RunDir
-from workbench.methods.ama import summary_stats as ama_stats
 import widgets
 run = RunDir({run!r})
 conv_id = run.conversation_ids()[0]

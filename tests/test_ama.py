@@ -7,8 +7,7 @@ from workbench.data import Conversation, Session, Turn
 from workbench.embed import HashEmbedder
 from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import AMA, UnitStore
-from workbench.methods.ama import summary_stats
-from workbench.methods.ama_agents import norm_turn_ids
+from workbench.methods.ama.agents import norm_turn_ids
 
 # Facts the scripted Constructor returns for tiny-1's turns (fact ids are given in this order).
 FACTS = {"D1:1": ["Sam adopted a kitten"], "D1:3": ["Sam's kitten is named Miso"],
@@ -193,7 +192,7 @@ def probe_reply(messages):
 
 
 def test_probe_conflict_compares_grounded_answers():
-    from workbench.methods.ama_agents import probe_conflict
+    from workbench.methods.ama.agents import probe_conflict
 
     def conflict(old, new, memory, turn):
         return probe_conflict({"question": "q", "memory_answer": old, "new_answer": new}, memory, turn)[0]
@@ -449,13 +448,13 @@ def test_summary_stats_counts_retry_and_refresh(tiny_conv):
                       "ama.refresh": UPDATE_TO_GENEVA})
     m = make_ama(llm=llm, refresh_on_query=True).ingest(tiny_conv)
     answers = [m.answer("Where does Noor live now?") for _ in range(3)]
-    stats = summary_stats(answers)
+    stats = AMA.summary_stats(answers)
     assert stats["questions"] == 3 and stats["retry_questions"] == 1
     assert stats["refresh_questions"] == 1 and stats["refresh_applied_questions"] == 1
     assert stats["verdicts"] == {"Pass": 2, "Refresh": 1, "Retry": 1}
     assert stats["final_verdicts"] == {"Pass": 2, "Refresh": 1} and stats["rounds"] == {1: 2, 2: 1}
     from workbench.trace import Answer
-    assert summary_stats([Answer.from_json(a.to_json()) for a in answers]) == stats  # from saved traces alone
+    assert AMA.summary_stats([Answer.from_json(a.to_json()) for a in answers]) == stats  # from saved traces alone
 
 
 def test_refresh_log_lists_every_refresher_decision(tiny_conv):

@@ -57,7 +57,7 @@ def test_calibration_hits_its_targets(hash_cal):
 
 
 def test_recmem_replay_matches_the_gate_alone_without_episodes(sample_convs):
-    from workbench.methods.recmem_trigger import replay_triggers, trigger_rate
+    from workbench.methods.recmem.trigger import replay_triggers, trigger_rate
 
     emb = HashEmbedder(dim=128)
     vecs = emb([u.text for u in RecMem().subconscious_units(sample_convs[0])])

@@ -98,6 +98,54 @@ def test_contract(make, check, tiny_conv):
     check(make, tiny_conv)
 
 
+
+# -- memories saved before the methods became subpackages --------------------------------------------------
+def save_with_flat_module_paths(m, path, monkeypatch) -> bytes:
+    """Save ``m`` as the flat layout did: every class of a moved module is pickled under its old path
+    (``workbench.methods.hmem_tree.HTree``, ...), by aliasing the old paths in ``sys.modules`` and
+    giving the classes their old ``__module__`` for the time of the save."""
+    import importlib
+    import sys
+
+    from workbench.methods.moved import MOVED_MODULES
+
+    with monkeypatch.context() as mp:
+        for old, new in MOVED_MODULES.items():
+            module = importlib.import_module(new)
+            mp.setitem(sys.modules, old, module)
+            for obj in vars(module).values():
+                if isinstance(obj, type) and obj.__module__ == new:
+                    mp.setattr(obj, "__module__", old)
+        m.save(path)
+    return (path / "state.pkl").read_bytes()
+
+
+@pytest.mark.parametrize("make", CASES)
+def test_a_memory_saved_under_the_old_module_paths_still_loads(make, tiny_conv, tmp_path, monkeypatch):
+    from workbench.methods.moved import MOVED_MODULES
+
+    m = make().ingest(tiny_conv)
+    current = m.save(tmp_path / "now") / "state.pkl"
+    moved = {old: new for old, new in MOVED_MODULES.items() if f"{new}\n".encode() in _module_names(current)}
+    data = save_with_flat_module_paths(m, tmp_path / "before", monkeypatch)
+    names = _module_names(tmp_path / "before" / "state.pkl")
+    assert not any(f"{new}\n".encode() in names for new in MOVED_MODULES.values()), "a new path leaked into the pickle"
+    assert all(f"{old}\n".encode() in names for old in moved), "the old paths were not written"
+    assert data and (tmp_path / "before" / "state.sig").is_file()
+    loaded = type(m).load(tmp_path / "before", llm=getattr(m, "llm", None), embedder=getattr(m, "embedder", None))
+    assert loaded.memories().equals(m.memories()) and loaded.events == m.events
+    if type(m).name in ("hmem", "recmem"):  # their states hold moved classes (tree, graph, gate log)
+        assert moved, f"{type(m).__name__}'s state names no moved module: the test checks nothing"
+
+
+def _module_names(pkl) -> bytes:
+    """The dotted ``workbench.`` names a pickle holds, one per line (each is written once, then memoised)."""
+    import pickletools
+
+    return "".join(f"{arg}\n" for op, arg, _ in pickletools.genops(pkl.read_bytes())
+                   if isinstance(arg, str) and arg.startswith("workbench.")).encode()
+
+
 # -- label leaks through a real loader -------------------------------------------------------------------
 LME_ITEM = {
     "question_id": "gpt4_leakprobe_abs", "question_type": "knowledge-update", "question": "Where does Noor live now?",

@@ -18,7 +18,7 @@ from workbench.eval.report import format_estimate, paired_differences, report_ma
 from workbench.eval.stats import bootstrap_ci, paired_bootstrap
 from workbench.llm import ScriptedLLM
 from workbench.methods import FullContext, NaiveRAG
-from workbench.methods import baselines_prompts
+from workbench.methods.baselines import simple_prompts as baselines_prompts
 
 RELIABLE = {"false_accept": {"rate": 0.05, "k": 2, "n": 40, "ci": [0.01, 0.17]},
             "false_reject": {"rate": 0.1, "k": 4, "n": 40, "ci": [0.04, 0.23]}, "dataset": "sample", "n_probes": 80}

@@ -8,9 +8,9 @@ import pytest
 
 from workbench.embed import HashEmbedder
 from workbench.llm import LLMError, ScriptedLLM
-from workbench.methods.hmem import HMem, summary_stats
-from workbench.methods.hmem_graph import EntityGraph, SubQuery, fallback_entities, name_key, order_subqueries
-from workbench.methods.hmem_tree import (DAY, HTree, active_levels, evidence_score, parse_time_hint, robustness,
+from workbench.methods.hmem import HMem
+from workbench.methods.hmem.graph import EntityGraph, SubQuery, fallback_entities, name_key, order_subqueries
+from workbench.methods.hmem.tree import (DAY, HTree, active_levels, evidence_score, parse_time_hint, robustness,
                                          temporal_relevance)
 
 # -- fakes ----------------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_missing_info_triggers_one_follow_up(tiny_conv):
     off = HMem(llm=scripted(**{"hmem.subanswer": {"answer": "x", "missing_info": True}}),
                embedder=HashEmbedder(dim=128), use_missing_info=False).ingest(tiny_conv).answer("What broke it?")
     assert not _steps(off, "followup")
-    assert summary_stats([ans, off])["followups"] == 1
+    assert HMem.summary_stats([ans, off])["followups"] == 1
 
 
 def test_now_defaults_to_last_session_and_drives_robustness(tiny_conv):

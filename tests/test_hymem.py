@@ -5,8 +5,7 @@ import pytest
 from workbench.embed import HashEmbedder
 from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import HyMem
-from workbench.methods.hymem import summary_stats
-from workbench.methods.hymem_segment import Span, clean_llm_spans, window_spans
+from workbench.methods.hymem.segment import Span, clean_llm_spans, window_spans
 
 Q = "In which city does Noor take violin lessons now?"
 
@@ -57,7 +56,7 @@ def test_light_answers_directly(tiny_conv):
     assert len(light.data["scores"]) == 10 and light.usage.calls == 1
     assert "hymem.select" not in llm.roles() and "hymem.deep" not in llm.roles()
     assert {h.kind for h in ans.context} == {"L1"}
-    assert summary_stats([ans])["deep_ratio"] == 0.0
+    assert HyMem.summary_stats([ans])["deep_ratio"] == 0.0
 
 
 def test_light_escalates_to_deep(tiny_conv):
@@ -130,7 +129,7 @@ def test_reflection_rewrites_and_loops(tiny_conv):
     assert "Question: " + Q in second_light  # G_theta still answers q_0
     assert f"{Q} -> Lyon" in second_light  # memory pool carried into round 2
     assert [p["answer"] for p in ans.steps[-1].data["memory_pool"]] == ["Lyon", "Geneva"]
-    assert summary_stats([ans])["mean_rounds"] == 2
+    assert HyMem.summary_stats([ans])["mean_rounds"] == 2
 
 
 def test_memory_pool_last_only(tiny_conv):
@@ -152,7 +151,7 @@ def test_round_limit(tiny_conv, reflect_last, n_reflect):
     final = ans.steps[-1].data
     assert final["round_limit_hit"] is True and final["rounds"] == 2
     assert ans.text == "deep1" and final["round"] == 0  # last deep answer preferred (on_round_limit)
-    assert summary_stats([ans]) == {"n": 1, "deep_ratio": 1.0, "mean_rounds": 2.0, "deep_round_ratio": 0.5,
+    assert HyMem.summary_stats([ans]) == {"n": 1, "deep_ratio": 1.0, "mean_rounds": 2.0, "deep_round_ratio": 0.5,
                                     "round_limit_ratio": 1.0, "deep_generator_failures": 0,
                                     "deep_answer_ratio": 1.0}
     m.set_params(on_round_limit="last")
@@ -183,7 +182,7 @@ def test_deep_generator_failure_keeps_light_answer(tiny_conv):
     final = ans.steps[-1].data
     assert final["tier"] == "deep_failed" and final["memory_pool"][0]["tier"] == "deep_failed"
     assert {h.unit_id for h in ans.context} == set(ans.steps[0].data["retrieved"])  # the light context
-    stats = summary_stats([ans])
+    stats = HyMem.summary_stats([ans])
     assert stats["deep_generator_failures"] == 1 and stats["deep_answer_ratio"] == 0.0
 
 
@@ -286,7 +285,7 @@ def test_llm_segmentation_overlap_and_fallbacks(sample_data):
 
 
 def test_summary_stats_empty_and_mixed():
-    assert summary_stats([])["deep_ratio"] == 0.0
+    assert HyMem.summary_stats([])["deep_ratio"] == 0.0
 
 
 def test_invalid_params(tiny_conv):

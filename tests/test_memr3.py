@@ -3,9 +3,9 @@ import pytest
 from workbench.embed import HashEmbedder
 from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import EagerFacts, MemoryMethod, NaiveRAG
-from workbench.methods import memr3_prompts as P
-from workbench.methods.memr3 import DEFAULT_CHUNK_TOKENS, MemR3, summary_stats
-from workbench.methods.memr3_state import (RouterState, fallback_action, guard, has_more, normalize_gaps,
+from workbench.methods.memr3 import prompts as P
+from workbench.methods.memr3.method import DEFAULT_CHUNK_TOKENS, MemR3
+from workbench.methods.memr3.state import (RouterState, fallback_action, guard, has_more, normalize_gaps,
                                            resolve, retrieval_query)
 from workbench.methods.store import MemoryUnit, UnitStore
 from workbench.trace import Hit
@@ -191,7 +191,7 @@ def test_backend_error_is_recorded_and_does_not_exhaust(tiny_conv, monkeypatch):
     assert routers[2].data["forced"] == "reflect_streak" and len(retrieves) == 3  # retrieval resumes
     assert len(retrieves[2].data["retrieved_ids"]) == 2
     assert steps(ans, "answer")[0].data["backend_errors"] == 1
-    assert summary_stats([ans])["backend_errors"] == 1
+    assert MemR3.summary_stats([ans])["backend_errors"] == 1
 
 
 def test_cache_misses_absorbed_by_fallbacks_are_flagged(tiny_conv):
@@ -206,7 +206,7 @@ def test_cache_misses_absorbed_by_fallbacks_are_flagged(tiny_conv):
     assert routers[-1].data["fallback"] == "router call failed (cassette miss)"  # visible even when forced
     final = steps(ans, "answer")[0]
     assert final.data["cache_miss"] and final.data["fallback"] == "no answer" and "fallback" in final.title
-    stats = summary_stats([ans])
+    stats = MemR3.summary_stats([ans])
     assert stats["cache_misses"] == len(routers) + 1 and stats["answer_fallbacks"] == 1
 
 
@@ -236,7 +236,7 @@ def test_parse_error_falls_back_to_reflect_and_is_recorded(tiny_conv):
     assert first.data["action"] == "reflect" and first.data["proposed"] is None
     assert [c.role for c in first.calls] == ["memr3.router", "memr3.router.repair", "memr3.router.retry"]
     assert steps(ans, "router")[1].data["forced"] == "reflect_streak"
-    assert ans.text == "Geneva" and summary_stats([ans])["fallbacks"] == 1
+    assert ans.text == "Geneva" and MemR3.summary_stats([ans])["fallbacks"] == 1
 
 
 def test_llm_error_and_out_of_enum_decision(tiny_conv):
@@ -397,7 +397,7 @@ def test_summary_stats(tiny_conv):
     one, _ = memr3([R("answer", detailed_answer="Geneva"), "Geneva"])
     five, _ = memr3([R("retrieve", retrieval_query="a")] * 5 + ["Geneva"], n_chk=2, n_cap=2)
     answers = [one.ingest(tiny_conv).answer(Q), five.ingest(tiny_conv).answer(Q)]
-    stats = summary_stats(answers)
+    stats = MemR3.summary_stats(answers)
     # second question: four retrieves the router chose, then the budget forces answer
     assert stats["iterations_histogram"] == {1: 1, 5: 1} and stats["mean_iterations"] == 3.0
     assert stats["forced_share"] == {"budget": 1 / 6, "empty_retrieval": 0.0, "reflect_streak": 0.0,

@@ -9,8 +9,7 @@ from workbench.data import Conversation, Session, Turn
 from workbench.embed import HashEmbedder
 from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import RecMem
-from workbench.methods.recmem import summary_stats
-from workbench.methods.recmem_trigger import calibrate_thresholds, decide, replay_triggers, trigger_rate
+from workbench.methods.recmem.trigger import calibrate_thresholds, decide, replay_triggers, trigger_rate
 
 TOPICS = ("alpha", "beta", "gamma")
 
@@ -287,7 +286,7 @@ def test_answer_merges_three_layers_with_paper_budgets():
     assert [h.kind for h in ans.context] == ["episode", "fact", "subconscious", "subconscious"]
     prompt = llm.requests[-1]["messages"][0]["content"]
     assert "Ann alpha story." in prompt and "Ann likes alpha." in prompt and "beta u3" in prompt
-    assert summary_stats([ans])["mean_hits"] == {"subconscious": 2.0, "episode": 1.0, "fact": 1.0}
+    assert RecMem.summary_stats([ans])["mean_hits"] == {"subconscious": 2.0, "episode": 1.0, "fact": 1.0}
 
 
 def test_answer_ablations_drop_layers():

@@ -22,7 +22,7 @@ from workbench.embed import HashEmbedder  # noqa: E402
 from workbench.llm import ScriptedLLM  # noqa: E402
 from workbench.methods import RecMem  # noqa: E402
 from workbench.methods.hmem import HMem  # noqa: E402
-from workbench.methods.recmem_trigger import replay_triggers  # noqa: E402
+from workbench.methods.recmem.trigger import replay_triggers  # noqa: E402
 from workbench.rundir import RunDir, save_conversation, save_memory_snapshot  # noqa: E402
 
 from widgets import ClusterView, GraphView, TreeView  # noqa: E402

@@ -1,12 +1,12 @@
 """``ClusterView``: RecMem's units in 2-D, which consolidation each joined, and when the trigger fired —
 with theta_sim / theta_count sliders that replay the recurrence gate from the stored unit
-embeddings alone (``recmem_trigger.replay_triggers``; no LLM).
+embeddings alone (``recmem.trigger.replay_triggers``; no LLM).
 
     ClusterView(recmem)                               # a built RecMem (uses recmem.structures())
     ClusterView(run.structures("recmem", cid))        # structures.json of a saved run
     cv.set_thresholds(0.5, 3); cv.trigger_count, cv.live_trigger_count
 
-What the replay can and cannot show (see ``recmem_trigger``): whether an LLM would have merged a unit
+What the replay can and cannot show (see ``workbench.methods.recmem.trigger``): whether an LLM would have merged a unit
 into an episode cannot be re-decided, so by default (``live_outcomes=True``) the live run's
 merge-first absorptions and failed consolidations are taken as given; the live thresholds then
 reproduce the live trigger log exactly. ``live_outcomes=False`` replays the gate alone.
@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from workbench.methods.recmem_trigger import TriggerDecision, check_gate_k, replay_triggers
+from workbench.methods.recmem.trigger import TriggerDecision, check_gate_k, replay_triggers
 
 from .html import DisplaysWidget, box, esc, short, table_html
 from .structures import structures_of

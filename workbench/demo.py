@@ -24,7 +24,7 @@ CASSETTE = SAMPLE_DIR / "cassettes" / "sample-1.jsonl"
 # single-hop, knowledge update, two temporal, multi-hop across the update, adversarial
 DEMO_QUESTIONS = ("sample-1/q0", "sample-1/q4", "sample-1/q13", "sample-1/q16", "sample-1/q25", "sample-1/q34")
 # RecMem's cosine thresholds belong to text-embedding-3-small. The committed cassette was recorded
-# with these hand-set MiniLM values (recmem_trigger.calibrate_thresholds on the two sample
+# with these hand-set MiniLM values (recmem.trigger.calibrate_thresholds on the two sample
 # conversations: theta_count=4, theta_sim=0.55, a ~12% trigger rate; at the paper's 0.7/5 MiniLM
 # triggers on under 2% of units). They stay the demo's replay configuration until the cassette is
 # re-recorded with the shipped calibration (``workbench calibrate``; see CASSETTE_CALIBRATION).

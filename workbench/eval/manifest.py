@@ -6,10 +6,12 @@ commit, prompt hashes) and ``evaluations`` (one full per-invocation manifest eac
 ``harness.run_manifest``). ``run_summary`` reads any of the layouts written so far (the scripted
 demo's own fields, ``evaluations`` only, or a ``summary``), so the app header never has to guess.
 
-Prompt hashes: a method's prompts are the string constants (UPPER_CASE names) of its module and of
-its ``<module>_prompts`` companion, plus those of the modules its helper classes live in when they
-follow the same ``workbench.methods.<name>_*`` naming; the judge's are ``judge_prompt_hash()``.
-A changed prompt changes the hash, which the harness uses to decide what to re-run on resume.
+Prompt hashes: a method's prompts are the string constants (UPPER_CASE names) of the modules its
+class lists in ``prompt_modules`` (the modules of its subpackage; its own module when it lists
+none), each hashed under the module's flat name from before the methods became subpackages
+(``methods.moved.prompt_key``: ``hmem_prompts``, ``baselines_prompts``), so stored hashes stay
+comparable; the judge's are ``judge_prompt_hash()``. A changed prompt changes the hash, which the
+harness uses to decide what to re-run on resume.
 """
 from __future__ import annotations
 
@@ -33,27 +35,22 @@ def _constants(module) -> dict[str, str]:
 
 
 def prompt_modules(method) -> list[str]:
-    """The modules whose string constants make up a method's prompts."""
-    import pkgutil
-
+    """The modules whose string constants make up a method's prompts (full dotted paths)."""
     import workbench.methods as pkg
 
-    base = type(method).__module__
-    stem = base.rsplit(".", 1)[-1]
-    names = [base]
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith(stem + "_"):
-            names.append(f"{pkg.__name__}.{info.name}")
-    return sorted(set(names))
+    cls = type(method)
+    return sorted({f"{pkg.__name__}.{name}" for name in cls.prompt_modules} or {cls.__module__})
 
 
 def method_prompt_hashes(method) -> dict[str, str]:
-    """``{module: sha256[:12] of its prompt constants}`` for a method's prompt modules."""
+    """``{module key: sha256[:12] of its prompt constants}`` for a method's prompt modules."""
+    from ..methods.moved import prompt_key
+
     out = {}
     for name in prompt_modules(method):
         consts = _constants(importlib.import_module(name))
         if consts:
-            out[name.rsplit(".", 1)[-1]] = hashlib.sha256(json.dumps(consts, sort_keys=True).encode()).hexdigest()[:12]
+            out[prompt_key(name)] = hashlib.sha256(json.dumps(consts, sort_keys=True).encode()).hexdigest()[:12]
     return out
 
 

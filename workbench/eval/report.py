@@ -535,10 +535,9 @@ def _short(text, n: int) -> str:
 
 
 def method_stats(rows: Iterable) -> dict[str, dict]:
-    """Each method's own decision figures (its module's ``summary_stats``: AMA's Retry/Refresh counts,
-    H-Mem's scopes and follow-ups, MemR3's iterations and guards, ...), from the saved traces alone."""
-    import importlib
-
+    """Each method's own decision figures (its class's ``summary_stats``: AMA's Retry/Refresh counts,
+    H-Mem's scopes and follow-ups, MemR3's iterations and guards, ...), from the saved traces alone;
+    methods without figures of their own (the baselines) are left out."""
     from ..methods import REGISTRY
     from ..trace import Answer
 
@@ -549,9 +548,9 @@ def method_stats(rows: Iterable) -> dict[str, dict]:
             answers.setdefault(d["method"], []).append(Answer.from_dict(d["answer"]))
     out = {}
     for name, ans in sorted(answers.items()):
-        stats = getattr(importlib.import_module(REGISTRY[name].__module__), "summary_stats", None)
-        if stats is not None:
-            out[name] = stats(ans)
+        stats = REGISTRY[name].summary_stats(ans)
+        if stats:
+            out[name] = stats
     return out
 
 

@@ -18,7 +18,7 @@ ANSWER_PROMPTS = ("native", "shared")
 SHARED_ROLE_SUFFIX = ".answer"
 
 # [ours] The fair-arena answer prompt, written for this workbench (no paper's wording). Its rules are
-# the common ground of the methods' native prompts (baselines_prompts.ANSWER_FROM_CONTEXT, RecMem's
+# the common ground of the methods' native prompts (baselines.simple_prompts.ANSWER_FROM_CONTEXT, RecMem's
 # LoCoMo length rule, MemR3's conflict rule): a short answer, absolute dates, most recent wins, and
 # one fixed abstention phrase (the official LoCoMo adversarial rule matches "not mentioned").
 SHARED_ANSWER = """Answer a question about a long conversation from the memory shown below, and from nothing else.

@@ -24,14 +24,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Iterator
+from typing import ClassVar, Iterator, Sequence
 
+from .. import __version__
 from ..data import Conversation
 from ..jsonl import write_text_atomic
 from ..llm.ledger import llm_tags, track
 from ..trust import check_signature, write_signature
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
+from .moved import load_state
 from .progress import advance, ingest_progress
 
 SERVICE_PARAMS = ("llm", "embedder")
@@ -65,6 +67,11 @@ class MemoryMethod:
     # harness passes ``now=None`` elsewhere. Each paper decides: e.g. HyMem and RecMem add it for
     # LongMemEval only. Read it with ``uses_question_date``/``question_date_policy`` (manifest).
     question_date_datasets: ClassVar[frozenset[str]] = frozenset({"locomo", "longmemeval"})
+    # Modules (dotted, relative to ``workbench.methods``) whose UPPER_CASE string constants are the
+    # prompts this method sends: their hash (``eval.manifest.method_prompt_hashes``) tells a resumed
+    # run which rows to re-answer. Empty: the class's own module. List every module of the method's
+    # subpackage, so a prompt added to any of them is hashed.
+    prompt_modules: ClassVar[tuple[str, ...]] = ()
 
     # -- parameters (scikit-learn style) -------------------------------------------------------
     @classmethod
@@ -241,6 +248,14 @@ class MemoryMethod:
         """A ``Retriever`` over this method's memory (MemR3 and comparisons drive it)."""
         raise NotImplementedError(f"{type(self).__name__} does not expose a retriever")
 
+    # -- report figures --------------------------------------------------------------------------
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """The method's own decision figures, from saved answer traces alone (no memory, no LLM):
+        AMA's Retry/Refresh counts, H-Mem's scopes and follow-ups, MemR3's iterations and guards, ...
+        ``{}`` for a method with none beyond the harness's common columns (the baselines)."""
+        return {}
+
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write ``params.json`` (readable), ``state.pkl`` (built state; services excluded) and
@@ -254,7 +269,8 @@ class MemoryMethod:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path / "params.json", json.dumps({"method": self.name, "class": type(self).__name__,
-                                                            "params": self.config()}, indent=2, sort_keys=True))
+                                                            "params": self.config(), "version": __version__},
+                                                           indent=2, sort_keys=True))
         state = {k: v for k, v in self.__dict__.items() if k.endswith("_") and not k.startswith("_")}
         data = pickle.dumps(state)
         tmp = path / "state.pkl.tmp"
@@ -269,6 +285,8 @@ class MemoryMethod:
 
         ``state.pkl`` is a pickle, and unpickling can run code: unless ``trust=True`` it is loaded
         only when this machine signed it (saved here, unchanged), else ``UntrustedStateError``.
+        Memories saved before the methods became subpackages still load (``moved.MOVED_MODULES``);
+        a class this version lacks raises ``moved.SavedStateError`` naming the saving version.
         """
         path = Path(path)
         meta = json.loads((path / "params.json").read_text())
@@ -288,7 +306,7 @@ class MemoryMethod:
         if not trust:
             check_signature(path, data)
         obj = cls(**kwargs)
-        obj.__dict__.update(pickle.loads(data))
+        obj.__dict__.update(load_state(data, saved_by=meta.get("version")))
         obj._restore_services()
         return obj
 

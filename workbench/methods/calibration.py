@@ -8,7 +8,7 @@ conversation data and picks, per threshold, the value that reproduces a target *
 decision the threshold drives. Where the paper reports enough to derive that rate, the target is
 derived from it (``basis: "derived"``); otherwise it is a documented target of ours
 (``basis: "target"``). Only embeddings are used, no LLM; the decisions are replayed with the
-methods' own code (``hmem_tree.HTree``, ``recmem_trigger.decide``).
+methods' own code (``hmem.tree.HTree``, ``recmem.trigger.decide``).
 
 Thresholds (every embedder-cosine threshold of the five methods):
 
@@ -120,7 +120,7 @@ def hmem_replay(leaves: Sequence[tuple[datetime, np.ndarray]], alphas: Sequence[
     ``leaves``: (time, unit vector) in insertion order. Returns ``{"nodes": [N_1..N_L], "join_share":
     [...], "multi_child_share": share of parents (level >= 2) with more than one child}``.
     """
-    from .hmem_tree import WINDOWS, HTree
+    from .hmem.tree import WINDOWS, HTree
 
     tree = HTree(WINDOWS[:levels], tuple(alphas)[:levels - 1], window_reading=window_reading,
                  cluster_similarity=cluster_similarity)
@@ -206,7 +206,7 @@ def recmem_replay(vector_sets: list[np.ndarray], *, theta_sim: float, theta_coun
     later unit whose nearest episode reaches ``theta_merge`` (default theta_sim) is a merge candidate
     and joins it (as if the LLM agreed). Returns trigger rate (fired / gated) and merge rate (merge
     candidates / units)."""
-    from .recmem_trigger import decide
+    from .recmem.trigger import decide
 
     theta_merge = theta_sim if theta_merge is None else theta_merge
     fired = gated = merged = units = 0
@@ -246,7 +246,7 @@ def recmem_replay(vector_sets: list[np.ndarray], *, theta_sim: float, theta_coun
 
 def calibrate_recmem(vector_sets: list[np.ndarray], *, theta_count: int, paper_theta: float) -> dict:
     """theta_sim whose gate-only trigger rate is nearest the documented target (``recmem_target``)."""
-    from .recmem_trigger import calibrate_thresholds
+    from .recmem.trigger import calibrate_thresholds
 
     target = recmem_target(theta_count)
     cal = calibrate_thresholds(vector_sets, target_trigger_rate=target["trigger_rate"], theta_count=theta_count)
@@ -509,7 +509,7 @@ def measure(embedder, conversations: Iterable, calibration: dict | None = None, 
 
 def _gate_only_rate(vector_sets, theta_sim: float, theta_count: int) -> float:
     """Fired / gated with every unit reaching the gate (no merge-first), pooled over conversations."""
-    from .recmem_trigger import replay_triggers
+    from .recmem.trigger import replay_triggers
 
     ds = [d for v in vector_sets for d in replay_triggers(v, theta_sim=theta_sim, theta_count=theta_count)]
     return round(sum(d.fired for d in ds) / len(ds), 4) if ds else 0.0

@@ -8,6 +8,7 @@ returns a fresh, unbuilt method wired to a ``ScriptedLLM`` (or any LLM) and a ``
 from __future__ import annotations
 
 import inspect
+import json
 import tempfile
 from dataclasses import replace
 from typing import Callable
@@ -75,6 +76,21 @@ def check_trace_json_round_trip(make: MakeMethod, conv: Conversation) -> None:
     for e in m.events:
         assert MemoryEvent.from_json(e.to_json()) == e
 
+
+def check_summary_stats(make: MakeMethod, conv: Conversation) -> None:
+    """``summary_stats`` belongs to the class and needs no memory (a static method, so reports can call
+    it on saved traces), reads the traces alone (answers reloaded from JSON give the same figures),
+    and returns a JSON-able dict (the report writes it)."""
+    m = make().ingest(conv)
+    cls = type(m)
+    assert isinstance(inspect.getattr_static(cls, "summary_stats"), staticmethod), \
+        f"{cls.__name__}.summary_stats must be a static method of the class"
+    answers = [m.answer(conv.qa[0].question, now=conv.qa[0].time)]
+    stats = cls.summary_stats(answers)
+    assert isinstance(stats, dict), "summary_stats must return a dict"
+    json.dumps(stats)
+    assert cls.summary_stats([Answer.from_json(a.to_json()) for a in answers]) == stats, \
+        "summary_stats must read only what the saved traces keep"
 
 def check_units_have_provenance(make: MakeMethod, conv: Conversation) -> None:
     m = make().ingest(conv)
@@ -179,4 +195,4 @@ def check_no_gold_reaches_method(make: MakeMethod, conv: Conversation) -> None:
 CHECKS = [check_init_stores_params_verbatim, check_params_round_trip, check_answer_before_ingest_raises,
           check_ingest_then_answer, check_trace_json_round_trip, check_units_have_provenance,
           check_context_hits_have_provenance, check_reingest_resets_state, check_ingest_never_sees_labels,
-          check_save_load, check_retriever, check_no_gold_reaches_method]
+          check_save_load, check_retriever, check_no_gold_reaches_method, check_summary_stats]

@@ -4,7 +4,7 @@ A retrieval *controller* over any memory backend: one router LLM call per iterat
 evidence-gap state and proposes retrieve (with a refinement query), reflect (with reasoning) or
 answer (with a draft); three deterministic guards bound the loop; retrieval uses ``q + delta`` and
 masks everything already retrieved; the final answer is written from the question, the draft and
-the evidence only. Digest: ``../shared/methods/memr3.md``; state machine: ``memr3_state.py``.
+the evidence only. Digest: ``../shared/methods/memr3.md``; state machine: ``state.py``.
 
     MemR3(llm=llm, embedder=emb).ingest(conv).answer("When did Melanie paint a sunrise?")
     MemR3(llm=llm, backend=HyMem(llm=llm, embedder=emb), retriever_options={"level": "L2"})
@@ -18,16 +18,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..data import Conversation
-from ..llm.errors import CacheMiss, LLMError
-from ..trace import Answer, Hit
-from . import memr3_prompts as P
-from .answer_prompt import shared_prompt
-from .base import MemoryMethod, StepBuilder
-from .baselines import NaiveRAG
-from .common import question_date_line
-from .memr3_state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more,
-                          normalize_evidence, normalize_gaps, resolve, retrieval_query)
+from ...data import Conversation
+from ...llm.errors import CacheMiss, LLMError
+from ...trace import Answer, Hit
+from ..answer_prompt import shared_prompt
+from ..base import MemoryMethod, StepBuilder
+from ..baselines.simple import NaiveRAG
+from ..common import question_date_line
+from . import prompts as P
+from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
+                    normalize_gaps, resolve, retrieval_query)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -58,7 +58,7 @@ class MemR3(MemoryMethod):
 
     Trace: one step per node, kinds ``retrieve`` (iteration 0 is the initial retrieval with q
     alone), ``router`` (one per iteration k: directive, guard, proposed vs final action, evidence,
-    gaps and payload), ``reflect`` and ``answer``. ``summary_stats(answers)`` aggregates them.
+    gaps and payload), ``reflect`` and ``answer``. ``MemR3.summary_stats(answers)`` aggregates them.
 
     Construction: ``ingest`` ingests ``backend.clone()`` (the ``backend`` parameter itself is never
     built), so ``construction_usage_`` covers the backend's ingest; those ledger rows are tagged
@@ -66,7 +66,7 @@ class MemR3(MemoryMethod):
     it. ``memories()``, ``events`` and ``as_retriever()`` are the backend's.
 
     Departures from the paper:
-    - No LangGraph: an explicit state machine (``memr3_state``); the budget guard bounds the loop,
+    - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop,
       so the [code] recursion limit is not needed.
     - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); the
       [code] reranks a 20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline.
@@ -111,6 +111,7 @@ class MemR3(MemoryMethod):
     """
 
     name = "memr3"
+    prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state")
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
     question_date_datasets = frozenset({"longmemeval"})
 
@@ -227,7 +228,7 @@ class MemR3(MemoryMethod):
             kind, services = type(template), {"llm": getattr(template, "llm", None),
                                               "embedder": getattr(template, "embedder", None)}
         else:
-            from . import get_method
+            from .. import get_method
 
             kind = get_method(json.loads((path / BACKEND_DIR / "params.json").read_text())["method"])
             services = {"llm": llm, "embedder": embedder}
@@ -235,6 +236,38 @@ class MemR3(MemoryMethod):
         if template is None and saved.get("backend") is not None:
             obj.backend = obj.backend_.clone()  # the saved run had an explicit backend: restore the param
         return obj
+
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """Iterations and guard use, from MemR3 traces only (paper Fig. 5 and §3.4).
+
+        ``mean_iterations``: router calls per question; ``iterations_histogram``: questions per count;
+        ``forced_share``: per guard, the share of all router steps it forced; ``budget_reached_share``:
+        questions whose last router step was forced by the budget; ``fallbacks``: router steps whose
+        action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
+        steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
+        was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals.
+        """
+        routers = [[s for s in a.steps if s.kind == "router"] for a in answers]
+        steps = [s for r in routers for s in r]
+        n, total = len(answers), len(steps)
+        forced = Counter(s.data.get("forced") for s in steps if s.data.get("forced"))
+        return {
+            "questions": n,
+            "mean_iterations": total / n if n else 0.0,
+            "iterations_histogram": dict(sorted(Counter(len(r) for r in routers).items())),
+            "router_steps": total,
+            "forced_share": {g: (forced[g] / total if total else 0.0) for g in GUARDS},
+            "budget_reached_share": (sum(1 for r in routers if r and r[-1].data.get("forced") == GUARDS[0]) / n
+                                     if n else 0.0),
+            "actions": dict(Counter(s.data.get("action") for s in steps)),
+            "fallbacks": sum(1 for s in steps if s.data.get("fallback")),
+            "answer_fallbacks": sum(1 for a in answers for s in a.steps
+                                    if s.kind == "answer" and s.data.get("fallback")),
+            "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
+            "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
+        }
+
 
 
 # -- nodes: node(state, run, step) -> the fields it changes ----------------------------------------
@@ -374,34 +407,3 @@ def answer_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
 
 
 NODES = {"retrieve": retrieve_node, "reflect": reflect_node}
-
-
-# -- report figure -----------------------------------------------------------------------------------
-def summary_stats(answers: Sequence[Answer]) -> dict:
-    """Iterations and guard use, from MemR3 traces only (paper Fig. 5 and §3.4).
-
-    ``mean_iterations``: router calls per question; ``iterations_histogram``: questions per count;
-    ``forced_share``: per guard, the share of all router steps it forced; ``budget_reached_share``:
-    questions whose last router step was forced by the budget; ``fallbacks``: router steps whose
-    action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
-    steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
-    was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals.
-    """
-    routers = [[s for s in a.steps if s.kind == "router"] for a in answers]
-    steps = [s for r in routers for s in r]
-    n, total = len(answers), len(steps)
-    forced = Counter(s.data.get("forced") for s in steps if s.data.get("forced"))
-    return {
-        "questions": n,
-        "mean_iterations": total / n if n else 0.0,
-        "iterations_histogram": dict(sorted(Counter(len(r) for r in routers).items())),
-        "router_steps": total,
-        "forced_share": {g: (forced[g] / total if total else 0.0) for g in GUARDS},
-        "budget_reached_share": (sum(1 for r in routers if r and r[-1].data.get("forced") == GUARDS[0]) / n
-                                 if n else 0.0),
-        "actions": dict(Counter(s.data.get("action") for s in steps)),
-        "fallbacks": sum(1 for s in steps if s.data.get("fallback")),
-        "answer_fallbacks": sum(1 for a in answers for s in a.steps if s.kind == "answer" and s.data.get("fallback")),
-        "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
-        "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
-    }

@@ -1,24 +1,23 @@
 """HyMem: hybrid two-level memory with dynamic retrieval scheduling.
 
 Zhao et al., "HyMem: Hybrid Memory Architecture with Dynamic Retrieval Scheduling",
-arXiv 2602.13933 (digest: shared/methods/hymem.md). Prompts: ``hymem_prompts.py``;
-segmentation and the Level-2 retriever: ``hymem_segment.py``.
+arXiv 2602.13933 (digest: shared/methods/hymem.md). Prompts: ``prompts.py``;
+segmentation and the Level-2 retriever: ``segment.py`` (both in this package).
 """
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Sequence
 
-from ..data import Conversation
-from ..llm.errors import LLMError
-from ..trace import Answer, Hit
-from . import hymem_prompts as P
-from .answer_prompt import shared_answer
-from .base import MemoryMethod
-from .common import format_date, format_hits, format_turn, question_date_line
-from .hymem_segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
-from .store import MemoryUnit, UnitStore
-
+from ...data import Conversation
+from ...llm.errors import LLMError
+from ...trace import Answer, Hit
+from ..answer_prompt import shared_answer
+from ..base import MemoryMethod
+from ..common import format_date, format_hits, format_turn, question_date_line
+from ..store import MemoryUnit, UnitStore
+from . import prompts as P
+from .segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
 
 # Tier of a round whose deep generator failed: its answer is the light one (empty without light).
 DEEP_FAILED = "deep_failed"
@@ -85,6 +84,7 @@ class HyMem(MemoryMethod):
     """
 
     name = "hymem"
+    prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
@@ -463,41 +463,42 @@ class HyMem(MemoryMethod):
             return self.index_
         return self.index_ if level == "L1" else Level2Retriever(self.index_, self.level2_)
 
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """HyMem's report figures from traces alone (paper Table 3 "deep ratio").
+
+        ``deep_ratio``: share of answers whose trace reached the deep module (per question);
+        ``deep_round_ratio``: share of rounds that went deep (digest §10.10's other reading);
+        ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting;
+        ``deep_generator_failures``: deep rounds whose G_gamma call failed (their round kept the light
+        answer, tier ``deep_failed``); ``deep_answer_ratio``: share of returned answers that
+        G_gamma wrote.
+        """
+        n = len(answers)
+        if n == 0:
+            return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0,
+                    "deep_generator_failures": 0, "deep_answer_ratio": 0.0}
+        rounds = deep_rounds = deep_answers = limit = failed = deep_final = 0
+        for a in answers:
+            tiers: dict[int, set] = {}
+            for s in a.steps:
+                if s.kind in ("light", "deep"):
+                    tiers.setdefault(s.data.get("round", 0), set()).add(s.kind)
+                if s.kind == "final" and s.data.get("round_limit_hit"):
+                    limit += 1
+                if s.kind == "final" and s.data.get("tier") == "deep":
+                    deep_final += 1
+                if s.kind == "deep" and s.data.get("error"):
+                    failed += 1
+            rounds += len(tiers)
+            deep_rounds += sum("deep" in t for t in tiers.values())
+            deep_answers += any("deep" in t for t in tiers.values())
+        return {"n": n, "deep_ratio": deep_answers / n, "mean_rounds": rounds / n,
+                "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
+                "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}
+
+
 
 def _order(unit_id: str) -> int:
     """Ids are numbered in conversation order ("L1-7", "L2-3")."""
     return int(unit_id.rsplit("-", 1)[1])
-
-
-def summary_stats(answers: list[Answer]) -> dict:
-    """HyMem's report figures from traces alone (paper Table 3 "deep ratio").
-
-    ``deep_ratio``: share of answers whose trace reached the deep module (per question);
-    ``deep_round_ratio``: share of rounds that went deep (digest §10.10's other reading);
-    ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting;
-    ``deep_generator_failures``: deep rounds whose G_gamma call failed (their round kept the light
-    answer, tier ``deep_failed``); ``deep_answer_ratio``: share of returned answers that
-    G_gamma wrote.
-    """
-    n = len(answers)
-    if n == 0:
-        return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0,
-                "deep_generator_failures": 0, "deep_answer_ratio": 0.0}
-    rounds = deep_rounds = deep_answers = limit = failed = deep_final = 0
-    for a in answers:
-        tiers: dict[int, set] = {}
-        for s in a.steps:
-            if s.kind in ("light", "deep"):
-                tiers.setdefault(s.data.get("round", 0), set()).add(s.kind)
-            if s.kind == "final" and s.data.get("round_limit_hit"):
-                limit += 1
-            if s.kind == "final" and s.data.get("tier") == "deep":
-                deep_final += 1
-            if s.kind == "deep" and s.data.get("error"):
-                failed += 1
-        rounds += len(tiers)
-        deep_rounds += sum("deep" in t for t in tiers.values())
-        deep_answers += any("deep" in t for t in tiers.values())
-    return {"n": n, "deep_ratio": deep_answers / n, "mean_rounds": rounds / n,
-            "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
-            "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}

@@ -1,7 +1,7 @@
 """AMA: Adaptive Memory via Multi-Agent Collaboration (Huang et al., arXiv 2601.20352).
 
-Digest: shared/methods/ama.md. Four agents share one LLM (agents in ``ama_agents.py``, prompts in
-``ama_prompts.py``): the **Constructor** writes three memories per turn (Raw Text, Fact Knowledge and,
+Digest: shared/methods/ama.md. Four agents share one LLM (agents in ``agents.py``, prompts in
+``prompts.py`` of this package): the **Constructor** writes three memories per turn (Raw Text, Fact Knowledge and,
 when the episode trigger fires, Episode), each in its own embedded ``UnitStore``; the **Retriever**
 rewrites the input, predicts the intent vector B = [b_fine, b_abs, b_event, b_atomic] and K_dyn, and
 routes by priority raw > episode > fact; the **Judge** returns Pass / Retry / Refresh; the
@@ -11,7 +11,7 @@ turn or question, and why.
 
     m = AMA(llm=llm, embedder=emb).ingest(conv)
     ans = m.answer("Where does Noor live now?")
-    summary_stats([ans])          # Retry / Refresh counts and the verdict distribution, from traces
+    AMA.summary_stats([ans])      # Retry / Refresh counts and the verdict distribution, from traces
 
 LLM cost per dialogue turn (ingestion), with the defaults:
     Constructor 1 + conflict Judge 1 (up to ``conflict_k`` probe calls per enabled store with
@@ -54,12 +54,12 @@ Departures from the paper:
   (``episode_at_session_end``), and at the end of the conversation.
 - No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
   Native vs the fair-arena prompt (``answer_prompt="shared"``, same context block of dated entries):
-  the native one (``baselines_prompts.ANSWER_FROM_CONTEXT``) calls the lines memories with ids and
+  the native one (``baselines.simple_prompts.ANSWER_FROM_CONTEXT``) calls the lines memories with ids and
   has the same length, date, recency and abstention rules in other words.
 - ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
   candidate entry (the ``conflict_k`` nearest of each granularity): the model writes the question the entry answers and
   answers it from the entry and from the new turn; code calls it a conflict when both answers are read
-  from their texts and share no content word (``ama_agents.probe_conflict``). Why: small local models
+  from their texts and share no content word (``agents.probe_conflict``). Why: small local models
   answer Pass to the holistic conflict prompt even on plain contradictions, so the paper's Judge never
   reaches the Refresher with them
   (``benchmarks/bench_ama_refresh.py``). The Refresher's input then also carries the probes' finding
@@ -75,15 +75,15 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ..data import Conversation, Turn
-from ..llm.errors import LLMError
-from ..trace import Answer, Hit
-from . import ama_agents as A
-from . import ama_prompts as P
-from .answer_prompt import shared_prompt
-from .base import MemoryMethod
-from .common import format_turn, question_date_line
-from .store import MemoryUnit, MergedRetriever, UnitStore
+from ...data import Conversation, Turn
+from ...llm.errors import LLMError
+from ...trace import Answer, Hit
+from ..answer_prompt import shared_prompt
+from ..base import MemoryMethod
+from ..common import format_turn, question_date_line
+from ..store import MemoryUnit, MergedRetriever, UnitStore
+from . import agents as A
+from . import prompts as P
 
 STORES = ("raw", "fact", "episode")
 _LOCK_GUARD = threading.Lock()  # creates each instance's write lock once
@@ -94,6 +94,7 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    prompt_modules = ("ama.method", "ama.agents", "ama.prompts")
 
     def __init__(self, *, llm=None, embedder=None,
                  use_raw: bool = True,  # paper Table 3 (RT)
@@ -570,25 +571,25 @@ class AMA(MemoryMethod):
             raise ValueError(f"the {store} store is disabled (use_{store}=False)")
         return self.stores_[store]
 
-
-def summary_stats(answers: Sequence[Answer]) -> dict:
-    """AMA's report figures from traces alone: how many questions hit Retry / Refresh, verdicts, rounds, routes."""
-    out = {"questions": 0, "retry_questions": 0, "refresh_questions": 0, "refresh_applied_questions": 0,
-           "verdicts": Counter(), "final_verdicts": Counter(), "rounds": Counter(), "routed_store": Counter()}
-    for ans in answers:
-        judges = [s for s in ans.steps if s.kind == "judge"]
-        if not judges:
-            continue
-        verdicts = [s.data.get("verdict") for s in judges]
-        out["questions"] += 1
-        out["retry_questions"] += "Retry" in verdicts
-        out["refresh_questions"] += "Refresh" in verdicts
-        out["refresh_applied_questions"] += any(
-            s.kind == "refresh" and (s.data.get("updated") or s.data.get("deleted")) for s in ans.steps)
-        out["verdicts"].update(verdicts)
-        out["final_verdicts"][verdicts[-1]] += 1
-        out["rounds"][len(judges)] += 1
-        out["routed_store"].update(s.data.get("store") for s in ans.steps[:1] if s.kind == "retrieve")
-    for key in ("verdicts", "final_verdicts", "rounds", "routed_store"):
-        out[key] = dict(sorted(out[key].items(), key=lambda kv: str(kv[0])))
-    return out
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """AMA's report figures from traces alone: how many questions hit Retry / Refresh, verdicts, rounds, routes."""
+        out = {"questions": 0, "retry_questions": 0, "refresh_questions": 0, "refresh_applied_questions": 0,
+               "verdicts": Counter(), "final_verdicts": Counter(), "rounds": Counter(), "routed_store": Counter()}
+        for ans in answers:
+            judges = [s for s in ans.steps if s.kind == "judge"]
+            if not judges:
+                continue
+            verdicts = [s.data.get("verdict") for s in judges]
+            out["questions"] += 1
+            out["retry_questions"] += "Retry" in verdicts
+            out["refresh_questions"] += "Refresh" in verdicts
+            out["refresh_applied_questions"] += any(
+                s.kind == "refresh" and (s.data.get("updated") or s.data.get("deleted")) for s in ans.steps)
+            out["verdicts"].update(verdicts)
+            out["final_verdicts"][verdicts[-1]] += 1
+            out["rounds"][len(judges)] += 1
+            out["routed_store"].update(s.data.get("store") for s in ans.steps[:1] if s.kind == "retrieve")
+        for key in ("verdicts", "final_verdicts", "rounds", "routed_store"):
+            out[key] = dict(sorted(out[key].items(), key=lambda kv: str(kv[0])))
+        return out

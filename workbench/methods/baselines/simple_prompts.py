@@ -36,7 +36,7 @@ Answer:"""
 
 # EagerFloor (formerly EagerFacts): one short extraction call per exchange, in the spirit of Mem0's
 # fact extraction (mem0 FACT_RETRIEVAL_PROMPT), reworded; Mem0's second "update" call is deliberately
-# not made (the floor). Mem0Style's longer prompts are in mem0_style_prompts.py.
+# not made (the floor). Mem0Style's longer prompts are in baselines/mem0_style_prompts.py.
 EXTRACT_FACTS = """Extract the facts worth remembering about the speakers from this exchange, which took place on {date}.
 
 {exchange}

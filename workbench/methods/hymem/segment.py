@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..data import Session
-from ..trace import Hit
-from .common import format_date, format_turn
+from ...data import Session
+from ...trace import Hit
+from ..common import format_date, format_turn
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,17 @@ import warnings
 from datetime import datetime
 from typing import Literal
 
-from ..data import Conversation
-from ..llm.tokens import count_tokens
-from ..trace import Answer, Hit
-from . import baselines_prompts as P
-from .answer_prompt import shared_prompt
-from .base import MemoryMethod
-from .common import exchanges, format_conversation, format_date, format_hits, format_turn, question_date_line
-from .store import MemoryUnit, UnitStore
+from ...data import Conversation
+from ...llm.tokens import count_tokens
+from ...trace import Answer, Hit
+from ..answer_prompt import shared_prompt
+from ..base import MemoryMethod
+from ..common import exchanges, format_conversation, format_date, format_hits, format_turn, question_date_line
+from ..store import MemoryUnit, UnitStore
+from . import simple_prompts as P
+
+# the modules whose prompts these baselines send (``MemoryMethod.prompt_modules``)
+_PROMPT_MODULES = ("baselines.simple", "baselines.simple_prompts")
 
 
 def answer_from_hits(method: MemoryMethod, question: str, hits: list[Hit], now, steps, *, role: str) -> str:
@@ -69,6 +72,7 @@ class FullContext(MemoryMethod):
     ``answer_prompt``: native ``ANSWER_FROM_CONVERSATION`` or the shared prompt (module docstring)."""
 
     name = "full_context"
+    prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, answer_prompt: Literal["native", "shared"] = "native"):
         self.llm = llm
@@ -102,6 +106,7 @@ class NaiveRAG(MemoryMethod):
     ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring)."""
 
     name = "naive_rag"
+    prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, embedder=None, chunking: Literal["turn", "session", "window"] = "turn",
                  chunk_tokens: int = 256, top_k: int = 10, answer_prompt: Literal["native", "shared"] = "native"):
@@ -174,6 +179,7 @@ class EagerFloor(MemoryMethod):
     """
 
     name = "eager_floor"
+    prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, embedder=None, top_k: int = 10,
                  answer_prompt: Literal["native", "shared"] = "native"):
@@ -187,7 +193,7 @@ class EagerFloor(MemoryMethod):
         self.failures_: list[dict] = []
 
     def _build(self, conv: Conversation) -> None:
-        from ..llm.errors import LLMError
+        from ...llm.errors import LLMError
 
         for session in conv.sessions:
             for ex in exchanges(session):

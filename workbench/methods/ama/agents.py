@@ -1,7 +1,7 @@
 """AMA's agents as small functions: each builds one prompt, makes one LLM call and normalises the reply.
 
 They take the ``AMA`` instance ``m`` (for ``m.llm`` and the failure log) and return plain dicts, so the
-control flow in ``ama.py`` stays readable. A bad reply (``LLMError``/``ParseError``) never propagates:
+control flow in ``method.py`` stays readable. A bad reply (``LLMError``/``ParseError``) never propagates:
 ``call_json`` records it in ``m.failures_`` and the caller applies the documented fallback.
 Also here: the routing rule f_M, entry formatting, and timestamp / turn-id normalisation.
 """
@@ -11,12 +11,12 @@ import re
 from datetime import datetime
 from typing import Sequence
 
-from ..data import Turn
-from ..llm.errors import LLMError
-from ..timehints import mentions_date
-from . import ama_prompts as P
-from .common import format_date, format_turn
-from .store import MemoryUnit
+from ...data import Turn
+from ...llm.errors import LLMError
+from ...timehints import mentions_date
+from ..common import format_date, format_turn
+from ..store import MemoryUnit
+from . import prompts as P
 
 BITS = ("b_fine", "b_abs", "b_event", "b_atomic")
 _DIA = re.compile(r"D_?\{?\s*(\d+)\s*[,:]\s*(\d+)")

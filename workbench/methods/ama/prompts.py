@@ -6,7 +6,7 @@ during ingestion, conflict check only), ``ama.refresh`` (P_ref), ``ama.construct
 ``ama.trigger`` (P_tri), ``ama.episode`` (P_epi), ``ama.answer`` (no paper prompt; the shared one),
 ``ama.conflict_probe`` ([ours], the small-model conflict check of ``conflict_check="probe"``).
 """
-from .baselines_prompts import ANSWER_FROM_CONTEXT
+from ..baselines.simple_prompts import ANSWER_FROM_CONTEXT
 
 # AMA Fig. 6, Constructor P_con (reworded). [ours]: each fact carries its sentence pattern (the digest's
 # dashboard tag; the paper's text and prompt list slightly different pattern sets, so all six are allowed);
@@ -185,7 +185,7 @@ JUDGE_INGEST_SCHEMA = {
 # The offline Qwen 0.5B/1.5B models answer Pass to nearly every JUDGE_INGEST prompt, real conflicts
 # included (benchmarks/bench_ama_refresh.py measures it), but they can answer a short question. So the
 # conflict test becomes: ask the question the stored entry answers, answer it from the entry and from the new turn,
-# and let code compare the two answers (ama_agents.probe_conflict).
+# and let code compare the two answers (agents.probe_conflict).
 CONFLICT_PROBE = """STORED MEMORY (said on {memory_date}): {memory}
 NEW TURN (said on {date}) {speaker}: {text}
 

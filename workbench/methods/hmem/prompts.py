@@ -3,7 +3,7 @@
 text below is written for the workbench from the method description in §3 and App. A.2/A.4/B.
 Prompts stay short: the offline model is a 0.5B model with a 16k context.
 """
-from .hmem_graph import ENTITY_TYPES, SCOPES
+from .graph import ENTITY_TYPES, SCOPES
 
 # -- construction ---------------------------------------------------------------------------------
 # H-Mem App. C.1 "Memory extraction prompt" (title only; own text from §3.2 and App. A.2). One call

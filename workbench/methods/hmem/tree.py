@@ -19,8 +19,7 @@ import numpy as np
 
 # Time helpers and the rule-based temporal-hint parser are shared with other methods (core module);
 # imported here under their old names, which H-Mem's retrieval and tests use.
-from ..timehints import (MONTHS, NUMBERS, WINDOW_DAYS, day_interval, naive, parse_time_hint,  # noqa: F401
-                         window_bounds)
+from ...timehints import MONTHS, NUMBERS, WINDOW_DAYS, day_interval, naive, parse_time_hint, window_bounds  # noqa: F401
 
 WINDOWS = ("day", "week", "month", "year")
 EPOCH = datetime(1970, 1, 1)
@@ -324,7 +323,7 @@ class Candidate:
         return f"[{self.label}] {self.text}" if self.label else self.text
 
     def hit(self, score: float | None = None):
-        from ..trace import Hit
+        from ...trace import Hit
 
         return Hit(self.id, self.display(), self.F if score is None else score, self.source_ids, self.kind)
 

@@ -3,8 +3,8 @@
 Digest: ../shared/methods/recmem.md; paper: ../shared/papers/recmem.txt; authors' code
 github.com/CaiusDai/RecMem @ a84252f ("[code]" below). Three stores: the *subconscious* buffer of
 raw exchanges (embedded, no LLM), *episodes* written when a topic recurs, and *facts* refined
-from each episode. The pure trigger logic and its offline replay live in ``recmem_trigger``; the
-read-only views (structures, gate replay, construction accounting, ``summary_stats``) in ``recmem_inspect``.
+from each episode. The pure trigger logic and its offline replay live in ``trigger``; the bodies of the
+read-only views (structures, gate replay, construction accounting) in ``inspection``; prompts in ``prompts``.
 """
 from __future__ import annotations
 
@@ -12,24 +12,25 @@ import re
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 
-from ..data import Conversation
-from ..llm.errors import LLMError
-from ..llm.ledger import track
-from ..trace import Answer, Hit
-from . import recmem_prompts as P
-from .answer_prompt import shared_prompt
-from .base import MemoryMethod
-from .common import exchanges, format_date, question_date_line
-from .recmem_inspect import LAYERS, RecMemInspection, summary_stats  # noqa: F401 (re-exports)
-from .recmem_trigger import TriggerDecision, check_gate_k, cosines, decide
-from .store import MemoryUnit, UnitStore
+from ...data import Conversation
+from ...llm.errors import LLMError
+from ...llm.ledger import track
+from ...trace import Answer, Hit
+from ..answer_prompt import shared_prompt
+from ..base import MemoryMethod
+from ..common import exchanges, format_date, question_date_line
+from ..store import MemoryUnit, MergedRetriever, UnitStore
+from . import inspection
+from . import prompts as P
+from .inspection import LAYERS
+from .trigger import TriggerDecision, check_gate_k, cosines, decide
 
 # Paper §3.6 / §4 "Implementation details" and the README runs of [code]. The cosines are those of
-# text-embedding-3-small: with another encoder recalibrate (recmem_trigger.calibrate_thresholds).
+# text-embedding-3-small: with another encoder recalibrate (trigger.calibrate_thresholds).
 DATASET_PRESETS = {"locomo": {"theta_sim": 0.7, "theta_count": 5, "answer_length": "short"},
                    "longmemeval": {"theta_sim": 0.6, "theta_count": 4, "answer_length": "free"}}
 _ALIASES = {"locomo": "locomo", "longmemeval": "longmemeval", "longmemevals": "longmemeval", "lme": "longmemeval"}
@@ -55,7 +56,7 @@ def _union(*groups) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for g in groups for s in g))
 
 
-class RecMem(RecMemInspection, MemoryMethod):
+class RecMem(MemoryMethod):
     """RecMem (paper §3). ``RecMem.for_dataset("locomo" | "longmemeval", llm=..., embedder=...)``.
 
     Per exchange unit: merge-first into the nearest episode (Eq. 6), else the recurrence gate
@@ -100,6 +101,7 @@ class RecMem(RecMemInspection, MemoryMethod):
     """
 
     name = "recmem"
+    prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
@@ -157,7 +159,7 @@ class RecMem(RecMemInspection, MemoryMethod):
         """The paper's per-dataset settings (LoCoMo 0.7/5, LongMemEval 0.6/4), overridable by ``params``.
 
         The cosine thresholds belong to text-embedding-3-small; with another encoder pass a
-        ``theta_sim`` from ``recmem_trigger.calibrate_thresholds``.
+        ``theta_sim`` from ``trigger.calibrate_thresholds``.
         """
         key = _ALIASES.get(re.sub(r"[^a-z]", "", dataset.lower()))
         if key is None:
@@ -479,3 +481,60 @@ class RecMem(RecMemInspection, MemoryMethod):
             text = self.llm.complete(prompt, role="recmem.answer").text.strip()
             s.data.update(answer=text, counts={layer: len(h) for layer, h in hits.items()})
         return Answer(question, text, tuple(steps), tuple(hits["episode"] + hits["fact"] + hits["subconscious"]))
+
+    # -- inspection (read-only, no LLM; bodies in ``inspection``) ----------------------------------
+    def _units(self) -> list[dict]:
+        return self.sub_.rows() + self.epi_.rows() + self.sem_.rows()
+
+    def as_retriever(self, layer: Literal["subconscious", "episode", "fact", "all"] = "all"):
+        """One store (``subconscious`` | ``episode`` | ``fact``) or all three merged by score."""
+        self._check_ingested()
+        stores = {"subconscious": self.sub_, "episode": self.epi_, "fact": self.sem_}
+        if layer == "all":
+            return MergedRetriever(list(stores.values()), name="recmem")
+        if layer not in stores:
+            raise ValueError(f"layer must be one of {[*stores, 'all']}, got {layer!r}")
+        return stores[layer]
+
+    def structures(self) -> dict:
+        """Plain JSON for ``widgets.cluster_view`` (saved as ``structures.json``): the units in arrival
+        order with their fate, their embeddings (full, for replaying the gate at other thresholds,
+        and a 2-D PCA projection), the live trigger log, episodes (with member unit ids), facts and
+        the gate's parameters. No LLM."""
+        self._check_ingested()
+        return inspection.structures(self)
+
+    def replay(self, theta_sim: float | None = None, theta_count: int | None = None, k: int | None = None, *,
+               live_merges: bool = True, live_failures: bool = True) -> list[TriggerDecision]:
+        """Replay the gate from the stored unit embeddings (no LLM; ``trigger.replay_triggers``).
+
+        With ``live_merges``/``live_failures`` the live run's merge-first absorptions and failed
+        consolidations are taken as given, so the live thresholds reproduce ``trigger_log_``
+        exactly; other thresholds show what the gate alone would do (merges cannot be re-decided
+        without an LLM). Without them every unit reaches the gate and every consolidation succeeds.
+        """
+        self._check_ingested()
+        return inspection.replay(self, theta_sim, theta_count, k, live_merges=live_merges,
+                                 live_failures=live_failures)
+
+    def construction_breakdown(self, by: Literal["operation", "role"] = "operation") -> dict:
+        """Construction calls and tokens per operation (merge / consolidate / refine) or per ledger role."""
+        self._check_ingested()
+        return inspection.construction_breakdown(self, by)
+
+    def consolidation_summary(self) -> dict:
+        """Unit outcomes, store sizes and the [code] save ratio (units out of the buffer / units)."""
+        self._check_ingested()
+        return inspection.consolidation_summary(self)
+
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """From traces only: mean hits per layer in the answer context, and mean query tokens."""
+        n = len(answers)
+        totals = Counter()
+        for a in answers:
+            for s in a.steps:
+                if s.kind == "retrieve" and s.data.get("layer") in LAYERS:
+                    totals[s.data["layer"]] += len(s.hits)
+        return {"questions": n, "mean_hits": {layer: totals[layer] / n if n else 0.0 for layer in LAYERS},
+                "mean_query_tokens": sum(a.usage.total_tokens for a in answers) / n if n else 0.0}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
-from ..trace import Hit
+from ...trace import Hit
 
 Action = Literal["retrieve", "reflect", "answer"]
 ACTIONS: tuple[str, ...] = ("retrieve", "answer", "reflect")  # [code] the router prompt's enum order

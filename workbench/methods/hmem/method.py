@@ -5,35 +5,38 @@ Hybrid Structure", arXiv:2605.15701 (2026). Digest: shared/methods/hmem.md. Not 
 "H-MEM" (hierarchical memory, 2025), which is a different method.
 
 Offline indexing (§3.2): each fragment yields LLM-extracted memory events (tree leaves, inserted
-bottom-up by ``hmem_tree.HTree``) and entities/relations (``hmem_graph.EntityGraph``); salient
+bottom-up by ``tree.HTree``) and entities/relations (``graph.EntityGraph``); salient
 entities keep profiles. Online retrieval (§3.3): plan sub-queries with dependencies, scope and
 temporal hints; per sub-query seed entities (lexical + vector), expand multi-hop, map to fragments
 and events, search the tree by scope, score F = θ1·S + θ2·T + θ3·R (eqs. 1-3), answer (with one
 missing-information follow-up when flagged), then synthesise.
 
-Modules: this one holds the parameters and offline indexing; ``hmem_retrieval`` the online half
-(``HMemRetrieval`` mixin, ``HMemRetriever``, ``summary_stats``); ``hmem_tree`` and ``hmem_graph`` the
-two structures; ``hmem_prompts`` the prompts.
+Modules of this package: this one holds the parameters, offline indexing and the answering loop
+(``HMem._answer``); ``retrieval`` the steps that loop runs (planning, evidence, sub-answers, synthesis)
+as plain functions, and ``HMemRetriever``; ``tree`` and ``graph`` the two structures; ``prompts`` the
+prompts.
 """
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Sequence
 
-from ..data import Conversation
-from ..llm.errors import LLMError
-from . import hmem_prompts as P
-from .base import MemoryMethod
-from .common import format_date, format_turn
-from .hmem_graph import EntityGraph, fallback_entities, normalize_name
-from .hmem_retrieval import NOT_FOUND, HMemRetrieval, HMemRetriever, summary_stats  # noqa: F401 (public re-exports)
-from .hmem_tree import EPOCH, WINDOWS, HTree, TreeNode, active_levels, event_time, naive
-from .store import MemoryUnit, UnitStore
+import numpy as np
+
+from ...data import Conversation
+from ...llm.errors import LLMError
+from ...trace import Answer, Hit
+from ..base import MemoryMethod
+from ..common import format_date, format_turn
+from ..store import MemoryUnit, UnitStore
+from . import prompts as P
+from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
+from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, retrieve, sub_answer, synthesize
+from .tree import EPOCH, WINDOWS, HTree, TreeNode, active_levels, event_time, naive
 
 
-
-class HMem(HMemRetrieval, MemoryMethod):
+class HMem(MemoryMethod):
     """H-Mem (Yu et al., 2026). ``tree_nodes()`` and ``graph_`` expose the two structures.
 
     Departures from the paper:
@@ -74,6 +77,7 @@ class HMem(HMemRetrieval, MemoryMethod):
     """
 
     name = "hmem"
+    prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree")
 
     def __init__(self, *, llm=None, embedder=None,
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
@@ -390,6 +394,42 @@ class HMem(HMemRetrieval, MemoryMethod):
         self._emit("UPDATE", f"profile:{node}", before=before, after=text, cause="profile refresh after the session",
                    source_ids=[s for f in frags for s in f.source_ids], time=when, entity=node)
 
+    # -- answering (paper §3.3; the steps are functions of ``retrieval``) --------------------------
+    def _answer(self, question: str, *, now: datetime | None) -> Answer:
+        t = naive(now) if now else (self.last_time_ or EPOCH)
+        steps: list = []
+        if self.retrieval == "flat":
+            chain = retrieve(self, SubQuery(1, question), question, t, steps, "Flat retrieval (one query)")
+            sq = SubQuery(1, question)
+            text, _ = sub_answer(self, sq, chain, {}, {}, t, steps)
+            if getattr(self, "answer_prompt", "native") == "shared":
+                text = synthesize(self, question, [sq], {1: text}, t, steps)
+            return Answer(question, text, tuple(steps), tuple(c.hit() for c in chain))
+        plan = plan_subqueries(self, question, t, steps)
+        answers: dict[int, str] = {}
+        context: dict[str, Hit] = {}
+        for sq in plan:
+            # [ours] prerequisite answers also join the retrieval query (the paper uses them when answering)
+            known = [answers[d] for d in sq.depends_on if answers.get(d, NOT_FOUND) != NOT_FOUND]
+            query = " ".join([sq.text, *known])
+            chain = retrieve(self, sq, query, t, steps, f"Evidence for sub-query {sq.id} ({sq.scope})")
+            text, missing = sub_answer(self, sq, chain, answers, {s.id: s for s in plan}, t, steps)
+            for _ in range(self.max_followups if self.use_missing_info and missing else 0):
+                follow = follow_up(self, sq, chain, text, steps)
+                if not follow:
+                    break
+                seen = {c.id for c in chain}
+                extra = retrieve(self, sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
+                chain = chain + [c for c in extra if c.id not in seen]
+                text, missing = sub_answer(self, sq, chain, answers, {s.id: s for s in plan}, t, steps)
+                if not missing:
+                    break
+            answers[sq.id] = text
+            for c in chain:
+                context.setdefault(c.id, c.hit())
+        final = synthesize(self, question, plan, answers, t, steps)
+        return Answer(question, final, tuple(steps), tuple(context.values()))
+
     # -- inspection -----------------------------------------------------------------------------
     def tree_nodes(self) -> list[dict]:
         """The tree as plain rows: id, level, parent, children, summary, window, start, end, n_m, r_m,
@@ -445,3 +485,17 @@ class HMem(HMemRetrieval, MemoryMethod):
     def as_retriever(self) -> "HMemRetriever":
         self._check_ingested()
         return HMemRetriever(self)
+
+    @staticmethod
+    def summary_stats(answers: Sequence[Answer]) -> dict:
+        """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate)."""
+        plans = [s for a in answers for s in a.steps if s.kind == "plan"]
+        subs = [q for p in plans for q in p.data.get("subqueries", [])]
+        follow = [s for a in answers for s in a.steps if s.kind == "followup"]
+        chains = [len(s.data.get("evidence_chain", [])) for a in answers for s in a.steps if s.kind == "retrieve"]
+        scopes = {sc: sum(q["scope"] == sc for q in subs) for sc in P.SCOPES}
+        return {"questions": len(answers), "subqueries": len(subs),
+                "subqueries_per_question": len(subs) / len(plans) if plans else 0.0,
+                "scope_counts": scopes, "followups": len(follow),
+                "followup_rate": len(follow) / len(subs) if subs else 0.0,
+                "mean_evidence_chain": float(np.mean(chains)) if chains else 0.0}

@@ -32,14 +32,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from ..data import Conversation
-from ..llm.errors import LLMError
-from ..trace import Answer
+from ...data import Conversation
+from ...llm.errors import LLMError
+from ...trace import Answer
+from ..base import MemoryMethod
+from ..common import exchanges, format_date, format_turn
+from ..store import MemoryUnit, MergedRetriever, UnitStore
 from . import mem0_style_prompts as P
-from .base import MemoryMethod
-from .baselines import answer_from_hits
-from .common import exchanges, format_date, format_turn
-from .store import MemoryUnit, MergedRetriever, UnitStore
+from .simple import answer_from_hits
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 
@@ -49,6 +49,7 @@ class Mem0Style(MemoryMethod):
     against the retrieved neighbours (see the module docstring for the departures)."""
 
     name = "mem0_style"
+    prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
 
     def __init__(self, *, llm=None, embedder=None,
                  neighbours: int = 5,  # Mem0: top 5 stored memories searched per new fact
