@@ -226,15 +226,6 @@ class RunStore(param.Parameterized):
                     out[str(row.get("method", "?"))] = (row, ans)
         return out
 
-    def questions(self, conv_id=None) -> dict:
-        """``label -> qa_id`` for the questions answered in this conversation (in run order)."""
-        cid = conv_id or self.conv_id
-        out = {}
-        for row in self.results():
-            if row.get("conv_id") == cid and row.get("qa_id") and row["qa_id"] not in out.values():
-                out[f"{row['qa_id']}: {str(row.get('question', ''))[:90]}"] = row["qa_id"]
-        return out
-
     # -- memory search ---------------------------------------------------------------------------
     def search(self, method: str, query: str = "", *, mode: str = "text", kinds=None, k: int = 20,
                conv_id=None) -> pd.DataFrame:
@@ -448,7 +439,7 @@ class TracesView:
         self.load()
 
     def load(self) -> None:
-        opts = self.store.questions()
+        opts = question_options(self.store.results(), self.store.conv_id)  # labels name the category
         self.question.options = opts
         if opts and self.question.value not in opts.values():
             self.question.value = next(iter(opts.values()))  # triggers load_question
