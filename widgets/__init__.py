@@ -5,6 +5,7 @@ run directory, never calls an LLM, and escapes all conversation and model text.
 
     from widgets import TraceStepper, EvidenceGapView, EventTimeline, CostAccuracyChart, compare
     from widgets import TreeView, GraphView, ClusterView      # H-Mem tree / entity graph, RecMem clusters
+    from widgets import QuestionView                           # one question, every method, what each reader saw
 
 Imports are lazy, so ``widgets.app`` (Panel) and ``widgets.html`` load without ipywidgets.
 
@@ -35,6 +36,7 @@ _EXPORTS = {
     "TreeView": "tree_view",
     "GraphView": "graph_view",
     "ClusterView": "cluster_view",
+    "QuestionView": "question",
     "build_app": "app",
     "serve": "app",
     "RunStore": "app",

@@ -8,9 +8,11 @@ refuse any other address unless told ``--allow-remote`` (then print a warning). 
 put it behind Panel's own ``--basic-auth`` or OAuth options (``--oauth-provider`` ...) or a
 proxy that authenticates.
 
-Tabs: Conversations, Memories (full-text and embedding search, kind filter, provenance and event
-history of a selected unit), Traces (each method's answer to a question, stepped through),
-Events (timeline across methods), Results (per-category tables with bootstrap CIs, cost vs
+Tabs: Question (the app opens on it: one question, every method's answer, judge and F1 flags,
+failure attribution, the rank of gold evidence in what each reader saw, that context expandable,
+and a button to the method's trace), Conversations, Memories (full-text and embedding search,
+kind filter, provenance and event history of a selected unit), Traces (each method's answer to
+a question, stepped through), Events (timeline across methods), Results (per-category tables with bootstrap CIs, cost vs
 accuracy) and Structures (method-specific views registered in ``STRUCTURE_VIEWS``).
 
 Structure (param/Panel style): ``RunStore`` owns the data, read through ``workbench.rundir.RunDir``
@@ -38,19 +40,20 @@ import panel as pn
 import param
 
 from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, judge_banner_html, metric_values,
-                                   paired_frame, points_frame, resolve_audits, results_frame, summary_frame,
+                                   paired_frame, points_frame, results_frame, run_audits, summary_frame,
                                    summary_table_html, table_metric)
 from widgets.evidence_gap import iteration_html, iterations_of
 from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events, is_refresh, timeline_figure
-from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, table_html, turns_html
+from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, turns_html
 from widgets.mechanisms_census import census_pane
+from widgets.question import answer_flags_html, question_html, question_options, question_state
 from workbench.rundir import RunDir
 
 pn.extension("tabulator", "plotly", notifications=False)
 
 DEFAULT_RUN = "runs/demo"
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
-TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold")
+TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold", "judge_reasoning")
 CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away (the unit's detail)
 
 #: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
@@ -207,6 +210,10 @@ class RunStore(param.Parameterized):
         return self.cached(("st", method, cid), f"memories/{method}/{cid}/structures.json",
                            lambda: self.run.structures(method, cid), {})
 
+    def audits(self) -> dict:
+        """Judge audits of the run (manifest first, then the audit cache): whether a judge is trusted."""
+        return self.cached("audits", "judge audits", lambda: run_audits(self.manifest, self.results()), {})
+
     def answers(self, qa_id: str) -> dict:
         """``method -> (result row, Answer)`` for one question."""
         from workbench.trace import Answer
@@ -218,15 +225,6 @@ class RunStore(param.Parameterized):
                                 lambda r=row: Answer.from_dict(r["answer"]), None)
                 if ans is not None:
                     out[str(row.get("method", "?"))] = (row, ans)
-        return out
-
-    def questions(self, conv_id=None) -> dict:
-        """``label -> qa_id`` for the questions answered in this conversation (in run order)."""
-        cid = conv_id or self.conv_id
-        out = {}
-        for row in self.results():
-            if row.get("conv_id") == cid and row.get("qa_id") and row["qa_id"] not in out.values():
-                out[f"{row['qa_id']}: {str(row.get('question', ''))[:90]}"] = row["qa_id"]
         return out
 
     # -- memory search ---------------------------------------------------------------------------
@@ -273,6 +271,61 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------
+class QuestionTab:
+    """The Question view (``widgets.question``: state and HTML) bound to Panel widgets. Picking a
+    method highlights its row and opens the context its reader saw; the button opens that method's
+    trace in the Traces tab (``open_trace`` is set by ``WorkbenchApp``)."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.open_trace: Callable[[str, str], None] | None = None
+        self.question = pn.widgets.Select(label="question", options={}, sizing_mode="stretch_width")
+        self.method = pn.widgets.Select(label="method (row highlighted, its context opened)", options=[], width=300)
+        self.trace_button = pn.widgets.Button(label="open its trace in Traces ▶", width=220, align="end",
+                                              color="primary", disabled=True)
+        self.body = html_pane("")
+        self.question.param.watch(lambda e: self.load_question(), "value")
+        self.method.param.watch(lambda e: self.render(), "value")
+        self.trace_button.on_click(lambda e: self.to_trace())
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button), self.body,
+                               sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        opts = question_options(self.store.results(), self.store.conv_id)
+        self.question.options = opts
+        if opts and self.question.value not in opts.values():
+            self.question.value = next(iter(opts.values()))  # triggers load_question
+        else:
+            self.load_question()
+
+    def load_question(self) -> None:
+        qa_id = self.question.value
+        self.state = (question_state(self.store.results(), qa_id, conversation=self.store.conversation(),
+                                     audits=self.store.audits()) if qa_id else None)
+        methods = self.state.methods if self.state else []
+        self.method.options = ["(none)"] + methods
+        if self.method.value not in methods:
+            self.method.value = "(none)"
+        self.render()
+
+    @property
+    def selected(self) -> str | None:
+        return self.method.value if self.method.value not in (None, "(none)") else None
+
+    def render(self) -> None:
+        if self.state is None:
+            self.body.object = box("<p>No answered questions in this run.</p>")
+        else:
+            self.body.object = question_html(self.state, selected=self.selected)
+        self.trace_button.disabled = self.selected is None or self.open_trace is None
+
+    def to_trace(self) -> None:
+        if self.selected and self.open_trace is not None:
+            self.open_trace(self.question.value, self.selected)
+
+
 class ConversationsView:
     """Sessions and turns of the selected conversation, searchable."""
 
@@ -387,7 +440,7 @@ class TracesView:
         self.load()
 
     def load(self) -> None:
-        opts = self.store.questions()
+        opts = question_options(self.store.results(), self.store.conv_id)  # labels name the category
         self.question.options = opts
         if opts and self.question.value not in opts.values():
             self.question.value = next(iter(opts.values()))  # triggers load_question
@@ -401,6 +454,7 @@ class TracesView:
     def load_question(self) -> None:
         self.current = self.store.answers(self.question.value) if self.question.value else {}
         if not self.current:
+            self.state = None
             self.answers_pane.object = box("<p>No answered questions in this run.</p>")
         else:
             self.answers_pane.object = self.answers_html()
@@ -411,17 +465,11 @@ class TracesView:
         self.goto(0)
 
     def answers_html(self) -> str:
-        qa = self._gold(self.question.value)
-        rows = [{"method": m, "answer": a.text, "judge": r.get("judge_label") or r.get("judge") or "",
-                 "f1": _fmt((r.get("scores") or {}).get("f1")),
-                 "evidence recall": r.get("evidence_recall", ""), "tokens": a.usage.total_tokens, "steps": len(a.steps)}
-                for m, (r, a) in self.current.items()]
-        first = next(iter(self.current.values()))[0]
-        gold = (f"<b>gold:</b> {esc(first.get('gold', ''))} · evidence {source_ids_html(qa.evidence if qa else ())}"
-                + (turns_html(qa.evidence, {t.id: t for t in self.store.conversation().turns}, qa.evidence)
-                   if qa else ""))
-        cols = ["method", "answer", "judge", "f1", "evidence recall", "tokens", "steps"]
-        return box(f"<p><b>Q:</b> {esc(first.get('question', ''))}</p><p>{gold}</p>{table_html(rows, cols)}")
+        """Gold, then every method's answer with the Question view's flags (fallback answers, judge vs
+        F1, untrusted judge, attribution, gold rank); the reader contexts are left to the Question tab."""
+        self.state = question_state(self.store.results(), self.question.value,
+                                    conversation=self.store.conversation(), audits=self.store.audits())
+        return question_html(self.state, contexts=False)
 
     @property
     def answer(self):
@@ -437,7 +485,9 @@ class TracesView:
             qa = self._gold(self.question.value)
             self.html = step_html(ans, self.index, conversation=self.store.conversation(),
                                   gold_evidence=qa.evidence if qa else ())
-            self.html = box(answer_html(ans)) + self.html + self.router_html(ans)
+            state = getattr(self, "state", None)
+            flags = answer_flags_html(state.row(self.method.value) if state is not None else None)
+            self.html = flags + box(answer_html(ans)) + self.html + self.router_html(ans)
         n = len(ans.steps) if ans else 0
         self.position.object = f"step <b class='wb-step-pos'>{self.index + 1 if n else 0}</b> / {n}"
         self.prev_button.disabled = self.index == 0
@@ -505,7 +555,7 @@ class ResultsView:
         self.store = store
         rows = store.results()
         self.frame = results_frame(rows)
-        self.audits = run_audits(store.manifest, rows)
+        self.audits = store.audits()
         metrics = [m for m in ("judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
                    if not self.frame.empty and metric_values(self.frame, m).notna().any()]
         auto = self.auto_metric()
@@ -517,7 +567,8 @@ class ResultsView:
         self.table = html_pane("")
         self.plot = pn.pane.Plotly(cost_accuracy_figure(points_frame(pd.DataFrame())), sizing_mode="stretch_width")
         self.note = html_pane("")
-        self.questions = text_table(self.question_frame(), page_size=10)
+        self.questions = text_table(self.question_frame(), page_size=10,  # long texts wrap: no sideways scroll
+                                    widths={"judge_reasoning": 380, "prediction": 220, "gold": 140})
         self.metric.param.watch(lambda e: self.refresh(), "value")
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
@@ -569,19 +620,6 @@ class ResultsView:
         self.plot.object = cost_accuracy_figure(self.chart_frame, x=self.x.value, metric=self.metric.value)
 
 
-def run_audits(manifest: dict, rows: list[dict]) -> dict:
-    """Judge audits for a run: those recorded in its manifest (by judge key), then the audit cache."""
-    found = {}
-    for ev in (manifest.get("evaluations") or []) if isinstance(manifest, dict) else []:
-        judge = ev.get("judge") if isinstance(ev, dict) else None
-        if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
-            found.setdefault(judge["key"], judge["audit"])
-    judge = (manifest.get("judge") if isinstance(manifest, dict) else None) or {}
-    if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
-        found.setdefault(judge["key"], judge["audit"])
-    return {**resolve_audits(rows), **found}
-
-
 class StructuresView:
     """Per method: its registered structure view, or its structures.json content with a notice."""
 
@@ -614,8 +652,8 @@ class StructuresView:
 
 
 # ------------------------------------------------------------------------------------------------
-TABS = (("Conversations", ConversationsView), ("Memories", MemoriesView), ("Traces", TracesView),
-        ("Events", EventsView), ("Results", ResultsView), ("Structures", StructuresView))
+TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
+        ("Traces", TracesView), ("Events", EventsView), ("Results", ResultsView), ("Structures", StructuresView))
 
 
 class WorkbenchApp(pn.viewable.Viewer):
@@ -627,6 +665,8 @@ class WorkbenchApp(pn.viewable.Viewer):
         for problem in load_structure_views():  # widgets/*_view(s).py register into STRUCTURE_VIEWS
             self.store.note(f"structure views: {problem}")
         self.views = {name: cls(self.store) for name, cls in TABS}
+        self.views["Question"].open_trace = self.open_trace
+        self.views["Question"].render()  # the trace button can work now
         self.tabs = pn.Tabs(*[(name, v.panel) for name, v in self.views.items()], dynamic=True,
                             sizing_mode="stretch_width")
         self.problems = pn.Column(sizing_mode="stretch_width")
@@ -653,6 +693,14 @@ class WorkbenchApp(pn.viewable.Viewer):
                    f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
                    f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}")
+
+    def open_trace(self, qa_id: str, method: str) -> None:
+        """Show ``method``'s trace of ``qa_id`` in the Traces tab and switch to it."""
+        traces = self.views["Traces"]
+        traces.question.value = qa_id
+        if method in traces.method.options:
+            traces.method.value = method
+        self.tabs.active = list(self.views).index("Traces")
 
     def _show_problems(self) -> None:
         self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]

@@ -135,6 +135,19 @@ def resolve_audits(rows_or_frame, audits="auto") -> dict:
         return {}
 
 
+def run_audits(manifest: dict, rows: list[dict]) -> dict:
+    """Judge audits for a run: those recorded in its manifest (by judge key), then the audit cache."""
+    found = {}
+    for ev in (manifest.get("evaluations") or []) if isinstance(manifest, dict) else []:
+        judge = ev.get("judge") if isinstance(ev, dict) else None
+        if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
+            found.setdefault(judge["key"], judge["audit"])
+    judge = (manifest.get("judge") if isinstance(manifest, dict) else None) or {}
+    if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
+        found.setdefault(judge["key"], judge["audit"])
+    return {**resolve_audits(rows), **found}
+
+
 def summary_frame(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0,
                   audits: dict | None = None):
     """(per method x category table, source). ``report.summary_table`` when present (its headline
@@ -240,7 +253,8 @@ def estimate_cell(r) -> str:
 
 def summary_table_html(summary: pd.DataFrame, metric: str, head: str) -> str:
     """Method x category cells ``mean [lo, hi] (n)`` (counts only below n = 5), then the headline
-    row's judge audit, quality and costs per method."""
+    row's quality and cost per method, one narrow table: related figures share a cell and every
+    accuracy carries its own n, so the table fits a laptop screen."""
     cats = [head] + [c for c in dict.fromkeys(summary["category"]) if c != head]
     rows = []
     for method, g in summary.groupby("method", sort=True):
@@ -248,13 +262,67 @@ def summary_table_html(summary: pd.DataFrame, metric: str, head: str) -> str:
         for _, r in g.iterrows():
             row[r["category"]] = estimate_cell(r)
         rows.append(row)
-    cost_cols = [c for c in ("n", "accuracy", "judge_accuracy", "judge_false_accept", "judge_errors", "f1", "bleu1",
-                             "evidence_recall", "query_tokens", "construction_tokens", "conversations",
-                             "fc_token_ratio", "errors", "judge_f1_disagree", "flagged") if c in summary.columns]
     heads = summary[summary["category"] == head]
-    cost = [{"method": r["method"], **{c: _fmt(r[c]) for c in cost_cols}} for _, r in heads.iterrows()]
+    quality = [quality_cells(r, metric) for _, r in heads.iterrows()]
+    cols = [c for c in QUALITY_COLUMNS if any(q.get(c) for q in quality)]
+    cols = ["method"] + [c.format(metric=metric) for c in cols[1:]]
+    quality = [{c.format(metric=metric): v for c, v in q.items()} for q in quality]
     return (f"<h4>{esc(metric)} by category</h4>{table_html(rows, ['method'] + cats)}"
-            f"<h4>{esc(head)}: quality and cost per question</h4>{table_html(cost, ['method'] + cost_cols)}")
+            f"<h4>{esc(head)}: quality and cost</h4>{table_html(quality, cols, raw=cols[1:])}"
+            f"<p class='wb-muted'><small>{QUALITY_NOTE}</small></p>")
+
+
+QUALITY_COLUMNS = ("method", "{metric} (n)", "judge (n)", "F1 · BLEU-1", "evidence recall · turns shown",
+                   "judge vs F1", "query tokens / question", "construction tokens / conversation", "failures")
+QUALITY_NOTE = ("judge (n): the judge's accuracy and its audited false-accept rate (on wrong answers) · judge vs F1: "
+                "questions where the judge says CORRECT with F1 = 0 or WRONG with F1 = 1 · query tokens: mean per "
+                "question, with the ratio to Full-Context on the same questions · construction tokens: LLM tokens "
+                "spent building the memory, mean per conversation built (0: the method builds without an LLM) · "
+                "failures: questions whose method raised, and questions with any failed call or fallback")
+
+
+def _val(r, col: str) -> float:
+    v = r.get(col, np.nan) if hasattr(r, "get") else np.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def quality_cells(r, metric: str) -> dict:
+    """One headline summary row as escaped HTML cells (see ``QUALITY_COLUMNS``); a cell is empty
+    when the summary lacks every figure it shows (the local fallback has fewer columns)."""
+    n = int(_val(r, "n")) if _val(r, "n") == _val(r, "n") else 0
+    acc = _val(r, "accuracy")
+    out = {"method": esc(r["method"]), "{metric} (n)": "–" if acc != acc else f"{acc:.3f} (n={n})"}
+    ja, jn, fa, jerr = (_val(r, c) for c in ("judge_accuracy", "judge_n", "judge_false_accept", "judge_errors"))
+    judge = []
+    if ja == ja:
+        judge.append(f"{ja:.3f} (n={int(jn) if jn == jn else n})")
+    if jerr == jerr and jerr > 0:
+        judge.append(f"<span class='wb-forced'>{int(jerr)} judge failures</span>")
+    if judge and "judge_false_accept" in r:
+        judge.append(f"<small>false accepts {'not audited' if fa != fa else f'{fa:.0%}'}</small>")
+    out["judge (n)"] = "<br>".join(judge)
+    f1, bleu = _val(r, "f1"), _val(r, "bleu1")
+    out["F1 · BLEU-1"] = "" if f1 != f1 and bleu != bleu else f"{_fmt(f1)} · {_fmt(bleu)}"
+    rec, shown = _val(r, "evidence_recall"), _val(r, "turns_shown")
+    out["evidence recall · turns shown"] = ("" if rec != rec and shown != shown else
+                                            f"{_fmt(rec)} · {'–' if shown != shown else f'{shown:.1f}'}")
+    dis = _val(r, "judge_f1_disagree")
+    out["judge vs F1"] = "" if dis != dis else (f"<b>{int(dis)} of {n}</b>" if dis > 0 else f"0 of {n}")
+    qt, ratio = _val(r, "query_tokens"), _val(r, "fc_token_ratio")
+    out["query tokens / question"] = ("" if qt != qt else f"{qt:,.0f}" + (f" <small>(×{ratio:.2f} Full-Context)"
+                                                                          "</small>" if ratio == ratio else ""))
+    ct, convs = _val(r, "construction_tokens"), _val(r, "conversations")
+    built = f" <small>(n={int(convs)} conv.)</small>" if convs == convs else ""
+    out["construction tokens / conversation"] = ("" if ct != ct else
+                                                 ("0 <small>(no LLM to build)</small>" if ct == 0 else f"{ct:,.0f}")
+                                                 + built)
+    err, flagged = _val(r, "errors"), _val(r, "flagged")
+    fails = ([f"{int(err)} raised"] if err == err else []) + ([f"{int(flagged)} flagged"] if flagged == flagged else [])
+    out["failures"] = " · ".join(f"<b>{f}</b>" if not f.startswith("0 ") else f for f in fails)
+    return out
 
 
 def _fmt(v) -> str:
@@ -283,26 +351,109 @@ def _per(x: str) -> str:
     return "conversation" if x == "construction_tokens" else "question"
 
 
+#: text positions tried for a point's label, in order of preference
+LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "top left",
+                   "bottom right", "bottom left")
+
+
+def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *, log_x: bool = False,
+                    width: float = 900.0, height: float = 300.0) -> list[str]:
+    """A plotly ``textposition`` per point such that no label covers another label or a marker,
+    where the plot's size allows: greedy, in order of x, each label takes the first position in
+    ``LABEL_POSITIONS`` that overlaps nothing placed so far (else the least overlapping one).
+    Label boxes are estimated in pixels of a ``width`` x ``height`` plot area (7 px per character)."""
+    def norm(vals, log):
+        v = [np.log10(a) if (log and a and a > 0) else (a if a == a else 0.0) for a in vals]
+        lo, hi = (min(v), max(v)) if v else (0.0, 1.0)
+        span = (hi - lo) or 1.0
+        return [(a - lo) / span for a in v]
+
+    px = [0.05 * width + 0.9 * width * a for a in norm(list(xs), log_x)]
+    py = [0.05 * height + 0.9 * height * a for a in norm(list(ys), False)]
+    boxes = [(x - 7, y - 7, x + 7, y + 7) for x, y in zip(px, py)]  # the markers
+
+    def box_at(i: int, pos: str):
+        w, h = 7.0 * len(str(labels[i])) + 4, 14.0
+        vert, horiz = pos.split()
+        cx = px[i] + {"center": 0.0, "right": 9 + w / 2, "left": -9 - w / 2}[horiz]
+        cy = py[i] + {"top": 10 + h / 2, "bottom": -10 - h / 2, "middle": 0.0}[vert]
+        return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+
+    def overlap(a, b) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    out = [LABEL_POSITIONS[0]] * len(px)
+    placed = []
+    for i in sorted(range(len(px)), key=lambda j: (px[j], py[j])):
+        others = [b for j, b in enumerate(boxes) if j != i] + placed
+        best = min(LABEL_POSITIONS, key=lambda p: (sum(overlap(box_at(i, p), b) for b in others),
+                                                   LABEL_POSITIONS.index(p)))
+        out[i] = best
+        placed.append(box_at(i, best))
+    return out
+
+
+def log_ticks(values: Sequence[float]) -> tuple[list[float], list[str]]:
+    """Tick values 1-2-5 per decade covering the positive ``values``, labelled in full ("500",
+    "2k", "1.5M" style) rather than plotly's bare mantissas on a log axis."""
+    v = [float(a) for a in values if a == a and a > 0]
+    if not v:
+        return [], []
+    lo, hi = min(v) / 1.5, max(v) * 1.5
+    ticks = [m * 10 ** k for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+             for m in (1, 2, 5) if lo <= m * 10 ** k <= hi]
+    if len(ticks) < 2:  # a narrow range: the data's own ends
+        ticks = sorted({round(min(v)), round(max(v))})
+
+    def text(t: float) -> str:
+        for div, suffix in ((1e6, "M"), (1e3, "k")):
+            if t >= div:
+                return f"{t / div:g}{suffix}"
+        return f"{t:g}"
+
+    return ticks, [text(t) for t in ticks]
+
+
 def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric: str = "judge", title: str = ""):
-    """One scatter trace per method (with CI error bars); Full-Context as a dashed reference."""
+    """One scatter trace per method (with CI error bars); Full-Context as a dashed reference line.
+    Tokens are on a log axis (methods differ by orders of magnitude); a method with 0 tokens
+    cannot sit on it and is listed in the legend and the title instead. Labels are placed so they
+    do not overlap (``label_positions``)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    for _, r in frame.iterrows():
+    tokens = pd.to_numeric(frame["tokens"], errors="coerce") if len(frame) else pd.Series(dtype=float)
+    positive = tokens > 0
+    log_x = bool(positive.any())
+    drawn = frame[positive] if log_x else frame
+    positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
+                                                      drawn["label"].tolist(), log_x=log_x)))
+    zero = []
+    for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
         hover = _hover(r, x, metric)
+        off_axis = log_x and not positive.loc[i]
+        if off_axis:
+            zero.append(str(r["label"]))
         fig.add_trace(go.Scatter(
-            x=[r["tokens"]], y=[r["accuracy"]], mode="markers+text", name=esc(r["label"]), text=[esc(r["label"])],
-            textposition="top center", hovertext=[hover], hoverinfo="text",
+            x=[None if off_axis else r["tokens"]], y=[None if off_axis else r["accuracy"]], mode="markers+text",
+            name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else ""), text=[esc(r["label"])],
+            textposition=positions.get(i, LABEL_POSITIONS[0]), hovertext=[hover], hoverinfo="text",
             marker=dict(size=16 if ref else 12, symbol="star" if ref else "circle"),
             error_y=dict(type="data", symmetric=False, array=[r["ci_high"] - r["accuracy"]],
                          arrayminus=[r["accuracy"] - r["ci_low"]])))
         if ref and r["accuracy"] == r["accuracy"]:
-            fig.add_hline(y=r["accuracy"], line_dash="dash", line_color="gray",
-                          annotation_text="Full-Context", annotation_position="bottom right")
-    fig.update_layout(title=title or f"{metric} vs mean {x} per {_per(x)}", xaxis_title=f"mean {x} per {_per(x)}",
-                      yaxis_title=f"{metric} (95% bootstrap CI, clustered by conversation)", height=420,
-                      margin=dict(l=50, r=20, t=50, b=50))
+            fig.add_hline(y=r["accuracy"], line_dash="dash", line_color="gray")
+    ticks, ticktext = log_ticks(drawn["tokens"].tolist()) if log_x else ([], [])
+    head = title or f"{metric} vs mean {x} per {_per(x)}"
+    notes = (["dashed line: the Full-Context level"] if (frame["method"] == REFERENCE_METHOD).any() else []) + \
+            ([f"0 tokens (not drawn): {', '.join(zero)}"] if zero else [])
+    fig.update_layout(title=esc(head) + (f"<br><sup>{esc(' · '.join(notes))}</sup>" if notes else ""),
+                      xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),
+                                 type="log" if log_x else "linear",
+                                 **(dict(tickvals=ticks, ticktext=ticktext) if ticks else {})),
+                      yaxis_title=f"{metric} (95% bootstrap CI, clustered by conversation)", height=440,
+                      margin=dict(l=50, r=20, t=70, b=50))
     return fig
 
 

@@ -18,7 +18,10 @@ LAYERS = ("subconscious", "episode", "fact")
 
 
 def structures(m) -> dict:
-    """``RecMem.structures``: units with their fate, embeddings (full and 2-D), trigger log, episodes, facts."""
+    """``RecMem.structures``: units with their fate, embeddings (full and 2-D), trigger log, episodes, facts;
+    and, for the mechanism census (``workbench.eval.mechanisms``), every merge-first check (ids, cosine, gate
+    and LLM outcome; texts left out: the events hold them), every refinement call (ids, mode, facts returned
+    and stored, error) and the construction failures."""
     units = [{"id": uid, "text": m.units_[uid].text, "source_ids": list(m.units_[uid].source_ids),
               "time": m.units_[uid].time, "order": pos, "session_id": m.units_[uid].meta.get("session_id"),
               **m.unit_fate_.get(uid, {})} for pos, uid in enumerate(m.unit_order_)]
@@ -29,9 +32,17 @@ def structures(m) -> dict:
               "episode": f.meta.get("episode"), "cluster": f.meta.get("cluster")} for f in m.sem_]
     params = {k: getattr(m, k) for k in ("theta_sim", "theta_count", "gate_k", "strict_gate", "count_self",
                                          "theta_merge", "on_failure", "refine_with_episode")}
+    merges = [{k: a.get(k) for k in ("unit_id", "episode_id", "cos", "passed", "should_merge", "merged", "error")}
+              for a in getattr(m, "merge_log_", [])]
+    refinements = [{"episode_id": r["episode_id"], "mode": r["mode"], "cluster": r["cluster"],
+                    "returned": r["returned"], "new_fact_ids": list(r["new_fact_ids"]),
+                    "duplicates": len(r["duplicates"]), "error": r["error"]}
+                   for r in getattr(m, "refinements_", [])]
+    failures = [{k: v for k, v in f.items() if k != "members"} for f in getattr(m, "failures_", [])]
     return {"units": units, "embeddings_2d": _pca_2d(m.unit_vectors_),
             "embeddings": m.unit_vectors_.tolist(), "trigger_log": [d.to_dict() for d in m.trigger_log_],
             "episodes": episodes, "facts": facts, "params": params,
+            "merge_attempts": merges, "refinements": refinements, "failures": failures,
             "embedder": getattr(m.embedder, "name", type(m.embedder).__name__)}
 
 

@@ -1,0 +1,569 @@
+"""The Question view: one question, every method's answer, and exactly what each method's reader saw.
+
+A teacher or researcher picks a question and sees its gold answer and gold evidence turns, then one
+row per method: the answer (marked when it is a fallback written after failed LLM calls rather than
+a reply of the method's reader), the judge's label beside token F1 with a flag when the two flatly
+disagree and a note when the judge is not trusted, the failure attribution, the rank at which gold
+evidence appeared in what the method put in front of its final reader (or "missed"), turns shown,
+query tokens and steps. Each row expands to the units the reader saw, gold turns highlighted.
+
+Everything is read from the saved result rows (``QuestionResult`` dicts with their ``answer``
+trace); no method is re-run. The rank comes from the recorded ``Answer.context`` (the trace
+convention: exactly the units in front of the final reader), the same provenance the harness's
+evidence recall is computed on (``workbench.eval.metrics``), so "missed" here and recall 0 there
+always agree.
+
+State and rendering live here, once: ``question_state`` (pure data) and ``question_html`` (an
+escaped HTML string). The app's Question tab (``widgets.app``) and ``QuestionView`` below (the
+notebook shell, ipywidgets imported only when it is built) just bind their widgets to them.
+
+    state = question_state(rows, "sample-1/q4", conversation=conv, audits=audits)
+    html = question_html(state, selected="naive_rag")      # that row highlighted and expanded
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from workbench.eval.attribution import Attribution, attribute
+from workbench.eval.audit import is_reliable, reliability_note
+from workbench.trace import Answer, Hit
+
+from .html import DisplaysWidget, box, clip, esc, source_ids_html, table_html
+
+#: failure kinds (``harness.question_failures``) after which the answer is not the reader's own reply
+FALLBACK_KINDS = ("llm_error", "fallback", "step_error", "answer_error", "empty_answer")
+#: what each attribution label means, for the row's tooltip and the legend
+ATTRIBUTION_HELP = {
+    "correct": "right by the correctness rule",
+    "retrieval_miss": "wrong, and no gold evidence turn was in front of the reader",
+    "reading_miss": "wrong although gold evidence was in front of the reader",
+    "abstained": "said the information is missing, on a question that has an answer",
+    "judge_disagrees": "the trusted judge and F1 flatly disagree: correctness in doubt",
+    "unattributed": "wrong, but the question has no gold evidence ids",
+    "ungraded": "no trusted judge label and no F1: correctness undecided",
+    "failed": "the method raised instead of answering",
+}
+CSS = """<style>
+.wb-qv td.wb-num {text-align: right; white-space: nowrap;}
+.wb-qv tr.wb-selected > td {background: #e7f0ff;}
+.wb-qv tr.wb-ctx > td {border-top: none; padding: 0 6px 4px 24px;}
+.wb-qv .wb-flag {display: inline-block; padding: 0 5px; border-radius: 6px; background: #ffe066; font-weight: 600;
+  margin: 1px 2px 1px 0; white-space: nowrap;}
+.wb-qv .wb-fail {display: inline-block; padding: 0 5px; border-radius: 6px; background: #ffc9c9; color: #8a0000;
+  font-weight: 600; margin: 1px 2px 1px 0;}
+.wb-qv .wb-untrusted {color: #a61e4d; font-size: 11px; white-space: nowrap;}
+.wb-qv .wb-missed {color: #c92a2a; font-weight: 600;}
+.wb-qv tr.wb-has-gold > td {background: #fff9db;}
+.wb-qv mark.wb-gold {background: #ffd43b; padding: 0 1px;}
+.wb-qv .wb-note {padding: 4px 6px; border: 1px solid #f08c00; background: #fff4e6; margin: 4px 0;}
+.wb-qv .wb-ctxbox {max-height: 420px; overflow: auto;}
+</style>"""
+
+
+# -- state -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FailureNote:
+    """What went wrong while a method built its memory or answered this question (from the row's
+    ``failures`` and ``error``). ``fallback``: the shown answer is not a reply of the method's reader
+    (an LLM call failed, a step fell back, or the method raised), so it must not be read as one."""
+
+    fallback: bool = False
+    text: str = ""  # one line for the answer cell ("" when nothing went wrong while answering)
+    minor: str = ""  # repairs and construction problems that did not replace the answer
+    cassette_miss: bool = False
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One method's answer to the question, with what its reader saw."""
+
+    method: str
+    answer_text: str
+    judge_label: str  # "" when the row was not judged
+    judge_error: str
+    judge_trusted: bool
+    judge_note: str  # the audit's one-sentence verdict on this judge
+    f1: float | None
+    disagree: bool  # judge CORRECT with F1 = 0, or WRONG with F1 = 1
+    attribution: Attribution
+    ranks: Mapping[str, int | None] | None  # gold turn -> 1-based rank in the context; None: no trace saved
+    context: tuple[Hit, ...]
+    turns_shown: int | None
+    query_tokens: int
+    steps: int | None
+    failure: FailureNote
+    row: Mapping[str, Any]
+
+    @property
+    def first_rank(self) -> int | None:
+        """The best (smallest) rank of any gold turn; None when no gold turn was shown."""
+        found = [r for r in (self.ranks or {}).values() if r is not None]
+        return min(found) if found else None
+
+
+@dataclass(frozen=True)
+class QuestionState:
+    """Everything the Question view shows for one question."""
+
+    qa_id: str
+    question: str
+    gold: str
+    category: str
+    evidence: tuple[str, ...]
+    evidence_turns: Mapping[str, Any]  # turn id -> Turn (those the conversation has)
+    rows: tuple[MethodRow, ...]
+    judge_notes: tuple[str, ...]  # one per judge that judged these rows, untrusted first
+
+    @property
+    def methods(self) -> list[str]:
+        return [r.method for r in self.rows]
+
+    def row(self, method: str) -> MethodRow | None:
+        return next((r for r in self.rows if r.method == method), None)
+
+
+def gold_ranks(context: Sequence[Hit], evidence: Iterable[str]) -> dict[str, int | None]:
+    """Per gold evidence turn, the 1-based position of the first unit of ``context`` whose
+    provenance (``source_ids``) covers it; None when no unit does ("missed").
+
+    ``context`` is ``Answer.context`` in its recorded order: for a retriever the ranking it showed
+    its reader, for Full-Context the conversation order. A gold turn has a rank exactly when
+    ``metrics.evidence_recall`` counts it as shown."""
+    ranks: dict[str, int | None] = {g: None for g in dict.fromkeys(evidence)}
+    for i, hit in enumerate(context, start=1):
+        for s in hit.source_ids:
+            if s in ranks and ranks[s] is None:
+                ranks[s] = i
+    return ranks
+
+
+def _text(v) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def _number(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f
+
+
+def _is_miss(text: str) -> bool:
+    return "CacheMiss" in text or "cassette miss" in text
+
+
+def failure_note(row: Mapping[str, Any]) -> FailureNote:
+    """Summarise a row's ``failures`` (``harness.question_failures`` / ``ingest_failures``) and ``error``."""
+    failures = [f for f in (row.get("failures") or ()) if isinstance(f, Mapping)]
+    answering = [f for f in failures if f.get("phase") == "answer"]
+    details = " ".join(_text(f.get("error")) + " " + _text(f.get("detail")) for f in answering)
+    miss = _is_miss(details) or _is_miss(_text(row.get("error")))
+    why = " (cassette miss: no recorded reply)" if miss else ""
+    error = _text(row.get("error"))
+    minor = []
+    retries = sum(1 for f in answering if f.get("kind") == "json_retry")
+    empty = sum(1 for f in answering if f.get("kind") == "empty_reply")
+    if retries:
+        minor.append(f"{retries} JSON repair call{'s' if retries > 1 else ''}")
+    if empty:
+        minor.append(f"{empty} empty repl{'ies' if empty > 1 else 'y'}")
+    for f in failures:
+        if f.get("phase") == "ingest":
+            by = f.get("by_stage") or {}
+            stages = (f"at {', '.join(map(str, by))}" if all(v == 1 for v in by.values()) else
+                      ", ".join(f"{k} ×{v}" for k, v in by.items()))
+            count = int(f.get("method_failures") or 0) + int(f.get("llm_errors") or 0)
+            minor.append(f"memory built with {count} failure{'s' if count != 1 else ''}"
+                         + (f" ({stages})" if stages else ""))
+    if error:
+        return FailureNote(True, f"the method failed: {error[:200]}{why}", "; ".join(minor), miss)
+    severe = [f for f in answering if f.get("kind") in FALLBACK_KINDS]
+    if not severe:
+        return FailureNote(False, "", "; ".join(minor), miss)
+    calls = sum(1 for f in severe if f.get("kind") == "llm_error")
+    steps = len({f.get("step") for f in severe if f.get("kind") in ("fallback", "step_error")})
+    parts = ([f"{calls} LLM call{'s' if calls != 1 else ''} failed"] if calls else []) + \
+            ([f"{steps} step{'s' if steps != 1 else ''} fell back"] if steps else []) + \
+            (["empty answer"] if any(f.get("kind") == "empty_answer" for f in severe) else [])
+    return FailureNote(True, f"fallback answer, not the reader's reply: {', '.join(parts)}{why}",
+                       "; ".join(minor), miss)
+
+
+def judge_trust(row: Mapping[str, Any], audits: Mapping[str, Any] | None) -> tuple[bool, str]:
+    """(is the judge of this row trusted, the audit's note on it). A judge with no audit is not."""
+    ident = row.get("judge_key") or row.get("judge_model")
+    audit = (audits or {}).get(ident) if ident else None
+    model = row.get("judge_model") or ident or "judge"
+    return is_reliable(audit), f"{model}: {reliability_note(audit)}"
+
+
+def method_row(row: Mapping[str, Any], *, evidence: Sequence[str] | None = None,
+               audits: Mapping[str, Any] | None = None, label: str | None = None) -> MethodRow:
+    """One result row as a ``MethodRow`` (rank, attribution and flags computed from the row alone).
+    ``evidence``: the question's gold turn ids; None when unknown (no conversation), then no rank
+    is given and attribution falls back to the row's stored evidence recall."""
+    ans = Answer.from_dict(row["answer"]) if isinstance(row.get("answer"), Mapping) else None
+    trusted, note = judge_trust(row, audits)
+    judged = bool(_text(row.get("judge_label")) or _text(row.get("judge_error")))
+    # With the gold ids, attribution reads "gold shown" off the recorded context, as the rank does.
+    attr = attribute(row, evidence=evidence if ans is not None else None, judge_trusted=trusted)
+    ranks = gold_ranks(ans.context, evidence) if ans is not None and evidence is not None else None
+    scores = row.get("scores") or {}
+    context = ans.context if ans is not None else ()
+    shown = len({s for h in context for s in h.source_ids}) if ans is not None else _number(row.get("turns_shown"))
+    return MethodRow(
+        method=label or str(row.get("method", "?")), answer_text=_text(row.get("prediction")),
+        judge_label=_text(row.get("judge_label")), judge_error=_text(row.get("judge_error")),
+        judge_trusted=trusted, judge_note=note if judged else "",
+        f1=_number(scores.get("f1") if isinstance(scores, Mapping) else None), disagree=attr.judge_f1_conflict,
+        attribution=attr, ranks=ranks, context=context,
+        turns_shown=None if shown is None else int(shown), query_tokens=int(_number(row.get("query_tokens")) or 0),
+        steps=len(ans.steps) if ans is not None else None, failure=failure_note(row), row=row)
+
+
+def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``method``, or ``method[params hash]`` when a method answered with several configurations."""
+    hashes: dict[str, set] = {}
+    for r in rows:
+        hashes.setdefault(str(r.get("method", "?")), set()).add(str(r.get("params_hash", "")))
+    return [f"{r.get('method', '?')}[{str(r.get('params_hash', ''))[:6]}]" if len(hashes[str(r.get("method", "?"))]) > 1
+            else str(r.get("method", "?")) for r in rows]
+
+
+def question_state(rows: Iterable[Mapping[str, Any]], qa_id: str, *, conversation=None,
+                   audits: Mapping[str, Any] | None = None) -> QuestionState:
+    """The view's state for ``qa_id``: its gold (from the conversation's QA when given, else the
+    rows) and one ``MethodRow`` per result row of that question, in run order."""
+    mine = [r for r in rows if r.get("qa_id") == qa_id]
+    qa = next((q for q in conversation.qa if q.id == qa_id), None) if conversation is not None else None
+    evidence = tuple(qa.evidence) if qa is not None else None
+    turns = {t.id: t for t in conversation.turns} if conversation is not None else {}
+    first = mine[0] if mine else {}
+    method_rows = tuple(method_row(r, evidence=evidence, audits=audits, label=label)
+                        for r, label in zip(mine, _labels(mine)))
+    notes: dict[str, bool] = {}
+    for m in method_rows:
+        if m.judge_note:
+            notes.setdefault(m.judge_note, m.judge_trusted)
+    return QuestionState(
+        qa_id=qa_id, question=qa.question if qa is not None else _text(first.get("question")),
+        gold=qa.answer if qa is not None else _text(first.get("gold")),
+        category=_text(first.get("category_name")) or (_text(qa.category) if qa is not None else ""),
+        evidence=evidence or (), evidence_turns={e: turns[e] for e in evidence or () if e in turns},
+        rows=method_rows,
+        judge_notes=tuple(sorted(notes, key=lambda n: notes[n])))
+
+
+def question_options(rows: Iterable[Mapping[str, Any]], conv_id: str | None = None) -> dict[str, str]:
+    """``label -> qa_id`` of the answered questions (of ``conv_id`` when given), in run order; the
+    label carries the category so a knowledge-update or temporal question can be found."""
+    out: dict[str, str] = {}
+    for r in rows:
+        qid = r.get("qa_id")
+        if not qid or qid in out.values() or (conv_id is not None and r.get("conv_id") != conv_id):
+            continue
+        cat = _text(r.get("category_name"))
+        out[f"{qid}{f' [{cat}]' if cat else ''}: {_text(r.get('question'))[:90]}"] = qid
+    return out
+
+
+# -- rendering ---------------------------------------------------------------------------------------------
+def rank_text(m: MethodRow) -> str:
+    """Plain text of the gold-evidence rank cell."""
+    if m.steps is None:
+        return "no trace saved"
+    if m.ranks is None:
+        return "gold evidence unknown"
+    if not m.ranks:
+        return "no gold evidence ids"
+    of = f" of {len(m.context)}"
+    if len(m.ranks) == 1:
+        r = next(iter(m.ranks.values()))
+        return "missed" if r is None else f"#{r}{of}"
+    parts = [f"{g} {'missed' if r is None else f'#{r}'}" for g, r in m.ranks.items()]
+    return " · ".join(parts) + of
+
+
+def _rank_html(m: MethodRow) -> str:
+    text = esc(rank_text(m))
+    if m.ranks and m.first_rank is None:
+        return f'<span class="wb-missed">{text}</span>'
+    return text.replace("missed", '<span class="wb-missed">missed</span>')
+
+
+def _judge_html(m: MethodRow) -> str:
+    if m.judge_error:
+        miss = " (cassette miss)" if _is_miss(m.judge_error) else ""
+        return f'<span class="wb-fail" title="{esc(m.judge_error)}">judge failed{miss}</span>'
+    if not m.judge_label:
+        return '<span class="wb-muted" title="this question type is not judged">not judged</span>'
+    out = esc(m.judge_label)
+    if not m.judge_trusted:
+        out += f'<br><span class="wb-untrusted" title="{esc(m.judge_note)}">untrusted judge</span>'
+    return out
+
+
+def _flags_html(m: MethodRow) -> str:
+    flags = []
+    if m.disagree:
+        flags.append(f'<span class="wb-flag" title="judge {esc(m.judge_label)} but F1 = {m.f1:.2f}">'
+                     "⚠ judge vs F1</span>")
+    return "".join(flags)
+
+
+def _answer_html(m: MethodRow) -> str:
+    out = ""
+    if m.failure.fallback:
+        out += f'<span class="wb-fail" title="{esc(m.failure.text)}">⚠ {esc(m.failure.text)}</span><br>'
+    out += clip(m.answer_text, limit=400) if m.answer_text else '<span class="wb-muted">(empty answer)</span>'
+    if m.failure.minor:
+        out += f'<br><small class="wb-muted">{esc(m.failure.minor)}</small>'
+    return out
+
+
+def _attribution_html(m: MethodRow) -> str:
+    a = m.attribution
+    title = ATTRIBUTION_HELP.get(a.label, "") + (f" — {a.reason}" if a.reason else "")
+    basis = f"<br><small class='wb-muted'>by {esc(a.basis)}</small>" if a.basis not in ("none", "error") else ""
+    return f'<span title="{esc(title)}">{esc(a.label)}</span>{basis}'
+
+
+def _f1_text(m: MethodRow) -> str:
+    return "–" if m.f1 is None else f"{m.f1:.2f}"
+
+
+COLUMNS = ["method", "answer", "judge", "F1", "flags", "attribution", "gold evidence rank", "turns shown",
+           "query tokens", "steps"]
+
+
+def _cells(m: MethodRow) -> dict:
+    return {"method": f"<b>{esc(m.method)}</b>", "answer": _answer_html(m), "judge": _judge_html(m),
+            "F1": esc(_f1_text(m)), "flags": _flags_html(m), "attribution": _attribution_html(m),
+            "gold evidence rank": _rank_html(m),
+            "turns shown": esc("–" if m.turns_shown is None else m.turns_shown), "query tokens": esc(m.query_tokens),
+            "steps": esc("–" if m.steps is None else m.steps)}
+
+
+def highlight(text: str, needles: Iterable[str], *, limit: int = 1500) -> str:
+    """``text`` escaped, with every occurrence of each non-empty needle wrapped in ``<mark class="wb-gold">``
+    (the gold turns' words inside a unit's text); past ``limit`` characters the text is cut, unless a
+    needle lies further on, in which case the cut keeps it."""
+    needles = [n for n in dict.fromkeys(needles) if n and len(n) >= 3]
+    spans = []
+    for n in needles:
+        start = text.find(n)
+        while start >= 0:
+            spans.append((start, start + len(n)))
+            start = text.find(n, start + len(n))
+    spans.sort()
+    merged: list[list[int]] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    end = max(limit, merged[-1][1] if merged else 0)
+    out, pos = [], 0
+    for s, e in merged:
+        out.append(esc(text[pos:s]) + f'<mark class="wb-gold">{esc(text[s:e])}</mark>')
+        pos = e
+    out.append(esc(text[pos:end]))
+    if len(text) > end:
+        out.append(f'<span class="wb-muted">… ({len(text) - end:,} more characters)</span>')
+    return "".join(out)
+
+
+def context_html(m: MethodRow, state: QuestionState) -> str:
+    """The units in front of ``m``'s final reader, in order; units covering gold evidence shaded,
+    the gold turns' text marked inside them (or quoted beneath when the unit rewrote it)."""
+    if m.steps is None:
+        return '<p class="wb-muted">No trace was saved for this answer (the run kept no answers).</p>'
+    if not m.context:
+        return '<p class="wb-muted">The reader saw no retrieved units for this question.</p>'
+    gold = set(state.evidence)
+    rows = []
+    for rank, h in enumerate(m.context, start=1):
+        covered = [s for s in h.source_ids if s in gold]
+        needles = [state.evidence_turns[g].text for g in covered if g in state.evidence_turns]
+        text = highlight(h.text, needles)
+        missing = [g for g in covered if g in state.evidence_turns and state.evidence_turns[g].text not in h.text]
+        for g in missing:
+            t = state.evidence_turns[g]
+            text += (f'<div class="wb-muted"><small>covers gold {esc(g)} ({esc(t.speaker)}): '
+                     f'<mark class="wb-gold">{clip(t.text, limit=300)}</mark></small></div>')
+        rows.append({"#": rank, "unit": esc(h.unit_id), "kind": esc(h.kind), "score": f"{h.score:.3f}",
+                     "text": text, "source turns": source_ids_html(h.source_ids, gold), "_gold": bool(covered)})
+    table = table_html(rows, ["#", "unit", "kind", "score", "text", "source turns"],
+                       raw=("unit", "kind", "text", "source turns"),
+                       row_class=lambda r: "wb-has-gold" if r["_gold"] else "")
+    return f'<div class="wb-ctxbox">{table}</div>'
+
+
+def _summary(m: MethodRow) -> str:
+    found = "" if not m.ranks else (" · gold at " + rank_text(m) if m.first_rank is not None else " · gold missed")
+    fallback = " · the answer is a fallback" if m.failure.fallback else ""
+    return (f"what {esc(m.method)}'s reader saw: {len(m.context)} units covering "
+            f"{'–' if m.turns_shown is None else m.turns_shown} turns{esc(found)}{fallback}")
+
+
+def gold_html(state: QuestionState) -> str:
+    """The question, its gold answer and its gold evidence turns (text shown, highlighted)."""
+    cat = f' <span class="wb-badge">{esc(state.category)}</span>' if state.category else ""
+    ev = "".join(f'<div class="wb-gold"><b>{esc(e)}</b> {esc(state.evidence_turns[e].speaker)}: '
+                 f"{clip(state.evidence_turns[e].text)}</div>" if e in state.evidence_turns else
+                 f"<div><b>{esc(e)}</b> <span class='wb-muted'>(turn not in this run)</span></div>"
+                 for e in state.evidence)
+    ev = ev or '<p class="wb-muted">This question has no gold evidence ids, so no rank can be given.</p>'
+    gold = esc(state.gold) if state.gold else '<span class="wb-muted">(none: the question has no answer in the ' \
+                                              "conversation)</span>"
+    return (f"<p><b>{esc(state.qa_id)}</b>{cat} <b>Q:</b> {clip(state.question)}</p>"
+            f"<p><b>gold answer:</b> {gold}</p><p><b>gold evidence</b> ({len(state.evidence)} "
+            f"turn{'' if len(state.evidence) == 1 else 's'}):</p>{ev}")
+
+
+def judge_notes_html(state: QuestionState) -> str:
+    untrusted = [n for n in state.judge_notes if not any(r.judge_note == n and r.judge_trusted for r in state.rows)]
+    if not state.judge_notes:
+        return ""
+    if untrusted:
+        return ('<div class="wb-note" role="note"><b>Judge labels are not trustworthy here.</b> '
+                + esc("; ".join(untrusted)) + ". Correctness and attribution below use F1 (>= 0.5), "
+                "not the judge; ⚠ marks rows where judge and F1 flatly disagree.</div>")
+    return f"<p class='wb-muted'><small>{esc('; '.join(state.judge_notes))}</small></p>"
+
+
+def methods_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True) -> str:
+    """One row per method; with ``contexts`` each row is followed by its expandable reader context
+    (open for ``selected``, whose row is also highlighted)."""
+    if not state.rows:
+        return '<p class="wb-muted">No method answered this question in this run.</p>'
+    head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
+    body = []
+    for m in state.rows:
+        cells = _cells(m)
+        tds = "".join(f'<td class="wb-num">{cells[c]}</td>' if c in ("F1", "turns shown", "query tokens", "steps")
+                      else f"<td>{cells[c]}</td>" for c in COLUMNS)
+        sel = m.method == selected
+        body.append(f'<tr class="wb-method{" wb-selected" if sel else ""}" data-method="{esc(m.method)}">{tds}</tr>')
+        if contexts:
+            body.append(f'<tr class="wb-ctx{" wb-selected" if sel else ""}"><td colspan="{len(COLUMNS)}">'
+                        f'<details{" open" if sel else ""}><summary>{_summary(m)}</summary>'
+                        f"{context_html(m, state)}</details></td></tr>")
+    return f'<table class="wb-methods"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first unit covering a gold turn among "
+          "the units in front of the method's final reader (Answer.context; for Full-Context the conversation "
+          "order), or <b>missed</b> · turns shown: distinct turns those units cover · attribution: why the answer "
+          "came out as it did (workbench.eval.attribution; hover for the reason) · ⚠ fallback answer: an LLM call "
+          "failed and the method wrote a stand-in, which is not its reader's reply</small></p>")
+
+
+def question_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True) -> str:
+    """The whole view for one question, wrapped in the shared stylesheet."""
+    return box(CSS + '<div class="wb-qv">' + gold_html(state) + judge_notes_html(state)
+               + methods_html(state, selected=selected, contexts=contexts) + (LEGEND if contexts else "") + "</div>")
+
+
+def answer_flags_html(m: MethodRow | None) -> str:
+    """The failure marker and judge flags of one answer, for a trace's header (empty when all is well)."""
+    if m is None:
+        return ""
+    parts = []
+    if m.failure.fallback:
+        parts.append(f'<span class="wb-fail">⚠ {esc(m.failure.text)}</span>')
+    if m.disagree:
+        parts.append(f'<span class="wb-flag">⚠ judge {esc(m.judge_label)} but F1 = {m.f1:.2f}</span>')
+    if m.judge_label and not m.judge_trusted:
+        parts.append(f'<span class="wb-untrusted">{esc(m.judge_note)}</span>')
+    return box(CSS + '<div class="wb-qv"><p>' + " ".join(parts) + "</p></div>") if parts else ""
+
+
+# -- notebook shell --------------------------------------------------------------------------------------------
+class QuestionView(DisplaysWidget):
+    """The Question view in a notebook: a question picker, a method picker (highlights and expands
+    that row) and, for the picked method, its trace in a ``TraceStepper``. Logic lives in
+    ``question_state`` / ``question_html``; this class only wires ipywidgets to them.
+
+        QuestionView(run.results(), conversations={c: run.conversation(c) for c in run.conversation_ids()},
+                     audits=audits)
+    """
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], *, conversations: Mapping[str, Any] | None = None,
+                 audits: Mapping[str, Any] | str | None = "auto", qa_id: str | None = None):
+        from .cost_accuracy import resolve_audits
+
+        self.rows = [dict(r) for r in rows]
+        self.conversations = dict(conversations or {})
+        self.audits = resolve_audits(self.rows, audits) if audits is not None else {}
+        self.options = question_options(self.rows)
+        self.qa_id = qa_id or next(iter(self.options.values()), None)
+        self.selected: str | None = None
+        self._build_widgets()
+        self.select(self.qa_id)
+
+    @classmethod
+    def from_run(cls, run_dir, **kw) -> "QuestionView":
+        """Over a saved run directory (its results, conversations and the judge audits it records)."""
+        from workbench.rundir import RunDir
+
+        from .cost_accuracy import run_audits
+
+        run = RunDir(run_dir)
+        rows = run.results()
+        convs = {c: run.conversation(c) for c in run.conversation_ids()}
+        return cls(rows, conversations=convs, audits=kw.pop("audits", run_audits(run.manifest(), rows)), **kw)
+
+    def select(self, qa_id: str | None, method: str | None = None) -> "QuestionView":
+        self.qa_id = qa_id
+        conv_id = next((r.get("conv_id") for r in self.rows if r.get("qa_id") == qa_id), None)
+        self.state = question_state(self.rows, qa_id, conversation=self.conversations.get(conv_id),
+                                    audits=self.audits) if qa_id else None
+        self.selected = method if self.state and method in self.state.methods else None
+        self._render()
+        return self
+
+    @property
+    def html(self) -> str:
+        if self.state is None:
+            return box("<p>No answered questions in these rows.</p>")
+        return question_html(self.state, selected=self.selected)
+
+    def _build_widgets(self) -> None:
+        import ipywidgets as W
+
+        self.question = W.Dropdown(options=self.options, value=self.qa_id, description="question",
+                                   layout=W.Layout(width="95%"))
+        self.method = W.Dropdown(options=[("(none)", None)], value=None, description="method")
+        self.body = W.HTML()
+        self.trace = W.VBox([])  # the picked method's TraceStepper
+        self.question.observe(lambda ch: self.select(ch["new"]), names="value")
+        self.method.observe(lambda ch: self.select(self.qa_id, ch["new"]), names="value")
+        self.widget = W.VBox([self.question, self.body, self.method, self.trace])
+
+    def _render(self) -> None:
+        from .trace_stepper import TraceStepper
+
+        methods = self.state.methods if self.state else []
+        opts = [("(none)", None)] + [(m, m) for m in methods]
+        if list(self.method.options) != opts:
+            self.method.options = opts
+        if self.method.value != self.selected:
+            self.method.value = self.selected
+        self.body.value = self.html
+        m = self.state.row(self.selected) if self.state and self.selected else None
+        self.stepper = None
+        if m is not None and isinstance(m.row.get("answer"), Mapping):
+            self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=self._conversation(),
+                                        gold_evidence=self.state.evidence)
+        self.trace.children = [self.stepper.widget] if self.stepper else []
+
+    def _conversation(self):
+        conv_id = next((r.get("conv_id") for r in self.rows if r.get("qa_id") == self.qa_id), None)
+        return self.conversations.get(conv_id)
+
+    def __repr__(self) -> str:
+        n = len(self.state.rows) if self.state else 0
+        return f"QuestionView({self.qa_id!r}, {n} methods, selected={self.selected!r})"
