@@ -89,7 +89,8 @@ print(len(rag.memories()), "chunks,", rag.construction_calls_, "LLM calls to bui
 # %%
 # NBVAL_CHECK_OUTPUT
 q = qa["sample-1/q16"]
-ans = rag.answer(q.question, now=q.time)
+from workbench.eval.harness import question_time  # the question date where the method's paper uses one
+ans = rag.answer(q.question, now=question_time(rag, q))
 print("Q:", q.question)
 print("A:", ans.text)
 print("steps:", [s.kind for s in ans.steps], "| tokens:", ans.usage.total_tokens, "| calls:", ans.usage.calls)
@@ -97,7 +98,7 @@ print("gold evidence", list(q.evidence), "retrieved:", [e for e in q.evidence if
 
 # %%
 # NBVAL_CHECK_OUTPUT
-ans_fc = fc.answer(q.question, now=q.time)
+ans_fc = fc.answer(q.question, now=question_time(fc, q))
 print("A:", ans_fc.text)
 print("tokens:", ans_fc.usage.total_tokens, "(the whole conversation is in the prompt)")
 

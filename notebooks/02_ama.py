@@ -112,7 +112,8 @@ log.head(10)
 # %%
 from widgets.tables import answers_frame, probe_table, verdicts
 
-answers = [ama.answer(q.question, now=q.time) for q in demo_qs]
+from workbench.eval.harness import question_time  # the question date where the method's paper uses one
+answers = [ama.answer(q.question, now=question_time(ama, q)) for q in demo_qs]
 answers_frame(demo_qs, answers, verdicts=verdicts)
 
 # %%
@@ -185,7 +186,7 @@ probe_table(ama_probe).query("why != 'one of the two texts does not answer the q
 
 # %%
 # NBVAL_CHECK_OUTPUT
-tiny_answers = [ama_probe.answer(q.question, now=q.time) for q in tiny.qa]
+tiny_answers = [ama_probe.answer(q.question, now=question_time(ama_probe, q)) for q in tiny.qa]
 for q, a in zip(tiny.qa, tiny_answers):
     print(f"{q.question!r}: {a.text!r} (gold {q.answer!r})")
 AMA.summary_stats(tiny_answers)

@@ -130,7 +130,8 @@ for theta_sim, theta_count in [(0.55, 4), (0.6, 4), (0.7, 5)]:
 # %%
 # NBVAL_CHECK_OUTPUT
 q = qa["sample-1/q0"]
-ans = recmem.answer(q.question, now=q.time)
+from workbench.eval.harness import question_time  # the question date where the method's paper uses one
+ans = recmem.answer(q.question, now=question_time(recmem, q))
 print("Q:", q.question, "| gold:", q.answer)
 print("A:", ans.text)
 print({s.data.get("layer"): len(s.hits) for s in ans.steps if s.kind == "retrieve"})

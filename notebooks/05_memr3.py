@@ -62,7 +62,8 @@ print(memr3.backend_, "|", len(memr3.memories()), "chunks")
 # %%
 from widgets.tables import answers_frame, router_actions as actions
 
-answers = [memr3.answer(q.question, now=q.time) for q in demo_qs]
+from workbench.eval.harness import question_time  # the question date where the method's paper uses one
+answers = [memr3.answer(q.question, now=question_time(memr3, q)) for q in demo_qs]
 answers_frame(demo_qs, answers, actions=actions)
 
 # %%
