@@ -15,7 +15,7 @@ from widgets.html import box, esc
 from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.jsonl import DamagedFile
 
-NOT_FIRED = '<span class="wb-forced" title="{why}">&nbsp;not fired&nbsp;</span>'
+NOT_FIRED = ' <span class="wb-forced" title="{why}">&nbsp;not fired&nbsp;</span>'
 
 
 def load_census(run_dir) -> tuple[dict | None, str]:
