@@ -357,19 +357,24 @@ LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left",
 
 
 def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *, log_x: bool = False,
-                    width: float = 900.0, height: float = 300.0) -> list[str]:
+                    width: float = 760.0, height: float = 300.0,
+                    y_bounds: tuple[float, float] | None = None) -> list[str]:
     """A plotly ``textposition`` per point such that no label covers another label or a marker,
     where the plot's size allows: greedy, in order of x, each label takes the first position in
     ``LABEL_POSITIONS`` that overlaps nothing placed so far (else the least overlapping one).
-    Label boxes are estimated in pixels of a ``width`` x ``height`` plot area (7 px per character)."""
-    def norm(vals, log):
+    Label boxes are estimated in pixels of a ``width`` x ``height`` plot area (7 px per character);
+    ``y_bounds`` is the y range the axis will span (the error bars reach beyond the points, which
+    squeezes the points together on screen)."""
+    def norm(vals, log, bounds=None):
         v = [np.log10(a) if (log and a and a > 0) else (a if a == a else 0.0) for a in vals]
         lo, hi = (min(v), max(v)) if v else (0.0, 1.0)
+        if bounds is not None and all(b == b for b in bounds):
+            lo, hi = min(lo, bounds[0]), max(hi, bounds[1])
         span = (hi - lo) or 1.0
         return [(a - lo) / span for a in v]
 
     px = [0.05 * width + 0.9 * width * a for a in norm(list(xs), log_x)]
-    py = [0.05 * height + 0.9 * height * a for a in norm(list(ys), False)]
+    py = [0.05 * height + 0.9 * height * a for a in norm(list(ys), False, y_bounds)]
     boxes = [(x - 7, y - 7, x + 7, y + 7) for x, y in zip(px, py)]  # the markers
 
     def box_at(i: int, pos: str):
@@ -426,8 +431,14 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     positive = tokens > 0
     log_x = bool(positive.any())
     drawn = frame[positive] if log_x else frame
+    bounds = None
+    if {"ci_low", "ci_high"} <= set(drawn.columns) and len(drawn):
+        lows = pd.to_numeric(drawn["ci_low"], errors="coerce").dropna()
+        highs = pd.to_numeric(drawn["ci_high"], errors="coerce").dropna()
+        if len(lows) and len(highs):
+            bounds = (float(lows.min()), float(highs.max()))
     positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
-                                                      drawn["label"].tolist(), log_x=log_x)))
+                                                      drawn["label"].tolist(), log_x=log_x, y_bounds=bounds)))
     zero = []
     for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
