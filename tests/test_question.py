@@ -184,8 +184,10 @@ def flagged_run(scripted_run, tmp_path_factory) -> Path:
     shutil.copytree(scripted_run, run)
     rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     base = next(r for r in rows if r["method"] == "naive_rag" and r["answer"])
-    failures = [{"phase": "answer", "kind": "llm_error", "role": "memr3.router", "error": MISS},
-                {"phase": "answer", "kind": "fallback", "step": 0, "title": "it 1", "detail": "router call failed"}]
+    writer = next(i for i, st in enumerate(base["answer"]["steps"]) if st["kind"] == "answer")
+    failures = [{"phase": "answer", "kind": "llm_error", "role": "memr3.answer", "error": MISS},
+                {"phase": "answer", "kind": "fallback", "step": writer, "title": "answer",
+                 "detail": "answer call failed"}]
     fake = {**base, "method": "memr3", "prediction": "Not mentioned", "judge_label": "CORRECT",
             "judge_key": "unaudited-judge", "scores": {**base["scores"], "f1": 0.0}, "failures": failures,
             "answer": {**base["answer"], "text": "Not mentioned", "method": "memr3"}}
@@ -265,3 +267,18 @@ def test_notebook_question_view_selects_and_shows_the_trace(flagged_run):
     assert view.trace.children == (view.stepper.widget,) and view.stepper.answer.method == "memr3"
     view.method.value = None
     assert view.trace.children == () and "<details open>" not in view.body.value
+
+
+def test_a_router_fallback_does_not_disown_a_real_answer():
+    """MemR3 as recorded: router replies were unusable (default actions stood in), but the answer
+    step itself is the reader's reply, so the answer is not marked as a fallback."""
+    steps = [{"kind": "retrieve", "data": {}}, {"kind": "router", "data": {"fallback": "router call failed"}},
+             {"kind": "router", "data": {}}, {"kind": "answer", "data": {}}]
+    failures = [{"phase": "answer", "kind": "json_retry", "role": "memr3.router.repair"},
+                {"phase": "answer", "kind": "fallback", "step": 1, "title": "Iteration 1: reflect",
+                 "detail": "router call failed"}]
+    note = Q.failure_note({"failures": failures, "answer": {"steps": steps}})
+    assert not note.fallback and "the answer itself is the reader's reply" in note.minor
+    failures.append({"phase": "answer", "kind": "fallback", "step": 3, "title": "answer", "detail": "failed"})
+    assert Q.failure_note({"failures": failures, "answer": {"steps": steps}}).fallback
+    assert Q.failure_note({"failures": failures[:2]}).fallback  # no trace to place the failure: not vouched for

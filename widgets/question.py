@@ -187,8 +187,43 @@ def failure_note(row: Mapping[str, Any]) -> FailureNote:
     parts = ([f"{calls} LLM call{'s' if calls != 1 else ''} failed"] if calls else []) + \
             ([f"{steps} step{'s' if steps != 1 else ''} fell back"] if steps else []) + \
             (["empty answer"] if any(f.get("kind") == "empty_answer" for f in severe) else [])
+    if not _writer_fell_back(row, severe):
+        # e.g. MemR3's router reply was unusable and a default action stood in, but the answer
+        # step itself is the reader's reply: say what fell back, do not disown the answer.
+        minor.insert(0, f"{', '.join(parts)} before the answer; the answer itself is the reader's reply{why}")
+        return FailureNote(False, "", "; ".join(minor), miss)
     return FailureNote(True, f"fallback answer, not the reader's reply: {', '.join(parts)}{why}",
                        "; ".join(minor), miss)
+
+
+#: trace step kinds whose text becomes the answer (plain answer, HyMem's final, H-Mem's synthesis)
+WRITER_KINDS = ("answer", "final", "synthesize", "generate")
+
+
+def _writer_fell_back(row: Mapping[str, Any], severe: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the step that wrote the answer (or the answer as a whole) failed, as opposed to an
+    earlier step such as a router decision. Without a readable trace, any failure counts."""
+    if any(f.get("kind") in ("answer_error", "empty_answer") for f in severe):
+        return True
+    steps = (row.get("answer") or {}).get("steps") if isinstance(row.get("answer"), Mapping) else None
+    if not isinstance(steps, list) or not steps:
+        return True
+    kinds = [s.get("kind") if isinstance(s, Mapping) else None for s in steps]
+    writers = {i for i, k in enumerate(kinds) if k in WRITER_KINDS}
+    if not writers:
+        return True
+    for f in severe:
+        if f.get("kind") in ("fallback", "step_error") and f.get("step") in writers:
+            return True
+        if f.get("kind") == "llm_error" and not _step_role(f.get("role")):
+            return True  # a failed call we cannot place: do not vouch for the answer
+    return False
+
+
+def _step_role(role: Any) -> bool:
+    """A failed call's role that names a step other than the answer writer (router, planner...)."""
+    r = _text(role)
+    return bool(r) and not any(w in r.rsplit(".", 1)[-1] for w in ("answer", "final", "synth", "generat"))
 
 
 def judge_trust(row: Mapping[str, Any], audits: Mapping[str, Any] | None) -> tuple[bool, str]:
