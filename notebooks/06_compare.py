@@ -79,6 +79,38 @@ print(overall.round(3).to_string())
 frame.pivot(index="qa_id", columns="method", values="judge_label")
 
 # %% [markdown]
+# ### Which offline judge could be trusted?
+#
+# Every audit in the project's cache (`benchmarks/results/judge_audits.json`, written by `workbench
+# judge-audit`): how often each offline judge called a wrong answer CORRECT, overall and by kind of wrong
+# answer. "Another question's gold" and "Not mentioned" are easy to reject; a date shifted by a week or
+# a name swapped for another person of the conversation are near misses, the kind of wrong answer a
+# memory method actually produces. A judge is trusted here only at 20% false accepts or fewer, on at
+# least 20 wrong answers.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import pandas as pd
+
+from workbench.eval.audit import AuditCache, is_reliable
+
+
+def _rate(r):
+    return f"{r['k']}/{r['n']}" if r and r.get("n") else "-"
+
+
+audit_rows = []
+for a in sorted(AuditCache(), key=lambda a: ((a.get("judge") or {}).get("model", ""), a.get("dataset", ""))):
+    kinds = a.get("per_kind", {})
+    audit_rows.append({
+        "judge": (a.get("judge") or {}).get("model"), "data": a.get("dataset"), "probes": a.get("n_probes"),
+        "false accepts": _rate(a.get("false_accept")),
+        **{k: _rate((kinds.get(k) or {}).get("false_accept"))
+           for k in ("other_gold", "not_mentioned", "date_shift", "entity_swap")},
+        "false rejects": _rate(a.get("false_reject")), "trusted": is_reliable(a)})
+print(pd.DataFrame(audit_rows).to_string(index=False))
+
+# %% [markdown]
 # ## 2. Cost against accuracy
 #
 # The dropdown picks a category; the x axis is mean query tokens per question.
