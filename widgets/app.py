@@ -59,8 +59,6 @@ CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away
 
 #: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
 STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
-#: the methods whose view also reads the memory's other saved files (``StructuresView.files``)
-VIEWS_WITH_FILES: set[str] = set()
 
 
 def register_structure_view(method: str, *, files: bool = False):
@@ -69,8 +67,8 @@ def register_structure_view(method: str, *, files: bool = False):
     ``memories`` rows, ``params`` and ``backend_params`` (params.json contents) and ``views``
     (the methods that have a structure view)."""
     def deco(fn):
+        fn.structure_files = files  # read by StructuresView.section
         STRUCTURE_VIEWS[method] = fn
-        (VIEWS_WITH_FILES.add if files else VIEWS_WITH_FILES.discard)(method)
         return fn
     return deco
 
@@ -689,7 +687,7 @@ class StructuresView:
         view = STRUCTURE_VIEWS.get(method)
         if view is not None:
             try:
-                if method in VIEWS_WITH_FILES:
+                if getattr(view, "structure_files", False):
                     return [view(data, self.store.conversation(), **self.files(method))]
                 return [view(data, self.store.conversation())]
             except Exception as exc:  # a broken view must not take the app down; shown in its card

@@ -94,6 +94,8 @@ def turn_lines(ids: Iterable[str], turns: Mapping[str, Any], *, limit: int = 6, 
     """The source turns as escaped ``id speaker: text`` lines (``limit`` turns, ``chars`` each);
     an id the conversation lacks is shown as such."""
     ids = list(ids)
+    if not turns:  # no conversation read: the ids alone (the card says why in its notes)
+        return esc(" ".join(ids[:limit]) + (f" … and {len(ids) - limit} more" if len(ids) > limit else ""))
     out = []
     for i in ids[:limit]:
         t = turns.get(i)
@@ -120,7 +122,7 @@ def _notes(notes: Sequence[str]) -> str:
 
 
 def _settings(params: Mapping, keys: Sequence[str]) -> str:
-    shown = [f"{esc(k)}={esc(params[k])}" for k in keys if k in params]
+    shown = [f"{esc(k)}={esc('none' if params[k] is None else params[k])}" for k in keys if k in params]
     return f"<p><small>settings: {' · '.join(shown)}</small></p>" if shown else ""
 
 
