@@ -71,7 +71,8 @@ def add_hostile_parts(run: str | Path) -> dict:
     # Saved memories of methods that have a structure card (widgets.structure_cards), every text a payload
     # and some fields of the wrong type: the cards must escape them and note what they cannot read.
     for method, card_rows, structures in (
-            ("ama", [{"id": "fact:0", "kind": "fact", "text": PAYLOADS[0], "source_ids": ["D1:1"], "pattern": PAYLOADS[1]},
+            ("ama", [{"id": "fact:0", "kind": "fact", "text": PAYLOADS[0], "source_ids": ["D1:1"],
+                      "pattern": PAYLOADS[1]},
                      {"id": "episode:0", "kind": "episode", "text": PAYLOADS[2], "title": PAYLOADS[3],
                       "source_ids": "D1:2"}, {"id": "raw:x", "kind": PAYLOADS[4], "text": PAYLOADS[5]}],
              {"ingestion_log": [{"turn_id": PAYLOADS[0], "step": "judge", "verdict": PAYLOADS[1]},
