@@ -132,6 +132,7 @@ def test_hymem_card_links_level1_to_level2(run_dir, tiny_conv):
     assert "L1 says: Sam: Miso. She&#x27;s grey with white paws." in first
     assert "L1 says: Noor: Cute" not in first  # D1:4 belongs to the next event
     assert "summary failed" not in html
+    assert "<i>window</i>: a fixed window of turns (no LLM)" in html and "<i>gap</i>" not in html
 
 
 def test_hymem_card_marks_fallbacks_and_orphans():

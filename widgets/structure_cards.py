@@ -274,6 +274,12 @@ def _num(unit_id: str) -> tuple:
     return (int(m.group(1)) if m else math.inf, unit_id)
 
 
+#: what HyMem's ``segment`` field of a Level-2 event means (``workbench.methods.hymem.segment``)
+HYMEM_ORIGINS = {"llm": "a topic span the segmenting LLM proposed",
+                 "gap": "turns no proposed span covered, kept as their own event so nothing is lost",
+                 "window": "a fixed window of turns (no LLM)", "session": "one whole session (no LLM)"}
+
+
 def hymem_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """HyMem: each Level-2 event (a raw topic segment of the conversation) with the Level-1
     key-information sentences linked to it, in conversation order; Level-1 units whose summary call
@@ -318,6 +324,13 @@ def hymem_card(structures: Mapping, conversation=None, *, memories=(), params=No
                       "<span class='wb-muted'>(none)</span>",
                       "event text": f"<details><summary>show the turns</summary>"
                                     f"{turn_lines(ids, turns, limit=20) or clip(_text(r.get('text')))}</details>"})
+    origins = {_text(r.get("segment")) for r in events}
+    legend = [f"<i>{k}</i>: {v}" for k, v in HYMEM_ORIGINS.items() if k in origins]
+    if legend:
+        overlap = p.get("overlap_turns")
+        legend.append(f"LLM and gap events are widened by {esc(overlap)} turns each side, so neighbours overlap"
+                      if "llm" in origins and overlap else "")
+        body += f"<p><small>segmented by: {' · '.join(x for x in legend if x)}</small></p>"
     body += ("<h5>Level-1 → Level-2 links, events in conversation order</h5>"
              + _capped(table, ["Level-2 event", "topic", "turns", "segmented by", "Level-1 units linked to it",
                                "event text"], raw=["Level-1 units linked to it", "event text"], limit=30,
