@@ -14,6 +14,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -21,7 +22,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
-               "Structures": "structures.json"}
+               "Structures": "One card per method"}
 
 
 def demo_run(path: Path) -> Path:
@@ -64,8 +65,25 @@ def prepare(page, tab: str, question: str = "", method: str = "") -> None:
         page.get_by_text("Event history").first.wait_for(timeout=20000)
 
 
+def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
+    """One PNG per method's card of the Structures tab (``structures-<method>.png``): the whole card,
+    however tall, so a reviewer can read what a method's structure view shows."""
+    saved = []
+    for m in methods:
+        card = page.locator(".wb-structure").filter(has=page.locator(".card-header", has_text=m)).first
+        if not card.count():
+            print(f"no Structures card for {m!r}")
+            continue
+        card.scroll_into_view_if_needed()
+        time.sleep(1.0)
+        path = out / f"structures-{m}.png"
+        card.screenshot(path=str(path))
+        saved.append(path)
+    return saved
+
+
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
-          method: str = "", full_page: bool = False) -> list[Path]:
+          method: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -85,6 +103,8 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
             path = out / f"{tab.lower()}.png"
             page.screenshot(path=str(path), full_page=full_page)
             saved.append(path)
+            if tab == "Structures":
+                saved.extend(shoot_structures(page, out, structures or ()))
         browser.close()
     return saved
 
@@ -98,6 +118,8 @@ def main(argv=None) -> None:
     ap.add_argument("--tabs", nargs="*", default=None, help="only these tabs (default: all)")
     ap.add_argument("--question", default="sample-1/q4", help="Question tab: the question to show (its id)")
     ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand")
+    ap.add_argument("--structure", nargs="*", default=(), metavar="METHOD",
+                    help="Structures tab: also save each named method's whole card as structures-METHOD.png")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -110,7 +132,7 @@ def main(argv=None) -> None:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
-                              method=a.method, full_page=a.full_page):
+                              method=a.method, full_page=a.full_page, structures=a.structure):
                 print(f"saved {path}")
         finally:
             server.stop()

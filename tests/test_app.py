@@ -180,9 +180,17 @@ def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_pa
 
 def test_structures_tab_registry(good_run, monkeypatch):
     app = appmod.build_app(good_run)
-    cards = app.views["Structures"].panel.objects
+    lead, *cards = app.views["Structures"].panel.objects
+    assert "One card per method" in lead.object
     assert [c.title for c in cards] == ["eager_facts", "full_context", "naive_rag"]
-    assert "no structure view for this method" in cards[0].objects[0].object
+    # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
+    html = "\n".join(str(c.objects[0].object) for c in cards)
+    assert "no structure view for this method" not in html and "structures.json is empty" not in html
+    assert "Full-Context stores nothing" in html and "chunks of the conversation" in html
+    assert "<script>window.__pwned" not in html  # the injected turns are escaped in the cards too
+    monkeypatch.delitem(appmod.STRUCTURE_VIEWS, "full_context")
+    fallback = appmod.StructuresView(app.store).sections["full_context"]
+    assert "no structure view for this method" in fallback[0].object  # the JSON fallback still works
     seen = {}
 
     def view(structures, conversation):
@@ -287,16 +295,15 @@ def test_structure_views_register_and_discovery_problems(good_run, monkeypatch):
     monkeypatch.setattr(appmod.pkgutil, "iter_modules", lambda path: fake)
     assert appmod.load_structure_views()[0].startswith("widgets.missing_tree_view: ModuleNotFoundError")
 
+    monkeypatch.setattr(appmod, "STRUCTURE_VIEWS", dict(appmod.STRUCTURE_VIEWS))  # the cards come back after
+
     @appmod.register_structure_view("full_context")
     def fc_view(structures, conversation):
         return pn.pane.Markdown(f"{len(conversation.turns)} turns")
 
-    try:
-        app = appmod.build_app(good_run)
-        assert any("missing_tree_view" in e for e in app.store.errors)  # reported, app still built
-        assert app.views["Structures"].sections["full_context"][0].object.endswith(" turns")
-    finally:
-        appmod.STRUCTURE_VIEWS.pop("full_context", None)
+    app = appmod.build_app(good_run)
+    assert any("missing_tree_view" in e for e in app.store.errors)  # reported, app still built
+    assert app.views["Structures"].sections["full_context"][0].object.endswith(" turns")
 
 
 def test_traces_show_router_iterations(good_run, tmp_path):

@@ -32,7 +32,7 @@ IMG_PAYLOAD = '<img src=x onerror="window.__pwned=2">'
 TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
-               "Structures": "no structure view for this method"}
+               "Structures": "One card per method"}
 
 if not CHROMIUM.exists():
     pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or scripts/install_browser.sh)",

@@ -657,8 +657,11 @@ def test_hostile_run_renders_escaped(hostile_run):
     cols = list(mem.table.value.columns)
     assert added["key"] not in cols and any("&lt;img" in c for c in cols)  # header escaped
     assert any("memories.jsonl" in e and "invalid JSON" in e for e in store.errors)
-    cards = app.views["Structures"].panel.objects
+    cards = app.views["Structures"].panel.objects[1:]  # after the tab's lead line
     assert all("<" not in c.title for c in cards) and any("&lt;img" in c.title for c in cards)
+    cards_html = {c.title: str(c.objects[0].object) for c in cards}  # the structure cards of ama and hymem
+    assert "&lt;img src=&quot;/pwned-img&quot;" in cards_html["ama"] and "Judge verdicts:" in cards_html["ama"]
+    assert "summary failed" in cards_html["hymem"] and "name an event that is not stored" in cards_html["hymem"]
     traces = app.views["Traces"]
     assert traces.question.options and added["method"] in traces.current  # odd ids work in Traces
     for tab in app.views.values():

@@ -47,6 +47,7 @@ from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events,
 from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, turns_html
 from widgets.mechanisms_census import census_pane
 from widgets.question import answer_flags_html, question_html, question_options, question_state
+from widgets.structure_cards import CARDS as STRUCTURE_CARDS
 from workbench.rundir import RunDir
 
 pn.extension("tabulator", "plotly", notifications=False)
@@ -60,12 +61,28 @@ CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away
 STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
 
 
-def register_structure_view(method: str):
-    """Decorator: show ``fn(structures, conversation)`` in the Structures tab for ``method``."""
+def register_structure_view(method: str, *, files: bool = False):
+    """Decorator: show ``fn(structures, conversation)`` in the Structures tab for ``method``.
+    ``files=True``: called as ``fn(structures, conversation, **files)`` with the memory's
+    ``memories`` rows, ``params`` and ``backend_params`` (params.json contents) and ``views``
+    (the methods that have a structure view)."""
     def deco(fn):
+        fn.structure_files = files  # read by StructuresView.section
         STRUCTURE_VIEWS[method] = fn
         return fn
     return deco
+
+
+def _card_view(card):
+    """A structure card of ``widgets.structure_cards`` (HTML from the saved files) as a Panel view."""
+    def view(structures, conversation, **files):
+        return html_pane(card(structures, conversation, **files))
+    view.__doc__ = card.__doc__
+    return view
+
+
+for _method, _card in STRUCTURE_CARDS.items():
+    register_structure_view(_method, files=True)(_card_view(_card))
 
 
 def load_structure_views() -> list[str]:
@@ -209,6 +226,22 @@ class RunStore(param.Parameterized):
             return {}
         return self.cached(("st", method, cid), f"memories/{method}/{cid}/structures.json",
                            lambda: self.run.structures(method, cid), {})
+
+    def memory_rows(self, method: str, conv_id=None) -> list[dict]:
+        """``memories.jsonl`` as its rows (the structure cards read fields the Memories table drops)."""
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return []
+        return self.cached(("memrows", method, cid), f"memories/{method}/{cid}/memories.jsonl",
+                           lambda: self.run.memories(method, cid), [])
+
+    def params(self, method: str, conv_id=None, *, backend: bool = False) -> dict:
+        cid = conv_id or self.conv_id
+        if self.run is None or cid is None:
+            return {}
+        name = f"memories/{method}/{cid}/{'backend/' if backend else ''}params.json"
+        return self.cached(("params", method, cid, backend), name,
+                           lambda: self.run.params(method, cid, backend=backend), {})
 
     def audits(self) -> dict:
         """Judge audits of the run (manifest first, then the audit cache): whether a judge is trusted."""
@@ -620,6 +653,10 @@ class ResultsView:
         self.plot.object = cost_accuracy_figure(self.chart_frame, x=self.x.value, metric=self.metric.value)
 
 
+STRUCTURES_LEAD = ("<p>One card per method: what it built from this conversation, read from the run's saved "
+                   "memory files.</p>")
+
+
 class StructuresView:
     """Per method: its registered structure view, or its structures.json content with a notice."""
 
@@ -635,14 +672,23 @@ class StructuresView:
             self.panel.objects = [message("This run has no saved memories, so no structures.")]
             return
         # A method name is a folder name of the run: the Card title is HTML, so it is escaped.
-        self.panel.objects = [pn.Card(*objs, title=esc(m), collapsed=False, sizing_mode="stretch_width")
-                              for m, objs in self.sections.items()]
+        self.panel.objects = [html_pane(box(STRUCTURES_LEAD))] + [
+            pn.Card(*objs, title=esc(m), collapsed=False, sizing_mode="stretch_width", css_classes=["wb-structure"])
+            for m, objs in self.sections.items()]
+
+    def files(self, method: str) -> dict:
+        """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""
+        return {"memories": self.store.memory_rows(method), "params": self.store.params(method),
+                "backend_params": self.store.params(method, backend=True),
+                "views": sorted(STRUCTURE_VIEWS)}
 
     def section(self, method: str) -> list:
         data = self.store.structures(method)
         view = STRUCTURE_VIEWS.get(method)
         if view is not None:
             try:
+                if getattr(view, "structure_files", False):
+                    return [view(data, self.store.conversation(), **self.files(method))]
                 return [view(data, self.store.conversation())]
             except Exception as exc:  # a broken view must not take the app down; shown in its card
                 return [message(f"structure view for {method} failed: {type(exc).__name__}: {exc}", "danger")]

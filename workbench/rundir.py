@@ -186,6 +186,13 @@ class RunDir:
         p = self.memory_dir(method, conv_id) / "structures.json"
         return read_json(p) if p.exists() else {}
 
+    def params(self, method: str, conv_id: str, *, backend: bool = False) -> dict[str, Any]:
+        """``params.json`` of a saved memory (``{}`` when absent): the method's class and settings.
+        ``backend=True`` reads the one MemR3 saves for its backend (``backend/params.json``)."""
+        d = self.memory_dir(method, conv_id)
+        p = (d / "backend" if backend else d) / "params.json"
+        return read_json(p) if p.exists() else {}
+
     def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None, trust: bool = False):
         """Reload the full method object. Its state file is a pickle: a memory saved on another
         machine is refused unless ``trust=True`` (see ``MemoryMethod.load``)."""

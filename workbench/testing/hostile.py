@@ -68,6 +68,26 @@ def add_hostile_parts(run: str | Path) -> dict:
                    "method": METHOD_NAME, "data": {}})
     (mdir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (mdir / "structures.json").write_text(json.dumps({KEY_NAME: list(PAYLOADS), "tree": {KEY_NAME: PAYLOADS[1]}}))
+    # Saved memories of methods that have a structure card (widgets.structure_cards), every text a payload
+    # and some fields of the wrong type: the cards must escape them and note what they cannot read.
+    for method, card_rows, structures in (
+            ("ama", [{"id": "fact:0", "kind": "fact", "text": PAYLOADS[0], "source_ids": ["D1:1"],
+                      "pattern": PAYLOADS[1]},
+                     {"id": "episode:0", "kind": "episode", "text": PAYLOADS[2], "title": PAYLOADS[3],
+                      "source_ids": "D1:2"}, {"id": "raw:x", "kind": PAYLOADS[4], "text": PAYLOADS[5]}],
+             {"ingestion_log": [{"turn_id": PAYLOADS[0], "step": "judge", "verdict": PAYLOADS[1]},
+                                {"turn_id": "D1:1", "step": "refresh", "action": PAYLOADS[2], "updated": [PAYLOADS[3]]},
+                                {"turn_id": "D1:2", "step": "episode", "stored": False, "error": PAYLOADS[4]}]}),
+            ("hymem", [{"id": "L2-0", "kind": "L2", "text": PAYLOADS[0], "topic": PAYLOADS[1], "source_ids": ["D1:1"],
+                        "segment": PAYLOADS[2]},
+                       {"id": "L1-0", "kind": "L1", "text": PAYLOADS[3], "event_id": "L2-0", "fallback": PAYLOADS[4]},
+                       {"id": "L1-1", "kind": "L1", "text": PAYLOADS[5], "event_id": PAYLOADS[0]}], {})):
+        cdir = run / "memories" / method / safe_name(CONV_ID)
+        cdir.mkdir(parents=True, exist_ok=True)
+        (cdir / "memories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in card_rows))
+        (cdir / "structures.json").write_text(json.dumps(structures))
+        (cdir / "params.json").write_text(json.dumps({"method": method, "params": {"trigger": PAYLOADS[5],
+                                                                                    "segmentation": PAYLOADS[0]}}))
     # Manifest values a stranger wrote.
     manifest_path = run / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
