@@ -96,13 +96,19 @@ def browser():
         b.close()
 
 
-@pytest.fixture(scope="module")
-def page(server, browser):
+def _open_page(browser, url: str):
+    """A 1400x1000 page on the app at ``url`` that collects page errors in ``page.errors``."""
     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
     pg.errors = []
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.goto(server)
+    pg.goto(url)
     pg.wait_for_selector("text=Memory Workbench", timeout=60000)
+    return pg
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    pg = _open_page(browser, server)
     yield pg
     pg.close()
 
@@ -270,11 +276,7 @@ def demo_page(replay_demo, browser):
     proc, url = _serve(replay_demo)
     try:
         _wait_http(url, proc)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.errors = []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        pg.goto(url)
-        pg.wait_for_selector("text=Memory Workbench", timeout=60000)
+        pg = _open_page(browser, url)
         yield pg
         pg.close()
     finally:
