@@ -1,6 +1,6 @@
-"""The mechanism census as a compact block for the app header: one line per method,
-"AMA: 0 updates at ingestion (not fired), 1 Retry verdict · ...", each zero visibly marked as not
-fired with its evidence (the ``why_zero`` text read from the run) as a tooltip and below the line.
+"""The mechanism census as a compact block for the app header: a small table, one row per method
+(what fired, what did not, failures), each zero visibly marked as not fired with its evidence (the
+``why_zero`` text read from the run) as a tooltip and listed below the table; collapsible.
 
 The counts come from ``<run>/mechanisms.json`` (written by ``workbench demo``, ``workbench eval``
 and ``workbench mechanisms``); a run without that file, or with a damaged one, is counted on the
@@ -43,19 +43,26 @@ def _item_html(item: dict) -> str:
 
 
 def census_html(value: dict | None, source: str = "") -> str:
-    """The header block: per method its headline counts and its failures, zeros marked not fired."""
+    """The header block: a small table, one row per method — what fired, what did not (each zero
+    marked "not fired", its evidence as a tooltip and listed under "why the zeros"), and failures."""
     if value is None:
         return box(f'<p class="wb-muted">Mechanisms: {esc(source)}</p>')
-    lines, notes = [], []
+    rows, notes = [], []
     for h in headline(value):
-        items = [_item_html(i) for i in h["items"]]
+        fired = [_item_html(i) for i in h["items"] if i["fired"] is True]
+        idle = [_item_html(i) for i in h["items"] if i["fired"] is not True]
         failures = [f'<span class="wb-refresh">{esc(item_text(f))}</span>' for f in h["failures"]]
-        if not items and not failures:
+        if not fired and not idle and not failures:
             continue
-        lines.append(f"<b>{esc(h['method'])}</b>: " + ", ".join(items + failures))
+        rows.append(f"<tr><td><b>{esc(h['method'])}</b></td><td>{', '.join(fired) or '—'}</td>"
+                    f"<td>{', '.join(idle) or '—'}</td><td>{', '.join(failures) or '—'}</td></tr>")
         notes += [f"{esc(h['method'])} · {esc(i['label'])}: {esc(i['note'])}" for i in h["items"]
                   if i["fired"] is not True and i["note"]]
-    body = " · ".join(lines) or '<span class="wb-muted">no method mechanism recorded in this run</span>'
+    if rows:
+        body = ("<table><tr><th>method</th><th>fired</th><th>did not fire (zero in this run)</th>"
+                "<th>failures</th></tr>" + "".join(rows) + "</table>")
+    else:
+        body = '<span class="wb-muted">no method mechanism recorded in this run</span>'
     scripted = ('<b>Scripted run</b>: these counts show the plumbing, not a model. ' if value.get("scripted") else "")
     problems = value.get("problems") or []
     extra = (f'<details><summary>why the zeros, from the run ({len(notes)})</summary><ul>'
@@ -63,8 +70,8 @@ def census_html(value: dict | None, source: str = "") -> str:
     if problems:
         extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
-    return box(f"<p><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)})</small>: {scripted}{body}</p>"
-               f"{extra}")
+    return box(f"<details open><summary><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)}) counted "
+               f"from what the run recorded</small></summary>{scripted}{body}{extra}</details>")
 
 
 def census_pane(run_dir):
