@@ -33,14 +33,11 @@
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+from workbench.demo import demo_methods, notebook_setup
 
-llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
-emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
-conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
-qa = {q.id: q for q in conv.qa}
-demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
-print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
+# the replay LLM over the committed cassette (every call below is a recorded reply), the MiniLM embedder
+# (int8 ONNX, offline), the first sessions of sample-1 and the questions recorded in the cassette
+llm, emb, conv, qa, demo_qs = notebook_setup()
 
 # %%
 # NBVAL_CHECK_OUTPUT

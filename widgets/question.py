@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.eval.attribution import Attribution, attribute
 from workbench.eval.audit import is_reliable, reliability_note
-from workbench.trace import Answer, Hit
+from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
 from .html import DisplaysWidget, box, clip, esc, source_ids_html, table_html
 
@@ -196,10 +196,6 @@ def failure_note(row: Mapping[str, Any]) -> FailureNote:
                        "; ".join(minor), miss)
 
 
-#: trace step kinds whose text becomes the answer (plain answer, HyMem's final, H-Mem's synthesis)
-WRITER_KINDS = ("answer", "final", "synthesize", "generate")
-
-
 def _writer_fell_back(row: Mapping[str, Any], severe: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the step that wrote the answer (or the answer as a whole) failed, as opposed to an
     earlier step such as a router decision. Without a readable trace, any failure counts."""
@@ -209,7 +205,7 @@ def _writer_fell_back(row: Mapping[str, Any], severe: Sequence[Mapping[str, Any]
     if not isinstance(steps, list) or not steps:
         return True
     kinds = [s.get("kind") if isinstance(s, Mapping) else None for s in steps]
-    writers = {i for i, k in enumerate(kinds) if k in WRITER_KINDS}
+    writers = {i for i, k in enumerate(kinds) if k in ANSWER_WRITER_KINDS}
     if not writers:
         return True
     for f in severe:
@@ -223,7 +219,7 @@ def _writer_fell_back(row: Mapping[str, Any], severe: Sequence[Mapping[str, Any]
 def _step_role(role: Any) -> bool:
     """A failed call's role that names a step other than the answer writer (router, planner...)."""
     r = _text(role)
-    return bool(r) and not any(w in r.rsplit(".", 1)[-1] for w in ("answer", "final", "synth", "generat"))
+    return bool(r) and not any(w in r.rsplit(".", 1)[-1] for w in ("answer", "final", "synth"))
 
 
 def judge_trust(row: Mapping[str, Any], audits: Mapping[str, Any] | None) -> tuple[bool, str]:

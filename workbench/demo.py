@@ -11,6 +11,7 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 from .data import Conversation, Dataset, load_sample
 from .data import SAMPLE_DIR
@@ -73,6 +74,29 @@ def knowledge_update_slice(name: str) -> Conversation:
 
 def demo_conversation() -> Conversation:
     return load_sample()[0].head(DEMO_SESSIONS)
+
+
+class NotebookSetup(NamedTuple):
+    """What every method notebook starts from (``llm, emb, conv, qa, demo_qs = notebook_setup()``)."""
+
+    llm: object  # the replay LLM over the committed cassette
+    emb: object  # the demo embedder (all-MiniLM-L6-v2, int8 ONNX)
+    conv: Conversation  # the demo slice
+    qa: dict  # question id -> QA of the slice
+    demo_qs: list  # the recorded demo questions, in DEMO_QUESTIONS order
+
+
+def notebook_setup(*, mode: str = "replay", show: bool = True) -> NotebookSetup:
+    """The shared first cell of notebooks 01-06, written once: the demo LLM (by default replay-only,
+    so every call is a recorded reply), the embedder, the demo slice and its recorded questions.
+    Notebook 00 spells the same steps out. ``show`` prints one line describing the slice."""
+    conv = demo_conversation()
+    qa = {q.id: q for q in conv.qa}
+    demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]
+    if show:
+        print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs),
+              "demo questions")
+    return NotebookSetup(demo_llm(mode=mode), demo_embedder(), conv, qa, demo_qs)
 
 
 def demo_dataset() -> Dataset:

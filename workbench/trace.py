@@ -124,6 +124,12 @@ class Hit(_Record):
         return cls(**d)
 
 
+#: step kinds whose text becomes the answer (a plain ``answer``, HyMem's ``final``, H-Mem's
+#: ``synthesize``); the last one in a trace wrote the answer the method returned. Readers of traces
+#: (the mechanism census, the Question view) use it to tell a failed answer from a failed earlier step.
+ANSWER_WRITER_KINDS = ("answer", "final", "synthesize")
+
+
 @dataclass(frozen=True)
 class Step(_Record):
     """One decision a method made while answering (a tier, a router action, a judge verdict...).

@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 from ..jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic
 from ..rundir import id_from_name
+from ..trace import ANSWER_WRITER_KINDS
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -48,8 +49,6 @@ SCHEMA = "mechanisms/1"
 FILE = "mechanisms.json"
 #: router step ``forced`` values (memr3_state.GUARDS) and the two unforced causes, in display order
 ROUTER_CAUSES = ("choice", "budget", "empty_retrieval", "reflect_streak", "nothing_left", "fallback")
-#: the step kinds whose text becomes the answer, last one wins (answer, HyMem final, H-Mem synthesis)
-_WRITER_KINDS = ("answer", "final", "synthesize")
 
 
 # ================================================================================================
@@ -202,7 +201,7 @@ def _fallback_answer(t: _Trace) -> bool:
     """Did the text returned come from a fallback path rather than the method's answer call?"""
     if t.error:
         return True
-    writers = [(k, d) for k, d in t.steps if k in _WRITER_KINDS]
+    writers = [(k, d) for k, d in t.steps if k in ANSWER_WRITER_KINDS]
     if not writers:
         return False
     kind, data = writers[-1]
