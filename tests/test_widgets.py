@@ -249,3 +249,13 @@ def test_compare_built_methods_records_failures(tiny_conv):
 
 def test_esc_handles_any_value():
     assert esc(None) == "" and esc(3) == "3" and esc('"><script>') == "&quot;&gt;&lt;script&gt;"
+
+
+def test_source_ids_are_capped_but_gold_is_always_listed():
+    from widgets.html import source_ids_html
+
+    ids = [f"D1:{i}" for i in range(1, 54)]
+    html = source_ids_html(ids, gold={"D1:40"}, limit=12)
+    assert "D1:12" in html and "D1:13 " not in html and "(+40 more)" in html
+    assert 'title="gold evidence">D1:40<' in html
+    assert "more" not in source_ids_html(ids[:5], limit=12)

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Mapping
 from .html import box, esc, source_ids_html, table_html
 
 _NORM = re.compile(r"[^a-z0-9 ]+")
+#: source ids listed per row before the rest is counted (gold evidence is always listed)
+SOURCES_SHOWN = 8
 
 
 def _norm(text: str) -> str:
@@ -86,7 +88,8 @@ class Comparison:
         if self.evidence:
             cols += ["evidence_recall"]
         cols += ["sources", "error"]
-        rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence)} for r in self.rows]
+        rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence, limit=SOURCES_SHOWN)}
+                for r in self.rows]
         escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
         gold = "" if self.gold is None else (f"<br><b>gold:</b> {esc(self.gold)} "
                                              "<small>(f1 / contains_gold are lexical checks, not a judge)</small>")

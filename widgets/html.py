@@ -124,10 +124,16 @@ def turn_index(conversation) -> dict:
     return {t.id: t for t in conversation.turns}
 
 
-def source_ids_html(ids: Iterable[str], gold: Iterable[str] = ()) -> str:
-    gold = set(gold)
-    return " ".join(f'<span class="wb-gold" title="gold evidence">{esc(i)}</span>' if i in gold else esc(i)
-                    for i in ids)
+def source_ids_html(ids: Iterable[str], gold: Iterable[str] = (), *, limit: int | None = None) -> str:
+    """Source ids, gold evidence marked. With ``limit``, at most that many ids plus every gold one are
+    listed and the rest counted ("+41 more"), so a Full-Context row does not list all its turns."""
+    gold, ids = set(gold), list(ids)
+    shown = ids if limit is None or len(ids) <= limit else [
+        i for n, i in enumerate(ids) if n < limit or i in gold]
+    out = " ".join(f'<span class="wb-gold" title="gold evidence">{esc(i)}</span>' if i in gold else esc(i)
+                   for i in shown)
+    rest = len(ids) - len(shown)
+    return out + (f' <span class="wb-muted">(+{rest} more)</span>' if rest else "")
 
 
 def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str] = ()) -> str:
