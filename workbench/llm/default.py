@@ -40,11 +40,23 @@ def llm_from_spec(spec: str) -> BaseLLM:
     raise ValueError(f"unknown LLM spec {spec!r}; expected openai:, local, gguf: or replay:")
 
 
+#: environment variable: MiB of RAM for llama.cpp prefix states (``LlamaCpp(state_cache_mb=...)``) in
+#: live runs started from the command line; a judge between two answers then no longer evicts their prefix
+STATE_CACHE_ENV = "WORKBENCH_STATE_CACHE_MB"
+
+
 def local_llm(name: str | None = None, **kw) -> BaseLLM:
-    """The offline llama.cpp model (assembled and sha256-verified on first use)."""
+    """The offline llama.cpp model (assembled and sha256-verified on first use).
+
+    ``WORKBENCH_STATE_CACHE_MB`` turns the RAM prefix-state cache on when ``state_cache_mb`` is not given."""
     from ..runtime import models
     from .llamacpp import LlamaCpp
 
+    if "state_cache_mb" not in kw and os.environ.get(STATE_CACHE_ENV):
+        raw = os.environ[STATE_CACHE_ENV]
+        if not raw.isdigit():
+            raise ValueError(f"{STATE_CACHE_ENV}={raw!r}: expected a whole number of MiB")
+        kw["state_cache_mb"] = int(raw)
     name = name or models.find_installed()
     if name is None:
         raise NoModelError(NO_MODEL_HELP)

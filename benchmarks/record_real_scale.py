@@ -1,0 +1,173 @@
+"""Record whole-conversation LoCoMo runs, one method at a time, resumably (issue: real scale, CPU plan).
+
+For each method, in the staged order (cheap to build first), this runs the ordinary command
+``workbench eval --method M --data locomo:<dev copy> --conversations conv-30 --categories 1,2,3,4
+--llm local --judge same --save-memories`` in a subprocess, live behind the cassette
+``runs/real_scale/cassettes/M-conv-30.jsonl`` and into the run directory ``runs/real_scale/M``. With
+``WORKBENCH_STATE_CACHE_MB`` set, llama.cpp keeps prefix states in RAM, so the judge between two answers
+does not throw away Full-Context's 13k-token conversation prefix.
+
+Resumable at every level: a rerun skips methods already published, the harness skips finished questions,
+and finished calls (construction included) replay from the cassette. Only a method whose every planned
+question has a stored row is published: its cassette is copied (atomically) to
+``sample_data/cassettes/locomo/M-conv-30.jsonl``, next to the CC BY-NC 4.0 notice, and its recording
+figures (wall time summed over sessions, calls, live calls) go to
+``benchmarks/results/real_scale_recordings.json``. Committing is left to the person running it.
+
+Wall time survives a killed session: a heartbeat adds the elapsed seconds to ``runs/real_scale/wall.json``
+every minute.
+
+Usage: python -m benchmarks.record_real_scale [--methods naive_rag full_context ...] [--model NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
+WORK = ROOT / "runs" / "real_scale"
+PUBLISHED = ROOT / "sample_data" / "cassettes" / "locomo"
+RECORDINGS = ROOT / "benchmarks" / "results" / "real_scale_recordings.json"
+CONVERSATION = "conv-30"
+CATEGORIES = "1,2,3,4"
+#: the issue's staged order: cheap to build first, then RecMem with the Mem0-style reference, then AMA
+ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_style", "ama")
+STATE_CACHE_MB = 1024
+
+
+def cassette_name(method: str) -> str:
+    return f"{method}-{CONVERSATION}.jsonl"
+
+
+def planned_ids() -> list[str]:
+    from workbench.data import load_dataset
+    from workbench.eval import select
+
+    data = load_dataset(f"locomo:{LOCOMO}")
+    return [q.id for _, qs in select(data, conversations=CONVERSATION, categories=[1, 2, 3, 4]) for q in qs]
+
+
+def stored_ids(method: str) -> set[str]:
+    """Question ids with a stored row for ``method`` (failed rows count: they are recorded outcomes)."""
+    from workbench.eval.store import load_rows
+
+    path = WORK / method / "results.jsonl"
+    if not path.exists():
+        return set()
+    return {r.get("qa_id") or r.get("question_id") for r in load_rows([path]) if r.get("method") == method}
+
+
+def _load_json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+class Heartbeat:
+    """Adds elapsed wall seconds for ``method`` to ``wall.json`` every ``every`` s and at stop."""
+
+    def __init__(self, method: str, every: float = 60.0):
+        self.method, self.every = method, every
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _flush(self) -> None:
+        now = time.monotonic()
+        path = WORK / "wall.json"
+        data = _load_json(path)
+        data[self.method] = round(data.get(self.method, 0.0) + now - self._last, 1)
+        self._last = now
+        _write_json(path, data)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._flush()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._flush()
+
+
+def cassette_counts(path: Path) -> int:
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def record(method: str, model: str | None) -> int:
+    """One ``workbench eval`` subprocess for ``method``; its exit status."""
+    cassette = WORK / "cassettes" / cassette_name(method)
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "workbench", "eval", "--method", method, "--data", f"locomo:{LOCOMO}",
+           "--conversations", CONVERSATION, "--categories", CATEGORIES, "--llm", f"local:{model}" if model else "local",
+           "--judge", "same", "--cassette", str(cassette), "--out", str(WORK / method), "--save-memories",
+           "--no-progress"]
+    env = {**os.environ, "WORKBENCH_STATE_CACHE_MB": str(STATE_CACHE_MB)}
+    print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
+    with Heartbeat(method):
+        return subprocess.call(cmd, env=env, cwd=ROOT)
+
+
+def publish(method: str, model: str | None) -> dict:
+    """Copy the finished cassette next to the licence notice and note the recording's figures."""
+    src = WORK / "cassettes" / cassette_name(method)
+    dst = PUBLISHED / cassette_name(method)
+    tmp = dst.with_suffix(".jsonl.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+    manifest = _load_json(WORK / method / "manifest.json")
+    entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
+             "questions": len(stored_ids(method)), "model": model or manifest.get("model") or "local default",
+             "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
+             "cassette_entries": cassette_counts(dst), "cassette": str(dst.relative_to(ROOT)),
+             "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "machine": {"cpu_count": os.cpu_count(), "state_cache_mb": STATE_CACHE_MB}}
+    data = _load_json(RECORDINGS) or {"benchmark": "real_scale_recordings", "recordings": {}}
+    data["recordings"][method] = entry
+    _write_json(RECORDINGS, data)
+    return entry
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", nargs="+", default=list(ORDER), help="methods, in recording order")
+    parser.add_argument("--model", default=None, help="offline model name (default: the installed default)")
+    args = parser.parse_args(argv)
+    if not LOCOMO.exists():
+        print(f"LoCoMo dev copy not found at {LOCOMO}; nothing to record", file=sys.stderr)
+        return 2
+    plan = set(planned_ids())
+    for method in args.methods:
+        if (PUBLISHED / cassette_name(method)).exists() and plan <= stored_ids(method):
+            print(f"{method}: already published, skipped", flush=True)
+            continue
+        rc = record(method, args.model)
+        missing = plan - stored_ids(method)
+        if rc != 0 or missing:
+            print(f"{method}: not finished (exit {rc}, {len(missing)} of {len(plan)} questions without a row); "
+                  "rerun to resume", flush=True)
+            return rc or 1
+        print(f"{method}: published {publish(method, args.model)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
