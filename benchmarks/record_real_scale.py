@@ -128,6 +128,8 @@ def record(method: str, model: str | None) -> int:
 
 def publish(method: str, model: str | None) -> dict:
     """Copy the finished cassette next to the licence notice and note the recording's figures."""
+    from benchmarks.replay import repo_relative
+
     src = WORK / "cassettes" / cassette_name(method)
     dst = PUBLISHED / cassette_name(method)
     tmp = dst.with_suffix(".jsonl.tmp")
@@ -137,7 +139,7 @@ def publish(method: str, model: str | None) -> dict:
     entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
              "questions": len(stored_ids(method)), "model": model or manifest.get("model") or "local default",
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
-             "cassette_entries": cassette_counts(dst), "cassette": str(dst.relative_to(ROOT)),
+             "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "machine": {"cpu_count": os.cpu_count(), "state_cache_mb": STATE_CACHE_MB}}
     data = _load_json(RECORDINGS) or {"benchmark": "real_scale_recordings", "recordings": {}}

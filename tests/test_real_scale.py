@@ -149,3 +149,106 @@ def test_minilm_vector_is_the_same_alone_or_in_a_batch():
     batched = emb(texts)
     assert batched.shape == (len(texts), 384)
     assert np.allclose(emb(texts[2:3]), batched[2:3], atol=1e-5)
+
+
+# -- the RAM prefix-state cache from the command line ------------------------------------------------
+
+def test_state_cache_env_reaches_the_local_backend(monkeypatch, tmp_path):
+    from workbench.llm import default
+    from workbench.runtime import models
+
+    monkeypatch.setattr(models, "find_installed", lambda: "tiny")
+    monkeypatch.setattr(models, "assemble", lambda name: tmp_path / f"{name}.gguf")
+    monkeypatch.delenv(default.STATE_CACHE_ENV, raising=False)
+    assert default.local_llm().state_cache_mb == 0
+    monkeypatch.setenv(default.STATE_CACHE_ENV, "1024")
+    assert default.local_llm().state_cache_mb == 1024
+    assert default.local_llm(state_cache_mb=8).state_cache_mb == 8  # an explicit argument wins
+    monkeypatch.setenv(default.STATE_CACHE_ENV, "1GB")
+    with pytest.raises(ValueError, match="WORKBENCH_STATE_CACHE_MB"):
+        default.local_llm()
+
+
+# -- the staged recorder and its replay table ---------------------------------------------------------
+
+@pytest.fixture
+def recorder(monkeypatch, tmp_path):
+    """record_real_scale with its folders in tmp_path, a three-question plan and a fake ``record``."""
+    from benchmarks import record_real_scale as rrs
+
+    data = tmp_path / "locomo.json"
+    data.write_text("{}")
+    for name, value in {"WORK": tmp_path / "work", "PUBLISHED": tmp_path / "published",
+                        "RECORDINGS": tmp_path / "recordings.json", "LOCOMO": data}.items():
+        monkeypatch.setattr(rrs, name, value)
+    (tmp_path / "published").mkdir()
+    monkeypatch.setattr(rrs, "planned_ids", lambda: ["c/q0", "c/q1", "c/q2"])
+    answered: dict[str, list[str]] = {}
+
+    def fake_record(method, model):
+        cassette = rrs.WORK / "cassettes" / rrs.cassette_name(method)
+        cassette.parent.mkdir(parents=True, exist_ok=True)
+        cassette.write_text('{"key": "a"}\n{"key": "b"}\n')
+        run = rrs.WORK / method
+        run.mkdir(parents=True, exist_ok=True)
+        with open(run / "results.jsonl", "a") as f:
+            for qid in answered.get(method, []):
+                f.write(f'{{"method": "{method}", "params_hash": "p", "dataset": "locomo", "qa_id": "{qid}"}}\n')
+        return 0
+
+    monkeypatch.setattr(rrs, "record", fake_record)
+    return rrs, answered
+
+
+def test_recorder_publishes_only_a_method_with_every_question_answered(recorder):
+    rrs, answered = recorder
+    answered["naive_rag"] = ["c/q0", "c/q1", "c/q2"]
+    answered["hmem"] = ["c/q0"]  # interrupted: two questions without a row
+    assert rrs.main(["--methods", "naive_rag", "hmem", "hymem"]) == 1  # stops at the unfinished method
+    assert (rrs.PUBLISHED / "naive_rag-conv-30.jsonl").read_text().count("\n") == 2
+    assert not (rrs.PUBLISHED / "hmem-conv-30.jsonl").exists()
+    rec = __import__("json").loads(rrs.RECORDINGS.read_text())["recordings"]
+    assert list(rec) == ["naive_rag"] and rec["naive_rag"]["questions"] == 3
+    assert rec["naive_rag"]["cassette_entries"] == 2
+
+
+def test_recorder_skips_published_methods_and_resumes_the_rest(recorder, monkeypatch):
+    rrs, answered = recorder
+    answered["naive_rag"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "naive_rag"]) == 0
+    calls = []
+    original = rrs.record
+    monkeypatch.setattr(rrs, "record", lambda m, model: calls.append(m) or original(m, model))
+    answered["hmem"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "naive_rag", "hmem"]) == 0
+    assert calls == ["hmem"]  # naive_rag was published and complete: not recorded again
+
+
+def test_real_scale_table_markdown_names_model_audit_and_anchor():
+    from benchmarks.bench_real_scale import ANCHORS, to_markdown
+
+    line = {"method": "hymem", "model": "qwen2.5-coder-0.5b", "n": 81.0, "f1": 0.2512, "accuracy": 0.5,
+            "judge_false_accept": 0.45, "evidence_recall": 0.4, "query_tokens": 1500.0, "fc_token_ratio": 0.11,
+            "construction_tokens": 90000.0, "construction_calls": 240, "errors": 2.0, "recording_wall_s": 5400,
+            "paper_anchor": ANCHORS["hymem"]["text"]}
+    md = to_markdown([line, {**line, "method": "naive_rag", "model": None, "accuracy": None,
+                             "judge_false_accept": None, "recording_wall_s": None, "paper_anchor": None}])
+    rows = md.splitlines()
+    assert len(rows) == 4 and all(r.count("|") == rows[0].count("|") for r in rows)
+    assert "qwen2.5-coder-0.5b" in rows[2] and "0.500 (45%)" in rows[2] and "90 min" in rows[2]
+    assert "7.0 %" in rows[2] and "0.251" in rows[2]
+    assert "| – |" in rows[3]  # no judge accuracy: a dash, not 0
+    assert to_markdown([]).startswith("_no whole-conversation")
+
+
+def test_real_scale_replay_skips_cleanly_without_data_or_recordings(monkeypatch, tmp_path):
+    from benchmarks import bench_real_scale as brs
+
+    monkeypatch.setattr(brs, "LOCOMO", tmp_path / "absent.json")
+    assert brs.run(tmp_path)["status"] == "skipped"
+    data = tmp_path / "locomo.json"
+    data.write_text("{}")
+    monkeypatch.setattr(brs, "LOCOMO", data)
+    monkeypatch.setattr(brs, "PUBLISHED", tmp_path / "none")
+    out = brs.run(tmp_path)
+    assert out["status"] == "skipped" and "no recording" in out["note"]
