@@ -126,6 +126,29 @@ def record(method: str, model: str | None) -> int:
         return subprocess.call(cmd, env=env, cwd=ROOT)
 
 
+def prefix_reuse(path: Path) -> dict | None:
+    """Prompt tokens llama.cpp evaluated / sent, summed over the recording's live sessions, by call group
+    (the method's own roles vs. the judge). None when no session left figures (e.g. recorded before
+    the eval command wrote them)."""
+    from benchmarks.bench_prefix_reuse import ratio, role_method
+    from workbench.jsonl import read_jsonl
+
+    if not path.exists():
+        return None
+    groups: dict[str, dict] = {}
+    sessions = read_jsonl(path).rows
+    for line in sessions:
+        for role, s in (line.get("by_role") or {}).items():
+            g = groups.setdefault(role_method(role), {"calls": 0, "sent": 0, "evaluated": 0})
+            for k in g:
+                g[k] += int(s.get(k) or 0)
+    for g in groups.values():
+        g["ratio"] = ratio(g["evaluated"], g["sent"])
+    total = {k: sum(g[k] for g in groups.values()) for k in ("calls", "sent", "evaluated")}
+    return {"sessions": len(sessions), "all_calls": {**total, "ratio": ratio(total["evaluated"], total["sent"])},
+            "by_group": groups, "note": "prompt tokens llama.cpp evaluated / prompt tokens sent (1.0 = no reuse)"}
+
+
 def publish(method: str, model: str | None) -> dict:
     """Copy the finished cassette next to the licence notice and note the recording's figures."""
     from benchmarks.replay import repo_relative
@@ -141,7 +164,8 @@ def publish(method: str, model: str | None) -> dict:
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "machine": {"cpu_count": os.cpu_count(), "state_cache_mb": STATE_CACHE_MB}}
+             "machine": {"cpu_count": os.cpu_count(), "state_cache_mb": STATE_CACHE_MB},
+             "prefix_reuse": prefix_reuse(WORK / method / "prefix_stats.jsonl")}
     data = _load_json(RECORDINGS) or {"benchmark": "real_scale_recordings", "recordings": {}}
     data["recordings"][method] = entry
     _write_json(RECORDINGS, data)

@@ -252,3 +252,24 @@ def test_real_scale_replay_skips_cleanly_without_data_or_recordings(monkeypatch,
     monkeypatch.setattr(brs, "PUBLISHED", tmp_path / "none")
     out = brs.run(tmp_path)
     assert out["status"] == "skipped" and "no recording" in out["note"]
+
+
+def test_prefix_stats_of_live_sessions_are_saved_and_summed(tmp_path):
+    from benchmarks.record_real_scale import prefix_reuse
+    from workbench.eval.cli import _save_prefix_stats
+
+    class Backend:
+        model, state_cache_mb = "m", 1024
+        prefix_stats = {"full_context.answer": {"calls": 2, "sent": 1000, "evaluated": 600},
+                        "judge.locomo": {"calls": 2, "sent": 400, "evaluated": 100}}
+
+    wrapped = type("Cached", (), {"inner": Backend()})()
+    _save_prefix_stats(tmp_path, "full_context", wrapped)  # first session
+    _save_prefix_stats(tmp_path, "full_context", Backend())  # a resumed session, unwrapped backend
+    _save_prefix_stats(tmp_path, "naive_rag", object())  # a backend without figures writes nothing
+    got = prefix_reuse(tmp_path / "prefix_stats.jsonl")
+    assert got["sessions"] == 2
+    assert got["by_group"]["full_context"] == {"calls": 4, "sent": 2000, "evaluated": 1200, "ratio": 0.6}
+    assert got["by_group"]["judge"]["ratio"] == 0.25
+    assert got["all_calls"]["ratio"] == round(1400 / 2800, 4)
+    assert prefix_reuse(tmp_path / "absent.jsonl") is None

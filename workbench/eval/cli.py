@@ -128,7 +128,25 @@ def eval_command(args) -> int:
                    retry_errors=args.retry_errors, extra_manifest=setup.manifest(),
                    estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
     _finish(out, res)
+    _save_prefix_stats(out, method.name, llm)
     return 0
+
+
+def _save_prefix_stats(out: Path, method: str, llm) -> None:
+    """Append this session's prompt tokens sent vs. evaluated per role (llama.cpp backends only) to
+    ``RUN_DIR/prefix_stats.jsonl``: one line per live session, so a recording spread over several
+    sessions can be summed. Replayed calls never reach the backend and are not counted."""
+    import json
+
+    backend = getattr(llm, "inner", llm)
+    stats = getattr(backend, "prefix_stats", None)
+    if not stats:
+        return
+    line = {"method": method, "model": getattr(backend, "model", None),
+            "state_cache_mb": getattr(backend, "state_cache_mb", None),
+            "by_role": {role: dict(s) for role, s in stats.items()}}
+    with open(out / "prefix_stats.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def _finish(out: Path, res) -> None:
