@@ -3,9 +3,13 @@
 For each method, in the staged order (cheap to build first), this runs the ordinary command
 ``workbench eval --method M --data locomo:<dev copy> --conversations conv-30 --categories 1,2,3,4
 --llm local --judge same --save-memories`` in a subprocess, live behind the cassette
-``runs/real_scale/cassettes/M-conv-30.jsonl`` and into the run directory ``runs/real_scale/M``. With
-``WORKBENCH_STATE_CACHE_MB`` set, llama.cpp keeps prefix states in RAM, so the judge between two answers
-does not throw away Full-Context's 13k-token conversation prefix.
+``runs/real_scale/cassettes/M-conv-30.jsonl``, in two passes so that consecutive calls share their prefix
+in llama.cpp's KV cache: pass 1 answers every question with no judge (``runs/real_scale/M-answers``), so
+Full-Context's 13k-token conversation prefix is evaluated once, not once per question; pass 2 is the
+same command with ``--judge same`` into ``runs/real_scale/M``: every method call replays from the
+cassette and only the judge runs live. (llama-cpp-python's RAM prefix-state cache, ``WORKBENCH_STATE_CACHE_MB``,
+would do the same in one pass, but each saved state also copies the ~311 MB logits buffer its capacity does
+not count: the first naive_rag recording with a 1 GB cap grew to 24 GB and was killed by the OOM killer.)
 
 Resumable at every level: a rerun skips methods already published, the harness skips finished questions,
 and finished calls (construction included) replay from the cassette. Only a method whose every planned
@@ -41,7 +45,6 @@ CONVERSATION = "conv-30"
 CATEGORIES = "1,2,3,4"
 #: the issue's staged order: cheap to build first, then RecMem with the Mem0-style reference, then AMA
 ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_style", "ama")
-STATE_CACHE_MB = 1024
 
 
 def cassette_name(method: str) -> str:
@@ -113,30 +116,38 @@ def cassette_counts(path: Path) -> int:
 
 
 def record(method: str, model: str | None) -> int:
-    """One ``workbench eval`` subprocess for ``method``; its exit status."""
+    """Two ``workbench eval`` subprocesses for ``method`` (answers, then the judge); the first non-zero exit
+    status, else 0."""
     cassette = WORK / "cassettes" / cassette_name(method)
     cassette.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "workbench", "eval", "--method", method, "--data", f"locomo:{LOCOMO}",
-           "--conversations", CONVERSATION, "--categories", CATEGORIES, "--llm", f"local:{model}" if model else "local",
-           "--judge", "same", "--cassette", str(cassette), "--out", str(WORK / method), "--save-memories",
-           "--no-progress"]
-    env = {**os.environ, "WORKBENCH_STATE_CACHE_MB": str(STATE_CACHE_MB)}
-    print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
+    data = os.path.relpath(LOCOMO, ROOT)  # relative: the run manifests name no machine's paths
+    base = [sys.executable, "-m", "workbench", "eval", "--method", method, "--data", f"locomo:{data}",
+            "--conversations", CONVERSATION, "--categories", CATEGORIES,
+            "--llm", f"local:{model}" if model else "local", "--cassette", str(cassette.relative_to(ROOT)),
+            "--save-memories", "--no-progress"]
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_STATE_CACHE_MB"}
     with Heartbeat(method):
-        return subprocess.call(cmd, env=env, cwd=ROOT)
+        for extra in (["--out", str((WORK / f"{method}-answers").relative_to(ROOT))],
+                      ["--out", str((WORK / method).relative_to(ROOT)), "--judge", "same"]):
+            cmd = base + extra
+            print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
+            rc = subprocess.call(cmd, env=env, cwd=ROOT)
+            if rc != 0:
+                return rc
+    return 0
 
 
-def prefix_reuse(path: Path) -> dict | None:
+def prefix_reuse(*paths: Path) -> dict | None:
     """Prompt tokens llama.cpp evaluated / sent, summed over the recording's live sessions, by call group
     (the method's own roles vs. the judge). None when no session left figures (e.g. recorded before
     the eval command wrote them)."""
     from benchmarks.bench_prefix_reuse import ratio, role_method
     from workbench.jsonl import read_jsonl
 
-    if not path.exists():
+    sessions = [row for p in paths if p.exists() for row in read_jsonl(p).rows]
+    if not sessions:
         return None
     groups: dict[str, dict] = {}
-    sessions = read_jsonl(path).rows
     for line in sessions:
         for role, s in (line.get("by_role") or {}).items():
             g = groups.setdefault(role_method(role), {"calls": 0, "sent": 0, "evaluated": 0})
@@ -164,8 +175,9 @@ def publish(method: str, model: str | None) -> dict:
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "machine": {"cpu_count": os.cpu_count(), "state_cache_mb": STATE_CACHE_MB},
-             "prefix_reuse": prefix_reuse(WORK / method / "prefix_stats.jsonl")}
+             "machine": {"cpu_count": os.cpu_count()},
+             "prefix_reuse": prefix_reuse(WORK / f"{method}-answers" / "prefix_stats.jsonl",
+                                          WORK / method / "prefix_stats.jsonl")}
     data = _load_json(RECORDINGS) or {"benchmark": "real_scale_recordings", "recordings": {}}
     data["recordings"][method] = entry
     _write_json(RECORDINGS, data)

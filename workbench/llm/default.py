@@ -41,7 +41,8 @@ def llm_from_spec(spec: str) -> BaseLLM:
 
 
 #: environment variable: MiB of RAM for llama.cpp prefix states (``LlamaCpp(state_cache_mb=...)``) in
-#: live runs started from the command line; a judge between two answers then no longer evicts their prefix
+#: live runs started from the command line; a judge between two answers then no longer evicts their prefix.
+#: Short runs only: each saved state also holds an uncounted ~311 MB logits copy (see ``llamacpp``)
 STATE_CACHE_ENV = "WORKBENCH_STATE_CACHE_MB"
 
 

@@ -12,7 +12,11 @@ smaller KV cache. A prompt that does not fit even the limit raises ``LLMError`` 
 
 Prefix reuse: llama-cpp-python keeps the KV cache of the previous call and evaluates only the
 tokens after the longest common prefix; ``state_cache_mb`` > 0 also keeps whole prefix states in
-RAM (``LlamaRAMCache``) so an interleaved call does not throw a shared prefix away. Every call
+RAM (``LlamaRAMCache``) so an interleaved call does not throw a shared prefix away — for short
+prompts only: llama-cpp-python copies the whole logits buffer (n_batch x vocabulary floats, ~311 MB
+for Qwen2.5) into every saved state and its capacity does not count it, so a live LoCoMo recording
+with a 1 GB cap grew to 24 GB and was OOM-killed. Long recordings order their calls instead
+(``benchmarks/record_real_scale.py``: answers first, the judge in a second pass). Every call
 adds to ``prefix_stats`` (prompt tokens sent vs. evaluated, per role), which
 ``benchmarks/bench_prefix_reuse.py`` reports.
 """
