@@ -115,6 +115,13 @@ def cassette_counts(path: Path) -> int:
         return sum(1 for line in f if line.strip())
 
 
+def cassette_models(path: Path) -> list[str]:
+    """The model names the cassette's replies came from (what the tables must name)."""
+    from workbench.jsonl import read_jsonl
+
+    return sorted({str(e["model"]) for e in read_jsonl(path).rows if e.get("model")})
+
+
 def record(method: str, model: str | None) -> int:
     """Two ``workbench eval`` subprocesses for ``method`` (answers, then the judge); the first non-zero exit
     status, else 0."""
@@ -169,9 +176,8 @@ def publish(method: str, model: str | None) -> dict:
     tmp = dst.with_suffix(".jsonl.tmp")
     shutil.copyfile(src, tmp)
     os.replace(tmp, dst)
-    manifest = _load_json(WORK / method / "manifest.json")
     entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
-             "questions": len(stored_ids(method)), "model": model or manifest.get("model") or "local default",
+             "questions": len(stored_ids(method)), "model": ", ".join(cassette_models(dst)) or model or "unknown",
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -188,7 +188,7 @@ def recorder(monkeypatch, tmp_path):
     def fake_record(method, model):
         cassette = rrs.WORK / "cassettes" / rrs.cassette_name(method)
         cassette.parent.mkdir(parents=True, exist_ok=True)
-        cassette.write_text('{"key": "a"}\n{"key": "b"}\n')
+        cassette.write_text('{"key": "a", "model": "m-0.5b"}\n{"key": "b", "model": "m-0.5b"}\n')
         run = rrs.WORK / method
         run.mkdir(parents=True, exist_ok=True)
         with open(run / "results.jsonl", "a") as f:
@@ -209,7 +209,7 @@ def test_recorder_publishes_only_a_method_with_every_question_answered(recorder)
     assert not (rrs.PUBLISHED / "hmem-conv-30.jsonl").exists()
     rec = __import__("json").loads(rrs.RECORDINGS.read_text())["recordings"]
     assert list(rec) == ["naive_rag"] and rec["naive_rag"]["questions"] == 3
-    assert rec["naive_rag"]["cassette_entries"] == 2
+    assert rec["naive_rag"]["cassette_entries"] == 2 and rec["naive_rag"]["model"] == "m-0.5b"
 
 
 def test_recorder_skips_published_methods_and_resumes_the_rest(recorder, monkeypatch):
