@@ -44,7 +44,10 @@ COLUMNS = ["n", "f1", "accuracy", "judge_false_accept", "evidence_recall", "turn
 
 
 def published_methods(methods=None) -> list[str]:
-    return [m for m in (methods or ORDER) if (PUBLISHED / cassette_name(m)).is_file()]
+    """Methods the recorder published (every planned question answered) whose cassette is present; a
+    cassette alone may be an older partial recording (e.g. a single Full-Context question)."""
+    done = (json.loads(RECORDINGS.read_text()) if RECORDINGS.exists() else {}).get("recordings", {})
+    return [m for m in (methods or ORDER) if m in done and (PUBLISHED / cassette_name(m)).is_file()]
 
 
 def replay_one(name: str, store, embedder) -> dict:

@@ -273,3 +273,15 @@ def test_prefix_stats_of_live_sessions_are_saved_and_summed(tmp_path):
     assert got["by_group"]["judge"]["ratio"] == 0.25
     assert got["all_calls"]["ratio"] == round(1400 / 2800, 4)
     assert prefix_reuse(tmp_path / "absent.jsonl") is None
+
+
+def test_only_recordings_the_recorder_published_are_replayed(monkeypatch, tmp_path):
+    from benchmarks import bench_real_scale as brs
+
+    (tmp_path / "naive_rag-conv-30.jsonl").write_text("")
+    (tmp_path / "full_context-conv-30.jsonl").write_text("")  # an older one-question cassette
+    recordings = tmp_path / "recordings.json"
+    recordings.write_text('{"recordings": {"naive_rag": {}, "hmem": {}}}')  # hmem: published, cassette absent
+    monkeypatch.setattr(brs, "PUBLISHED", tmp_path)
+    monkeypatch.setattr(brs, "RECORDINGS", recordings)
+    assert brs.published_methods() == ["naive_rag"]
