@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 TAB_MARKERS = {"Question": "gold evidence rank",
-               "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+               "Conversations": "search turns", "Memories": "search memories",
+               "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
                "Structures": "One card per method"}
 
@@ -54,15 +55,26 @@ def select_option(page, text: str) -> bool:
     return True
 
 
-def prepare(page, tab: str, question: str = "", method: str = "") -> None:
+def prepare(page, tab: str, question: str = "", method: str = "", turn: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
             page.locator("details[open]").first.wait_for(timeout=20000)
     if tab == "Memories":
+        if select_option(page, "hmem"):  # a method with a structure: its units have events and readers
+            time.sleep(1.0)
+        semantic = page.locator(".bk-btn", has_text="semantic")
+        if semantic.count():  # semantic search with the run's own embedder, scores in the first column
+            semantic.first.click()
+            box = page.locator('input[placeholder="text (substring) or meaning"]')
+            box.fill("what is the greyhound called now")
+            box.press("Enter")
+            page.get_by_text("ranked by score").first.wait_for(timeout=60000)
         page.locator(".tabulator-row").first.click()
         page.get_by_text("Event history").first.wait_for(timeout=20000)
+    if tab == "Lifecycle" and turn and select_option(page, f"{turn} "):
+        page.locator(".wb-life", has_text=f"Turn {turn}").first.wait_for(timeout=20000)
 
 
 def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
@@ -82,8 +94,28 @@ def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
     return saved
 
 
+def shoot_unit(page, out: Path, method: str) -> list[Path]:
+    """From the turn shown in the Lifecycle tab, click a unit of ``method`` (of the first method
+    listed when it has none) and save that unit's lifecycle as ``lifecycle-unit.png``."""
+    section = page.locator(f'details[data-method="{method}"]')
+    if not section.count():
+        section = page.locator("details[data-method]")
+    if not section.count():
+        print("no unit in the Lifecycle tab")
+        return []
+    section = section.first
+    if section.get_attribute("open") is None:  # a long unit list starts folded
+        section.locator("summary").first.click()
+    section.locator("a.wb-link").first.click()
+    page.get_by_text("Answers whose reader saw it").first.wait_for(timeout=20000)
+    time.sleep(1.0)
+    path = out / "lifecycle-unit.png"
+    page.screenshot(path=str(path))
+    return [path]
+
+
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
-          method: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
+          method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -98,11 +130,13 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
                 continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
-            prepare(page, tab, question, method)
+            prepare(page, tab, question, method, turn)
             time.sleep(1.0)  # let plotly finish drawing
             path = out / f"{tab.lower()}.png"
             page.screenshot(path=str(path), full_page=full_page)
             saved.append(path)
+            if tab == "Lifecycle":
+                saved.extend(shoot_unit(page, out, method))
             if tab == "Structures":
                 saved.extend(shoot_structures(page, out, structures or ()))
         browser.close()
@@ -117,7 +151,9 @@ def main(argv=None) -> None:
     ap.add_argument("--height", type=int, default=1100, help="viewport height (the width is 1400)")
     ap.add_argument("--tabs", nargs="*", default=None, help="only these tabs (default: all)")
     ap.add_argument("--question", default="sample-1/q4", help="Question tab: the question to show (its id)")
-    ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand")
+    ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand; Lifecycle tab: "
+                    "the method whose unit is opened (lifecycle-unit.png)")
+    ap.add_argument("--turn", default="D4:3", help="Lifecycle tab: the turn to show")
     ap.add_argument("--structure", nargs="*", default=(), metavar="METHOD",
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
@@ -132,7 +168,7 @@ def main(argv=None) -> None:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
-                              method=a.method, full_page=a.full_page, structures=a.structure):
+                              method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -709,7 +709,7 @@ class LifecycleTab:
         self.open_question: Callable[[str, str], None] | None = None  # set by WorkbenchApp
         self.turn = pn.widgets.Select(label="turn", options={}, sizing_mode="stretch_width")
         self.method = pn.widgets.Select(label="or a unit of method", options=store.methods, width=200)
-        self.unit = pn.widgets.Select(label="unit", options=[], width=260)
+        self.unit = pn.widgets.Select(label="unit", options={"(pick a unit)": ""}, value="", width=260)
         self.back_button = pn.widgets.Button(label="◀ back", width=90, align="end", disabled=True)
         self.body = LinkHTML("", on_link=self.follow)
         self.history: list[tuple[str, ...]] = []
@@ -747,13 +747,18 @@ class LifecycleTab:
         finally:
             self._syncing = False
 
+    def _unit_options(self, method: str | None) -> dict[str, str]:
+        """A placeholder first, so that no unit is picked (and opened) just because it is listed first."""
+        units = self.index.unit_options(method) if self.index and method else []
+        return {"(pick a unit)": "", **{u: u for u in units}}
+
     def _fill_units(self) -> None:
-        opts = self.index.unit_options(self.method.value) if self.index and self.method.value else []
         with self._quiet():
-            self.unit.options = opts
+            self.unit.options = self._unit_options(self.method.value)
+            self.unit.value = ""
 
     def _picked(self, target: tuple) -> None:
-        if not self._syncing and target[-1] is not None:
+        if not self._syncing and target[-1]:
             self.show(target)
 
     def follow(self, target: tuple) -> None:
@@ -775,11 +780,12 @@ class LifecycleTab:
             if target[0] == "turn":
                 if target[1] in self.turn.options.values():
                     self.turn.value = target[1]
+                self.unit.value = ""
             else:
                 if target[1] in self.method.options:
                     self.method.value = target[1]
-                    self.unit.options = self.index.unit_options(target[1])
-                if target[2] in self.unit.options:
+                    self.unit.options = self._unit_options(target[1])
+                if target[2] in self.unit.options.values():
                     self.unit.value = target[2]
         if target[0] == "turn":
             self.body.object = turn_html(self.index.turn(target[1]), links=True)
