@@ -33,11 +33,14 @@ def demo_run(path: Path) -> Path:
     return demo.make_demo_run(path, n_conversations=1, max_questions=20)
 
 
-def wait_http(url: str, timeout: float = 60.0) -> None:
+def wait_http(url: str, timeout: float = 240.0) -> None:
+    """Wait for the app to answer. The first request builds it (tens of seconds on a loaded
+    machine), so each request gets the time left rather than a short timeout that would queue
+    one more build per retry."""
     deadline = time.time() + timeout
     while True:
         try:
-            urllib.request.urlopen(url, timeout=5)
+            urllib.request.urlopen(url, timeout=max(5.0, deadline - time.time()))
             return
         except OSError:
             if time.time() > deadline:
@@ -109,7 +112,32 @@ def shoot_unit(page, out: Path, method: str) -> list[Path]:
     section.locator("a.wb-link").first.click()
     page.get_by_text("Answers whose reader saw it").first.wait_for(timeout=20000)
     time.sleep(1.0)
+    scroll_to_tabs(page)
     path = out / "lifecycle-unit.png"
+    page.screenshot(path=str(path))
+    return [path]
+
+
+def scroll_to_tabs(page) -> None:
+    """Scroll so the tab bar is at the top: the tab's content, not the run header, fills the shot."""
+    top = page.locator(".bk-tab").first.bounding_box()["y"]  # the tabs live in a shadow root
+    page.evaluate(f"window.scrollBy(0, {top - 8})")
+    time.sleep(0.5)
+
+
+def shoot_changes(page, out: Path) -> list[Path]:
+    """The Events table filtered to UPDATE events (before and after side by side): ``events-changes.png``."""
+    kinds = page.locator(".choices").first
+    kinds.click()
+    page.keyboard.type("UPDATE")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.get_by_text("events 1–").first.wait_for(timeout=20000)
+    time.sleep(1.5)
+    page.locator(".wb-events").first.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, -60)")
+    time.sleep(0.5)
+    path = out / "events-changes.png"
     page.screenshot(path=str(path))
     return [path]
 
@@ -123,7 +151,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": height})
-        page.goto(url)
+        page.goto(url, timeout=180000)  # each browser session builds a fresh app: slow on a loaded machine
         page.wait_for_selector("text=Memory Workbench", timeout=60000)
         for tab, marker in TAB_MARKERS.items():
             if tabs and tab not in tabs:
@@ -137,6 +165,8 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
             saved.append(path)
             if tab == "Lifecycle":
                 saved.extend(shoot_unit(page, out, method))
+            if tab == "Events":
+                saved.extend(shoot_changes(page, out))
             if tab == "Structures":
                 saved.extend(shoot_structures(page, out, structures or ()))
         browser.close()

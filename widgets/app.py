@@ -371,7 +371,8 @@ class RunStore(param.Parameterized):
             if vecs is None:
                 return df.iloc[0:0]
             scores = vecs[df.index.to_numpy()] @ np.asarray(emb([query])[0])
-            out = df.assign(score=np.round(scores, 3)).sort_values("score", ascending=False).head(k)
+            scores = np.round(scores.astype(np.float64), 3)  # float32 would print as 0.6460000276565552
+            out = df.assign(score=scores).sort_values("score", ascending=False).head(k)
             return out[["score"] + [c for c in out.columns if c != "score"]].reset_index(drop=True)
         hay = df["id"] + " " + df["text"] + " " + df["source_ids"]
         return df[hay.str.lower().str.contains(query.lower(), regex=False)].reset_index(drop=True)
@@ -677,7 +678,8 @@ class EventsView:
         self.load()
 
     def load(self) -> None:
-        self.log = EventLog(self.store.all_events(), conversation=self.store.conversation(), links=True)
+        self.log = EventLog(self.store.all_events(), conversation=self.store.conversation(), links=True,
+                            all_methods=self.store.methods)
         self.events = self.log.events
         self.refresh()
 

@@ -337,7 +337,8 @@ def events_table_html(events: Sequence, *, placements: Mapping | None = None, li
         cells = "".join(f'<td class="wb-{c}">{r[c]}</td>' if c in ("before", "after") else f"<td>{r[c]}</td>"
                         for c in columns)
         body.append(f'<tr class="wb-refresh">{cells}</tr>' if r["_refresh"] else f"<tr>{cells}</tr>")
-    return box(f'<table class="wb-events"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+    style = "<style>.wb-events td:first-child {white-space: nowrap;}</style>"
+    return box(f'{style}<table class="wb-events"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 # -- state -----------------------------------------------------------------------------------------------
@@ -347,13 +348,16 @@ class EventLog:
     figure/HTML that show them. Both shells (``EventTimeline``, the app's ``EventsView``) call
     ``set_filter``/``set_page`` and show ``figure``, ``counts_html``, ``pager_text`` and ``table_html``."""
 
-    def __init__(self, events: Sequence, *, conversation=None, page_size: int = PAGE_SIZE, links: bool = False):
+    def __init__(self, events: Sequence, *, conversation=None, page_size: int = PAGE_SIZE, links: bool = False,
+                 all_methods: Iterable[str] = ()):
         self.axis = conversation_axis(conversation)
         self.placements = place_events(events, self.axis)
         self.events = sorted(events, key=self.sort_key)
         self.page_size = max(1, int(page_size))
         self.links = links
         self.methods = ordered_methods(e.method for e in self.events)
+        #: methods of the run that logged no event (Full-Context stores nothing of its own): named, not hidden
+        self.silent = [m for m in ordered_methods(all_methods) if m not in self.methods]
         self.colours = method_colours(self.methods)
         self.kinds = [k for k in KIND_ORDER if any(e.kind == k for e in self.events)]
         self.refresh_events = [e for e in self.events if is_refresh(e)]
@@ -415,8 +419,9 @@ class EventLog:
     @property
     def counts_html(self) -> str:
         shown_refresh = sum(is_refresh(e) for e in self.filtered)
+        silent = f" · no events logged by: {esc(', '.join(self.silent))}" if self.silent else ""
         return (f"{len(self.filtered)} of {len(self.events)} events · "
-                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}")
+                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}{silent}")
 
     @property
     def table_html(self) -> str:

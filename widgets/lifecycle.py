@@ -304,8 +304,9 @@ def _seen_rows(seen: Sequence[Seen], method: str, links: bool, *, in_context: bo
                 '<span class="wb-muted">no</span>')
         row = {"question": q, "text": clip(s.question, limit=200), "rank in reader's context": esc(where),
                "in steps": esc(steps), "covers gold evidence": gold,
-               "answer": clip(s.prediction, limit=160), "judge / attribution": esc(
-                   " / ".join(p for p in (s.judge_label, s.attribution) if p) or "—")}
+               "answer": clip(s.prediction, limit=160), "attribution · judge label": esc(
+                   " · ".join(p for p in (s.attribution, f"judge: {s.judge_label}" if s.judge_label else "") if p)
+                   or "—")}
         if not in_context:
             row.pop("rank in reader's context")
             row.pop("covers gold evidence")
@@ -331,12 +332,12 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
                + (events_table_html(ul.events, placements=ul.placements, links=links, columns=cols) if ul.events else
                   "<p class='wb-muted'>No events recorded for this unit (the method logs none for this kind).</p>"))
     seen_cols = ["question", "text", "rank in reader's context", "covers gold evidence", "answer",
-                 "judge / attribution"]
+                 "attribution · judge label"]
     seen = (f"<h5>Answers whose reader saw it ({len(ul.seen)})</h5>"
             + (table_html(_seen_rows(ul.seen, r.method, links, in_context=True), seen_cols, raw=seen_cols)
                if ul.seen else "<p class='wb-muted'>No saved answer put this unit in front of its reader.</p>"))
     if ul.retrieved:
-        rcols = ["question", "text", "in steps", "answer", "judge / attribution"]
+        rcols = ["question", "text", "in steps", "answer", "attribution · judge label"]
         seen += (f"<h5>Retrieved in a step but not in front of the final reader ({len(ul.retrieved)})</h5>"
                  + table_html(_seen_rows(ul.retrieved, r.method, links, in_context=False), rcols, raw=rcols))
     return box(CSS + '<div class="wb-life">' + head + sources + history + seen + "</div>")
