@@ -127,6 +127,14 @@ def test_html_links_escaping_and_side_by_side_changes(index):
     assert 'data-link="[&quot;unit&quot;, &quot;ama&quot;, &quot;f1&quot;]"' in turn_html(index.turn("D1:1"))
 
 
+def test_an_unreadable_answer_is_listed_not_dropped_silently():
+    memories, events, results = _run()
+    results.append({"method": "ama", "conv_id": "c", "qa_id": "c/q2", "answer": {"question": "?"}})
+    index = LifecycleIndex(_conv(), memories, events, results)
+    assert len(index.problems) == 1 and "'c/q2' is unreadable" in index.problems[0]
+    assert [s.qa_id for s in index.unit("ama", "f1").seen] == ["c/q1"]
+
+
 def test_parse_link_accepts_only_known_targets():
     assert parse_link(["turn", "D1:1"]) == ("turn", "D1:1")
     assert parse_link(["unit", "ama", "f1"]) == ("unit", "ama", "f1")

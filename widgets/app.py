@@ -305,9 +305,14 @@ class RunStore(param.Parameterized):
         conv = self.conversation(cid)
         if conv is None:
             return None
-        return self.cached(("life", cid), "unit lifecycle", lambda: LifecycleIndex(
-            conv, {m: self.memory_rows(m, cid) for m in self.methods},
-            {m: self.events(m, cid) for m in self.methods}, self.results()), None)
+        def build():
+            index = LifecycleIndex(conv, {m: self.memory_rows(m, cid) for m in self.methods},
+                                   {m: self.events(m, cid) for m in self.methods}, self.results())
+            for problem in index.problems:
+                self.note(f"unit lifecycle: {problem}")
+            return index
+
+        return self.cached(("life", cid), "unit lifecycle", build, None)
 
     def structures(self, method: str, conv_id=None) -> dict:
         cid = conv_id or self.conv_id

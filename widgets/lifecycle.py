@@ -125,6 +125,7 @@ class LifecycleIndex:
         for evs in self.unit_events.values():
             evs.sort(key=lambda e: e.seq)
         self.placements = place_events(all_events, self.axis)
+        self.problems: list[str] = []
         self.seen, self.retrieved = self._answers(results)
         self.by_turn: dict[str, list[tuple[str, str]]] = {}
         for key in dict.fromkeys([*self.rows, *self.unit_events]):
@@ -148,8 +149,11 @@ class LifecycleIndex:
                 continue
             try:
                 ans = Answer.from_dict(row["answer"])
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue  # an unreadable answer is reported by the Question view, which reads the same rows
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                # kept out of the index and listed, so "seen by no answer" is never silently wrong
+                self.problems.append(f"answer of {row.get('method')!r} to {row.get('qa_id')!r} is unreadable: "
+                                     f"{type(exc).__name__}: {exc}")
+                continue
             method = str(row.get("method", ""))
             qa = self.qa.get(row.get("qa_id"))
             gold = set(qa.evidence) if qa is not None else set()
