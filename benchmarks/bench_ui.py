@@ -84,7 +84,8 @@ def bench_app(run_dir: Path, repeat: int) -> dict:
         mem.mode.value, mem.query.value = "text", next(words)
 
     def semantic_fresh():
-        app.store._cache.pop(("vec", "naive_rag", app.store.conv_id, app.store.embedder_label), None)
+        name = getattr(app.store.embedder(mem.method.value), "name", "")
+        app.store._cache.pop(("vec", mem.method.value, app.store.conv_id, name), None)
         mem.mode.value, mem.query.value = "semantic", f"dog {time.perf_counter()}"
 
     out = {"build_app": timed(lambda: build_app(run_dir).__panel__(), repeat),

@@ -51,7 +51,7 @@ widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_
 row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
 widgets.EvidenceGapView(ans)"""),
     "event_timeline_ama": (("ama",), """\
-widgets.EventTimeline(run.events("ama", conv_id))"""),
+widgets.EventTimeline(run.events("ama", conv_id), conversation=conv)"""),
     # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5),
     # shown beside the run's own AMA timeline (so only when the run has AMA)
     "event_timeline_ama_refresh": (("ama",), """\
@@ -65,6 +65,8 @@ widgets.EventTimeline(probe)"""),
 widgets.TreeView(run.structures("hmem", conv_id), conversation=conv)"""),
     "graph_view": (("hmem",), """\
 widgets.GraphView(run.structures("hmem", conv_id), conversation=conv, height=520)"""),
+    "lifecycle": (("hmem",), """\
+widgets.LifecycleView.from_run(run.path, conv_id, turn="D4:3")"""),
     "cluster_view": (("recmem",), """\
 widgets.ClusterView(run.structures("recmem", conv_id))"""),
     "cost_accuracy": ((), """\

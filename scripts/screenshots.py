@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 TAB_MARKERS = {"Question": "gold evidence rank",
-               "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+               "Conversations": "search turns", "Memories": "search memories",
+               "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
                "Structures": "One card per method"}
 
@@ -32,11 +33,14 @@ def demo_run(path: Path) -> Path:
     return demo.make_demo_run(path, n_conversations=1, max_questions=20)
 
 
-def wait_http(url: str, timeout: float = 60.0) -> None:
+def wait_http(url: str, timeout: float = 240.0) -> None:
+    """Wait for the app to answer. The first request builds it (tens of seconds on a loaded
+    machine), so each request gets the time left rather than a short timeout that would queue
+    one more build per retry."""
     deadline = time.time() + timeout
     while True:
         try:
-            urllib.request.urlopen(url, timeout=5)
+            urllib.request.urlopen(url, timeout=max(5.0, deadline - time.time()))
             return
         except OSError:
             if time.time() > deadline:
@@ -54,15 +58,26 @@ def select_option(page, text: str) -> bool:
     return True
 
 
-def prepare(page, tab: str, question: str = "", method: str = "") -> None:
+def prepare(page, tab: str, question: str = "", method: str = "", turn: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
             page.locator("details[open]").first.wait_for(timeout=20000)
     if tab == "Memories":
+        if select_option(page, "hmem"):  # a method with a structure: its units have events and readers
+            time.sleep(1.0)
+        semantic = page.locator(".bk-btn", has_text="semantic")
+        if semantic.count():  # semantic search with the run's own embedder, scores in the first column
+            semantic.first.click()
+            box = page.locator('input[placeholder="text (substring) or meaning"]')
+            box.fill("what is the greyhound called now")
+            box.press("Enter")
+            page.get_by_text("ranked by score").first.wait_for(timeout=60000)
         page.locator(".tabulator-row").first.click()
         page.get_by_text("Event history").first.wait_for(timeout=20000)
+    if tab == "Lifecycle" and turn and select_option(page, f"{turn} "):
+        page.locator(".wb-life", has_text=f"Turn {turn}").first.wait_for(timeout=20000)
 
 
 def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
@@ -82,8 +97,53 @@ def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
     return saved
 
 
+def shoot_unit(page, out: Path, method: str) -> list[Path]:
+    """From the turn shown in the Lifecycle tab, click a unit of ``method`` (of the first method
+    listed when it has none) and save that unit's lifecycle as ``lifecycle-unit.png``."""
+    section = page.locator(f'details[data-method="{method}"]')
+    if not section.count():
+        section = page.locator("details[data-method]")
+    if not section.count():
+        print("no unit in the Lifecycle tab")
+        return []
+    section = section.first
+    if section.get_attribute("open") is None:  # a long unit list starts folded
+        section.locator("summary").first.click()
+    section.locator("a.wb-link").first.click()
+    page.get_by_text("Answers whose reader saw it").first.wait_for(timeout=20000)
+    time.sleep(1.0)
+    scroll_to_tabs(page)
+    path = out / "lifecycle-unit.png"
+    page.screenshot(path=str(path))
+    return [path]
+
+
+def scroll_to_tabs(page) -> None:
+    """Scroll so the tab bar is at the top: the tab's content, not the run header, fills the shot."""
+    top = page.locator(".bk-tab").first.bounding_box()["y"]  # the tabs live in a shadow root
+    page.evaluate(f"window.scrollBy(0, {top - 8})")
+    time.sleep(0.5)
+
+
+def shoot_changes(page, out: Path) -> list[Path]:
+    """The Events table filtered to UPDATE events (before and after side by side): ``events-changes.png``."""
+    kinds = page.locator(".choices").first
+    kinds.click()
+    page.keyboard.type("UPDATE")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.get_by_text("events 1–").first.wait_for(timeout=20000)
+    time.sleep(1.5)
+    page.locator(".wb-events").first.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, -60)")
+    time.sleep(0.5)
+    path = out / "events-changes.png"
+    page.screenshot(path=str(path))
+    return [path]
+
+
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
-          method: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
+          method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -91,18 +151,22 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": height})
-        page.goto(url)
+        page.goto(url, timeout=180000)  # each browser session builds a fresh app: slow on a loaded machine
         page.wait_for_selector("text=Memory Workbench", timeout=60000)
         for tab, marker in TAB_MARKERS.items():
             if tabs and tab not in tabs:
                 continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
-            prepare(page, tab, question, method)
+            prepare(page, tab, question, method, turn)
             time.sleep(1.0)  # let plotly finish drawing
             path = out / f"{tab.lower()}.png"
             page.screenshot(path=str(path), full_page=full_page)
             saved.append(path)
+            if tab == "Lifecycle":
+                saved.extend(shoot_unit(page, out, method))
+            if tab == "Events":
+                saved.extend(shoot_changes(page, out))
             if tab == "Structures":
                 saved.extend(shoot_structures(page, out, structures or ()))
         browser.close()
@@ -117,7 +181,9 @@ def main(argv=None) -> None:
     ap.add_argument("--height", type=int, default=1100, help="viewport height (the width is 1400)")
     ap.add_argument("--tabs", nargs="*", default=None, help="only these tabs (default: all)")
     ap.add_argument("--question", default="sample-1/q4", help="Question tab: the question to show (its id)")
-    ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand")
+    ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand; Lifecycle tab: "
+                    "the method whose unit is opened (lifecycle-unit.png)")
+    ap.add_argument("--turn", default="D4:3", help="Lifecycle tab: the turn to show")
     ap.add_argument("--structure", nargs="*", default=(), metavar="METHOD",
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
@@ -132,7 +198,7 @@ def main(argv=None) -> None:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
-                              method=a.method, full_page=a.full_page, structures=a.structure):
+                              method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -13,7 +13,7 @@ pn = pytest.importorskip("panel")
 from widgets import app as appmod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TABS = ["Question", "Conversations", "Memories", "Traces", "Events", "Results", "Structures"]
+TABS = ["Question", "Conversations", "Memories", "Lifecycle", "Traces", "Events", "Results", "Structures"]
 RAW_PAYLOADS = ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">')
 
 
@@ -35,8 +35,9 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 
 def all_html(app) -> str:
-    """Every HTML string the app currently renders (header and all tabs)."""
-    return "\n".join(str(p.object) for p in app.__panel__().select(pn.pane.HTML))
+    """Every HTML string the app currently renders (header and all tabs, link-aware panes included)."""
+    panes = app.__panel__().select(pn.pane.HTML) + app.__panel__().select(appmod.LinkHTML)
+    return "\n".join(str(p.object) for p in panes)
 
 
 # -- a good run ---------------------------------------------------------------------------------
@@ -84,6 +85,128 @@ def test_memory_search_text_and_semantic(app):
     assert len(v.table.value) == total
     v.kinds.value = ["fact"]
     assert len(v.table.value) == total
+
+
+def _set_embedder(run: Path, name) -> None:
+    """Make the run's manifest name ``name`` as its embedder everywhere it could be read from."""
+    m = json.loads((run / "manifest.json").read_text())
+    for part in [m, m.get("summary") or {}, *(m.get("evaluations") or [])]:
+        if isinstance(part, dict):
+            part.pop("embedder", None)
+            if name is not None:
+                part["embedder"] = name
+    (run / "manifest.json").write_text(json.dumps(m))
+
+
+def test_semantic_search_uses_the_embedder_the_manifest_names(good_run, tmp_path):
+    import numpy as np
+
+    from workbench.embed import HashEmbedder
+
+    run = copy_run(good_run, tmp_path / "hash64")
+    _set_embedder(run, {"name": "hash-64", "class": "HashEmbedder"})
+    v = appmod.build_app(run).views["Memories"]
+    v.method.value, v.mode.value = "eager_facts", "semantic"
+    query = "giant pumpkin for the autumn show"
+    v.query.value = query
+    res = v.table.value
+    assert list(res.columns[:2]) == ["score", "id"]  # the score is the first thing a reader sees
+    texts = dict(zip(v.store.memories("eager_facts")["id"], v.store.memories("eager_facts")["text"]))
+    for dim, same in ((64, True), (256, False)):  # the run's hash-64, not the app's old default hash-256
+        emb = HashEmbedder(dim=dim)
+        want = np.round(emb([texts[i] for i in res["id"]]) @ emb([query])[0], 3)
+        assert np.allclose(res["score"].astype(float), want, atol=1e-3) == same, dim
+    assert "hash-64" in v.info.object and "the run&#x27;s own embedder (manifest)" in v.info.object
+
+
+def test_semantic_search_says_so_when_the_runs_embedder_cannot_be_built(good_run, tmp_path):
+    for name, why in (("text-embedding-3-small", "not an offline embedder"), (None, "does not name the embedder")):
+        run = copy_run(good_run, tmp_path / f"emb-{name}")
+        _set_embedder(run, name)
+        v = appmod.build_app(run).views["Memories"]
+        v.method.value, v.mode.value = "eager_facts", "semantic"
+        v.query.value = "pumpkin"
+        assert len(v.table.value) == 0, name  # no stand-in model's ranking
+        assert "Semantic search is unavailable" in v.info.object and why in v.info.object, name
+        v.mode.value = "text"
+        assert len(v.table.value) >= 1 and "unavailable" not in v.info.object  # text search still works
+
+
+def test_run_embedder_name_per_method():
+    from workbench.eval.manifest import run_embedder_name
+
+    m = {"summary": {"embedder": "hash-256"},
+         "evaluations": [{"method": "full_context", "embedder": None}, {"method": "naive_rag", "embedder": "hash-64"},
+                         {"method": "hmem", "embedder": {"name": "all-MiniLM-L6-v2-int8", "class": "CachedEmbedder"}}]}
+    assert run_embedder_name(m, "naive_rag") == "hash-64"
+    assert run_embedder_name(m, "hmem") == "all-MiniLM-L6-v2-int8"
+    assert run_embedder_name(m, "full_context") == "hash-256"  # evaluated without one: the run's
+    assert run_embedder_name({}, "naive_rag") is None
+
+
+def test_offline_embedder_rebuilds_only_what_it_knows():
+    from workbench.embed import EmbedderUnavailable, HashEmbedder, offline_embedder
+
+    emb = offline_embedder("hash-32")
+    assert isinstance(emb, HashEmbedder) and emb.dim == 32
+    for name in ("text-embedding-3-small", "", "hash-0", "sentence-transformers/all-mpnet-base-v2"):
+        with pytest.raises(EmbedderUnavailable):
+            offline_embedder(name)
+
+
+def test_lifecycle_tab_turn_unit_question_round_trip(good_run):
+    app = appmod.build_app(good_run)
+    life = app.views["Lifecycle"]
+    index = app.store.lifecycle()
+    # a unit some answer's reader saw, and one of its source turns
+    method, uid = next(k for k, seen in index.seen.items() if seen)
+    turn_id = index.ref(method, uid).source_ids[0]
+    life.turn.value = turn_id  # picking a turn shows every method's units derived from it
+    assert life.target == ("turn", turn_id)
+    assert f'data-link="[&quot;unit&quot;, &quot;{method}&quot;, &quot;{uid}&quot;]"' in life.body.object
+    life.body._handle_msg(["unit", method, uid])  # what a click on that link sends
+    assert life.target == ("unit", method, uid) and (life.method.value, life.unit.value) == (method, uid)
+    assert "Answers whose reader saw it" in life.body.object and not life.back_button.disabled
+    qa_id = index.seen[(method, uid)][0].qa_id
+    life.body._handle_msg(["question", qa_id, method])
+    q = app.views["Question"]
+    assert app.tabs.active == TABS.index("Question") and q.question.value == qa_id and q.method.value == method
+    life.back_button.clicks += 1
+    assert life.target == ("turn", turn_id)
+    life.body._handle_msg(["turn"])  # malformed: ignored
+    life.body._handle_msg({"turn": "D1:1"})
+    assert life.target == ("turn", turn_id)
+
+
+def test_links_in_memories_and_events_open_the_lifecycle_tab(good_run):
+    app = appmod.build_app(good_run)
+    mem = app.views["Memories"]
+    mem.method.value, mem.mode.value, mem.query.value = "naive_rag", "text", ""
+    mem.table.selection = [0]
+    row = mem.results.iloc[0]
+    assert 'class="wb-link"' in mem.detail.object
+    mem.detail._handle_msg(["turn", row["source_ids"].split()[0]])
+    assert app.tabs.active == TABS.index("Lifecycle")
+    assert app.views["Lifecycle"].target == ("turn", row["source_ids"].split()[0])
+    ev = app.views["Events"]
+    assert 'data-link="[&quot;unit&quot;' in ev.table.object
+    ev.table._handle_msg(["unit", "naive_rag", row["id"]])
+    assert app.views["Lifecycle"].target == ("unit", "naive_rag", row["id"])
+
+
+def test_events_tab_pages_instead_of_capping(good_run):
+    app = appmod.build_app(good_run)
+    v = app.views["Events"]
+    n = len(v.events)
+    v.log.page_size = 5
+    v.refresh()
+    assert v.log.pages == -(-n // 5) > 1 and "page 1 of" in v.pager.object and v.prev_button.disabled
+    shown = set()
+    for _ in range(v.log.pages):
+        shown |= {(e.method, e.seq) for e in v.log.page_events}
+        v.next_button.clicks += 1
+    assert len(shown) == n and v.next_button.disabled  # every event reachable, none cut off
+    assert v.log.axis is not None and v.plot.object.layout.xaxis.ticktext[0].startswith("S1")
 
 
 def test_memory_selection_shows_provenance_and_history(app):

@@ -5,7 +5,7 @@ demo run that contains HTML/JS payload turns, then: every tab loads, a memory se
 a trace steps forward, and the payloads render as literal text without running. Then the Question
 view over the demo replayed from its committed cassette (every method, no model): the knowledge-update
 question with each method's flags, a row expanded to the context its reader saw, and the click
-through to the Traces tab.
+through to the Traces tab; and the unit lifecycle round trip turn -> unit -> answer by clicking links.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 PAYLOAD = "<script>window.__pwned=1</script>"
 IMG_PAYLOAD = '<img src=x onerror="window.__pwned=2">'
 TAB_MARKERS = {"Question": "gold evidence rank",
-               "Conversations": "search turns", "Memories": "search memories", "Traces": "running total",
+               "Conversations": "search turns", "Memories": "search memories",
+               "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
                "Structures": "One card per method"}
 
@@ -343,4 +344,46 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
     page.get_by_role("button", name="open its trace in Traces ▶").click()
     page.locator(".bk-tab.bk-active", has_text="Traces").wait_for(timeout=20000)
     page.locator(".wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)  # that method's trace
+    assert page.errors == []
+
+
+def _link(page, *target: str):
+    """The in-app link (``widgets.html.link_html``) to ``target``."""
+    import json
+
+    return page.locator(f"a.wb-link[data-link='{json.dumps(list(target))}']")
+
+
+def test_lifecycle_round_trip_turn_unit_answer(replay_demo, demo_page):
+    """Pick the turn that renames the greyhound, click a unit some method derived from it, then the
+    answer whose reader saw that unit: the Question view opens on it with that method's row picked."""
+    from widgets.lifecycle import LifecycleIndex
+    from workbench.rundir import RunDir
+
+    page, run = demo_page, RunDir(replay_demo)
+    index = LifecycleIndex.from_run(run, "sample-1")
+    method, unit = next((m, u.unit_id) for m, units in index.turn("D4:3").units.items() for u in units
+                        if m != "full_context"  # its units are the turns themselves
+                        and any(s.qa_id == KNOWLEDGE_UPDATE for s in index.seen.get((m, u.unit_id), ())))
+    open_tab(page, "Lifecycle")
+    _select_option(page, "D4:3 ")
+    page.locator(".wb-life", has_text="Turn D4:3").first.wait_for(timeout=20000)
+    assert page.locator(".wb-life .wb-turn", has_text="he only responds to Pilot").first.is_visible()
+    link = _link(page, "unit", method, unit).first
+    if not link.is_visible():  # a long unit list starts folded
+        page.locator(f'details[data-method="{method}"] > summary').first.click()
+    link.scroll_into_view_if_needed()
+    link.click()
+    page.locator(".wb-life h4", has_text=f"{method} · {unit}").first.wait_for(timeout=20000)
+    assert page.get_by_text("Answers whose reader saw it").first.is_visible()
+    assert _link(page, "turn", "D4:3").count() >= 1  # its provenance links back to the turn
+    _link(page, "question", KNOWLEDGE_UPDATE, method).first.click()
+    page.locator(".bk-tab.bk-active", has_text="Question").wait_for(timeout=20000)
+    page.locator(f'tr.wb-method.wb-selected[data-method="{method}"]').wait_for(timeout=20000)
+    assert page.locator(".wb-qv", has_text="What is the name of Tomasz's greyhound?").first.is_visible()
+    # and back: the Lifecycle tab still shows the unit, whose source turn link opens the turn again
+    open_tab_name = page.locator(".bk-tab", has_text="Lifecycle")
+    open_tab_name.click()
+    _link(page, "turn", "D4:3").first.click()
+    page.locator(".wb-life", has_text="Turn D4:3").first.wait_for(timeout=20000)
     assert page.errors == []

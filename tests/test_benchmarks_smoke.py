@@ -142,7 +142,7 @@ def test_jupyterlab_gallery_notebook_skips_missing_methods(tmp_path):
     nb, shown, skipped = jl.gallery_notebook(tmp_path, {"hymem", "recmem"})
     assert shown == ["trace_stepper", "cluster_view", "cost_accuracy", "compare"]
     assert {s.split()[0] for s in skipped} == {"evidence_gap", "event_timeline_ama", "event_timeline_ama_refresh",
-                                               "tree_view", "graph_view"}
+                                               "tree_view", "graph_view", "lifecycle"}
     assert [c["metadata"].get("tags", [None])[0] for c in nb["cells"][1:]] == shown
     nbformat.validate(nbformat.from_dict(nb))
     assert str(tmp_path) in nb["cells"][0]["source"]

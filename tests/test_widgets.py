@@ -143,7 +143,9 @@ def test_event_timeline_filters_and_marks_refresh_events(run):
     tl.set_filter(kinds=["UPDATE", "DELETE"])
     assert [e.kind for e in tl.filtered] == ["UPDATE", "DELETE"]
     assert tl.table.value.count('class="wb-refresh"') == 2
-    assert "<del>Leeds</del><ins>Lisbon</ins>" in tl.table.value
+    # before and after side by side: the old text with the removed word, the new with the added one
+    assert '<td class="wb-before">Priya lives in <del>Leeds</del></td>' in tl.table.value
+    assert '<td class="wb-after">Priya lives in <ins>Lisbon</ins></td>' in tl.table.value
     assert "&lt;b&gt;nights&lt;/b&gt;" in tl.table.value and "<b>nights</b>" not in tl.table.value
     assert any("refresh" in t.name for t in tl.figure.data)
     tl.set_filter(kinds=[], text="lisbon")
@@ -156,9 +158,12 @@ def test_event_timeline_filters_and_marks_refresh_events(run):
 
 def test_event_timeline_accepts_a_method_and_dicts(tiny_conv):
     rag = NaiveRAG(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=64)).ingest(tiny_conv)
-    assert len(EventTimeline(rag).events) == len(tiny_conv.turns)
-    tl = EventTimeline([e.to_dict() for e in ama_like_events()], x="time")
-    assert tl.refresh_count == 2 and len(tl.figure.data) == 2  # ama ADDs + the refresh trace
+    rag_tl = EventTimeline(rag)
+    assert len(rag_tl.events) == len(tiny_conv.turns)
+    assert rag_tl.log.axis is not None and rag_tl.log.axis.n == len(tiny_conv.turns)  # the method's conversation
+    tl = EventTimeline([e.to_dict() for e in ama_like_events()])
+    assert tl.refresh_count == 2 and len(tl.figure.data) == 2  # ama ADDs + ama's refresh trace
+    assert tl.log.axis is None and "no conversation given" in tl.figure.layout.xaxis.title.text
 
 
 def test_diff_html_escapes_both_sides():
@@ -259,3 +264,24 @@ def test_source_ids_are_capped_but_gold_is_always_listed():
     assert "D1:12" in html and "D1:13 " not in html and "(+40 more)" in html
     assert 'title="gold evidence">D1:40<' in html
     assert "more" not in source_ids_html(ids[:5], limit=12)
+
+
+# -- LifecycleView (the notebook shell of widgets.lifecycle) -------------------------------------------
+def test_lifecycle_view_follows_turns_and_units(run, conv):
+    from widgets import LifecycleView
+
+    v = LifecycleView.from_run(run.path, conv.id)
+    first = conv.turns[0].id
+    assert v.target == ("turn", first) and v.turn_picker.value == first
+    assert 'class="wb-link"' not in v.body.value  # no dead links in a notebook: buttons instead
+    unit_buttons = [b for b in v.buttons.children if " · " in b.description]
+    assert unit_buttons, "the first turn has units in the scripted run"
+    method, uid = unit_buttons[0].description.split(" · ", 1)
+    unit_buttons[0].click()
+    assert v.target == ("unit", method, uid) and "Event history" in v.body.value
+    src = next(b for b in v.buttons.children if b.description.startswith("turn "))
+    src.click()
+    assert v.target[0] == "turn" and v.turn_picker.value == v.target[1]
+    v.turn_picker.value = conv.turns[1].id
+    assert v.target == ("turn", conv.turns[1].id)
+    assert WIDGET_MIME in v._repr_mimebundle_()

@@ -6,6 +6,7 @@ run directory, never calls an LLM, and escapes all conversation and model text.
     from widgets import TraceStepper, EvidenceGapView, EventTimeline, CostAccuracyChart, compare
     from widgets import TreeView, GraphView, ClusterView      # H-Mem tree / entity graph, RecMem clusters
     from widgets import QuestionView                           # one question, every method, what each reader saw
+    from widgets import LifecycleView                          # a turn -> units of every method -> events, answers
 
 Imports are lazy, so ``widgets.app`` (Panel) and ``widgets.html`` load without ipywidgets.
 
@@ -37,6 +38,9 @@ _EXPORTS = {
     "GraphView": "graph_view",
     "ClusterView": "cluster_view",
     "QuestionView": "question",
+    "LifecycleView": "lifecycle",
+    "LifecycleIndex": "lifecycle",
+    "EventLog": "event_timeline",
     "build_app": "app",
     "serve": "app",
     "RunStore": "app",

@@ -11,9 +11,12 @@ proxy that authenticates.
 Tabs: Question (the app opens on it: one question, every method's answer, judge and F1 flags,
 failure attribution, the rank of gold evidence in what each reader saw, that context expandable,
 and a button to the method's trace), Conversations, Memories (full-text and embedding search,
-kind filter, provenance and event history of a selected unit), Traces (each method's answer to
-a question, stepped through), Events (timeline across methods), Results (per-category tables with bootstrap CIs, cost vs
-accuracy) and Structures (method-specific views registered in ``STRUCTURE_VIEWS``).
+kind filter, the selected unit's lifecycle), Lifecycle (a turn -> every unit each method derived
+from it -> that unit's events and the answers whose reader saw it; ids are links), Traces (each
+method's answer to a question, stepped through), Events (every method's changes on the
+conversation's own time axis, paged table with before/after side by side), Results
+(per-category tables with bootstrap CIs, cost vs accuracy) and Structures (method-specific views
+registered in ``STRUCTURE_VIEWS``).
 
 Structure (param/Panel style): ``RunStore`` owns the data, read through ``workbench.rundir.RunDir``
 only (never unpickling); one small view class per tab; ``build_app`` composes them. A missing or
@@ -26,6 +29,7 @@ texts are cut in tables and collapsed behind an expand control (``<details>``) e
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 import importlib
 import os
 import pkgutil
@@ -38,13 +42,15 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from panel.custom import JSComponent
 
 from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, judge_banner_html, metric_values,
                                    paired_frame, points_frame, results_frame, run_audits, summary_frame,
                                    summary_table_html, table_metric)
 from widgets.evidence_gap import iteration_html, iterations_of
-from widgets.event_timeline import KIND_ORDER, events_table_html, filter_events, is_refresh, timeline_figure
-from widgets.html import answer_html, box, esc, json_html, pre, source_ids_html, step_html, turns_html
+from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
+from widgets.html import answer_html, box, esc, json_html, step_html
+from widgets.lifecycle import LifecycleIndex, parse_link, turn_html, unit_html
 from widgets.mechanisms_census import census_pane
 from widgets.question import answer_flags_html, question_html, question_options, question_state
 from widgets.structure_cards import CARDS as STRUCTURE_CARDS
@@ -109,6 +115,45 @@ def html_pane(html: str, **kw):
     return pn.pane.HTML(html, **({"sizing_mode": "stretch_width"} if "width" not in kw else {}), **kw)
 
 
+class LinkHTML(JSComponent):
+    """An HTML pane whose in-app links (``widgets.html.link_html``: turn, unit and question ids)
+    call back into Python: a click (or Enter on a focused link) sends the link's target, checked
+    by ``widgets.lifecycle.parse_link``, to ``on_link``. The HTML is set as the element's
+    ``innerHTML``, exactly like ``pn.pane.HTML``: everything in it is escaped where it is built."""
+
+    object = param.String(default="", doc="the HTML shown (escaped where it was built)")
+
+    _esm = """
+export function render({ model, el }) {
+  const div = document.createElement("div")
+  div.className = "wb-linkhtml"
+  div.innerHTML = model.object
+  model.on("object", () => { div.innerHTML = model.object })
+  const follow = (event) => {
+    const a = event.target.closest("a.wb-link[data-link]")
+    if (!a) { return }
+    event.preventDefault()
+    let target = null
+    try { target = JSON.parse(a.dataset.link) } catch (err) { return }
+    model.send_msg(target)
+  }
+  div.addEventListener("click", follow)
+  div.addEventListener("keydown", (event) => { if (event.key === "Enter") { follow(event) } })
+  return div
+}
+"""
+
+    def __init__(self, object: str = "", *, on_link: Callable[[tuple], None] | None = None, **params):
+        params.setdefault("sizing_mode", "stretch_width")
+        super().__init__(object=object, **params)
+        self.on_link = on_link
+
+    def _handle_msg(self, data: Any) -> None:
+        target = parse_link(data)
+        if target is not None and self.on_link is not None:
+            self.on_link(target)
+
+
 def plain_formatters(df: pd.DataFrame) -> dict:
     """Tabulator formatters that escape: ``textarea`` (wrapping) for long text, else ``plaintext``."""
     return {c: {"type": "textarea" if c in TEXT_COLUMNS else "plaintext"} for c in df.columns}
@@ -149,9 +194,8 @@ class RunStore(param.Parameterized):
 
     def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, **params):
         super().__init__(run_dir=str(run_dir), **params)
-        from workbench.embed import HashEmbedder
-
-        self.embedder = embedder or HashEmbedder(dim=256)
+        self.given_embedder = embedder  # overrides the run's own (tests, a caller who knows better)
+        self._embedders: dict[str, Any] = {}
         self.run, self.manifest, self.methods, self._cache = None, {}, [], {}
         try:
             self.run = RunDir(self.run_dir)
@@ -164,11 +208,42 @@ class RunStore(param.Parameterized):
         self.conv_id = ids[0] if ids else None
         self.methods = self.safe("memories/", self.run.methods, [])
 
-    @property
-    def embedder_label(self) -> str:
-        name = getattr(self.embedder, "name", type(self.embedder).__name__)
-        kind = " — lexical hashing, not a semantic model" if name.startswith("hash") else ""
-        return f"semantic search embeds the saved memory texts with {name}{kind}"
+    def embedder(self, method: str | None = None):
+        """The embedder that semantic search over ``method``'s memories uses: the one given to the
+        app, else the one the run's manifest names for that method, rebuilt offline
+        (``workbench.embed.offline_embedder``). Raises ``EmbedderUnavailable`` when the run's
+        embedder cannot be rebuilt here: search then says so instead of using another model."""
+        from workbench.embed import EmbedderUnavailable, offline_embedder
+        from workbench.eval.manifest import run_embedder_name
+
+        if self.given_embedder is not None:
+            return self.given_embedder
+        name = run_embedder_name(self.manifest, method)
+        if not name:
+            raise EmbedderUnavailable("the run's manifest does not name the embedder it used")
+        if name not in self._embedders:
+            try:
+                self._embedders[name] = offline_embedder(name)
+            except EmbedderUnavailable as exc:
+                self._embedders[name] = exc
+        got = self._embedders[name]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def embedder_label(self, method: str | None = None) -> str:
+        """What semantic search over ``method`` uses, in words (or why it cannot run)."""
+        from workbench.embed import EmbedderUnavailable
+
+        try:
+            emb = self.embedder(method)
+        except EmbedderUnavailable as exc:
+            return f"semantic search is unavailable: {exc}"
+        name = getattr(emb, "name", type(emb).__name__)
+        kind = " — lexical hashing, not a semantic model" if str(name).startswith("hash") else ""
+        whose = "given to the app" if self.given_embedder is not None else "the run's own embedder (manifest)"
+        return (f"semantic search: cosine similarity between the query and each saved memory text, both embedded "
+                f"with {name}, {whose}{kind}")
 
     def note(self, text: str) -> None:
         if text not in self.errors:
@@ -218,7 +293,26 @@ class RunStore(param.Parameterized):
                            lambda: self.run.events(method, cid), [])
 
     def all_events(self, conv_id=None) -> list:
-        return [e for m in self.methods for e in self.events(m, conv_id)]
+        """Every method's events, each labelled with its method folder (MemR3's log is its
+        backend's, whose events carry the backend's name)."""
+        from dataclasses import replace
+
+        return [e if e.method == m else replace(e, method=m) for m in self.methods for e in self.events(m, conv_id)]
+
+    def lifecycle(self, conv_id=None) -> LifecycleIndex | None:
+        """Turn -> units -> events/answers over the conversation (``widgets.lifecycle``)."""
+        cid = conv_id or self.conv_id
+        conv = self.conversation(cid)
+        if conv is None:
+            return None
+        def build():
+            index = LifecycleIndex(conv, {m: self.memory_rows(m, cid) for m in self.methods},
+                                   {m: self.events(m, cid) for m in self.methods}, self.results())
+            for problem in index.problems:
+                self.note(f"unit lifecycle: {problem}")
+            return index
+
+        return self.cached(("life", cid), "unit lifecycle", build, None)
 
     def structures(self, method: str, conv_id=None) -> dict:
         cid = conv_id or self.conv_id
@@ -264,7 +358,8 @@ class RunStore(param.Parameterized):
     def search(self, method: str, query: str = "", *, mode: str = "text", kinds=None, k: int = 20,
                conv_id=None) -> pd.DataFrame:
         """Memories matching ``query``: substring search over id/text/sources, or cosine similarity
-        over embeddings of the saved texts (``mode="semantic"``, top ``k``)."""
+        over embeddings of the saved texts (``mode="semantic"``, top ``k``, the ``score`` column
+        first) with the run's own embedder (``embedder``)."""
         df = self.memories(method, conv_id)
         if df.empty:
             return df
@@ -274,13 +369,16 @@ class RunStore(param.Parameterized):
         if not query:
             return df.reset_index(drop=True)
         if mode == "semantic":
-            vecs = self.cached(("vec", method, conv_id or self.conv_id, self.embedder_label), "embedding memories",
-                               lambda: self.embedder(self.memories(method, conv_id)["text"].tolist()), None)
+            emb = self.embedder(method)  # EmbedderUnavailable propagates: the view says why
+            name = getattr(emb, "name", type(emb).__name__)
+            vecs = self.cached(("vec", method, conv_id or self.conv_id, name), f"embedding memories with {name}",
+                               lambda: emb(self.memories(method, conv_id)["text"].tolist()), None)
             if vecs is None:
                 return df.iloc[0:0]
-            scores = vecs[df.index.to_numpy()] @ np.asarray(self.embedder([query])[0])
-            out = df.assign(score=np.round(scores, 4)).sort_values("score", ascending=False).head(k)
-            return out.reset_index(drop=True)
+            scores = vecs[df.index.to_numpy()] @ np.asarray(emb([query])[0])
+            scores = np.round(scores.astype(np.float64), 3)  # float32 would print as 0.6460000276565552
+            out = df.assign(score=scores).sort_values("score", ascending=False).head(k)
+            return out[["score"] + [c for c in out.columns if c != "score"]].reset_index(drop=True)
         hay = df["id"] + " " + df["text"] + " " + df["source_ids"]
         return df[hay.str.lower().str.contains(query.lower(), regex=False)].reset_index(drop=True)
 
@@ -398,17 +496,21 @@ class ConversationsView:
 
 
 class MemoriesView:
-    """Per-method memory table with text/semantic search, kind filter, and a unit's provenance."""
+    """Per-method memory table with text/semantic search (the run's own embedder, scores shown),
+    kind filter, and the selected unit's lifecycle (``widgets.lifecycle.unit_html``: provenance,
+    event history, the answers that saw it; its ids are links)."""
 
     def __init__(self, store: RunStore):
         self.store = store
+        self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a link was clicked
         self.method = pn.widgets.Select(label="method", options=store.methods)
         self.kinds = pn.widgets.MultiChoice(label="kinds", options=[])
         self.query = pn.widgets.TextInput(label="search memories", placeholder="text (substring) or meaning")
         self.mode = pn.widgets.RadioButtonGroup(options=["text", "semantic"], value="text")
         self.info = html_pane("")
         self.table = text_table(memories_frame([]), selectable=1)
-        self.detail = html_pane(box("<p class='wb-muted'>Select a memory to see its source turns and history.</p>"))
+        self.detail = LinkHTML(box("<p class='wb-muted'>Select a memory to see its source turns and history.</p>"),
+                               on_link=lambda t: self.follow(t) if self.follow else None)
         for w in (self.method, self.kinds, self.query, self.mode):
             w.param.watch(lambda e: self.refresh(), "value")
         self.table.param.watch(lambda e: self.show_selected(), "selection")
@@ -424,15 +526,28 @@ class MemoriesView:
         self.refresh()
 
     def refresh(self) -> None:
+        from workbench.embed import EmbedderUnavailable
+
         if not self.method.value:
             self.info.object = box("<p>This run has no saved memories.</p>")
             return
-        self.results = self.store.search(self.method.value, self.query.value, mode=self.mode.value,
-                                         kinds=self.kinds.value or None)
-        show_frame(self.table, self.results)
-        label = f" · {esc(self.store.embedder_label)}" if self.mode.value == "semantic" else ""
         total = len(self.store.memories(self.method.value))
-        self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(self.method.value)}</b>{label}")
+        try:
+            self.results = self.store.search(self.method.value, self.query.value, mode=self.mode.value,
+                                             kinds=self.kinds.value or None)
+        except EmbedderUnavailable as exc:
+            # never a stand-in model: the scores would not be the ones the run's methods saw
+            self.results = memories_frame([])
+            show_frame(self.table, self.results)
+            self.info.object = box(f"<p class='wb-refresh' style='padding:4px'><b>Semantic search is unavailable "
+                                   f"for {esc(self.method.value)}:</b> {esc(exc)}. Text search still works.</p>")
+            return
+        show_frame(self.table, self.results)
+        label = f" · {esc(self.store.embedder_label(self.method.value))}" if self.mode.value == "semantic" else ""
+        ranked = " · ranked by score (first column)" if self.mode.value == "semantic" and self.query.value.strip() \
+            else ""
+        self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(self.method.value)}</b>"
+                               f"{ranked}{label}")
 
     def show_selected(self) -> None:
         if not self.table.selection:
@@ -441,13 +556,10 @@ class MemoriesView:
         self.detail.object = self.unit_html(row)
 
     def unit_html(self, row) -> str:
-        conv = self.store.conversation()
-        turns = {t.id: t for t in conv.turns} if conv else {}
-        ids = row["source_ids"].split()
-        history = [e for e in self.store.events(self.method.value) if e.unit_id == row["id"]]
-        return box(f"<h4>{esc(row['id'])} <span class='wb-badge'>{esc(row['kind'])}</span></h4>{pre(row['text'])}"
-                   f"<h5>Provenance: {source_ids_html(ids)}</h5>{turns_html(ids, turns) or '(turns not in this run)'}"
-                   f"<h5>Event history ({len(history)})</h5>{events_table_html(history)}")
+        index = self.store.lifecycle()
+        if index is None:
+            return box("<p class='wb-muted'>The run's conversation could not be read, so no lifecycle.</p>")
+        return unit_html(index.unit(self.method.value, row["id"]), links=True)
 
 
 class TracesView:
@@ -544,36 +656,155 @@ def _fmt(v) -> str:
 
 
 class EventsView:
-    """The memory event log of every method on the selected conversation, filterable."""
+    """Every method's memory events on the conversation's own time axis (``widgets.event_timeline.
+    EventLog``: lanes per method, refresh markers in the method's colour, a paged table with the
+    before/after of each change side by side); unit and turn ids in the table open their lifecycle."""
 
     def __init__(self, store: RunStore):
         self.store = store
+        self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp
         self.kinds = pn.widgets.MultiChoice(label="kinds", options=list(KIND_ORDER))
         self.methods = pn.widgets.MultiChoice(label="methods", options={esc(m): m for m in store.methods})
         self.search = pn.widgets.TextInput(label="search events", placeholder="text, unit id, cause")
         self.counts = html_pane("")
         self.plot = pn.pane.Plotly(timeline_figure([]), sizing_mode="stretch_width")
-        self.table = html_pane("")
+        self.prev_button = pn.widgets.Button(label="◀ previous page", width=140)
+        self.next_button = pn.widgets.Button(label="next page ▶", width=140)
+        self.pager = html_pane("", width=360)
+        self.table = LinkHTML("", on_link=lambda t: self.follow(t) if self.follow else None)
         for w in (self.kinds, self.methods, self.search):
             w.param.watch(lambda e: self.refresh(), "value")
+        self.prev_button.on_click(lambda e: self.turn_page(-1))
+        self.next_button.on_click(lambda e: self.turn_page(+1))
         store.param.watch(lambda e: self.load(), "conv_id")
-        self.panel = pn.Column(pn.Row(self.kinds, self.methods, self.search), self.counts, self.plot, self.table,
+        self.panel = pn.Column(pn.Row(self.kinds, self.methods, self.search), self.counts, self.plot,
+                               pn.Row(self.prev_button, self.next_button, self.pager), self.table,
                                sizing_mode="stretch_width")
         self.load()
 
     def load(self) -> None:
-        self.events = self.store.all_events()
+        self.log = EventLog(self.store.all_events(), conversation=self.store.conversation(), links=True,
+                            all_methods=self.store.methods)
+        self.events = self.log.events
         self.refresh()
 
     def refresh(self) -> None:
-        self.filtered = filter_events(self.events, kinds=self.kinds.value or None, methods=self.methods.value or None,
-                                      text=self.search.value)
-        refresh = [e for e in self.filtered if is_refresh(e)]
-        self.counts.object = box(f"{len(self.filtered)} of {len(self.events)} events · "
-                                 f"<b>refresh events (UPDATE/DELETE): {len(refresh)}</b>")
-        self.plot.object = timeline_figure(self.filtered)
-        table = events_table_html(self.filtered, limit=200)
-        self.table.object = f'<div style="max-height:640px;overflow:auto">{table}</div>'
+        self.log.set_filter(kinds=self.kinds.value or [], methods=self.methods.value or [], text=self.search.value)
+        self.filtered = self.log.filtered
+        self.counts.object = box(self.log.counts_html)
+        self.plot.object = self.log.figure
+        self.show_page()
+
+    def turn_page(self, step: int) -> None:
+        self.log.set_page(self.log.page + step)
+        self.show_page()
+
+    def show_page(self) -> None:
+        self.pager.object = box(esc(self.log.pager_text))
+        self.prev_button.disabled = self.log.page == 0
+        self.next_button.disabled = self.log.page >= self.log.pages - 1
+        self.table.object = self.log.table_html
+
+
+class LifecycleTab:
+    """Unit lifecycle (``widgets.lifecycle``): a turn and every unit each method derived from it,
+    or a unit with its source turns, events and the answers whose reader saw it. Ids are links:
+    turns and units open here (``◀ back`` returns), a question opens the Question tab."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.open_question: Callable[[str, str], None] | None = None  # set by WorkbenchApp
+        self.turn = pn.widgets.Select(label="turn", options={}, sizing_mode="stretch_width")
+        self.method = pn.widgets.Select(label="or a unit of method", options=store.methods, width=200)
+        self.unit = pn.widgets.Select(label="unit", options={"(pick a unit)": ""}, value="", width=260)
+        self.back_button = pn.widgets.Button(label="◀ back", width=90, align="end", disabled=True)
+        self.body = LinkHTML("", on_link=self.follow)
+        self.history: list[tuple[str, ...]] = []
+        self.target: tuple[str, ...] = ()
+        self._syncing = False
+        self.turn.param.watch(lambda e: self._picked(("turn", e.new)), "value")
+        self.method.param.watch(lambda e: self._fill_units(), "value")
+        self.unit.param.watch(lambda e: self._picked(("unit", self.method.value, e.new)), "value")
+        self.back_button.on_click(lambda e: self.back())
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.panel = pn.Column(pn.Row(self.turn, self.method, self.unit, self.back_button), self.body,
+                               sizing_mode="stretch_width")
+        self.load()
+
+    def load(self) -> None:
+        self.index = self.store.lifecycle()
+        self.history, self.target = [], ()
+        if self.index is None:
+            self.body.object = box("<p>No conversation in this run, so no lifecycle to show.</p>")
+            return
+        opts = self.index.turn_options()
+        with self._quiet():
+            self.turn.options = opts
+            self._fill_units()
+        first = next(iter(opts.values()), None)
+        if first is not None:
+            self.show(("turn", first), remember=False)
+
+    @contextmanager
+    def _quiet(self):
+        """Set the pickers without their watchers navigating again."""
+        self._syncing = True
+        try:
+            yield
+        finally:
+            self._syncing = False
+
+    def _unit_options(self, method: str | None) -> dict[str, str]:
+        """A placeholder first, so that no unit is picked (and opened) just because it is listed first."""
+        units = self.index.unit_options(method) if self.index and method else []
+        return {"(pick a unit)": "", **{u: u for u in units}}
+
+    def _fill_units(self) -> None:
+        with self._quiet():
+            self.unit.options = self._unit_options(self.method.value)
+            self.unit.value = ""
+
+    def _picked(self, target: tuple) -> None:
+        if not self._syncing and target[-1]:
+            self.show(target)
+
+    def follow(self, target: tuple) -> None:
+        """A link was clicked in this tab (or sent here from another tab)."""
+        if target[0] == "question":
+            if self.open_question is not None:
+                self.open_question(target[1], target[2])
+            return
+        self.show(target)
+
+    def show(self, target: tuple, *, remember: bool = True) -> None:
+        """Show ``("turn", id)`` or ``("unit", method, id)``; the pickers follow."""
+        if self.index is None:
+            return
+        if remember and self.target and self.target != target:
+            self.history.append(self.target)
+        self.target = tuple(target)
+        with self._quiet():
+            if target[0] == "turn":
+                if target[1] in self.turn.options.values():
+                    self.turn.value = target[1]
+                self.unit.value = ""
+            else:
+                if target[1] in self.method.options:
+                    self.method.value = target[1]
+                    self.unit.options = self._unit_options(target[1])
+                if target[2] in self.unit.options.values():
+                    self.unit.value = target[2]
+        if target[0] == "turn":
+            self.body.object = turn_html(self.index.turn(target[1]), links=True)
+        elif self.index.has_unit(target[1], target[2]):
+            self.body.object = unit_html(self.index.unit(target[1], target[2]), links=True)
+        else:
+            self.body.object = box(f"<p>No unit {esc(target[2])} of {esc(target[1])} in this run.</p>")
+        self.back_button.disabled = not self.history
+
+    def back(self) -> None:
+        if self.history:
+            self.show(self.history.pop(), remember=False)
 
 
 class ResultsView:
@@ -699,7 +930,8 @@ class StructuresView:
 
 # ------------------------------------------------------------------------------------------------
 TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
-        ("Traces", TracesView), ("Events", EventsView), ("Results", ResultsView), ("Structures", StructuresView))
+        ("Lifecycle", LifecycleTab), ("Traces", TracesView), ("Events", EventsView), ("Results", ResultsView),
+        ("Structures", StructuresView))
 
 
 class WorkbenchApp(pn.viewable.Viewer):
@@ -713,6 +945,8 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.views = {name: cls(self.store) for name, cls in TABS}
         self.views["Question"].open_trace = self.open_trace
         self.views["Question"].render()  # the trace button can work now
+        self.views["Lifecycle"].open_question = self.open_question
+        self.views["Memories"].follow = self.views["Events"].follow = self.follow
         self.tabs = pn.Tabs(*[(name, v.panel) for name, v in self.views.items()], dynamic=True,
                             sizing_mode="stretch_width")
         self.problems = pn.Column(sizing_mode="stretch_width")
@@ -747,6 +981,23 @@ class WorkbenchApp(pn.viewable.Viewer):
         if method in traces.method.options:
             traces.method.value = method
         self.tabs.active = list(self.views).index("Traces")
+
+    def follow(self, target: tuple) -> None:
+        """A turn/unit/question link clicked in any tab: a turn or unit opens in Lifecycle."""
+        if target[0] == "question":
+            self.open_question(target[1], target[2])
+            return
+        self.views["Lifecycle"].show(target)
+        self.tabs.active = list(self.views).index("Lifecycle")
+
+    def open_question(self, qa_id: str, method: str | None = None) -> None:
+        """Show ``qa_id`` in the Question tab, ``method``'s row highlighted and its context open."""
+        view = self.views["Question"]
+        if qa_id in view.question.options.values():
+            view.question.value = qa_id
+        if method in view.method.options:
+            view.method.value = method
+        self.tabs.active = list(self.views).index("Question")
 
     def _show_problems(self) -> None:
         self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]

@@ -1,21 +1,39 @@
-"""``EventTimeline``: the unified memory event log as a filterable table and a plotly timeline.
+"""The unified memory event log on the conversation's own time axis, for every method at once.
 
 One schema for all methods (``MemoryEvent``): ADD, UPDATE, DELETE, MERGE, CONSOLIDATE, SUMMARIZE,
-LINK, BUFFER. UPDATE and DELETE events (AMA's Refresher rewriting or removing a memory, with its
-cause) stand out: highlighted rows, larger red markers, and a separate "refresh events" count.
+LINK, BUFFER. Every event is placed at the turn after which it happened (``place_events``): the
+x axis is the conversation itself, turn by turn, with its sessions and their dates, so "AMA
+rewrote this fact while reading session 4" and "RecMem consolidated the cluster when D5:3 arrived"
+line up across methods. Each method has its own lane (a row per kind inside it) in its own colour;
+refresh events (UPDATE/DELETE: a memory rewritten or removed) keep that colour and stand out as
+larger outlined diamonds. Changes made while answering a question (AMA's Refresher at question
+time) sit in a "question time" zone after the last turn.
 
-    EventTimeline(method)                 # anything with .events
-    EventTimeline(run.events("ama", cid)) # a saved run, no LLM
-    EventTimeline({"ama": ev1, "hmem": ev2})
+State and rendering are written once, in ``EventLog`` (pure: filters, pages, figure, HTML); the
+notebook's ``EventTimeline`` (ipywidgets) and the app's Events tab (``widgets.app.EventsView``,
+Panel) only bind their widgets to it. The table lists every event, a page at a time, with the
+before and after texts of a change side by side.
+
+    EventTimeline(method)                                   # anything with .events (and .conversation_)
+    EventTimeline(run.events("ama", cid), conversation=run.conversation(cid))
+    EventTimeline({"ama": ev1, "hmem": ev2}, conversation=conv)
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .html import DisplaysWidget, box, clip, diff_html, esc, show_figure, source_ids_html, table_html
+from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, show_figure, source_ids_html
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
+#: the order methods are listed in (lanes, legends, tables); unknown names follow, sorted
+METHOD_ORDER = ("full_context", "naive_rag", "eager_floor", "eager_facts", "hymem", "ama", "hmem", "recmem",
+                "memr3")
+#: one colour per method, kept wherever the method appears (Tableau 10, then more)
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f", "#ff9da7",
+           "#bab0ac", "#1b9e77", "#d95f02", "#7570b3", "#e7298a")
+PAGE_SIZE = 50
 
 
 def _to_event(e):
@@ -43,6 +61,33 @@ def is_refresh(e) -> bool:
     return e.kind in REFRESH_KINDS
 
 
+def is_question_time(e) -> bool:
+    """Whether the change was made while answering a question rather than while reading the
+    conversation. Events carry no phase field; the methods that change memory at question time
+    (AMA's Refresher) say so in the cause (``"question: ..."``), so that is what is read here."""
+    return str(e.cause or "").lstrip().lower().startswith("question")
+
+
+def method_sort_key(name: str):
+    return (METHOD_ORDER.index(name), "") if name in METHOD_ORDER else (len(METHOD_ORDER), name)
+
+
+def ordered_methods(names: Iterable[str]) -> list[str]:
+    return sorted(set(names), key=method_sort_key)
+
+
+def method_colours(names: Iterable[str]) -> dict[str, str]:
+    """A colour per method: the known methods keep theirs whatever else is in the run."""
+    out, extra = {}, 0
+    for n in ordered_methods(names):
+        if n in METHOD_ORDER:
+            out[n] = PALETTE[METHOD_ORDER.index(n) % len(PALETTE)]
+        else:
+            out[n] = PALETTE[(len(METHOD_ORDER) + extra) % len(PALETTE)]
+            extra += 1
+    return out
+
+
 def filter_events(events: Sequence, *, kinds: Iterable[str] | None = None, methods: Iterable[str] | None = None,
                   text: str = "") -> list:
     """Events whose kind and method are in the given sets (None = all) and whose unit id, texts,
@@ -64,75 +109,273 @@ def filter_events(events: Sequence, *, kinds: Iterable[str] | None = None, metho
     return out
 
 
-def event_row(e) -> dict:
-    change = diff_html(e.before, e.after) if e.before and e.after else clip(e.after or e.before or "")
-    return {"seq": e.seq, "method": esc(e.method), "kind": esc(e.kind), "unit": esc(e.unit_id), "change": change,
-            "cause": esc(e.cause), "sources": source_ids_html(e.source_ids), "time": esc(e.time or ""),
-            "_refresh": is_refresh(e)}
+# -- the conversation's time axis -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SessionSpan:
+    id: str
+    start: int  # 1-based position of its first turn
+    end: int  # ... and of its last
+    date: str  # "14 Mar 2023" (or the dataset's own date text)
 
 
-def events_table_html(events: Sequence, *, limit: int = 500) -> str:
-    """The events as an HTML table with before/after diffs; UPDATE/DELETE rows carry ``wb-refresh``."""
-    if not events:
-        return box('<p class="wb-muted">No events match.</p>')
-    rows = [event_row(e) for e in events[:limit]]
-    cols = ["seq", "method", "kind", "unit", "change", "cause", "sources", "time"]
-    more = f'<p class="wb-muted">… {len(events) - limit} more not shown</p>' if len(events) > limit else ""
-    return box(table_html(rows, cols, raw=cols, row_class=lambda r: "wb-refresh" if r["_refresh"] else "") + more)
+@dataclass(frozen=True)
+class Axis:
+    """Turn positions of a conversation (1-based, in reading order) and its sessions."""
+
+    positions: Mapping[str, int]
+    turn_ids: tuple[str, ...]
+    sessions: tuple[SessionSpan, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.turn_ids)
+
+    @property
+    def question_x(self) -> float:
+        """Where changes made at question time sit: past the last turn."""
+        return self.n + 2.0
+
+    def session_at(self, pos: int) -> SessionSpan | None:
+        return next((s for s in self.sessions if s.start <= pos <= s.end), None)
 
 
-def timeline_figure(events: Sequence, *, x: str = "seq"):
-    """Plotly scatter: x = event sequence (or time), y = kind, one trace per method; refresh events
-    (UPDATE/DELETE) as a separate, larger red trace. Hover text is escaped."""
+def _date_label(session) -> str:
+    if session.date_time is not None:
+        return session.date_time.strftime("%-d %b %Y")
+    return str(session.date_text or "")
+
+
+def conversation_axis(conversation) -> Axis | None:
+    """The time axis of a ``Conversation`` (None for none)."""
+    if conversation is None:
+        return None
+    positions, ids, spans = {}, [], []
+    for s in conversation.sessions:
+        start = len(ids) + 1
+        for t in s.turns:
+            ids.append(t.id)
+            positions.setdefault(t.id, len(ids))
+        if len(ids) >= start:
+            spans.append(SessionSpan(s.id, start, len(ids), _date_label(s)))
+    return Axis(positions, tuple(ids), tuple(spans))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one event sits on the axis and how that was decided."""
+
+    x: float  # turn position (question time: ``Axis.question_x``; no axis: the event's seq)
+    turn_id: str | None  # the turn after which it happened
+    session: str
+    date: str
+    inferred: bool  # none of its source turns is in the conversation: placed after the method's previous change
+    question_time: bool
+
+    @property
+    def label(self) -> str:
+        if self.question_time:
+            return "question time"
+        if self.turn_id is None:
+            return f"#{int(self.x)}"
+        where = f"{'after ' if self.inferred else ''}{self.turn_id}"
+        return " · ".join(p for p in (where, self.session, self.date) if p)
+
+
+def event_key(e) -> tuple[str, int]:
+    return (e.method, e.seq)
+
+
+def place_events(events: Sequence, axis: Axis | None) -> dict[tuple[str, int], Placement]:
+    """Each event's place on ``axis``: the latest of its source turns, and never before the
+    method's previous change (events of one method are numbered in the order they happened, and
+    a method reads the conversation turn by turn, so a consolidation whose sources are all old
+    still happened when the turn that triggered it was read). An event with no source turn in the
+    conversation is placed after its method's previous change and marked ``inferred``; one made
+    while answering a question goes to the question-time zone. Without an axis the x is the seq."""
+    out: dict[tuple[str, int], Placement] = {}
+    if axis is None:
+        for e in events:
+            out[event_key(e)] = Placement(float(e.seq), None, "", e.time or "", False, is_question_time(e))
+        return out
+    by_method: dict[str, list] = {}
+    for e in events:
+        by_method.setdefault(e.method, []).append(e)
+    for evs in by_method.values():
+        last = 0
+        for e in sorted(evs, key=lambda ev: ev.seq):
+            if is_question_time(e):
+                out[event_key(e)] = Placement(axis.question_x, None, "", "", False, True)
+                continue
+            own = max((axis.positions[s] for s in e.source_ids if s in axis.positions), default=0)
+            pos = max(own, last)
+            last = pos
+            if pos == 0:  # nothing read yet that it could follow: before the first turn
+                out[event_key(e)] = Placement(0.0, None, "", "", True, False)
+                continue
+            span = axis.session_at(pos)
+            out[event_key(e)] = Placement(float(pos), axis.turn_ids[pos - 1], span.id if span else "",
+                                          span.date if span else "", own < pos or own == 0, False)
+    return out
+
+
+# -- figure ----------------------------------------------------------------------------------------------
+def _lane(e) -> str:
+    return f"{e.method} · {e.kind}"
+
+
+def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: Mapping | None = None,
+                    colours: Mapping[str, str] | None = None):
+    """Plotly scatter on the conversation's axis: one lane per method (a row per kind inside it),
+    the method's colour on every marker, refresh events (UPDATE/DELETE) as larger diamonds with a
+    dark outline in the same colour. Sessions are shaded bands labelled with their dates. Hover
+    text is escaped."""
     import plotly.graph_objects as go
 
+    placements = placements if placements is not None else place_events(events, axis)
+    methods = ordered_methods(e.method for e in events)
+    colours = dict(colours or method_colours(methods))
+    lanes = [f"{m} · {k}" for m in methods for k in KIND_ORDER if any(e.method == m and e.kind == k for e in events)]
+    xs = _spread(events, placements)
     fig = go.Figure()
-    methods = sorted({e.method for e in events})
     for m in methods:
-        evs = [e for e in events if e.method == m and not is_refresh(e)]
-        if evs:
-            fig.add_trace(_scatter(evs, x, name=m or "(method?)", marker=dict(size=7)))
-    refresh = [e for e in events if is_refresh(e)]
-    if refresh:
-        fig.add_trace(_scatter(refresh, x, name=f"refresh (UPDATE/DELETE): {len(refresh)}",
-                               marker=dict(size=13, color="crimson", symbol="diamond")))
-    present = [k for k in KIND_ORDER if any(e.kind == k for e in events)]
-    fig.update_layout(height=320, margin=dict(l=40, r=10, t=30, b=40), title="Memory events",
-                      xaxis_title="time" if x == "time" else "event sequence",
-                      yaxis=dict(categoryorder="array", categoryarray=present))
+        for refresh in (False, True):
+            evs = [e for e in events if e.method == m and is_refresh(e) == refresh]
+            if not evs:
+                continue
+            marker = (dict(size=14, symbol="diamond", color=colours.get(m), line=dict(width=2, color="#212529"))
+                      if refresh else dict(size=8, color=colours.get(m), line=dict(width=0.5, color="white")))
+            fig.add_trace(go.Scatter(
+                x=[xs[event_key(e)] for e in evs], y=[_lane(e) for e in evs], mode="markers", marker=marker,
+                name=esc(f"{m} refresh (UPDATE/DELETE): {len(evs)}" if refresh else m), legendgroup=esc(m),
+                hovertext=[_hover(e, placements[event_key(e)]) for e in evs], hoverinfo="text"))
+    height = 190 + 22 * max(len(lanes), 3)
+    order = list(reversed(lanes))  # the first method on top
+    layout = dict(height=height, margin=dict(l=150, r=20, t=90, b=70), plot_bgcolor="white",
+                  title=dict(text="Memory events on the conversation (one lane per method; hover a marker)",
+                             y=0.98, yanchor="top"),
+                  yaxis=dict(categoryorder="array", categoryarray=order, automargin=True, gridcolor="#e9ecef",
+                             range=[-0.6, len(order) - 0.4]),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hoverlabel=dict(align="left"))
+    # a rule between two methods' lanes (category i sits at y = i)
+    rules = [dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=i + 0.5, y1=i + 0.5,
+                  line=dict(color="#adb5bd", width=1))
+             for i in range(len(order) - 1) if order[i].split(" · ")[0] != order[i + 1].split(" · ")[0]]
+    if axis is not None:
+        _axis_layout(fig, axis, any(p.question_time for p in placements.values()), layout)
+    else:
+        layout["xaxis"] = dict(title="event sequence (no conversation given, so no turn axis)")
+    layout["shapes"] = list(layout.get("shapes", ())) + rules
+    fig.update_layout(**layout)
     return fig
 
 
-def _scatter(evs, x, *, name, marker):
-    import plotly.graph_objects as go
+def _spread(events, placements) -> dict:
+    """x of each marker, nudged right a little when several of one lane share a turn (all stay
+    left of the next turn), so stacked changes do not hide each other."""
+    seen: dict[tuple, int] = {}
+    out = {}
+    for e in sorted(events, key=lambda ev: (ev.method, ev.seq)):
+        p = placements[event_key(e)]
+        k = (_lane(e), p.x)
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        out[event_key(e)] = p.x + min(n * 0.08, 0.6)
+    return out
 
-    xs = [(e.time if x == "time" else e.seq) for e in evs]
-    hover = [esc(f"{e.method} #{e.seq} {e.kind} {e.unit_id}: {(e.after or e.before or '')[:120]} — {e.cause[:80]}")
-             for e in evs]
-    return go.Scatter(x=xs, y=[e.kind for e in evs], mode="markers", name=esc(name), marker=marker,
-                      hovertext=hover, hoverinfo="text")
+
+def _hover(e, p: Placement) -> str:
+    text = (e.after or e.before or "")[:140]
+    return esc(f"{e.method} #{e.seq} {e.kind} {e.unit_id} — {p.label}: {text} — {e.cause[:90]}")
 
 
-class EventTimeline(DisplaysWidget):
-    """Filterable event table + timeline. State: ``events``, ``filtered``, ``refresh_events``, ``figure``."""
+def _axis_layout(fig, axis: Axis, question_zone: bool, layout: dict) -> None:
+    shapes, ticks, labels = [], [], []
+    for i, s in enumerate(axis.sessions):
+        if i % 2 == 0:
+            shapes.append(dict(type="rect", xref="x", yref="paper", x0=s.start - 0.5, x1=s.end + 0.5, y0=0, y1=1,
+                               fillcolor="#f1f3f5", line=dict(width=0), layer="below"))
+        ticks.append(s.start)
+        labels.append(esc(f"{s.id}<br>{s.date}" if s.date else s.id).replace("&lt;br&gt;", "<br>"))
+    right = axis.n + 0.5
+    if question_zone:
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=axis.n + 1, x1=axis.n + 1, y0=0, y1=1,
+                           line=dict(dash="dash", color="#868e96")))
+        ticks.append(axis.question_x)
+        labels.append("question<br>time")
+        right = axis.question_x + 1
+    layout["shapes"] = shapes
+    layout["xaxis"] = dict(title=f"conversation turns (1–{axis.n}), sessions shaded, dated at their first turn",
+                           tickmode="array", tickvals=ticks, ticktext=labels, range=[0.3, right], zeroline=False,
+                           showgrid=False)
 
-    def __init__(self, events_or_method, *, x: str = "seq"):
-        self.events = sorted(events_of(events_or_method), key=lambda e: (e.method, e.seq))
-        self.x = x
-        self.refresh_events = [e for e in self.events if is_refresh(e)]
+
+# -- table -----------------------------------------------------------------------------------------------
+TABLE_COLUMNS = ["when", "method", "#", "kind", "unit", "before", "after", "cause", "sources"]
+
+
+def event_row(e, placement: Placement | None = None, *, links: bool = False) -> dict:
+    """One event as table cells (HTML): where it happened, its unit, the before and after texts
+    side by side with the change marked, why, and its source turns."""
+    before, after = before_after_html(e.before, e.after)
+    unit = link_html(e.unit_id, "unit", e.method, e.unit_id, title="this unit's lifecycle") if links else esc(e.unit_id)
+    when = placement.label if placement is not None else (e.time or "")
+    return {"when": esc(when), "method": esc(e.method), "#": esc(e.seq), "kind": esc(e.kind), "unit": unit,
+            "before": before, "after": after, "cause": clip(e.cause, limit=600),
+            "sources": source_ids_html(e.source_ids, limit=8, links=links), "_refresh": is_refresh(e)}
+
+
+def events_table_html(events: Sequence, *, placements: Mapping | None = None, links: bool = False,
+                      columns: Sequence[str] = TABLE_COLUMNS) -> str:
+    """The given events (all of them: page before calling) as an HTML table; UPDATE/DELETE rows
+    carry ``wb-refresh``, before/after cells ``wb-before``/``wb-after``."""
+    if not events:
+        return box('<p class="wb-muted">No events match.</p>')
+    rows = [event_row(e, (placements or {}).get(event_key(e)), links=links) for e in events]
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = "".join(f'<td class="wb-{c}">{r[c]}</td>' if c in ("before", "after") else f"<td>{r[c]}</td>"
+                        for c in columns)
+        body.append(f'<tr class="wb-refresh">{cells}</tr>' if r["_refresh"] else f"<tr>{cells}</tr>")
+    style = "<style>.wb-events td:first-child {white-space: nowrap;}</style>"
+    return box(f'{style}<table class="wb-events"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+
+
+# -- state -----------------------------------------------------------------------------------------------
+class EventLog:
+    """The Events view's state, free of any widget toolkit: the events of one conversation (any
+    number of methods), their placements on its axis, the filters, the current page, and the
+    figure/HTML that show them. Both shells (``EventTimeline``, the app's ``EventsView``) call
+    ``set_filter``/``set_page`` and show ``figure``, ``counts_html``, ``pager_text`` and ``table_html``."""
+
+    def __init__(self, events: Sequence, *, conversation=None, page_size: int = PAGE_SIZE, links: bool = False,
+                 all_methods: Iterable[str] = ()):
+        self.axis = conversation_axis(conversation)
+        self.placements = place_events(events, self.axis)
+        self.events = sorted(events, key=self.sort_key)
+        self.page_size = max(1, int(page_size))
+        self.links = links
+        self.methods = ordered_methods(e.method for e in self.events)
+        #: methods of the run that logged no event (Full-Context stores nothing of its own): named, not hidden
+        self.silent = [m for m in ordered_methods(all_methods) if m not in self.methods]
+        self.colours = method_colours(self.methods)
         self.kinds = [k for k in KIND_ORDER if any(e.kind == k for e in self.events)]
-        self.methods = sorted({e.method for e in self.events})
-        self.kind_filter, self.method_filter, self.text_filter = None, None, ""
-        self._build_widgets()
+        self.refresh_events = [e for e in self.events if is_refresh(e)]
+        self.kind_filter: list[str] | None = None
+        self.method_filter: list[str] | None = None
+        self.text_filter = ""
+        self.page = 0
         self.set_filter()
 
-    @property
-    def refresh_count(self) -> int:
-        return len(self.refresh_events)
+    def sort_key(self, e):
+        """Conversation order: where it happened, then method, then the method's own order."""
+        p = self.placements[event_key(e)]
+        return (p.x, method_sort_key(e.method), e.seq)
 
-    def set_filter(self, *, kinds: Iterable[str] | None = None, text: str | None = None,
-                   methods: Iterable[str] | None = None) -> "EventTimeline":
-        """Filter by kinds / methods (None keeps the current one; empty = all) and a text search."""
+    def set_filter(self, *, kinds: Iterable[str] | None = None, methods: Iterable[str] | None = None,
+                   text: str | None = None) -> "EventLog":
+        """Filter by kinds / methods (None keeps the current one; empty = all) and a text search;
+        back to the first page."""
         if kinds is not None:
             self.kind_filter = list(kinds) or None
         if methods is not None:
@@ -141,8 +384,85 @@ class EventTimeline(DisplaysWidget):
             self.text_filter = text
         self.filtered = filter_events(self.events, kinds=self.kind_filter, methods=self.method_filter,
                                       text=self.text_filter)
-        self.figure = timeline_figure(self.filtered, x=self.x)
+        self.page = 0
+        self._figure = None
+        return self
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.filtered) // self.page_size))
+
+    def set_page(self, page: int) -> "EventLog":
+        self.page = max(0, min(int(page), self.pages - 1))
+        return self
+
+    @property
+    def page_events(self) -> list:
+        start = self.page * self.page_size
+        return self.filtered[start:start + self.page_size]
+
+    @property
+    def figure(self):
+        if self._figure is None:
+            self._figure = timeline_figure(self.filtered, axis=self.axis, placements=self.placements,
+                                           colours=self.colours)
+        return self._figure
+
+    @property
+    def pager_text(self) -> str:
+        if not self.filtered:
+            return "no events"
+        start = self.page * self.page_size
+        return (f"events {start + 1}–{start + len(self.page_events)} of {len(self.filtered)} "
+                f"(page {self.page + 1} of {self.pages})")
+
+    @property
+    def counts_html(self) -> str:
+        shown_refresh = sum(is_refresh(e) for e in self.filtered)
+        silent = f" · no events logged by: {esc(', '.join(self.silent))}" if self.silent else ""
+        return (f"{len(self.filtered)} of {len(self.events)} events · "
+                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}{silent}")
+
+    @property
+    def table_html(self) -> str:
+        return events_table_html(self.page_events, placements=self.placements, links=self.links)
+
+
+# -- notebook shell --------------------------------------------------------------------------------------
+class EventTimeline(DisplaysWidget):
+    """The event log in a notebook: filters, the timeline figure and a paged table, bound to an
+    ``EventLog`` (``self.log``). State: ``events``, ``filtered``, ``refresh_events``, ``figure``, ``page``."""
+
+    def __init__(self, events_or_method, *, conversation=None, page_size: int = PAGE_SIZE):
+        if conversation is None and hasattr(events_or_method, "events"):
+            conversation = getattr(events_or_method, "conversation_", None)
+        self.log = EventLog(events_of(events_or_method), conversation=conversation, page_size=page_size)
+        self._build_widgets()
         self._sync_widgets()
+
+    # the state, read through to the log
+    events = property(lambda self: self.log.events)
+    filtered = property(lambda self: self.log.filtered)
+    refresh_events = property(lambda self: self.log.refresh_events)
+    kinds = property(lambda self: self.log.kinds)
+    methods = property(lambda self: self.log.methods)
+    figure = property(lambda self: self.log.figure)
+    page = property(lambda self: self.log.page)
+
+    @property
+    def refresh_count(self) -> int:
+        return len(self.log.refresh_events)
+
+    def set_filter(self, *, kinds: Iterable[str] | None = None, text: str | None = None,
+                   methods: Iterable[str] | None = None) -> "EventTimeline":
+        """Filter by kinds / methods (None keeps the current one; empty = all) and a text search."""
+        self.log.set_filter(kinds=kinds, methods=methods, text=text)
+        self._sync_widgets()
+        return self
+
+    def set_page(self, page: int) -> "EventTimeline":
+        self.log.set_page(page)
+        self._sync_widgets(figure=False)
         return self
 
     def _build_widgets(self) -> None:
@@ -155,30 +475,43 @@ class EventTimeline(DisplaysWidget):
         self.counts = W.HTML()
         self.table = W.HTML()
         self.plot = W.Output()
+        self.prev_button = W.Button(description="◀ previous", layout=W.Layout(width="110px"))
+        self.next_button = W.Button(description="next ▶", layout=W.Layout(width="110px"))
+        self.pager = W.HTML()
         self._syncing = False
         self.kind_select.observe(lambda ch: self._from_widgets(), names="value")
         self.method_select.observe(lambda ch: self._from_widgets(), names="value")
         self.search.observe(lambda ch: self._from_widgets(), names="value")
+        self.prev_button.on_click(lambda b: self.set_page(self.log.page - 1))
+        self.next_button.on_click(lambda b: self.set_page(self.log.page + 1))
         self.widget = W.VBox([W.HBox([self.kind_select, self.method_select, self.search]), self.counts,
-                              self.plot, self.table])
+                              self.plot, W.HBox([self.prev_button, self.next_button, self.pager]), self.table])
 
     def _from_widgets(self) -> None:
         if not self._syncing:
             self.set_filter(kinds=self.kind_select.value, methods=self.method_select.value, text=self.search.value)
 
-    def _sync_widgets(self) -> None:
+    def _sync_widgets(self, *, figure: bool = True) -> None:
+        log = self.log
         self._syncing = True
         try:
-            self.kind_select.value = tuple(k for k in (self.kind_filter or ()) if k in self.kinds)
-            self.method_select.value = tuple(m for m in (self.method_filter or ()) if m in self.methods)
-            self.search.value = self.text_filter
+            self.kind_select.value = tuple(k for k in (log.kind_filter or ()) if k in self.kinds)
+            self.method_select.value = tuple(m for m in (log.method_filter or ()) if m in self.methods)
+            self.search.value = log.text_filter
         finally:
             self._syncing = False
-        shown_refresh = sum(is_refresh(e) for e in self.filtered)
-        self.counts.value = (f"{len(self.filtered)} of {len(self.events)} events · "
-                             f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {self.refresh_count}")
-        self.table.value = events_table_html(self.filtered)
-        show_figure(self.plot, self.figure)
+        self.counts.value = log.counts_html
+        self.pager.value = esc(log.pager_text)
+        self.prev_button.disabled = log.page == 0
+        self.next_button.disabled = log.page >= log.pages - 1
+        self.table.value = log.table_html
+        if figure:
+            show_figure(self.plot, log.figure)
 
     def __repr__(self) -> str:
         return f"EventTimeline({len(self.filtered)}/{len(self.events)} events, {self.refresh_count} refresh)"
+
+
+__all__ = ["EventLog", "EventTimeline", "KIND_ORDER", "REFRESH_KINDS", "conversation_axis", "events_of",
+           "events_table_html", "filter_events", "is_question_time", "is_refresh", "method_colours",
+           "place_events", "timeline_figure"]

@@ -28,6 +28,10 @@ CSS = """<style>
 .wb-muted {color: #868e96;}
 .wb-box del {background: #ffd6d6; text-decoration: line-through;}
 .wb-box ins {background: #d3f9d8; text-decoration: none;}
+.wb-box a.wb-link {color: #1c4fd1; text-decoration: underline; cursor: pointer;}
+.wb-box a.wb-link:focus {outline: 2px solid #1c4fd1; outline-offset: 1px;}
+.wb-box td.wb-before {background: #fff5f5;}
+.wb-box td.wb-after {background: #f4fcf5;}
 </style>"""
 
 
@@ -124,14 +128,30 @@ def turn_index(conversation) -> dict:
     return {t.id: t for t in conversation.turns}
 
 
-def source_ids_html(ids: Iterable[str], gold: Iterable[str] = (), *, limit: int | None = None) -> str:
+def link_html(label: Any, *target: str, title: str = "") -> str:
+    """An in-app link: ``target`` is ``("turn", turn_id)``, ``("unit", method, unit_id)`` or
+    ``("question", qa_id, method)``. The target travels as JSON in ``data-link`` (escaped, so an id
+    with quotes or markup stays data); the app's link-aware pane turns a click on it into navigation.
+    Where no such pane listens (a notebook), callers render plain ids instead (``links=False``)."""
+    tip = f' title="{esc(title)}"' if title else ""
+    return (f'<a class="wb-link" role="link" tabindex="0" data-link="{esc(json.dumps(list(target)))}"{tip}>'
+            f"{esc(label)}</a>")
+
+
+def source_ids_html(ids: Iterable[str], gold: Iterable[str] = (), *, limit: int | None = None,
+                    links: bool = False) -> str:
     """Source ids, gold evidence marked. With ``limit``, at most that many ids plus every gold one are
-    listed and the rest counted ("+41 more"), so a Full-Context row does not list all its turns."""
+    listed and the rest counted ("+41 more"), so a Full-Context row does not list all its turns.
+    ``links``: each id is a link to that turn's lifecycle (``link_html``)."""
     gold, ids = set(gold), list(ids)
     shown = ids if limit is None or len(ids) <= limit else [
         i for n, i in enumerate(ids) if n < limit or i in gold]
-    out = " ".join(f'<span class="wb-gold" title="gold evidence">{esc(i)}</span>' if i in gold else esc(i)
-                   for i in shown)
+
+    def one(i):
+        text = link_html(i, "turn", i, title="this turn's lifecycle") if links else esc(i)
+        return f'<span class="wb-gold" title="gold evidence">{text}</span>' if i in gold else text
+
+    out = " ".join(one(i) for i in shown)
     rest = len(ids) - len(shown)
     return out + (f' <span class="wb-muted">(+{rest} more)</span>' if rest else "")
 
@@ -267,6 +287,30 @@ def diff_html(before: str | None, after: str | None) -> str:
         if j2 > j1:
             out.append(f"<ins>{esc(''.join(b[j1:j2]))}</ins>")
     return "".join(out)
+
+
+def before_after_html(before: str | None, after: str | None) -> tuple[str, str]:
+    """The two sides of a change for side-by-side cells: the old text with what was removed marked
+    (``<del>``) and the new text with what was added marked (``<ins>``), each escaped. A side that
+    does not exist (an ADD has no before, a DELETE no after) is a muted dash."""
+    if not before or not after:
+        return (clip(before) if before else '<span class="wb-muted">–</span>',
+                clip(after) if after else '<span class="wb-muted">–</span>')
+    a, b = _WORDS.findall(before), _WORDS.findall(after)
+    if len(a) + len(b) > DIFF_WORDS_LIMIT:
+        return clip(before), clip(after)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if op == "equal":
+            left.append(esc(old))
+            right.append(esc(new))
+            continue
+        if old:
+            left.append(f"<del>{esc(old)}</del>")
+        if new:
+            right.append(f"<ins>{esc(new)}</ins>")
+    return "".join(left), "".join(right)
 
 
 def plotly_bundle(fig) -> dict:

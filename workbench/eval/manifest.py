@@ -224,6 +224,22 @@ def run_summary(manifest: dict) -> dict:
             "llm_sha256": (llm.get("model_sha256") or "")[:12] if isinstance(llm, dict) else ""}
 
 
+def run_embedder_name(manifest: dict, method: str | None = None) -> str | None:
+    """The name of the embedder a run used (for ``method`` when given: the last evaluation of that
+    method that records one), from any manifest layout; None when the manifest does not say.
+    A method evaluated without an embedder (Full-Context records none) falls back to the run's."""
+    m = manifest if isinstance(manifest, dict) else {}
+    evals = [e for e in (m.get("evaluations") if isinstance(m.get("evaluations"), list) else []) if isinstance(e, dict)]
+    mine = [e.get("embedder") for e in evals if method is not None and e.get("method") == method and e.get("embedder")]
+    s = m.get("summary") if isinstance(m.get("summary"), dict) else {}
+    for v in [*reversed(mine), s.get("embedder"), m.get("embedder"),
+              *(e.get("embedder") for e in reversed(evals))]:
+        name = v.get("name") if isinstance(v, dict) else v
+        if name:
+            return str(name)
+    return None
+
+
 def _label(v, *keys) -> str:
     if isinstance(v, dict):
         for k in keys:

@@ -1,0 +1,179 @@
+"""Unit lifecycle (``widgets.lifecycle``) and the event log on the conversation's time axis
+(``widgets.event_timeline``): pure state and HTML over a small hand-made run, no widget toolkit."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from workbench.data import QA, Conversation, Session, Turn
+from workbench.trace import Answer, Hit, MemoryEvent, Step
+
+from widgets.event_timeline import EventLog, conversation_axis, place_events, timeline_figure
+from widgets.lifecycle import EVENTS_ONLY, IN_MEMORY, REMOVED, LifecycleIndex, parse_link, turn_html, unit_html
+
+
+def _conv() -> Conversation:
+    s1 = Session("S1", datetime(2023, 3, 14, 19, 40), tuple(
+        Turn(f"D1:{i}", "Priya" if i % 2 else "Tomasz", text, "S1") for i, text in enumerate(
+            ["I live in Leeds.", "Nice. I work nights.", "My dog is called Biscuit."], start=1)))
+    s2 = Session("S2", datetime(2023, 4, 2, 11, 5), tuple(
+        Turn(f"D2:{i}", "Priya" if i % 2 else "Tomasz", text, "S2") for i, text in enumerate(
+            ["I moved to Lisbon!", "Biscuit is called Pilot now.", "<script>alert(1)</script>"], start=1)))
+    qa = (QA("c/q1", "Where does Priya live?", "Lisbon", 4, ("D2:1",)),
+          QA("c/q2", "What is the dog called?", "Pilot", 4, ("D2:2",)))
+    return Conversation("c", ("Priya", "Tomasz"), (s1, s2), qa)
+
+
+def _run():
+    memories = {
+        "ama": [{"id": "f1", "kind": "fact", "text": "Priya lives in Lisbon", "source_ids": ["D1:1", "D2:1"]},
+                {"id": "f3", "kind": "fact", "text": "The dog is Pilot", "source_ids": ["D1:3", "D2:2"]}],
+        "naive_rag": [{"id": f"chunk-{i}", "kind": "chunk", "text": t, "source_ids": [tid]}
+                      for i, (tid, t) in enumerate([("D1:1", "I live in Leeds."), ("D2:1", "I moved to Lisbon!")])],
+    }
+    events = {
+        "ama": [MemoryEvent(0, "ADD", "f1", None, "Priya lives in Leeds", "turn D1:1", ("D1:1",), method="ama"),
+                MemoryEvent(1, "ADD", "f2", None, "Priya works nights", "turn D1:2", ("D1:2",), method="ama"),
+                MemoryEvent(2, "ADD", "f3", None, "The dog is Biscuit", "turn D1:3", ("D1:3",), method="ama"),
+                MemoryEvent(3, "UPDATE", "f1", "Priya lives in Leeds", "Priya lives in Lisbon", "refresher: D2:1",
+                            ("D1:1", "D2:1"), method="ama"),
+                MemoryEvent(4, "DELETE", "f2", "Priya works nights", None, "refresher: contradicted",
+                            ("D1:2",), method="ama"),  # sources all old: still happened after D2:1 was read
+                MemoryEvent(5, "UPDATE", "f3", "The dog is Biscuit", "The dog is Pilot", "question: What is the dog "
+                            "called?", ("D1:3",), method="ama")],
+        # a MemR3-like folder: its backend's events carry the backend's name
+        "naive_rag": [MemoryEvent(i, "ADD", f"chunk-{i}", None, t, "chunk", (tid,), method="naive_rag")
+                      for i, (tid, t) in enumerate([("D1:1", "I live in Leeds."), ("D2:1", "I moved to Lisbon!")])],
+    }
+    ans_ama = Answer("Where does Priya live?", "Lisbon", (
+        Step("retrieve", "search", {}, hits=(Hit("f1", "Priya lives in Lisbon", 0.9, ("D1:1", "D2:1")),
+                                              Hit("f3", "The dog is Pilot", 0.2, ("D1:3", "D2:2")))),
+        Step("answer", "answer", {})), context=(Hit("f1", "Priya lives in Lisbon", 0.9, ("D1:1", "D2:1")),),
+        method="ama")
+    ans_rag = Answer("Where does Priya live?", "Leeds", (Step("answer", "answer", {}),), context=(
+        Hit("chunk-0", "I live in Leeds.", 0.8, ("D1:1",)), Hit("chunk-1", "I moved to Lisbon!", 0.7, ("D2:1",))),
+        method="naive_rag")
+    results = [{"method": "ama", "conv_id": "c", "qa_id": "c/q1", "question": "Where does Priya live?",
+                "prediction": "Lisbon", "judge_label": "CORRECT", "attribution": "correct",
+                "answer": ans_ama.to_dict()},
+               {"method": "naive_rag", "conv_id": "c", "qa_id": "c/q1", "question": "Where does Priya live?",
+                "prediction": "Leeds", "judge_label": "WRONG", "attribution": "reading_miss",
+                "answer": ans_rag.to_dict()},
+               {"method": "naive_rag", "conv_id": "other", "qa_id": "other/q1", "question": "?",
+                "answer": ans_rag.to_dict()}]  # another conversation: ignored
+    return memories, events, results
+
+
+@pytest.fixture
+def index():
+    memories, events, results = _run()
+    return LifecycleIndex(_conv(), memories, events, results)
+
+
+# -- lifecycle state -------------------------------------------------------------------------------------
+def test_turn_lists_every_unit_of_every_method_derived_from_it(index):
+    tl = index.turn("D1:1")
+    assert [u.unit_id for u in tl.units["ama"]] == ["f1"] and [u.unit_id for u in tl.units["naive_rag"]] == ["chunk-0"]
+    assert (tl.previous, tl.next, tl.session, tl.date) == (None, "D1:2", "S1", "14 Mar 2023")
+    removed = index.turn("D1:2").units["ama"]  # only the event log knows f2: AMA deleted it
+    assert [(u.unit_id, u.status, u.text) for u in removed] == [("f2", REMOVED, "Priya works nights")]
+    assert index.turn("D1:2").units["naive_rag"] == ()  # listed as "nothing derived", not left out
+    assert {m: [u.unit_id for u in us] for m, us in index.turn("D2:1").units.items()} == {
+        "naive_rag": ["chunk-1"], "ama": ["f1"]}
+
+
+def test_unit_sources_events_and_the_answers_that_saw_it(index):
+    ul = index.unit("ama", "f1")
+    assert ul.ref.status == IN_MEMORY and [t.id for t in ul.source_turns] == ["D1:1", "D2:1"]
+    assert [(e.seq, e.kind) for e in ul.events] == [(0, "ADD"), (3, "UPDATE")]
+    (seen,) = ul.seen
+    assert (seen.qa_id, seen.rank, seen.n_context, seen.steps, seen.covers_gold) == ("c/q1", 1, 1, (1,), ("D2:1",))
+    assert ul.retrieved == ()
+    f3 = index.unit("ama", "f3")  # retrieved by a step, but not put in front of the final reader
+    assert f3.seen == () and [(s.qa_id, s.rank, s.steps) for s in f3.retrieved] == [("c/q1", None, (1,))]
+    rag = index.unit("naive_rag", "chunk-1")
+    assert [(s.qa_id, s.rank, s.covers_gold, s.judge_label) for s in rag.seen] == [("c/q1", 2, ("D2:1",), "WRONG")]
+    assert index.unit("naive_rag", "chunk-0").seen[0].covers_gold == ()  # saw it, but it is not gold evidence
+    ghost = index.ref("ama", "nope")
+    assert ghost.status == EVENTS_ONLY and not index.has_unit("ama", "nope")
+
+
+def test_event_placement_on_the_conversation_axis(index):
+    axis = conversation_axis(_conv())
+    assert axis.n == 6 and [(s.id, s.start, s.end, s.date) for s in axis.sessions] == [
+        ("S1", 1, 3, "14 Mar 2023"), ("S2", 4, 6, "2 Apr 2023")]
+    _, events, _ = _run()
+    places = place_events(events["ama"], axis)
+    assert places[("ama", 3)].turn_id == "D2:1" and places[("ama", 3)].session == "S2"
+    late = places[("ama", 4)]  # a DELETE whose only source is D1:2 happened after the UPDATE at D2:1
+    assert (late.x, late.turn_id, late.inferred) == (4.0, "D2:1", True) and late.label.startswith("after D2:1")
+    q = places[("ama", 5)]
+    assert q.question_time and q.x == axis.question_x and q.label == "question time"
+
+
+def test_html_links_escaping_and_side_by_side_changes(index):
+    html = unit_html(index.unit("ama", "f1"), links=True)
+    assert '<td class="wb-before">Priya lives in <del>Leeds</del></td>' in html
+    assert '<td class="wb-after">Priya lives in <ins>Lisbon</ins></td>' in html
+    assert f'data-link="{json.dumps(["turn", "D2:1"]).replace(chr(34), "&quot;")}"' in html
+    assert 'data-link="[&quot;question&quot;, &quot;c/q1&quot;, &quot;ama&quot;]"' in html
+    assert "Answers whose reader saw it (1)" in html and "#1 of 1" in html
+    turn = turn_html(index.turn("D2:3"), links=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in turn and "<script>alert" not in turn
+    plain = unit_html(index.unit("ama", "f1"), links=False)
+    assert 'class="wb-link"' not in plain and "data-link" not in plain  # a notebook gets plain ids, not dead links
+    assert 'data-link="[&quot;unit&quot;, &quot;ama&quot;, &quot;f1&quot;]"' in turn_html(index.turn("D1:1"))
+
+
+def test_an_unreadable_answer_is_listed_not_dropped_silently():
+    memories, events, results = _run()
+    results.append({"method": "ama", "conv_id": "c", "qa_id": "c/q2", "answer": {"question": "?"}})
+    index = LifecycleIndex(_conv(), memories, events, results)
+    assert len(index.problems) == 1 and "'c/q2' is unreadable" in index.problems[0]
+    assert [s.qa_id for s in index.unit("ama", "f1").seen] == ["c/q1"]
+
+
+def test_parse_link_accepts_only_known_targets():
+    assert parse_link(["turn", "D1:1"]) == ("turn", "D1:1")
+    assert parse_link(["unit", "ama", "f1"]) == ("unit", "ama", "f1")
+    for bad in (["turn"], ["unit", "ama"], ["script", "x"], "turn:D1:1", None, ["turn", 3], []):
+        assert parse_link(bad) is None, bad
+
+
+# -- the event log: one axis, pages, colours -------------------------------------------------------------
+def test_event_log_pages_through_every_event():
+    conv = _conv()
+    events = [MemoryEvent(i, "ADD", f"u{i}", None, f"text {i}", "", (conv.turns[i % 6].id,), method="m")
+              for i in range(523)]
+    log = EventLog(events, conversation=conv, page_size=50)
+    assert log.pages == 11 and len(log.page_events) == 50 and log.pager_text == "events 1–50 of 523 (page 1 of 11)"
+    seen = []
+    for p in range(log.pages):
+        log.set_page(p)
+        seen += [e.unit_id for e in log.page_events]
+        assert log.table_html.count("<tr>") + log.table_html.count('<tr class="wb-refresh">') == \
+            len(log.page_events) + 1  # + the header row
+    assert sorted(seen) == sorted(e.unit_id for e in events)  # no cap: every event is on some page
+    assert log.set_page(99).page == 10 and len(log.page_events) == 23
+    log.set_filter(text="text 7")
+    assert log.page == 0 and {e.unit_id for e in log.filtered} == {f"u{i}" for i in range(523) if str(i)[0] == "7"}
+
+
+def test_timeline_lanes_and_refresh_markers_keep_the_method_colour(index):
+    _, events, _ = _run()
+    evs = events["ama"] + events["naive_rag"]
+    log = EventLog(evs, conversation=_conv())
+    assert [e.seq for e in log.events if e.method == "ama"] == [0, 1, 2, 3, 4, 5]  # conversation order
+    assert log.events[-1].cause.startswith("question:")  # question time sorts last
+    fig = log.figure
+    by_name = {t.name: t for t in fig.data}
+    assert by_name["ama"].marker.color == by_name["ama refresh (UPDATE/DELETE): 3"].marker.color
+    assert by_name["ama"].marker.color != by_name["naive_rag"].marker.color
+    lanes = list(fig.layout.yaxis.categoryarray)
+    assert lanes == ["ama · DELETE", "ama · UPDATE", "ama · ADD", "naive_rag · ADD"]  # the last one is drawn on top
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks[0] == "S1<br>14 Mar 2023" and ticks[-1] == "question<br>time"
+    empty = timeline_figure([], axis=conversation_axis(_conv()))
+    assert len(empty.data) == 0
