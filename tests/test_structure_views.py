@@ -26,9 +26,9 @@ from workbench.methods.recmem.trigger import replay_triggers  # noqa: E402
 from workbench.rundir import RunDir, save_conversation, save_memory_snapshot  # noqa: E402
 
 from widgets import ClusterView, GraphView, TreeView  # noqa: E402
-from widgets.cluster_view import ClusterPanel, membership  # noqa: E402
-from widgets.graph_view import external_sources  # noqa: E402
-from widgets.tree_view import TreePanel  # noqa: E402
+from widgets.cluster_view import membership  # noqa: E402
+from widgets.graph_view import external_sources, legend_html  # noqa: E402
+from widgets.structure_views import ClusterPanel, GraphPanel, TreePanel  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
 SUMMARY = "{label}: Sam & Noor's <news>"
@@ -154,9 +154,9 @@ def test_tree_view_select_shows_the_node(hmem, tiny_conv):
     assert tv.selected == leaf["id"] and tv.detail_html != first and "(a leaf: one memory event)" in tv.detail_html
     turn = tiny_conv.turn(leaf["source_ids"][0])
     assert f"<b>{turn.id}</b>" in tv.detail_html  # source turn text shown
-    assert tv.figure.data[-1].name == f"selected: {leaf['id']}"
-    levels = {t.name.split()[0] for t in tv.figure.data if t.customdata is not None}
-    assert levels == {f"L{lv}" for lv in {r["level"] for r in tv.rows}}
+    assert f"<details class='wb-selected' open data-node='{leaf['id']}'>" in tv.tree_html  # its line, marked
+    assert tv.tree.value == tv.tree_html and tv.detail.value == tv.detail_html  # what the widgets show
+    assert all(f"data-node='{r['id']}'" in tv.tree_html for r in tv.rows if not r.get("copy_of_child"))
     with pytest.raises(KeyError):
         tv.select("nope")
 
@@ -171,7 +171,7 @@ def test_tree_view_from_saved_dict_escapes_text():
     tv = TreeView({"tree": rows, "levels": {"1": "day", "2": "week"}}).select("sum2")
     assert "&lt;img src=x" in tv.detail_html and "<img src=x" not in tv.detail_html
     assert "(turn texts not available)" in tv.detail_html  # no conversation: ids only
-    assert all("<img" not in h for t in tv.figure.data if t.hovertext for h in t.hovertext)
+    assert "<img" not in tv.tree_html and "&lt;img src=x" in tv.tree_html
 
 
 # -- GraphView ---------------------------------------------------------------------------------------
@@ -183,7 +183,9 @@ def test_graph_view_is_offline_and_names_every_entity(hmem, tiny_conv):
     assert not re.search(r"<script[^>]*\bsrc\s*=", gv.html, re.I) and "<link" not in gv.html.lower()
     assert "vis.Network(" in gv.html and "cdn.jsdelivr" not in gv.html  # vis-network inlined
     assert all(json.dumps(name)[1:-1] in gv.html for name in names)
-    assert "location" in gv.html.split("<body>", 1)[1][:2000]  # legend of the types present
+    assert "bootstrap" not in gv.html and "<h1>" not in gv.html  # the workbench template, not pyvis's default
+    legend = legend_html(gv.graph)
+    assert gv.legend.value == legend and "location" in legend and "person" in legend  # the types present
     assert gv.frame.value.startswith("<iframe srcdoc=\"") and "<script" not in gv.frame.value  # escaped srcdoc
     gv.select("noor")  # by name, case-insensitive
     assert gv.selected == next(n["id"] for n in gv.graph["nodes"] if n["name"] == "Noor")
@@ -273,9 +275,10 @@ def test_app_structures_tab_renders_hmem_and_recmem(run_dir):
     for method in ("hmem", "recmem"):
         section = view.sections[method][0]
         assert not isinstance(section, pn.pane.Alert), section.object
-        assert section.select(pn.pane.Plotly), method
+    assert view.sections["recmem"][0].select(pn.pane.Plotly)  # the scatter and the trigger timeline
     html = "\n".join(str(p.object) for p in view.sections["hmem"][0].select(pn.pane.HTML))
     assert "<iframe srcdoc=" in html and "sandbox=\"allow-scripts\"" in html
+    assert "class='wb-tree'" in html and "data-node=" in html  # the collapsible tree
     sliders = [w.name for w in view.sections["recmem"][0].select(pn.widgets.IntSlider)]
     assert sliders == ["theta_count"]
 
@@ -286,7 +289,14 @@ def test_panel_views_react_to_widgets(run_dir, tiny_conv):
     before = cp.counts.object
     cp.sim_slider.value = 0.99
     assert cp.trigger_count == 0 and cp.counts.object != before
+    cp.reset_button.clicks += 1  # what a click in the browser does
+    assert cp.trigger_count == cp.live_trigger_count == 1 and cp.sim_slider.value == 0.7
     tp = TreePanel(run.structures("hmem", tiny_conv.id), tiny_conv)
     node = tp.rows[0]["id"]
-    tp.plot.click_data = {"points": [{"customdata": node}]}
-    assert tp.selected == node and tp.node_select.value == node and node in tp.detail.object
+    tp.node_select.value = node
+    assert tp.selected == node and node in tp.detail.object and "wb-selected" in tp.tree.object
+    gp = GraphPanel(run.structures("hmem", tiny_conv.id), tiny_conv)
+    gp.entity_select.value = gp.graph["nodes"][0]["id"]
+    assert gp.selected == gp.graph["nodes"][0]["id"] and gp.graph["nodes"][0]["name"] in gp.detail.object
+    gp.entity_select.value = ""
+    assert gp.selected is None
