@@ -271,7 +271,7 @@ def episodes_html(data: ClusterData) -> str:
             "</details>")
     in_groups = {m for g in groups for m in g["members"]}
     waiting = [u for u in data.ids if u not in in_groups]
-    rest = (f"<p class='wb-muted'>{len(waiting)} units in no episode (still in the buffer): "
+    rest = (f"<p class='wb-muted'>{_n(len(waiting), 'unit')} in no episode (still in the buffer): "
             f"{esc(' '.join(waiting))}</p>" if waiting else "")
     if not groups:
         return box("<h5>Episodes (0)</h5><p class='wb-muted'>(the live run wrote no episodes)</p>" + rest)
