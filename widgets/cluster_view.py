@@ -214,11 +214,14 @@ def timeline_figure(decisions: Sequence[TriggerDecision], live: Sequence[Trigger
 def counts_html(data: ClusterData, decisions, theta_sim: float, theta_count: int) -> str:
     live_sim, live_count = data.live_thresholds
     mode = "live merges/failures taken as given" if data.live_outcomes else "gate alone"
+    failed = sum(d.outcome in ("failed", "dropped") for d in data.live)
+    failed_note = f" ({failed} of them failed: no episode written)" if failed else ""
     return box(f"replayed at theta_sim={theta_sim:.2f}, theta_count={theta_count}: "
                f"<b class='wb-replay-count'>{fired_count(decisions)}</b> triggers · live run "
                f"(theta_sim={live_sim:.2f}, theta_count={live_count}): <b class='wb-live-count'>"
-               f"{fired_count(data.live)}</b> triggers · {len(data.ids)} units · {len(data.episodes)} episodes · "
-               f"{len(data.facts)} facts <small class='wb-muted'>({esc(mode)}; no LLM)</small>")
+               f"{fired_count(data.live)}</b> triggers{failed_note} · {len(data.ids)} units · "
+               f"{len(data.episodes)} episodes · {len(data.facts)} facts "
+               f"<small class='wb-muted'>({esc(mode)}; no LLM)</small>")
 
 
 def consolidation_groups(data: ClusterData) -> list[dict]:

@@ -38,7 +38,11 @@ TEMPLATE = "entity_graph.html"
 #: picture, labels large and outlined in white so they stay readable over edges
 GRAPH_OPTIONS = {
     "layout": {"randomSeed": 7, "improvedLayout": True},
-    "nodes": {"shape": "dot", "font": {"size": 18, "strokeWidth": 4, "strokeColor": "#ffffff"}},
+    "nodes": {"shape": "dot", "font": {"size": 18, "strokeWidth": 4, "strokeColor": "#ffffff"},
+              # dot and label sizes follow mentions: zoomed out on a big graph the most mentioned
+              # entities keep readable labels, the rest appear as one zooms in
+              "scaling": {"min": 12, "max": 40, "label": {"enabled": True, "min": 15, "max": 30, "maxVisible": 30,
+                                                          "drawThreshold": 7}}},
     "edges": {"font": {"size": 13, "align": "middle", "strokeWidth": 4, "strokeColor": "#ffffff"},
               "color": {"color": "#868e96", "highlight": "#d9480f"}, "smooth": {"type": "continuous"},
               "arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
@@ -99,10 +103,8 @@ def graph_html(graph: Mapping, *, height: str = "560px", selected: str | None = 
     net.set_options(json.dumps(GRAPH_OPTIONS))
     for n in nodes:
         picked = n["id"] == selected
-        size = 12 + 2 * min(int(n.get("mentions") or 0), 10)
         net.add_node(n["id"], label=str(n["name"]), title=_tooltip(n), color=colour(n.get("type")),
-                     size=size + (8 if picked else 0), borderWidth=5 if picked else 1, picked=picked,
-                     font={"size": 24 if picked else 18})
+                     value=max(1, int(n.get("mentions") or 0)), borderWidth=6 if picked else 1, picked=picked)
     known = {n["id"] for n in nodes}
     for e in edges:
         if e["source"] in known and e["target"] in known:
