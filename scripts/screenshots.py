@@ -119,10 +119,18 @@ def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[st
         card.scroll_into_view_if_needed()
         for text in picks:
             pick(page, card, text)
+        # A card taller than the window is shot with a window as tall as the card: Chromium leaves a
+        # sandboxed graph frame blank when it is captured from beyond the window.
+        size = page.viewport_size
+        box = card.bounding_box()
+        if box and box["height"] + 40 > size["height"]:
+            page.set_viewport_size({"width": size["width"], "height": int(box["height"]) + 40})
+        card.scroll_into_view_if_needed()
         settle(card)
-        time.sleep(1.0)
+        time.sleep(1.5)
         path = out / f"structures-{m}.png"
         card.screenshot(path=str(path))
+        page.set_viewport_size(size)
         saved.append(path)
     return saved
 
