@@ -444,3 +444,12 @@ def test_notebook_and_app_shells_show_the_same_rendering(hmem, recmem, tiny_conv
                 assert shown_nb.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"] == json.loads(
                     shown_app.object.to_json())["data"]
         assert nb.state.values == app.state.values
+
+
+def test_view_declarations_reject_unknown_kinds():
+    from widgets.view_state import Control, Part
+
+    with pytest.raises(ValueError, match="control kind"):
+        Control("dial", "knob", "a dial")
+    with pytest.raises(ValueError, match="part kind"):
+        Part("map", "svg")

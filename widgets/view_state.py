@@ -82,7 +82,3 @@ class ViewState:
     def part(self, name: str) -> Any:
         """The current rendering of part ``name`` (an HTML string or a plotly figure)."""
         raise NotImplementedError
-
-    def names(self) -> list[str]:
-        """Every name in ``layout``, rows flattened (each control and part is shown once)."""
-        return [n for item in self.layout for n in (item if isinstance(item, tuple) else (item,))]
