@@ -9,8 +9,9 @@ setup(
     packages=find_packages(include=["workbench", "workbench.*", "widgets", "widgets.*"])
     + ["workbench.sample_data", "workbench.sample_data.cassettes"],
     package_dir={"workbench.sample_data": "sample_data"},
-    # Data files beside the code in every package (the MiniLM tokenizer, the app's JS/CSS, JSON tables).
+    # Data files beside the code in every package (the MiniLM tokenizer, the app's JS/CSS, JSON tables,
+    # the entity graph's page template).
     package_data={"": ["*.json", "*.txt", "*.js", "*.css"], "workbench.sample_data": ["*.md"],
-                  "workbench.methods": ["calibrations/*.json"],
+                  "workbench.methods": ["calibrations/*.json"], "widgets": ["templates/*.html"],
                   "workbench.sample_data.cassettes": ["*.jsonl"]},
 )

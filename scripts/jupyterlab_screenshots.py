@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.screenshots import CHROMIUM_ARGS, wait_http  # noqa: E402
+from scripts.screenshots import CHROMIUM_ARGS, pick, settle, wait_http  # noqa: E402
 
 VIEWPORT = {"width": 1400, "height": 1500}
 
@@ -79,12 +79,15 @@ widgets.compare({r["method"]: a for r, a in same}, same[0][0]["question"], gold=
 }
 
 
-def gallery_notebook(run: Path, methods: set[str]) -> tuple[dict, list[str], list[str]]:
-    """The notebook JSON, the widget names it shows (in cell order) and those skipped."""
+def gallery_notebook(run: Path, methods: set[str], only=None) -> tuple[dict, list[str], list[str]]:
+    """The notebook JSON, the widget names it shows (in cell order) and those skipped; ``only``:
+    just these widgets."""
     cells = [{"id": "setup", "cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
               "source": SETUP.format(run=str(run))}]
     shown, skipped = [], []
     for name, (needs, code) in GALLERY.items():
+        if only and name not in only:
+            continue
         if not set(needs) <= methods:
             skipped.append(f"{name} (run has no {', '.join(sorted(set(needs) - methods))})")
             continue
@@ -129,7 +132,8 @@ def interact(cell, name: str) -> None:
     elif name == "tree_view":
         _select(cell, "L3")
     elif name == "graph_view":
-        _select(cell, "Priya")
+        pick(cell.page, cell, "Priya")  # redraws the graph page with Priya lit up
+        settle(cell)
     elif name == "cluster_view":
         _press_slider(cell, 1, "ArrowRight")  # theta_count + 1: the replay redraws without an LLM
     time.sleep(1.5)
@@ -234,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--run", help="saved run directory (default: the demo replayed from its cassette)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "jupyterlab"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--only", nargs="*", choices=sorted(GALLERY), metavar="WIDGET",
+                    help=f"only these widgets (of {', '.join(GALLERY)})")
     a = ap.parse_args(argv)
     from widgets.app import free_port
     from workbench.rundir import RunDir
@@ -241,7 +247,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         run = Path(a.run).resolve() if a.run else replayed_demo_run(tmp / "run")
-        nb, names, skipped = gallery_notebook(run, set(RunDir(run).methods()))
+        nb, names, skipped = gallery_notebook(run, set(RunDir(run).methods()), a.only)
         for s in skipped:
             print(f"skipped: {s}", file=sys.stderr)
         (tmp / "lab").mkdir()

@@ -2,6 +2,8 @@
 
     python scripts/screenshots.py                    # builds a scripted demo run in a temp dir
     python scripts/screenshots.py --run runs/demo --out docs/screenshots
+    python scripts/screenshots.py --run runs/example --tabs Structures --structure hmem recmem \
+        --pick "· sum8 " "Tomasz (person"             # each card, with a tree node and an entity picked
 
 Serves the app on a free 127.0.0.1 port (``widgets.app.serve(threaded=True)``) and drives
 Debian's Chromium (``/usr/bin/chromium``) with Playwright. Needs no network.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import tempfile
 import time
 import urllib.request
@@ -80,19 +83,69 @@ def prepare(page, tab: str, question: str = "", method: str = "", turn: str = ""
         page.locator(".wb-life", has_text=f"Turn {turn}").first.wait_for(timeout=20000)
 
 
-def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
+def graph_frames(card) -> list:
+    """The entity graph pages inside a card (``widgets/templates/entity_graph.html``)."""
+    frames = [h.content_frame() for h in card.locator("iframe").element_handles()]
+    return [f for f in frames if f is not None and f.query_selector("#mynetwork")]
+
+
+def settle(card) -> None:
+    """Wait until a card's entity graph pages have laid themselves out (``body[data-ready]``); a page
+    still settling shows a zoomed-in fragment or nothing."""
+    for frame in graph_frames(card):
+        frame.wait_for_selector("body[data-ready]", timeout=60000)
+
+
+def pick(page, card, text: str) -> None:
+    """Select the option containing ``text`` in the card's pickers; when that redraws a graph page,
+    wait for the new page (the old one is marked first, so it cannot pass for the new one)."""
+    select = card.locator("select").filter(has=page.locator("option", has_text=text)).first
+    if not select.count():
+        return
+    for frame in graph_frames(card):
+        frame.evaluate("window.__shown = true")
+    from playwright.sync_api import Error as PlaywrightError
+
+    label = next(o for o in select.locator("option").all_inner_texts() if text in o)
+    select.select_option(label=label)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        time.sleep(1.0)
+        try:
+            if any(not f.evaluate("window.__shown === true") for f in graph_frames(card)):
+                return  # a new graph page: settle() waits for its layout
+        except PlaywrightError:  # a frame replaced while being read: look again
+            continue
+        if time.time() > deadline - 25:  # 5 s and no new page: this pick redraws no graph
+            return
+
+
+def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[str] = ()) -> list[Path]:
     """One PNG per method's card of the Structures tab (``structures-<method>.png``): the whole card,
-    however tall, so a reviewer can read what a method's structure view shows."""
+    however tall, so a reviewer can read what a method's structure view shows. ``picks``: option
+    texts to select in the card's pickers first (a tree node, an entity)."""
     saved = []
     for m in methods:
-        card = page.locator(".wb-structure").filter(has=page.locator(".card-header", has_text=m)).first
+        card = page.locator(".wb-structure").filter(
+            has=page.locator(".card-header", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
         if not card.count():
             print(f"no Structures card for {m!r}")
             continue
         card.scroll_into_view_if_needed()
-        time.sleep(1.0)
+        for text in picks:
+            pick(page, card, text)
+        # A card taller than the window is shot with a window as tall as the card: Chromium leaves a
+        # sandboxed graph frame blank when it is captured from beyond the window.
+        size = page.viewport_size
+        box = card.bounding_box()
+        if box and box["height"] + 40 > size["height"]:
+            page.set_viewport_size({"width": size["width"], "height": int(box["height"]) + 40})
+        card.scroll_into_view_if_needed()
+        settle(card)
+        time.sleep(1.5)
         path = out / f"structures-{m}.png"
         card.screenshot(path=str(path))
+        page.set_viewport_size(size)
         saved.append(path)
     return saved
 
@@ -143,7 +196,8 @@ def shoot_changes(page, out: Path) -> list[Path]:
 
 
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
-          method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
+          method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = (),
+          picks: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -168,7 +222,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
             if tab == "Events":
                 saved.extend(shoot_changes(page, out))
             if tab == "Structures":
-                saved.extend(shoot_structures(page, out, structures or ()))
+                saved.extend(shoot_structures(page, out, structures or (), picks))
         browser.close()
     return saved
 
@@ -186,6 +240,8 @@ def main(argv=None) -> None:
     ap.add_argument("--turn", default="D4:3", help="Lifecycle tab: the turn to show")
     ap.add_argument("--structure", nargs="*", default=(), metavar="METHOD",
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
+    ap.add_argument("--pick", nargs="*", default=(), metavar="TEXT",
+                    help="Structures cards: select the option containing TEXT in a card's pickers before the shot")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -198,7 +254,8 @@ def main(argv=None) -> None:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
-                              method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure):
+                              method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
+                              picks=a.pick):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -26,9 +26,9 @@ from workbench.methods.recmem.trigger import replay_triggers  # noqa: E402
 from workbench.rundir import RunDir, save_conversation, save_memory_snapshot  # noqa: E402
 
 from widgets import ClusterView, GraphView, TreeView  # noqa: E402
-from widgets.cluster_view import ClusterPanel, membership  # noqa: E402
-from widgets.graph_view import external_sources  # noqa: E402
-from widgets.tree_view import TreePanel  # noqa: E402
+from widgets.cluster_view import membership  # noqa: E402
+from widgets.graph_view import external_sources, legend_html  # noqa: E402
+from widgets.structure_views import ClusterPanel, GraphPanel, TreePanel  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
 SUMMARY = "{label}: Sam & Noor's <news>"
@@ -154,9 +154,9 @@ def test_tree_view_select_shows_the_node(hmem, tiny_conv):
     assert tv.selected == leaf["id"] and tv.detail_html != first and "(a leaf: one memory event)" in tv.detail_html
     turn = tiny_conv.turn(leaf["source_ids"][0])
     assert f"<b>{turn.id}</b>" in tv.detail_html  # source turn text shown
-    assert tv.figure.data[-1].name == f"selected: {leaf['id']}"
-    levels = {t.name.split()[0] for t in tv.figure.data if t.customdata is not None}
-    assert levels == {f"L{lv}" for lv in {r["level"] for r in tv.rows}}
+    assert f"<details class='wb-selected' open data-node='{leaf['id']}'>" in tv.tree_html  # its line, marked
+    assert tv.tree.value == tv.tree_html and tv.detail.value == tv.detail_html  # what the widgets show
+    assert all(f"data-node='{r['id']}'" in tv.tree_html for r in tv.rows if not r.get("copy_of_child"))
     with pytest.raises(KeyError):
         tv.select("nope")
 
@@ -171,7 +171,7 @@ def test_tree_view_from_saved_dict_escapes_text():
     tv = TreeView({"tree": rows, "levels": {"1": "day", "2": "week"}}).select("sum2")
     assert "&lt;img src=x" in tv.detail_html and "<img src=x" not in tv.detail_html
     assert "(turn texts not available)" in tv.detail_html  # no conversation: ids only
-    assert all("<img" not in h for t in tv.figure.data if t.hovertext for h in t.hovertext)
+    assert "<img" not in tv.tree_html and "&lt;img src=x" in tv.tree_html
 
 
 # -- GraphView ---------------------------------------------------------------------------------------
@@ -183,7 +183,9 @@ def test_graph_view_is_offline_and_names_every_entity(hmem, tiny_conv):
     assert not re.search(r"<script[^>]*\bsrc\s*=", gv.html, re.I) and "<link" not in gv.html.lower()
     assert "vis.Network(" in gv.html and "cdn.jsdelivr" not in gv.html  # vis-network inlined
     assert all(json.dumps(name)[1:-1] in gv.html for name in names)
-    assert "location" in gv.html.split("<body>", 1)[1][:2000]  # legend of the types present
+    assert "bootstrap" not in gv.html and "<h1>" not in gv.html  # the workbench template, not pyvis's default
+    legend = legend_html(gv.graph)
+    assert gv.legend.value == legend and "location" in legend and "person" in legend  # the types present
     assert gv.frame.value.startswith("<iframe srcdoc=\"") and "<script" not in gv.frame.value  # escaped srcdoc
     gv.select("noor")  # by name, case-insensitive
     assert gv.selected == next(n["id"] for n in gv.graph["nodes"] if n["name"] == "Noor")
@@ -273,9 +275,10 @@ def test_app_structures_tab_renders_hmem_and_recmem(run_dir):
     for method in ("hmem", "recmem"):
         section = view.sections[method][0]
         assert not isinstance(section, pn.pane.Alert), section.object
-        assert section.select(pn.pane.Plotly), method
+    assert view.sections["recmem"][0].select(pn.pane.Plotly)  # the scatter and the trigger timeline
     html = "\n".join(str(p.object) for p in view.sections["hmem"][0].select(pn.pane.HTML))
     assert "<iframe srcdoc=" in html and "sandbox=\"allow-scripts\"" in html
+    assert "class='wb-tree'" in html and "data-node=" in html  # the collapsible tree
     sliders = [w.name for w in view.sections["recmem"][0].select(pn.widgets.IntSlider)]
     assert sliders == ["theta_count"]
 
@@ -286,7 +289,167 @@ def test_panel_views_react_to_widgets(run_dir, tiny_conv):
     before = cp.counts.object
     cp.sim_slider.value = 0.99
     assert cp.trigger_count == 0 and cp.counts.object != before
+    cp.reset_button.clicks += 1  # what a click in the browser does
+    assert cp.trigger_count == cp.live_trigger_count == 1 and cp.sim_slider.value == 0.7
     tp = TreePanel(run.structures("hmem", tiny_conv.id), tiny_conv)
     node = tp.rows[0]["id"]
-    tp.plot.click_data = {"points": [{"customdata": node}]}
-    assert tp.selected == node and tp.node_select.value == node and node in tp.detail.object
+    tp.node_select.value = node
+    assert tp.selected == node and node in tp.detail.object and "class='wb-selected'" in tp.tree.object
+    gp = GraphPanel(run.structures("hmem", tiny_conv.id), tiny_conv)
+    gp.entity_select.value = gp.graph["nodes"][0]["id"]
+    assert gp.selected == gp.graph["nodes"][0]["id"] and gp.graph["nodes"][0]["name"] in gp.detail.object
+    gp.entity_select.value = ""
+    assert gp.selected is None
+
+
+# -- the shared state and rendering (widgets.view_state, TreeState, GraphState, ClusterState) ---------------------
+def _chain_tree(n_events: int, *, days_per_week: int = 1) -> list[dict]:
+    """H-Mem-shaped rows: ``n_events`` L1 events, each under its own L2 copy, weeks of ``days_per_week``
+    events summarised by an L3 node (a copy when it has one child), all under one L4 root."""
+    rows, weeks = [], []
+    for i in range(n_events):
+        day = f"2023-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}T10:00:00"
+        ev = {"id": f"ev{i}", "level": 1, "parent": f"w{i}", "children": [], "summary": f"event {i} <b>",
+              "window": day[:10], "start": day, "end": day, "n_m": 0, "source_ids": [f"D{i}:1"],
+              "copy_of_child": None}
+        wk = {"id": f"w{i}", "level": 2, "parent": f"m{i // days_per_week}", "children": [f"ev{i}"],
+              "summary": ev["summary"], "window": f"W{i}", "start": day, "end": day, "n_m": 1,
+              "source_ids": [f"D{i}:1"], "copy_of_child": f"ev{i}"}
+        rows += [ev, wk]
+        weeks.append(wk)
+    months = {}
+    for wk in weeks:
+        months.setdefault(wk["parent"], []).append(wk)
+    for mid, kids in months.items():
+        copy = kids[0]["id"] if len(kids) == 1 else None
+        rows.append({"id": mid, "level": 3, "parent": "root", "children": [k["id"] for k in kids],
+                     "summary": kids[0]["summary"] if copy else f"summary of {mid}", "window": mid,
+                     "start": kids[0]["start"], "end": kids[-1]["end"], "n_m": len(kids),
+                     "source_ids": [s for k in kids for s in k["source_ids"]], "copy_of_child": copy})
+    rows.append({"id": "root", "level": 4, "parent": None, "children": list(months), "summary": "all of it",
+                 "window": "2023", "start": rows[0]["start"], "end": rows[-1]["end"], "n_m": len(months),
+                 "source_ids": [], "copy_of_child": None})
+    return rows
+
+
+def test_copy_chains_share_one_line_and_every_node_is_shown_once():
+    from widgets.tree_view import TreeState, copy_chain, tree_html
+
+    rows = _chain_tree(6, days_per_week=3) + _chain_tree(1)[:2]  # ...plus a second root: a lone chain w0 -> ev0
+    rows[-2:] = [dict(r, id=f"x{r['id']}", parent=("x" + r["parent"]) if r["parent"] != "w0" else "xw0",
+                      children=[f"x{c}" for c in r["children"]],
+                      copy_of_child=("x" + r["copy_of_child"]) if r["copy_of_child"] else None) for r in rows[-2:]]
+    rows[-1]["parent"] = None  # xw0 is a root
+    nodes = {r["id"]: r for r in rows}
+    assert [r["id"] for r in copy_chain(nodes["w0"], nodes)] == ["w0", "ev0"]  # a copy and the event it copies
+    assert [r["id"] for r in copy_chain(nodes["m0"], nodes)] == ["m0"]  # three children: its own summary
+    html = tree_html(nodes, {1: "day", 2: "week", 3: "month", 4: "year"})
+    lines = re.findall(r"data-node='([^']+)'", html)
+    assert sorted(lines) == sorted(["root", "m0", "m1", "ev0", "ev1", "ev2", "ev3", "ev4", "ev5", "xev0"])
+    assert html.count("class='wb-lv wb-lv-copy'") == 7  # six week copies, the lone chain's copy
+    assert "3 children" in html and "event 0 &lt;b&gt;" in html and "<b>event" not in html
+    assert html.index("data-node='xev0'") > html.index("data-node='root'")  # roots in time order (xev0 is later)
+    state = TreeState({"tree": rows})
+    state.apply("node_select", "ev4")
+    opened = re.findall(r"<details[^>]*\bopen\b[^>]*data-node='([^']+)'", state.tree_html)
+    assert opened == ["root", "m1", "ev4", "xev0"]  # the path down to the picked node; with <= 3 roots, each root
+    assert "class='wb-selected'" in state.tree_html.split("data-node='ev4'")[0][-60:]
+    state.apply("node_select", "")
+    assert state.selected is None and "class='wb-selected'" not in state.tree_html
+
+
+def test_a_locomo_sized_tree_renders_every_node():
+    from widgets.tree_view import TreeState
+
+    rows = _chain_tree(400, days_per_week=4)  # 400 events, 400 week copies, 100 months, 1 root
+    state = TreeState({"tree": rows, "levels": {"1": "day", "2": "week", "3": "month", "4": "year"}})
+    lines = re.findall(r"data-node='([^']+)'", state.tree_html)
+    assert len(lines) == len(set(lines)) == 400 + 100 + 1  # each copy chain is one line
+    assert "901 nodes</b>, 1 roots" in state.tree_html and "400 single-child copies" in state.tree_html
+    assert len(state.tree_html) < 1_500_000
+    assert len(state.control("node_select").options) == 902  # "(select a node)" and every node
+
+
+def test_entity_graph_page_comes_from_pyvis_with_the_workbench_template():
+    from widgets.graph_view import GRAPH_OPTIONS, GraphState, graph_html
+
+    graph = {"nodes": [{"id": f"e{i}", "name": f"Name{i}", "type": t, "mentions": i, "source_ids": []}
+                       for i, t in enumerate(["person", "location", "mystery"])],
+             "edges": [{"source": "e0", "target": "e1", "relation": "lives in", "kind": "overlap"}]}
+    page = graph_html(graph, selected="e1")
+    assert external_sources(page) == [] and "vis.Network(" in page and "neighbourhoodHighlight" in page
+    assert "cdn." not in page and "bootstrap" not in page
+    data = json.loads(re.search(r"nodes = new vis\.DataSet\((\[.*?\])\);", page).group(1))
+    assert [n["label"] for n in data] == ["Name0", "Name1", "Name2"]  # every label drawn
+    assert [n["id"] for n in data if n["picked"]] == ["e1"]  # the picked entity, lit up when the page opens
+    options = json.loads(re.search(r"options = (\{.*?\});\n", page).group(1))
+    assert options == GRAPH_OPTIONS and options["layout"]["randomSeed"] == 7  # fixed seed: a redraw keeps the layout
+    edge = json.loads(re.search(r"edges = new vis\.DataSet\((\[.*?\])\);", page).group(1))[0]
+    assert edge["label"] == "lives in" and edge["dashes"] is True
+    state = GraphState({"graph": graph})
+    assert "mystery" in state.legend_html and "dashed edge" in state.legend_html  # unknown types still listed
+    state.apply("entity_select", "name2")
+    assert state.selected == "e2" and '"picked": true' in state.html and "Name2" in state.detail_html
+
+
+def test_consolidations_get_distinct_markers_and_their_episodes():
+    from widgets.cluster_view import PALETTE, SYMBOLS, ClusterState, consolidation_groups, style
+
+    looks = [style(f"consolidation {n}") for n in range(1, 41)]
+    assert len(set(looks)) == 40 and len({c for c, _ in looks}) == len(PALETTE)  # colours, then shapes, vary
+    assert style("consolidation 17") == (PALETTE[0], SYMBOLS[1][0])
+    assert all(c not in PALETTE for c, _ in (style(x) for x in ("buffered", "merged into an episode")))
+    units = [{"id": f"u{i}", "text": f"text {i}", "source_ids": [f"D1:{i}"], "status": "buffered"} for i in range(5)]
+    log = [{"unit_id": "u0", "position": 0, "count": 1, "outcome": "buffered"},
+           {"unit_id": "u1", "position": 1, "count": 2, "fired": True, "outcome": "triggered", "relevant_ids": ["u0"]},
+           {"unit_id": "u2", "position": 2, "count": 1, "outcome": "buffered"},
+           {"unit_id": "u3", "position": 3, "count": 2, "fired": True, "outcome": "triggered", "relevant_ids": ["u2"]},
+           {"unit_id": "u4", "position": 4, "count": 1, "outcome": "buffered"}]
+    episodes = [{"id": "epi-0", "cluster": "c1", "member_ids": ["u0", "u1"], "text": "first"},
+                {"id": "epi-1", "cluster": "c2", "member_ids": ["u2", "u3"], "text": "second"},
+                {"id": "epi-2", "cluster": "c2", "member_ids": ["u2", "u3"], "text": "third"}]
+    state = ClusterState({"units": units, "trigger_log": log, "episodes": episodes, "params": {"theta_count": 2},
+                          "embeddings_2d": [[i, 0] for i in range(5)]})
+    groups = consolidation_groups(state.data)
+    assert [(g["label"], g["trigger"], g["members"], [e["id"] for e in g["episodes"]]) for g in groups] == [
+        ("consolidation 1", "u1", ["u0", "u1"], ["epi-0"]), ("consolidation 2", "u3", ["u2", "u3"], ["epi-1", "epi-2"])]
+    assert "1 unit in no episode (still in the buffer): u4<" in state.episodes_html
+    assert "text 2" in state.episodes_html and "third" in state.episodes_html  # members' texts and every episode
+    assert state.control("sim_slider").disabled  # no embeddings saved: the live run only, said so
+    assert "No unit embeddings saved" in state.message
+    names = [t.name for t in state.figure.data]
+    assert names[-1].startswith("trigger:") and {"consolidation 1", "consolidation 2", "buffered"} <= set(names)
+    stars = [s for t in state.figure.data[:-1] for s in (t.marker.symbol or ()) if s == "star"]
+    assert len(stars) == 2  # the two trigger units
+
+
+def test_notebook_and_app_shells_show_the_same_rendering(hmem, recmem, tiny_conv):
+    """Both shells are bindings of one state: after the same action every part is the same HTML/figure."""
+    from widgets.cluster_view import ClusterState
+    from widgets.notebook_shell import NotebookShell
+    from widgets.panel_shell import PanelShell
+    from widgets.tree_view import TreeState
+
+    for make, action in ((lambda: TreeState(hmem.structures(), tiny_conv), ("node_select", hmem.tree_nodes()[0]["id"])),
+                         (lambda: ClusterState(recmem.structures()), ("count_slider", 2))):
+        nb, app = NotebookShell(make()), PanelShell(make())
+        nb.inputs[action[0]].value = action[1]
+        app.inputs[action[0]].value = action[1]
+        for p in nb.state.parts:
+            shown_nb, shown_app = nb.outputs[p.name], app.outputs[p.name]
+            if p.kind == "html":
+                assert shown_nb.value == shown_app.object == app.state.part(p.name) != "" or p.name == "message"
+            else:
+                assert shown_app.object.to_json() == nb.state.part(p.name).to_json()
+                assert shown_nb.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"] == json.loads(
+                    shown_app.object.to_json())["data"]
+        assert nb.state.values == app.state.values
+
+
+def test_view_declarations_reject_unknown_kinds():
+    from widgets.view_state import Control, Part
+
+    with pytest.raises(ValueError, match="control kind"):
+        Control("dial", "knob", "a dial")
+    with pytest.raises(ValueError, match="part kind"):
+        Part("map", "svg")

@@ -10,6 +10,11 @@ run directory, never calls an LLM, and escapes all conversation and model text.
 
 Imports are lazy, so ``widgets.app`` (Panel) and ``widgets.html`` load without ipywidgets.
 
+The structure views are written once: ``TreeState``, ``GraphState`` and ``ClusterState`` (no
+ipywidgets, no Panel) declare their controls and rendered parts (``widgets.view_state``);
+``widgets.notebook_shell.NotebookShell`` shows any of them with ipywidgets (``TreeView`` & co.) and
+``widgets.panel_shell.PanelShell`` with Panel (``widgets.structure_views``, the app's Structures tab).
+
 Structure views for the app's Structures tab (H-Mem tree/graph, RecMem clusters, ...) live in
 modules named ``widgets/<something>_view.py`` or ``_views.py`` and register a function
 ``view(structures: dict, conversation) -> panel object`` per method name::

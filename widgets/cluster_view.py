@@ -1,6 +1,15 @@
 """``ClusterView``: RecMem's units in 2-D, which consolidation each joined, and when the trigger fired —
 with theta_sim / theta_count sliders that replay the recurrence gate from the stored unit
-embeddings alone (``recmem.trigger.replay_triggers``; no LLM).
+embeddings alone (``recmem.trigger.replay_triggers``; no LLM) — and below, per consolidation of
+the live run, its member units and the episodes it wrote.
+
+Every consolidation gets its own colour and marker (16 colours, then the same colours with another
+marker shape, so 40 consolidations still look different); the unit whose arrival fired a
+consolidation is a star, and the legend says so. Buffered, merged and failed units keep fixed
+greys and blues.
+
+State and rendering are written once here (``ClusterState``: no ipywidgets, no Panel);
+``ClusterView`` is the notebook shell and ``widgets.structure_views.ClusterPanel`` the app's.
 
     ClusterView(recmem)                               # a built RecMem (uses recmem.structures())
     ClusterView(run.structures("recmem", cid))        # structures.json of a saved run
@@ -19,12 +28,21 @@ import numpy as np
 
 from workbench.methods.recmem.trigger import TriggerDecision, check_gate_k, replay_triggers
 
-from .html import DisplaysWidget, box, esc, short, table_html
+from .html import box, clip, esc, short, source_ids_html, table_html
+from .notebook_shell import NotebookShell
 from .structures import structures_of
+from .view_state import Control, Part, ViewState
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
-FIXED = {"buffered": "#b0b0b0", "merged into an episode": "#6baed6", "failed (kept in buffer)": "#fdae6b",
-         "dropped": "#000000"}
+#: consolidation colours: saturated, told apart on white, none grey (greys mean "not consolidated")
+PALETTE = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324", "#469990",
+           "#800000", "#808000", "#000075", "#bfef45", "#ffe119", "#fabed4", "#dcbeff")
+#: marker shapes, one per round through the palette ("star" is kept for trigger units); with the
+#: unicode shape the HTML lists use for the same marker
+SYMBOLS = (("circle", "●"), ("square", "■"), ("diamond", "◆"), ("triangle-up", "▲"), ("hexagon", "⬢"),
+           ("pentagon", "⬟"), ("cross", "✚"), ("x", "✖"))
+FIXED = {"buffered": ("#adb5bd", "circle"), "merged into an episode": ("#74c0fc", "circle"),
+         "failed (kept in buffer)": ("#495057", "x"), "dropped": ("#000000", "x")}
+TRIGGER_NOTE = "trigger: the unit whose arrival fired its consolidation"
 
 
 def decision_of(d: Mapping | TriggerDecision) -> TriggerDecision:
@@ -114,32 +132,55 @@ class ClusterData:
         check_gate_k(int(theta_count), self.params.get("gate_k"), bool(self.params.get("count_self", True)))
 
 
-def _colour(label: str, order: list[str]) -> str:
-    return FIXED.get(label) or PALETTE[order.index(label) % len(PALETTE)]
+def style(label: str) -> tuple[str, str]:
+    """``(colour, plotly marker symbol)`` of a membership label. ``consolidation n`` depends on n alone,
+    so the scatter, its legend and the episode list agree whatever other groups exist."""
+    if label in FIXED:
+        return FIXED[label]
+    n = int(label.split()[-1]) - 1 if label.split()[-1].isdigit() else 0
+    return PALETTE[n % len(PALETTE)], SYMBOLS[(n // len(PALETTE)) % len(SYMBOLS)][0]
+
+
+def marker_html(label: str) -> str:
+    """The label's colour and shape as an inline mark for HTML lists."""
+    colour, symbol = style(label)
+    shape = dict(SYMBOLS).get(symbol, "●")
+    return f"<span class='wb-mark' style='color:{colour}' title='{esc(label)}'>{shape}</span>"
+
+
+def _label_order(label: str) -> tuple:
+    last = label.split()[-1]
+    return (label.startswith("consolidation"), int(last) if last.isdigit() else 0, label)
 
 
 def cluster_figure(data: ClusterData, decisions: Sequence[TriggerDecision], *, title: str = ""):
-    """PCA scatter of the units, one trace per membership label; trigger units as stars."""
+    """PCA scatter of the units, one trace per membership label (colour and shape from ``style``);
+    trigger units as stars, explained by a legend entry of their own."""
     import plotly.graph_objects as go
 
     labels = membership(decisions)
     triggers = {d.unit_id for d in decisions if d.outcome == "triggered"}
-    groups = sorted({labels.get(u, "buffered") for u in data.ids},
-                    key=lambda s: (s.startswith("consolidation"), int(s.split()[-1]) if s[-1].isdigit() else 0, s))
+    groups = sorted({labels.get(u, "buffered") for u in data.ids}, key=_label_order)
     fig = go.Figure()
     for label in groups:
         idx = [i for i, u in enumerate(data.ids) if labels.get(u, "buffered") == label and i < len(data.xy)]
         hover = [esc(f"{data.ids[i]} · {label}") + "<br>" + esc(f"live: {data.units[i].get('status', '?')} "
                                                                    f"{' '.join(data.units[i].get('into') or [])}")
                  + "<br>" + esc(short(data.units[i].get("text", ""), 140)) for i in idx]
+        colour, symbol = style(label)
         fig.add_trace(go.Scatter(
             x=[data.xy[i][0] for i in idx], y=[data.xy[i][1] for i in idx], mode="markers", name=esc(label),
             customdata=[data.ids[i] for i in idx], hovertext=hover, hoverinfo="text",
-            marker=dict(size=[15 if data.ids[i] in triggers else 10 for i in idx], color=_colour(label, groups),
-                        symbol=["star" if data.ids[i] in triggers else "circle" for i in idx],
+            marker=dict(size=[17 if data.ids[i] in triggers else 11 for i in idx], color=colour,
+                        symbol=["star" if data.ids[i] in triggers else symbol for i in idx],
                         line=dict(width=1, color="#333"))))
-    fig.update_layout(height=420, margin=dict(l=40, r=10, t=40, b=40), xaxis_title="PC 1", yaxis_title="PC 2",
-                      title=esc(title or "Units (PCA of embeddings) by the consolidation they joined"))
+    if triggers:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=esc(TRIGGER_NOTE), hoverinfo="skip",
+                                 marker=dict(size=15, symbol="star", color="#ffffff", line=dict(width=1.5,
+                                                                                                color="#333"))))
+    fig.update_layout(height=440, margin=dict(l=40, r=10, t=40, b=40), xaxis_title="PC 1", yaxis_title="PC 2",
+                      legend=dict(title="units by the consolidation they joined"),
+                      title=esc(title or "Units (PCA of their embeddings), coloured by consolidation"))
     return fig
 
 
@@ -173,142 +214,152 @@ def timeline_figure(decisions: Sequence[TriggerDecision], live: Sequence[Trigger
 def counts_html(data: ClusterData, decisions, theta_sim: float, theta_count: int) -> str:
     live_sim, live_count = data.live_thresholds
     mode = "live merges/failures taken as given" if data.live_outcomes else "gate alone"
+    failed = sum(d.outcome in ("failed", "dropped") for d in data.live)
+    failed_note = f" ({failed} of them failed: no episode written)" if failed else ""
     return box(f"replayed at theta_sim={theta_sim:.2f}, theta_count={theta_count}: "
                f"<b class='wb-replay-count'>{fired_count(decisions)}</b> triggers · live run "
                f"(theta_sim={live_sim:.2f}, theta_count={live_count}): <b class='wb-live-count'>"
-               f"{fired_count(data.live)}</b> triggers · {len(data.ids)} units · {len(data.episodes)} episodes · "
-               f"{len(data.facts)} facts <small class='wb-muted'>({esc(mode)}; no LLM)</small>")
+               f"{fired_count(data.live)}</b> triggers{failed_note} · {len(data.ids)} units · "
+               f"{len(data.episodes)} episodes · {len(data.facts)} facts "
+               f"<small class='wb-muted'>({esc(mode)}; no LLM)</small>")
+
+
+def consolidation_groups(data: ClusterData) -> list[dict]:
+    """The live run's consolidations with what they wrote: episodes grouped by their ``cluster``
+    (one consolidation can write several episodes), each with its member units in arrival order,
+    the unit that triggered it and its label in ``membership(data.live)`` (so its colour)."""
+    live_labels = membership(data.live)
+    order = {u: i for i, u in enumerate(data.ids)}
+    triggered = [d for d in data.live if d.outcome == "triggered"]
+    groups: dict[str, dict] = {}
+    for e in data.episodes:
+        g = groups.setdefault(str(e.get("cluster") or e["id"]), {"cluster": str(e.get("cluster") or e["id"]),
+                                                                 "episodes": [], "members": []})
+        g["episodes"].append(e)
+        g["members"] += [m for m in e.get("member_ids") or [] if m not in g["members"]]
+    for g in groups.values():
+        g["members"].sort(key=lambda u: order.get(u, len(order)))
+        g["trigger"] = next((d.unit_id for d in triggered if d.unit_id in g["members"]), None)
+        labels = [live_labels[u] for u in g["members"] if live_labels.get(u, "").startswith("consolidation")]
+        g["label"] = (live_labels.get(g["trigger"]) if g["trigger"] in live_labels else
+                      max(set(labels), key=labels.count) if labels else "merged into an episode")
+    return sorted(groups.values(), key=lambda g: (_label_order(g["label"]), g["cluster"]))
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def episodes_html(data: ClusterData) -> str:
-    rows = [{"id": e["id"], "members": " ".join(e.get("member_ids") or []),
-             "turns": " ".join(e.get("source_ids") or []), "text": e.get("text", "")} for e in data.episodes]
-    return box(f"<h5>Episodes ({len(rows)})</h5>" + (table_html(rows, ["id", "members", "turns", "text"]) if rows
-                                                     else "<p class='wb-muted'>(none)</p>"))
+    """Per consolidation of the live run: a collapsible line (its marker as in the scatter at the live
+    thresholds, trigger unit, counts), opening onto its member units' texts and the episodes it wrote."""
+    units = {u["id"]: u for u in data.units}
+    groups = consolidation_groups(data)
+    lines = []
+    for n, g in enumerate(groups):
+        members = [units[m] for m in g["members"] if m in units]
+        unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
+                      "turns": source_ids_html(u.get("source_ids") or [], limit=6),
+                      "text": clip(short(u.get("text", ""), 400))} for u in members]
+        ep_rows = [{"episode": e["id"], "turns": source_ids_html(e.get("source_ids") or [], limit=8),
+                    "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
+        turns = sorted({t for u in members for t in u.get("source_ids") or []})
+        trigger = f" · trigger {esc(g['trigger'])}" if g["trigger"] else ""
+        lines.append(
+            f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'])} <b>{esc(g['label'])}</b> "
+            f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
+            f"{_n(len(g['episodes']), 'episode')} · {_n(len(turns), 'turn')}</summary>"
+            f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"
+            f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ['episode', 'turns', 'text'], raw=('turns', 'text'))}"
+            "</details>")
+    in_groups = {m for g in groups for m in g["members"]}
+    waiting = [u for u in data.ids if u not in in_groups]
+    rest = (f"<p class='wb-muted'>{_n(len(waiting), 'unit')} in no episode (still in the buffer): "
+            f"{esc(' '.join(waiting))}</p>" if waiting else "")
+    if not groups:
+        return box("<h5>Episodes (0)</h5><p class='wb-muted'>(the live run wrote no episodes)</p>" + rest)
+    return box("<style>.wb-box .wb-mark {font-size: 16px;} .wb-box details > summary {cursor: pointer; "
+               "line-height: 1.7;}</style>"
+               f"<h5>Episodes of the live run ({len(data.episodes)}), by the consolidation that wrote them "
+               f"({len(groups)})</h5><p class='wb-muted'>Markers as in the scatter at the live thresholds. Click a "
+               "line for its member units and its episodes.</p>" + "".join(lines) + rest)
 
 
-class ClusterView(DisplaysWidget):
-    """Scatter + timeline + threshold sliders. State: ``theta_sim``, ``theta_count``, ``decisions``,
-    ``trigger_count``, ``live_trigger_count``, ``labels``, ``figure``, ``timeline``, ``counts_html``."""
+NO_EMBEDDINGS = box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")
 
-    def __init__(self, recmem_or_structures: Any, *, live_outcomes: bool = True):
-        self.data = ClusterData(structures_of(recmem_or_structures), live_outcomes=live_outcomes)
+
+# -- state -----------------------------------------------------------------------------------------------------
+class ClusterState(ViewState):
+    """The replayable state of one RecMem memory at the current thresholds: ``data`` (ClusterData),
+    ``theta_sim``, ``theta_count``, ``decisions``, ``trigger_count``, ``live_trigger_count``, ``labels``,
+    ``figure``, ``timeline``, ``counts_html``, ``message``, ``episodes_html``."""
+
+    parts = (Part("message"), Part("counts"), Part("plot", "figure"), Part("timeline_plot", "figure"),
+             Part("episodes"))
+    layout = (("sim_slider", "count_slider", "reset_button"), "message", "counts", "plot", "timeline_plot",
+              "episodes")
+
+    def __init__(self, structures: Mapping, *, live_outcomes: bool = True):
+        super().__init__()
+        self.data = ClusterData(structures, live_outcomes=live_outcomes)
         self.live_trigger_count = fired_count(self.data.live)
-        self._build_widgets()
-        self.set_thresholds(*self.data.live_thresholds)
+        sim, count = self.data.live_thresholds
+        off = not self.data.can_replay
+        self.controls = (
+            Control("sim_slider", "float", "theta_sim", start=min(0.0, sim), end=1.0, step=0.01, disabled=off),
+            Control("count_slider", "int", "theta_count", start=1, end=max(self.data.max_theta_count(), count),
+                    disabled=off),
+            Control("reset_button", "button", "live thresholds", disabled=off))
+        self.episodes_html = episodes_html(self.data)
+        self.set_thresholds(sim, count)
 
-    def set_thresholds(self, theta_sim: float | None = None, theta_count: int | None = None) -> "ClusterView":
-        """Replay the gate at these thresholds (None keeps the current one) and redraw."""
-        theta_sim = float(self.theta_sim if theta_sim is None else theta_sim)
-        theta_count = int(self.theta_count if theta_count is None else theta_count)
+    def set_thresholds(self, theta_sim: float | None = None, theta_count: int | None = None) -> None:
+        """Replay the gate at these thresholds (None keeps the current one); out-of-range values raise
+        ``ValueError`` and change nothing."""
+        theta_sim = float(self.values.get("sim_slider") if theta_sim is None else theta_sim)
+        theta_count = int(self.values.get("count_slider") if theta_count is None else theta_count)
         self.data.check(theta_sim, theta_count)
         self.theta_sim, self.theta_count = theta_sim, theta_count
+        self.values.update(sim_slider=theta_sim, count_slider=theta_count)
         self.decisions = self.data.replay(theta_sim, theta_count) if self.data.can_replay else list(self.data.live)
         self.trigger_count = fired_count(self.decisions)
         self.labels = membership(self.decisions)
         self.figure = cluster_figure(self.data, self.decisions)
         self.timeline = timeline_figure(self.decisions, self.data.live, theta_count)
         self.counts_html = counts_html(self.data, self.decisions, theta_sim, theta_count)
-        self._render()
-        return self
+        self.message = "" if self.data.can_replay else NO_EMBEDDINGS
 
-    def _build_widgets(self) -> None:
-        import ipywidgets as W
-
-        sim, count = self.data.live_thresholds
-        off = not self.data.can_replay
-        self.sim_slider = W.FloatSlider(value=sim, min=min(0.0, sim), max=1.0, step=0.01, description="theta_sim",
-                                        continuous_update=False, disabled=off, readout_format=".2f")
-        self.count_slider = W.IntSlider(value=count, min=1, max=max(self.data.max_theta_count(), count),
-                                        description="theta_count", continuous_update=False, disabled=off)
-        self.reset_button = W.Button(description="live thresholds", disabled=off)
-        self.counts = W.HTML()
-        self.message = W.HTML(box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")
-                              if off else "")
-        self.plot, self.timeline_plot, self.episodes = W.Output(), W.Output(), W.HTML(episodes_html(self.data))
-        self._syncing = False
-        self.sim_slider.observe(self._on_slider, names="value")
-        self.count_slider.observe(self._on_slider, names="value")
-        self.reset_button.on_click(lambda _: self.set_thresholds(*self.data.live_thresholds))
-        self.widget = W.VBox([W.HBox([self.sim_slider, self.count_slider, self.reset_button]), self.message,
-                              self.counts, self.plot, self.timeline_plot, self.episodes])
-
-    def _on_slider(self, change) -> None:
-        if self._syncing:
-            return
+    def apply(self, name: str, value: Any) -> None:
+        """A slider moved or the reset button was pressed. A threshold the gate cannot take (e.g. a
+        theta_count a fixed gate_k cannot reach) is shown as a message; the state stays where it was."""
         try:
-            self.set_thresholds(self.sim_slider.value, self.count_slider.value)
-        except ValueError as exc:  # e.g. a theta_count a fixed gate_k cannot reach: shown, not raised
-            self.message.value = box(f"<p class='wb-forced'>{esc(exc)}</p>")
+            if name == "reset_button":
+                self.set_thresholds(*self.data.live_thresholds)
+            elif name == "sim_slider":
+                self.set_thresholds(value, None)
+            else:
+                self.set_thresholds(None, value)
+        except ValueError as exc:
+            self.message = box(f"<p class='wb-forced'>{esc(exc)}</p>")
 
-    def _render(self) -> None:
-        from .html import show_figure
+    def part(self, name: str):
+        return getattr(self, {"message": "message", "counts": "counts_html", "plot": "figure",
+                              "timeline_plot": "timeline", "episodes": "episodes_html"}[name])
 
-        self._syncing = True
-        try:
-            self.sim_slider.value, self.count_slider.value = self.theta_sim, self.theta_count
-        finally:
-            self._syncing = False
-        self.counts.value = self.counts_html
-        show_figure(self.plot, self.figure)
-        show_figure(self.timeline_plot, self.timeline)
+
+# -- notebook shell --------------------------------------------------------------------------------------------
+class ClusterView(NotebookShell):
+    """The clusters in a notebook (``ClusterState`` bound to ipywidgets)."""
+
+    def __init__(self, recmem_or_structures: Any, *, live_outcomes: bool = True):
+        super().__init__(ClusterState(structures_of(recmem_or_structures), live_outcomes=live_outcomes))
+
+    def set_thresholds(self, theta_sim: float | None = None, theta_count: int | None = None) -> "ClusterView":
+        """Replay the gate at these thresholds (None keeps the current one) and redraw."""
+        self.state.set_thresholds(theta_sim, theta_count)
+        return self.refresh()
 
     def __repr__(self) -> str:
-        return (f"ClusterView({len(self.data.ids)} units, theta_sim={self.theta_sim}, theta_count={self.theta_count}, "
-                f"triggers {self.trigger_count} replayed / {self.live_trigger_count} live)")
-
-
-class ClusterPanel:
-    """Panel version for the app's Structures tab: the same replay bound to two sliders."""
-
-    def __init__(self, structures: Mapping, conversation=None):
-        import panel as pn
-
-        self.data = ClusterData(structures)
-        sim, count = self.data.live_thresholds
-        off = not self.data.can_replay
-        self.sim_slider = pn.widgets.FloatSlider(label="theta_sim", start=min(0.0, sim), end=1.0, step=0.01,
-                                                 value=sim, disabled=off)
-        self.count_slider = pn.widgets.IntSlider(label="theta_count", start=1, value=count, disabled=off,
-                                                 end=max(self.data.max_theta_count(), count))
-        self.counts = pn.pane.HTML("", sizing_mode="stretch_width")
-        self.plot = pn.pane.Plotly(sizing_mode="stretch_width")
-        self.timeline = pn.pane.Plotly(sizing_mode="stretch_width")
-        for w in (self.sim_slider, self.count_slider):
-            w.param.watch(lambda e: self.update(), "value")
-        note = [pn.pane.Alert("No unit embeddings saved: showing the live run only.", alert_type="info")] if off else []
-        self.panel = pn.Column(pn.Row(self.sim_slider, self.count_slider), *note, self.counts, self.plot,
-                               self.timeline, pn.pane.HTML(episodes_html(self.data), sizing_mode="stretch_width"),
-                               sizing_mode="stretch_width")
-        self.update()
-
-    def update(self) -> None:
-        sim, count = float(self.sim_slider.value), int(self.count_slider.value)
-        try:
-            self.data.check(sim, count)
-        except ValueError as exc:
-            self.counts.object = box(f"<p class='wb-forced'>{esc(exc)}</p>")
-            return
-        self.decisions = self.data.replay(sim, count) if self.data.can_replay else list(self.data.live)
-        self.trigger_count = fired_count(self.decisions)
-        self.counts.object = counts_html(self.data, self.decisions, sim, count)
-        self.plot.object = cluster_figure(self.data, self.decisions)
-        self.timeline.object = timeline_figure(self.decisions, self.data.live, count)
-
-
-def recmem_structure_view(structures: Mapping, conversation=None):
-    """The ``recmem`` card of the Structures tab."""
-    import panel as pn
-
-    if not structures.get("units"):
-        return pn.pane.Alert("structures.json holds no RecMem units for this conversation.", alert_type="info",
-                             sizing_mode="stretch_width")
-    return ClusterPanel(structures, conversation).panel
-
-
-try:  # registering needs Panel (widgets.app); notebook use of ClusterView does not
-    from .app import register_structure_view
-except ImportError:  # pragma: no cover - Panel not installed
-    pass
-else:
-    register_structure_view("recmem")(recmem_structure_view)
+        s = self.state
+        return (f"ClusterView({len(s.data.ids)} units, theta_sim={s.theta_sim}, theta_count={s.theta_count}, "
+                f"triggers {s.trigger_count} replayed / {s.live_trigger_count} live)")

@@ -1,98 +1,123 @@
-"""``GraphView``: H-Mem's entity graph (pyvis / vis-network), entity -> source turns.
+"""``GraphView``: H-Mem's entity graph (pyvis / vis-network), entity -> relations and source turns.
 
-Entities are coloured by type (legend above the graph), edges are labelled by their relation
-(graph-repair "overlap" edges dashed). The graph is a standalone HTML page that works offline:
-pyvis's ``cdn_resources="in_line"`` inlines vis-network, and every remaining external ``<script
-src=http…>`` / ``<link href=http…>`` (pyvis links bootstrap from a CDN) is removed. It is shown in
-a sandboxed ``<iframe srcdoc>`` (escaped). An entity selector shows the entity's aliases,
-relations, profile and source turns (with their text when the conversation is known).
+Entities are coloured by type (the legend above the graph names each colour), edges are labelled
+by their relation (graph-repair "overlap" edges dashed). The page is made by pyvis itself:
+``Network(cdn_resources="in_line")`` with the workbench's own template
+(``widgets/templates/entity_graph.html``, set through ``Network.set_template_dir``), which inlines
+pyvis's bundled vis-network and leaves out the CDN bootstrap link and heading of pyvis's default
+template, so the page works offline and nothing in it is patched afterwards. It is shown in a
+sandboxed ``<iframe srcdoc>`` (escaped). Clicking an entity in the graph lights up its neighbours
+(pyvis's ``neighborhood_highlight``); picking one in the entity picker does the same and shows its
+aliases, relations, profile and source turns (with their text when the conversation is known).
+The layout has a fixed seed, so picking another entity redraws the same picture.
+
+State and rendering are written once here (``GraphState``: no ipywidgets, no Panel); ``GraphView``
+is the notebook shell and ``widgets.structure_views.GraphPanel`` the app's.
 
     GraphView(hmem)                                  # a built HMem
     GraphView(structures, conversation=conv)         # structures.json of a saved run, no LLM
+    GraphView(hmem).select("Priya")                  # by id, name or alias
 """
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any, Mapping
 
-from .html import DisplaysWidget, box, esc, source_ids_html, table_html, turn_index, turns_html
+from .html import box, esc, source_ids_html, table_html, turn_index, turns_html
+from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
+from .view_state import Control, Part, ViewState
 
-TYPE_COLOURS = {"person": "#4e79a7", "organization": "#f28e2b", "location": "#59a14f", "event": "#e15759",
-                "product": "#76b7b2", "work": "#edc948", "date": "#b07aa1", "time": "#ff9da7", "other": "#9c755f"}
-# Everything the page needs is inlined, so any tag that loads a file is removed (CDN or relative).
-EXTERNAL = re.compile(r"<script\b[^>]*\bsrc\s*=[^>]*>\s*</script\s*>|<link\b[^>]*>", re.I | re.S)
-COMMENTED_TAGS = re.compile(r"<!--(?:(?!-->).){0,2000}?<(?:link|script)\b(?:(?!-->).){0,2000}?-->", re.S)
+TYPE_COLOURS = {"person": "#4263eb", "organization": "#e8590c", "location": "#2b8a3e", "event": "#c92a2a",
+                "product": "#0c8599", "work": "#9c6b00", "date": "#862e9c", "time": "#d6336c", "other": "#6c5b4c"}
+TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATE = "entity_graph.html"
+#: vis-network options (pyvis passes them through): a fixed seed so a redraw lays out the same
+#: picture, labels large and outlined in white so they stay readable over edges
+GRAPH_OPTIONS = {
+    "layout": {"randomSeed": 7, "improvedLayout": True},
+    "nodes": {"shape": "dot", "font": {"size": 18, "strokeWidth": 4, "strokeColor": "#ffffff"},
+              # dot and label sizes follow mentions: zoomed out on a big graph the most mentioned
+              # entities keep readable labels, the rest appear as one zooms in
+              "scaling": {"min": 12, "max": 40, "label": {"enabled": True, "min": 15, "max": 30, "maxVisible": 30,
+                                                          "drawThreshold": 7}}},
+    "edges": {"font": {"size": 13, "align": "middle", "strokeWidth": 4, "strokeColor": "#ffffff"},
+              "color": {"color": "#868e96", "highlight": "#d9480f"}, "smooth": {"type": "continuous"},
+              "arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
+    "physics": {"solver": "forceAtlas2Based", "stabilization": {"iterations": 250},
+                "forceAtlas2Based": {"gravitationalConstant": -90, "springLength": 140, "avoidOverlap": 0.6}},
+    "interaction": {"hover": True, "tooltipDelay": 150},
+}
+# External loads a page must not have (tests and a sanity check): <script src=//…>, <link href=http…>, …
 EXTERNAL_SOURCE = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//",
                              re.I)
 
 
-# The page may be laid out while hidden (a collapsed card, an inactive tab): fit the view once the
-# layout has settled, and again when the frame is resized.
-FIT_SCRIPT = """<script>(function () {
-  function fit() { if (typeof network !== "undefined" && network) { network.fit(); } }
-  if (typeof network !== "undefined" && network) { network.once("stabilizationIterationsDone", fit); }
-  window.addEventListener("resize", fit);
-  setTimeout(fit, 1500);
-})();</script>"""
-
-
-def colour(etype: str) -> str:
-    return TYPE_COLOURS.get(etype, TYPE_COLOURS["other"])
-
-
-def _plain(text: str) -> str:
-    """Tooltip text for vis-network, which shows string titles as plain text. pyvis switches to an
-    ``innerHTML`` popup when any title contains "href", so that word is broken with a zero-width space."""
-    return re.sub(r"(?i)href", lambda m: m.group(0)[:3] + "\u200b" + m.group(0)[3:], str(text))
-
-
-def strip_external(html: str) -> str:
-    """Remove every ``<script src=…></script>`` and ``<link …>`` tag (pyvis links bootstrap from a CDN),
-    and commented-out ones."""
-    return EXTERNAL.sub("", COMMENTED_TAGS.sub("", html))
+def colour(etype: str | None) -> str:
+    return TYPE_COLOURS.get(etype or "other", TYPE_COLOURS["other"])
 
 
 def external_sources(html: str) -> list[str]:
-    """Tags that would still load something from the network (for tests and a sanity check)."""
+    """Tags that would load something from the network (the page must have none)."""
     return [m.group(0) for m in EXTERNAL_SOURCE.finditer(html)]
 
 
-def legend_html(types) -> str:
-    items = "".join(f"<span style='background:{colour(t)};color:#fff;padding:0 6px;margin-right:4px;"
-                    f"border-radius:8px'>{esc(t)}</span>"
-                    for t in types)
-    return f"<div class='wb-legend' style='font:13px system-ui,sans-serif;margin:4px'>entity types: {items}</div>"
+def types_present(graph: Mapping) -> list[str]:
+    """Entity types of the graph, known ones in ``TYPE_COLOURS`` order, then unknown ones (drawn as other)."""
+    seen = [n.get("type") or "other" for n in graph.get("nodes") or []]
+    return [t for t in TYPE_COLOURS if t in seen] + sorted({t for t in seen if t not in TYPE_COLOURS})
 
 
-def graph_html(graph: Mapping, *, height: str = "560px") -> str:
-    """A standalone, offline HTML page of the entity graph (no external assets)."""
+def legend_html(graph: Mapping) -> str:
+    nodes, edges = graph.get("nodes") or [], graph.get("edges") or []
+    chips = "".join(f"<span class='wb-type' style='background:{colour(t)}'>{esc(t)}</span>"
+                    for t in types_present(graph))
+    dashed = (" · <span class='wb-muted'>dashed edge: an overlap link added by graph repair</span>"
+              if any(e.get("kind") == "overlap" for e in edges) else "")
+    return box("<style>.wb-type {display:inline-block; padding:0 7px; margin-right:4px; border-radius:8px;"
+               " color:#fff; font-weight:600;}</style>"
+               f"<p><b>{len(nodes)} entities</b> · {len(edges)} relations · dot size: mentions · "
+               f"entity types: {chips}{dashed}</p>")
+
+
+def _tooltip(n: Mapping) -> str:
+    aliases = f"\naliases: {', '.join(n.get('aliases') or [])}" if n.get("aliases") else ""
+    return (f"{n['name']} ({n.get('type') or 'other'}){aliases}\n{n.get('mentions', 0)} mentions · turns "
+            f"{' '.join((n.get('source_ids') or [])[:12])}")
+
+
+def graph_html(graph: Mapping, *, height: str = "560px", selected: str | None = None) -> str:
+    """A standalone, offline HTML page of the entity graph (pyvis with ``entity_graph.html``); the
+    ``selected`` entity is drawn larger with a dark ring and its neighbourhood lit when the page opens."""
     from pyvis.network import Network
 
+    import pyvis
+
     nodes, edges = list(graph.get("nodes") or []), list(graph.get("edges") or [])
-    net = Network(height=height, width="100%", directed=True, cdn_resources="in_line", notebook=False)
+    net = Network(height=height, width="100%", directed=True, cdn_resources="in_line", notebook=False,
+                  neighborhood_highlight=True)
+    # Our template first; pyvis's own template folder second, for the bundled files it includes.
+    net.set_template_dir([str(TEMPLATES), str(Path(pyvis.__file__).with_name("templates"))], TEMPLATE)
+    net.set_options(json.dumps(GRAPH_OPTIONS))
     for n in nodes:
-        aliases = f"\naliases: {', '.join(n.get('aliases') or [])}" if n.get("aliases") else ""
-        title = (f"{n['name']} ({n.get('type', 'other')}){aliases}\n{n.get('mentions', 0)} mentions · turns "
-                 f"{' '.join((n.get('source_ids') or [])[:12])}")
-        net.add_node(n["id"], label=str(n["name"]), title=_plain(title), color=colour(n.get("type", "other")),
-                     size=10 + 2 * min(int(n.get("mentions") or 0), 10))
+        picked = n["id"] == selected
+        net.add_node(n["id"], label=str(n["name"]), title=_tooltip(n), color=colour(n.get("type")),
+                     value=max(1, int(n.get("mentions") or 0)), borderWidth=6 if picked else 1, picked=picked)
     known = {n["id"] for n in nodes}
     for e in edges:
         if e["source"] in known and e["target"] in known:
-            net.add_edge(e["source"], e["target"], label=str(e.get("relation", "")), arrows="to",
-                         dashes=e.get("kind") == "overlap", font={"size": 10, "align": "middle"},
-                         title=_plain(f"{e.get('relation', '')} · x{e.get('count', 1)} · turns "
-                                      f"{' '.join((e.get('source_ids') or [])[:12])}"))
-    html = strip_external(net.generate_html(notebook=False))
-    types = [t for t in TYPE_COLOURS if any(n.get("type", "other") == t for n in nodes)]
-    html = html.replace("<body>", "<body>" + legend_html(types), 1)
-    return html.replace("</body>", FIT_SCRIPT + "</body>", 1)
+            net.add_edge(e["source"], e["target"], label=str(e.get("relation", "")),
+                         dashes=e.get("kind") == "overlap",
+                         title=f"{e.get('relation', '')} · x{e.get('count', 1)} · turns "
+                               f"{' '.join((e.get('source_ids') or [])[:12])}")
+    return net.generate_html(notebook=False)
 
 
 def iframe(html: str, *, height: int = 640) -> str:
     """The page in a sandboxed iframe (scripts only, no same-origin access); srcdoc escaped."""
-    return (f'<iframe srcdoc="{esc(html)}" sandbox="allow-scripts" '
+    return (f'<iframe srcdoc="{esc(html)}" sandbox="allow-scripts" title="entity graph" '
             f'style="width:100%;height:{int(height)}px;border:1px solid #ddd"></iframe>')
 
 
@@ -143,78 +168,60 @@ def entity_options(graph: Mapping) -> list[tuple[str, str]]:
     return [(f"{n['name']} ({n.get('type', 'other')}, {n.get('mentions', 0)} mentions)", n["id"]) for n in nodes]
 
 
-NO_SELECTION = box("<p class='wb-muted'>Select an entity to see its relations and source turns.</p>")
+NO_SELECTION = box("<p class='wb-muted'>Pick an entity above (or click one in the graph to light up its "
+                   "neighbours) to see its relations and source turns.</p>")
 EMPTY = box("<p class='wb-muted'>The entity graph is empty.</p>")
 
 
-class GraphView(DisplaysWidget):
-    """Entity graph + entity selector. State: ``graph``, ``html`` (standalone page), ``selected``,
-    ``detail_html``."""
+# -- state -----------------------------------------------------------------------------------------------------
+class GraphState(ViewState):
+    """The entity graph of one H-Mem memory and the picked entity. ``graph``, ``turns``, ``selected``,
+    ``html`` (the standalone page), ``frame_html`` (it in an iframe), ``detail_html``."""
 
-    def __init__(self, hmem_or_structures: Any, *, conversation=None, height: int = 600):
-        structures = structures_of(hmem_or_structures)
-        self.graph = dict(structures.get("graph") or {"nodes": [], "edges": []})
-        self.conversation = conversation_of(hmem_or_structures, conversation)
-        self.turns = turn_index(self.conversation)
-        self.height = height
-        self.html = graph_html(self.graph, height=f"{height - 60}px") if self.graph.get("nodes") else EMPTY
-        self.selected: str | None = None
-        self.detail_html = NO_SELECTION
-        self._build_widgets()
-
-    def select(self, entity: str | None) -> "GraphView":
-        """Show an entity by id, name or alias (None clears); unknown entities raise ``KeyError``."""
-        self.selected = None if entity is None else find_entity(self.graph, entity)
-        self.detail_html = (NO_SELECTION if self.selected is None else
-                            entity_detail_html(self.graph, self.selected, turns=self.turns))
-        self._syncing = True
-        try:
-            self.entity_select.value = self.selected
-        finally:
-            self._syncing = False
-        self.detail.value = self.detail_html
-        return self
-
-    def _build_widgets(self) -> None:
-        import ipywidgets as W
-
-        self.entity_select = W.Dropdown(options=[("(select an entity)", None)] + entity_options(self.graph),
-                                        value=None, description="entity", layout=W.Layout(width="95%"))
-        self.header = W.HTML(box(f"{len(self.graph.get('nodes') or [])} entities · "
-                                 f"{len(self.graph.get('edges') or [])} relations (legend inside the graph)"))
-        self.frame = W.HTML(iframe(self.html, height=self.height))
-        self.detail = W.HTML(self.detail_html)
-        self._syncing = False
-        self.entity_select.observe(self._on_select, names="value")
-        self.widget = W.VBox([self.header, self.frame, self.entity_select, self.detail])
-
-    def _on_select(self, change) -> None:
-        if not self._syncing and change["new"] != self.selected:
-            self.select(change["new"])
-
-    def __repr__(self) -> str:
-        return f"GraphView({len(self.graph.get('nodes') or [])} entities, selected={self.selected!r})"
-
-
-class GraphPanel:
-    """Panel version for the app (used by the ``hmem`` structure view in ``tree_view``)."""
+    parts = (Part("legend"), Part("frame"), Part("detail"))
+    layout = ("legend", "entity_select", "frame", "detail")
 
     def __init__(self, structures: Mapping, conversation=None, *, height: int = 600):
-        import panel as pn
-
+        super().__init__()
         self.graph = dict(structures.get("graph") or {"nodes": [], "edges": []})
         self.turns = turn_index(conversation)
-        self.html = graph_html(self.graph, height=f"{height - 60}px") if self.graph.get("nodes") else EMPTY
-        self.selected = None
-        opts = {"(select an entity)": ""} | {label: i for label, i in entity_options(self.graph)}
-        self.entity_select = pn.widgets.Select(label="entity", options=opts, sizing_mode="stretch_width")
-        self.frame = pn.pane.HTML(iframe(self.html, height=height) if self.graph.get("nodes") else EMPTY,
-                                  sizing_mode="stretch_width")
-        self.detail = pn.pane.HTML(NO_SELECTION, sizing_mode="stretch_width")
-        self.entity_select.param.watch(lambda e: self.select(e.new or None), "value")
-        self.panel = pn.Column(self.frame, self.entity_select, self.detail, sizing_mode="stretch_width")
+        self.height = height
+        self.controls = (Control("entity_select", "select", "entity",
+                                 options=(("(select an entity)", ""), *entity_options(self.graph))),)
+        self.legend_html = legend_html(self.graph) if self.graph.get("nodes") else ""
+        self.select(None)
 
     def select(self, entity: str | None) -> None:
-        self.selected = None if entity is None else find_entity(self.graph, entity)
-        self.detail.object = (NO_SELECTION if self.selected is None else
-                              entity_detail_html(self.graph, self.selected, turns=self.turns))
+        """Pick an entity by id, name or alias (None or "" clears); unknown entities raise ``KeyError``."""
+        self.selected = find_entity(self.graph, entity) if entity else None
+        self.values["entity_select"] = self.selected or ""
+        self.detail_html = (NO_SELECTION if self.selected is None else
+                            entity_detail_html(self.graph, self.selected, turns=self.turns))
+        if self.graph.get("nodes"):
+            self.html = graph_html(self.graph, height=f"{self.height - 6}px", selected=self.selected)
+            self.frame_html = iframe(self.html, height=self.height)
+        else:
+            self.html = self.frame_html = EMPTY
+
+    def apply(self, name: str, value: Any) -> None:
+        self.select(value)
+
+    def part(self, name: str) -> str:
+        return {"legend": self.legend_html, "frame": self.frame_html, "detail": self.detail_html}[name]
+
+
+# -- notebook shell --------------------------------------------------------------------------------------------
+class GraphView(NotebookShell):
+    """The entity graph in a notebook (``GraphState`` bound to ipywidgets)."""
+
+    def __init__(self, hmem_or_structures: Any, *, conversation=None, height: int = 600):
+        self.conversation = conversation_of(hmem_or_structures, conversation)
+        super().__init__(GraphState(structures_of(hmem_or_structures), self.conversation, height=height))
+
+    def select(self, entity: str | None) -> "GraphView":
+        """Pick an entity by id, name or alias (None clears); unknown entities raise ``KeyError``."""
+        self.state.select(entity)
+        return self.refresh()
+
+    def __repr__(self) -> str:
+        return f"GraphView({len(self.state.graph.get('nodes') or [])} entities, selected={self.state.selected!r})"

@@ -1,118 +1,59 @@
-"""``TreeView``: H-Mem's temporal-semantic tree by level (y) and time (x), one node at a time.
+"""``TreeView``: H-Mem's temporal-semantic tree as a collapsible outline, one node's detail beside it.
 
-Each node sits at the centre of the time interval it covers, with that interval drawn as a bar
-and lines to its parent; a selector (or a click in the app) shows the node's summary, children,
-interval, consolidation count ``n_m``, last consolidation ``r_m`` and its source turns.
+The tree is nested ``<details>``: one line per node with its level and time window, its date
+range, how many children it has and the start of its summary; opening a line shows the full
+summary, the consolidation count ``n_m``, the last consolidation ``r_m`` and the node's children.
+Roots come in time order. H-Mem copies a single child's text into a new parent instead of asking
+the LLM for a summary (``copy_of_child``); a chain of such copies says the same thing on every
+level, so it is drawn as one line ``L4 2023 copy → L3 2023-03 copy → L2 2023-W11 copy → L1 2023-03-14``
+(each copy a dashed badge) instead of four nested boxes. The node picker shows everything about one
+node, its source turns' text included, and opens the tree down to it.
+
+State and rendering are written once here (``TreeState``: no ipywidgets, no Panel); ``TreeView``
+is the notebook shell and ``widgets.structure_views.TreePanel`` the app's.
 
     TreeView(hmem)                                    # a built HMem (uses hmem.structures())
     TreeView(run.structures("hmem", cid), conversation=run.conversation(cid))   # a saved run, no LLM
-
-Pure helpers (``tree_figure``, ``node_detail_html``) are shared with the app's Structures tab,
-which this module also registers for ``hmem`` (tree and entity graph).
+    TreeView(hmem).select("sum4")                     # shows that node
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import datetime
-from typing import Mapping
+from collections import Counter
+from typing import Any, Mapping
 
-from .html import DisplaysWidget, box, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .html import box, clip, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
+from .view_state import Control, Part, ViewState
 
-LEVEL_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
+LEVEL_COLOURS = ("#1c7ed6", "#2b8a3e", "#d9480f", "#7048e8", "#862e9c", "#0b7285")
+CSS = """<style>
+.wb-tree details {margin: 1px 0 1px 14px; border-left: 1px solid #dee2e6; padding-left: 6px;}
+.wb-tree > details {margin-left: 0;}
+.wb-tree summary {cursor: pointer; line-height: 1.6;}
+.wb-tree .wb-lv {display: inline-block; padding: 0 5px; border-radius: 6px; color: #fff; font-size: 12px;
+  margin-right: 2px; white-space: nowrap;}
+.wb-tree .wb-lv.wb-lv-copy {background: #fff !important; border: 1.5px dashed; font-weight: 600;}
+.wb-tree .wb-copy {font-style: italic;}
+.wb-tree .wb-arrow {color: #868e96; margin: 0 2px;}
+.wb-tree .wb-dates {color: #495057; font-size: 12px; margin: 0 4px; white-space: nowrap;}
+.wb-tree .wb-kids {display: inline-block; padding: 0 5px; border-radius: 6px; background: #e9ecef; font-size: 12px;
+  margin-right: 4px; white-space: nowrap;}
+.wb-tree .wb-node-body {margin: 2px 0 4px 4px; font-size: 12px; color: #343a40;}
+.wb-tree .wb-selected > summary {background: #fff3bf; outline: 2px solid #f08c00;}
+.wb-tree .wb-scroll {max-height: 640px; overflow: auto;}
+.wb-tree .wb-legend-line {color: #495057; margin: 2px 0 6px 0;}
+</style>"""
 
 
-def _time(value) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value))
-    except (TypeError, ValueError):
-        return None
-
-
-def _iso(when: datetime) -> str:
-    """Plot coordinates as ISO strings (a date axis; Panel and Jupyter serialise them alike)."""
-    return when.isoformat()
-
-
-# -- pure helpers ----------------------------------------------------------------------------------
+# -- pure helpers ----------------------------------------------------------------------------------------------
 def level_names(structures: Mapping) -> dict[int, str]:
     return {int(k): str(v) for k, v in (structures.get("levels") or {}).items()}
-
-
-def node_positions(rows) -> dict[str, tuple[datetime, float]]:
-    """``id -> (x, y)``: x = centre of the node's interval, y = level; nodes sharing a level and a
-    centre are spread vertically (±0.3) so that none hides another."""
-    groups: dict[tuple, list[str]] = defaultdict(list)
-    centre = {}
-    for r in rows:
-        start, end = _time(r.get("start")), _time(r.get("end"))
-        if start is None:
-            continue
-        centre[r["id"]] = start + ((end or start) - start) / 2
-        groups[(r["level"], centre[r["id"]])].append(r["id"])
-    out = {}
-    for (level, x), ids in groups.items():
-        for i, node in enumerate(ids):
-            offset = 0.0 if len(ids) == 1 else -0.3 + 0.6 * i / (len(ids) - 1)
-            out[node] = (x, level + offset)
-    return out
 
 
 def _copy_note(r: Mapping) -> str:
     """H-Mem single-child parents whose text is their child's, copied (no LLM summary)."""
     return f"copy of child {r['copy_of_child']}" if r.get("copy_of_child") else ""
-
-
-def _hover(r: Mapping) -> str:
-    copy = f" · {_copy_note(r)}" if _copy_note(r) else ""
-    return "<br>".join([esc(f"{r['id']} · L{r['level']} {r.get('window', '')} · n_m {r.get('n_m', 0)}{copy}"),
-                        esc(short(r.get("summary", ""), 140)),
-                        esc(f"{len(r.get('children') or [])} children · {len(r.get('source_ids') or [])} turns")])
-
-
-def tree_figure(rows, *, selected: str | None = None, levels: Mapping[int, str] | None = None):
-    """Plotly figure: interval bars, parent-child edges, one marker trace per level (customdata =
-    node id, escaped hover text) and the selected node ringed in red."""
-    import plotly.graph_objects as go
-
-    rows = list(rows)
-    levels = dict(levels or {})
-    pos = node_positions(rows)
-    fig = go.Figure()
-    bx, by, ex, ey = [], [], [], []
-    for r in rows:
-        if r["id"] not in pos:
-            continue
-        x, y = pos[r["id"]]
-        bx += [_iso(_time(r["start"])), _iso(_time(r.get("end")) or x), None]
-        by += [y, y, None]
-        if r.get("parent") in pos:
-            px, py = pos[r["parent"]]
-            ex += [_iso(x), _iso(px), None]
-            ey += [y, py, None]
-    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", name="time interval", hoverinfo="skip",
-                             line=dict(width=7, color="rgba(120,120,120,0.25)")))
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="parent–child", hoverinfo="skip",
-                             line=dict(width=1, color="#999")))
-    for level in sorted({r["level"] for r in rows if r["id"] in pos}):
-        lr = [r for r in rows if r["level"] == level and r["id"] in pos]
-        fig.add_trace(go.Scatter(
-            x=[_iso(pos[r["id"]][0]) for r in lr], y=[pos[r["id"]][1] for r in lr], mode="markers",
-            name=esc(f"L{level} {levels.get(level, '')}".strip()), customdata=[r["id"] for r in lr],
-            hovertext=[_hover(r) for r in lr], hoverinfo="text",
-            marker=dict(size=[9 + 2 * min(len(r.get("children") or []), 6) for r in lr],
-                        color=LEVEL_COLOURS[(level - 1) % len(LEVEL_COLOURS)])))
-    if selected in pos:
-        x, y = pos[selected]
-        fig.add_trace(go.Scatter(x=[_iso(x)], y=[y], mode="markers", name=esc(f"selected: {selected}"),
-                                 hoverinfo="skip",
-                                 marker=dict(size=22, symbol="circle-open", color="crimson", line=dict(width=3))))
-    ticks = sorted({r["level"] for r in rows})
-    fig.update_layout(height=420, margin=dict(l=60, r=10, t=40, b=40), title="H-Mem temporal–semantic tree",
-                      xaxis=dict(type="date", title="time (centre of each node's interval)"),
-                      yaxis=dict(title="level", tickvals=ticks,
-                                 ticktext=[esc(f"L{t} {levels.get(t, '')}".strip()) for t in ticks]))
-    return fig
 
 
 def node_label(r: Mapping, levels: Mapping[int, str] | None = None) -> str:
@@ -123,8 +64,128 @@ def node_label(r: Mapping, levels: Mapping[int, str] | None = None) -> str:
 
 
 def ordered_nodes(rows) -> list[Mapping]:
-    """Highest level first, then by start time and id (the order of the selector)."""
+    """Highest level first, then by start time and id (the order of the picker)."""
     return sorted(rows, key=lambda r: (-r["level"], str(r.get("start")), r["id"]))
+
+
+def roots_of(nodes: Mapping[str, Mapping]) -> list[Mapping]:
+    """Nodes without a (known) parent, in time order."""
+    return sorted((r for r in nodes.values() if r.get("parent") not in nodes),
+                  key=lambda r: (str(r.get("start")), -r["level"], r["id"]))
+
+
+def children_of(r: Mapping, nodes: Mapping[str, Mapping]) -> list[Mapping]:
+    return sorted((nodes[c] for c in r.get("children") or [] if c in nodes),
+                  key=lambda c: (str(c.get("start")), c["id"]))
+
+
+def copy_chain(r: Mapping, nodes: Mapping[str, Mapping]) -> list[Mapping]:
+    """``r`` and the nodes below it whose text it copies: a single-child parent marked
+    ``copy_of_child`` says what its child says, so the chain down to the first node with its own
+    text (or several children) is one line of the tree."""
+    chain = [r]
+    while True:
+        kids = children_of(chain[-1], nodes)
+        if len(kids) == 1 and chain[-1].get("copy_of_child") == kids[0]["id"] and kids[0]["id"] not in {
+                n["id"] for n in chain}:
+            chain.append(kids[0])
+        else:
+            return chain
+
+
+def ancestors(node_id: str | None, nodes: Mapping[str, Mapping]) -> set[str]:
+    """``node_id`` and every node above it."""
+    out: set[str] = set()
+    while node_id in nodes and node_id not in out:
+        out.add(node_id)
+        node_id = nodes[node_id].get("parent")
+    return out
+
+
+def _day(value: Any) -> str:
+    return str(value or "")[:10]
+
+
+def dates_text(r: Mapping) -> str:
+    start, end = _day(r.get("start")), _day(r.get("end"))
+    return start if not end or end == start else f"{start} – {end}"
+
+
+def tree_stats(nodes: Mapping[str, Mapping], levels: Mapping[int, str]) -> dict[str, Any]:
+    per_level = Counter(r["level"] for r in nodes.values())
+    return {"nodes": len(nodes), "roots": len(roots_of(nodes)),
+            "per_level": {f"L{lv} {levels.get(lv, '')}".strip(): n for lv, n in sorted(per_level.items(),
+                                                                                       reverse=True)},
+            "copies": sum(1 for r in nodes.values() if r.get("copy_of_child"))}
+
+
+def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
+    """``L3 2023-03`` in the level's colour; a copy is outlined (dashed) and says "copy"."""
+    lv = int(r["level"])
+    colour = LEVEL_COLOURS[(lv - 1) % len(LEVEL_COLOURS)]
+    title = f"{levels.get(lv, 'level')} window {r.get('window', '')} · {r['id']}"
+    if r.get("copy_of_child"):
+        return (f"<span class='wb-lv wb-lv-copy' style='border-color:{colour};color:{colour}' "
+                f"title='{esc(title + ' · ' + _copy_note(r))}: no LLM summary'>L{lv} {esc(r.get('window', ''))} "
+                "<span class='wb-copy'>copy</span></span>")
+    return (f"<span class='wb-lv' style='background:{colour}' title='{esc(title)}'>L{lv} "
+            f"{esc(r.get('window', ''))}</span>")
+
+
+def _node_body(r: Mapping, chain: list[Mapping]) -> str:
+    ids = list(r.get("source_ids") or [])
+    facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) {esc(r.get('r_m'))} · "
+             f"{len(ids)} source turns: {source_ids_html(ids, limit=12)}")
+    copies = ""
+    if len(chain) > 1:
+        copies = ("<br>" + esc(", ".join(f"{c['id']} (L{c['level']})" for c in chain[:-1]))
+                  + esc(f" copy the text of {r['id']} (L{r['level']}): single-child parents, no LLM summary"))
+    return f"<div class='wb-node-body'>{clip(r.get('summary', ''), limit=1500)}<br>{facts}{copies}</div>"
+
+
+def _node_html(r: Mapping, nodes: Mapping[str, Mapping], levels: Mapping[int, str], *, open_ids: set[str],
+               selected: str | None, seen: set[str]) -> str:
+    chain = copy_chain(r, nodes)
+    last = chain[-1]
+    seen.update(c["id"] for c in chain)
+    kids = [k for k in children_of(last, nodes) if k["id"] not in seen]
+    badges = "<span class='wb-arrow'>→</span>".join(_level_badge(c, levels) for c in chain)
+    count = (f"<span class='wb-kids'>{len(kids)} children</span>" if len(kids) > 1 else
+             "<span class='wb-kids'>1 child</span>" if kids else
+             "<span class='wb-kids'>event</span>" if int(last["level"]) == 1 else "<span class='wb-kids'>leaf</span>")
+    ids_in_line = {c["id"] for c in chain}
+    cls = " class='wb-selected'" if selected in ids_in_line else ""
+    is_open = " open" if ids_in_line & open_ids else ""
+    inner = "".join(_node_html(k, nodes, levels, open_ids=open_ids, selected=selected, seen=seen) for k in kids)
+    return (f"<details{cls}{is_open} data-node='{esc(last['id'])}'><summary>{badges}"
+            f"<span class='wb-dates'>{esc(dates_text(last))}</span>{count}{esc(short(last.get('summary', ''), 110))}"
+            f"</summary>{_node_body(last, chain)}{inner}</details>")
+
+
+def tree_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None = None, *,
+              selected: str | None = None) -> str:
+    """The whole tree as nested ``<details>`` (escaped), roots in time order; the selected node's
+    line and the lines above it are open, its line marked. Empty trees say so."""
+    levels = dict(levels or {})
+    if not nodes:
+        return box("<p class='wb-muted'>The tree is empty.</p>")
+    s = tree_stats(nodes, levels)
+    per_level = " · ".join(f"{esc(k)}: {n}" for k, n in s["per_level"].items())
+    open_ids = ancestors(selected, nodes)
+    if s["roots"] <= 3:
+        open_ids |= {r["id"] for r in roots_of(nodes)}
+    seen: set[str] = set()
+    body = "".join(_node_html(r, nodes, levels, open_ids=open_ids, selected=selected, seen=seen)
+                   for r in roots_of(nodes))
+    lost = [n for n in nodes if n not in seen]  # nodes in a parent cycle: listed, never dropped
+    if lost:
+        body += f"<p class='wb-muted'>Not reachable from a root: {esc(' '.join(lost))}</p>"
+    return box(f"{CSS}<div class='wb-tree'><p><b>{s['nodes']} nodes</b>, {s['roots']} roots · {per_level} · "
+               f"{s['copies']} single-child copies</p>"
+               "<p class='wb-legend-line'>One line per node, oldest first; click a line to open it. A dashed "
+               "badge marked <i>copy</i> is a single-child parent that copies its child's text (no LLM summary): "
+               "a chain of them is drawn on one line, → from parent to child.</p>"
+               f"<div class='wb-scroll'>{body}</div></div>")
 
 
 def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mapping | None = None,
@@ -152,124 +213,62 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
                f"{shown or '<p class=wb-muted>(turn texts not available)</p>' if ids else ''}")
 
 
-NO_SELECTION = box("<p class='wb-muted'>Select a node to see its summary, children and source turns.</p>")
+NO_SELECTION = box("<p class='wb-muted'>Pick a node above to see its whole summary, children and source "
+                   "turns.</p>")
 
 
-# -- notebook widget -------------------------------------------------------------------------------
-class TreeView(DisplaysWidget):
-    """Tree figure + node selector. State: ``rows``, ``nodes``, ``selected``, ``detail_html``, ``figure``."""
+# -- state -----------------------------------------------------------------------------------------------------
+class TreeState(ViewState):
+    """The tree of one H-Mem memory and the selected node. ``rows``, ``nodes`` (id -> row), ``levels``,
+    ``turns``, ``selected``, ``detail_html``, ``tree_html``."""
 
-    def __init__(self, hmem_or_structures, *, conversation=None, select: str | None = None):
-        self.structures = structures_of(hmem_or_structures)
-        self.conversation = conversation_of(hmem_or_structures, conversation)
-        self.rows = list(self.structures.get("tree") or [])
-        self.nodes = {r["id"]: r for r in self.rows}
-        self.levels = level_names(self.structures)
-        self.turns = turn_index(self.conversation)
-        self.selected: str | None = None
-        self.detail_html = NO_SELECTION
-        self.figure = tree_figure(self.rows, levels=self.levels)
-        self._build_widgets()
-        if select is not None:
-            self.select(select)
-        else:
-            self._render()
-
-    def select(self, node_id: str | None) -> "TreeView":
-        """Show node ``node_id`` (None clears the selection); unknown ids raise ``KeyError``."""
-        if node_id is not None and node_id not in self.nodes:
-            raise KeyError(f"no tree node {node_id!r}")
-        self.selected = node_id
-        self.detail_html = (NO_SELECTION if node_id is None else
-                            node_detail_html(node_id, self.nodes, turns=self.turns, levels=self.levels))
-        self.figure = tree_figure(self.rows, selected=node_id, levels=self.levels)
-        self._render()
-        return self
-
-    def _build_widgets(self) -> None:
-        import ipywidgets as W
-
-        opts = [("(select a node)", None)] + [(node_label(r, self.levels), r["id"]) for r in ordered_nodes(self.rows)]
-        self.node_select = W.Dropdown(options=opts, value=None, description="node",
-                                      layout=W.Layout(width="95%"))
-        self.header = W.HTML(box(f"{len(self.rows)} nodes on {len(set(r['level'] for r in self.rows))} levels"))
-        self.plot = W.Output()
-        self.detail = W.HTML()
-        self._syncing = False
-        self.node_select.observe(self._on_select, names="value")
-        self.widget = W.VBox([self.header, self.node_select, self.plot, self.detail])
-
-    def _on_select(self, change) -> None:
-        if not self._syncing and change["new"] != self.selected:
-            self.select(change["new"])
-
-    def _render(self) -> None:
-        from .html import show_figure
-
-        self._syncing = True
-        try:
-            self.node_select.value = self.selected
-        finally:
-            self._syncing = False
-        self.detail.value = self.detail_html
-        show_figure(self.plot, self.figure)
-
-    def __repr__(self) -> str:
-        return f"TreeView({len(self.rows)} nodes, selected={self.selected!r})"
-
-
-# -- the app's Structures tab ----------------------------------------------------------------------
-class TreePanel:
-    """Panel version for the app: a node selector, the figure (a click selects the node) and details."""
+    parts = (Part("tree"), Part("detail"))
+    layout = ("node_select", ("tree", "detail"))
 
     def __init__(self, structures: Mapping, conversation=None):
-        import panel as pn
-
+        super().__init__()
         self.rows = list(structures.get("tree") or [])
         self.nodes = {r["id"]: r for r in self.rows}
         self.levels = level_names(structures)
         self.turns = turn_index(conversation)
-        self.selected = None
-        opts = {"(select a node)": ""} | {node_label(r, self.levels): r["id"] for r in ordered_nodes(self.rows)}
-        self.node_select = pn.widgets.Select(label="tree node", options=opts, sizing_mode="stretch_width")
-        self.plot = pn.pane.Plotly(tree_figure(self.rows, levels=self.levels), sizing_mode="stretch_width")
-        self.detail = pn.pane.HTML(NO_SELECTION, sizing_mode="stretch_width")
-        self.node_select.param.watch(lambda e: self.select(e.new or None), "value")
-        self.plot.param.watch(self._on_click, "click_data")
-        self.panel = pn.Column(self.node_select, self.plot, self.detail, sizing_mode="stretch_width")
-
-    def _on_click(self, event) -> None:
-        points = (event.new or {}).get("points") or []
-        node = points[0].get("customdata") if points else None
-        if node in self.nodes:
-            self.node_select.value = node  # triggers select
+        options = (("(select a node)", ""),) + tuple((node_label(r, self.levels), r["id"])
+                                                       for r in ordered_nodes(self.rows))
+        self.controls = (Control("node_select", "select", "tree node", options=options),)
+        self.select(None)
 
     def select(self, node_id: str | None) -> None:
+        """Show node ``node_id`` (None or "" clears the selection); unknown ids raise ``KeyError``."""
+        node_id = node_id or None
         if node_id is not None and node_id not in self.nodes:
-            return
+            raise KeyError(f"no tree node {node_id!r}")
         self.selected = node_id
-        self.plot.object = tree_figure(self.rows, selected=node_id, levels=self.levels)
-        self.detail.object = (NO_SELECTION if node_id is None else
-                              node_detail_html(node_id, self.nodes, turns=self.turns, levels=self.levels))
+        self.values["node_select"] = node_id or ""
+        self.detail_html = (NO_SELECTION if node_id is None else
+                            node_detail_html(node_id, self.nodes, turns=self.turns, levels=self.levels))
+        self.tree_html = tree_html(self.nodes, self.levels, selected=node_id)
+
+    def apply(self, name: str, value: Any) -> None:
+        self.select(value)
+
+    def part(self, name: str) -> str:
+        return {"tree": self.tree_html, "detail": self.detail_html}[name]
 
 
-def hmem_structure_view(structures: Mapping, conversation=None):
-    """The ``hmem`` card of the Structures tab: the tree, then the entity graph."""
-    import panel as pn
+# -- notebook shell --------------------------------------------------------------------------------------------
+class TreeView(NotebookShell):
+    """The tree in a notebook (``TreeState`` bound to ipywidgets)."""
 
-    from .graph_view import GraphPanel
+    def __init__(self, hmem_or_structures: Any, *, conversation=None, select: str | None = None):
+        self.structures = structures_of(hmem_or_structures)
+        self.conversation = conversation_of(hmem_or_structures, conversation)
+        super().__init__(TreeState(self.structures, self.conversation))
+        if select is not None:
+            self.select(select)
 
-    if not structures.get("tree") and not (structures.get("graph") or {}).get("nodes"):
-        return pn.pane.Alert("structures.json holds no H-Mem tree or graph for this conversation.",
-                             alert_type="info", sizing_mode="stretch_width")
-    return pn.Column(pn.pane.Markdown("#### Temporal–semantic tree"), TreePanel(structures, conversation).panel,
-                     pn.pane.Markdown("#### Entity graph"), GraphPanel(structures, conversation).panel,
-                     sizing_mode="stretch_width")
+    def select(self, node_id: str | None) -> "TreeView":
+        """Show node ``node_id`` (None or "" clears); unknown ids raise ``KeyError``."""
+        self.state.select(node_id)
+        return self.refresh()
 
-
-try:  # registering needs Panel (widgets.app); notebook use of TreeView does not
-    from .app import register_structure_view
-except ImportError:  # pragma: no cover - Panel not installed
-    pass
-else:
-    register_structure_view("hmem")(hmem_structure_view)
+    def __repr__(self) -> str:
+        return f"TreeView({len(self.state.rows)} nodes, selected={self.state.selected!r})"

@@ -1,0 +1,93 @@
+"""The notebook shell: any ``ViewState`` (``widgets.view_state``) as ipywidgets.
+
+Each declared control becomes a widget (select -> Dropdown, float -> FloatSlider, int -> IntSlider,
+button -> Button), each part an ``HTML`` or an ``Output`` holding the plotly figure. A widget
+change goes to ``state.apply``, then every widget is refreshed from the state. Nothing here
+knows what a tree node or a threshold is; ipywidgets is imported only when a shell is built.
+
+Attributes the view classes offered before (``tv.node_select``, ``cv.sim_slider``, ``gv.detail_html``)
+keep working: widget names are looked up first, then the state's own attributes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .html import DisplaysWidget, show_figure
+from .view_state import Control, ViewState
+
+
+def _widget(c: Control):
+    import ipywidgets as W
+
+    if c.kind == "select":
+        return W.Dropdown(options=list(c.options), description=c.label, layout=W.Layout(width="95%"),
+                          style={"description_width": "initial"}, disabled=c.disabled)
+    if c.kind == "float":
+        return W.FloatSlider(min=c.start, max=c.end, step=c.step, description=c.label, continuous_update=False,
+                             readout_format=".2f", disabled=c.disabled, style={"description_width": "initial"})
+    if c.kind == "int":
+        return W.IntSlider(min=int(c.start), max=int(c.end), step=int(c.step), description=c.label,
+                           continuous_update=False, disabled=c.disabled, style={"description_width": "initial"})
+    return W.Button(description=c.label, disabled=c.disabled)
+
+
+class NotebookShell(DisplaysWidget):
+    """ipywidgets over a ``ViewState``: ``inputs`` (name -> widget), ``outputs`` (name -> widget),
+    ``widget`` (the whole VBox, what Jupyter displays)."""
+
+    def __init__(self, state: ViewState):
+        import ipywidgets as W
+
+        self.state = state
+        self._syncing = False
+        self.inputs = {c.name: _widget(c) for c in state.controls}
+        self.outputs = {p.name: (W.HTML() if p.kind == "html" else W.Output()) for p in state.parts}
+        for name, w in self.inputs.items():
+            if isinstance(w, W.Button):
+                w.on_click(lambda _, name=name: self._changed(name, None))
+            else:
+                w.observe(lambda ch, name=name: self._changed(name, ch["new"]), names="value")
+        rows = []
+        for item in state.layout:
+            names = item if isinstance(item, tuple) else (item,)
+            ws = [self.inputs.get(n) or self.outputs[n] for n in names]
+            if len(ws) > 1 and all(n in self.outputs for n in names):
+                for w in ws:
+                    w.layout.width = f"{100 // len(ws) - 1}%"
+            rows.append(W.HBox(ws) if len(ws) > 1 else ws[0])
+        self.widget = W.VBox(rows)
+        self.refresh()
+
+    def _changed(self, name: str, value: Any) -> None:
+        if not self._syncing:
+            self.state.apply(name, value)
+            self.refresh()
+
+    def refresh(self) -> "NotebookShell":
+        """Every widget from the state: control values (without firing), then each part."""
+        self._syncing = True
+        try:
+            for name, value in self.state.values.items():
+                w = self.inputs.get(name)
+                if w is not None and hasattr(w, "value") and w.value != value:
+                    w.value = value
+        finally:
+            self._syncing = False
+        for p in self.state.parts:
+            content = self.state.part(p.name)
+            if p.kind == "html":
+                self.outputs[p.name].value = content
+            else:
+                show_figure(self.outputs[p.name], content)
+        return self
+
+    def __getattr__(self, name: str):
+        # Only called for names not found normally: the shell's widgets, then the state's attributes.
+        d = self.__dict__
+        if "inputs" in d and name in d["inputs"]:
+            return d["inputs"][name]
+        if "outputs" in d and name in d["outputs"]:
+            return d["outputs"][name]
+        if "state" in d:
+            return getattr(d["state"], name)
+        raise AttributeError(name)

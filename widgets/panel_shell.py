@@ -1,0 +1,77 @@
+"""The app shell: any ``ViewState`` (``widgets.view_state``) as Panel components.
+
+The Panel twin of ``widgets.notebook_shell``: select -> ``Select``, float -> ``FloatSlider``,
+int -> ``IntSlider``, button -> ``Button``; an HTML part -> ``pane.HTML``, a figure ->
+``pane.Plotly``. Changes go to ``state.apply``, then every pane is refreshed from the state. The
+component to put in a layout is ``shell.panel``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import panel as pn
+
+from .view_state import Control, ViewState
+
+
+def _widget(c: Control):
+    if c.kind == "select":
+        return pn.widgets.Select(label=c.label, options=dict(c.options), disabled=c.disabled,
+                                 sizing_mode="stretch_width")
+    if c.kind == "float":
+        return pn.widgets.FloatSlider(label=c.label, start=c.start, end=c.end, step=c.step, disabled=c.disabled)
+    if c.kind == "int":
+        return pn.widgets.IntSlider(label=c.label, start=int(c.start), end=int(c.end), step=int(c.step),
+                                    disabled=c.disabled)
+    return pn.widgets.Button(label=c.label, disabled=c.disabled, align="end")
+
+
+class PanelShell:
+    """Panel over a ``ViewState``: ``inputs`` (name -> widget), ``outputs`` (name -> pane), ``panel``."""
+
+    def __init__(self, state: ViewState):
+        self.state = state
+        self._syncing = False
+        self.inputs = {c.name: _widget(c) for c in state.controls}
+        self.outputs = {p.name: (pn.pane.HTML("", sizing_mode="stretch_width") if p.kind == "html"
+                                 else pn.pane.Plotly(sizing_mode="stretch_width")) for p in state.parts}
+        for name, w in self.inputs.items():
+            if isinstance(w, pn.widgets.Button):
+                w.on_click(lambda e, name=name: self._changed(name, None))
+            else:
+                w.param.watch(lambda e, name=name: self._changed(name, e.new), "value")
+        rows = []
+        for item in state.layout:
+            names = item if isinstance(item, tuple) else (item,)
+            ws = [self.inputs.get(n) or self.outputs[n] for n in names]
+            rows.append(pn.Row(*ws, sizing_mode="stretch_width") if len(ws) > 1 else ws[0])
+        self.panel = pn.Column(*rows, sizing_mode="stretch_width")
+        self.refresh()
+
+    def _changed(self, name: str, value: Any) -> None:
+        if not self._syncing:
+            self.state.apply(name, value)
+            self.refresh()
+
+    def refresh(self) -> "PanelShell":
+        self._syncing = True
+        try:
+            for name, value in self.state.values.items():
+                w = self.inputs.get(name)
+                if w is not None and not isinstance(w, pn.widgets.Button) and w.value != value:
+                    w.value = value
+        finally:
+            self._syncing = False
+        for p in self.state.parts:
+            self.outputs[p.name].object = self.state.part(p.name)
+        return self
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        if "inputs" in d and name in d["inputs"]:
+            return d["inputs"][name]
+        if "outputs" in d and name in d["outputs"]:
+            return d["outputs"][name]
+        if "state" in d:
+            return getattr(d["state"], name)
+        raise AttributeError(name)

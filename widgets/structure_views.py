@@ -1,0 +1,61 @@
+"""The app's Structures tab for H-Mem (tree and entity graph) and RecMem (clusters): the same
+``TreeState``, ``GraphState`` and ``ClusterState`` the notebook views use, in ``PanelShell``.
+
+``widgets.app.load_structure_views`` imports this module (its name ends in ``_views``), which
+registers one view per method in ``widgets.app.STRUCTURE_VIEWS``.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import panel as pn
+
+from .app import register_structure_view
+from .cluster_view import ClusterState
+from .graph_view import GraphState
+from .panel_shell import PanelShell
+from .tree_view import TreeState
+
+
+class TreePanel(PanelShell):
+    """H-Mem's tree in the app."""
+
+    def __init__(self, structures: Mapping, conversation=None):
+        super().__init__(TreeState(structures, conversation))
+
+
+class GraphPanel(PanelShell):
+    """H-Mem's entity graph in the app."""
+
+    def __init__(self, structures: Mapping, conversation=None, *, height: int = 600):
+        super().__init__(GraphState(structures, conversation, height=height))
+
+
+class ClusterPanel(PanelShell):
+    """RecMem's clusters and threshold replay in the app."""
+
+    def __init__(self, structures: Mapping, conversation=None):
+        super().__init__(ClusterState(structures))
+
+
+def _missing(what: str):
+    return pn.pane.Alert(f"structures.json holds no {what} for this conversation.", alert_type="info",
+                         sizing_mode="stretch_width")
+
+
+@register_structure_view("hmem")
+def hmem_structure_view(structures: Mapping, conversation=None):
+    """The ``hmem`` card: the temporal-semantic tree, then the entity graph."""
+    if not structures.get("tree") and not (structures.get("graph") or {}).get("nodes"):
+        return _missing("H-Mem tree or graph")
+    return pn.Column(pn.pane.Markdown("#### Temporal–semantic tree"), TreePanel(structures, conversation).panel,
+                     pn.pane.Markdown("#### Entity graph"), GraphPanel(structures, conversation).panel,
+                     sizing_mode="stretch_width")
+
+
+@register_structure_view("recmem")
+def recmem_structure_view(structures: Mapping, conversation=None):
+    """The ``recmem`` card: units by consolidation, the trigger replay, episodes with their members."""
+    if not structures.get("units"):
+        return _missing("RecMem units")
+    return ClusterPanel(structures, conversation).panel

@@ -1,0 +1,84 @@
+"""What a view is, written once: its controls, its rendered parts and how a control changes it.
+
+A structure view (``TreeState``, ``GraphState``, ``ClusterState``) is a ``ViewState``: plain Python
+that knows its data, declares its controls (a node picker, two threshold sliders, a reset button)
+and renders each of its parts as an escaped HTML string or a plotly figure. It imports neither
+ipywidgets nor Panel. Two shells display any ``ViewState`` by reading that declaration:
+``widgets.notebook_shell.NotebookShell`` (ipywidgets, for notebooks) and
+``widgets.panel_shell.PanelShell`` (Panel, for the app). A shell maps each ``Control`` to a widget
+and each ``Part`` to a pane, forwards widget changes to ``ViewState.apply`` and redraws; it holds no
+logic of its own, so the notebook and the app cannot drift apart (param/Panel's ``Param.mapping``
+idea: one declaration, a table from declared kinds to widgets).
+
+    state = TreeState(structures, conversation)
+    state.apply("node_select", "sum4")      # what either shell does when its picker changes
+    state.part("detail")                   # the HTML both shells show
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: control kinds a shell knows how to draw
+CONTROL_KINDS = ("select", "float", "int", "button")
+#: part kinds: an HTML string or a plotly figure
+PART_KINDS = ("html", "figure")
+
+
+@dataclass(frozen=True)
+class Control:
+    """One input of a view. ``options``: ``(label, value)`` pairs of a select; ``start``/``end``/
+    ``step``: a slider's range; a button's value is ignored (pressing it is the event)."""
+
+    name: str
+    kind: str
+    label: str
+    options: tuple[tuple[str, Any], ...] = ()
+    start: float = 0.0
+    end: float = 1.0
+    step: float = 1.0
+    disabled: bool = False
+
+    def __post_init__(self):
+        if self.kind not in CONTROL_KINDS:
+            raise ValueError(f"control kind must be one of {CONTROL_KINDS}, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One rendered output of a view: ``kind`` "html" (a string) or "figure" (plotly)."""
+
+    name: str
+    kind: str = "html"
+
+    def __post_init__(self):
+        if self.kind not in PART_KINDS:
+            raise ValueError(f"part kind must be one of {PART_KINDS}, got {self.kind!r}")
+
+
+class ViewState:
+    """Base of the views' state. A subclass sets ``controls`` and ``parts`` (in ``__init__`` when
+    they depend on the data), keeps the current control values in ``values`` and implements
+    ``apply`` and ``part``. ``layout``: the order the shells show things in, by name; a tuple of
+    names is one row (side by side)."""
+
+    controls: tuple[Control, ...] = ()
+    parts: tuple[Part, ...] = ()
+    layout: tuple[Any, ...] = ()
+
+    def __init__(self):
+        self.values: dict[str, Any] = {}
+
+    def control(self, name: str) -> Control:
+        for c in self.controls:
+            if c.name == name:
+                return c
+        raise KeyError(f"{type(self).__name__} has no control {name!r}")
+
+    def apply(self, name: str, value: Any) -> None:
+        """A control changed (a shell calls this): update the state."""
+        raise NotImplementedError
+
+    def part(self, name: str) -> Any:
+        """The current rendering of part ``name`` (an HTML string or a plotly figure)."""
+        raise NotImplementedError
