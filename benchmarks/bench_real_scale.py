@@ -114,7 +114,7 @@ def to_markdown(lines: list[dict]) -> str:
     if not lines:
         return "_no whole-conversation recording published yet_"
     head = ("| method | model | n | F1 | judge acc. (audited FA) | evidence recall | query tok/q | ÷ Full-Context | "
-            "construction tok (calls) | errors | recorded in | paper's anchor |")
+            "construction tok (calls) | errors | failure attribution | recorded in | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
     for x in lines:
@@ -123,8 +123,14 @@ def to_markdown(lines: list[dict]) -> str:
         out.append(f"| {x['method']} | {x['model'] or '–'} | {x['n'] or 0:.0f} | {fmt(x['f1'])} | "
                    f"{fmt(x['accuracy'])}{fa} | {fmt(x['evidence_recall'])} | {fmt(x['query_tokens'], 0)} | "
                    f"{fmt(x['fc_token_ratio'])} | {fmt(x['construction_tokens'], 0)} ({x['construction_calls']}) | "
-                   f"{x['errors'] or 0:.0f} | {wall} | {x['paper_anchor'] or ''} |")
+                   f"{x['errors'] or 0:.0f} | {attribution(x.get('attribution') or {})} | {wall} | "
+                   f"{x['paper_anchor'] or ''} |")
     return "\n".join(out)
+
+
+def attribution(counts: dict) -> str:
+    """``{"retrieval_miss": 30, "correct": 20}`` -> ``retrieval_miss 30 · correct 20`` (largest first)."""
+    return " · ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def run(results_dir: Path = RESULTS, methods=None) -> dict:

@@ -230,6 +230,7 @@ def test_real_scale_table_markdown_names_model_audit_and_anchor():
     line = {"method": "hymem", "model": "qwen2.5-coder-0.5b", "n": 81.0, "f1": 0.2512, "accuracy": 0.5,
             "judge_false_accept": 0.45, "evidence_recall": 0.4, "query_tokens": 1500.0, "fc_token_ratio": 0.11,
             "construction_tokens": 90000.0, "construction_calls": 240, "errors": 2.0, "recording_wall_s": 5400,
+            "attribution": {"correct": 20, "retrieval_miss": 41, "reading_miss": 20},
             "paper_anchor": ANCHORS["hymem"]["text"]}
     md = to_markdown([line, {**line, "method": "naive_rag", "model": None, "accuracy": None,
                              "judge_false_accept": None, "recording_wall_s": None, "paper_anchor": None}])
@@ -237,6 +238,7 @@ def test_real_scale_table_markdown_names_model_audit_and_anchor():
     assert len(rows) == 4 and all(r.count("|") == rows[0].count("|") for r in rows)
     assert "qwen2.5-coder-0.5b" in rows[2] and "0.500 (45%)" in rows[2] and "90 min" in rows[2]
     assert "7.0 %" in rows[2] and "0.251" in rows[2]
+    assert "retrieval_miss 41 · correct 20 · reading_miss 20" in rows[2]
     assert "| – |" in rows[3]  # no judge accuracy: a dash, not 0
     assert to_markdown([]).startswith("_no whole-conversation")
 
