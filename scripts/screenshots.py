@@ -32,11 +32,13 @@ def demo_run(path: Path) -> Path:
     return demo.make_demo_run(path, n_conversations=1, max_questions=20)
 
 
-def wait_http(url: str, timeout: float = 60.0) -> None:
+def wait_http(url: str, timeout: float = 240.0) -> None:
+    """Wait for ``url``. Once the port is open the first request builds the app, which takes a while
+    on a loaded machine: it gets the time left (a cut-off request would queue one more build)."""
     deadline = time.time() + timeout
     while True:
         try:
-            urllib.request.urlopen(url, timeout=5)
+            urllib.request.urlopen(url, timeout=max(5.0, deadline - time.time()))
             return
         except OSError:
             if time.time() > deadline:
@@ -54,8 +56,38 @@ def select_option(page, text: str) -> bool:
     return True
 
 
-def prepare(page, tab: str, question: str = "", method: str = "") -> None:
+def show_trace(page, question: str, method: str, step: int) -> None:
+    """Traces tab: ``method``'s trace of ``question`` at ``step`` (1-based), reached by keyboard as a
+    reader would, the step navigation scrolled to the top of the view."""
+    if question:
+        select_option(page, question)
+    picker = page.locator("select").filter(has=page.get_by_role("option", name=method, exact=True))
+    if not picker.count():
+        print(f"no trace of {method!r} in this run")
+        return
+    picker.first.select_option(label=method)
+    page.locator(".wb-trace-area .wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)
+    area = page.locator(".wb-trace-area")
+    area.focus()
+    pos = page.locator(".wb-step-pos").first
+    deadline = time.time() + 60
+    while int(pos.inner_text()) < step and time.time() < deadline:
+        before = pos.inner_text()
+        area.press("ArrowRight")
+        for _ in range(50):  # the server answers each key with the new step
+            if pos.inner_text() != before:
+                break
+            time.sleep(0.1)
+    page.evaluate("window.scrollTo(0, 0)")  # then the step navigation row at the top of the view
+    page.locator(".wb-step-pos").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.evaluate("window.scrollBy(0, -64)")
+
+
+def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
+    if tab == "Traces" and trace:
+        t_method, _, t_step = trace.partition(":")
+        show_trace(page, question, t_method, int(t_step or 1))
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
@@ -83,7 +115,8 @@ def shoot_structures(page, out: Path, methods: Sequence[str]) -> list[Path]:
 
 
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
-          method: str = "", full_page: bool = False, structures: Sequence[str] = ()) -> list[Path]:
+          method: str = "", full_page: bool = False, structures: Sequence[str] = (), traces: Sequence[str] = ()
+          ) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -98,11 +131,15 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
                 continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
-            prepare(page, tab, question, method)
-            time.sleep(1.0)  # let plotly finish drawing
-            path = out / f"{tab.lower()}.png"
-            page.screenshot(path=str(path), full_page=full_page)
-            saved.append(path)
+            shots = [(f"{tab.lower()}.png", traces[0] if tab == "Traces" and traces else "")]
+            if tab == "Traces":  # one more screenshot per further METHOD:STEP
+                shots += [(f"traces-{t.partition(':')[0]}.png", t) for t in traces[1:]]
+            for name, trace in shots:
+                prepare(page, tab, question, method, trace)
+                time.sleep(1.0)  # let plotly finish drawing
+                path = out / name
+                page.screenshot(path=str(path), full_page=full_page)
+                saved.append(path)
             if tab == "Structures":
                 saved.extend(shoot_structures(page, out, structures or ()))
         browser.close()
@@ -120,6 +157,9 @@ def main(argv=None) -> None:
     ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand")
     ap.add_argument("--structure", nargs="*", default=(), metavar="METHOD",
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
+    ap.add_argument("--trace", nargs="*", default=["memr3:4", "hymem:2", "hmem:2", "ama:2"], metavar="METHOD:STEP",
+                    help="Traces tab: the first METHOD:STEP (of --question) is traces.png, each further one "
+                         "traces-METHOD.png; the step is reached with the arrow key")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -132,7 +172,7 @@ def main(argv=None) -> None:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
-                              method=a.method, full_page=a.full_page, structures=a.structure):
+                              method=a.method, full_page=a.full_page, structures=a.structure, traces=a.trace):
                 print(f"saved {path}")
         finally:
             server.stop()
