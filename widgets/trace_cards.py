@@ -9,9 +9,9 @@ still with every id resolved.
 
 Every id goes through ``widgets.trace_refs.Refs``: a turn id is shown with its speaker and words, a
 memory unit id with its text and source turns (gold evidence marked), so no bare ``chunk-4`` is left
-for the reader to look up. Everything is escaped; the functions return HTML strings and import neither
-Panel nor
-ipywidgets (``widgets.trace_timeline`` composes them; the notebook and app shells wrap that).
+for the reader to look up. Everything is escaped; the functions return HTML strings and import
+neither Panel nor ipywidgets (``widgets.trace_timeline`` composes them; the notebook and app shells
+wrap that).
 """
 from __future__ import annotations
 
