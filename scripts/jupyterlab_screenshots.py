@@ -77,12 +77,15 @@ widgets.compare({r["method"]: a for r, a in same}, same[0][0]["question"], gold=
 }
 
 
-def gallery_notebook(run: Path, methods: set[str]) -> tuple[dict, list[str], list[str]]:
-    """The notebook JSON, the widget names it shows (in cell order) and those skipped."""
+def gallery_notebook(run: Path, methods: set[str], only=None) -> tuple[dict, list[str], list[str]]:
+    """The notebook JSON, the widget names it shows (in cell order) and those skipped (``only``: just
+    these widgets, to retake one screenshot without touching the others)."""
     cells = [{"id": "setup", "cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
               "source": SETUP.format(run=str(run))}]
     shown, skipped = [], []
     for name, (needs, code) in GALLERY.items():
+        if only and name not in only:
+            continue
         if not set(needs) <= methods:
             skipped.append(f"{name} (run has no {', '.join(sorted(set(needs) - methods))})")
             continue
@@ -232,6 +235,7 @@ def main(argv=None) -> int:
     ap.add_argument("--run", help="saved run directory (default: the demo replayed from its cassette)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "jupyterlab"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--only", nargs="*", metavar="NAME", help=f"only these widgets, of {', '.join(GALLERY)}")
     a = ap.parse_args(argv)
     from widgets.app import free_port
     from workbench.rundir import RunDir
@@ -239,7 +243,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         run = Path(a.run).resolve() if a.run else replayed_demo_run(tmp / "run")
-        nb, names, skipped = gallery_notebook(run, set(RunDir(run).methods()))
+        nb, names, skipped = gallery_notebook(run, set(RunDir(run).methods()), only=a.only)
         for s in skipped:
             print(f"skipped: {s}", file=sys.stderr)
         (tmp / "lab").mkdir()

@@ -182,14 +182,14 @@ def memr3_answer(c: Ctx) -> str:
 
 # -- HyMem -----------------------------------------------------------------------------------------------
 def _finished_text(v) -> str:
-    return {0: "0 — sufficient: answer now", 1: "1 — insufficient",
+    return {0: "0 — sufficient: the light answer stands for this round", 1: "1 — insufficient",
             2: "2 — unreadable reply, counted insufficient"}.get(v, _txt(v))
 
 
 def hymem_light(c: Ctx) -> str:
     d = c.data
     nxt = "escalates to the deep module" if d.get("escalate") else (
-        "answers with this" if d.get("finished") == 0 else "no deep module: keeps this answer")
+        "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
     return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
                  f"“{esc(d.get('query'))}”, finished flag {esc(_finished_text(d.get('finished')))} → {esc(nxt)}.")
             + error_html(d) + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),

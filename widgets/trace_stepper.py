@@ -16,8 +16,9 @@ from .trace_timeline import CSS, TraceTimeline, card_section_html, timeline_html
 
 
 class TraceStepper(DisplaysWidget):
-    """Prev/next buttons and a slider over ``answer.steps``. State: ``index``, ``current_html``
-    (the whole timeline at ``index``: waterfall, card and calls), ``timeline``."""
+    """Prev/next buttons and a slider (1-based, as the step heading) over ``answer.steps``. State:
+    ``index`` (0-based), ``current_html`` (the whole timeline at ``index``: waterfall, card and calls),
+    ``timeline``."""
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
                  memories: Iterable[Mapping] = ()):
@@ -60,11 +61,11 @@ class TraceStepper(DisplaysWidget):
     def _build_widgets(self) -> None:
         import ipywidgets as W
 
-        last = max(self.n_steps - 1, 0)
         self.prev_button = W.Button(description="◀ prev", layout=W.Layout(width="90px"))
         self.next_button = W.Button(description="next ▶", layout=W.Layout(width="90px"))
-        self.slider = W.IntSlider(value=0, min=0, max=last, description="step", disabled=self.n_steps < 2,
-                                  continuous_update=False)
+        # 1-based like the "Step k / n" heading; ``index`` stays 0-based
+        self.slider = W.IntSlider(value=1, min=1, max=max(self.n_steps, 1), description="step",
+                                  disabled=self.n_steps < 2, continuous_update=False)
         self.tokens_label = W.HTML()
         self.header = W.HTML(box(answer_html(self.answer)))
         self.waterfall = W.HTML()
@@ -77,14 +78,14 @@ class TraceStepper(DisplaysWidget):
         self.widget = W.VBox([self.header, self.waterfall, nav, self.body, W.HTML("<b>LLM calls</b>"), self.calls])
 
     def _on_slider(self, change) -> None:
-        if change["new"] != self.index:
-            self.goto(change["new"])
+        if change["new"] - 1 != self.index:
+            self.goto(change["new"] - 1)
 
     def _render(self) -> None:
         import ipywidgets as W
 
-        if self.slider.value != self.index:
-            self.slider.value = self.index
+        if self.slider.value != self.index + 1:
+            self.slider.value = self.index + 1
         self.prev_button.disabled = self.index == 0
         self.next_button.disabled = self.index >= self.n_steps - 1
         self.waterfall.value = box(CSS + waterfall_html(self.timeline))

@@ -129,7 +129,7 @@ def decision(step, method: str = "") -> tuple[str, str]:
             "wb-cause-forced"
         return f"{d.get('action', '?')} · {cause_meaning(cause)[0]}", cls
     if kind == "light" and "finished" in d:
-        return ("finished → answer" if d.get("finished") == 0 else
+        return ("sufficient: no deep" if d.get("finished") == 0 else
                 "insufficient → deep" if d.get("escalate") else "insufficient"), ""
     if kind == "reflect" and "done" in d:
         return ("done" if d.get("done") else "rewrite → next round"), ""
