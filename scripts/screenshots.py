@@ -61,8 +61,38 @@ def select_option(page, text: str) -> bool:
     return True
 
 
-def prepare(page, tab: str, question: str = "", method: str = "", turn: str = "") -> None:
+def show_trace(page, question: str, method: str, step: int) -> None:
+    """Traces tab: ``method``'s trace of ``question`` at ``step`` (1-based), reached by keyboard as a
+    reader would, the step navigation scrolled to the top of the view."""
+    if question:
+        select_option(page, question)
+    picker = page.locator("select").filter(has=page.get_by_role("option", name=method, exact=True))
+    if not picker.count():
+        print(f"no trace of {method!r} in this run")
+        return
+    picker.first.select_option(label=method)
+    page.locator(".wb-trace-area .wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)
+    area = page.locator(".wb-trace-area")
+    area.focus()
+    pos = page.locator(".wb-step-pos").first
+    deadline = time.time() + 60
+    while int(pos.inner_text()) < step and time.time() < deadline:
+        before = pos.inner_text()
+        area.press("ArrowRight")
+        for _ in range(50):  # the server answers each key with the new step
+            if pos.inner_text() != before:
+                break
+            time.sleep(0.1)
+    page.evaluate("window.scrollTo(0, 0)")  # then the step navigation row at the top of the view
+    page.locator(".wb-step-pos").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.evaluate("window.scrollBy(0, -64)")
+
+
+def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "", turn: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
+    if tab == "Traces" and trace:
+        t_method, _, t_step = trace.partition(":")
+        show_trace(page, question, t_method, int(t_step or 1))
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
@@ -197,7 +227,7 @@ def shoot_changes(page, out: Path) -> list[Path]:
 
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
           method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = (),
-          picks: Sequence[str] = ()) -> list[Path]:
+          picks: Sequence[str] = (), traces: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -212,11 +242,15 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
                 continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
-            prepare(page, tab, question, method, turn)
-            time.sleep(1.0)  # let plotly finish drawing
-            path = out / f"{tab.lower()}.png"
-            page.screenshot(path=str(path), full_page=full_page)
-            saved.append(path)
+            shots = [(f"{tab.lower()}.png", traces[0] if tab == "Traces" and traces else "")]
+            if tab == "Traces":  # one more screenshot per further METHOD:STEP
+                shots += [(f"traces-{t.partition(':')[0]}.png", t) for t in traces[1:]]
+            for name, trace in shots:
+                prepare(page, tab, question, method, trace, turn)
+                time.sleep(1.0)  # let plotly finish drawing
+                path = out / name
+                page.screenshot(path=str(path), full_page=full_page)
+                saved.append(path)
             if tab == "Lifecycle":
                 saved.extend(shoot_unit(page, out, method))
             if tab == "Events":
@@ -242,6 +276,9 @@ def main(argv=None) -> None:
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
     ap.add_argument("--pick", nargs="*", default=(), metavar="TEXT",
                     help="Structures cards: select the option containing TEXT in a card's pickers before the shot")
+    ap.add_argument("--trace", nargs="*", default=["memr3:4", "hymem:2", "hmem:2", "ama:2"], metavar="METHOD:STEP",
+                    help="Traces tab: the first METHOD:STEP (of --question) is traces.png, each further one "
+                         "traces-METHOD.png; the step is reached with the arrow key")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -255,7 +292,7 @@ def main(argv=None) -> None:
             wait_http(url)
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
-                              picks=a.pick):
+                              picks=a.pick, traces=a.trace):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -446,5 +446,6 @@ def test_traces_show_router_iterations(good_run, tmp_path):
     v.question.value = base["qa_id"]
     v.method.value = "memr3"
     v.next()
-    assert "closed: which city" in v.html and "forced by guard: max_iterations" in v.html
+    assert 'class="wb-del" title="closed">which city' in v.html  # the gap closed, struck through
+    assert "wb-cause-forced" in v.html and "max_iterations" in v.html  # the guard that forced the answer
     assert "&lt;i&gt;Lisbon&lt;/i&gt;" in v.html

@@ -2,7 +2,8 @@
 
 Starts ``panel serve widgets/app.py --args --run DIR`` on a free 127.0.0.1 port over a scripted
 demo run that contains HTML/JS payload turns, then: every tab loads, a memory search returns rows,
-a trace steps forward, and the payloads render as literal text without running. Then the Question
+a trace steps forward (button) and through its timeline by keyboard, and the payloads render as
+literal text without running. Then the Question
 view over the demo replayed from its committed cassette (every method, no model): the knowledge-update
 question with each method's flags, a row expanded to the context its reader saw, and the click
 through to the Traces tab; the unit lifecycle round trip turn -> unit -> answer by clicking links; and every
@@ -157,6 +158,41 @@ def test_trace_steps_forward(page):
     page.get_by_role("button", name="next ▶").click()
     page.get_by_text("Answer from retrieved memories").first.wait_for(timeout=20000)
     assert "2" in page.locator(".wb-step-pos").first.inner_text()
+
+
+def test_trace_timeline_steps_by_keyboard(page):
+    """The Traces tab's timeline: with the trace area focused, → / k / End / Home step through the
+    trace (the shown step, its card and the highlighted waterfall row follow); a row click jumps."""
+    expect = sync_api.expect
+    open_tab(page, "Traces")
+    page.locator("select").filter(has=page.get_by_role("option", name="naive_rag", exact=True)).first.select_option(
+        label="naive_rag")
+    area = page.locator(".wb-trace-area")
+    area.locator(".wb-box", has_text="naive_rag · 2 steps").first.wait_for(timeout=20000)
+    assert page.get_by_text("Keys, once the trace below has focus").count() == 1  # the keys are documented
+    assert area.locator(".wb-wf-row").count() == 2 + 1  # two steps, one LLM call (the answer)
+    pos, heading = page.locator(".wb-step-pos").first, area.locator("h4").first
+    current = area.locator(".wb-wf-current.wb-wf-step")
+    area.focus()
+    area.press("Home")
+    expect(pos).to_have_text("1", timeout=20000)
+    expect(heading).to_contain_text("Step 1 / 2: retrieve", timeout=20000)
+    assert current.get_attribute("data-step") == "0"
+    area.press("ArrowRight")
+    expect(pos).to_have_text("2", timeout=20000)
+    expect(heading).to_contain_text("Answer from retrieved memories", timeout=20000)
+    assert current.get_attribute("data-step") == "1"
+    area.press("k")
+    expect(pos).to_have_text("1", timeout=20000)
+    area.press("End")
+    expect(pos).to_have_text("2", timeout=20000)
+    area.press("j")  # clamped at the last step
+    area.press("Home")
+    expect(pos).to_have_text("1", timeout=20000)
+    area.locator('.wb-wf-step[data-step="1"]').click()  # a waterfall row jumps to its step
+    expect(pos).to_have_text("2", timeout=20000)
+    expect(heading).to_contain_text("Step 2 / 2", timeout=20000)
+    assert page.errors == []
 
 
 def test_injection_renders_as_text(page):

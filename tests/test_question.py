@@ -230,7 +230,8 @@ def test_traces_tab_flags_fallbacks_disagreements_and_the_judge_audit(flagged_ru
     marker = "⚠ fallback answer, not the reader's reply: 1 LLM call failed, 1 step fell back (cassette miss"
     assert Q.esc(marker) in html
     assert "⚠ judge vs F1" in html and "untrusted judge" in html and "not audited" in html
-    assert "gold evidence rank" in html and "<details" not in html  # contexts belong to the Question tab
+    assert "gold evidence rank" in html and "<tr class=\"wb-ctx" not in html  # contexts: the Question tab
+    assert html.count("<details") == 1  # the methods table is folded under one line, so the trace is in view
 
 
 def test_results_quality_table_is_narrow_with_n_in_every_accuracy_cell(scripted_run):

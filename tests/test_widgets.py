@@ -49,14 +49,14 @@ def test_trace_stepper_steps_through_a_saved_answer(run, conv):
     assert 'class="wb-gold"' in ts.current_html  # the gold turn is among the hits, highlighted
     first = ts.current_html
     ts.next()
-    assert ts.index == 1 and ts.slider.value == 1 and ts.current_html != first
+    assert ts.index == 1 and ts.slider.value == 2 and ts.current_html != first  # the slider counts from 1
     assert "Answer from retrieved memories" in ts.current_html
     assert len(ts.calls.children) == 1 and "naive_rag.answer" in ts.calls.get_title(0)
     ts.next()  # clamped at the last step
     assert ts.index == 1 and ts.next_button.disabled
     ts.prev_button.click()
     assert ts.index == 0 and ts.prev_button.disabled
-    ts.slider.value = 1
+    ts.slider.value = 2
     assert ts.index == 1
     assert ts.goto(-5).index == 0
     assert ts.running_tokens[-1] == ans.usage.total_tokens > 0

@@ -87,26 +87,6 @@ def json_html(value: Any, *, limit: int = 20000) -> str:
     return pre(text)
 
 
-def value_html(value: Any) -> str:
-    """One Step.data value: scalars inline, short lists of scalars as bullet lists, the rest as JSON."""
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        text = str(value)
-        return pre(text) if "\n" in text or len(text) > 120 else esc(text)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value):
-        if not value:
-            return '<span class="wb-muted">(empty)</span>'
-        return "<ul>" + "".join(f"<li>{esc(v)}</li>" for v in value) + "</ul>"
-    return json_html(value)
-
-
-def kv_table(data: Mapping[str, Any]) -> str:
-    """A readable key/value table of a Step's data (any keys, any JSON values)."""
-    if not data:
-        return '<p class="wb-muted">(no data recorded for this step)</p>'
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{value_html(v)}</td></tr>" for k, v in data.items())
-    return f'<table class="wb-kv">{rows}</table>'
-
-
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row_class=None,
                raw: Iterable[str] = ()) -> str:
     """A generic escaped table. ``raw`` names columns whose values are already-rendered HTML
@@ -247,25 +227,6 @@ def answer_html(answer) -> str:
     return (f"<div><b>Q:</b> {clip(answer.question)}<br><b>A:</b> {clip(answer.text)}"
             f"<br><small>{esc(answer.method)} · {len(answer.steps)} steps · {len(answer.context)} context units · "
             f"{answer.usage.total_tokens} tokens in {answer.usage.calls} calls</small>{err}</div>")
-
-
-def step_html(answer, index: int, *, conversation=None, gold_evidence: Iterable[str] = (),
-              with_calls: bool = True) -> str:
-    """Everything about step ``index`` of an Answer: kind, title, data, hits, calls, running tokens."""
-    steps = answer.steps
-    if not steps:
-        return box(answer_html(answer) + '<p class="wb-muted">This answer recorded no steps.</p>')
-    index = max(0, min(index, len(steps) - 1))
-    s = steps[index]
-    running = running_tokens(steps)[index]
-    head = (f"<h4>Step {index + 1} / {len(steps)}: <span class=\"wb-badge\">{esc(s.kind)}</span> {esc(s.title)}</h4>"
-            f"<p><small>this step: {s.usage.total_tokens} tokens in {len(s.calls)} calls · "
-            f"running total: <b class=\"wb-running\">{running}</b> tokens</small></p>")
-    body = f"<h5>Data</h5>{kv_table(s.data)}<h5>Hits ({len(s.hits)})</h5>"
-    body += hits_html(s.hits, conversation=conversation, gold_evidence=gold_evidence)
-    if with_calls:
-        body += f"<h5>LLM calls ({len(s.calls)})</h5>{calls_html(s.calls)}"
-    return box(head + body)
 
 
 _WORDS = re.compile(r"\s+|[^\s]+")

@@ -51,6 +51,16 @@ FILE = "mechanisms.json"
 ROUTER_CAUSES = ("choice", "budget", "empty_retrieval", "reflect_streak", "nothing_left", "fallback")
 
 
+def router_cause(data: dict) -> str:
+    """What decided a MemR3 router step's action, one of ``ROUTER_CAUSES``: the guard that forced it
+    (its ``forced`` field), else ``fallback`` when the router's reply was unusable, else ``choice``.
+    The census and the trace timeline both read a step's cause through this one rule."""
+    forced = data.get("forced")
+    if isinstance(forced, str) and forced:
+        return forced
+    return "fallback" if data.get("fallback") else "choice"
+
+
 # ================================================================================================
 # Reading (every shape checked; problems recorded, never raised)
 # ================================================================================================
@@ -369,8 +379,7 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
             closed += sum(g not in gaps for g in prev)
             any_gap = any_gap or bool(gaps)
             prev = gaps
-            cause = d.get("forced") if isinstance(d.get("forced"), str) and d.get("forced") else (
-                "fallback" if d.get("fallback") else "choice")
+            cause = router_cause(d)
             by_cause[cause] += 1
             actions.setdefault(cause, Counter())[str(d.get("action"))] += 1
             if d.get("error"):

