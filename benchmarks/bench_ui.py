@@ -1,5 +1,6 @@
 """UI speed on a LoCoMo-sized run: time to build each widget, to build the app in-process, and
-(when /usr/bin/chromium exists) for the served page to become ready and each tab to show.
+(when /usr/bin/chromium exists) for the served page to become ready and each tab to show — on that run
+and on the demo run (every method, replayed from the committed cassette: ``browser_demo``).
 
 The run is the first LoCoMo conversation of ../shared/data/locomo/locomo10_dev.json when present
 (else the sample data), evaluated by the project's harness with NaiveRAG + HashEmbedder +
@@ -48,6 +49,13 @@ def make_run(tmp: Path) -> tuple[Path, dict]:
     run = demo.make_demo_run(tmp / "run", data=data, n_conversations=1, methods=("naive_rag",))
     return run, {"data": data if LOCOMO.exists() else "sample (LoCoMo dev copy absent)",
                  "methods": ["naive_rag"], "make_run_s": round(time.perf_counter() - t, 2)}
+
+
+def demo_run(tmp: Path) -> Path:
+    """The demo run (all methods on sample-1), replayed from the committed cassette: no model is loaded."""
+    from workbench.demo import run_demo
+
+    return run_demo(out=tmp / "demo", serve=False, llm_mode="replay")
 
 
 def bench_widgets(run_dir: Path, repeat: int) -> tuple[dict, dict]:
@@ -145,7 +153,8 @@ def main(argv=None) -> None:
         result = {"machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
                               "panel": panel.__version__, "plotly": plotly.__version__},
                   "run": {**setup, **size}, "widgets": widgets, "app_in_process": bench_app(run, a.repeat),
-                  "browser": {"skipped": "--no-browser"} if a.no_browser else bench_browser(run)}
+                  "browser": {"skipped": "--no-browser"} if a.no_browser else bench_browser(run),
+                  "browser_demo": {"skipped": "--no-browser"} if a.no_browser else bench_browser(demo_run(Path(tmp)))}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "ui.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

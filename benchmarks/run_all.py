@@ -452,7 +452,17 @@ def _sec_ui(u: dict | None) -> list[str]:
     return ["## 5. UI", "", f"Run: {run.get('data')} ({run.get('turns')} turns, {run.get('questions')} questions, "
                             f"{run.get('memories')} memories). Median seconds:", "",
             _md(rows, {"what": "what", "s": "s"}),
-            "" if "page_ready_s" in u.get("browser", {}) else f"Browser: {u.get('browser')}", ""]
+            "" if "page_ready_s" in u.get("browser", {}) else f"Browser: {u.get('browser')}", ""] + _ui_demo(u)
+
+
+def _ui_demo(u: dict) -> list[str]:
+    """The served app over the demo run (every method): page ready and each tab, seconds."""
+    b = u.get("browser_demo") or {}
+    if "page_ready_s" not in b:
+        return [f"Demo run in the browser: {b or 'not measured'}", ""]
+    rows = [{"what": k, "s": v} for k, v in b.items() if isinstance(v, float)]
+    return ["Demo run (sample-1, every method, replayed) in the browser:", "", _md(rows, {"what": "what", "s": "s"}),
+            ""]
 
 
 def _sec_core(core: dict | None, hb: dict | None, hr: dict | None) -> list[str]:
