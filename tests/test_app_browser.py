@@ -160,6 +160,41 @@ def test_trace_steps_forward(page):
     assert "2" in page.locator(".wb-step-pos").first.inner_text()
 
 
+_DEEP_FOCUS = """() => { let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) { el = el.shadowRoot.activeElement; }
+  return el ? {role: el.getAttribute("role"), text: el.textContent.trim(),
+               selected: el.getAttribute("aria-selected")} : null; }"""
+
+
+def test_tabs_are_reached_and_switched_by_keyboard_alone(page):
+    """From the top of the page, Tab reaches the tab bar (an ARIA tab list: one tab in the Tab order,
+    role="tab", aria-selected); → and ← move between tabs and show each, End/Home jump, all without a
+    mouse."""
+    open_tab(page, "Question")
+    page.locator("body").click(position={"x": 5, "y": 5})  # focus back on the page itself
+    focused = None
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(_DEEP_FOCUS)
+        if focused and focused["role"] == "tab":
+            break
+    assert focused and focused["role"] == "tab", f"Tab never reached the tab bar (last focus: {focused})"
+    assert focused["text"] == "Question" and focused["selected"] == "true"  # the active tab is the stop
+    assert page.locator('[role="tablist"]').count() == 1
+    assert page.locator('[role="tab"]').count() == len(TAB_MARKERS)
+    page.keyboard.press("ArrowRight")
+    page.locator(".bk-tab.bk-active", has_text="Conversations").wait_for(timeout=20000)
+    assert page.evaluate(_DEEP_FOCUS)["text"] == "Conversations"  # focus follows the tab
+    page.keyboard.press("End")
+    page.locator(".bk-tab.bk-active", has_text=list(TAB_MARKERS)[-1]).wait_for(timeout=20000)
+    page.keyboard.press("Home")
+    page.locator(".bk-tab.bk-active", has_text="Question").wait_for(timeout=20000)
+    page.keyboard.press("ArrowLeft")  # wraps round to the last tab
+    page.locator(".bk-tab.bk-active", has_text=list(TAB_MARKERS)[-1]).wait_for(timeout=20000)
+    assert page.locator('.bk-tab[aria-selected="true"]').count() == 1
+    assert page.errors == []
+
+
 def test_trace_timeline_steps_by_keyboard(page):
     """The Traces tab's timeline: with the trace area focused, → / k / End / Home step through the
     trace (the shown step, its card and the highlighted waterfall row follow); a row click jumps."""

@@ -51,6 +51,7 @@ from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
 from widgets.html import box, esc, json_html
 from widgets.lifecycle import LifecycleIndex, parse_link, turn_html, unit_html
 from widgets.mechanisms_census import census_pane
+from widgets.tab_keys import TabKeys
 from widgets.question import CSS as QUESTION_CSS
 from widgets.question import (answer_flags_html, gold_html, judge_notes_html, methods_html, question_html,
                               question_options, question_state)
@@ -1028,7 +1029,9 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]
 
     def __panel__(self):
-        return pn.Column(self.header, self.tabs, sizing_mode="stretch_width")
+        # TabKeys: the tab bar as an ARIA tab list, switched with Enter/Space and the arrow keys
+        return pn.Column(self.header, self.tabs, TabKeys(label="Memory Workbench views", height=0, margin=0),
+                         sizing_mode="stretch_width")
 
 
 def build_app(run_dir=DEFAULT_RUN, *, embedder=None) -> WorkbenchApp:
