@@ -30,8 +30,8 @@ from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
 
-TYPE_COLOURS = {"person": "#4263eb", "organization": "#e8590c", "location": "#2b8a3e", "event": "#c92a2a",
-                "product": "#0c8599", "work": "#9c6b00", "date": "#862e9c", "time": "#d6336c", "other": "#6c5b4c"}
+TYPE_COLOURS = {"person": "#4263eb", "organization": "#c2410c", "location": "#2f7d32", "event": "#c92a2a",
+                "product": "#087f8c", "work": "#9c6b00", "date": "#862e9c", "time": "#d6336c", "other": "#6c5b4c"}
 TEMPLATES = Path(__file__).with_name("templates")
 TEMPLATE = "entity_graph.html"
 #: vis-network options (pyvis passes them through): a fixed seed so a redraw lays out the same

@@ -23,9 +23,9 @@ CSS = """<style>
 .wb-refresh {background: #ffe3e3;}
 .wb-badge {display: inline-block; padding: 0 6px; border-radius: 8px; background: #e8eefc; margin-right: 4px;}
 .wb-forced {background: #ffd8a8;}
-.wb-added {color: #2b8a3e;}
-.wb-closed {color: #868e96; text-decoration: line-through;}
-.wb-muted {color: #868e96;}
+.wb-added {color: #2f7d32;}
+.wb-closed {color: #5c636a; text-decoration: line-through;}
+.wb-muted {color: #5c636a;}
 .wb-box del {background: #ffd6d6; text-decoration: line-through;}
 .wb-box ins {background: #d3f9d8; text-decoration: none;}
 .wb-box a.wb-link {color: #1c4fd1; text-decoration: underline; cursor: pointer;}

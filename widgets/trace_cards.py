@@ -45,12 +45,12 @@ CSS = """<style>
 .wb-cause-fallback {background: #ffc9c9; color: #8a0000;}
 .wb-tc ul.wb-diff {list-style: none; padding-left: 6px; margin: 2px 0;}
 .wb-tc ul.wb-diff li::before {display: inline-block; width: 1.2em; font-weight: 700;}
-.wb-tc ul.wb-diff li.wb-add::before {content: "+"; color: #2b8a3e;}
+.wb-tc ul.wb-diff li.wb-add::before {content: "+"; color: #2f7d32;}
 .wb-tc ul.wb-diff li.wb-del::before {content: "−"; color: #c92a2a;}
-.wb-tc ul.wb-diff li.wb-keep::before {content: "·"; color: #868e96;}
-.wb-tc ul.wb-diff li.wb-add {color: #2b8a3e;}
-.wb-tc ul.wb-diff li.wb-del {color: #868e96; text-decoration: line-through;}
-.wb-tc .wb-arrow {color: #868e96; padding: 0 4px;}
+.wb-tc ul.wb-diff li.wb-keep::before {content: "·"; color: #5c636a;}
+.wb-tc ul.wb-diff li.wb-add {color: #2f7d32;}
+.wb-tc ul.wb-diff li.wb-del {color: #5c636a; text-decoration: line-through;}
+.wb-tc .wb-arrow {color: #5c636a; padding: 0 4px;}
 .wb-tc td.wb-num {text-align: right; white-space: nowrap;}
 </style>"""
 

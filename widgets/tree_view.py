@@ -26,7 +26,7 @@ from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
 
-LEVEL_COLOURS = ("#1c7ed6", "#2b8a3e", "#d9480f", "#7048e8", "#862e9c", "#0b7285")
+LEVEL_COLOURS = ("#1971c2", "#2f7d32", "#c2410c", "#7048e8", "#862e9c", "#0b7285")
 CSS = """<style>
 .wb-tree details {margin: 1px 0 1px 14px; border-left: 1px solid #dee2e6; padding-left: 6px;}
 .wb-tree > details {margin-left: 0;}
@@ -35,7 +35,7 @@ CSS = """<style>
   margin-right: 2px; white-space: nowrap;}
 .wb-tree .wb-lv.wb-lv-copy {background: #fff !important; border: 1.5px dashed; font-weight: 600;}
 .wb-tree .wb-copy {font-style: italic;}
-.wb-tree .wb-arrow {color: #868e96; margin: 0 2px;}
+.wb-tree .wb-arrow {color: #5c636a; margin: 0 2px;}
 .wb-tree .wb-dates {color: #495057; font-size: 12px; margin: 0 4px; white-space: nowrap;}
 .wb-tree .wb-kids {display: inline-block; padding: 0 5px; border-radius: 6px; background: #e9ecef; font-size: 12px;
   margin-right: 4px; white-space: nowrap;}
