@@ -26,6 +26,19 @@
 # **reflection** step decides whether to stop or to retry with a rewritten query. The paper reports that
 # most questions never need the deep path (deep ratio about 0.22).
 
+# %%
+from widgets.pipeline import pipeline_diagram
+
+pipeline_diagram(title="HyMem", phases=[
+    ("build", [("segment", "each session into topic events (Level-2, raw turns)"),
+               ("summarise", "one LLM call per event: key sentences (Level-1)"),
+               ("embed", "Level-1 items, each linked to its event")]),
+    ("answer", [("light", "top-k Level-1 items: answer, or ask to escalate"),
+                ("deep (only if asked)", "top-N candidates, LLM picks per batch, read their Level-2 events"),
+                ("reflect", "accept the answer, or rewrite the query")],
+     "a rejected answer starts the next round at the light module again, at most max_rounds rounds"),
+])
+
 # %% [markdown]
 # > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
 # > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
@@ -97,6 +110,76 @@ answers_frame(demo_qs, answers, tiers=tiers)
 # NBVAL_CHECK_OUTPUT
 for q, a in zip(demo_qs, answers):
     print(f"{q.id:12} {tiers(a):8} {a.text[:90]!r}")
+
+# %% [markdown]
+# ### What happened, question by question
+#
+# Written by the cell from the traces: per round, the light module's verdict (`finished` 0 = answerable,
+# 2 = escalate), whether the deep module ran, what reflection said and whether its rewritten query differed
+# from the question; and where the Level-1 item leading to the gold turn ranked in the light retrieval.
+# The light verdict is the one gate to the deep path, so a model that always claims it can answer keeps
+# HyMem on the cheap path whatever the context holds.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+event_turns = {r.id: set(r.source_ids) for r in level2.itertuples()}
+l1_event = dict(zip(level1["id"], level1["event_id"]))
+
+
+def hymem_story(q, a):
+    lines = [f"{q.id}: {q.question!r} gold {q.answer!r}, answered {a.text[:60]!r}"]
+    gold_l1 = {i for i, e in l1_event.items() if event_turns.get(e, set()) & set(q.evidence)}
+    reflections = {s.data["round"]: s.data for s in a.steps if s.kind == "reflect"}
+    deeps = {s.data.get("round") for s in a.steps if s.kind == "deep"}
+    for s in (s for s in a.steps if s.kind == "light"):
+        d, r = s.data, s.data["round"]
+        rank = next((k for k, i in enumerate(d["retrieved"], 1) if i in gold_l1), None)
+        refl = reflections.get(r, {})
+        if refl.get("done") is False:
+            verdict = ("rejected it, new query " + ("identical to the question" if refl.get("new_query") == q.question
+                                                    else repr(refl.get("new_query"))))
+        else:
+            verdict = "accepted it" if refl else "was not asked"
+        lines.append(f"  round {r}: light finished={d['finished']} ({'escalate' if d.get('escalate') else 'no escalation'}), "
+                     f"gold-linked Level-1 item at rank {rank or 'none'} of {len(d['retrieved'])}; "
+                     f"deep {'ran' if r in deeps else 'not run'}; reflection {verdict}")
+    final = next(s.data for s in a.steps if s.kind == "final")
+    lines.append(f"  returned the {final['tier']} answer of round {final['round']}"
+                 + (" because the round limit was hit" if final.get("round_limit_hit") else ""))
+    return "\n".join(lines)
+
+
+# the answer with the most rounds, and the first other one
+most = max(range(len(answers)), key=lambda i: len(answers[i].steps))
+for i in sorted({most, next(k for k in range(len(answers)) if k != most)}):
+    print(hymem_story(demo_qs[i], answers[i]), "\n")
+
+# %% [markdown]
+# Over all demo questions, through the mechanism census (the counts the app header shows), fed the
+# notebook's answers as result rows:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.eval.mechanisms import census
+
+rows = [{"method": "hymem", "qa_id": q.id, "answer": a.to_dict(), "params": hymem.get_params()}
+        for q, a in zip(demo_qs, answers)]
+entry = census(rows)["methods"]["hymem"]
+counts, why = entry["counts"], entry["why_zero"]
+print(f"{counts['deep_questions']} of {counts['questions']} questions went deep"
+      + (f" ({why['deep_questions']})" if "deep_questions" in why else ""))
+print(f"{counts['reflection_rounds']} reflections, {counts['reflections_continued']} asked for another round; "
+      f"{counts['round_limit_hits']} questions stopped at the round limit")
+same = sum(s.data.get("new_query") == q.question for q, a in zip(demo_qs, answers)
+           for s in a.steps if s.kind == "reflect" and s.data.get("done") is False)
+repeats = [(a.steps[k].data["retrieved"], a.steps[k].data["answer"]) for a in answers
+           for k in range(len(a.steps)) if a.steps[k].kind == "light" and a.steps[k].data["round"] > 0]
+unchanged = sum(r == prev for a in answers for r, prev in zip(
+    [(s.data["retrieved"], s.data["answer"]) for s in a.steps if s.kind == "light"][1:],
+    [(s.data["retrieved"], s.data["answer"]) for s in a.steps if s.kind == "light"]))
+if counts["reflections_continued"]:
+    print(f"-> {same} of the {counts['reflections_continued']} retries re-asked the original question unchanged; "
+          f"{unchanged} of the {len(repeats)} repeated rounds retrieved the same Level-1 items and gave the same answer")
 
 # %% [markdown]
 # ## 3. Step through one answer

@@ -24,6 +24,18 @@
 # empty retrieval. Each retrieval returns `n_chk`=5 snippets. The final answer is written from the evidence
 # and the draft only. The default backend is Naive RAG over 256-token windows, the paper's chunked-RAG setting.
 
+# %%
+from widgets.pipeline import pipeline_diagram
+
+pipeline_diagram(title="MemR3 (over a chunked-RAG backend)", phases=[
+    ("build", [("backend ingest", "here: 256-token windows, embedded; no LLM")]),
+    ("answer", [("retrieve", "q, top n_chk, seen items masked"),
+                ("router", "one LLM call: evidence, gaps, next action"),
+                ("guards", "budget, empty retrieval, reflect streak, nothing left"),
+                ("answer", "written from the evidence bullets and the draft")],
+     "retrieve (q + Δq) or reflect sends control back to the router, at most n_max iterations"),
+])
+
 # %% [markdown]
 # > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
 # > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
@@ -67,6 +79,81 @@ answers_frame(demo_qs, answers, actions=actions)
 # NBVAL_CHECK_OUTPUT
 for q, a in zip(demo_qs, answers):
     print(f"{q.id:12} {' '.join(map(str, actions(a))):40} {a.text[:70]!r}")
+
+# %% [markdown]
+# ### What happened, question by question
+#
+# The lines below are written by the cell from the recorded traces, not typed in: for each question,
+# which router steps the model decided and which a guard decided (`router_cause`, the rule the census
+# uses), what the retrievals added, whether the chunk holding the gold turn was ever seen, and what ended
+# the loop. Read them next to the guards in the introduction: with `n_cap`=1 a reflect is followed by a
+# forced retrieve, and once every chunk of this small backend is masked the `nothing_left` guard takes
+# over, so the model may end up deciding very little.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from collections import Counter
+
+from workbench.eval.mechanisms import router_cause
+
+chunks = memr3.memories()
+holders = {r.id: set(r.source_ids) for r in chunks.itertuples()}
+
+
+def memr3_story(q, a):
+    routers = [s.data for s in a.steps if s.kind == "router"]
+    causes = [router_cause(d) for d in routers]
+    seen = [i for s in a.steps if s.kind == "retrieve" for i in s.data.get("retrieved_ids", [])]
+    gold = sorted(c for c, turns in holders.items() if turns & set(q.evidence))
+    later = [s.data for s in a.steps if s.kind == "retrieve" and s.data.get("iteration", 0)]
+    lines = [f"{q.id}: {q.question!r} gold {q.answer!r}, answered {a.text[:60]!r}"]
+    chose = Counter(d["action"] for d, c in zip(routers, causes) if c == "choice")
+    forced = [f"{c} -> {d['action']}" for d, c in zip(routers, causes) if c != "choice"]
+    lines.append(f"  {len(routers)} router steps: the model chose {dict(chose) or 'nothing'}; "
+                 f"decided for it: {', '.join(forced) or 'none'}")
+    failed = [d for d in routers if d.get("error")]
+    if failed:
+        guarded = sum(router_cause(d) != "fallback" for d in failed)
+        lines.append(f"  {len(failed)} router call(s) returned no usable JSON ({failed[0]['error'].split(':')[0]}) "
+                     f"and kept the previous evidence; {len(failed) - guarded} took the fallback action (reflect), "
+                     f"{guarded} the action a guard imposed anyway")
+    lines.append(f"  retrievals: the first brought {len(seen) - sum(len(d['retrieved_ids']) for d in later)} chunks, "
+                 f"{len(later)} later one(s) {[len(d['retrieved_ids']) for d in later]} more; "
+                 f"{len(set(seen))} of {len(holders)} chunks seen")
+    if gold:
+        rank = next((k for k, c in enumerate(seen, 1) if c in gold), None)
+        lines.append(f"  gold turn(s) {list(q.evidence)} lie in {gold}: "
+                     + (f"seen as chunk #{rank} of this question" if rank else "never retrieved"))
+    evidence = routers[-1].get("evidence", []) if routers else []
+    lines.append(f"  the answer call got {len(evidence)} evidence bullet(s) and {len(routers[-1].get('gaps', []))} gap(s); "
+                 f"the loop ended by {causes[-1] if causes else 'no router step'}")
+    return "\n".join(lines)
+
+
+for q, a in list(zip(demo_qs, answers))[:2]:
+    print(memr3_story(q, a), "\n")
+
+# %% [markdown]
+# The same rule over all demo questions, through the mechanism census (`workbench.eval.mechanisms.census`,
+# which the app header and `workbench mechanisms RUN_DIR` use), fed the notebook's answers as result rows:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.eval.mechanisms import census
+
+rows = [{"method": "memr3", "qa_id": q.id, "answer": a.to_dict(), "params": memr3.get_params()}
+        for q, a in zip(demo_qs, answers)]
+counts = census(rows)["methods"]["memr3"]["counts"]
+ended = Counter(router_cause([s.data for s in a.steps if s.kind == "router"][-1]) for a in answers)
+decided = {k: counts[f"router_{k}"] for k in ("choice", "budget", "empty_retrieval", "reflect_streak",
+                                              "nothing_left", "fallback") if counts[f"router_{k}"]}
+print(f"{counts['router_steps']} router steps over {counts['questions']} questions, decided by: {decided}")
+print(f"the final answer was triggered by: {dict(ended)}")
+print(f"{counts['router_call_failures']} router calls failed to parse; {counts['gaps_opened']} gaps opened, "
+      f"{counts['retrievals']} retrievals after the first")
+if ended.get("choice", 0) < len(answers):
+    print(f"-> in {len(answers) - ended.get('choice', 0)} of {len(answers)} questions the model never chose to answer: "
+          "a guard ran out the loop, so these answers say more about the guards than about the router")
 
 # %% [markdown]
 # ## 3. The evidence-gap state

@@ -276,11 +276,14 @@ def before_after_html(before: str | None, after: str | None) -> tuple[str, str]:
 
 def plotly_bundle(fig) -> dict:
     """A Jupyter display bundle for a plotly figure (for ipywidgets.Output without a kernel-side
-    renderer): the plotly mimetype plus a static HTML fallback and plain text."""
+    renderer): the plotly mimetype (JupyterLab, Notebook 7 and VS Code draw it) plus plain text.
+
+    There is deliberately no ``text/html`` copy of the figure: plotly's HTML export is a loader script
+    that fetches plotly.js from a CDN, which filled the saved notebooks with script noise and needs a
+    network the workbench does not assume. A frontend without the plotly renderer shows the text."""
     spec = json.loads(fig.to_json())
     spec["config"] = {"displaylogo": False}
     return {"application/vnd.plotly.v1+json": spec,
-            "text/html": fig.to_html(include_plotlyjs="cdn", full_html=False),
             "text/plain": f"<plotly figure: {len(fig.data)} traces>"}
 
 
