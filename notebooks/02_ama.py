@@ -25,6 +25,19 @@
 # only for an explicit forget request or past a retention limit). The conflict check already runs during
 # ingestion, so knowledge updates in the conversation should show up as refresh events.
 
+# %%
+from widgets.pipeline import pipeline_diagram
+
+pipeline_diagram(title="AMA", phases=[
+    ("build", [("Constructor", "each turn into raw, fact and episode stores"),
+               ("Judge", "does the turn conflict with a nearby stored entry?"),
+               ("Refresher", "UPDATE or DELETE the entries in conflict")]),
+    ("answer", [("Retriever", "rewrite the question, pick a store and K_dyn"),
+                ("Judge", "Pass, Retry or Refresh"),
+                ("answer", "from the items the Judge passed")],
+     "Retry widens the search (up to k_r rounds); Refresh edits memory first"),
+])
+
 # %% [markdown]
 # > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
 # > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
@@ -117,6 +130,54 @@ answers_frame(demo_qs, answers, verdicts=verdicts)
 # NBVAL_CHECK_OUTPUT
 for q, a in zip(demo_qs, answers):
     print(f"{q.id:12} {str(verdicts(a)):22} {a.text[:80]!r}")
+
+# %% [markdown]
+# ### What happened on the two knowledge-update questions
+#
+# Written by the cell from the traces and the stores: which store the Retriever routed to and with what
+# K, whether any retrieved item came from the gold turn, the Judge's verdict next to its own stated
+# reason, and the Judge's verdict at ingestion on the turn that changed the fact. A Judge that writes
+# "the memories do not state it" and still returns Pass sends an empty-handed answer call on its way.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+sources = dict(zip(mem["id"], mem["source_ids"]))
+ingest_verdict = {t: [s.data["verdict"] for s in steps if s.kind == "judge"] for t, steps in ama.turn_steps_.items()}
+
+
+def ama_story(q, a):
+    lines = [f"{q.id}: {q.question!r} gold {q.answer!r} (turn {', '.join(q.evidence)}), answered {a.text[:60]!r}"]
+    for t in q.evidence:
+        lines.append(f"  at ingestion of {t} the Judge said {ingest_verdict.get(t) or 'nothing (no check ran)'}")
+    judges = {s.data["round"]: s.data for s in a.steps if s.kind == "judge" and s.data.get("phase") == "query"}
+    for s in (s for s in a.steps if s.kind == "retrieve"):
+        d = s.data
+        gold_hits = [h for h in d["hit_ids"] if set(sources.get(h, ())) & set(q.evidence)]
+        j = judges.get(d["round"], {})
+        lines.append(f"  round {d['round']}: rewrite {d['rewrite']!r} -> store {d['store']!r}, K={d['K']}; "
+                     f"{len(gold_hits)} of {len(d['hit_ids'])} hits from the gold turn {gold_hits or ''}")
+        lines.append(f"    Judge: {j.get('verdict')} - reason {str(j.get('reason', ''))[:110]!r}")
+    return "\n".join(lines)
+
+
+for qid in ("sample-1/q4", "sample-1/q25"):
+    print(ama_story(qa[qid], answers[demo_qs.index(qa[qid])]), "\n")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.eval.mechanisms import census
+
+rows = [{"method": "ama", "qa_id": q.id, "answer": a.to_dict(), "params": ama.get_params()}
+        for q, a in zip(demo_qs, answers)]
+entry = census(rows)["methods"]["ama"]
+counts, why = entry["counts"], entry["why_zero"]
+all_ingest = Counter(v for vs in ingest_verdict.values() for v in vs)
+print(f"question time: Judge verdicts {counts['query_verdicts']}; {counts['retry_expansions']} retries, "
+      f"{counts['updates_at_question']} updates, {counts['deletes_at_question']} deletes")
+print(f"ingestion: Judge verdicts {dict(all_ingest)} over {sum(all_ingest.values())} checks")
+if set(counts["query_verdicts"]) == {"Pass"} and set(all_ingest) <= {"Pass"}:
+    print("-> the Judge answered Pass on every check, so Retry and the Refresher never ran: every answer came from "
+          "the first retrieval, and the renamed dog was never updated in memory")
 
 # %%
 q = qa["sample-1/q4"]
