@@ -25,6 +25,20 @@
 # seeds, multi-hop expansion and the tree is ranked by F = 0.70·S (semantic) + 0.15·T (temporal overlap)
 # + 0.15·R (forgetting-curve robustness, `tau_days`=365, `eta`=0.5).
 
+# %%
+from widgets.pipeline import pipeline_diagram
+
+pipeline_diagram(title="H-Mem", phases=[
+    ("build", [("fragment", "cut the dialogue into fragments"),
+               ("extract", "LLM: memory events, entities, relations"),
+               ("tree", "events as leaves, summaries per day/week/month/year"),
+               ("graph", "entities and relations with provenance")]),
+    ("answer", [("planner", "sub-queries with scope and time hints"),
+                ("gather", "graph seeds, multi-hop expansion, tree"),
+                ("rank", "F = 0.70 S + 0.15 T + 0.15 R"),
+                ("sub-answers", "then one synthesis over them")]),
+])
+
 # %% [markdown]
 # > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
 # > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
@@ -106,6 +120,35 @@ scores = pd.concat([pd.DataFrame(s.data["candidates"]).assign(subquery=s.data["s
                     for s in retrieve], ignore_index=True)
 cols = ["subquery", "scope", "id", "kind", "level", "S", "T", "R", "F", "via"]
 scores[cols].sort_values("F", ascending=False).head(15)
+
+# %% [markdown]
+# ### What happened on this question
+#
+# Written by the cell from the trace: the planner's sub-queries with their scope and time window, the
+# spread of the temporal term T over the candidates, and where the candidates built from the gold turns
+# ranked by the combined F and by semantic similarity S alone. T can only help when the planner's window
+# points at the right time; a window on the day the question is asked gives every past memory a T near
+# zero, and the ranking falls back to S and R.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from_gold = {r.id for r in mem.itertuples() if set(r.source_ids if isinstance(r.source_ids, (list, tuple)) else ())
+             & set(q.evidence)}
+plan = next(s.data for s in ans.steps if s.kind == "plan")
+print(f"{q.id}: {q.question!r} gold {q.answer!r} (turns {', '.join(q.evidence)}, asked {question_time(hmem, q):%Y-%m-%d})")
+print(f"  answered {ans.text!r}")
+for sq in plan["subqueries"]:
+    print(f"  planner: sub-query {sq['query']!r}, scope {sq['scope']}, window {sq.get('interval')}")
+for s in retrieve:
+    cand = pd.DataFrame(s.data["candidates"])
+    by_f = cand.sort_values("F", ascending=False)["id"].tolist()
+    by_s = cand.sort_values("S", ascending=False)["id"].tolist()
+    gold_ids = [c for c in by_f if c in from_gold]
+    print(f"  sub-query {s.data['subquery']}: {len(cand)} candidates, T from {cand['T'].min():.3f} to {cand['T'].max():.3f}; "
+          f"{len(gold_ids)} built from the gold turns")
+    for c in gold_ids[:3]:
+        print(f"    {c}: rank {by_f.index(c) + 1} by F, {by_s.index(c) + 1} by S alone"
+              f"{', in the evidence chain' if c in s.data['evidence_chain'] else ', not in the evidence chain'}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
