@@ -25,6 +25,19 @@
 # The paper's thresholds (0.7 / 5 on LoCoMo) are cosines of text-embedding-3-small; for the offline MiniLM
 # encoder the demo uses 0.55 / 4, recalibrated to a similar trigger rate.
 
+# %%
+from widgets.pipeline import pipeline_diagram
+
+pipeline_diagram(title="RecMem", phases=[
+    ("build", [("buffer", "embed each exchange, no LLM"),
+               ("recurrence gate", "enough similar buffered neighbours?"),
+               ("merge or consolidate", "LLM: join an episode, or write a new one"),
+               ("refine", "LLM: episode into atomic facts")],
+     "exchanges that never recur stay in the buffer, unconsolidated"),
+    ("answer", [("retrieve", "top-k from buffer, episodes and facts"),
+                ("answer", "one prompt over all three")]),
+])
+
 # %% [markdown]
 # > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
 # > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
@@ -132,6 +145,30 @@ ans = recmem.answer(q.question, now=question_time(recmem, q))
 print("Q:", q.question, "| gold:", q.answer)
 print("A:", ans.text)
 print({s.data.get("layer"): len(s.hits) for s in ans.steps if s.kind == "retrieve"})
+
+# %% [markdown]
+# ### What happened to the gold turn
+#
+# Written by the cell from the trigger log and the trace: did the exchange holding the gold turn recur
+# often enough to be consolidated, and from which stores did the answer prompt get material from that
+# turn (rank per store)? An exchange the gate never fires on can still be found, but only as raw buffer
+# text; the episode and fact layers know nothing of it.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+src = {r.id: set(r.source_ids) for r in mem.itertuples()}
+gold = set(q.evidence)
+print(f"{q.id}: {q.question!r} gold {q.answer!r} (turn {', '.join(q.evidence)}), answered {ans.text[:70]!r}")
+for d in recmem.trigger_log_:
+    if src.get(d.unit_id, set()) & gold:
+        print(f"  gate at {d.unit_id}: {d.count} similar buffered unit(s) against theta_count={recmem.theta_count} "
+              f"-> {'fired' if d.fired else 'did not fire'}, outcome {d.outcome!r}")
+for kind in ("episode", "fact"):
+    holders = sorted(i for i, t in src.items() if t & gold and mem.loc[mem["id"] == i, "kind"].iloc[0] == kind)
+    print(f"  {kind}s built from the gold turn: {holders or 'none'}")
+for s in (s for s in ans.steps if s.kind == "retrieve"):
+    ranks = [k for k, h in enumerate(s.hits, 1) if set(h.source_ids) & gold]
+    print(f"  {s.data.get('layer')}: {len(s.hits)} hits, gold-turn hits at rank(s) {ranks or 'none'}")
 
 # %%
 from workbench.methods import RecMem
