@@ -140,7 +140,8 @@ def hymem_story(q, a):
                                                     else repr(refl.get("new_query"))))
         else:
             verdict = "accepted it" if refl else "was not asked"
-        lines.append(f"  round {r}: light finished={d['finished']} ({'escalate' if d.get('escalate') else 'no escalation'}), "
+        esc_text = "escalate" if d.get("escalate") else "no escalation"
+        lines.append(f"  round {r}: light finished={d['finished']} ({esc_text}), "
                      f"gold-linked Level-1 item at rank {rank or 'none'} of {len(d['retrieved'])}; "
                      f"deep {'ran' if r in deeps else 'not run'}; reflection {verdict}")
     final = next(s.data for s in a.steps if s.kind == "final")
@@ -179,7 +180,8 @@ unchanged = sum(r == prev for a in answers for r, prev in zip(
     [(s.data["retrieved"], s.data["answer"]) for s in a.steps if s.kind == "light"]))
 if counts["reflections_continued"]:
     print(f"-> {same} of the {counts['reflections_continued']} retries re-asked the original question unchanged; "
-          f"{unchanged} of the {len(repeats)} repeated rounds retrieved the same Level-1 items and gave the same answer")
+          f"{unchanged} of the {len(repeats)} repeated rounds retrieved the same Level-1 items "
+          "and gave the same answer")
 
 # %% [markdown]
 # ## 3. Step through one answer

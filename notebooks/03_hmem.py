@@ -135,7 +135,8 @@ scores[cols].sort_values("F", ascending=False).head(15)
 from_gold = {r.id for r in mem.itertuples() if set(r.source_ids if isinstance(r.source_ids, (list, tuple)) else ())
              & set(q.evidence)}
 plan = next(s.data for s in ans.steps if s.kind == "plan")
-print(f"{q.id}: {q.question!r} gold {q.answer!r} (turns {', '.join(q.evidence)}, asked {question_time(hmem, q):%Y-%m-%d})")
+asked = question_time(hmem, q)
+print(f"{q.id}: {q.question!r} gold {q.answer!r} (turns {', '.join(q.evidence)}, asked {asked:%Y-%m-%d})")
 print(f"  answered {ans.text!r}")
 for sq in plan["subqueries"]:
     print(f"  planner: sub-query {sq['query']!r}, scope {sq['scope']}, window {sq.get('interval')}")
@@ -144,7 +145,8 @@ for s in retrieve:
     by_f = cand.sort_values("F", ascending=False)["id"].tolist()
     by_s = cand.sort_values("S", ascending=False)["id"].tolist()
     gold_ids = [c for c in by_f if c in from_gold]
-    print(f"  sub-query {s.data['subquery']}: {len(cand)} candidates, T from {cand['T'].min():.3f} to {cand['T'].max():.3f}; "
+    print(f"  sub-query {s.data['subquery']}: {len(cand)} candidates, "
+          f"T from {cand['T'].min():.3f} to {cand['T'].max():.3f}; "
           f"{len(gold_ids)} built from the gold turns")
     for c in gold_ids[:3]:
         print(f"    {c}: rank {by_f.index(c) + 1} by F, {by_s.index(c) + 1} by S alone"

@@ -125,7 +125,8 @@ def memr3_story(q, a):
         lines.append(f"  gold turn(s) {list(q.evidence)} lie in {gold}: "
                      + (f"seen as chunk #{rank} of this question" if rank else "never retrieved"))
     evidence = routers[-1].get("evidence", []) if routers else []
-    lines.append(f"  the answer call got {len(evidence)} evidence bullet(s) and {len(routers[-1].get('gaps', []))} gap(s); "
+    gaps = routers[-1].get("gaps", []) if routers else []
+    lines.append(f"  the answer call got {len(evidence)} evidence bullet(s) and {len(gaps)} gap(s); "
                  f"the loop ended by {causes[-1] if causes else 'no router step'}")
     return "\n".join(lines)
 

@@ -37,3 +37,12 @@ def test_text_is_escaped_and_no_script_or_url():
 def test_bad_input_is_refused(kwargs):
     with pytest.raises(ValueError):
         pipeline_diagram(**kwargs)
+
+
+def test_plotly_bundle_carries_no_loader_script():
+    go = pytest.importorskip("plotly.graph_objects")
+    from widgets.html import plotly_bundle
+
+    bundle = plotly_bundle(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])))
+    assert "application/vnd.plotly.v1+json" in bundle
+    assert not any("<script" in str(v) or "cdn.plot.ly" in str(v) for v in bundle.values())

@@ -68,7 +68,8 @@ class Pipeline:
         self.title = title
         parts = [row_html(r["stages"], phase=r.get("phase", ""), loop=r.get("loop")) for r in self.rows]
         heading = f"<div><b>{esc(title)}</b></div>" if title else ""
-        self.html = f"{_CSS}<div class='wb-pipe' aria-label='{esc(title or 'pipeline')}'>{heading}{''.join(parts)}</div>"
+        label = esc(title or "pipeline")
+        self.html = f"{_CSS}<div class='wb-pipe' aria-label='{label}'>{heading}{''.join(parts)}</div>"
 
     @property
     def text(self) -> str:
