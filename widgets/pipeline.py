@@ -22,13 +22,14 @@ Stage = Union[str, Sequence[str]]
 _CSS = (
     "<style>"
     ".wb-pipe {font-family: system-ui, sans-serif; font-size: 13px; line-height: 1.3; margin: 6px 0;}"
-    ".wb-pipe-row {display: flex; flex-wrap: wrap; align-items: stretch; gap: 4px; margin: 4px 0;}"
-    ".wb-pipe-phase {min-width: 6em; align-self: center; font-weight: 600; color: #343a40;}"
+    # one line per phase however narrow the output: boxes share the width instead of wrapping under the label
+    ".wb-pipe-row {display: flex; flex-wrap: nowrap; align-items: stretch; gap: 4px; margin: 4px 0;}"
+    ".wb-pipe-phase {flex: 0 0 6em; align-self: center; font-weight: 600; color: #343a40;}"
     ".wb-pipe-stage {border: 1px solid #4263eb; border-radius: 6px; background: #edf2ff; padding: 4px 8px;"
-    " max-width: 15em;}"
+    " flex: 1 1 0; min-width: 6em; max-width: 15em;}"
     ".wb-pipe-stage b {color: #1c2a6b;}"
     ".wb-pipe-detail {display: block; color: #495057; font-size: 12px;}"
-    ".wb-pipe-arrow {align-self: center; color: #343a40; font-size: 16px; padding: 0 2px;}"
+    ".wb-pipe-arrow {flex: 0 0 auto; align-self: center; color: #343a40; font-size: 16px; padding: 0 2px;}"
     ".wb-pipe-loop {color: #495057; font-size: 12px; margin: 0 0 6px 6em;}"
     "</style>"
 )
