@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .html import DisplaysWidget, show_figure
-from .view_state import Control, ViewState
+from .view_state import Control, Part, ShellBase, ViewState
 
 
 def _widget(c: Control):
@@ -31,7 +31,7 @@ def _widget(c: Control):
     return W.Button(description=c.label, disabled=c.disabled)
 
 
-class NotebookShell(DisplaysWidget):
+class NotebookShell(ShellBase, DisplaysWidget):
     """ipywidgets over a ``ViewState``: ``inputs`` (name -> widget), ``outputs`` (name -> widget),
     ``widget`` (the whole VBox, what Jupyter displays)."""
 
@@ -58,36 +58,12 @@ class NotebookShell(DisplaysWidget):
         self.widget = W.VBox(rows)
         self.refresh()
 
-    def _changed(self, name: str, value: Any) -> None:
-        if not self._syncing:
-            self.state.apply(name, value)
-            self.refresh()
+    def _set_control(self, widget, value: Any) -> None:
+        if hasattr(widget, "value") and widget.value != value:
+            widget.value = value
 
-    def refresh(self) -> "NotebookShell":
-        """Every widget from the state: control values (without firing), then each part."""
-        self._syncing = True
-        try:
-            for name, value in self.state.values.items():
-                w = self.inputs.get(name)
-                if w is not None and hasattr(w, "value") and w.value != value:
-                    w.value = value
-        finally:
-            self._syncing = False
-        for p in self.state.parts:
-            content = self.state.part(p.name)
-            if p.kind == "html":
-                self.outputs[p.name].value = content
-            else:
-                show_figure(self.outputs[p.name], content)
-        return self
-
-    def __getattr__(self, name: str):
-        # Only called for names not found normally: the shell's widgets, then the state's attributes.
-        d = self.__dict__
-        if "inputs" in d and name in d["inputs"]:
-            return d["inputs"][name]
-        if "outputs" in d and name in d["outputs"]:
-            return d["outputs"][name]
-        if "state" in d:
-            return getattr(d["state"], name)
-        raise AttributeError(name)
+    def _show_part(self, part: Part, content: Any) -> None:
+        if part.kind == "html":
+            self.outputs[part.name].value = content
+        else:
+            show_figure(self.outputs[part.name], content)

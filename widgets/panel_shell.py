@@ -11,7 +11,7 @@ from typing import Any
 
 import panel as pn
 
-from .view_state import Control, ViewState
+from .view_state import Control, Part, ShellBase, ViewState
 
 
 def _widget(c: Control):
@@ -26,7 +26,7 @@ def _widget(c: Control):
     return pn.widgets.Button(label=c.label, disabled=c.disabled, align="end")
 
 
-class PanelShell:
+class PanelShell(ShellBase):
     """Panel over a ``ViewState``: ``inputs`` (name -> widget), ``outputs`` (name -> pane), ``panel``."""
 
     def __init__(self, state: ViewState):
@@ -48,30 +48,9 @@ class PanelShell:
         self.panel = pn.Column(*rows, sizing_mode="stretch_width")
         self.refresh()
 
-    def _changed(self, name: str, value: Any) -> None:
-        if not self._syncing:
-            self.state.apply(name, value)
-            self.refresh()
+    def _set_control(self, widget, value: Any) -> None:
+        if not isinstance(widget, pn.widgets.Button) and widget.value != value:
+            widget.value = value
 
-    def refresh(self) -> "PanelShell":
-        self._syncing = True
-        try:
-            for name, value in self.state.values.items():
-                w = self.inputs.get(name)
-                if w is not None and not isinstance(w, pn.widgets.Button) and w.value != value:
-                    w.value = value
-        finally:
-            self._syncing = False
-        for p in self.state.parts:
-            self.outputs[p.name].object = self.state.part(p.name)
-        return self
-
-    def __getattr__(self, name: str):
-        d = self.__dict__
-        if "inputs" in d and name in d["inputs"]:
-            return d["inputs"][name]
-        if "outputs" in d and name in d["outputs"]:
-            return d["outputs"][name]
-        if "state" in d:
-            return getattr(d["state"], name)
-        raise AttributeError(name)
+    def _show_part(self, part: Part, content: Any) -> None:
+        self.outputs[part.name].object = content

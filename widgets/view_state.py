@@ -82,3 +82,47 @@ class ViewState:
     def part(self, name: str) -> Any:
         """The current rendering of part ``name`` (an HTML string or a plotly figure)."""
         raise NotImplementedError
+
+
+class ShellBase:
+    """What the notebook and app shells share, toolkit-free: a widget change goes to ``state.apply``,
+    then ``refresh`` writes every control value back (without re-firing) and redraws every part.
+    A shell sets ``state``, ``inputs``, ``outputs`` and ``_syncing`` and says how to set one widget
+    (``_set_control``) and show one part (``_show_part``); attribute lookups fall through to its
+    widgets, then to the state (the views' older attribute names keep working)."""
+
+    def _changed(self, name: str, value: Any) -> None:
+        if not self._syncing:
+            self.state.apply(name, value)
+            self.refresh()
+
+    def refresh(self):
+        """Every widget from the state: control values (without firing), then each part."""
+        self._syncing = True
+        try:
+            for name, value in self.state.values.items():
+                w = self.inputs.get(name)
+                if w is not None:
+                    self._set_control(w, value)
+        finally:
+            self._syncing = False
+        for p in self.state.parts:
+            self._show_part(p, self.state.part(p.name))
+        return self
+
+    def _set_control(self, widget, value: Any) -> None:
+        raise NotImplementedError
+
+    def _show_part(self, part: Part, content: Any) -> None:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str):
+        # Only called for names not found normally: the shell's widgets, then the state's attributes.
+        d = self.__dict__
+        if "inputs" in d and name in d["inputs"]:
+            return d["inputs"][name]
+        if "outputs" in d and name in d["outputs"]:
+            return d["outputs"][name]
+        if "state" in d:
+            return getattr(d["state"], name)
+        raise AttributeError(name)
