@@ -36,6 +36,7 @@ import pkgutil
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -995,7 +996,10 @@ class WorkbenchApp(pn.viewable.Viewer):
                       if fa.get("rate") is not None else " — not audited" if s["judge"] != "not recorded" else "")
         scripted = (f"<p class='wb-forced' style='padding:4px'><b>{esc(m.get('label') or 'Scripted run.')}</b></p>"
                     if m.get("scripted") else "")
-        return box(f"<h2>Memory Workbench</h2><p>run <code>{esc(self.store.run_dir)}</code> · "
+        # the directory's name on screen (screenshots and projected pages show no machine path); the full
+        # path in the tooltip for whoever runs it
+        run = Path(self.store.run_dir)
+        return box(f"<h2>Memory Workbench</h2><p>run <code title='{esc(run)}'>{esc(run.name)}</code> · "
                    f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
                    f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}")
