@@ -35,6 +35,21 @@ def ratio(evaluated: int, sent: int) -> float | None:
     return round(evaluated / sent, 4) if sent else None
 
 
+def group_by_method(sessions) -> tuple[dict, dict]:
+    """Per-role ``{calls, sent, evaluated}`` figures of one or more sessions summed by call group (the role's
+    method, or ``judge``), each with its ratio, and the total over all groups."""
+    groups: dict[str, dict] = {}
+    for by_role in sessions:
+        for role, s in by_role.items():
+            g = groups.setdefault(role_method(role), {"calls": 0, "sent": 0, "evaluated": 0})
+            for k in g:
+                g[k] += int(s.get(k) or 0)
+    for g in groups.values():
+        g["ratio"] = ratio(g["evaluated"], g["sent"])
+    total = {k: sum(g[k] for g in groups.values()) for k in ("calls", "sent", "evaluated")}
+    return groups, {**total, "ratio": ratio(total["evaluated"], total["sent"])}
+
+
 def run_mode(args, state_cache_mb: int, out: dict, save) -> None:
     from workbench.cli import build_method, make_embedder
     from workbench.data import load_dataset
@@ -50,15 +65,7 @@ def run_mode(args, state_cache_mb: int, out: dict, save) -> None:
                        conversations=args.conversations, progress=False)
         wall = time.perf_counter() - start
         by_role = {role: dict(s, ratio=ratio(s["evaluated"], s["sent"])) for role, s in llm.prefix_stats.items()}
-        groups: dict[str, dict] = {}
-        for role, s in by_role.items():
-            g = groups.setdefault(role_method(role), {"calls": 0, "sent": 0, "evaluated": 0})
-            for k in ("calls", "sent", "evaluated"):
-                g[k] += s[k]
-        for g in groups.values():
-            g["ratio"] = ratio(g["evaluated"], g["sent"])
-        total = {k: sum(g[k] for g in groups.values()) for k in ("calls", "sent", "evaluated")}
-        total["ratio"] = ratio(total["evaluated"], total["sent"])
+        groups, total = group_by_method([llm.prefix_stats])
         out[name] = {"questions": len(res), "errors": len(res.errors), "wall_s": round(wall, 1),
                      "all_calls": total, "by_group": groups, "by_role": by_role}
         print(f"  {name:<14} {state_cache_mb and 'kv+ram' or 'kv':<7} evaluated/sent {total['evaluated']}/"

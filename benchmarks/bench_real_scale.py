@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+from benchmarks.bench_compare import _judge_table, _num
 from benchmarks.record_real_scale import CATEGORIES, CONVERSATION, LOCOMO, ORDER, PUBLISHED, RECORDINGS, cassette_name
 from benchmarks.replay import ReplayProbe, repo_relative
 
@@ -68,29 +69,14 @@ def replay_one(name: str, store, embedder) -> dict:
     return {"method": name, "status": "not in cassette" if probe.misses else "ok", "questions": len(rows),
             "replay_wall_s": round(time.perf_counter() - t, 2), "hits": probe.hits, "misses": dict(probe.misses),
             "construction_calls": rows[0]["construction_calls"] if rows else 0,
-            "attribution": _counts(r.get("attribution") for r in rows)}
-
-
-def _counts(values) -> dict:
-    out: dict = {}
-    for v in values:
-        out[v or "–"] = out.get(v or "–", 0) + 1
-    return out
-
-
-def _num(v):
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
+            "attribution": dict(Counter(r.get("attribution") or "–" for r in rows))}
 
 
 def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
     """One line per method: summary figures (judge audit beside accuracy), replay and recording facts."""
-    from workbench.eval import load_results, summary_table
-    from workbench.eval.audit import audits_for_rows
-    from workbench.eval.store import load_rows
-
     if not path.exists() or not path.stat().st_size:
         return []
-    t = summary_table(load_results([path]), metric="judge", audits=audits_for_rows(load_rows([path])))
+    t = _judge_table(path)
     overall = {r["method"]: r for r in t[t["category"] == "overall"].to_dict(orient="records")}
     lines = []
     for rep in replays:

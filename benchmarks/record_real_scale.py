@@ -132,7 +132,9 @@ def record(method: str, model: str | None) -> int:
             "--conversations", CONVERSATION, "--categories", CATEGORIES,
             "--llm", f"local:{model}" if model else "local", "--cassette", str(cassette.relative_to(ROOT)),
             "--save-memories", "--no-progress"]
-    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_STATE_CACHE_MB"}
+    from workbench.llm.default import STATE_CACHE_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != STATE_CACHE_ENV}  # see the docstring: not for long runs
     with Heartbeat(method):
         for extra in (["--out", str((WORK / f"{method}-answers").relative_to(ROOT))],
                       ["--out", str((WORK / method).relative_to(ROOT)), "--judge", "same"]):
@@ -148,23 +150,15 @@ def prefix_reuse(*paths: Path) -> dict | None:
     """Prompt tokens llama.cpp evaluated / sent, summed over the recording's live sessions, by call group
     (the method's own roles vs. the judge). None when no session left figures (e.g. recorded before
     the eval command wrote them)."""
-    from benchmarks.bench_prefix_reuse import ratio, role_method
+    from benchmarks.bench_prefix_reuse import group_by_method
     from workbench.jsonl import read_jsonl
 
     sessions = [row for p in paths if p.exists() for row in read_jsonl(p).rows]
     if not sessions:
         return None
-    groups: dict[str, dict] = {}
-    for line in sessions:
-        for role, s in (line.get("by_role") or {}).items():
-            g = groups.setdefault(role_method(role), {"calls": 0, "sent": 0, "evaluated": 0})
-            for k in g:
-                g[k] += int(s.get(k) or 0)
-    for g in groups.values():
-        g["ratio"] = ratio(g["evaluated"], g["sent"])
-    total = {k: sum(g[k] for g in groups.values()) for k in ("calls", "sent", "evaluated")}
-    return {"sessions": len(sessions), "all_calls": {**total, "ratio": ratio(total["evaluated"], total["sent"])},
-            "by_group": groups, "note": "prompt tokens llama.cpp evaluated / prompt tokens sent (1.0 = no reuse)"}
+    groups, total = group_by_method(line.get("by_role") or {} for line in sessions)
+    return {"sessions": len(sessions), "all_calls": total, "by_group": groups,
+            "note": "prompt tokens llama.cpp evaluated / prompt tokens sent (1.0 = no reuse)"}
 
 
 def publish(method: str, model: str | None) -> dict:
