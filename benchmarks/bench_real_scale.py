@@ -154,9 +154,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     data = run(RESULTS, args.methods)
     (RESULTS / "real_scale.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
-    from benchmarks.run_all import relativize_paths
-
-    relativize_paths(RESULTS)  # committed files name no machine's paths (run_all does the same)
     print(data.get("markdown") or data.get("note"))
     return 0
 
