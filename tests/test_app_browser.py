@@ -191,6 +191,7 @@ def test_tabs_are_reached_and_switched_by_keyboard_alone(page):
     page.locator(".bk-tab.bk-active", has_text="Question").wait_for(timeout=20000)
     page.keyboard.press("ArrowLeft")  # wraps round to the last tab
     page.locator(".bk-tab.bk-active", has_text=list(TAB_MARKERS)[-1]).wait_for(timeout=20000)
+    page.locator('.bk-tab[aria-selected="true"]', has_text=list(TAB_MARKERS)[-1]).wait_for(timeout=20000)
     assert page.locator('.bk-tab[aria-selected="true"]').count() == 1
     assert page.errors == []
 

@@ -62,7 +62,8 @@ class TabKeys(JSComponent):
       e.preventDefault();
       next.click();
       next.focus();
-      setTimeout(() => markUp(window.__wbTabKeysLabel), 0);
+      // Bokeh moves its active class when the model change comes back: renew the mark-up until then
+      for (const ms of [0, 100, 400, 1500]) { setTimeout(() => markUp(window.__wbTabKeysLabel), ms); }
     }
 
     export function render({ model, el }) {
