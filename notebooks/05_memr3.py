@@ -190,7 +190,8 @@ MemR3.summary_stats(answers)
 # loop: the router is asked to list what is still missing and to close those items with later retrievals,
 # and a retrieval's refinement query Δq is meant to target a gap. The cell counts, from the recorded
 # traces, the router steps that listed a gap or an evidence bullet, and where the retrieval queries came
-# from (`delta_source` of each router step that retrieved).
+# from (`delta_source` of each router step that retrieved: `llm` when the router wrote Δq itself,
+# `first_gap` when Δq fell back to the first open gap, `question` when there was neither and q went alone).
 
 # %%
 # NBVAL_CHECK_OUTPUT
