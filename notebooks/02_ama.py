@@ -39,10 +39,10 @@ pipeline_diagram(title="AMA", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
-# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
-# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
-# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
+# > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
+# > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -51,6 +51,7 @@ from workbench.demo import demo_methods, notebook_setup
 # the replay LLM over the committed cassette (every call below is a recorded reply), the MiniLM embedder
 # (int8 ONNX, offline), the first sessions of sample-1 and the questions recorded in the cassette
 llm, emb, conv, qa, demo_qs = notebook_setup()
+print("replies recorded from:", llm.model)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -81,19 +82,31 @@ mem[mem["kind"] == "episode"][["id", "title", "text", "source_ids", "boundary_re
 # ## 2. Refresh events during ingestion
 #
 # The timeline shows every memory event; the filter below keeps only UPDATE and DELETE, the Refresher's
-# edits (hover for before/after and the cause). Two facts change inside the demo sessions: Tomasz's
-# greyhound is renamed from Biscuit to Pilot (D3:6 → D4:3), and Priya moves from Leeds to Bristol
-# (D4:6-8). Whether the small model notices is another matter. The next cell counts the Judge's verdicts
-# on the ingestion conflict checks: with the paper's Judge prompt the 0.5B offline model answers Pass
-# almost always, real contradictions included, so the filtered timeline is usually empty. Section 5
-# replays a run where the Refresher does fire.
+# edits (hover for before/after and the cause). The demo sessions contain a fact that changes: Tomasz's
+# greyhound gets a new name, the knowledge-update slice of `workbench.demo` (questions q4 and q25). The
+# next cell quotes the two turns and counts the Judge's verdicts on the ingestion conflict checks, the
+# ones at those turns included. Section 5 replays another conflict check with a larger model.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from collections import Counter
 
-ingest_judges = [s for steps in ama.turn_steps_.values() for s in steps if s.kind == "judge"]
-print("ingestion conflict checks:", len(ingest_judges), dict(Counter(s.data["verdict"] for s in ingest_judges)))
+from IPython.display import Markdown, display
+
+from workbench.demo import knowledge_update_slice
+
+ku_qs = knowledge_update_slice("greyhound").qa
+change = sorted({t for q in ku_qs for t in q.evidence}, key=[t.id for t in conv.turns].index)
+turn = {t.id: t for t in conv.turns}
+ingest_judges = {tid: [s.data["verdict"] for s in steps if s.kind == "judge"] for tid, steps in ama.turn_steps_.items()}
+verdict_counts = Counter(v for vs in ingest_judges.values() for v in vs)
+edits = [e for e in ama.events if e.kind in ("UPDATE", "DELETE")]
+Markdown("\n".join(
+    [f"- **{t}** {turn[t].speaker}: “{turn[t].content}” (the Judge at ingestion: {ingest_judges.get(t) or 'no check'})"
+     for t in change]
+    + ["", f"{sum(verdict_counts.values())} ingestion conflict checks, verdicts {dict(verdict_counts)}; "
+       f"{len(edits)} UPDATE or DELETE event(s), so the filtered timeline below "
+       + ("is empty." if not edits else f"shows {len(edits)}.")]))
 
 # %%
 from widgets import EventTimeline
@@ -116,8 +129,8 @@ log.head(10)
 # ## 3. Answer the demo questions
 #
 # With `refresh_on_query=True` a Refresh verdict at question time edits memory too, so the order of
-# questions matters; they are asked in the recorded order. The knowledge-update questions are q4 (the
-# dog's current name) and q25 (both of its names); q34 is adversarial (it credits Tomasz's dog to Priya).
+# questions matters; they are asked in the recorded order. The printed lines give each question's LoCoMo
+# category; q4 and q25 are the knowledge-update questions about the renamed dog.
 
 # %%
 from widgets.tables import answers_frame, probe_table, verdicts
@@ -128,8 +141,10 @@ answers_frame(demo_qs, answers, verdicts=verdicts)
 
 # %%
 # NBVAL_CHECK_OUTPUT
+from workbench.data import CATEGORY_NAMES
+
 for q, a in zip(demo_qs, answers):
-    print(f"{q.id:12} {str(verdicts(a)):22} {a.text[:80]!r}")
+    print(f"{q.id:12} {CATEGORY_NAMES.get(q.category, q.category):12} {str(verdicts(a)):10} {a.text[:70]!r}")
 
 # %% [markdown]
 # ### What happened on the two knowledge-update questions
@@ -142,7 +157,7 @@ for q, a in zip(demo_qs, answers):
 # %%
 # NBVAL_CHECK_OUTPUT
 sources = dict(zip(mem["id"], mem["source_ids"]))
-ingest_verdict = {t: [s.data["verdict"] for s in steps if s.kind == "judge"] for t, steps in ama.turn_steps_.items()}
+ingest_verdict = ingest_judges
 
 
 def ama_story(q, a):
@@ -160,8 +175,8 @@ def ama_story(q, a):
     return "\n".join(lines)
 
 
-for qid in ("sample-1/q4", "sample-1/q25"):
-    print(ama_story(qa[qid], answers[demo_qs.index(qa[qid])]), "\n")
+for q in ku_qs:
+    print(ama_story(q, answers[demo_qs.index(qa[q.id])]), "\n")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -215,17 +230,20 @@ EventTimeline(ama)
 # and the new turn each say to it? Code compares the two answers, and a disagreement sends the entry to
 # the paper's Refresher together with what the probe found. The cells below replay
 # `sample_data/cassettes/ama-refresh.jsonl`, recorded with the optional Qwen2.5-Coder-1.5B model by
-# `python -m benchmarks.bench_ama_refresh --live`; no model is needed to replay it. First `tiny-1`, where
-# Noor moves from Lyon to Geneva between the two sessions:
+# `python -m benchmarks.bench_ama_refresh --live`; no model is needed to replay it. First `tiny-1`, a
+# two-session conversation whose knowledge-update questions and gold turns are printed first:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.demo import REFRESH_CASSETTE, knowledge_update_slice
+from workbench.demo import REFRESH_CASSETTE
 from workbench.llm import CachedLLM
 from workbench.methods import AMA
 
 probe_llm = CachedLLM.replay(REFRESH_CASSETTE)
 tiny = knowledge_update_slice("tiny")
+tiny_turn = {t.id: t for t in tiny.turns}
+for q in tiny.qa:
+    print(f"{q.question!r} gold {q.answer!r}:", "; ".join(f"{t} {tiny_turn[t].content!r}" for t in q.evidence))
 ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(tiny)
 for e in ama_probe.events:
     if e.kind in ("UPDATE", "DELETE"):
@@ -250,19 +268,32 @@ for q, a in zip(tiny.qa, tiny_answers):
 AMA.summary_stats(tiny_answers)
 
 # %% [markdown]
-# The same model on sessions 3-4 of sample-1 shows the limits. At the renaming turn (D4:3) the model
-# answers the stored entry's question with the *new* name, so the rule that an answer must be read from
-# its own text rejects the probe and the rename is missed; two other probes pass the rules and the
-# Refresher rewrites entries that were not out of date. Read these as a small model's errors, not AMA's:
+# The same probe and model on sessions 3-4 of sample-1, the renamed greyhound. The cell lists the edits the
+# Refresher made, then reads the probes at the renaming turn: how many stored entries were asked about,
+# how many code judged in conflict, and why the others were not.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 grey = knowledge_update_slice("greyhound")
 ama_grey = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(grey)
-for e in ama_grey.events:
-    if e.kind in ("UPDATE", "DELETE"):
-        print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
-probe_table(ama_grey).query("turn == 'D4:3'")
+gold_turns = {t for q in grey.qa for t in q.evidence}
+grey_edits = [e for e in ama_grey.events if e.kind in ("UPDATE", "DELETE")]
+for e in grey_edits:
+    print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
+rename = max(gold_turns, key=[t.id for t in grey.turns].index)  # the later gold turn: the new name
+probes = probe_table(ama_grey)
+at_rename = probes[probes["turn"] == rename]
+at_gold = [e for e in grey_edits if set(str(e.cause).split()) & gold_turns]  # the cause names the turn
+conflict = at_rename["conflict"].astype(bool)
+reasons = "; ".join(f"“{why}” ({n})" for why, n in at_rename.loc[~conflict, "why"].value_counts().items())
+display(at_rename)
+Markdown(f"At the renaming turn {rename} the probe asked about {len(at_rename)} stored entr"
+         f"{'y' if len(at_rename) == 1 else 'ies'} and code found {int(conflict.sum())} conflict(s)"
+         + (f"; the entries not in conflict were set aside because {reasons}" if reasons else "")
+         + f". Of the {len(grey_edits)} edit(s) the Refresher made, {len(at_gold)} came from a gold turn of the "
+         f"knowledge-update questions ({', '.join(sorted(gold_turns))}); the rest changed entries at other turns. "
+         "The probe is this workbench's addition, not the paper's: what it misses or wrongly flags says "
+         "nothing about AMA's own Judge.")
 
 # %%
 # NBVAL_CHECK_OUTPUT

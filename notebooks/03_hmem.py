@@ -40,10 +40,10 @@ pipeline_diagram(title="H-Mem", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
-# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
-# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
-# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
+# > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
+# > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -52,6 +52,7 @@ from workbench.demo import demo_methods, notebook_setup
 # the replay LLM over the committed cassette (every call below is a recorded reply), the MiniLM embedder
 # (int8 ONNX, offline), the first sessions of sample-1 and the questions recorded in the cassette
 llm, emb, conv, qa, demo_qs = notebook_setup()
+print("replies recorded from:", llm.model)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -92,14 +93,16 @@ ents[["id", "text", "type", "mentions", "aliases", "profile"]].head(10)
 # %% [markdown]
 # ## 4. Answer a question
 #
-# A temporal question, so the time-overlap term T has something to do.
+# A question from LoCoMo's temporal category (printed with it), so the time-overlap term T has something to do.
 
 # %%
 # NBVAL_CHECK_OUTPUT
+from workbench.data import CATEGORY_NAMES
+
 q = qa["sample-1/q16"]
 from workbench.eval.harness import question_time  # the question date where the method's paper uses one
 ans = hmem.answer(q.question, now=question_time(hmem, q))
-print("Q:", q.question, "| gold:", q.answer)
+print("Q:", q.question, "| gold:", q.answer, "| category:", CATEGORY_NAMES.get(q.category, q.category))
 print("A:", ans.text)
 print("steps:", [s.kind for s in ans.steps])
 

@@ -37,10 +37,10 @@ pipeline_diagram(title="MemR3 (over a chunked-RAG backend)", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
-# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
-# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
-# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
+# > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
+# > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -49,6 +49,7 @@ from workbench.demo import demo_methods, notebook_setup
 # the replay LLM over the committed cassette (every call below is a recorded reply), the MiniLM embedder
 # (int8 ONNX, offline), the first sessions of sample-1 and the questions recorded in the cassette
 llm, emb, conv, qa, demo_qs = notebook_setup()
+print("replies recorded from:", llm.model)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -87,8 +88,8 @@ for q, a in zip(demo_qs, answers):
 # which router steps the model decided and which a guard decided (`router_cause`, the rule the census
 # uses), what the retrievals added, whether the chunk holding the gold turn was ever seen, and what ended
 # the loop. Read them next to the guards in the introduction: with `n_cap`=1 a reflect is followed by a
-# forced retrieve, and once every chunk of this small backend is masked the `nothing_left` guard takes
-# over, so the model may end up deciding very little.
+# forced retrieve whenever unseen chunks remain, and once every chunk of the backend is masked the
+# `nothing_left` guard decides instead of the model.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -159,20 +160,19 @@ if ended.get("choice", 0) < len(answers):
 # %% [markdown]
 # ## 3. The evidence-gap state
 #
-# The view steps through the router iterations of the answer with the most iterations: the evidence
-# bullets and gaps after each call, what changed, whether a guard forced the action.
+# `EvidenceGapView` is the trace stepper of the app's Traces tab, stopping only at router steps. Each stop
+# is one iteration: the evidence bullets and the gaps after the router call, as a diff against the call
+# before (+ added or opened, − dropped or closed), the action and whether the model or a guard chose it,
+# and the query sent to the next retrieval. The waterfall above the slider lists every step, retrievals
+# included; `TraceStepper` with the same arguments stops at all of them. It opens the answer with the
+# most router iterations.
 
 # %%
 from widgets import EvidenceGapView
 
 i = max(range(len(answers)), key=lambda i: len(actions(answers[i])))
 print(demo_qs[i].id, demo_qs[i].question)
-EvidenceGapView(answers[i])
-
-# %%
-from widgets import TraceStepper
-
-TraceStepper(answers[i], conversation=conv, gold_evidence=demo_qs[i].evidence)
+EvidenceGapView(answers[i], conversation=conv, gold_evidence=demo_qs[i].evidence)
 
 # %% [markdown]
 # ## 4. Iterations and guards
@@ -187,20 +187,30 @@ MemR3.summary_stats(answers)
 
 # %% [markdown]
 # **Did the evidence-gap state ever hold a gap?** The gaps are what makes MemR3 more than a retrieve
-# loop: the router is asked to list what is still missing and to close those items with later retrievals.
-# The cell below counts, from the recorded traces, the router steps that listed at least one gap. A zero
-# here is what the recorded model did, not a display problem: the small offline model fills `evidence`
-# and leaves `gaps` empty, so its retrieve queries come from the question rather than from a gap (see the
-# `delta_source` of each router step in the stepper above). The run's mechanism census
-# (`workbench mechanisms RUN_DIR`, also in the app header) gives the same count for the whole demo.
+# loop: the router is asked to list what is still missing and to close those items with later retrievals,
+# and a retrieval's refinement query Δq is meant to target a gap. The cell counts, from the recorded
+# traces, the router steps that listed a gap or an evidence bullet, and where the retrieval queries came
+# from (`delta_source` of each router step that retrieved: `llm` when the router wrote Δq itself,
+# `first_gap` when Δq fell back to the first open gap, `question` when there was neither and q went alone).
 
 # %%
 # NBVAL_CHECK_OUTPUT
-routers = [(q.id, s) for q, a in zip(demo_qs, answers) for s in a.steps if s.kind == "router"]
-with_gap = [(qid, s.data["gaps"]) for qid, s in routers if s.data.get("gaps")]
-print(f"{len(with_gap)} of {len(routers)} router steps listed a gap")
-for qid, gaps in with_gap[:5]:
-    print(f"  {qid}: {gaps}")
+from IPython.display import Markdown
+
+routers = [(q.id, s.data) for q, a in zip(demo_qs, answers) for s in a.steps if s.kind == "router"]
+with_gap = [(qid, d["gaps"]) for qid, d in routers if d.get("gaps")]
+with_evidence = sum(bool(d.get("evidence")) for _, d in routers)
+sources = Counter(str(d.get("delta_source") or "none recorded") for _, d in routers if d.get("action") == "retrieve")
+text = (f"{len(with_gap)} of the {len(routers)} router steps listed a gap and {with_evidence} listed evidence; "
+        f"the census above counted {counts['gaps_opened']} gaps opened. The {sum(sources.values())} router steps "
+        f"that retrieved took their query from: "
+        + ", ".join(f"{src} ({n})" for src, n in sources.most_common()) + ".")
+if not with_gap:
+    text += (" With no gap ever listed, no retrieval could aim at one: in this recording the evidence-gap "
+             "state is an evidence list only, and the router card's gap diff stays empty.")
+else:
+    text += " First listed gaps: " + "; ".join(f"{qid}: {gaps}" for qid, gaps in with_gap[:5]) + "."
+Markdown(text)
 
 # %% [markdown]
 # ## 5. The mask, without an LLM

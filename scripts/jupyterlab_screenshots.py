@@ -49,7 +49,7 @@ row, ans = first("hymem", lambda r, a: len(a.steps) > 1)
 widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
     "evidence_gap": (("memr3",), """\
 row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
-widgets.EvidenceGapView(ans)"""),
+widgets.EvidenceGapView(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
     "event_timeline_ama": (("ama",), """\
 widgets.EventTimeline(run.events("ama", conv_id), conversation=conv)"""),
     # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5),

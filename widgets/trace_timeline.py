@@ -109,6 +109,12 @@ class TraceTimeline:
         """The same timeline showing step ``i`` (clamped to the valid range)."""
         return replace(self, index=max(0, min(int(i), max(self.n_steps - 1, 0))))
 
+    def stops(self, kinds: Iterable[str] | None = None) -> tuple[int, ...]:
+        """The step indices a stepper visits: every step, or only the steps of ``kinds`` (the notebook's
+        ``EvidenceGapView`` visits MemR3's router steps, where the evidence and gaps change)."""
+        keep = None if kinds is None else frozenset(kinds)
+        return tuple(i for i, s in enumerate(self.steps) if keep is None or s.kind in keep)
+
     @property
     def running(self) -> int:
         """Tokens of every call up to and including the current step."""
@@ -231,6 +237,11 @@ def card_section_html(tl: TraceTimeline, *, with_calls: bool = True) -> str:
     if with_calls:
         out += f"<h5>LLM calls ({len(tl.step.calls)})</h5>{calls_html(tl.step.calls)}"
     return out
+
+
+def no_stops_html(kinds: Iterable[str]) -> str:
+    """What a stepper narrowed to ``kinds`` shows when the trace has no such step."""
+    return f'<p class="wb-muted">This trace has no {esc(" or ".join(kinds))} step.</p>'
 
 
 def timeline_html(tl: TraceTimeline, *, with_calls: bool = True, header: bool = False) -> str:
