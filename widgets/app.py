@@ -1178,17 +1178,18 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.store = RunStore(run_dir, embedder=embedder)
         for problem in load_structure_views():  # widgets/*_view(s).py register into STRUCTURE_VIEWS
             self.store.note(f"structure views: {problem}")
+        served = in_server_session()
         if plotly_on_demand is None:
             plotly_on_demand = page_lacks_plotly()
         self.plotly = PlotlyLoader()
-        self.plots = PlotHolder(self.plotly, active=plotly_on_demand)
+        self.plots = PlotHolder(self.plotly, active=served or plotly_on_demand, plotly_on_demand=plotly_on_demand)
         self.slots = {name: pn.Column(sizing_mode="stretch_width") for name, _ in TABS}
         self.views = LazyViews(self.slots, self._build_view)
         self.tabs = pn.Tabs(*self.slots.items(), dynamic=True, sizing_mode="stretch_width")
-        self.tabs.param.watch(lambda e: self.views[list(self.slots)[e.new]], "active")
+        self.tabs.param.watch(self._switched, "active")
         # after the views' own conversation watchers (lower precedence runs first): hold new plots
         self.store.param.watch(lambda e: self._hold_plots(), "conv_id", precedence=10)
-        self.views[list(self.slots)[self.tabs.active]]  # the tab the app opens on
+        self.plots.show(self.views[list(self.slots)[self.tabs.active]].panel)  # the tab the app opens on
         self.problems = pn.Column(sizing_mode="stretch_width")
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
@@ -1209,10 +1210,23 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.slots[name].objects = [view.panel]
         return view
 
+    def _switched(self, event) -> None:
+        """A tab was shown (click, keyboard, link): build its view if need be; the charts and
+        embedded pages of the tab left are taken out, those of the tab shown drawn after its text."""
+        names = list(self.slots)
+        if event.old is not None and 0 <= event.old < len(names) and self.views.built(names[event.old]):
+            self.plots.hide(self.views[names[event.old]].panel)
+        if 0 <= event.new < len(names):
+            self.plots.show(self.views[names[event.new]].panel)
+
     def _hold_plots(self) -> None:
-        for name in self.views:
+        """After a conversation switch the views made new panes: the slow ones go into slots too."""
+        names = list(self.slots)
+        for name in names:
             if self.views.built(name):
-                self.plots.hold(self.views[name].panel)
+                panel = self.views[name].panel
+                if self.plots.hold(panel) and names.index(name) == self.tabs.active:
+                    self.plots.show(panel)
 
     def prewarm(self) -> None:
         """Build every tab's view now (a notebook, a test, a script that reads ``views``)."""

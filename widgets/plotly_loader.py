@@ -15,6 +15,9 @@ place, and puts every pane back once ``ready`` is True. A page that already has 
 """
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import param
 import panel as pn
 from panel.custom import JSComponent
@@ -97,58 +100,132 @@ def declare_plotly() -> None:
         pn.extension("plotly")
 
 
-class PlotHolder:
-    """Keeps Plotly panes out of the page until ``loader.ready``: ``hold(layout)`` swaps every Plotly
-    pane found in the layout's nested ``objects`` for a slot that shows a notice, and fills each slot
-    with its pane when the loader reports ready (at once if it already has). ``active=False`` (a
-    page that has plotly already) makes ``hold`` do nothing."""
+def is_deferred(obj) -> bool:
+    """The slow things a tab draws: charts (Plotly panes) and embedded pages (HTML panes holding an
+    ``<iframe>``, e.g. H-Mem's entity graph, a whole vis-network page)."""
+    return isinstance(obj, pn.pane.Plotly) or (isinstance(obj, pn.pane.HTML) and "<iframe" in str(obj.object))
 
-    def __init__(self, loader: PlotlyLoader, *, active: bool = True):
-        self.loader, self.active = loader, active
-        self.slots: list[tuple[pn.Column, pn.pane.Plotly]] = []
-        loader.param.watch(lambda e: self.release(), "ready")
-        loader.param.watch(lambda e: self._show_failure(), "failed")
+
+def _height(pane) -> int:
+    """The height to keep free for a pane while it is not drawn (no jump when it arrives)."""
+    if getattr(pane, "height", None):
+        return int(pane.height)
+    fig = pane.object if isinstance(pane, pn.pane.Plotly) else None
+    layout = (fig or {}).get("layout") if isinstance(fig, dict) or fig is None else getattr(fig, "layout", None)
+    height = layout.get("height") if isinstance(layout, dict) else getattr(layout, "height", None)
+    if height:
+        return int(height)
+    match = re.search(r"height:\s*(\d+)px", str(pane.object)) if isinstance(pane, pn.pane.HTML) else None
+    return int(match.group(1)) if match else 300
+
+
+class PlotHolder:
+    """Charts and embedded pages (``is_deferred``) drawn after the rest of their tab.
+
+    ``hold(layout)`` swaps each such pane in a view's layout for a slot (a ``Column``). A slot is
+    filled with its pane when the view is ``show``-n: in a served page a moment after the tab's
+    first paint (``delay_ms``, so the tab's text is drawn before the 4.7 MB chart library or a
+    vis-network page runs), and emptied again when the tab is left (``hide``), so every visit
+    paints its text first. Plotly panes also wait for ``loader.ready`` (plotly.js loaded after
+    the page's first paint) when ``plotly_on_demand``; until then their slot says so. Without a
+    served page (a notebook, a test) a slot is filled at once, plots once plotly.js is there.
+    ``active=False`` leaves layouts as they are."""
+
+    def __init__(self, loader: PlotlyLoader, *, active: bool = True, plotly_on_demand: bool | None = None,
+                 delay_ms: int = 150):
+        self.loader, self.active, self.delay_ms = loader, active, delay_ms
+        self.plotly_on_demand = active if plotly_on_demand is None else plotly_on_demand
+        self.held: dict[int, list[tuple[pn.Column, Any]]] = {}  # id(view layout) -> its slots and panes
+        self.shown: dict[int, Any] = {}  # id(view layout) -> the layout, for the views on screen
+        loader.param.watch(lambda e: self._loaded(), "ready")
+        loader.param.watch(lambda e: self._refill(), "failed")
 
     @property
     def waiting(self) -> bool:
-        return self.active and not self.loader.ready
+        """Plots must wait: plotly.js is loaded on demand and has not arrived yet."""
+        return self.plotly_on_demand and not self.loader.ready
+
+    @property
+    def slots(self) -> list[tuple[pn.Column, Any]]:
+        return [pair for pairs in self.held.values() for pair in pairs]
 
     def hold(self, layout) -> int:
-        """Swap the Plotly panes inside ``layout`` for slots (while plotly.js is not loaded); returns
-        how many were held."""
-        if not self.waiting:
+        """Swap the slow panes inside ``layout`` (not already in a slot) for slots; returns how many."""
+        if not self.active:
             return 0
-        return self._walk(layout)
+        found = self.held.setdefault(id(layout), [])
+        n = self._walk(layout, found)
+        if n and self._doc() is None:
+            self._fill(layout)  # nothing to paint first outside a served page
+        return n
 
-    def _walk(self, layout) -> int:
+    def _walk(self, layout, found: list) -> int:
         held = 0
         objects = getattr(layout, "objects", None)
         if not isinstance(objects, list):
             return 0
         for i, obj in enumerate(list(objects)):
-            if isinstance(obj, pn.pane.Plotly):
-                slot = pn.Column(self._notice(), sizing_mode="stretch_width", css_classes=["wb-plot-slot"])
-                self.slots.append((slot, obj))
+            if is_deferred(obj):
+                slot = pn.Column(self._placeholder(obj), sizing_mode="stretch_width", css_classes=["wb-plot-slot"])
+                found.append((slot, obj))
                 layout[i] = slot
                 held += 1
-            else:
-                held += self._walk(obj)
+            elif not (isinstance(obj, pn.Column) and "wb-plot-slot" in obj.css_classes):
+                held += self._walk(obj, found)
         return held
 
-    def _notice(self):
-        why = self.loader.failed
-        text = FAILED.format(why=esc(why)) if why else WAITING
-        return pn.pane.HTML(text, sizing_mode="stretch_width")
+    def _placeholder(self, pane):
+        if isinstance(pane, pn.pane.Plotly) and self.waiting:
+            why = self.loader.failed
+            text = FAILED.format(why=esc(why)) if why else WAITING
+        else:
+            text = ""
+        return pn.pane.HTML(text, sizing_mode="stretch_width", min_height=_height(pane))
 
-    def release(self) -> None:
-        """Put every held pane back in its slot (the library is loaded)."""
+    @staticmethod
+    def _doc():
+        doc = pn.state.curdoc
+        return doc if doc is not None and doc.session_context is not None else None
+
+    def show(self, layout) -> None:
+        """``layout``'s tab is shown: fill its slots after the tab's first paint."""
+        self.shown[id(layout)] = layout
+        doc = self._doc()
+        if doc is None:
+            self._fill(layout)
+        elif self.held.get(id(layout)):
+            doc.add_timeout_callback(lambda: id(layout) in self.shown and self._fill(layout), self.delay_ms)
+
+    def hide(self, layout) -> None:
+        """``layout``'s tab is left: empty its slots, so the next visit draws its text first."""
+        self.shown.pop(id(layout), None)
+        if self._doc() is None:
+            return
+        for slot, pane in self.held.get(id(layout), []):
+            slot.objects = [self._placeholder(pane)]
+
+    def _fill(self, layout) -> None:
+        for slot, pane in self.held.get(id(layout), []):
+            if isinstance(pane, pn.pane.Plotly) and self.waiting:
+                slot.objects = [self._placeholder(pane)]
+            elif not (len(slot.objects) == 1 and slot.objects[0] is pane):
+                slot.objects = [pane]
+
+    def _loaded(self) -> None:
         if self.waiting:
             return
         declare_plotly()
-        slots, self.slots = self.slots, []
-        for slot, pane in slots:
-            slot.objects = [pane]
+        self._refill()
 
-    def _show_failure(self) -> None:
-        for slot, _ in self.slots:
-            slot.objects = [self._notice()]
+    def _refill(self) -> None:
+        targets = self.shown.values() if self._doc() is not None else [None]
+        for layout in list(targets):
+            if layout is None:  # not served: every view's slots
+                for key in list(self.held):
+                    for slot, pane in self.held[key]:
+                        if not (isinstance(pane, pn.pane.Plotly) and self.waiting):
+                            slot.objects = [pane]
+                        else:
+                            slot.objects = [self._placeholder(pane)]
+            else:
+                self._fill(layout)
