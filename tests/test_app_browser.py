@@ -133,6 +133,8 @@ def test_every_tab_loads(page):
     for name in TAB_MARKERS:
         open_tab(page, name)
     open_tab(page, "Events")
+    # charts are drawn just after their tab's text, once plotly.js (loaded after the first paint) is there
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
     assert page.locator(".js-plotly-plot").count() >= 1
     assert page.errors == []
 
@@ -157,6 +159,7 @@ def test_trace_steps_forward(page):
     page.get_by_text("Cosine top-10 chunks").first.wait_for(timeout=20000)
     page.get_by_role("button", name="next ▶").click()
     page.get_by_text("Answer from retrieved memories").first.wait_for(timeout=20000)
+    page.locator(".wb-step-pos", has_text="2").first.wait_for(timeout=20000)  # that text is in step 1's list too
     assert "2" in page.locator(".wb-step-pos").first.inner_text()
 
 
@@ -171,6 +174,9 @@ def test_tabs_are_reached_and_switched_by_keyboard_alone(page):
     role="tab", aria-selected); → and ← move between tabs and show each, End/Home jump, all without a
     mouse."""
     open_tab(page, "Question")
+    # the marker is in the Traces tab's folded answers too: wait for the Question tab's own picker, i.e. for
+    # the server's answer to the switch (which re-draws the tab bar) before moving the focus
+    page.get_by_text("its context opened").first.wait_for(timeout=30000)
     page.locator("body").click(position={"x": 5, "y": 5})  # focus back on the page itself
     focused = None
     for _ in range(40):
@@ -512,6 +518,7 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     assert frame.evaluate("network.getSelectedNodes()") == [entity["id"]]
 
     recmem = _card(page, "recmem")
+    recmem.locator(".js-plotly-plot").nth(1).wait_for(timeout=60000)  # charts come just after the tab's text
     assert recmem.locator(".js-plotly-plot").count() >= 2  # the scatter and the trigger timeline
     assert recmem.locator(".scatterlayer .point").count() >= len(run.structures("recmem", "sample-1")["units"])
     assert recmem.locator(".legendtext", has_text="trigger: the unit whose arrival").count() == 1

@@ -7,7 +7,10 @@ the others reached with the arrow keys) and switches tabs on Enter / Space, ← 
 the ARIA authoring practices describe for tabs. Clicking still works as before: the keys click the
 header Bokeh already listens to. One document-level key listener finds the focused header through the
 event's composed path, and the mark-up is renewed on every focus change and click, so headers Bokeh
-re-creates keep working. Inline JavaScript, no imports, nothing fetched.
+re-creates keep working (after a switch, again until the server's answer has re-drawn them); when
+Bokeh re-creates them right after a key switched tabs, the focus that went with the removed header
+is put back on the tab the keys chose (never taken from elsewhere). Inline JavaScript, no imports,
+nothing fetched.
 """
 from __future__ import annotations
 
@@ -31,9 +34,39 @@ class TabKeys(JSComponent):
       return found;
     }
 
+    function deepActive() {
+      let el = document.activeElement;
+      while (el && el.shadowRoot && el.shadowRoot.activeElement) { el = el.shadowRoot.activeElement; }
+      return el;
+    }
+
+    // The header the keys moved to: Bokeh re-creates the headers when the server's answer to the switch
+    // comes back, and the focused one is then gone; it gets the focus back (for a few seconds at most).
+    function refocus(headers) {
+      const want = window.__wbTabFocus;
+      if (!want || Date.now() > want.until) { return; }
+      const tab = [...headers.querySelectorAll(".bk-tab")].find((t) => t.textContent.trim() === want.text);
+      if (!tab) { return; }
+      const now = deepActive();
+      // only focus that was lost (its element removed: the body or an empty shadow host has it), never
+      // focus the reader moved somewhere else
+      const lost = !now || now === document.body || (now.shadowRoot && !now.shadowRoot.activeElement);
+      if (lost) { tab.focus(); }
+    }
+
+    // Headers Bokeh re-creates inside a wrapper it keeps are marked up (and refocused) at once
+    const watched = new WeakSet();
+
+    function watch(headers) {
+      if (watched.has(headers)) { return; }
+      watched.add(headers);
+      new MutationObserver(() => markUp(window.__wbTabKeysLabel)).observe(headers, {childList: true, subtree: true});
+    }
+
     function markUp(label) {
       const all = findHeaders(document, []);
       for (const headers of all) {
+        watch(headers);
         headers.setAttribute("role", "tablist");
         headers.setAttribute("aria-label", label);
         for (const tab of headers.querySelectorAll(".bk-tab")) {
@@ -42,8 +75,16 @@ class TabKeys(JSComponent):
           tab.setAttribute("aria-selected", on ? "true" : "false");
           tab.tabIndex = on ? 0 : -1;
         }
+        refocus(headers);
       }
       return all.length > 0;
+    }
+
+    // Bokeh re-draws the headers when the server's answer to a switch comes back (later on a busy machine)
+    function renewSoon() {
+      for (const ms of [0, 100, 250, 400, 700, 1000, 1500, 2500, 4000]) {
+        setTimeout(() => markUp(window.__wbTabKeysLabel), ms);
+      }
     }
 
     // One document-level listener (keyboard events from inside Bokeh's shadow roots are composed and
@@ -60,10 +101,11 @@ class TabKeys(JSComponent):
       else if (e.key === "Enter" || e.key === " ") { next = tab; }
       else { return; }
       e.preventDefault();
+      window.__wbTabFocus = {text: next.textContent.trim(), until: Date.now() + 5000};
       next.click();
       next.focus();
       // Bokeh moves its active class when the model change comes back: renew the mark-up until then
-      for (const ms of [0, 100, 400, 1500]) { setTimeout(() => markUp(window.__wbTabKeysLabel), ms); }
+      renewSoon();
     }
 
     export function render({ model, el }) {
@@ -75,7 +117,12 @@ class TabKeys(JSComponent):
         window.__wbTabKeys = true;
         document.addEventListener("keydown", onKey, true);
         document.addEventListener("focusin", () => markUp(window.__wbTabKeysLabel), true);
-        document.addEventListener("click", () => setTimeout(() => markUp(window.__wbTabKeysLabel), 0), true);
+        document.addEventListener("pointerdown", () => { window.__wbTabFocus = null; }, true);
+        document.addEventListener("click", (e) => {
+          const t = e.composedPath()[0];
+          if (t && t.closest && t.closest(".bk-tab")) { renewSoon(); }
+          else { setTimeout(() => markUp(window.__wbTabKeysLabel), 0); }
+        }, true);
       }
       // the tab bar may be drawn after this component: look again until it is there
       let tries = 0;
