@@ -111,11 +111,12 @@ class MiniLMEmbedder:
         with self._lock:
             session, tok = self._load()
             encoded = tok.encode_batch([t or " " for t in texts])
-            order = np.argsort([sum(e.attention_mask) for e in encoded], kind="stable")
+            lengths = np.array([sum(e.attention_mask) for e in encoded])
+            order = np.argsort(lengths, kind="stable")
             out = np.empty((len(texts), self.dim), dtype=np.float32)
             for i in range(0, len(order), self.batch_size):
                 rows = order[i:i + self.batch_size]
-                width = max(sum(encoded[r].attention_mask) for r in rows)
+                width = int(lengths[rows].max())
                 ids = np.array([encoded[r].ids[:width] for r in rows], dtype=np.int64)
                 mask = np.array([encoded[r].attention_mask[:width] for r in rows], dtype=np.int64)
                 hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
