@@ -1212,7 +1212,8 @@ class WorkbenchApp(pn.viewable.Viewer):
 
     def _switched(self, event) -> None:
         """A tab was shown (click, keyboard, link): build its view if need be; the charts and
-        embedded pages of the tab left are taken out, those of the tab shown drawn after its text."""
+        embedded pages of the tab shown are drawn after its text (once; a pending draw for the
+        tab left is dropped)."""
         names = list(self.slots)
         if event.old is not None and 0 <= event.old < len(names) and self.views.built(names[event.old]):
             self.plots.hide(self.views[names[event.old]].panel)

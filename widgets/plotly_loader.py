@@ -53,7 +53,17 @@ export function render({ model }) {
   const el = document.createElement("span")
   el.className = "wb-plotly-loader"
   el.hidden = true
-  const done = () => { if (!model.ready) { model.ready = true } }
+  const guard = () => {
+    // Panel's Plotly view relayouts its graph when an asynchronous draw finishes, even if the view
+    // was removed (and the graph purged) meanwhile, e.g. its tab was switched mid-draw: plotly.js
+    // then throws "reading '_guiEditing'" (holoviz/panel#8021). A purged graph has nothing to lay out.
+    if (window.Plotly && !window.Plotly.__wbGuarded) {
+      const relayout = window.Plotly.relayout
+      window.Plotly.relayout = (gd, ...rest) => (gd && gd._fullLayout) ? relayout(gd, ...rest) : Promise.resolve(gd)
+      window.Plotly.__wbGuarded = true
+    }
+  }
+  const done = () => { guard(); if (!model.ready) { model.ready = true } }
   const fail = (why) => { model.failed = why }
   const start = () => {
     if (window.Plotly) { done(); return }
@@ -123,10 +133,12 @@ class PlotHolder:
     """Charts and embedded pages (``is_deferred``) drawn after the rest of their tab.
 
     ``hold(layout)`` swaps each such pane in a view's layout for a slot (a ``Column``). A slot is
-    filled with its pane when the view is ``show``-n: in a served page a moment after the tab's
-    first paint (``delay_ms``, so the tab's text is drawn before the 4.7 MB chart library or a
-    vis-network page runs), and emptied again when the tab is left (``hide``), so every visit
-    paints its text first. Plotly panes also wait for ``loader.ready`` (plotly.js loaded after
+    filled with its pane when the view is first ``show``-n: in a served page a moment after the
+    tab's first paint (``delay_ms``, so the tab's text is drawn before the 4.7 MB chart library or a
+    vis-network page runs). A filled slot stays filled: taking a drawn chart out of the page when
+    its tab is left and putting it back on the next visit raced with Plotly's own asynchronous
+    drawing (a page error "reading '_guiEditing'" when the tab was switched mid-draw), and Panel's
+    dynamic tabs already drop a hidden tab's content from the page. Plotly panes also wait for ``loader.ready`` (plotly.js loaded after
     the page's first paint) when ``plotly_on_demand``; until then their slot says so. Without a
     served page (a notebook, a test) a slot is filled at once, plots once plotly.js is there.
     ``active=False`` leaves layouts as they are."""
@@ -197,12 +209,9 @@ class PlotHolder:
             doc.add_timeout_callback(lambda: id(layout) in self.shown and self._fill(layout), self.delay_ms)
 
     def hide(self, layout) -> None:
-        """``layout``'s tab is left: empty its slots, so the next visit draws its text first."""
+        """``layout``'s tab is left: a fill still pending for it is dropped (nothing is drawn off
+        screen); slots already filled keep their panes (see the class docstring for why)."""
         self.shown.pop(id(layout), None)
-        if self._doc() is None:
-            return
-        for slot, pane in self.held.get(id(layout), []):
-            slot.objects = [self._placeholder(pane)]
 
     def _fill(self, layout) -> None:
         for slot, pane in self.held.get(id(layout), []):
