@@ -35,7 +35,9 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 
 def all_html(app) -> str:
-    """Every HTML string the app currently renders (header and all tabs, link-aware panes included)."""
+    """Every HTML string the app renders (header and all tabs, link-aware panes included); the tabs
+    not shown yet are built first, as the served page's prewarm does."""
+    app.prewarm()
     panes = app.__panel__().select(pn.pane.HTML) + app.__panel__().select(appmod.LinkHTML)
     return "\n".join(str(p.object) for p in panes)
 
@@ -369,6 +371,7 @@ def test_malformed_run_reports_problems(good_run, tmp_path):
     (run / "memories" / "naive_rag" / "sample-1" / "events.jsonl").write_text('{"seq": 0, "kind": "NOPE"}\n')
     (run / "memories" / "eager_facts" / "sample-1" / "structures.json").write_text("[1, 2")
     app = appmod.build_app(run)
+    app.prewarm()  # every tab built, as a served page does right after its first paint
     errors = "\n".join(app.store.errors)
     n_lines = len((run / "results.jsonl").read_text().splitlines())
     for part in ("manifest.json", f"results.jsonl:{n_lines}: invalid JSON", "naive_rag/sample-1/events.jsonl",
@@ -449,3 +452,105 @@ def test_traces_show_router_iterations(good_run, tmp_path):
     assert 'class="wb-del" title="closed">which city' in v.html  # the gap closed, struck through
     assert "wb-cause-forced" in v.html and "max_iterations" in v.html  # the guard that forced the answer
     assert "&lt;i&gt;Lisbon&lt;/i&gt;" in v.html
+
+
+# -- speed: tabs built when first shown, plotly.js after the first paint, the first semantic search --------
+def test_tabs_are_built_when_first_shown_or_linked_to(good_run):
+    app = appmod.build_app(good_run)
+    assert [n for n in TABS if app.views.built(n)] == ["Question"]  # the tab the app opens on, nothing else
+    assert all(app.slots[n].objects == [] for n in TABS[1:])
+    assert app.slots["Question"].objects == [app.views["Question"].panel]
+    app.tabs.active = TABS.index("Events")  # a click on the tab (or the keyboard: TabKeys clicks it)
+    assert app.views.built("Events") and app.slots["Events"].objects == [app.views["Events"].panel]
+    assert not app.views.built("Lifecycle") and not app.views.built("Traces")
+    turn = app.store.conversation().turns[0].id
+    app.follow(("turn", turn))  # a link in Memories/Events opens Lifecycle, built on the way
+    assert app.views.built("Lifecycle") and app.tabs.active == TABS.index("Lifecycle")
+    assert app.views["Lifecycle"].target == ("turn", turn)
+    qa_id = next(iter(app.views["Question"].question.options.values()))
+    app.open_trace(qa_id, "naive_rag")  # the Question tab's button opens Traces, built on the way
+    assert app.views.built("Traces") and app.tabs.active == TABS.index("Traces")
+    assert app.views["Traces"].question.value == qa_id and app.views["Traces"].method.value == "naive_rag"
+    app.prewarm()  # outside a server: the rest at once
+    assert all(app.views.built(n) and app.slots[n].objects == [app.views[n].panel] for n in TABS)
+
+
+def test_plots_wait_for_plotly_in_a_page_that_loads_it_later(good_run):
+    app = appmod.WorkbenchApp(good_run, plotly_on_demand=True)
+    events = app.views["Events"]
+    assert events.panel.select(pn.pane.Plotly) == []  # not in the page until plotly.js is there
+    assert "loading the chart library" in " ".join(str(p.object) for p in events.panel.select(pn.pane.HTML))
+    results = app.views["Results"]
+    assert results.panel.select(pn.pane.Plotly) == []
+    app.plotly.ready = True  # the browser reports plotly.js loaded
+    assert events.panel.select(pn.pane.Plotly) == [events.plot]
+    assert results.panel.select(pn.pane.Plotly) == [results.plot]
+    assert "loading the chart library" not in " ".join(str(p.object) for p in events.panel.select(pn.pane.HTML))
+    assert app.views["Traces"].panel.select(pn.pane.Plotly) == []  # built after the load: nothing to hold
+    late = appmod.WorkbenchApp(good_run, plotly_on_demand=True)
+    late.plotly.failed = "the request failed"
+    late_events = late.views["Events"]
+    assert "could not be loaded: the request failed" in " ".join(
+        str(p.object) for p in late_events.panel.select(pn.pane.HTML))
+    inline = appmod.build_app(good_run)  # a notebook / plain process: the page has plotly, nothing is held
+    assert inline.views["Events"].panel.select(pn.pane.Plotly) == [inline.views["Events"].plot]
+
+
+def test_first_semantic_search_in_a_served_page_says_what_it_embeds(good_run, monkeypatch):
+    import time
+
+    app = appmod.build_app(good_run)
+    mem = app.views["Memories"]
+    mem.method.value = "eager_facts"
+    mem.store.forget_vectors("eager_facts")
+    started = []
+    monkeypatch.setattr(appmod, "in_server_session", lambda: True)
+    monkeypatch.setattr(appmod.MemoriesView, "start_embedding", lambda self, method, doc: started.append(method))
+    mem.mode.value, mem.query.value = "semantic", "giant pumpkin"
+    n = len(mem.store.memories("eager_facts"))
+    assert started == ["eager_facts"] and mem.table.loading
+    assert f"embedding {n} memories of <b>eager_facts</b> with hash-256" in mem.info.object
+    mem.query.value = "giant pumpkin for the autumn show"  # typing on: still the one embedding under way
+    assert started == ["eager_facts"] and "embedding" in mem.info.object
+
+    class Doc:  # stands in for the session's document: the worker's callback runs when it is scheduled
+        def add_next_tick_callback(self, fn):
+            fn()
+
+    monkeypatch.undo()  # the real worker thread now
+    monkeypatch.setattr(appmod, "in_server_session", lambda: True)
+    mem.start_embedding("eager_facts", Doc())
+    deadline = time.time() + 30
+    while mem.table.loading and time.time() < deadline:
+        time.sleep(0.05)
+    assert not mem.table.loading and mem.store.has_vectors("eager_facts")
+    res = mem.table.value
+    assert "pumpkin" in res["text"].iloc[0].lower() and "embedding" not in mem.info.object
+    assert list(res["score"]) == sorted(res["score"], reverse=True)
+
+
+def test_memory_embeddings_are_shared_by_the_sessions_of_a_process(good_run):
+    first, second = appmod.RunStore(good_run), appmod.RunStore(good_run)
+    first.forget_vectors("naive_rag")
+    assert not second.has_vectors("naive_rag")
+    vecs = first.vectors("naive_rag")
+    assert second.has_vectors("naive_rag") and second.vectors("naive_rag") is vecs  # a reload does not embed again
+    assert len(vecs) == len(first.memories("naive_rag"))
+    from workbench.embed import HashEmbedder
+
+    given = appmod.RunStore(good_run, embedder=HashEmbedder(dim=64))  # an embedder given to the app: its own
+    assert not given.has_vectors("naive_rag") and given.vectors("naive_rag").shape[1] == 64
+
+
+def test_warm_reads_ahead_what_the_tabs_show(good_run):
+    app = appmod.build_app(good_run)
+    store = app.store
+    assert ("life", store.conv_id) not in store._cache and "results_frame" not in store._cache
+    app.warm_in_background().join(timeout=120)
+    metric = store.auto_metric()
+    assert ("life", store.conv_id) in store._cache and ("summary", metric) in store._cache
+    assert all(("ev", m, store.conv_id) in store._cache and ("st", m, store.conv_id) in store._cache
+               for m in store.methods)
+    results = app.views["Results"]  # built now: it reuses what the worker computed
+    assert results.metric.value == metric and results.summary is store.summary(metric)[0]
+    assert results.paired is store.paired(metric) and store.errors == []

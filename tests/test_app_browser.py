@@ -139,6 +139,29 @@ def test_every_tab_loads(page):
     assert page.errors == []
 
 
+def test_a_graph_removed_mid_draw_raises_no_page_error(page):
+    """Panel's Plotly view relayouts its graph when a draw finishes, even after the view was removed
+    (a tab switched mid-draw); the loader's guard makes that a no-op instead of a page error."""
+    page.wait_for_function("window.Plotly && window.Plotly.__wbGuarded", timeout=60000)
+    result = page.evaluate("""async () => {
+        const gd = document.createElement('div')
+        document.body.appendChild(gd)
+        await Plotly.newPlot(gd, [{y: [1, 2]}])
+        Plotly.purge(gd)
+        gd.remove()
+        await Plotly.relayout(gd, {width: 300, height: 200})
+        const live = document.createElement('div')
+        document.body.appendChild(live)
+        await Plotly.newPlot(live, [{y: [1, 2]}])
+        await Plotly.relayout(live, {width: 300, height: 200})
+        const width = live._fullLayout.width
+        Plotly.purge(live); live.remove()
+        return width
+    }""")
+    assert result == 300  # a live graph is still laid out
+    assert page.errors == []
+
+
 def test_memory_search_returns_rows(page):
     open_tab(page, "Memories")
     rows = page.locator(".tabulator-row")

@@ -200,8 +200,9 @@ def test_app_structures_tab_uses_the_cards(run_dir, tiny_conv):
     (run_dir / "memories" / "naive_rag" / tiny_conv.id / "params.json").write_text("{broken")
     try:
         app = appmod.build_app(run_dir)
+        sections = app.views["Structures"].sections  # tabs are built when first shown; this builds it
         assert any("naive_rag" in e and "params.json" in e for e in app.store.errors)
-        assert "params.json is missing" in app.views["Structures"].sections["naive_rag"][0].object
+        assert "params.json is missing" in sections["naive_rag"][0].object
     finally:
         (run_dir / "memories" / "naive_rag" / tiny_conv.id / "params.json").write_text(
             json.dumps({"method": "naive_rag", "class": "NaiveRAG", "params": {"chunking": "turn", "top_k": 10}}))

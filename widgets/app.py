@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
+import hashlib
 import importlib
 import os
 import pkgutil
 import ipaddress
 import socket
 import sys
+import threading
 from pathlib import Path
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -52,6 +56,7 @@ from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
 from widgets.html import box, esc, json_html
 from widgets.lifecycle import LifecycleIndex, parse_link, turn_html, unit_html
 from widgets.mechanisms_census import census_pane
+from widgets.plotly_loader import PlotHolder, PlotlyLoader
 from widgets.tab_keys import TabKeys
 from widgets.question import CSS as QUESTION_CSS
 from widgets.question import (answer_flags_html, gold_html, judge_notes_html, methods_html, question_html,
@@ -61,12 +66,27 @@ from widgets.trace_area import TraceArea
 from widgets.trace_timeline import TraceTimeline, keys_html, timeline_html
 from workbench.rundir import RunDir
 
-pn.extension("tabulator", "plotly", notifications=False)
+def in_server_session() -> bool:
+    """True while a served page's document is being built (``panel serve`` / ``serve``), False in a
+    notebook or a plain Python process."""
+    doc = pn.state.curdoc
+    return doc is not None and doc.session_context is not None
+
+
+# A served page leaves plotly.js (4.7 MB) out of its head and loads it after the first paint
+# (``widgets.plotly_loader``); a notebook or a plain import declares it as before.
+pn.extension("tabulator", *(() if in_server_session() else ("plotly",)), notifications=False)
 
 DEFAULT_RUN = "runs/demo"
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
 TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold", "judge_reasoning")
 CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away (the unit's detail)
+
+#: embeddings of memory texts for semantic search, shared by every session of this process:
+#: (embedder name, digest of the texts, count) -> array; the oldest dropped beyond VECTOR_CACHE_SIZE
+_VECTORS: OrderedDict[tuple, Any] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
+VECTOR_CACHE_SIZE = 32
 
 #: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
 STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
@@ -201,7 +221,10 @@ class RunStore(param.Parameterized):
         super().__init__(run_dir=str(run_dir), **params)
         self.given_embedder = embedder  # overrides the run's own (tests, a caller who knows better)
         self._embedders: dict[str, Any] = {}
+        self._vectors: OrderedDict[tuple, Any] = OrderedDict()  # for an embedder given to the app
+        self._vectors_failed: set[tuple] = set()  # embedding these failed (reported in errors)
         self.run, self.manifest, self.methods, self._cache = None, {}, [], {}
+        self._cache_lock, self._key_locks = threading.Lock(), {}
         try:
             self.run = RunDir(self.run_dir)
         except FileNotFoundError as exc:
@@ -269,9 +292,34 @@ class RunStore(param.Parameterized):
                 self.run.problems.clear()
 
     def cached(self, key, what, fn, default):
-        if key not in self._cache:
-            self._cache[key] = self.safe(what, fn, default)
+        """``fn()`` read once per key (its failure recorded and ``default`` kept). The background warm
+        thread (``warm``) and the page's callbacks share it: a key being read by one is waited for by
+        the other, not read twice."""
+        with self._cache_lock:
+            if key in self._cache:
+                return self._cache[key]
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._cache:
+                self._cache[key] = self.safe(what, fn, default)
         return self._cache[key]
+
+    def warm(self) -> None:
+        """Read and compute, ahead of the tabs that show them, the parts that take time: the unit
+        lifecycle, every method's events, structures, memory rows and params, the results tables.
+        Pure data (no Panel object is touched), so a served page runs it in a worker thread after
+        its first paint; a tab shown meanwhile waits only for the part it needs."""
+        if self.run is None or self.conv_id is None:
+            return
+        self.lifecycle()
+        self.all_events()
+        metric = self.auto_metric()
+        self.summary(metric)
+        self.paired(metric)
+        for m in self.methods:
+            self.structures(m)
+            self.params(m)
+            self.params(m, backend=True)
 
     # -- readers ---------------------------------------------------------------------------------
     def conversation(self, conv_id=None):
@@ -342,6 +390,37 @@ class RunStore(param.Parameterized):
         return self.cached(("params", method, cid, backend), name,
                            lambda: self.run.params(method, cid, backend=backend), {})
 
+    def results_table(self) -> pd.DataFrame:
+        """``results.jsonl`` as a flat frame, one column per score (``widgets.cost_accuracy.results_frame``)."""
+        return self.cached("results_frame", "results.jsonl (as a table)", lambda: results_frame(self.results()),
+                           results_frame([]))
+
+    def auto_metric(self) -> str | None:
+        """The metric the Results tab opens on: the judge when it is audited and reliable, else F1."""
+        def pick():
+            frame = self.results_table()
+            if frame.empty:
+                return None
+            try:
+                from workbench.eval.report import auto_metric
+            except ImportError:
+                return None
+            return auto_metric(frame, self.audits())
+        return self.cached("auto_metric", "choosing the results metric", pick, None)
+
+    def summary(self, metric: str | None) -> tuple[pd.DataFrame, str]:
+        """(per method x category table with bootstrap CIs, how it was computed) for ``metric``."""
+        return self.cached(("summary", metric), f"results summary ({metric})",
+                           lambda: summary_frame(self.results_table(), metric=metric, audits=self.audits()),
+                           (pd.DataFrame(), "no rows"))
+
+    def paired(self, metric: str | None) -> pd.DataFrame:
+        """Paired differences to Full-Context for the metric the summary of ``metric`` was computed with."""
+        def compute():
+            table, _ = self.summary(metric)
+            return paired_frame(self.results_table(), table_metric(table, metric), audits=self.audits())
+        return self.cached(("paired", metric), f"paired differences ({metric})", compute, pd.DataFrame())
+
     def audits(self) -> dict:
         """Judge audits of the run (manifest first, then the audit cache): whether a judge is trusted."""
         return self.cached("audits", "judge audits", lambda: run_audits(self.manifest, self.results()), {})
@@ -360,6 +439,64 @@ class RunStore(param.Parameterized):
         return out
 
     # -- memory search ---------------------------------------------------------------------------
+    def vector_key(self, method: str, conv_id=None) -> tuple:
+        """What the embeddings of ``method``'s memories depend on: the embedder's name and the texts
+        (a digest of them and their count)."""
+        emb = self.embedder(method)
+        df = self.memories(method, conv_id)
+        texts = df["text"].tolist() if not df.empty else []
+        digest = hashlib.sha256("\x00".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+        return (str(getattr(emb, "name", None) or type(emb).__name__), digest, len(texts))
+
+    def _vector_cache(self) -> OrderedDict:
+        """The run's own embedder is rebuilt from its name, so its vectors are shared by every session
+        of this process (``_VECTORS``); an embedder given to the app is only known to this store."""
+        return _VECTORS if self.given_embedder is None else self._vectors
+
+    def has_vectors(self, method: str, conv_id=None) -> bool:
+        """Whether semantic search over ``method`` can run without embedding its memories first
+        (they are embedded, or embedding them failed and was reported)."""
+        key = self.vector_key(method, conv_id)
+        with _VECTORS_LOCK:
+            return key in self._vector_cache() or key in self._vectors_failed
+
+    def vectors(self, method: str, conv_id=None):
+        """Embeddings of ``method``'s memory texts with its embedder, computed once for the same texts
+        and embedder (the first semantic search pays for it; ``None`` when it failed, the failure
+        recorded in ``errors``). Safe to call from a worker thread."""
+        emb, key, cache = self.embedder(method), self.vector_key(method, conv_id), self._vector_cache()
+        with _VECTORS_LOCK:
+            if key in cache:
+                cache.move_to_end(key)
+                return cache[key]
+            if key in self._vectors_failed:
+                return None  # already reported; not embedded again on every keystroke
+        texts = self.memories(method, conv_id)["text"].tolist()
+        vecs = self.safe(f"embedding memories with {key[0]}", lambda: np.asarray(emb(texts)), None)
+        with _VECTORS_LOCK:
+            if vecs is None:
+                self._vectors_failed.add(key)
+            else:
+                cache[key] = vecs
+                while len(cache) > VECTOR_CACHE_SIZE:
+                    cache.popitem(last=False)
+        return vecs
+
+    def vector_failed(self, method: str, exc: BaseException, conv_id=None) -> None:
+        """Record that embedding ``method``'s memories raised ``exc`` (shown in the header; semantic
+        search over it returns nothing instead of trying again on every keystroke)."""
+        self.note(f"embedding memories of {method}: {type(exc).__name__}: {exc}")
+        key = self.vector_key(method, conv_id)
+        with _VECTORS_LOCK:
+            self._vectors_failed.add(key)
+
+    def forget_vectors(self, method: str, conv_id=None) -> None:
+        """Drop the cached embeddings of ``method``'s memories (benchmarks time the first search)."""
+        key = self.vector_key(method, conv_id)
+        with _VECTORS_LOCK:
+            self._vector_cache().pop(key, None)
+            self._vectors_failed.discard(key)
+
     def search(self, method: str, query: str = "", *, mode: str = "text", kinds=None, k: int = 20,
                conv_id=None) -> pd.DataFrame:
         """Memories matching ``query``: substring search over id/text/sources, or cosine similarity
@@ -375,9 +512,7 @@ class RunStore(param.Parameterized):
             return df.reset_index(drop=True)
         if mode == "semantic":
             emb = self.embedder(method)  # EmbedderUnavailable propagates: the view says why
-            name = getattr(emb, "name", type(emb).__name__)
-            vecs = self.cached(("vec", method, conv_id or self.conv_id, name), f"embedding memories with {name}",
-                               lambda: emb(self.memories(method, conv_id)["text"].tolist()), None)
+            vecs = self.vectors(method, conv_id)
             if vecs is None:
                 return df.iloc[0:0]
             scores = vecs[df.index.to_numpy()] @ np.asarray(emb([query])[0])
@@ -508,6 +643,7 @@ class MemoriesView:
     def __init__(self, store: RunStore):
         self.store = store
         self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a link was clicked
+        self._embedding: set[str] = set()  # methods whose memories a worker thread is embedding
         self.method = pn.widgets.Select(label="method", options=store.methods)
         self.kinds = pn.widgets.MultiChoice(label="kinds", options=[])
         self.query = pn.widgets.TextInput(label="search memories", placeholder="text (substring) or meaning")
@@ -538,6 +674,8 @@ class MemoriesView:
             return
         total = len(self.store.memories(self.method.value))
         try:
+            if self.mode.value == "semantic" and self.query.value.strip() and self._embed_first():
+                return  # the worker thread calls refresh again when the embeddings are there
             self.results = self.store.search(self.method.value, self.query.value, mode=self.mode.value,
                                              kinds=self.kinds.value or None)
         except EmbedderUnavailable as exc:
@@ -553,6 +691,51 @@ class MemoriesView:
             else ""
         self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(self.method.value)}</b>"
                                f"{ranked}{label}")
+
+    def embedding_status(self) -> str:
+        """The line shown while the first semantic search embeds every memory of the method."""
+        method = self.method.value
+        emb = self.store.embedder(method)
+        name = getattr(emb, "name", type(emb).__name__)
+        n = len(self.store.memories(method))
+        return (f"<p class='wb-refresh' style='padding:4px'>embedding {n} memories of <b>{esc(method)}</b> with "
+                f"{esc(name)}… (the first semantic search of a method embeds all its memories; later searches "
+                "reuse them)</p>")
+
+    def _embed_first(self) -> bool:
+        """In a served page, when the method's memories are not embedded yet: say so (status line,
+        the table's loading spinner), embed them in a worker thread and return True; the search runs
+        when they are done. Elsewhere (a notebook, a test) return False: the search embeds inline."""
+        method = self.method.value
+        if not in_server_session() or self.store.has_vectors(method):
+            return False
+        self.info.object = box(self.embedding_status())
+        self.table.loading = True
+        if method in self._embedding:
+            return True
+        self._embedding.add(method)
+        doc = pn.state.curdoc
+        self.start_embedding(method, doc)
+        return True
+
+    def start_embedding(self, method: str, doc) -> None:
+        """Embed ``method``'s memories off the event loop, then search again on it."""
+        def work():
+            try:
+                self.store.vectors(method)  # a read error is recorded in the store's errors
+            except Exception as exc:  # in a worker thread nobody else would see it: shown in the header
+                self.store.vector_failed(method, exc)
+            finally:
+                doc.add_next_tick_callback(done)
+
+        def done():
+            self._embedding.discard(method)
+            try:
+                self.refresh()  # the search the user typed, now with the embeddings
+            finally:
+                self.table.loading = False
+
+        threading.Thread(target=work, name=f"embed-{method}", daemon=True).start()
 
     def show_selected(self) -> None:
         if not self.table.selection:
@@ -844,8 +1027,7 @@ class ResultsView:
 
     def __init__(self, store: RunStore):
         self.store = store
-        rows = store.results()
-        self.frame = results_frame(rows)
+        self.frame = store.results_table()
         self.audits = store.audits()
         metrics = [m for m in ("judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
                    if not self.frame.empty and metric_values(self.frame, m).notna().any()]
@@ -869,13 +1051,7 @@ class ResultsView:
         self.refresh()
 
     def auto_metric(self) -> str | None:
-        if self.frame.empty:
-            return None
-        try:
-            from workbench.eval.report import auto_metric
-        except ImportError:
-            return None
-        return auto_metric(self.frame, self.audits)
+        return self.store.auto_metric()
 
     def question_frame(self) -> pd.DataFrame:
         """One row per (method, question): judge label and reasoning, F1, and a flag when they flatly disagree."""
@@ -893,8 +1069,8 @@ class ResultsView:
             self.summary, self.source = pd.DataFrame(), "no rows"
             self.table.object = box("<p>This run has no results (results.jsonl is missing or empty).</p>")
             return
-        self.summary, self.source = summary_frame(self.frame, metric=self.metric.value, audits=self.audits)
-        self.paired = paired_frame(self.frame, table_metric(self.summary, self.metric.value), audits=self.audits)
+        self.summary, self.source = self.store.summary(self.metric.value)
+        self.paired = self.store.paired(self.metric.value)
         head = headline(self.summary)
         self.category.options = [ALL] + [c for c in dict.fromkeys(self.summary["category"]) if c != head]
         self.banner.object = judge_banner_html(self.summary)
@@ -961,27 +1137,116 @@ TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memor
         ("Structures", StructuresView))
 
 
-class WorkbenchApp(pn.viewable.Viewer):
-    """The app: header (run, manifest, conversation picker, problems) over one tab per view."""
+class LazyViews(Mapping):
+    """``name -> view`` of the app's tabs, each view built the first time it is asked for (its tab
+    shown, a link into it followed, the prewarm step, a test reading it). Iterating gives every
+    name in tab order without building anything; ``built`` says which exist."""
 
-    def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, **params):
+    def __init__(self, names, build: Callable[[str], Any]):
+        self._names, self._build, self._views = list(names), build, {}
+
+    def __getitem__(self, name: str):
+        if name not in self._views:
+            if name not in self._names:
+                raise KeyError(name)
+            self._views[name] = self._build(name)
+        return self._views[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def built(self, name: str) -> bool:
+        return name in self._views
+
+
+class WorkbenchApp(pn.viewable.Viewer):
+    """The app: header (run, manifest, conversation picker, problems) over one tab per view.
+
+    First paint builds only what it shows: the header and the Question tab. Every other tab is an
+    empty slot until its view is built, when the tab is first shown or a link opens it (``views``
+    builds on first access; ``prewarm`` builds them all). In a served page, once the first paint is
+    done, a worker thread reads and computes what those views need (``RunStore.warm``: lifecycle,
+    events, results tables, structures), so a tab's first show only builds its widgets; problems
+    in those files reach the header then. plotly.js, too, is loaded after the first paint
+    (``PlotlyLoader``), and the views' Plotly panes wait for it (``PlotHolder``)."""
+
+    def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, plotly_on_demand: bool | None = None, **params):
         super().__init__(**params)
         self.store = RunStore(run_dir, embedder=embedder)
         for problem in load_structure_views():  # widgets/*_view(s).py register into STRUCTURE_VIEWS
             self.store.note(f"structure views: {problem}")
-        self.views = {name: cls(self.store) for name, cls in TABS}
-        self.views["Question"].open_trace = self.open_trace
-        self.views["Question"].render()  # the trace button can work now
-        self.views["Lifecycle"].open_question = self.open_question
-        self.views["Memories"].follow = self.views["Events"].follow = self.follow
-        self.tabs = pn.Tabs(*[(name, v.panel) for name, v in self.views.items()], dynamic=True,
-                            sizing_mode="stretch_width")
+        served = in_server_session()
+        if plotly_on_demand is None:
+            plotly_on_demand = page_lacks_plotly()
+        self.plotly = PlotlyLoader()
+        self.plots = PlotHolder(self.plotly, active=served or plotly_on_demand, plotly_on_demand=plotly_on_demand)
+        self.slots = {name: pn.Column(sizing_mode="stretch_width") for name, _ in TABS}
+        self.views = LazyViews(self.slots, self._build_view)
+        self.tabs = pn.Tabs(*self.slots.items(), dynamic=True, sizing_mode="stretch_width")
+        self.tabs.param.watch(self._switched, "active")
+        # after the views' own conversation watchers (lower precedence runs first): hold new plots
+        self.store.param.watch(lambda e: self._hold_plots(), "conv_id", precedence=10)
+        self.plots.show(self.views[list(self.slots)[self.tabs.active]].panel)  # the tab the app opens on
         self.problems = pn.Column(sizing_mode="stretch_width")
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
         self.header = pn.Column(html_pane(self.header_html()), census_pane(self.store.run_dir),
                                 pn.widgets.Select.from_param(self.store.param.conv_id, label="conversation"),
                                 self.problems, sizing_mode="stretch_width")
+
+    def _build_view(self, name: str):
+        view = dict(TABS)[name](self.store)
+        if name == "Question":
+            view.open_trace = self.open_trace
+            view.render()  # the trace button can work now
+        elif name == "Lifecycle":
+            view.open_question = self.open_question
+        elif name in ("Memories", "Events"):
+            view.follow = self.follow
+        self.plots.hold(view.panel)
+        self.slots[name].objects = [view.panel]
+        return view
+
+    def _switched(self, event) -> None:
+        """A tab was shown (click, keyboard, link): build its view if need be; the charts and
+        embedded pages of the tab shown are drawn after its text (once; a pending draw for the
+        tab left is dropped)."""
+        names = list(self.slots)
+        if event.old is not None and 0 <= event.old < len(names) and self.views.built(names[event.old]):
+            self.plots.hide(self.views[names[event.old]].panel)
+        if 0 <= event.new < len(names):
+            self.plots.show(self.views[names[event.new]].panel)
+
+    def _hold_plots(self) -> None:
+        """After a conversation switch the views made new panes: the slow ones go into slots too."""
+        names = list(self.slots)
+        for name in names:
+            if self.views.built(name):
+                panel = self.views[name].panel
+                if self.plots.hold(panel) and names.index(name) == self.tabs.active:
+                    self.plots.show(panel)
+
+    def prewarm(self) -> None:
+        """Build every tab's view now (a notebook, a test, a script that reads ``views``)."""
+        for name in self.views:
+            self.views[name]
+
+    def warm_in_background(self) -> threading.Thread:
+        """After a served page's first paint: read and compute what the other tabs need
+        (``RunStore.warm``) in a worker thread, so the event loop stays free for clicks and a tab
+        shown later only builds its widgets."""
+        def work():
+            try:
+                self.store.warm()
+            except Exception as exc:  # nobody would see it in a worker thread: shown in the header
+                self.store.note(f"reading the run ahead of its tabs: {type(exc).__name__}: {exc}")
+
+        thread = threading.Thread(target=work, name="workbench-warm", daemon=True)
+        thread.start()
+        return thread
 
     def header_html(self) -> str:
         """Run, methods and what produced them, read from the manifest (``workbench.eval.manifest.run_summary``)."""
@@ -1034,8 +1299,23 @@ class WorkbenchApp(pn.viewable.Viewer):
 
     def __panel__(self):
         # TabKeys: the tab bar as an ARIA tab list, switched with Enter/Space and the arrow keys
+        if in_server_session():
+            pn.state.onload(self.warm_in_background)
         return pn.Column(self.header, self.tabs, TabKeys(label="Memory Workbench views", height=0, margin=0),
-                         sizing_mode="stretch_width")
+                         self.plotly, sizing_mode="stretch_width")
+
+
+def page_lacks_plotly() -> bool:
+    """True in a served page whose document did not declare plotly (the module's ``pn.extension``
+    leaves it out there): its Plotly panes must wait for ``PlotlyLoader``. A served document that
+    declared no extension list at all gets every imported model's library, plotly included."""
+    if not in_server_session():
+        return False
+    declared = getattr(pn.state, "_extensions", None)  # the document's pn.extension(...) names
+    if declared is None:
+        pn.extension("tabulator", notifications=False)  # gives the document its own list, without plotly
+        declared = getattr(pn.state, "_extensions", None)
+    return declared is not None and "plotly" not in declared
 
 
 def build_app(run_dir=DEFAULT_RUN, *, embedder=None) -> WorkbenchApp:
