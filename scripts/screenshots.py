@@ -237,6 +237,8 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
         page = browser.new_page(viewport={"width": 1400, "height": height})
         page.goto(url, timeout=180000)  # each browser session builds a fresh app: slow on a loaded machine
         page.wait_for_selector("text=Memory Workbench", timeout=60000)
+        # plotly.js comes just after the first paint; until it is there, charts show a loading notice
+        page.wait_for_function("window.Plotly !== undefined", timeout=120000)
         for tab, marker in TAB_MARKERS.items():
             if tabs and tab not in tabs:
                 continue
