@@ -453,3 +453,48 @@ def test_view_declarations_reject_unknown_kinds():
         Control("dial", "knob", "a dial")
     with pytest.raises(ValueError, match="part kind"):
         Part("map", "svg")
+
+
+def test_graph_pages_are_written_once_per_content(monkeypatch):
+    from widgets import graph_view
+
+    graph = {"nodes": [{"id": "e0", "name": "Pilot", "type": "animal", "mentions": 2, "source_ids": ["D4:3"]}],
+             "edges": []}
+    written = []
+    real = graph_view._write_graph_html
+    monkeypatch.setattr(graph_view, "_write_graph_html", lambda g, **kw: written.append(kw) or real(g, **kw))
+    monkeypatch.setattr(graph_view, "_PAGES", {})
+    first = graph_view.graph_html(graph, selected="e0")
+    assert graph_view.graph_html(graph, selected="e0") is first and len(written) == 1  # same content: kept
+    assert graph_view.graph_html(graph) != first and len(written) == 2  # another selection: its own page
+    changed = {**graph, "nodes": [{**graph["nodes"][0], "name": "Biscuit"}]}
+    assert "Biscuit" in graph_view.graph_html(changed, selected="e0") and len(written) == 3
+
+
+def test_prefetch_writes_the_graph_pages_the_structures_tab_will_show(monkeypatch):
+    import pandas as pd
+
+    from widgets import app, graph_view
+
+    graph = {"nodes": [{"id": "e0", "name": "Pilot", "type": "animal", "mentions": 2, "source_ids": []}],
+             "edges": []}
+
+    class Store:  # the parts of RunStore prefetch_views reads
+        run, conv_id, methods = object(), "c1", ["hmem", "naive_rag"]
+
+        def auto_metric(self):
+            return "f1"
+
+        def summary(self, metric):
+            return pd.DataFrame(), "rows"
+
+        def structures(self, method):
+            return {"graph": graph} if method == "hmem" else {}
+
+        def conversation(self):
+            return None
+
+    monkeypatch.setattr(graph_view, "_PAGES", {})
+    app.prefetch_views(Store())
+    assert len(graph_view._PAGES) == 1
+    assert graph_view.GraphState({"graph": graph}).html in graph_view._PAGES.values()  # the tab's page, ready

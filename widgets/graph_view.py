@@ -88,9 +88,29 @@ def _tooltip(n: Mapping) -> str:
             f"{' '.join((n.get('source_ids') or [])[:12])}")
 
 
+#: graph pages by content (``graph_html``): a page takes pyvis 0.2-0.3 s to write, and the app writes
+#: the pages it will show in its read-ahead worker thread, so the Structures tab finds them here
+_PAGES: dict[str, str] = {}
+_PAGES_MAX = 32
+
+
 def graph_html(graph: Mapping, *, height: str = "560px", selected: str | None = None) -> str:
     """A standalone, offline HTML page of the entity graph (pyvis with ``entity_graph.html``); the
-    ``selected`` entity is drawn larger with a dark ring and its neighbourhood lit when the page opens."""
+    ``selected`` entity is drawn larger with a dark ring and its neighbourhood lit when the page opens.
+    Pages are kept by content (the graph, height and selection), so writing one twice costs nothing."""
+    import hashlib
+
+    key = hashlib.sha256(json.dumps([graph, height, selected], sort_keys=True, default=str).encode()).hexdigest()
+    page = _PAGES.get(key)
+    if page is None:
+        page = _write_graph_html(graph, height=height, selected=selected)
+        if len(_PAGES) >= _PAGES_MAX:
+            _PAGES.clear()
+        _PAGES[key] = page
+    return page
+
+
+def _write_graph_html(graph: Mapping, *, height: str, selected: str | None) -> str:
     from pyvis.network import Network
 
     import pyvis
