@@ -704,3 +704,33 @@ def test_long_event_diffs_are_folded_not_diffed_word_by_word():
     assert "<del>cat</del>" in short and "<ins>dog</ins>" in short
     huge = diff_html("word " * 30_000, "word " * 30_000 + "<script>x</script>")
     assert huge.count("<details") == 2 and "<script>" not in huge
+
+
+def test_recording_keeps_each_call_time_and_costs_sum_it_per_method(tmp_path):
+    import time as _time
+
+    from workbench.llm.cache import cassette_costs
+    from workbench.llm.fake import ScriptedLLM
+
+    class Slow(ScriptedLLM):
+        def _generate(self, messages, **kw):
+            _time.sleep(0.05)
+            return super()._generate(messages, **kw)
+
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(_line({**_entry(9), "role": "ama.construct"}))  # recorded before call times were kept
+    llm = CachedLLM(Slow({"ama.judge": "Pass", "judge.locomo": "CORRECT"}, model="m"), p)
+    llm.complete("a conflict?", role="ama.judge")
+    llm.complete("another conflict?", role="ama.judge.retry")
+    llm.complete("is it right?", role="judge.locomo")
+    rows = [json.loads(line) for line in p.read_text().splitlines()]
+    assert [r.get("latency_s") is not None for r in rows] == [False, True, True, True]
+    assert all(r["latency_s"] >= 0.05 for r in rows[1:])
+    costs = cassette_costs(p)
+    assert set(costs["by_role"]) == {"ama", "judge"} and costs["models"] == ["m"]
+    ama, judge = costs["by_role"]["ama"], costs["by_role"]["judge"]
+    assert ama["calls"] == 3 and ama["calls_without_latency"] == 1 and 0.1 <= ama["seconds"] < 5
+    assert judge["calls"] == 1 and judge["calls_without_latency"] == 0 and judge["seconds"] >= 0.05
+    assert CachedLLM.replay(p, model="m").complete("is it right?", role="judge.locomo").text == "CORRECT"  # replay as before
+    out = _cli("cassette", "costs", str(p))
+    assert out.returncode == 0 and "1 calls recorded without their time" in out.stdout and "judge" in out.stdout

@@ -139,11 +139,22 @@ def cmd_app(args) -> int:
 
 def cmd_cassette(args) -> int:
     """``check``: report a cassette's entries and bad lines (exit 1 when damaged); ``repair``:
-    rewrite it atomically with only its good entries."""
-    from .llm.cache import check_cassette, repair_cassette
+    rewrite it atomically with only its good entries; ``costs``: what recording it cost, per method."""
+    from .llm.cache import cassette_costs, check_cassette, repair_cassette
 
     if not Path(args.file).is_file():
         raise FileNotFoundError(f"cassette not found: {args.file}")
+    if args.action == "costs":
+        costs = cassette_costs(args.file)
+        print(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}")
+        print(f"{'role family':<14}{'calls':>7}{'prompt tok':>12}{'compl. tok':>12}{'call time':>11}  note")
+        for family, c in costs["by_role"].items():
+            note = f"{c['calls_without_latency']} calls recorded without their time" if c["calls_without_latency"] else ""
+            print(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
+                  f"{c['seconds'] / 60:>10.1f}m  {note}")
+        for line in costs["bad_lines"]:
+            print(f"bad line  {line}")
+        return 1 if costs["bad_lines"] else 0
     report = repair_cassette(args.file) if args.action == "repair" else check_cassette(args.file)
     for line in report["bad_lines"]:
         print(f"bad line  {line}")
@@ -300,8 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-write", action="store_true", help="print only; do not (re)write mechanisms.json")
     p.set_defaults(func=cmd_mechanisms)
 
-    p = sub.add_parser("cassette", help="check or repair a record/replay cassette (JSONL)")
-    p.add_argument("action", choices=["check", "repair"], help="check: report bad lines; repair: rewrite without them")
+    p = sub.add_parser("cassette", help="check, repair or price a record/replay cassette (JSONL)")
+    p.add_argument("action", choices=["check", "repair", "costs"],
+                   help="check: report bad lines; repair: rewrite without them; costs: calls, tokens and recorded "
+                        "call time per role family (method)")
     p.add_argument("file", help="the cassette (JSONL) to check or repair")
     p.set_defaults(func=cmd_cassette)
 

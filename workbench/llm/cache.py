@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Literal
@@ -121,6 +122,35 @@ def check_cassette(path: str | os.PathLike) -> dict:
             "bad_lines": [str(b) for b in got.bad], "torn_tail": got.torn_tail}
 
 
+def cassette_costs(path: str | os.PathLike) -> dict:
+    """What recording a cassette cost, per role family (the role's first part: a method's own prefix,
+    e.g. ``ama`` for ``ama.construct.retry``, or ``judge``): calls, prompt and completion tokens, and
+    the seconds the live calls took (``latency_s``, written by ``CachedLLM`` when it records; entries
+    recorded before that field existed are counted in ``calls_without_latency``). Summed call time,
+    so a recording stopped and resumed over several sessions still adds up; time outside the model
+    (embedding, the harness) is not in it."""
+    got = read_jsonl(path, check=check_entry)
+    entries: dict[str, dict] = {}
+    for row in got.rows:  # the last entry per key, as replay sees it
+        entries.pop(row["key"], None)
+        entries[row["key"]] = row
+    out: dict[str, dict] = {}
+    for e in entries.values():
+        family = str(e.get("role") or "unknown").split(".", 1)[0]
+        agg = out.setdefault(family, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
+                                      "calls_without_latency": 0})
+        agg["calls"] += 1
+        agg["prompt_tokens"] += e["prompt_tokens"]
+        agg["completion_tokens"] += e["completion_tokens"]
+        latency = e.get("latency_s")
+        if isinstance(latency, (int, float)) and not isinstance(latency, bool) and latency >= 0:
+            agg["seconds"] = round(agg["seconds"] + float(latency), 3)
+        else:
+            agg["calls_without_latency"] += 1
+    return {"file": str(path), "models": sorted({str(e.get("model")) for e in entries.values()}),
+            "bad_lines": [str(b) for b in got.bad], "by_role": dict(sorted(out.items()))}
+
+
 def repair_cassette(path: str | os.PathLike) -> dict:
     """Rewrite a cassette atomically with only its good entries (the last one per key, in file
     order). Returns ``check_cassette``'s report of the file as it was, plus ``kept``."""
@@ -184,11 +214,14 @@ class CachedLLM(BaseLLM):
                 raise CacheMiss(f"no recorded reply for role={role!r} (model {self.model}) in "
                                 f"{self.cassette.path or 'memory'}; the prompt or parameters changed since recording")
         self.misses += 1
+        start = time.perf_counter()
         gen = self.inner._generate(messages, schema=schema, temperature=temperature, seed=seed,
                                    max_tokens=max_tokens, role=role)
+        latency = time.perf_counter() - start
         pt = gen.prompt_tokens if gen.prompt_tokens is not None else count_message_tokens(messages)
         ct = gen.completion_tokens if gen.completion_tokens is not None else count_tokens(gen.text)
         self.cassette.put({"key": key, "role": role, "model": self.model, "messages": list(messages),
                            "schema": schema, "temperature": temperature, "seed": seed, "max_tokens": max_tokens,
-                           "reply": gen.text, "prompt_tokens": pt, "completion_tokens": ct})
+                           "reply": gen.text, "prompt_tokens": pt, "completion_tokens": ct,
+                           "latency_s": round(latency, 3)})  # what recording it cost (``cassette_costs``)
         return Generation(gen.text, gen.model, pt, ct, False)
