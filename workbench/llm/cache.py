@@ -128,7 +128,8 @@ def cassette_costs(path: str | os.PathLike) -> dict:
     the seconds the live calls took (``latency_s``, written by ``CachedLLM`` when it records; entries
     recorded before that field existed are counted in ``calls_without_latency``). Summed call time,
     so a recording stopped and resumed over several sessions still adds up; time outside the model
-    (embedding, the harness) is not in it."""
+    (embedding, the harness) is not in it, and a process's first live call also holds the model's
+    load when the backend loads lazily (llama.cpp does)."""
     got = read_jsonl(path, check=check_entry)
     entries: dict[str, dict] = {}
     for row in got.rows:  # the last entry per key, as replay sees it
