@@ -731,6 +731,7 @@ def test_recording_keeps_each_call_time_and_costs_sum_it_per_method(tmp_path):
     ama, judge = costs["by_role"]["ama"], costs["by_role"]["judge"]
     assert ama["calls"] == 3 and ama["calls_without_latency"] == 1 and 0.1 <= ama["seconds"] < 5
     assert judge["calls"] == 1 and judge["calls_without_latency"] == 0 and judge["seconds"] >= 0.05
-    assert CachedLLM.replay(p, model="m").complete("is it right?", role="judge.locomo").text == "CORRECT"  # replay as before
+    replayed = CachedLLM.replay(p, model="m").complete("is it right?", role="judge.locomo")
+    assert replayed.text == "CORRECT"  # replay as before
     out = _cli("cassette", "costs", str(p))
     assert out.returncode == 0 and "1 calls recorded without their time" in out.stdout and "judge" in out.stdout

@@ -138,9 +138,10 @@ class PlotHolder:
     vis-network page runs). A filled slot stays filled: taking a drawn chart out of the page when
     its tab is left and putting it back on the next visit raced with Plotly's own asynchronous
     drawing (a page error "reading '_guiEditing'" when the tab was switched mid-draw), and Panel's
-    dynamic tabs already drop a hidden tab's content from the page. Plotly panes also wait for ``loader.ready`` (plotly.js loaded after
-    the page's first paint) when ``plotly_on_demand``; until then their slot says so. Without a
-    served page (a notebook, a test) a slot is filled at once, plots once plotly.js is there.
+    dynamic tabs already drop a hidden tab's content from the page. Plotly panes also wait for
+    ``loader.ready`` (plotly.js loaded after the page's first paint) when ``plotly_on_demand``; until
+    then their slot says so. Without a served page (a notebook, a test) a slot is filled at once,
+    plots once plotly.js is there.
     ``active=False`` leaves layouts as they are."""
 
     def __init__(self, loader: PlotlyLoader, *, active: bool = True, plotly_on_demand: bool | None = None,

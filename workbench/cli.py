@@ -149,7 +149,8 @@ def cmd_cassette(args) -> int:
         print(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}")
         print(f"{'role family':<14}{'calls':>7}{'prompt tok':>12}{'compl. tok':>12}{'call time':>11}  note")
         for family, c in costs["by_role"].items():
-            note = f"{c['calls_without_latency']} calls recorded without their time" if c["calls_without_latency"] else ""
+            missing = c["calls_without_latency"]
+            note = f"{missing} calls recorded without their time" if missing else ""
             print(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
                   f"{c['seconds'] / 60:>10.1f}m  {note}")
         for line in costs["bad_lines"]:
