@@ -144,6 +144,23 @@ def test_demo_replays_its_recorded_configuration_unless_recording():
     assert methods["hmem"].fragment == "window" and methods["hmem"].get_params()["fragment_turns"] == 4
 
 
+def test_demo_variants_run_beside_their_method_under_a_labelled_name(monkeypatch):
+    """The demo can keep a second configuration of a method in the same run (issue 20: AMA's paper Judge
+    beside question probes); the variant is the method with its demo overrides plus the variant's."""
+    from workbench import demo
+
+    monkeypatch.setattr(demo, "DEMO_VARIANTS", {"ama[paper-judge]": {"conflict_check": "judge"}})
+    monkeypatch.setitem(demo.DEMO_OVERRIDES, "ama", {**demo.DEMO_OVERRIDES["ama"], "conflict_check": "probe"})
+    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder())
+    assert list(methods).index("ama[paper-judge]") == list(methods).index("ama") + 1  # listed beside it
+    ama, judge = methods["ama"], methods["ama[paper-judge]"]
+    assert (ama.name, ama.conflict_check) == ("ama", "probe")
+    assert (judge.name, judge.conflict_check, judge.conflict_stores) == ("ama[paper-judge]", "judge", ("fact",))
+    assert judge.params_hash() != ama.params_hash()
+    with pytest.raises(ValueError, match="unknown demo variant"):
+        demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["ama[other]"])
+
+
 def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_asked():
     from workbench import demo
     from workbench.embed import MiniLMEmbedder

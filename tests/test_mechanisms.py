@@ -406,3 +406,40 @@ def test_a_missing_events_file_is_missing_not_zero(run_dir, tmp_path):
     assert ama["counts"]["ingestion_checks"] == 11  # the structures are still there
     assert rec["counts"]["merges"] is None and rec["counts"]["consolidations"] is None
     assert rec["counts"]["trigger_firings"] == 2 and rec["counts"]["refinements"] == 3
+
+
+def test_a_labelled_variant_sits_beside_its_method_and_is_counted_as_it(tmp_path, tiny_conv, run_dir, counted):
+    """``ama[paper-judge]`` beside ``ama`` in one run directory (as the demo keeps AMA's two conflict checks):
+    its own rows, memory folder and census entry, counted by AMA's rules, shown by AMA's structure card,
+    and loadable by its name."""
+    from workbench.methods import method_base
+    from workbench.rundir import RunDir
+    from widgets.app import STRUCTURE_VIEWS, RunStore, StructuresView
+
+    out = tmp_path / "run"
+    shutil.copytree(run_dir, out)
+    data = Dataset("tiny", (tiny_conv,))
+    variant = AMA(llm=ama_llm(), embedder=HashEmbedder(dim=256)).labelled("paper-judge")
+    assert variant.name == "ama[paper-judge]" and variant.clone().name == variant.name  # the harness clones it
+    assert method_base(variant.name) == "ama" and AMA.name == "ama"  # the class keeps its name
+    evaluate(variant, data, store=out / "results.jsonl", questions=QUESTIONS, save_memories_dir=out, progress=False)
+    value = census(out)
+    assert set(value["methods"]) == set(counted["methods"]) | {"ama[paper-judge]"}
+    assert counts(value, "ama[paper-judge]") == counts(counted, "ama")  # same replies: same counts, AMA's rules
+    assert counts(value, "ama") == counts(counted, "ama")  # the original is not mixed with its variant
+    shown = next(h for h in headline(value) if h["method"] == "ama[paper-judge]")
+    assert "updates_at_ingestion" in {i["name"] for i in shown["items"]}  # the app header's AMA items
+    loaded = RunDir(out).load_method("ama[paper-judge]", tiny_conv.id, llm=ama_llm(),
+                                     embedder=HashEmbedder(dim=256), trust=True)
+    original = RunDir(out).load_method("ama", tiny_conv.id, llm=ama_llm(), embedder=HashEmbedder(dim=256), trust=True)
+    assert loaded.name == "ama[paper-judge]" and original.name == "ama"
+    assert loaded.memories()["text"].tolist() == original.memories()["text"].tolist()  # same replies, same memory
+    store = RunStore(out)
+    assert "ama[paper-judge]" in store.methods and "ama" in STRUCTURE_VIEWS
+    section = StructuresView(store).section("ama[paper-judge]")
+    assert "no structure view" not in str(section[0].object)
+    from widgets.event_timeline import ordered_methods
+
+    assert ordered_methods(["memr3", "ama[paper-judge]", "ama"]) == ["ama", "ama[paper-judge]", "memr3"]  # lanes
+    with pytest.raises(ValueError, match="variant label"):
+        AMA(llm=ama_llm(), embedder=HashEmbedder(dim=256)).labelled("Paper Judge!")

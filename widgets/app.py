@@ -64,6 +64,7 @@ from widgets.question import (answer_flags_html, gold_html, judge_notes_html, me
 from widgets.structure_cards import CARDS as STRUCTURE_CARDS
 from widgets.trace_area import TraceArea
 from widgets.trace_timeline import TraceTimeline, keys_html, timeline_html
+from workbench.methods import method_base
 from workbench.rundir import RunDir
 
 def in_server_session() -> bool:
@@ -1118,7 +1119,7 @@ class StructuresView:
 
     def section(self, method: str) -> list:
         data = self.store.structures(method)
-        view = STRUCTURE_VIEWS.get(method)
+        view = STRUCTURE_VIEWS.get(method) or STRUCTURE_VIEWS.get(method_base(method))  # ama[probe] -> ama
         if view is not None:
             try:
                 if getattr(view, "structure_files", False):

@@ -69,7 +69,9 @@ def is_question_time(e) -> bool:
 
 
 def method_sort_key(name: str):
-    return (METHOD_ORDER.index(name), "") if name in METHOD_ORDER else (len(METHOD_ORDER), name)
+    """Known methods in their order, a labelled variant (``ama[paper-judge]``) right after its method."""
+    base = name.split("[", 1)[0]  # workbench.methods.method_base, without importing every method here
+    return (METHOD_ORDER.index(base), name) if base in METHOD_ORDER else (len(METHOD_ORDER), name)
 
 
 def ordered_methods(names: Iterable[str]) -> list[str]:

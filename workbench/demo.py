@@ -45,6 +45,11 @@ CASSETTE_CALIBRATION: str | None = None
 # - H-Mem keeps 4-turn fragments (the default is now one message, as in the paper): one-message
 #   fragments took 60-130 s per turn to record on 2 cores (about an hour for the 53 turns).
 DEMO_OVERRIDES = {"ama": {"conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}}
+# A second configuration of a method run beside it in the same run directory, under a labelled name
+# (``MemoryMethod.labelled``): name -> parameters over the method's demo ones. Issue 20: should AMA's
+# paper Judge never flag a conflict with the demo model, AMA's demo configuration uses question probes
+# and the paper-Judge run is kept beside it, so the difference can be seen. Empty: none.
+DEMO_VARIANTS: dict[str, dict] = {}
 
 
 # Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
@@ -152,19 +157,25 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None) 
     from .eval.presets import prepare_method
     from .methods import REGISTRY
 
-    order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", "hmem", "recmem", "memr3"]
-    names = names or [n for n in order if n in REGISTRY]
+    from .methods.base import method_base
+
+    order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", *DEMO_VARIANTS, "hmem", "recmem", "memr3"]
+    names = names or [n for n in order if method_base(n) in REGISTRY]
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for name in names:
+            base = method_base(name)
+            if name != base and name not in DEMO_VARIANTS:
+                raise ValueError(f"unknown demo variant {name!r}; the demo's: {sorted(DEMO_VARIANTS) or 'none'}")
+            overrides = {**DEMO_OVERRIDES.get(base, {}), **DEMO_VARIANTS.get(name, {})}
             if calibration is None:
-                params = dict(RECMEM_MINILM) if name == "recmem" else dict(DEMO_OVERRIDES.get(name, {}))
-                setup = prepare_method(name, llm, embedder, params, data=None, calibration=None, warn=False)
+                params = {**RECMEM_MINILM, **overrides} if base == "recmem" else overrides
+                setup = prepare_method(base, llm, embedder, params, data=None, calibration=None, warn=False)
             else:
-                setup = prepare_method(name, llm, embedder, dict(DEMO_OVERRIDES.get(name, {})), data="locomo",
-                                       calibration=calibration, warn=False)
-            out[name] = setup.method
+                setup = prepare_method(base, llm, embedder, overrides, data="locomo", calibration=calibration,
+                                       warn=False)
+            out[name] = setup.method if name == base else setup.method.labelled(name[len(base) + 1:-1])
     return out
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic
+from ..methods.base import method_base
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from .markdown import markdown_table
@@ -635,7 +636,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
         c = _Counts()
         _common(c, mrows, traces)
         params = _params(mrows)
-        fn = _SPECIFIC.get(name)
+        fn = _SPECIFIC.get(method_base(name))  # a labelled variant (ama[probe]) counts as its method
         if fn is not None:
             common = set(c.counts)
             try:
@@ -730,7 +731,7 @@ def headline(value: dict) -> list[dict]:
             return {"name": name, "label": label, "value": v, "fired": fired,
                     "note": missing.get(name) if v is None else why.get(name, "")}
 
-        items = [item(n, lbl) for n, lbl in HEADLINE.get(method, ()) if n in counts]
+        items = [item(n, lbl) for n, lbl in HEADLINE.get(method_base(method), ()) if n in counts]
         failures = [item(n, lbl) for n, lbl in _FAILURES if counts.get(n)]
         out.append({"method": method, "questions": counts.get("questions"), "items": items, "failures": failures})
     return out
@@ -762,7 +763,8 @@ def _rows(value: dict, *, compact: bool = False) -> list[list[str]]:
             if compact and name in _GENERIC and v is not None and _is_zero(v):
                 continue
             note = missing.get(name) if v is None else why.get(name, "")
-            flag = "missing" if v is None else ("not fired" if _is_zero(v) and name in dict(HEADLINE.get(method, ()))
+            headline = dict(HEADLINE.get(method_base(method), ()))
+            flag = "missing" if v is None else ("not fired" if _is_zero(v) and name in headline
                                                 else "")
             rows.append([method, name, value_text(v), flag, note or ""])
     return rows

@@ -538,17 +538,17 @@ def method_stats(rows: Iterable) -> dict[str, dict]:
     """Each method's own decision figures (its class's ``summary_stats``: AMA's Retry/Refresh counts,
     H-Mem's scopes and follow-ups, MemR3's iterations and guards, ...), from the saved traces alone;
     methods without figures of their own (the baselines) are left out."""
-    from ..methods import REGISTRY
+    from ..methods import REGISTRY, method_base
     from ..trace import Answer
 
     answers: dict[str, list] = {}
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
-        if d.get("answer") and d.get("method") in REGISTRY:
+        if d.get("answer") and method_base(d.get("method")) in REGISTRY:
             answers.setdefault(d["method"], []).append(Answer.from_dict(d["answer"]))
     out = {}
     for name, ans in sorted(answers.items()):
-        stats = REGISTRY[name].summary_stats(ans)
+        stats = REGISTRY[method_base(name)].summary_stats(ans)
         if stats:
             out[name] = stats
     return out

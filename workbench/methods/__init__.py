@@ -9,7 +9,7 @@ saved memories).
 from __future__ import annotations
 
 from .ama import AMA
-from .base import MemoryMethod, NotIngestedError
+from .base import MemoryMethod, NotIngestedError, method_base
 from .baselines import EagerFacts, EagerFloor, FullContext, Mem0Style, NaiveRAG
 from .hmem import HMem
 from .hymem import HyMem
@@ -23,12 +23,14 @@ DEPRECATED: dict[str, str] = {"eager_facts": "eager_floor"}
 
 
 def get_method(name: str) -> type[MemoryMethod]:
+    """The class of a registered name, or of a labelled variant's name (``ama[probe]`` -> AMA)."""
     try:
-        return REGISTRY[name]
+        return REGISTRY[method_base(name)]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; available: {sorted(REGISTRY)}") from None
 
 
 __all__ = ["MemoryMethod", "NotIngestedError", "FullContext", "NaiveRAG", "EagerFloor", "EagerFacts", "Mem0Style",
            "HyMem", "AMA", "HMem", "RecMem", "MemR3",
-           "MemoryUnit", "DEPRECATED", "MergedRetriever", "Retriever", "UnitStore", "REGISTRY", "get_method"]
+           "MemoryUnit", "DEPRECATED", "MergedRetriever", "Retriever", "UnitStore", "REGISTRY", "get_method",
+           "method_base"]

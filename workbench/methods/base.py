@@ -20,6 +20,7 @@ import hashlib
 import inspect
 import json
 import pickle
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -35,6 +36,16 @@ from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
 from .moved import load_state
 from .progress import advance, ingest_progress
+
+#: a variant label (``MemoryMethod.labelled``): lower-case letters, digits, ``_`` and ``-``
+VARIANT = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+
+
+def method_base(name: str) -> str:
+    """The registered method a run's method name stands for: ``ama[probe]`` -> ``ama`` (a labelled
+    variant, ``MemoryMethod.labelled``; readers that dispatch on the method use this)."""
+    return str(name).split("[", 1)[0]
+
 
 SERVICE_PARAMS = ("llm", "embedder")
 
@@ -103,8 +114,22 @@ class MemoryMethod:
         return self
 
     def clone(self, **overrides) -> "MemoryMethod":
-        """An unbuilt copy with the same parameters (services shared), optionally overridden."""
-        return type(self)(**{**self.get_params(), **overrides})
+        """An unbuilt copy with the same parameters (services shared), optionally overridden; a
+        ``labelled`` method's copy keeps its label."""
+        out = type(self)(**{**self.get_params(), **overrides})
+        if "name" in self.__dict__:
+            out.name = self.name
+        return out
+
+    def labelled(self, variant: str) -> "MemoryMethod":
+        """Run this method under the name ``<name>[<variant>]`` (e.g. ``ama[probe]``): its result rows,
+        saved memories and census entry are its own, so two configurations of one method sit side by
+        side in one run directory. Readers that dispatch on the method (census, structure views,
+        trace cards, loading) use ``method_base``. Returns ``self``."""
+        if not isinstance(variant, str) or not VARIANT.fullmatch(variant):
+            raise ValueError(f"variant label must match {VARIANT.pattern!r}, got {variant!r}")
+        self.name = f"{type(self).name}[{variant}]"
+        return self
 
     def config(self) -> dict:
         """JSON-able parameters: services replaced by their model/name."""
@@ -290,7 +315,7 @@ class MemoryMethod:
         """
         path = Path(path)
         meta = json.loads((path / "params.json").read_text())
-        if meta["method"] != cls.name and cls is not MemoryMethod:
+        if method_base(meta["method"]) != cls.name and cls is not MemoryMethod:
             raise ValueError(f"{path} holds a {meta['method']} memory, not {cls.name}")
         saved = {k: v for k, v in meta["params"].items() if k not in SERVICE_PARAMS and not isinstance(v, dict)}
         names = cls._param_names()
@@ -308,6 +333,8 @@ class MemoryMethod:
         obj = cls(**kwargs)
         obj.__dict__.update(load_state(data, saved_by=meta.get("version")))
         obj._restore_services()
+        if meta["method"] != cls.name and cls is not MemoryMethod:
+            obj.labelled(meta["method"][len(cls.name) + 1:-1])  # a labelled variant keeps its name
         return obj
 
     def _restore_services(self) -> None:
