@@ -241,3 +241,15 @@ def test_prices_from_a_pair_or_a_table(tmp_path):
         parse_prices(str(table), "other")
     with pytest.raises(ValueError, match="IN,OUT"):
         parse_prices("cheap")
+
+
+def test_a_labelled_variant_is_priced_by_its_methods_profile():
+    from workbench.data import load_sample
+    from workbench.methods import AMA
+
+    conv = load_sample()[0].head(2)
+    plan = select(Dataset("s", (conv,)), questions=[q.id for q in conv.qa][:2])
+    plain = estimate_run(AMA(llm=ScriptedLLM([]), embedder=None), plan)
+    variant = estimate_run(AMA(llm=ScriptedLLM([]), embedder=None).labelled("paper-judge"), plan)
+    assert variant.method == "ama[paper-judge]" and plain.total.calls > 0
+    assert variant.total == plain.total and not any("no cost profile" in n for n in variant.notes)

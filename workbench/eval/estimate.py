@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..llm.latency import LatencyModel, latency_model_for
+from ..methods.base import method_base
 
 PROFILES_PATH = Path(__file__).with_name("cost_profiles.json")
 PHASES = ("construct", "query", "judge")
@@ -211,7 +212,8 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
         latency = LatencyModel(0.0, 1e12, 1e12, "replay from a cassette: no live calls (a miss is a failure)")
     flags, notes = list(problems), list(notes)
     fitted_methods = profiles.get("methods", {})
-    prof = fitted_methods.get(name) or fitted_methods.get(RENAMED.get(name, ""))
+    base = method_base(name)  # a labelled variant (ama[paper-judge]) is priced by its method's profile
+    prof = fitted_methods.get(base) or fitted_methods.get(RENAMED.get(base, ""))
     fitted = profiles.get("fitted_on", {})
     if prof is None:
         notes.append(f"no cost profile for {name!r}: calls and tokens unknown "
