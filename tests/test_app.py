@@ -554,3 +554,17 @@ def test_warm_reads_ahead_what_the_tabs_show(good_run):
     results = app.views["Results"]  # built now: it reuses what the worker computed
     assert results.metric.value == metric and results.summary is store.summary(metric)[0]
     assert results.paired is store.paired(metric) and store.errors == []
+
+
+def test_header_says_what_a_labelled_variant_changes():
+    from widgets.app import variant_notes
+
+    saved = {"ama": {"params": {"conflict_check": "probe", "conflict_k": 3}},
+             "ama[paper-judge]": {"params": {"conflict_check": "judge", "conflict_k": 3}},
+             "ama[same]": {"params": {"conflict_check": "probe", "conflict_k": 3}},
+             "hmem[turn]": {"params": {}}}
+    notes = variant_notes(["naive_rag", "ama", "ama[paper-judge]", "ama[same]", "hmem[turn]"], saved.get)
+    assert notes == ["ama[paper-judge] is ama run again beside it: conflict_check = 'judge' (ama: 'probe').",
+                     "ama[same] is ama run again beside it: no parameter differs in their saved params.json.",
+                     "hmem[turn]: a second configuration of hmem, which this run does not hold."]
+    assert variant_notes(["ama", "memr3"], saved.get) == []

@@ -1163,6 +1163,27 @@ class LazyViews(Mapping):
         return name in self._views
 
 
+def variant_notes(methods, params_of) -> list[str]:
+    """One line per labelled variant in the run (``ama[paper-judge]``, ``MemoryMethod.labelled``):
+    which method it is a second configuration of, and the parameters that differ, read from the
+    saved ``params.json`` of each (``params_of(method)``), so a reader knows why two AMA rows differ."""
+    out = []
+    for name in methods:
+        base = method_base(name)
+        if name == base:
+            continue
+        if base not in methods:
+            out.append(f"{name}: a second configuration of {base}, which this run does not hold.")
+            continue
+        mine = (params_of(name) or {}).get("params") or {}
+        theirs = (params_of(base) or {}).get("params") or {}
+        diff = [f"{k} = {mine.get(k)!r} ({base}: {theirs.get(k)!r})" for k in sorted(set(mine) | set(theirs))
+                if mine.get(k) != theirs.get(k)]
+        what = "; ".join(diff) if diff else "no parameter differs in their saved params.json"
+        out.append(f"{name} is {base} run again beside it: {what}.")
+    return out
+
+
 def prefetch_views(store: RunStore) -> None:
     """The slow, widget-free parts of the Results and Structures tabs, done ahead in the read-ahead
     thread (measured on the demo run: those tabs took 0.76 s and 0.65 s to build, mostly plotly's
@@ -1291,7 +1312,9 @@ class WorkbenchApp(pn.viewable.Viewer):
         return box(f"<h2>Memory Workbench</h2><p>run <code title='{esc(run)}'>{esc(run.name)}</code> · "
                    f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
-                   f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}")
+                   f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}"
+                   + "".join(f"<p class='wb-muted' style='margin:2px 0'>{esc(n)}</p>"
+                             for n in variant_notes(self.store.methods, self.store.params)))
 
     def open_trace(self, qa_id: str, method: str) -> None:
         """Show ``method``'s trace of ``qa_id`` in the Traces tab and switch to it."""
