@@ -465,6 +465,29 @@ def _ui_demo(u: dict) -> list[str]:
             ""]
 
 
+def _sec_demo_recording(cassette: Path | None = None) -> list[str]:
+    """What recording the committed demo cassette cost, per method: read from the cassette itself
+    (``workbench cassette costs``: each call's recorded time, summed over every session that recorded
+    it), not run here."""
+    from workbench.demo import CASSETTE
+    from workbench.llm.cache import cassette_costs
+
+    cassette = Path(cassette or CASSETTE)
+    head = ["## Demo recording", ""]
+    if not cassette.is_file():
+        return head + [f"(no demo cassette at {cassette.name})", ""]
+    c = cassette_costs(cassette)
+    rows = [{"family": k, "calls": v["calls"], "tokens": f"{v['prompt_tokens'] + v['completion_tokens']:,}",
+             "minutes": f"{v['seconds'] / 60:.1f}" if v["calls_without_latency"] < v["calls"] else "–",
+             "untimed": v["calls_without_latency"]} for k, v in c["by_role"].items()]
+    return head + [f"What recording `{cassette.name}` ({', '.join(c['models']) or 'no model'}) cost: calls, tokens and "
+                   "the model's call time per method (`judge`: the judge's calls for every method), summed over "
+                   "every session that recorded them. Calls recorded before call times were kept are *untimed*; "
+                   "a process's first live call also holds the model's load.", "",
+                   _md(rows, {"family": "method", "calls": "calls", "tokens": "tokens", "minutes": "call minutes",
+                              "untimed": "untimed calls"}), ""]
+
+
 def _sec_core(core: dict | None, hb: dict | None, hr: dict | None) -> list[str]:
     out = ["## Workbench core", ""]
     if core:
@@ -502,6 +525,7 @@ def render(meta: dict, load) -> str:
     lines += _sec_ama_refresh(load("ama_refresh.json")) + _sec_real_scale(load("real_scale.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
+    lines += _sec_demo_recording()
     return "\n".join(lines) + "\n"
 
 

@@ -146,3 +146,20 @@ def test_jupyterlab_gallery_notebook_skips_missing_methods(tmp_path):
     assert [c["metadata"].get("tags", [None])[0] for c in nb["cells"][1:]] == shown
     nbformat.validate(nbformat.from_dict(nb))
     assert str(tmp_path) in nb["cells"][0]["source"]
+
+
+def test_summary_reports_what_recording_the_demo_cassette_cost(tmp_path):
+    from benchmarks.run_all import _sec_demo_recording
+    from workbench.llm import CachedLLM, ScriptedLLM
+
+    cassette = tmp_path / "demo.jsonl"
+    llm = CachedLLM(ScriptedLLM({"hymem.light": "an answer", "judge.locomo": "CORRECT"}, model="m"), cassette)
+    llm.complete("q1", role="hymem.light")
+    llm.complete("q2", role="hymem.light")
+    llm.complete("q3", role="judge.locomo")
+    text = "\n".join(_sec_demo_recording(cassette))
+    assert "## Demo recording" in text and "`demo.jsonl` (m)" in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| ") and "method" not in line}
+    assert rows["hymem"][0] == "2" and rows["judge"][0] == "1" and rows["hymem"][3] == "0"  # all timed
+    assert "no demo cassette" in "\n".join(_sec_demo_recording(tmp_path / "none.jsonl"))
