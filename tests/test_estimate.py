@@ -253,3 +253,58 @@ def test_a_labelled_variant_is_priced_by_its_methods_profile():
     variant = estimate_run(AMA(llm=ScriptedLLM([]), embedder=None).labelled("paper-judge"), plan)
     assert variant.method == "ama[paper-judge]" and plain.total.calls > 0
     assert variant.total == plain.total and not any("no cost profile" in n for n in variant.notes)
+
+
+def test_a_construction_variant_is_fitted_from_a_partial_recording_and_used_when_params_match(tmp_path):
+    """H-Mem's committed profile comes from 4-turn windows; a recording with the paper's one-message
+    fragments (stopped midway) gives the variant the estimate uses when a method has those parameters."""
+    from workbench.data import load_sample
+    from workbench.demo_profiles import fit_construction_variant
+    from workbench.llm import CachedLLM
+    from workbench.methods import HMem
+
+    conv = load_sample()[0].head(2)
+    long_turns = [t for t in conv.turns if len(t.text) >= 20]
+    cassette = tmp_path / "hmem.jsonl"
+    llm = CachedLLM(ScriptedLLM({"hmem.extract": '{"events": []}', "hmem.consolidate": '{"summary": "s"}',
+                                 "hmem.profile": '{"profiles": []}'}, model="m"), cassette)
+    covered = conv.turns.index(long_turns[9]) + 1  # the recording stopped after this turn
+    for t in conv.turns[:covered]:
+        llm.complete(f"Turn this into memory records.\n\n{t.speaker}: {t.text}", role="hmem.extract")
+        llm.complete(f"Summarize the notes under {t.id}: a, b", role="hmem.consolidate")
+        llm.complete(f"Summarize the notes under {t.id} again: a, b", role="hmem.consolidate")
+    llm.complete("profile of Priya", role="hmem.profile")
+    base = load_profiles()["methods"]["hmem"]
+    variant = fit_construction_variant(cassette, conv, "hmem", {"fragment": "turn"}, base=base)
+    rates = {r["role"]: (r["unit"], r["calls_per_unit"]) for r in variant["roles"]}
+    assert variant["fitted_on"]["turns_covered"] == covered and variant["fitted_on"]["calls"] == 3 * covered + 1
+    assert rates["hmem.extract"] == ("turns", 1.0) and rates["hmem.consolidate"] == ("turns", 2.0)
+    assert rates["hmem.profile"][0] == "sessions"
+
+    profiles = load_profiles()
+    profiles["methods"]["hmem"]["variants"] = [variant]
+    plan = select(Dataset("s", (conv,)), questions=[q.id for q in conv.qa][:1])
+    turn = estimate_run(HMem(llm=ScriptedLLM([]), embedder=None, fragment="turn"), plan, profiles=profiles)
+    window = estimate_run(HMem(llm=ScriptedLLM([]), embedder=None, fragment="window"), plan, profiles=profiles)
+    assert turn.phases["construct"].calls >= 3 * len(conv.turns) > window.phases["construct"].calls
+    assert any("construction priced from a recording with fragment=turn" in n for n in turn.notes)
+    assert not any("fragment" in n for n in window.notes) and turn.phases["query"] == window.phases["query"]
+
+
+def test_committed_hmem_profile_prices_one_message_fragments_from_the_real_scale_recording():
+    variants = load_profiles()["methods"]["hmem"].get("variants", [])
+    assert [v["when"] for v in variants] == [{"fragment": "turn"}]
+    assert variants[0]["fitted_on"]["conversation"] == "conv-30" and variants[0]["fitted_on"]["turns_covered"] > 100
+
+
+def test_a_malformed_profile_variant_is_a_clear_error(tmp_path):
+    data = load_profiles()
+    data["methods"]["hmem"]["variants"] = [{"when": {"fragment": "turn"}, "roles": [{"phase": "construct"}]}]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"methods\.hmem\.variants\[0\]\.roles\[0\]"):
+        load_profiles(path)
+    data["methods"]["hmem"]["variants"] = {"when": "x"}
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="variants must be a list"):
+        load_profiles(path)

@@ -58,6 +58,57 @@ def fit_profiles(cassette=None, *, methods=None, questions=None) -> dict:
     return _rounded(out)
 
 
+def fit_construction_variant(cassette, conversation, method: str, when: dict, *, base: dict) -> dict:
+    """A construction profile for ``method`` under other parameters (``when``, e.g. H-Mem with the
+    paper's one-message fragments), fitted on a recording of its construction that may be partial
+    (a long recording stopped midway): the calls of ``method``'s construction roles (those ``base``,
+    its demo profile, lists as ``construct``, with their repairs and retries) divided by the turns and
+    sessions the recording covered. Covered turns are read from the prompts: up to the last turn of
+    ``conversation`` whose text a construction prompt quotes. The estimate prices construction with
+    it when a method's parameters match ``when``; query and judge calls still come from ``base``."""
+    from .jsonl import read_jsonl
+    from .llm.cache import check_entry
+
+    construct = {r["role"].split(".repair")[0].split(".retry")[0] for r in base["roles"] if r["phase"] == "construct"}
+    rows = [r for r in read_jsonl(cassette, check=check_entry).rows
+            if str(r.get("role", "")).split(".repair")[0].split(".retry")[0] in construct]
+    if not rows:
+        raise ValueError(f"{cassette}: no {method} construction calls ({sorted(construct)})")
+    # the turns are quoted by a per-turn role's prompts (H-Mem: its extraction); per role, the last turn
+    # quoted; the furthest wins. Short texts ("Thanks!") would match by chance: only 20+ characters count.
+    per_turn = {r["role"] for r in base["roles"] if r["phase"] == "construct" and r["unit"] == "turns"
+                and ".repair" not in r["role"] and ".retry" not in r["role"]}
+    turns = list(conversation.turns)
+
+    def last_quoted(role: str) -> int:
+        prompts = "\n".join(str(m.get("content", "")) for r in rows if r["role"] == role
+                            for m in r.get("messages") or [] if isinstance(m, dict))
+        return max((i + 1 for i, t in enumerate(turns) if len(t.text or "") >= 20 and t.text in prompts), default=0)
+
+    covered = max((last_quoted(role) for role in sorted(per_turn)), default=0)
+    if not covered:
+        raise ValueError(f"{cassette}: no turn of {conversation.id} is quoted by its construction prompts")
+    last = turns[covered - 1].id
+    sessions = next(i + 1 for i, s in enumerate(conversation.sessions) if any(t.id == last for t in s.turns))
+    units = {"turns": covered, "sessions": sessions}
+    roles: dict = {}
+    for r in rows:
+        role = r["role"]
+        agg = roles.setdefault(role, {"phase": "construct", "role": role, "unit": _unit("construct", role),
+                                      "calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        agg["calls"] += 1
+        agg["prompt_tokens"] += r["prompt_tokens"]
+        agg["completion_tokens"] += r["completion_tokens"]
+    for r in roles.values():
+        r.update(calls_per_unit=r["calls"] / units[r["unit"]], prompt_tokens_per_call=r["prompt_tokens"] / r["calls"],
+                 completion_tokens_per_call=r["completion_tokens"] / r["calls"])
+    models = sorted({str(r.get("model")) for r in rows})
+    return _rounded({"when": dict(when), "roles": sorted(roles.values(), key=lambda r: r["role"]),
+                     "fitted_on": {"cassette": Path(cassette).name, "model": ", ".join(models),
+                                   "conversation": conversation.id, "turns_covered": covered,
+                                   "sessions_covered": sessions, "calls": len(rows)}})
+
+
 def _unit(phase: str, role: str) -> str:
     if phase == "construct":
         base = role.split(".repair")[0].split(".retry")[0]
@@ -73,7 +124,14 @@ def main(argv=None) -> int:
     ap.add_argument("--refit", action="store_true")
     ap.add_argument("--cassette", default=None)
     ap.add_argument("--out", default=str(PROFILES_PATH))
+    ap.add_argument("--variant", metavar="METHOD", help="fit METHOD's construction under other parameters from "
+                    "--cassette (a recording of one LoCoMo conversation, possibly partial) and add it to --out")
+    ap.add_argument("--when", nargs="*", default=(), metavar="PARAM=VALUE", help="--variant: the parameters it is for")
+    ap.add_argument("--locomo", default=None, help="--variant: the LoCoMo file holding the recorded conversation")
+    ap.add_argument("--conversation", default=None, help="--variant: the recorded conversation's id")
     a = ap.parse_args(argv)
+    if a.variant:
+        return _add_variant(a)
     if not a.refit:
         ap.print_help()
         return 0
@@ -81,6 +139,26 @@ def main(argv=None) -> int:
     Path(a.out).write_text(json.dumps(prof, indent=1, sort_keys=True) + "\n")
     misses = {m: sum(r["misses"] for r in p["roles"]) for m, p in prof["methods"].items()}
     print(f"wrote {a.out}; replay misses per method: {misses}")
+    return 0
+
+
+def _add_variant(a) -> int:
+    from .data import load_locomo
+
+    if not (a.cassette and a.locomo and a.conversation and a.when):
+        raise SystemExit("--variant needs --cassette, --locomo, --conversation and --when")
+    when = dict(w.split("=", 1) for w in a.when)
+    conv = next((c for c in load_locomo(a.locomo).conversations if c.id == a.conversation), None)
+    if conv is None:
+        raise SystemExit(f"{a.locomo}: no conversation {a.conversation!r}")
+    profiles = json.loads(Path(a.out).read_text())
+    base = profiles["methods"][a.variant]
+    variant = fit_construction_variant(a.cassette, conv, a.variant, when, base=base)
+    base["variants"] = [v for v in base.get("variants", []) if v.get("when") != when] + [variant]
+    Path(a.out).write_text(json.dumps(profiles, indent=1, sort_keys=True) + "\n")
+    calls = sum(r["calls_per_unit"] * len(conv.turns) for r in variant["roles"] if r["unit"] == "turns")
+    print(f"added {a.variant} construction for {when} to {a.out}: fitted on {variant['fitted_on']}; "
+          f"~{calls:,.0f} per-turn calls for the whole of {conv.id} ({len(conv.turns)} turns)")
     return 0
 
 

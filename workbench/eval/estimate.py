@@ -14,6 +14,11 @@
    roles of their own, so the small model's repair rate is carried into the prediction.
    Full-Context's answer prompt is the whole conversation: its prompt tokens per call are the
    conversation's own token count times the profile's model-tokens-per-counted-token ratio.
+   A method's profile may hold construction *variants* fitted on another recording for other
+   parameters (``workbench.demo_profiles.fit_construction_variant``): H-Mem's one-message fragments
+   (the paper's, used at real scale) make about ten times the calls of the demo's 4-turn windows, so
+   its construction is priced from the first 141 turns of the real-scale conv-30 recording when a
+   method has ``fragment="turn"``.
 2. **Wall time** prices those calls with the backend's ``LatencyModel``
    (``workbench.llm.latency``): refitted from the live calls that earlier run manifests in the
    same run directory recorded (``spent``), else the offline model's measured throughput on this
@@ -46,7 +51,9 @@ PHASES = ("construct", "query", "judge")
 # deprecated method names -> the name their profile is fitted under (same prompts and calls)
 RENAMED = {"eager_facts": "eager_floor", "eager_floor": "eager_facts"}
 # Construction roles that scale with sessions rather than turns (one call per session by design).
-ROLE_UNITS = {"hymem.segment": "sessions", "hmem.profile": "sessions", "hmem.consolidate": "sessions"}
+# H-Mem's consolidation is not one of them: it runs when a leaf gives a tree node a new child, so it
+# follows the turns (measured on conv-30 with one-message fragments: 275 calls over 141 turns).
+ROLE_UNITS = {"hymem.segment": "sessions", "hmem.profile": "sessions"}
 FULL_CONTEXT_ROLE = "full_context.answer"
 
 
@@ -167,11 +174,18 @@ def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
         roles = prof.get("roles") if isinstance(prof, dict) else None
         if not isinstance(roles, list) or not isinstance(prof.get("params", {}), dict):
             raise ValueError(f"{path}: methods.{name} needs a 'roles' list and a 'params' object")
-        for i, r in enumerate(roles):
-            bad = [k for k, t in ROLE_KEYS.items() if not isinstance(r, dict) or not isinstance(r.get(k), t)
-                   or isinstance(r.get(k), bool)]
-            if bad or r["phase"] not in PHASES or r["unit"] not in UNITS or r["calls_per_unit"] < 0:
-                raise ValueError(f"{path}: methods.{name}.roles[{i}]: bad or missing {bad or ['phase/unit/calls']}")
+        variants = prof.get("variants", [])
+        if not isinstance(variants, list) or not all(
+                isinstance(v, dict) and isinstance(v.get("when"), dict) and isinstance(v.get("roles"), list)
+                and isinstance(v.get("fitted_on", {}), dict) for v in variants):
+            raise ValueError(f"{path}: methods.{name}.variants must be a list of {{when, roles, fitted_on}} objects")
+        for where, rs in [("roles", roles)] + [(f"variants[{j}].roles", v["roles"]) for j, v in enumerate(variants)]:
+            for i, r in enumerate(rs):
+                bad = [k for k, t in ROLE_KEYS.items() if not isinstance(r, dict) or not isinstance(r.get(k), t)
+                       or isinstance(r.get(k), bool)]
+                if bad or r["phase"] not in PHASES or r["unit"] not in UNITS or r["calls_per_unit"] < 0:
+                    raise ValueError(f"{path}: methods.{name}.{where}[{i}]: bad or missing "
+                                     f"{bad or ['phase/unit/calls']}")
     return data
 
 
@@ -220,14 +234,22 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
                      "(run python -m workbench.demo_profiles --refit after recording)")
         roles = []
     else:
-        roles = prof["roles"]
+        roles, params = prof["roles"], dict(prof["params"])
+        variant = _variant(prof, method)
+        if variant is not None:  # construction fitted under these parameters (e.g. H-Mem's one-message fragments)
+            roles = [r for r in roles if r["phase"] != "construct"] + variant["roles"]
+            params.update(variant["when"])
+            f = variant["fitted_on"]
+            notes.append(f"construction priced from a recording with {_when_text(variant['when'])} "
+                         f"({f.get('cassette')}, {f.get('model')}: the first {f.get('turns_covered')} turns of "
+                         f"{f.get('conversation')})")
         model = _model_name(llm)
         if model and fitted.get("model") and model != fitted["model"]:
             notes.append(f"profile fitted with {fitted['model']}; {model} may need fewer JSON repairs and "
                          "different answer lengths")
         if not isinstance(method, str):
             diff = sorted(k for k, v in method.config().items()
-                          if k not in ("llm", "embedder") and prof["params"].get(k) != v)
+                          if k not in ("llm", "embedder") and str(params.get(k)) != str(v) and params.get(k) != v)
             if diff:
                 notes.append(f"parameters differ from the profile's ({', '.join(diff)}): counts are indicative")
     phases = {p: PhaseEstimate() for p in PHASES}
@@ -254,6 +276,21 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
                        units["judged"] if judge is not None else 0, phases, latency.to_dict(), cost,
                        tuple(flags), tuple(notes),
                        basis=f"profile fitted on {fitted.get('data', '?')} ({fitted.get('cassette', '?')})")
+
+
+def _variant(prof: dict, method) -> dict | None:
+    """The profile's construction variant whose parameters (``when``) the method has, if any
+    (``workbench.demo_profiles.fit_construction_variant``); values compare as text (the CLI writes them so)."""
+    if isinstance(method, str):
+        return None
+    config = method.config()
+    return next((v for v in prof.get("variants") or []
+                 if isinstance(v, dict) and isinstance(v.get("when"), dict) and v["when"]
+                 and all(str(config.get(k)) == str(w) for k, w in v["when"].items())), None)
+
+
+def _when_text(when: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in when.items())
 
 
 def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags: list,
