@@ -449,8 +449,10 @@ def _sec_ui(u: dict | None) -> list[str]:
     rows = [{"what": k, "s": v["median_s"]} for k, v in {**u["widgets"], **u["app_in_process"]}.items()]
     rows += [{"what": f"browser: {k}", "s": v} for k, v in u.get("browser", {}).items() if isinstance(v, float)]
     run = u.get("run", {})
+    passes = (u.get("browser") or {}).get("passes")
     return ["## 5. UI", "", f"Run: {run.get('data')} ({run.get('turns')} turns, {run.get('questions')} questions, "
-                            f"{run.get('memories')} memories). Median seconds:", "",
+                            f"{run.get('memories')} memories). Median seconds"
+                            + (f" (browser: median of {passes} page loads)" if passes else "") + ":", "",
             _md(rows, {"what": "what", "s": "s"}),
             "" if "page_ready_s" in u.get("browser", {}) else f"Browser: {u.get('browser')}", ""] + _ui_demo(u)
 
