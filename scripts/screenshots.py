@@ -119,6 +119,16 @@ def graph_frames(card) -> list:
     return [f for f in frames if f is not None and f.query_selector("#mynetwork")]
 
 
+def drawn(page, timeout: float = 60.0) -> None:
+    """Wait until what a tab draws after its text (charts, pages, card bodies: ``PlotHolder``) is
+    in, no slot placeholder left."""
+    from widgets.plotly_loader import PLACEHOLDER
+
+    end = time.monotonic() + timeout
+    while page.locator(f".{PLACEHOLDER}").count() and time.monotonic() < end:
+        time.sleep(0.05)
+
+
 def settle(card) -> None:
     """Wait until a card's entity graph pages have laid themselves out (``body[data-ready]``); a page
     still settling shows a zoomed-in fragment or nothing."""
@@ -244,6 +254,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
                 continue
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
+            drawn(page)
             shots = [(f"{tab.lower()}.png", traces[0] if tab == "Traces" and traces else "")]
             if tab == "Traces":  # one more screenshot per further METHOD:STEP
                 shots += [(f"traces-{t.partition(':')[0]}.png", t) for t in traces[1:]]

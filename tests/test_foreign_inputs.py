@@ -659,7 +659,8 @@ def test_hostile_run_renders_escaped(hostile_run):
     assert any("memories.jsonl" in e and "invalid JSON" in e for e in store.errors)
     cards = app.views["Structures"].panel.objects[1:]  # after the tab's lead line
     assert all("<" not in c.title for c in cards) and any("&lt;img" in c.title for c in cards)
-    cards_html = {c.title: str(c.objects[0].object) for c in cards}  # the structure cards of ama and hymem
+    cards_html = {c.title: "".join(str(p.object) for p in c.select(pn.pane.HTML))  # the cards of ama and hymem
+                  for c in cards}
     assert "&lt;img src=&quot;/pwned-img&quot;" in cards_html["ama"] and "Judge verdicts:" in cards_html["ama"]
     assert "summary failed" in cards_html["hymem"] and "name an event that is not stored" in cards_html["hymem"]
     traces = app.views["Traces"]

@@ -54,7 +54,9 @@ def test_a_shown_tab_draws_its_text_first_then_its_charts_and_pages(served):
     holder.show(layout)
     assert _drawn(layout) == [] and served.calls[0][1] == holder.delay_ms  # after the first paint
     served.run()
-    assert _drawn(layout) == [plot, page]
+    assert _drawn(layout) == [plot] and served.calls[0][1] == holder.step_ms  # one at a time, top down
+    served.run()
+    assert _drawn(layout) == [plot, page] and served.calls == []
     drawn = [slot.objects[0] for slot, _ in holder.slots]
     holder.hide(layout)  # the tab is left: drawn charts stay (taking them out raced with Plotly's drawing)
     holder.show(layout)
@@ -67,6 +69,38 @@ def test_a_shown_tab_draws_its_text_first_then_its_charts_and_pages(served):
     holder.hide(fresh)
     served.run()  # left before the timer fired: nothing drawn off screen
     assert _drawn(fresh) == []
+    holder.show(fresh)
+    served.run()
+    holder.hide(fresh)
+    served.run()  # left between two slots: the rest waits for the next visit
+    assert _drawn(fresh) == [fresh_plot]
+
+
+def _run_all(doc):
+    while doc.calls:
+        doc.run()
+
+
+def test_a_part_marked_defer_comes_after_the_text_and_its_charts_still_wait_for_plotly(served):
+    loader = pl.PlotlyLoader()
+    holder = pl.PlotHolder(loader, active=True, plotly_on_demand=True)
+    fig = go.Figure(go.Scatter(x=[1], y=[2]))
+    plot = pn.pane.Plotly(fig)
+    body = pl.defer(pn.Column(pn.pane.HTML("<p>a card's body</p>"), plot))
+    text = pn.pane.HTML("<p>the tab's lead</p>")
+    layout = pn.Column(text, pn.Card(body))
+    assert pl.is_deferred(body) and not pl.is_deferred(text)
+    assert holder.hold(layout) == 2  # the body, and the chart inside it
+    assert body not in layout.select(pn.Column) and text in layout.objects
+    holder.show(layout)
+    _run_all(served)
+    assert body in layout.select(pn.Column)  # the body is drawn ...
+    assert _drawn(layout) == [] and "loading the chart library" in " ".join(  # ... its chart waits for plotly.js
+        str(p.object) for p in layout.select(pn.pane.HTML))
+    loader.ready = True
+    _run_all(served)
+    assert _drawn(layout) == [plot]
+    assert any(pl.PLACEHOLDER in p.css_classes for p in layout.select(pn.pane.HTML)) is False
 
 
 def test_plots_wait_for_plotly_js_and_say_so(served):

@@ -56,7 +56,7 @@ from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
 from widgets.html import box, esc, json_html
 from widgets.lifecycle import LifecycleIndex, parse_link, turn_html, unit_html
 from widgets.mechanisms_census import census_pane
-from widgets.plotly_loader import PlotHolder, PlotlyLoader
+from widgets.plotly_loader import PlotHolder, PlotlyLoader, defer
 from widgets.tab_keys import TabKeys
 from widgets.question import CSS as QUESTION_CSS
 from widgets.question import (answer_flags_html, gold_html, judge_notes_html, methods_html, question_html,
@@ -1039,10 +1039,11 @@ class ResultsView:
         self.category = pn.widgets.Select(label="chart category", options=[ALL])
         self.banner = html_pane("")
         self.table = html_pane("")
-        self.plot = pn.pane.Plotly(cost_accuracy_figure(points_frame(pd.DataFrame())), sizing_mode="stretch_width")
+        self.plot = pn.pane.Plotly(None, height=440, sizing_mode="stretch_width")  # drawn once, by refresh()
         self.note = html_pane("")
-        self.questions = text_table(self.question_frame(), page_size=10,  # long texts wrap: no sideways scroll
-                                    widths={"judge_reasoning": 380, "prediction": 220, "gold": 140})
+        self.questions = defer(text_table(  # below the chart: drawn after the tab's first paint
+            self.question_frame(), page_size=10,  # long texts wrap: no sideways scroll
+            widths={"judge_reasoning": 380, "prediction": 220, "gold": 140}))
         self.metric.param.watch(lambda e: self.refresh(), "value")
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
@@ -1075,7 +1076,7 @@ class ResultsView:
         head = headline(self.summary)
         self.category.options = [ALL] + [c for c in dict.fromkeys(self.summary["category"]) if c != head]
         self.banner.object = judge_banner_html(self.summary)
-        self.table.object = box(summary_table_html(self.summary, self.metric.value, head))
+        self.table.object = box(results_table_html(self.store, self.metric.value))
         self.note.object = box(f"<small>{len(self.frame)} result rows · n: questions scored (judge failures left "
                                "out and counted) · [lo, hi] and error bars: 95% percentile bootstrap of the mean, "
                                "clustered by conversation (1000 resamples, seed 0); fewer than 5 questions show the "
@@ -1083,9 +1084,29 @@ class ResultsView:
         self.draw()
 
     def draw(self) -> None:
-        self.chart_frame = points_frame(self.summary, x=self.x.value, category=self.category.value,
-                                        paired=getattr(self, "paired", None))
-        self.plot.object = cost_accuracy_figure(self.chart_frame, x=self.x.value, metric=self.metric.value)
+        self.chart_frame, self.plot.object = cost_chart(self.store, self.metric.value, self.x.value,
+                                                        self.category.value)
+
+
+def results_table_html(store: RunStore, metric: str) -> str:
+    """The Results tab's method x category table for ``metric``, made once per run and metric (the
+    read-ahead thread makes the one the tab opens on)."""
+    def make():
+        summary, _ = store.summary(metric)
+        return summary_table_html(summary, metric, headline(summary))
+    return store.cached(("results table", metric), f"results table ({metric})", make, "")
+
+
+def cost_chart(store: RunStore, metric: str, x: str, category: str):
+    """(points, cost-accuracy figure) for one choice of the Results tab's pickers, made once per run
+    and choice (the read-ahead thread makes the one the tab opens on; the figure is made anew for
+    each other choice, so no two panes share one)."""
+    def make():
+        summary, _ = store.summary(metric)
+        frame = points_frame(summary, x=x, category=category, paired=store.paired(metric))
+        return frame, cost_accuracy_figure(frame, x=x, metric=metric)
+    return store.cached(("cost chart", metric, x, category), f"cost-accuracy chart ({metric}, {x})", make,
+                        (pd.DataFrame(), None))
 
 
 STRUCTURES_LEAD = ("<p>One card per method: what it built from this conversation, read from the run's saved "
@@ -1108,7 +1129,8 @@ class StructuresView:
             return
         # A method name is a folder name of the run: the Card title is HTML, so it is escaped.
         self.panel.objects = [html_pane(box(STRUCTURES_LEAD))] + [
-            pn.Card(*objs, title=esc(m), collapsed=False, sizing_mode="stretch_width", css_classes=["wb-structure"])
+            pn.Card(defer(pn.Column(*objs, sizing_mode="stretch_width")),  # bodies drawn one by one after the titles
+                    title=esc(m), collapsed=False, sizing_mode="stretch_width", css_classes=["wb-structure"])
             for m, objs in self.sections.items()]
 
     def files(self, method: str) -> dict:
@@ -1190,6 +1212,7 @@ def prefetch_views(store: RunStore) -> None:
     first figure, the table widget's first import and pyvis writing H-Mem's graph page). Plotly and
     the table module are imported and a first cost figure is made; each method's entity-graph page
     is written into ``graph_view``'s page store. No Panel object is made here."""
+    import pandas.io.formats.style  # noqa: F401  (the table widget's first use: ~0.15 s)
     import panel.widgets.tables  # noqa: F401  (first import: ~0.2 s)
 
     from widgets.graph_view import GraphState
@@ -1198,8 +1221,9 @@ def prefetch_views(store: RunStore) -> None:
         return
     metric = store.auto_metric()
     summary, _ = store.summary(metric)
-    if not summary.empty:
-        cost_accuracy_figure(points_frame(summary, x="query_tokens", category=ALL), x="query_tokens", metric=metric)
+    if not summary.empty:  # what the Results tab opens on
+        results_table_html(store, metric)
+        cost_chart(store, metric, "query_tokens", ALL)
     for method in store.methods:
         structures = store.structures(method)
         if (structures.get("graph") or {}).get("nodes"):

@@ -110,10 +110,26 @@ def declare_plotly() -> None:
         pn.extension("plotly")
 
 
+#: css class of a part a view asks to have drawn after its tab's first paint (``defer``)
+DEFER_CLASS = "wb-defer"
+
+
+def defer(obj):
+    """Mark ``obj`` (a layout or widget) to be drawn after the rest of its tab, like a chart: for a
+    part below the fold that costs the browser time (a card's body, a long table)."""
+    obj.css_classes = [*(obj.css_classes or []), DEFER_CLASS]
+    return obj
+
+
 def is_deferred(obj) -> bool:
-    """The slow things a tab draws: charts (Plotly panes) and embedded pages (HTML panes holding an
-    ``<iframe>``, e.g. H-Mem's entity graph, a whole vis-network page)."""
-    return isinstance(obj, pn.pane.Plotly) or (isinstance(obj, pn.pane.HTML) and "<iframe" in str(obj.object))
+    """The slow things a tab draws: charts (Plotly panes), embedded pages (HTML panes holding an
+    ``<iframe>``, e.g. H-Mem's entity graph, a whole vis-network page) and parts marked ``defer``."""
+    return (isinstance(obj, pn.pane.Plotly) or (isinstance(obj, pn.pane.HTML) and "<iframe" in str(obj.object))
+            or DEFER_CLASS in (getattr(obj, "css_classes", None) or []))
+
+
+#: css class of what a slot shows until its pane is drawn (the UI benchmark waits for none to be left)
+PLACEHOLDER = "wb-pending"
 
 
 def _height(pane) -> int:
@@ -145,8 +161,8 @@ class PlotHolder:
     ``active=False`` leaves layouts as they are."""
 
     def __init__(self, loader: PlotlyLoader, *, active: bool = True, plotly_on_demand: bool | None = None,
-                 delay_ms: int = 150):
-        self.loader, self.active, self.delay_ms = loader, active, delay_ms
+                 delay_ms: int = 150, step_ms: int = 30):
+        self.loader, self.active, self.delay_ms, self.step_ms = loader, active, delay_ms, step_ms
         self.plotly_on_demand = active if plotly_on_demand is None else plotly_on_demand
         self.held: dict[int, list[tuple[pn.Column, Any]]] = {}  # id(view layout) -> its slots and panes
         self.shown: dict[int, Any] = {}  # id(view layout) -> the layout, for the views on screen
@@ -182,7 +198,7 @@ class PlotHolder:
                 slot = pn.Column(self._placeholder(obj), sizing_mode="stretch_width", css_classes=["wb-plot-slot"])
                 found.append((slot, obj))
                 layout[i] = slot
-                held += 1
+                held += 1 + self._walk(obj, found)  # a deferred part's own charts wait for plotly.js too
             elif not (isinstance(obj, pn.Column) and "wb-plot-slot" in obj.css_classes):
                 held += self._walk(obj, found)
         return held
@@ -193,7 +209,7 @@ class PlotHolder:
             text = FAILED.format(why=esc(why)) if why else WAITING
         else:
             text = ""
-        return pn.pane.HTML(text, sizing_mode="stretch_width", min_height=_height(pane))
+        return pn.pane.HTML(text, sizing_mode="stretch_width", min_height=_height(pane), css_classes=[PLACEHOLDER])
 
     @staticmethod
     def _doc():
@@ -215,11 +231,23 @@ class PlotHolder:
         self.shown.pop(id(layout), None)
 
     def _fill(self, layout) -> None:
+        """Put the held panes of ``layout`` into their slots. In a served page one slot at a time,
+        top to bottom, ``step_ms`` apart: each arrives in the browser as its own update, so the
+        first cards of a long tab are drawn while the rest are still on their way."""
+        doc = self._doc()
+        pending = []
         for slot, pane in self.held.get(id(layout), []):
             if isinstance(pane, pn.pane.Plotly) and self.waiting:
-                slot.objects = [self._placeholder(pane)]
+                new = self._placeholder(pane)
+                if [getattr(o, "object", None) for o in slot.objects] != [new.object]:  # its message changed
+                    slot.objects = [new]
             elif not (len(slot.objects) == 1 and slot.objects[0] is pane):
-                slot.objects = [pane]
+                pending.append((slot, pane))
+        for i, (slot, pane) in enumerate(pending):
+            slot.objects = [pane]
+            if doc is not None and i + 1 < len(pending):  # the rest after this one is drawn
+                doc.add_timeout_callback(lambda: id(layout) in self.shown and self._fill(layout), self.step_ms)
+                return
 
     def _loaded(self) -> None:
         if self.waiting:
