@@ -882,7 +882,8 @@ class EventsView:
         self.prev_button = pn.widgets.Button(label="◀ previous page", width=140)
         self.next_button = pn.widgets.Button(label="next page ▶", width=140)
         self.pager = html_pane("", width=360)
-        self.table = LinkHTML("", on_link=lambda t: self.follow(t) if self.follow else None)
+        self.table = defer(  # below the timeline: drawn after the tab's text
+            LinkHTML("", on_link=lambda t: self.follow(t) if self.follow else None))
         for w in (self.kinds, self.methods, self.search):
             w.param.watch(lambda e: self.refresh(), "value")
         self.prev_button.on_click(lambda e: self.turn_page(-1))
