@@ -355,7 +355,8 @@ def test_partial_run_shows_messages(good_run, tmp_path):
     shutil.rmtree(run / "memories")
     app = appmod.build_app(run)
     assert app.store.errors == [] and list(app.tabs._names) == TABS
-    assert "no results" in app.views["Results"].table.object
+    results = app.views["Results"]
+    assert "no results" in results.table.object and not results.plot.visible and not results.questions.visible
     assert "no saved memories" in app.views["Memories"].info.object
     assert "No answered questions" in app.views["Traces"].answers_pane.object
     assert "no saved memories" in app.views["Structures"].panel.objects[0].object

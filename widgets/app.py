@@ -1071,7 +1071,9 @@ class ResultsView:
         if self.frame.empty:
             self.summary, self.source = pd.DataFrame(), "no rows"
             self.table.object = box("<p>This run has no results (results.jsonl is missing or empty).</p>")
+            self.plot.visible = self.questions.visible = False  # no empty chart frame or table under it
             return
+        self.plot.visible = self.questions.visible = True
         self.summary, self.source = self.store.summary(self.metric.value)
         self.paired = self.store.paired(self.metric.value)
         head = headline(self.summary)
