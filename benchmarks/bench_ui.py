@@ -149,8 +149,6 @@ def _load_once(browser, url: str, shots) -> dict:
     """One page load: ready, plotly.js loaded, then each tab clicked in turn (``QUIET_S`` after the
     last one settled): ``shown`` when its text is on the page, ``settled`` when what it draws after
     that (``PlotHolder``) is in too."""
-    from widgets.plotly_loader import PLACEHOLDER
-
     out = {}
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
@@ -168,10 +166,7 @@ def _load_once(browser, url: str, shots) -> dict:
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=60000)
             out[f"tab {tab} shown_s"] = round(time.perf_counter() - t, 3)
-            # the parts drawn after the tab's text (charts, embedded pages, parts marked defer) are
-            # all in: no slot placeholder is left on the page
-            while page.locator(f".{PLACEHOLDER}").count() and time.perf_counter() - t < 60:
-                time.sleep(0.02)
+            shots.drawn(page)  # what the tab draws after its text is in: no slot placeholder left
             out[f"tab {tab} settled_s"] = round(time.perf_counter() - t, 3)
             # a chart still being drawn (plotly draws asynchronously) would slow the next tab: each
             # tab is clicked on a quiet page, as a reader who looked at the last one would

@@ -126,7 +126,7 @@ def drawn(page, timeout: float = 60.0) -> None:
 
     end = time.monotonic() + timeout
     while page.locator(f".{PLACEHOLDER}").count() and time.monotonic() < end:
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def settle(card) -> None:

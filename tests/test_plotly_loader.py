@@ -100,7 +100,7 @@ def test_a_part_marked_defer_comes_after_the_text_and_its_charts_still_wait_for_
     loader.ready = True
     _run_all(served)
     assert _drawn(layout) == [plot]
-    assert any(pl.PLACEHOLDER in p.css_classes for p in layout.select(pn.pane.HTML)) is False
+    assert not any(pl.PLACEHOLDER in p.css_classes for p in layout.select(pn.pane.HTML))
 
 
 def test_plots_wait_for_plotly_js_and_say_so(served):

@@ -203,13 +203,15 @@ class PlotHolder:
                 held += self._walk(obj, found)
         return held
 
-    def _placeholder(self, pane):
+    def _placeholder_text(self, pane) -> str:
         if isinstance(pane, pn.pane.Plotly) and self.waiting:
             why = self.loader.failed
-            text = FAILED.format(why=esc(why)) if why else WAITING
-        else:
-            text = ""
-        return pn.pane.HTML(text, sizing_mode="stretch_width", min_height=_height(pane), css_classes=[PLACEHOLDER])
+            return FAILED.format(why=esc(why)) if why else WAITING
+        return ""
+
+    def _placeholder(self, pane):
+        return pn.pane.HTML(self._placeholder_text(pane), sizing_mode="stretch_width", min_height=_height(pane),
+                            css_classes=[PLACEHOLDER])
 
     @staticmethod
     def _doc():
@@ -238,9 +240,8 @@ class PlotHolder:
         pending = []
         for slot, pane in self.held.get(id(layout), []):
             if isinstance(pane, pn.pane.Plotly) and self.waiting:
-                new = self._placeholder(pane)
-                if [getattr(o, "object", None) for o in slot.objects] != [new.object]:  # its message changed
-                    slot.objects = [new]
+                if [getattr(o, "object", None) for o in slot.objects] != [self._placeholder_text(pane)]:
+                    slot.objects = [self._placeholder(pane)]  # its message changed (loading -> failed)
             elif not (len(slot.objects) == 1 and slot.objects[0] is pane):
                 pending.append((slot, pane))
         for i, (slot, pane) in enumerate(pending):
