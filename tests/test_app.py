@@ -89,6 +89,16 @@ def test_memory_search_text_and_semantic(app):
     assert len(v.table.value) == total
 
 
+def test_long_tables_are_drawn_after_their_tabs_text(app):
+    """The tables that cost the browser most (Memories, Events, Results' per-question rows) are marked
+    to be drawn after the tab's controls and text; the controls themselves are not."""
+    from widgets.plotly_loader import is_deferred
+
+    assert is_deferred(app.views["Memories"].table) and not is_deferred(app.views["Memories"].query)
+    assert is_deferred(app.views["Events"].table)
+    assert is_deferred(app.views["Results"].questions)
+
+
 def _set_embedder(run: Path, name) -> None:
     """Make the run's manifest name ``name`` as its embedder everywhere it could be read from."""
     m = json.loads((run / "manifest.json").read_text())

@@ -657,8 +657,10 @@ class MemoriesView:
             w.param.watch(lambda e: self.refresh(), "value")
         self.table.param.watch(lambda e: self.show_selected(), "selection")
         store.param.watch(lambda e: self.load(), "conv_id")
-        self.panel = pn.Column(pn.Row(self.method, self.kinds, self.query, self.mode), self.info, self.table,
-                               self.detail, sizing_mode="stretch_width")
+        # the table is drawn after the controls and the count line (``defer``): Tabulator's first draw
+        # was most of this tab's time to show (benchmarks/bench_ui.py; measured in benchmarks/README.md)
+        self.panel = pn.Column(pn.Row(self.method, self.kinds, self.query, self.mode), self.info,
+                               defer(self.table), self.detail, sizing_mode="stretch_width")
         self.load()
 
     def load(self) -> None:
