@@ -144,21 +144,50 @@ def test_demo_replays_its_recorded_configuration_unless_recording():
     assert methods["hmem"].fragment == "window" and methods["hmem"].get_params()["fragment_turns"] == 4
 
 
-def test_demo_variants_run_beside_their_method_under_a_labelled_name(monkeypatch):
+def test_demo_variants_run_beside_their_method_under_a_labelled_name():
     """The demo can keep a second configuration of a method in the same run (issue 20: AMA's paper Judge
     beside question probes); the variant is the method with its demo overrides plus the variant's."""
     from workbench import demo
 
-    monkeypatch.setattr(demo, "DEMO_VARIANTS", {"ama[paper-judge]": {"conflict_check": "judge"}})
-    monkeypatch.setitem(demo.DEMO_OVERRIDES, "ama", {**demo.DEMO_OVERRIDES["ama"], "conflict_check": "probe"})
-    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder())
+    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), profile=demo.DEMO_15B)
     assert list(methods).index("ama[paper-judge]") == list(methods).index("ama") + 1  # listed beside it
     ama, judge = methods["ama"], methods["ama[paper-judge]"]
     assert (ama.name, ama.conflict_check) == ("ama", "probe")
     assert (judge.name, judge.conflict_check, judge.conflict_stores) == ("ama[paper-judge]", "judge", ("fact",))
     assert judge.params_hash() != ama.params_hash()
     with pytest.raises(ValueError, match="unknown demo variant"):
-        demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["ama[other]"])
+        demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["ama[other]"], profile=demo.DEMO_15B)
+    assert "ama[paper-judge]" not in demo.demo_methods(ScriptedLLM([]), HashEmbedder())  # the 0.5B has none
+
+
+def test_the_15b_demo_profile_asks_every_category_inside_its_slice_with_bounded_loop_prone_roles():
+    """Issue 20's recording configuration: >= 12 questions across categories 1-5, every gold evidence turn
+    inside the kept sessions, the shipped calibration, and output bounds that replaying applies as
+    recording did (they are part of the cassette key)."""
+    from workbench import demo
+    from workbench.llm.bounds import base_role
+
+    prof = demo.DEMO_15B
+    conv = demo.demo_conversation(prof)
+    qa = {q.id: q for q in conv.qa}
+    asked = [qa[i] for i in prof.questions]
+    assert len(asked) >= 12 and {q.category for q in asked} == {1, 2, 3, 4, 5}
+    turn_ids = {t.id for t in conv.turns}
+    assert all(set(q.evidence) <= turn_ids for q in asked), [q.id for q in asked if not set(q.evidence) <= turn_ids]
+    assert demo.demo_calibration(profile=prof)["embedder"] == "all-MiniLM-L6-v2-int8"
+    assert {"hmem.consolidate", "memr3.router"} <= set(prof.bounds)
+    class Sent(ScriptedLLM):  # keeps what each call sent to the backend (what a cassette key is made of)
+        sent: list = []
+
+        def _generate(self, messages, *, schema, max_tokens, **kw):
+            self.sent.append((schema, max_tokens))
+            return super()._generate(messages, schema=schema, max_tokens=max_tokens, **kw)
+
+    llm = demo.with_profile_bounds(Sent([{"summary": "s"}]), prof)
+    assert llm.output_bounds is prof.bounds and base_role("memr3.router.retry") in llm.output_bounds
+    llm.complete("p", schema={"type": "object", "properties": {"summary": {"type": "string"}}}, role="hmem.consolidate")
+    assert llm.sent == [({"type": "object", "properties": {"summary": {"type": "string", "maxLength": 640}}}, 256)]
+    assert demo.with_profile_bounds(ScriptedLLM([]), demo.DEMO_05B).output_bounds is None  # the 0.5B has none
 
 
 def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_asked():

@@ -175,15 +175,17 @@ def cmd_mechanisms(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import estimate_demo, run_demo
+    from .demo import DEMO, DEMO_PROFILES, estimate_demo, run_demo
 
+    profile = DEMO_PROFILES[args.profile] if args.profile else DEMO
     if args.estimate:
-        for est in estimate_demo(methods=args.methods, questions=args.questions, llm_spec=args.llm):
+        for est in estimate_demo(methods=args.methods, questions=args.questions, llm_spec=args.llm,
+                                 profile=profile):
             print(est.format() + "\n")
         return 0
 
     run_demo(out=Path(args.out), methods=args.methods, questions=args.questions, serve=not args.no_serve,
-             llm_spec=args.llm, port=args.port, record=args.record, calibration=args.calibration)
+             llm_spec=args.llm, port=args.port, record=args.record, calibration=args.calibration, profile=profile)
     return 0
 
 
@@ -330,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5006, help="port of the app")
     p.add_argument("--no-serve", action="store_true", help="stop after writing the run (do not start the app)")
     p.add_argument("--estimate", action="store_true", help="print each method's predicted calls, tokens and time")
+    p.add_argument("--profile", default=None, choices=("0.5b", "1.5b"),
+                   help="recorded demo configuration: 0.5b | 1.5b (default: the active one, workbench.demo.DEMO)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="run the benchmarks and write benchmarks/results")

@@ -33,12 +33,10 @@ RECMEM_MINILM = {"theta_sim": 0.55, "theta_count": 4}
 # The calibration the committed demo cassette was recorded with: None = recorded before calibration
 # existed (paper thresholds, RECMEM_MINILM for RecMem). Applying the calibration changes H-Mem's tree
 # and RecMem's clusters, hence their LLM calls, so the demo applies it only when the cassette has it,
-# when recording too. To move the demo to it: ``workbench demo --record --calibration
-# shipped:all-MiniLM-L6-v2-int8``, then set this to that spec so replays use it too (issue 20).
+# when recording too.
 CASSETTE_CALIBRATION: str | None = None
 # Where the recorded demo departs from a method's defaults, and why (every manifest lists the params).
-# Both keep construction calls of the recording made before #18; the 1.5B re-recording (issue 20)
-# is to use the defaults and the shipped calibration.
+# Both keep construction calls of the recording made before #18.
 # - AMA checks ingestion conflicts in the fact store only. With the paper's Judge the 0.5B model answered
 #   Pass on all 52 ingestion checks, and checking raw and episode entries too (the default since #18)
 #   doubles each check's prompt: about 25 more minutes of recording for a check that never fires here.
@@ -46,10 +44,62 @@ CASSETTE_CALIBRATION: str | None = None
 #   fragments took 60-130 s per turn to record on 2 cores (about an hour for the 53 turns).
 DEMO_OVERRIDES = {"ama": {"conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}}
 # A second configuration of a method run beside it in the same run directory, under a labelled name
-# (``MemoryMethod.labelled``): name -> parameters over the method's demo ones. Issue 20: should AMA's
-# paper Judge never flag a conflict with the demo model, AMA's demo configuration uses question probes
-# and the paper-Judge run is kept beside it, so the difference can be seen. Empty: none.
+# (``MemoryMethod.labelled``): name -> parameters over the method's demo ones. Empty: none.
 DEMO_VARIANTS: dict[str, dict] = {}
+
+
+class DemoProfile(NamedTuple):
+    """One recorded demo configuration: what is built, asked and recorded, and into which cassette.
+
+    The demo, the notebooks, the estimate and the benchmarks all read the active profile (``DEMO``),
+    so they replay one cassette. A profile being recorded lives beside it until its cassette replays
+    with 0 misses; ``workbench demo --profile NAME`` records or replays it without touching the
+    active one, and moving the demo to it is one line (``DEMO = DEMO_PROFILES[NAME]``)."""
+
+    name: str
+    llm: str | None  # the model spec recorded with; None = the default offline model
+    sessions: int  # sample-1's first sessions kept
+    questions: tuple[str, ...]
+    cassette: Path
+    calibration: str | None  # see CASSETTE_CALIBRATION
+    overrides: dict  # method -> parameters over its defaults (see DEMO_OVERRIDES)
+    variants: dict  # labelled second configurations (see DEMO_VARIANTS)
+    bounds: dict  # role -> workbench.llm.bounds.Bound; part of every bounded call's cassette key
+
+
+def _demo_bounds() -> dict:
+    """The 1.5B demo's output bounds: the workbench's loop-prone roles (``BOUNDED_OUTPUTS``) plus two
+    seen looping in the 1.5B recording of session 10: H-Mem's consolidation (27 of its first 94 replies
+    repeated one sentence to the 512-token cap, 47 % of H-Mem's tokens) and MemR3's router (replies
+    repeating one evidence bullet to the cap, then a JSON repair and a retry: 1-4 minutes each on 2
+    cores). A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged."""
+    from .llm.bounds import BOUNDED_OUTPUTS, Bound
+
+    return {**BOUNDED_OUTPUTS,
+            "hmem.consolidate": Bound(max_length=640, max_tokens=256),  # the prompt asks for <= 80 words
+            "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448)}
+
+
+DEMO_05B = DemoProfile("0.5b", None, DEMO_SESSIONS, DEMO_QUESTIONS, CASSETTE, CASSETTE_CALIBRATION,
+                       DEMO_OVERRIDES, DEMO_VARIANTS, {})
+# Issue 20: the stronger offline model as reader, agent and judge (its judge accepted 12.5 % of wrong
+# LoCoMo answers where the 0.5B accepted 47.5 %). Sessions 1-5 (66 turns): session 5 brings an
+# open-domain question into reach and a third knowledge update (the half marathon withdrawn, D5:10).
+# 12 questions across categories 1-5: single-hop q0 q2 q7; knowledge updates q4 (the greyhound's
+# name) q8 (the half marathon); temporal q13 q16 q18; multi-hop across the update q25; open-domain
+# q31; adversarial q34 q38. AMA: with the 1.5B the paper's Judge answered Pass on every ingestion
+# check of both knowledge-update slices (benchmarks/results/ama_refresh.json: 25/25 and 11/11), so the
+# demo's AMA uses question probes and the paper-Judge run sits beside it as ``ama[paper-judge]`` (both
+# fact store only: the probe costs one call per stored entry). H-Mem keeps 4-turn fragments (one-message
+# fragments: about 4 consolidation calls a turn with this model).
+DEMO_15B = DemoProfile(
+    "1.5b", "local:qwen2.5-coder-1.5b", 5,
+    tuple(f"sample-1/q{i}" for i in (0, 2, 7, 4, 8, 13, 16, 18, 25, 31, 34, 38)),
+    SAMPLE_DIR / "cassettes" / "demo.jsonl", "shipped:all-MiniLM-L6-v2-int8",
+    {"ama": {"conflict_check": "probe", "conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}},
+    {"ama[paper-judge]": {"conflict_check": "judge"}}, _demo_bounds())
+DEMO_PROFILES = {p.name: p for p in (DEMO_05B, DEMO_15B)}
+DEMO = DEMO_05B  # the active profile: what the demo, notebooks and report replay
 
 
 # Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
@@ -77,8 +127,8 @@ def knowledge_update_slice(name: str) -> Conversation:
     return replace(conv, qa=qas)
 
 
-def demo_conversation() -> Conversation:
-    return load_sample()[0].head(DEMO_SESSIONS)
+def demo_conversation(profile: DemoProfile = DEMO) -> Conversation:
+    return load_sample()[0].head(profile.sessions)
 
 
 class NotebookSetup(NamedTuple):
@@ -91,41 +141,52 @@ class NotebookSetup(NamedTuple):
     demo_qs: list  # the recorded demo questions, in DEMO_QUESTIONS order
 
 
-def notebook_setup(*, mode: str = "replay", show: bool = True) -> NotebookSetup:
+def notebook_setup(*, mode: str = "replay", show: bool = True, profile: DemoProfile = DEMO) -> NotebookSetup:
     """The shared first cell of notebooks 01-06, written once: the demo LLM (by default replay-only,
     so every call is a recorded reply), the embedder, the demo slice and its recorded questions.
     Notebook 00 spells the same steps out. ``show`` prints one line describing the slice."""
-    conv = demo_conversation()
+    conv = demo_conversation(profile)
     qa = {q.id: q for q in conv.qa}
-    demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]
+    demo_qs = [qa[i] for i in profile.questions if i in qa]
     if show:
         print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs),
               "demo questions")
-    return NotebookSetup(demo_llm(mode=mode), demo_embedder(), conv, qa, demo_qs)
+    return NotebookSetup(demo_llm(mode=mode, profile=profile), demo_embedder(), conv, qa, demo_qs)
 
 
-def demo_dataset() -> Dataset:
-    return Dataset("sample", (demo_conversation(),))
+def demo_dataset(profile: DemoProfile = DEMO) -> Dataset:
+    return Dataset("sample", (demo_conversation(profile),))
 
 
-def demo_llm(*, mode: str = "auto", spec: str | None = None, cassette: str | Path = CASSETTE):
-    """The demo's LLM: the offline model (or ``spec``) behind the record/replay cassette.
+def demo_llm(*, mode: str = "auto", spec: str | None = None, cassette: str | Path | None = None,
+             profile: DemoProfile = DEMO):
+    """The demo's LLM: the profile's model (or ``spec``) behind its record/replay cassette (or
+    ``cassette``), with the profile's output bounds, which are part of the cassette key and so apply
+    when replaying as when recording.
 
     ``mode="replay"`` needs no model at all (notebooks under nbval use it).
     """
     from .llm import CachedLLM, default_llm
     from .llm.errors import LLMError
 
+    cassette = profile.cassette if cassette is None else cassette
     if mode == "replay":
-        return CachedLLM.replay(cassette)
+        return with_profile_bounds(CachedLLM.replay(cassette), profile)
     try:
-        inner = default_llm(spec)
+        inner = default_llm(spec or profile.llm)
     except (LLMError, FileNotFoundError) as exc:
         if Path(cassette).exists():
             print(f"note: no live model ({exc}); replaying {cassette} only", file=sys.stderr)
-            return CachedLLM.replay(cassette)
+            return with_profile_bounds(CachedLLM.replay(cassette), profile)
         raise
-    return CachedLLM(inner, cassette, mode="auto")
+    return with_profile_bounds(CachedLLM(inner, cassette, mode="auto"), profile)
+
+
+def with_profile_bounds(llm, profile: DemoProfile = DEMO):
+    """``llm`` with the profile's output bounds on (none for a profile without them)."""
+    if profile.bounds:
+        llm.output_bounds = profile.bounds
+    return llm
 
 
 def demo_embedder():
@@ -134,7 +195,7 @@ def demo_embedder():
     return CachedEmbedder(MiniLMEmbedder())
 
 
-def demo_calibration(*, record: bool = False, choice: str | None = "auto"):
+def demo_calibration(*, record: bool = False, choice: str | None = "auto", profile: DemoProfile = DEMO):
     """The calibration the demo applies: ``auto`` = the one the cassette was recorded with
     (``CASSETTE_CALIBRATION``), when recording too, so that a re-recording only adds the calls the
     code changed (a recording that should move to the shipped MiniLM calibration says so explicitly:
@@ -147,10 +208,11 @@ def demo_calibration(*, record: bool = False, choice: str | None = "auto"):
         return None
     if choice != "auto":
         return load_calibration(choice)
-    return load_calibration(CASSETTE_CALIBRATION) if CASSETTE_CALIBRATION else None
+    return load_calibration(profile.calibration) if profile.calibration else None
 
 
-def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None) -> dict:
+def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None,
+                 profile: DemoProfile = DEMO) -> dict:
     """Every registered method with its paper defaults. Without ``calibration`` (the recorded demo),
     RecMem gets the hand-set RECMEM_MINILM; with one, each method gets its LoCoMo dataset preset and
     the calibrated thresholds (``workbench.methods.calibration``)."""
@@ -159,16 +221,17 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None) 
 
     from .methods.base import method_base
 
-    order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", *DEMO_VARIANTS, "hmem", "recmem", "memr3"]
+    variants = profile.variants
+    order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", *variants, "hmem", "recmem", "memr3"]
     names = names or [n for n in order if method_base(n) in REGISTRY]
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for name in names:
             base = method_base(name)
-            if name != base and name not in DEMO_VARIANTS:
-                raise ValueError(f"unknown demo variant {name!r}; the demo's: {sorted(DEMO_VARIANTS) or 'none'}")
-            overrides = {**DEMO_OVERRIDES.get(base, {}), **DEMO_VARIANTS.get(name, {})}
+            if name != base and name not in variants:
+                raise ValueError(f"unknown demo variant {name!r}; the demo's: {sorted(variants) or 'none'}")
+            overrides = {**profile.overrides.get(base, {}), **variants.get(name, {})}
             if calibration is None:
                 params = {**RECMEM_MINILM, **overrides} if base == "recmem" else overrides
                 setup = prepare_method(base, llm, embedder, params, data=None, calibration=None, warn=False)
@@ -193,7 +256,7 @@ def _announce(method, judge):
 
 def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bool = True,
              llm_spec: str | None = None, port: int = 5006, record: bool = False, llm_mode: str = "auto",
-             calibration: str | None = "auto") -> Path:
+             calibration: str | None = "auto", profile: DemoProfile = DEMO) -> Path:
     """Build, answer, judge and save; then serve the app. ``record`` appends to the committed cassette;
     ``llm_mode="replay"`` never loads a model (a call missing from the cassette is a recorded failure).
     ``calibration``: see ``demo_calibration`` (by default, what the cassette was recorded with)."""
@@ -209,26 +272,26 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").unlink(missing_ok=True)  # rewritten below, one evaluation per method
-    cassette = CASSETTE
+    cassette = profile.cassette
     if not record:  # never write into the repository: work on a copy in the run directory
         cassette = out / "cassette.jsonl"
-        if not cassette.exists() and CASSETTE.exists():
-            shutil.copyfile(CASSETTE, cassette)
-    llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette)
+        if not cassette.exists() and profile.cassette.exists():
+            shutil.copyfile(profile.cassette, cassette)
+    llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette, profile=profile)
     embedder = demo_embedder()
-    dataset = demo_dataset()
+    dataset = demo_dataset(profile)
     save_conversation(out, dataset[0])
-    qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
+    qids = list(profile.questions[:questions] if questions else profile.questions)
     # The judge gets its own model instance: llama.cpp keeps one prompt state per instance, so a
     # judge call between two questions would otherwise evict the reader's cached conversation prefix.
-    judge_llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette)
+    judge_llm = demo_llm(mode=llm_mode, spec=llm_spec, cassette=cassette, profile=profile)
     judge = LLMJudge(judge_llm)
-    cal = demo_calibration(record=record, choice=calibration)
+    cal = demo_calibration(record=record, choice=calibration, profile=profile)
     if cal is None:
         print("note: H-Mem and RecMem run with the thresholds the demo cassette was recorded with (H-Mem: the "
               "paper's alphas, set for Qwen3-Embedding-4B; RecMem: hand-set for MiniLM); the shipped MiniLM "
               "calibration: --calibration shipped:all-MiniLM-L6-v2-int8 (new calls)", file=sys.stderr)
-    for name, method in demo_methods(llm, embedder, methods, calibration=cal).items():
+    for name, method in demo_methods(llm, embedder, methods, calibration=cal, profile=profile).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         res = evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
                        save_memories_dir=out, progress=True, estimate=_announce(method, judge))
@@ -255,7 +318,8 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     return out
 
 
-def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str | None = None) -> list:
+def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str | None = None,
+                  profile: DemoProfile = DEMO) -> list:
     """``workbench demo --estimate``: each demo method's predicted calls, tokens and live wall time,
     without any LLM call or model load. Calls whose replies the committed cassette holds replay at
     no cost, so the wall time is what a run with an empty cassette would take."""
@@ -265,24 +329,27 @@ def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str |
     from .llm import CachedLLM, default_llm
 
     try:
-        inner = default_llm(llm_spec)  # llama.cpp loads lazily: building the client loads nothing
+        inner = default_llm(llm_spec or profile.llm)  # llama.cpp loads lazily: building it loads nothing
     except Exception as exc:  # no model, no API key: reported in the notes, the cassette still replays
         inner, notes = None, [f"{backend_error(exc)}: the cassette replays, and a call missing from it "
                               "becomes a failed question"]
     else:
         notes = ["wall time is for an empty cassette: calls whose replies the committed cassette holds "
-                 f"({CASSETTE.name}) replay in milliseconds"]
-    llm = CachedLLM(inner, CASSETTE, mode="auto") if inner is not None else CachedLLM.replay(CASSETTE)
-    qids = list(DEMO_QUESTIONS[:questions] if questions else DEMO_QUESTIONS)
-    plan = select(demo_dataset(), questions=qids)
+                 f"({profile.cassette.name}) replay in milliseconds"]
+    cassette = profile.cassette
+    llm = CachedLLM(inner, cassette, mode="auto") if inner is not None else CachedLLM.replay(cassette)
+    with_profile_bounds(llm, profile)
+    qids = list(profile.questions[:questions] if questions else profile.questions)
+    plan = select(demo_dataset(profile), questions=qids)
     out = []
-    for name, method in demo_methods(llm, None, methods).items():
+    cal = demo_calibration(profile=profile)
+    for name, method in demo_methods(llm, None, methods, calibration=cal, profile=profile).items():
         out.append(estimate_run(method, plan, llm=inner or llm, judge=LLMJudge(llm), notes=notes,
                                 problems=service_problems(inner) if inner is not None else []))
     return out
 
 
-def prune_cassette(cassette: Path = CASSETTE) -> int:
+def prune_cassette(cassette: Path | None = None, profile: DemoProfile = DEMO) -> int:
     """Replay the whole demo configuration from the cassette into a scratch directory and drop
     every entry it did not use (calls of older prompts or configurations). Returns how many went.
 
@@ -293,12 +360,14 @@ def prune_cassette(cassette: Path = CASSETTE) -> int:
 
     from .eval import LLMJudge, evaluate
 
-    llm, judge_llm = demo_llm(mode="replay", cassette=cassette), demo_llm(mode="replay", cassette=cassette)
+    llm = demo_llm(mode="replay", cassette=cassette, profile=profile)
+    judge_llm = demo_llm(mode="replay", cassette=cassette, profile=profile)
     embedder = demo_embedder()
     with tempfile.TemporaryDirectory() as tmp:
-        for method in demo_methods(llm, embedder, calibration=demo_calibration()).values():
-            res = evaluate(method, demo_dataset(), judge=LLMJudge(judge_llm), store=Path(tmp) / "r.jsonl",
-                           questions=list(DEMO_QUESTIONS), progress=False)
+        cal = demo_calibration(profile=profile)
+        for method in demo_methods(llm, embedder, calibration=cal, profile=profile).values():
+            res = evaluate(method, demo_dataset(profile), judge=LLMJudge(judge_llm), store=Path(tmp) / "r.jsonl",
+                           questions=list(profile.questions), progress=False)
             failed = [r for r in res if r.error]
             if failed:
                 raise RuntimeError(f"{method.name}: {len(failed)} questions do not replay ({failed[0].error}); "
