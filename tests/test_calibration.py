@@ -175,6 +175,12 @@ def test_the_15b_demo_profile_asks_every_category_inside_its_slice_with_bounded_
     turn_ids = {t.id for t in conv.turns}
     assert all(set(q.evidence) <= turn_ids for q in asked), [q.id for q in asked if not set(q.evidence) <= turn_ids]
     assert demo.demo_calibration(profile=prof)["embedder"] == "all-MiniLM-L6-v2-int8"
+    minilm = HashEmbedder()
+    minilm.name = "all-MiniLM-L6-v2-int8"  # named as the calibration's embedder, so it applies
+    recorded = demo.demo_methods(ScriptedLLM([]), minilm, ["recmem"], profile=prof)["recmem"]  # as recorded
+    assert (recorded.theta_count, recorded.theta_sim) != (4, 0.55)  # the LoCoMo preset and calibrated cosine
+    uncalibrated = demo.demo_methods(ScriptedLLM([]), minilm, ["recmem"], profile=prof, calibration=None)["recmem"]
+    assert (uncalibrated.theta_count, uncalibrated.theta_sim) == (4, 0.55)  # RECMEM_MINILM
     assert {"hmem.consolidate", "memr3.router"} <= set(prof.bounds)
     class Sent(ScriptedLLM):  # keeps what each call sent to the backend (what a cassette key is made of)
         sent: list = []

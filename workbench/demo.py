@@ -211,16 +211,20 @@ def demo_calibration(*, record: bool = False, choice: str | None = "auto", profi
     return load_calibration(profile.calibration) if profile.calibration else None
 
 
-def demo_methods(llm, embedder, names=None, *, calibration: dict | None = None,
+def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = "recorded",
                  profile: DemoProfile = DEMO) -> dict:
-    """Every registered method with its paper defaults. Without ``calibration`` (the recorded demo),
-    RecMem gets the hand-set RECMEM_MINILM; with one, each method gets its LoCoMo dataset preset and
-    the calibrated thresholds (``workbench.methods.calibration``)."""
+    """Every registered method with the profile's demo parameters. ``calibration="recorded"`` (the
+    default) is the calibration the profile's cassette was recorded with, so notebooks and benchmarks
+    build the methods as recorded and a replay meets every call. Without one (``None``), RecMem gets
+    the hand-set RECMEM_MINILM; with one, each method gets its LoCoMo dataset preset and the
+    calibrated thresholds (``workbench.methods.calibration``)."""
     from .eval.presets import prepare_method
     from .methods import REGISTRY
 
     from .methods.base import method_base
 
+    if calibration == "recorded":
+        calibration = demo_calibration(profile=profile)
     variants = profile.variants
     order = ["full_context", "naive_rag", "eager_floor", "hymem", "ama", *variants, "hmem", "recmem", "memr3"]
     names = names or [n for n in order if method_base(n) in REGISTRY]
