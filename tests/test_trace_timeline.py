@@ -118,6 +118,8 @@ def test_router_card_shows_evidence_and_gaps_as_a_diff():
     assert '<li class="wb-del" title="closed">which city</li>' in second and "gaps +0 opened, −1 closed" in second
     third = timeline_html(tl.at(3))
     assert '<li class="wb-del" title="dropped">Priya moved</li>' in third and "−1 dropped" in third
+    fourth = timeline_html(tl.at(4))  # no gap before or now: said in words, not an empty list
+    assert "none listed (the router wrote no gap)" in fourth
 
 
 # -- ids -----------------------------------------------------------------------------------------------------

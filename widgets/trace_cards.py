@@ -84,16 +84,16 @@ def error_html(data: Mapping[str, Any]) -> str:
 
 
 def diff_list(before: Sequence[str], after: Sequence[str], *, added_word: str = "added",
-              removed_word: str = "dropped") -> tuple[str, int, int]:
-    """``after`` as a list with the items new since ``before`` marked +, then those gone marked −.
-    Returns (HTML, added, removed)."""
+              removed_word: str = "dropped", none_word: str = "(empty)") -> tuple[str, int, int]:
+    """``after`` as a list with the items new since ``before`` marked +, then those gone marked −;
+    ``none_word`` when both are empty. Returns (HTML, added, removed)."""
     old, new = list(dict.fromkeys(before)), list(dict.fromkeys(after))
     added = [x for x in new if x not in old]
     gone = [x for x in old if x not in new]
     items = [f'<li class="{"wb-add" if x in added else "wb-keep"}" title="{added_word if x in added else "kept"}">'
              f"{esc(x)}</li>" for x in new]
     items += [f'<li class="wb-del" title="{removed_word}">{esc(x)}</li>' for x in gone]
-    html = f'<ul class="wb-diff">{"".join(items)}</ul>' if items else '<p class="wb-muted">(empty)</p>'
+    html = f'<ul class="wb-diff">{"".join(items)}</ul>' if items else f'<p class="wb-muted">{esc(none_word)}</p>'
     return html, len(added), len(gone)
 
 
@@ -127,7 +127,8 @@ def memr3_router(c: Ctx) -> str:
     before_gaps = [str(x) for x in _list(prev.data.get("gaps"))] if prev else []
     ev, n_add, n_drop = diff_list(before_ev, [str(x) for x in _list(d.get("evidence"))])
     gaps, n_open, n_close = diff_list(before_gaps, [str(x) for x in _list(d.get("gaps"))],
-                                      added_word="opened", removed_word="closed")
+                                      added_word="opened", removed_word="closed",
+                                      none_word="none listed (the router wrote no gap)")
     cause = step_cause(d)
     action = _txt(d.get("action")) or "?"
     why = cause_meaning(cause)[1]
