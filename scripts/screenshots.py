@@ -91,8 +91,9 @@ def show_trace(page, question: str, method: str, step: int) -> None:
 def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "", turn: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
     if tab == "Traces" and trace:
-        t_method, _, t_step = trace.partition(":")
-        show_trace(page, question, t_method, int(t_step or 1))
+        spec, _, t_question = trace.partition("@")  # METHOD:STEP, or METHOD:STEP@QUESTION for another question
+        t_method, _, t_step = spec.partition(":")
+        show_trace(page, t_question or question, t_method, int(t_step or 1))
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
@@ -289,9 +290,10 @@ def main(argv=None) -> None:
                     help="Structures tab: also save each named method's whole card as structures-METHOD.png")
     ap.add_argument("--pick", nargs="*", default=(), metavar="TEXT",
                     help="Structures cards: select the option containing TEXT in a card's pickers before the shot")
-    ap.add_argument("--trace", nargs="*", default=["memr3:4", "hymem:2", "hmem:2", "ama:2"], metavar="METHOD:STEP",
-                    help="Traces tab: the first METHOD:STEP (of --question) is traces.png, each further one "
-                         "traces-METHOD.png; the step is reached with the arrow key")
+    ap.add_argument("--trace", nargs="*", default=["memr3:4", "hymem:2", "hmem:2", "ama:2"],
+                    metavar="METHOD:STEP[@QUESTION]",
+                    help="Traces tab: the first METHOD:STEP (of --question, or of QUESTION when given) is traces.png, "
+                         "each further one traces-METHOD.png; the step is reached with the arrow key")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
