@@ -63,13 +63,13 @@ def _embedder():
 
 
 def _cassette_llm(cassette):
-    from workbench.demo import CASSETTE
+    from workbench.demo import DEMO, with_profile_bounds
     from workbench.llm import CachedLLM
 
-    path = Path(cassette or CASSETTE)
+    path = Path(cassette or DEMO.cassette)
     key = ("cassette", str(path))
-    if key not in _SHARED:
-        _SHARED[key] = CachedLLM.replay(path)
+    if key not in _SHARED:  # the active profile's output bounds are part of its cassette keys
+        _SHARED[key] = with_profile_bounds(CachedLLM.replay(path), DEMO)
     return _SHARED[key]
 
 
@@ -78,7 +78,7 @@ def _cassette_llm(cassette):
 def replay_method(name: str, *, cassette=None, latency: LatencyModel | None = None, sleep_scale: float = 0.0,
                   store=None) -> dict:
     """Evaluate one demo method from the cassette: status, wall time, call accounting (and its rows)."""
-    from workbench.demo import DEMO_QUESTIONS, demo_dataset, demo_methods
+    from workbench.demo import DEMO, demo_dataset, demo_methods
     from workbench.eval import LLMJudge, ResultsStore, evaluate
 
     try:
@@ -90,7 +90,7 @@ def replay_method(name: str, *, cassette=None, latency: LatencyModel | None = No
     mem = ResultsStore(None)
     t = time.perf_counter()
     try:
-        res = evaluate(method, demo_dataset(), judge=LLMJudge(probe), store=mem, questions=list(DEMO_QUESTIONS),
+        res = evaluate(method, demo_dataset(), judge=LLMJudge(probe), store=mem, questions=list(DEMO.questions),
                        progress=False, keep_answers=False)
     except Exception as exc:  # the harness records method failures itself; this is anything else
         return {"method": name, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
@@ -116,7 +116,7 @@ def demo_method_names() -> list[str]:
 
 
 def sample_replay(results_dir: Path, *, cassette=None, methods=None, latency: LatencyModel | None = None) -> dict:
-    from workbench.demo import CASSETTE, DEMO_QUESTIONS, demo_conversation
+    from workbench.demo import DEMO, demo_conversation
     from workbench.eval import ResultsStore
 
     path = Path(results_dir) / "compare_sample.jsonl"
@@ -131,7 +131,8 @@ def sample_replay(results_dir: Path, *, cassette=None, methods=None, latency: La
               flush=True)
     wall = time.perf_counter() - t
     conv = demo_conversation()
-    out = {"cassette": repo_relative(cassette or CASSETTE), "questions": list(DEMO_QUESTIONS), "turns": len(conv.turns),
+    out = {"cassette": repo_relative(cassette or DEMO.cassette), "questions": list(DEMO.questions),
+           "turns": len(conv.turns),
            "sessions": len(conv.sessions), "replay_wall_s": round(wall, 2), "results_file": repo_relative(path),
            "latency_model": (latency or LatencyModel.nominal()).to_dict(), "methods": rows}
     out["table"] = merge_table(rows, path)

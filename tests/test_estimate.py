@@ -50,9 +50,9 @@ def _demo_replay_counts(methods, questions=None):
 @pytest.fixture(scope="module")
 def minilm():
     pytest.importorskip("onnxruntime")
-    from workbench.demo import CASSETTE
+    from workbench.demo import DEMO
 
-    if not CASSETTE.exists():
+    if not DEMO.cassette.exists():
         pytest.skip("demo cassette absent")
 
 
@@ -68,11 +68,11 @@ def _demo_estimates(profiles, methods, questions):
 
 def test_committed_profiles_predict_the_demo_replay_within_25_percent(minilm):
     """The committed cost profiles against a fresh replay of the demo slice from its cassette."""
-    from workbench.demo import DEMO_QUESTIONS
+    from workbench.demo import DEMO
 
     methods = ["full_context", "eager_facts", "hymem", "memr3"]
     _, replay = _demo_replay_counts(methods)
-    estimates = _demo_estimates(load_profiles(), methods, DEMO_QUESTIONS)
+    estimates = _demo_estimates(load_profiles(), methods, DEMO.questions)
     for (name, phase), (calls, tokens) in replay.items():
         p = estimates[name].phases[phase]
         assert p.calls == pytest.approx(calls, rel=0.25), (name, phase)
@@ -81,12 +81,12 @@ def test_committed_profiles_predict_the_demo_replay_within_25_percent(minilm):
 
 def test_profiles_fitted_on_half_the_questions_predict_the_other_half(minilm):
     """Held out: fit on three demo questions, predict the query and judge phases of the other three."""
-    from workbench.demo import DEMO_QUESTIONS
+    from workbench.demo import DEMO
 
     methods = ["naive_rag", "eager_facts", "full_context"]
-    fitted, _ = _demo_replay_counts(methods, DEMO_QUESTIONS[:3])
-    _, held_out = _demo_replay_counts(methods, DEMO_QUESTIONS[3:])
-    estimates = _demo_estimates(fitted, methods, DEMO_QUESTIONS[3:])
+    fitted, _ = _demo_replay_counts(methods, DEMO.questions[:3])
+    _, held_out = _demo_replay_counts(methods, DEMO.questions[3:])
+    estimates = _demo_estimates(fitted, methods, DEMO.questions[3:])
     for (name, phase), (calls, tokens) in held_out.items():
         if phase == "construct":
             continue

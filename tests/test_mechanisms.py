@@ -284,10 +284,11 @@ def test_eval_command_writes_the_census(tmp_path):
     """``workbench eval`` replaying a cassette that lacks every call of this data: each question is a
     failed row, counted as such in the census it writes beside the results."""
     from workbench.cli import main
-    from workbench.demo import CASSETTE
+    from workbench.demo import DEMO
 
     out = tmp_path / "eval"
-    assert main(["eval", "--method", "naive_rag", "--data", "tiny", "--questions", "2", "--llm", f"replay:{CASSETTE}",
+    assert main(["eval", "--method", "naive_rag", "--data", "tiny", "--questions", "2",
+                 "--llm", f"replay:{DEMO.cassette}",
                  "--embedder", "hash", "--out", str(out), "--no-progress", "--save-memories"]) == 0
     c = read_census(out)["methods"]["naive_rag"]["counts"]
     assert c["questions"] == 2 and c["row_errors"] == 2 and c["answers_with_trace"] == 0
@@ -314,9 +315,9 @@ def test_write_census_is_atomic_json(run_dir, tmp_path):
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """AMA and RecMem of the demo, replayed from the committed cassette (no model; about 20 s)."""
-    from workbench.demo import CASSETTE, demo_embedder, run_demo
+    from workbench.demo import DEMO, demo_embedder, run_demo
 
-    if not CASSETTE.exists():
+    if not DEMO.cassette.exists():
         pytest.skip("no demo cassette")
     try:
         demo_embedder()(["probe"])

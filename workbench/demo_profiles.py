@@ -18,13 +18,13 @@ def fit_profiles(cassette=None, *, methods=None, questions=None) -> dict:
     ``questions``: the demo question ids to replay (default all: a subset lets a test fit on some
     questions and predict the others). Every call of the replay counts (a replay miss is recorded
     as a failed call by the ledger and reported under ``misses``: refit after re-recording)."""
-    from .demo import CASSETTE, DEMO_QUESTIONS, demo_dataset, demo_embedder, demo_llm, demo_methods
+    from .demo import DEMO, demo_dataset, demo_embedder, demo_llm, demo_methods
     from .eval.harness import evaluate, select
     from .eval.judge import LLMJudge
 
-    cassette = Path(cassette or CASSETTE)
+    cassette = Path(cassette or DEMO.cassette)
     data = demo_dataset()
-    qids = list(questions or DEMO_QUESTIONS)
+    qids = list(questions or DEMO.questions)
     plan = select(data, questions=qids)
     units = structure(plan)
     llm, judge_llm = demo_llm(mode="replay", cassette=cassette), demo_llm(mode="replay", cassette=cassette)
