@@ -68,20 +68,26 @@ class DemoProfile(NamedTuple):
 
 
 def _demo_bounds() -> dict:
-    """The 1.5B demo's output bounds: the workbench's loop-prone roles (``BOUNDED_OUTPUTS``) plus three
-    seen running into the 512-token cap with this model: H-Mem's consolidation (27 of its first 94
-    replies repeated one sentence to the cap, 47 % of H-Mem's tokens), MemR3's router (replies repeating
-    one evidence bullet to the cap, then a JSON repair and a retry: 1-4 minutes each on 2 cores) and
-    H-Mem's extraction of a 4-turn fragment (events, entities and relations together pass 512 tokens
-    without looping, so the cut reply, its repair and its retry all failed: about 2.5 minutes a
-    fragment for no events). A bounded reply closes as valid JSON instead of being cut off; the prompts
-    are unchanged. H-Mem's extraction gets a larger cap than the default 512, and at most 8 entities and
-    8 relations a fragment."""
+    """The 1.5B demo's output bounds: the workbench's loop-prone roles (``BOUNDED_OUTPUTS``) plus those
+    seen running into the 512-token cap with this model:
+    - H-Mem's consolidation: 27 of its first 94 replies repeated one sentence to the cap, 47 % of
+      H-Mem's tokens;
+    - MemR3's router: replies repeating one evidence bullet to the cap, then a JSON repair and a retry
+      (1-4 minutes each on 2 cores);
+    - H-Mem's extraction of a 4-turn fragment: events, entities and relations together pass 512 tokens
+      without looping, so the cut reply, its repair and its retry all failed (about 2.5 minutes a
+      fragment for no events). It gets a larger cap, and at most 8 entities and 8 relations a fragment;
+    - H-Mem's entity profile: for a place ("Bristol", "Manchester") the model wrote a guidebook essay
+      that repeated itself to the cap; 2 of 15 profile updates failed after repair and retry;
+    - H-Mem's planner: one plan of 12 ran to the cap.
+    A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged."""
     from .llm.bounds import BOUNDED_OUTPUTS, Bound
 
     return {**BOUNDED_OUTPUTS,
             "hmem.consolidate": Bound(max_length=640, max_tokens=256),  # the prompt asks for <= 80 words
             "hmem.extract": Bound(max_items=8, max_length=300, max_tokens=768),
+            "hmem.profile": Bound(max_length=480, max_tokens=288),  # two strings of a few sentences
+            "hmem.plan": Bound(max_items=4, max_length=200, max_tokens=320),
             "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448)}
 
 
