@@ -79,7 +79,9 @@ def _demo_bounds() -> dict:
       fragment for no events). It gets a larger cap, and at most 8 entities and 8 relations a fragment;
     - H-Mem's entity profile: for a place ("Bristol", "Manchester") the model wrote a guidebook essay
       that repeated itself to the cap; 2 of 15 profile updates failed after repair and retry;
-    - H-Mem's planner: one plan of 12 ran to the cap.
+    - H-Mem's planner: one plan of 12 ran to the cap;
+    - HyMem's Level-1 summary: 2 of its first 19 replies repeated one item ("Priya's back hates her",
+      "Pilot is Pilot it is") until the cap cut the list.
     A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged."""
     from .llm.bounds import BOUNDED_OUTPUTS, Bound
 
@@ -88,6 +90,7 @@ def _demo_bounds() -> dict:
             "hmem.extract": Bound(max_items=8, max_length=300, max_tokens=768),
             "hmem.profile": Bound(max_length=480, max_tokens=288),  # two strings of a few sentences
             "hmem.plan": Bound(max_items=4, max_length=200, max_tokens=320),
+            "hymem.summarize": Bound(max_items=10, max_length=200, max_tokens=448),
             "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448)}
 
 
