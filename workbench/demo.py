@@ -70,10 +70,10 @@ class DemoProfile(NamedTuple):
 def _demo_bounds() -> dict:
     """The 1.5B demo's output bounds: the workbench's loop-prone roles (``BOUNDED_OUTPUTS``) plus those
     seen running into the 512-token cap with this model:
-    - H-Mem's consolidation: 27 of its first 94 replies repeated one sentence to the cap, 47 % of
-      H-Mem's tokens;
-    - MemR3's router: replies repeating one evidence bullet to the cap, then a JSON repair and a retry
-      (1-4 minutes each on 2 cores);
+    - H-Mem's consolidation (session 10's recording): 27 of its first 94 replies repeated one sentence
+      to the cap, 47 % of H-Mem's tokens;
+    - MemR3's router (session 10's recording): replies repeating one evidence bullet to the cap, then a
+      JSON repair and a retry (1-4 minutes each on 2 cores);
     - H-Mem's extraction of a 4-turn fragment: events, entities and relations together pass 512 tokens
       without looping, so the cut reply, its repair and its retry all failed (about 2.5 minutes a
       fragment for no events). It gets a larger cap, and at most 8 entities and 8 relations a fragment;
@@ -96,8 +96,9 @@ def _demo_bounds() -> dict:
 
 DEMO_05B = DemoProfile("0.5b", None, DEMO_SESSIONS, DEMO_QUESTIONS, CASSETTE, CASSETTE_CALIBRATION,
                        DEMO_OVERRIDES, DEMO_VARIANTS, {})
-# Issue 20: the stronger offline model as reader, agent and judge (its judge accepted 12.5 % of wrong
-# LoCoMo answers where the 0.5B accepted 47.5 %). Sessions 1-5 (66 turns): session 5 brings an
+# Issue 20: the stronger offline model as reader, agent and judge (on LoCoMo probes that pair a gold
+# answer with another question's gold or "Not mentioned", its judge accepted 12.5 % of the wrong ones
+# where the 0.5B accepted 47.5 %; on wrong answers that look right it is no better: README Status). Sessions 1-5 (66 turns): session 5 brings an
 # open-domain question into reach and a third knowledge update (the half marathon withdrawn, D5:10).
 # 12 questions across categories 1-5: single-hop q0 q2 q7; knowledge updates q4 (the greyhound's
 # name) q8 (the half marathon); temporal q13 q16 q18; multi-hop across the update q25; open-domain
