@@ -99,7 +99,8 @@ DEMO_05B = DemoProfile("0.5b", None, DEMO_SESSIONS, DEMO_QUESTIONS, CASSETTE, CA
 # Issue 20: the stronger offline model as reader, agent and judge (on LoCoMo probes that pair a gold
 # answer with another question's gold or "Not mentioned", its judge accepted 12.5 % of the wrong ones
 # where the 0.5B accepted 47.5 %; on wrong answers that look right it is no better: README Status).
-# Sessions 1-5 (66 turns): session 5 brings an open-domain question into reach and a third knowledge update (the half marathon withdrawn, D5:10).
+# Sessions 1-5 (66 turns): session 5 brings an open-domain question into reach and a third knowledge
+# update (the half marathon withdrawn, D5:10).
 # 12 questions across categories 1-5: single-hop q0 q2 q7; knowledge updates q4 (the greyhound's
 # name) q8 (the half marathon); temporal q13 q16 q18; multi-hop across the update q25; open-domain
 # q31; adversarial q34 q38. AMA: with the 1.5B the paper's Judge answered Pass on every ingestion
