@@ -81,7 +81,9 @@ def _demo_bounds() -> dict:
       that repeated itself to the cap; 2 of 15 profile updates failed after repair and retry;
     - H-Mem's planner: one plan of 12 ran to the cap;
     - HyMem's Level-1 summary: 2 of its first 19 replies repeated one item ("Priya's back hates her",
-      "Pilot is Pilot it is") until the cap cut the list.
+      "Pilot is Pilot it is") until the cap cut the list;
+    - AMA's episode: the 4th episode wrote an invented dialogue that ran to the cap, and so did its
+      repair and its retry (the episode was lost).
     A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged."""
     from .llm.bounds import BOUNDED_OUTPUTS, Bound
 
@@ -91,6 +93,7 @@ def _demo_bounds() -> dict:
             "hmem.profile": Bound(max_length=480, max_tokens=288),  # two strings of a few sentences
             "hmem.plan": Bound(max_items=4, max_length=200, max_tokens=320),
             "hymem.summarize": Bound(max_items=10, max_length=200, max_tokens=448),
+            "ama.episode": Bound(max_length=800, max_tokens=320),  # a title, a paragraph, a timestamp
             "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448)}
 
 
