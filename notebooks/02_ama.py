@@ -39,7 +39,7 @@ pipeline_diagram(title="AMA", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
 # > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
 # > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
 # > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.

@@ -118,7 +118,7 @@ DEMO_15B = DemoProfile(
     {"ama": {"conflict_check": "probe", "conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}},
     {"ama[paper-judge]": {"conflict_check": "judge"}}, _demo_bounds())
 DEMO_PROFILES = {p.name: p for p in (DEMO_05B, DEMO_15B)}
-DEMO = DEMO_05B  # the active profile: what the demo, notebooks and report replay
+DEMO = DEMO_15B  # the active profile: what the demo, notebooks and report replay
 
 
 # Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
