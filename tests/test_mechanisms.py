@@ -197,6 +197,22 @@ def test_zero_mechanisms_say_why_from_the_run(tmp_path, tiny_conv):
     assert "0 trigger firings (not fired)" in line
 
 
+
+def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tiny_conv):
+    """No gap written: the reason counts the questions whose first router step chose to answer (a guard's
+    answer is not counted), read from the run."""
+    emb = HashEmbedder(dim=128)
+    llm = ScriptedLLM({"memr3.router": [router("answer", evidence=["Noor lives in Geneva"], detailed_answer="Geneva"),
+                                        router("reflect"), router("answer", detailed_answer="Geneva")],
+                       "memr3.answer": "Geneva"}, default="auto")
+    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
+             Dataset("tiny", (tiny_conv,)), store=tmp_path / "results.jsonl", questions=QUESTIONS, progress=False)
+    entry = census(tmp_path)["methods"]["memr3"]
+    assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["router_steps"] >= 3
+    assert re.fullmatch(r"the router wrote no gap in any of its \d+ steps; in 1 of 2 questions it chose to answer "
+                        r"at its first step, so it never had to say what was missing", entry["why_zero"]["gaps_opened"])
+
+
 # -- damaged runs -----------------------------------------------------------------------------------------
 def test_damaged_run_is_reported_not_raised(run_dir, tmp_path):
     bad = tmp_path / "bad"
