@@ -155,6 +155,7 @@ def test_demo_variants_run_beside_their_method_under_a_labelled_name():
     assert (ama.name, ama.conflict_check) == ("ama", "probe")
     assert (judge.name, judge.conflict_check, judge.conflict_stores) == ("ama[paper-judge]", "judge", ("fact",))
     assert judge.params_hash() != ama.params_hash()
+    assert list(methods)[-2:] == ["memr3", "memr3[one-chunk]"] and methods["memr3[one-chunk]"].n_chk == 1
     with pytest.raises(ValueError, match="unknown demo variant"):
         demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["ama[other]"], profile=demo.DEMO_15B)
     assert "ama[paper-judge]" not in demo.demo_methods(ScriptedLLM([]), HashEmbedder(), profile=demo.DEMO_05B)
