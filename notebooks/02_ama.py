@@ -160,8 +160,8 @@ Markdown(f"At the renaming turn {rename} the probe asked about {len(at_rename)} 
 # %% [markdown]
 # ## 3. Answer the demo questions
 #
-# With `refresh_on_query=True` a Refresh verdict at question time edits memory too, so the order of
-# questions matters; they are asked in the recorded order. The printed lines give each question's LoCoMo
+# A Refresh verdict at question time edits memory only with `refresh_on_query=True` (off here, see the
+# parameters above); the questions are asked in the recorded order all the same. The printed lines give each question's LoCoMo
 # category; q4 and q25 are the knowledge-update questions about the renamed dog.
 
 # %%
@@ -183,8 +183,9 @@ for q, a in zip(demo_qs, answers):
 #
 # Written by the cell from the traces and the stores: which store the Retriever routed to and with what
 # K, whether any retrieved item came from the gold turn, the Judge's verdict next to its own stated
-# reason, and the Judge's verdict at ingestion on the turn that changed the fact. A Judge that writes
-# "the memories do not state it" and still returns Pass sends an empty-handed answer call on its way.
+# reason, and the verdict of the ingestion conflict check on the turn that changed the fact. A Judge that
+# finds the memories lacking returns Retry, which widens the search for at most `k_r` rounds; after that
+# the answer is written from what the last round found.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -195,7 +196,7 @@ ingest_verdict = ingest_judges
 def ama_story(q, a):
     lines = [f"{q.id}: {q.question!r} gold {q.answer!r} (turn {', '.join(q.evidence)}), answered {a.text[:60]!r}"]
     for t in q.evidence:
-        lines.append(f"  at ingestion of {t} the Judge said {ingest_verdict.get(t) or 'nothing (no check ran)'}")
+        lines.append(f"  at ingestion of {t} the conflict check said {ingest_verdict.get(t) or 'nothing (no check ran)'}")
     judges = {s.data["round"]: s.data for s in a.steps if s.kind == "judge" and s.data.get("phase") == "query"}
     for s in (s for s in a.steps if s.kind == "retrieve"):
         d = s.data
@@ -221,10 +222,13 @@ counts, why = entry["counts"], entry["why_zero"]
 all_ingest = Counter(v for vs in ingest_verdict.values() for v in vs)
 print(f"question time: Judge verdicts {counts['query_verdicts']}; {counts['retry_expansions']} retries, "
       f"{counts['updates_at_question']} updates, {counts['deletes_at_question']} deletes")
-print(f"ingestion: Judge verdicts {dict(all_ingest)} over {sum(all_ingest.values())} checks")
+print(f"ingestion: conflict-check verdicts {dict(all_ingest)} over {sum(all_ingest.values())} checks")
 if set(counts["query_verdicts"]) == {"Pass"} and set(all_ingest) <= {"Pass"}:
     print("-> the Judge answered Pass on every check, so Retry and the Refresher never ran: every answer came from "
           "the first retrieval, and the renamed dog was never updated in memory")
+elif set(counts["query_verdicts"]) == {"Retry"}:
+    print(f"-> the Judge passed no retrieval: every question ran its {ama.k_r} Retry rounds, and each answer was "
+          "written from what the last round found")
 
 # %%
 q = qa["sample-1/q4"]

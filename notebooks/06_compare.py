@@ -49,7 +49,7 @@ rows = []
 for name, method in demo_methods(llm, emb).items():
     result = evaluate(method, demo_dataset(), judge=judge, questions=DEMO.questions, progress=False)
     rows += result.rows
-    print(f"{name:13} {len(result)} questions, {len(result.errors)} errors")
+    print(f"{name:17} {len(result)} questions, {len(result.errors)} errors")
 
 # %% [markdown]
 # ## 1. Summary
