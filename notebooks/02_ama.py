@@ -161,8 +161,8 @@ Markdown(f"At the renaming turn {rename} the probe asked about {len(at_rename)} 
 # ## 3. Answer the demo questions
 #
 # A Refresh verdict at question time edits memory only with `refresh_on_query=True` (off here, see the
-# parameters above); the questions are asked in the recorded order all the same. The printed lines give each question's LoCoMo
-# category; q4 and q25 are the knowledge-update questions about the renamed dog.
+# parameters above); the questions are asked in the recorded order all the same. The printed lines give
+# each question's LoCoMo category; q4 and q25 are the knowledge-update questions about the renamed dog.
 
 # %%
 from widgets.tables import answers_frame, verdicts
@@ -196,7 +196,8 @@ ingest_verdict = ingest_judges
 def ama_story(q, a):
     lines = [f"{q.id}: {q.question!r} gold {q.answer!r} (turn {', '.join(q.evidence)}), answered {a.text[:60]!r}"]
     for t in q.evidence:
-        lines.append(f"  at ingestion of {t} the conflict check said {ingest_verdict.get(t) or 'nothing (no check ran)'}")
+        said = ingest_verdict.get(t) or "nothing (no check ran)"
+        lines.append(f"  at ingestion of {t} the conflict check said {said}")
     judges = {s.data["round"]: s.data for s in a.steps if s.kind == "judge" and s.data.get("phase") == "query"}
     for s in (s for s in a.steps if s.kind == "retrieve"):
         d = s.data

@@ -394,7 +394,8 @@ def demo_page(replay_demo, browser):
 def _flat_disagreement(row) -> bool:
     """The judge said CORRECT at F1 0, or WRONG at F1 1 (what the Question view flags "judge vs F1")."""
     f1 = (row.get("scores") or {}).get("f1")
-    return f1 is not None and ((row["judge_label"] == "CORRECT" and f1 == 0) or (row["judge_label"] == "WRONG" and f1 == 1))
+    label = row["judge_label"]
+    return f1 is not None and ((label == "CORRECT" and f1 == 0) or (label == "WRONG" and f1 == 1))
 
 
 def qa_text(run, qa_id: str) -> str:
