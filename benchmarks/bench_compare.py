@@ -2,7 +2,8 @@
 (``--config full``) on a LoCoMo dev slice with the offline model as reader and judge.
 
 Sample ("Replay", always run): ``workbench.demo.demo_methods`` on ``demo_dataset()`` and
-``DEMO_QUESTIONS``, every call (method and judge) from ``sample_data/cassettes/sample-1.jsonl`` through
+the active profile's questions (``DEMO.questions``), every call (method and judge) from its cassette
+(``DEMO.cassette``) through
 ``benchmarks.replay.ReplayProbe``, MiniLM embeddings as in the demo. A method with any call missing from
 the cassette becomes a "not in cassette" row (its misses by role) and writes no result rows; the
 others append theirs to ``benchmarks/results/compare_sample.jsonl`` (a ``ResultsStore``, rewritten

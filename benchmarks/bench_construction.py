@@ -11,8 +11,8 @@ failures); the output states RecMem / Mem0Style and RecMem / floor ratios and ea
 construction tokens per exchange.
 
 Inputs:
-- ``sample``: the demo slice (``workbench.demo.demo_conversation``, 4 sessions of sample-1): RecMem and
-  the floor replay the committed demo cassette, Mem0Style its own cassette
+- ``sample``: the 0.5B demo slice (``workbench.demo.DEMO_05B``, 4 sessions of sample-1): RecMem and
+  the floor replay that profile's cassette (``sample-1.jsonl``), Mem0Style its own cassette
   ``benchmarks/results/cassettes/construction_mem0_sample.jsonl`` (recorded with ``--live``);
 - ``locomo``: the first ``--sessions`` sessions (default 2, 35 turns) of the first conversation in
   ../shared/data/locomo/locomo10_dev.json (skipped cleanly when the file is absent), through the
@@ -106,12 +106,21 @@ def calls_by_role(calls) -> dict[str, dict]:
     return roles
 
 
+def _profile():
+    """The demo profile this benchmark replays: the 0.5B one (``DEMO_05B``), whose model also recorded
+    Mem0Style's sample cassette, so that every method of the comparison is the same model. The active demo
+    (1.5B) has no Mem0Style recording; re-recording it would move this to ``DEMO``."""
+    from workbench.demo import DEMO_05B
+
+    return DEMO_05B
+
+
 def build(name: str, conv, llm, embedder) -> dict:
     """Ingest ``conv`` with one method and account for every construction call."""
     from workbench.demo import demo_methods
     from workbench.llm.ledger import track
 
-    method = demo_methods(llm, embedder, [name])[name]
+    method = demo_methods(llm, embedder, [name], profile=_profile())[name]
     t = time.perf_counter()
     with track() as calls:
         method.ingest(conv)
@@ -190,8 +199,9 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
         sample_exchanges: int | None = SAMPLE_EXCHANGES) -> dict:
     """``sample_exchanges``: build the sample from the first N exchanges of the demo slice only (every
     method is streaming, so their calls are a prefix of the full slice's and still replay)."""
-    from workbench.demo import DEMO, demo_conversation, demo_embedder
+    from workbench.demo import demo_conversation, demo_embedder
 
+    profile = _profile()
     embedder = demo_embedder()
     out: dict = {"live": live, "note": "construction calls only (no questions); Mem0Style = Mem0's pipeline shape "
                                       "(per-speaker extraction + ADD/UPDATE/DELETE/NONE per fact); floor = "
@@ -201,8 +211,8 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
         inner = _prefix_friendly_llm()
     if only in (None, "sample"):
         names = methods or METHODS
-        demo = _llm(DEMO.cassette, False)
-        conv = demo_conversation()
+        demo = _llm(profile.cassette, False)
+        conv = demo_conversation(profile)
         conv = first_exchanges(conv, sample_exchanges)
         label = f"sample (first {sample_exchanges} exchanges of the demo slice)" if sample_exchanges else "sample"
         mem0_llm = _llm(MEM0_SAMPLE_CASSETTE, live, inner, model=demo.model)
@@ -210,7 +220,7 @@ def run(*, live: bool = False, sessions: int = 2, only=None, results_dir: Path =
         if sample_exchanges and not live:
             # RecMem defers its calls, so a short cut says little about it: the whole slice too, with
             # Mem0Style's cost per exchange (measured on the recorded cut) as the reference estimate
-            full = compare(demo_conversation(), demo, embedder, "sample (whole demo slice)",
+            full = compare(demo_conversation(profile), demo, embedder, "sample (whole demo slice)",
                            methods=[n for n in names if n != "mem0_style"])
             m0 = out["sample"]["methods"].get("mem0_style", {})
             if m0.get("status") == "ok" and m0.get("tokens_per_exchange"):

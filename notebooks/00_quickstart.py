@@ -23,26 +23,28 @@
 # (01-05) then do the same for HyMem, AMA, H-Mem, RecMem and MemR3.
 
 # %% [markdown]
-# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
-# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
-# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
-# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-1.5B-Instruct,
+# > recorded once in `sample_data/cassettes/demo.jsonl`; the same model is the reader, every method's agent
+# > and the judge. A 1.5B model still answers poorly and sometimes breaks a method's intended behaviour in
+# > small ways, so do not read the scores as the methods' merit. What the notebook is for is the mechanics:
+# > what gets stored, what is retrieved, which decisions are taken and what they cost.
 
 # %% [markdown]
 # ## 1. Data
 #
 # `demo_conversation()` is the first sample conversation (Priya and Tomasz), cut to its first few sessions
-# (`workbench.demo.DEMO_SESSIONS`) so that the offline model could record the whole demo quickly.
+# (`DEMO.sessions` of the active demo profile, `workbench.demo.DEMO`) so that the offline model could record
+# every method's demo on a 2-core machine in an afternoon.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.demo import DEMO_QUESTIONS, demo_conversation, demo_embedder, demo_llm, demo_methods
+from workbench.demo import DEMO, demo_conversation, demo_embedder, demo_llm, demo_methods
 
 llm = demo_llm(mode="replay")   # the committed cassette: every call below is a recorded reply
 emb = demo_embedder()           # all-MiniLM-L6-v2 (int8 ONNX), runs offline on the CPU
-conv = demo_conversation()      # the first sessions of sample-1 (DEMO_SESSIONS)
+conv = demo_conversation()      # the first sessions of sample-1 (DEMO.sessions)
 qa = {q.id: q for q in conv.qa}
-demo_qs = [qa[i] for i in DEMO_QUESTIONS if i in qa]   # the questions recorded in the cassette
+demo_qs = [qa[i] for i in DEMO.questions if i in qa]   # the questions recorded in the cassette
 print(conv.id, "|", len(conv.sessions), "sessions,", len(conv.turns), "turns |", len(demo_qs), "demo questions")
 
 # %%

@@ -40,7 +40,7 @@ pipeline_diagram(title="HyMem", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
 # > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
 # > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
 # > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
@@ -95,6 +95,19 @@ for _, row in level1[level1["event_id"] == event["id"]].iterrows():
     print(" ", row["id"], "->", row["text"])
 
 # %% [markdown]
+# **What the recorded model wrote.** The summary prompt asks for short key-information sentences, under
+# the JSON key the paper's prompt B.1 uses, `keywords`. Counted from the recording: how many Level-1 items
+# are bare keywords (three words or fewer after the date). A keyword such as "Tomasz" or "allotment" says
+# little on its own, so the light module answers from topics and names, and the words of the turn itself
+# are read only on the deep path, from the Level-2 event.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+words = level1["text"].str.replace(r"^\[[^\]]*\]\s*", "", regex=True).str.split().str.len()
+print(f"{len(level1)} Level-1 items from {len(level2)} events: {int((words <= 3).sum())} of three words or fewer, "
+      f"median {words.median():.0f} words, longest {words.max()}")
+
+# %% [markdown]
 # ## 2. Answer the demo questions
 #
 # Each answer's trace says which modules ran. The table lists the tiers per round
@@ -118,8 +131,9 @@ for q, a in zip(demo_qs, answers):
 # Written by the cell from the traces: per round, the light module's verdict (`finished` 0 = answerable,
 # 2 = escalate), whether the deep module ran, what reflection said and whether its rewritten query differed
 # from the question; and where the Level-1 item leading to the gold turn ranked in the light retrieval.
-# The light verdict is the one gate to the deep path, so a model that always claims it can answer keeps
-# HyMem on the cheap path whatever the context holds.
+# The light verdict is the one gate to the deep path (a model that always claims it can answer keeps HyMem
+# on the cheap path whatever the context holds), and reflection is the one way out of the loop before the
+# round limit.
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -39,7 +39,7 @@ pipeline_diagram(title="AMA", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
 # > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
 # > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
 # > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
@@ -56,7 +56,18 @@ print("replies recorded from:", llm.model)
 # %%
 # NBVAL_CHECK_OUTPUT
 ama = demo_methods(llm, emb, ["ama"])["ama"]
-{k: ama.get_params()[k] for k in ("k_r", "k_m", "k_dyn_max", "trigger", "refresher", "refresh_on_query")}
+{k: ama.get_params()[k] for k in ("k_r", "k_m", "k_dyn_max", "trigger", "refresher", "refresh_on_query",
+                                   "conflict_check", "conflict_stores")}
+
+# %% [markdown]
+# **How this demo checks conflicts.** In the paper the Judge reads a new turn next to the nearest stored
+# entries and says whether they conflict. With this model that Judge answered Pass on every ingestion check
+# of both knowledge-update slices of the sample data (`benchmarks/results/ama_refresh.json`), so the
+# Refresher never ran. The demo's AMA therefore uses `conflict_check="probe"`, an addition of this workbench
+# (see the AMA docstring): per nearby stored fact, the model writes the question the fact answers and answers
+# it once from the fact and once from the new turn; code compares the two answers, and a disagreement sends
+# the fact to the paper's Refresher. The paper's Judge runs beside it on the same conversation as
+# `ama[paper-judge]` (section 5, and a row of its own in the app), so the difference is there to see.
 
 # %% [markdown]
 # ## 1. Build the three stores
@@ -84,8 +95,8 @@ mem[mem["kind"] == "episode"][["id", "title", "text", "source_ids", "boundary_re
 # The timeline shows every memory event; the filter below keeps only UPDATE and DELETE, the Refresher's
 # edits (hover for before/after and the cause). The demo sessions contain a fact that changes: Tomasz's
 # greyhound gets a new name, the knowledge-update slice of `workbench.demo` (questions q4 and q25). The
-# next cell quotes the two turns and counts the Judge's verdicts on the ingestion conflict checks, the
-# ones at those turns included. Section 5 replays another conflict check with a larger model.
+# next cell quotes the two turns and counts the verdicts of the ingestion conflict checks (here the probes'),
+# the ones at those turns included.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -93,6 +104,7 @@ from collections import Counter
 
 from IPython.display import Markdown, display
 
+from widgets.tables import probe_table
 from workbench.demo import knowledge_update_slice
 
 ku_qs = knowledge_update_slice("greyhound").qa
@@ -102,7 +114,7 @@ ingest_judges = {tid: [s.data["verdict"] for s in steps if s.kind == "judge"] fo
 verdict_counts = Counter(v for vs in ingest_judges.values() for v in vs)
 edits = [e for e in ama.events if e.kind in ("UPDATE", "DELETE")]
 Markdown("\n".join(
-    [f"- **{t}** {turn[t].speaker}: “{turn[t].content}” (the Judge at ingestion: {ingest_judges.get(t) or 'no check'})"
+    [f"- **{t}** {turn[t].speaker}: “{turn[t].content}” (the check at ingestion: {ingest_judges.get(t) or 'no check'})"
      for t in change]
     + ["", f"{sum(verdict_counts.values())} ingestion conflict checks, verdicts {dict(verdict_counts)}; "
        f"{len(edits)} UPDATE or DELETE event(s), so the filtered timeline below "
@@ -126,14 +138,34 @@ print(log["action"].value_counts(dropna=False).to_string() if len(log) else "no 
 log.head(10)
 
 # %% [markdown]
-# ## 3. Answer the demo questions
-#
-# With `refresh_on_query=True` a Refresh verdict at question time edits memory too, so the order of
-# questions matters; they are asked in the recorded order. The printed lines give each question's LoCoMo
-# category; q4 and q25 are the knowledge-update questions about the renamed dog.
+# Every probe of the conflict checks at the turns of the knowledge update, with the two answers code
+# compared and its decision; then, at the renaming turn, how many stored facts were asked about, how many
+# code judged in conflict, and why the others were not.
 
 # %%
-from widgets.tables import answers_frame, probe_table, verdicts
+# NBVAL_CHECK_OUTPUT
+probes = probe_table(ama)
+rename = change[-1]  # the later gold turn: the new name
+at_rename = probes[probes["turn"] == rename]
+conflict = at_rename["conflict"].astype(bool)
+reasons = "; ".join(f"“{why}” ({n})" for why, n in at_rename.loc[~conflict, "why"].value_counts().items())
+display(probes[probes["turn"].isin(change)])
+at_gold = [e for e in edits if set(str(e.cause).split()) & set(change)]  # the cause names the turn
+Markdown(f"At the renaming turn {rename} the probe asked about {len(at_rename)} stored fact"
+         f"{'' if len(at_rename) == 1 else 's'} and code found {int(conflict.sum())} conflict(s)"
+         + (f"; the others were set aside because {reasons}" if reasons else "")
+         + f". Of the {len(edits)} edit(s) the Refresher made during ingestion, {len(at_gold)} came from a gold turn "
+         f"of the knowledge-update questions ({', '.join(change)}); the rest changed facts at other turns.")
+
+# %% [markdown]
+# ## 3. Answer the demo questions
+#
+# A Refresh verdict at question time edits memory only with `refresh_on_query=True` (off here, see the
+# parameters above); the questions are asked in the recorded order all the same. The printed lines give
+# each question's LoCoMo category; q4 and q25 are the knowledge-update questions about the renamed dog.
+
+# %%
+from widgets.tables import answers_frame, verdicts
 
 from workbench.eval.harness import question_time  # the question date where the method's paper uses one
 answers = [ama.answer(q.question, now=question_time(ama, q)) for q in demo_qs]
@@ -151,8 +183,9 @@ for q, a in zip(demo_qs, answers):
 #
 # Written by the cell from the traces and the stores: which store the Retriever routed to and with what
 # K, whether any retrieved item came from the gold turn, the Judge's verdict next to its own stated
-# reason, and the Judge's verdict at ingestion on the turn that changed the fact. A Judge that writes
-# "the memories do not state it" and still returns Pass sends an empty-handed answer call on its way.
+# reason, and the verdict of the ingestion conflict check on the turn that changed the fact. A Judge that
+# finds the memories lacking returns Retry, which widens the search for at most `k_r` rounds; after that
+# the answer is written from what the last round found.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -163,7 +196,8 @@ ingest_verdict = ingest_judges
 def ama_story(q, a):
     lines = [f"{q.id}: {q.question!r} gold {q.answer!r} (turn {', '.join(q.evidence)}), answered {a.text[:60]!r}"]
     for t in q.evidence:
-        lines.append(f"  at ingestion of {t} the Judge said {ingest_verdict.get(t) or 'nothing (no check ran)'}")
+        said = ingest_verdict.get(t) or "nothing (no check ran)"
+        lines.append(f"  at ingestion of {t} the conflict check said {said}")
     judges = {s.data["round"]: s.data for s in a.steps if s.kind == "judge" and s.data.get("phase") == "query"}
     for s in (s for s in a.steps if s.kind == "retrieve"):
         d = s.data
@@ -189,10 +223,13 @@ counts, why = entry["counts"], entry["why_zero"]
 all_ingest = Counter(v for vs in ingest_verdict.values() for v in vs)
 print(f"question time: Judge verdicts {counts['query_verdicts']}; {counts['retry_expansions']} retries, "
       f"{counts['updates_at_question']} updates, {counts['deletes_at_question']} deletes")
-print(f"ingestion: Judge verdicts {dict(all_ingest)} over {sum(all_ingest.values())} checks")
+print(f"ingestion: conflict-check verdicts {dict(all_ingest)} over {sum(all_ingest.values())} checks")
 if set(counts["query_verdicts"]) == {"Pass"} and set(all_ingest) <= {"Pass"}:
     print("-> the Judge answered Pass on every check, so Retry and the Refresher never ran: every answer came from "
           "the first retrieval, and the renamed dog was never updated in memory")
+elif set(counts["query_verdicts"]) == {"Retry"}:
+    print(f"-> the Judge passed no retrieval: every question ran its {ama.k_r} Retry rounds, and each answer was "
+          "written from what the last round found")
 
 # %%
 q = qa["sample-1/q4"]
@@ -223,83 +260,31 @@ pd.DataFrame(query_log) if query_log else "no Refresh verdict at question time"
 EventTimeline(ama)
 
 # %% [markdown]
-# ## 5. Refresh events with the conflict probe and a 1.5B model
+# ## 5. The paper's Judge on the same conversation
 #
-# `conflict_check="probe"` (not in the paper; see the AMA docstring) replaces the ingestion Judge call with
-# one short question per nearby stored entry: which question does the entry answer, and what do the entry
-# and the new turn each say to it? Code compares the two answers, and a disagreement sends the entry to
-# the paper's Refresher together with what the probe found. The cells below replay
-# `sample_data/cassettes/ama-refresh.jsonl`, recorded with the optional Qwen2.5-Coder-1.5B model by
-# `python -m benchmarks.bench_ama_refresh --live`; no model is needed to replay it. First `tiny-1`, a
-# two-session conversation whose knowledge-update questions and gold turns are printed first:
+# `ama[paper-judge]` is the same AMA with the paper's ingestion Judge (`conflict_check="judge"`), built from
+# the same recording. The cell counts both runs' ingestion verdicts and Refresher edits, then asks the
+# questions in the recorded order (a Refresh at question time edits memory, so the order matters) and sets
+# the two runs' answers to the knowledge-update questions side by side.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.demo import REFRESH_CASSETTE
-from workbench.llm import CachedLLM
-from workbench.methods import AMA
-
-probe_llm = CachedLLM.replay(REFRESH_CASSETTE)
-tiny = knowledge_update_slice("tiny")
-tiny_turn = {t.id: t for t in tiny.turns}
-for q in tiny.qa:
-    print(f"{q.question!r} gold {q.answer!r}:", "; ".join(f"{t} {tiny_turn[t].content!r}" for t in q.evidence))
-ama_probe = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(tiny)
-for e in ama_probe.events:
-    if e.kind in ("UPDATE", "DELETE"):
-        print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
-
-# %%
-probe_timeline = EventTimeline(ama_probe)
-probe_timeline.set_filter(kinds=["UPDATE", "DELETE"])
-
-
-# %% [markdown]
-# Every probe of the conflict checks, with the two answers code compared and its decision:
+paper = demo_methods(llm, emb, ["ama[paper-judge]"])["ama[paper-judge]"].ingest(conv)
+paper_verdicts = Counter(s.data["verdict"] for steps in paper.turn_steps_.values() for s in steps
+                         if s.kind == "judge")
+paper_edits = [e for e in paper.events if e.kind in ("UPDATE", "DELETE")]
+print(f"paper's Judge:   {sum(paper_verdicts.values())} ingestion checks, verdicts {dict(paper_verdicts)}, "
+      f"{len(paper_edits)} UPDATE/DELETE")
+print(f"question probes: {sum(verdict_counts.values())} ingestion checks, verdicts {dict(verdict_counts)}, "
+      f"{len(edits)} UPDATE/DELETE")
+paper_answers = [paper.answer(q.question, now=question_time(paper, q)) for q in demo_qs]
+for q in ku_qs:
+    i = demo_qs.index(qa[q.id])
+    print(f"{q.id} {q.question!r} gold {q.answer!r}\n  probes: {answers[i].text[:80]!r}"
+          f"\n  paper's Judge: {paper_answers[i].text[:80]!r}")
 
 # %%
-probe_table(ama_probe).query("why != 'one of the two texts does not answer the question'")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-tiny_answers = [ama_probe.answer(q.question, now=question_time(ama_probe, q)) for q in tiny.qa]
-for q, a in zip(tiny.qa, tiny_answers):
-    print(f"{q.question!r}: {a.text!r} (gold {q.answer!r})")
-AMA.summary_stats(tiny_answers)
-
-# %% [markdown]
-# The same probe and model on sessions 3-4 of sample-1, the renamed greyhound. The cell lists the edits the
-# Refresher made, then reads the probes at the renaming turn: how many stored entries were asked about,
-# how many code judged in conflict, and why the others were not.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-grey = knowledge_update_slice("greyhound")
-ama_grey = AMA(llm=probe_llm, embedder=emb, conflict_check="probe", conflict_stores=("fact",)).ingest(grey)
-gold_turns = {t for q in grey.qa for t in q.evidence}
-grey_edits = [e for e in ama_grey.events if e.kind in ("UPDATE", "DELETE")]
-for e in grey_edits:
-    print(f"{e.kind} {e.unit_id} at {e.cause}: {e.before!r} -> {e.after!r}")
-rename = max(gold_turns, key=[t.id for t in grey.turns].index)  # the later gold turn: the new name
-probes = probe_table(ama_grey)
-at_rename = probes[probes["turn"] == rename]
-at_gold = [e for e in grey_edits if set(str(e.cause).split()) & gold_turns]  # the cause names the turn
-conflict = at_rename["conflict"].astype(bool)
-reasons = "; ".join(f"“{why}” ({n})" for why, n in at_rename.loc[~conflict, "why"].value_counts().items())
-display(at_rename)
-Markdown(f"At the renaming turn {rename} the probe asked about {len(at_rename)} stored entr"
-         f"{'y' if len(at_rename) == 1 else 'ies'} and code found {int(conflict.sum())} conflict(s)"
-         + (f"; the entries not in conflict were set aside because {reasons}" if reasons else "")
-         + f". Of the {len(grey_edits)} edit(s) the Refresher made, {len(at_gold)} came from a gold turn of the "
-         f"knowledge-update questions ({', '.join(sorted(gold_turns))}); the rest changed entries at other turns. "
-         "The probe is this workbench's addition, not the paper's: what it misses or wrongly flags says "
-         "nothing about AMA's own Judge.")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-probe_calls = probe_llm.ledger.frame()
-print(f"{int(probe_calls['cached'].sum())} calls replayed, "
-      f"{int(probe_calls['error'].fillna('').str.startswith('CacheMiss').sum())} cache misses")
+EventTimeline(paper).set_filter(kinds=["UPDATE", "DELETE"]) if paper_edits else "the paper's Judge made no edit"
 
 # %% [markdown]
 # The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the

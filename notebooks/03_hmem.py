@@ -40,7 +40,7 @@ pipeline_diagram(title="H-Mem", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
 # > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
 # > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
 # > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
@@ -59,6 +59,13 @@ print("replies recorded from:", llm.model)
 hmem = demo_methods(llm, emb, ["hmem"])["hmem"]
 {k: hmem.get_params()[k] for k in ("fragment", "fragment_turns", "levels", "windows", "alphas", "theta",
                                     "tau_days", "eta", "hops", "top_k")}
+
+# %% [markdown]
+# The `alphas` above are not the paper's 0.8 / 0.7 / 0.6. Those are cosine thresholds for the paper's
+# encoder (Qwen3-Embedding-4B); MiniLM spreads cosines lower, and at the paper's values the tree almost
+# never merges two children. The demo applies the shipped MiniLM calibration, which sets each alpha so
+# that the share of nodes joining an existing parent matches the paper's Table 7 node counts
+# (`workbench.methods.calibration`).
 
 # %% [markdown]
 # ## 1. Build
@@ -85,6 +92,9 @@ nodes[["id", "level", "parent", "window", "start", "end", "n_m", "summary"]].sor
 
 # %% [markdown]
 # ## 3. The graph's busiest entities
+#
+# Each profile is the model's own summary of what the conversation says about the entity. Read them as
+# recorded output, not as facts: a profile can get an entity's type wrong or add details nobody said.
 
 # %%
 ents = mem[mem["kind"] == "entity"].sort_values("mentions", ascending=False)

@@ -37,7 +37,7 @@ pipeline_diagram(title="MemR3 (over a chunked-RAG backend)", phases=[
 ])
 
 # %% [markdown]
-# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/sample-1.jsonl`,
+# > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
 # > recorded once from a small offline model (the next cell names it). Small models often miss the JSON
 # > formats and the judgement calls these methods lean on, so read the notebook for the mechanics (what is
 # > stored, what is retrieved, which decisions are taken and what they cost), not for the scores.
@@ -205,9 +205,14 @@ text = (f"{len(with_gap)} of the {len(routers)} router steps listed a gap and {w
         f"the census above counted {counts['gaps_opened']} gaps opened. The {sum(sources.values())} router steps "
         f"that retrieved took their query from: "
         + ", ".join(f"{src} ({n})" for src, n in sources.most_common()) + ".")
+first_seen = [len(next(s for s in a.steps if s.kind == "retrieve").data.get("retrieved_ids", [])) for a in answers]
 if not with_gap:
     text += (" With no gap ever listed, no retrieval could aim at one: in this recording the evidence-gap "
-             "state is an evidence list only, and the router card's gap diff stays empty.")
+             "state is an evidence list only, and the router card's gap diff stays empty. What the router had in "
+             f"hand at its first step: the backend cuts this short slice into {len(chunks)} chunks of "
+             f"{memr3.backend_.chunk_tokens} tokens, and the first retrieval brought up to {max(first_seen)} of them, "
+             f"{max(first_seen) / len(chunks):.0%} of the conversation (on a whole LoCoMo conversation of about "
+             "25,000 tokens the same five chunks are about 5 %).")
 else:
     text += " First listed gaps: " + "; ".join(f"{qid}: {gaps}" for qid, gaps in with_gap[:5]) + "."
 Markdown(text)

@@ -21,16 +21,19 @@
 # included, replays the demo cassette, so the whole comparison takes a few seconds per method.
 
 # %% [markdown]
-# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-0.5B-Instruct,
-# > recorded once in `sample_data/cassettes/sample-1.jsonl`. A 0.5B model answers poorly and often breaks
-# > the method's intended behaviour in small ways, so do not read the scores. What the notebook is for is the
-# > mechanics: what gets stored, what is retrieved, which decisions are taken and what they cost.
+# > **About the answers.** Everything here replays replies of the offline model, Qwen2.5-Coder-1.5B-Instruct,
+# > recorded once in `sample_data/cassettes/demo.jsonl`. A 1.5B model still answers poorly and sometimes
+# > breaks a method's intended behaviour in small ways, so do not read the scores as the methods' merit.
+# > What the notebook is for is the mechanics: what gets stored, what is retrieved, which decisions are
+# > taken and what they cost.
 # >
-# > The judge is the same 0.5B model, which makes the accuracy column doubly unreliable.
+# > The judge is the same 1.5B model. Its audit (section 1) shows what its accuracy column is worth: it
+# > rejects "Not mentioned" and most answers to other questions, but accepts nearly every shifted date and
+# > most swapped names, the wrong answers memory methods actually give.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from workbench.demo import DEMO_QUESTIONS, demo_methods, notebook_setup
+from workbench.demo import DEMO, demo_methods, notebook_setup
 
 # the replay LLM over the committed cassette (every call below is a recorded reply), the MiniLM embedder
 # (int8 ONNX, offline), the first sessions of sample-1 and the questions recorded in the cassette
@@ -44,9 +47,9 @@ from workbench.eval import LLMJudge, evaluate, results_frame, summary_table
 judge = LLMJudge(llm)
 rows = []
 for name, method in demo_methods(llm, emb).items():
-    result = evaluate(method, demo_dataset(), judge=judge, questions=DEMO_QUESTIONS, progress=False)
+    result = evaluate(method, demo_dataset(), judge=judge, questions=DEMO.questions, progress=False)
     rows += result.rows
-    print(f"{name:13} {len(result)} questions, {len(result.errors)} errors")
+    print(f"{name:17} {len(result)} questions, {len(result.errors)} errors")
 
 # %% [markdown]
 # ## 1. Summary
@@ -55,8 +58,8 @@ for name, method in demo_methods(llm, emb).items():
 # 5 questions), the judge's accuracy beside its audited false-accept rate, lexical scores, evidence recall
 # (on what each method's final reader saw), turns shown, mean query tokens per question, construction tokens
 # per conversation, and the query-token ratio to Full-Context. The judge is the headline only when
-# `workbench judge-audit` found it reliable (at most 20% false accepts); the 0.5B judge is not, so the
-# headline here is token F1. The adversarial question (category 5) is scored apart.
+# `workbench judge-audit` found it reliable (at most 20% false accepts on at least 20 wrong answers); the
+# 1.5B judge is not, so the headline here is token F1. The adversarial questions (category 5) are scored apart.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -137,12 +140,6 @@ comparison
 print(comparison.to_frame()[["method", "answer", "query_tokens", "calls", "evidence_recall"]].to_string())
 
 # %% [markdown]
-# **State of this recording:** the fixes of issue #18 changed MemR3's router and answer prompts (no push
-# towards "Not mentioned", no question date on LoCoMo, reflect when nothing new is left). Those calls are
-# not in the cassette yet (recording them with the 0.5B on 2 cores did not fit the session that made the
-# change), so the guard below counts them as cache misses and MemR3's answers above are recorded failures,
-# not model output. `workbench demo --record` adds them.
-#
 # The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the
 # method records the failed call and takes its fallback, so its results would drift away from the
 # recording without an error. Re-record with `workbench demo --record` after changing a method.

@@ -47,20 +47,18 @@ GALLERY = {
     "trace_stepper": (("hymem",), """\
 row, ans = first("hymem", lambda r, a: len(a.steps) > 1)
 widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
+    # MemR3 or a variant of it (memr3[one-chunk]): the answer whose router listed the most gaps, then the longest
     "evidence_gap": (("memr3",), """\
-row, ans = max(rows["memr3"], key=lambda ra: len(ra[1].steps))
+def gaps(ans):
+    return sum(len(s.data.get("gaps") or []) for s in ans.steps if s.kind == "router")
+cands = [ra for m in rows if m.split("[")[0] == "memr3" for ra in rows[m]]
+row, ans = max(cands, key=lambda ra: (gaps(ra[1]), len(ra[1].steps)))
 widgets.EvidenceGapView(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
     "event_timeline_ama": (("ama",), """\
 widgets.EventTimeline(run.events("ama", conv_id), conversation=conv)"""),
-    # AMA's Refresher on real model output: the 1.5B conflict-probe recording of tiny-1 (notebook 02 §5),
-    # shown beside the run's own AMA timeline (so only when the run has AMA)
+    # AMA's Refresher edits in the run itself (UPDATE and DELETE only)
     "event_timeline_ama_refresh": (("ama",), """\
-from workbench.demo import REFRESH_CASSETTE, demo_embedder, knowledge_update_slice
-from workbench.llm import CachedLLM
-from workbench.methods import AMA
-probe = AMA(llm=CachedLLM.replay(REFRESH_CASSETTE), embedder=demo_embedder(), conflict_check="probe")
-probe.ingest(knowledge_update_slice("tiny"))
-widgets.EventTimeline(probe)"""),
+widgets.EventTimeline(run.events("ama", conv_id), conversation=conv).set_filter(kinds=["UPDATE", "DELETE"])"""),
     "tree_view": (("hmem",), """\
 widgets.TreeView(run.structures("hmem", conv_id), conversation=conv)"""),
     "graph_view": (("hmem",), """\

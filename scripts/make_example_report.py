@@ -10,7 +10,13 @@ import argparse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TITLE = "Example run: the demo slice (sample-1, sessions 1-4, six questions), replayed from its cassette"
+
+
+def title() -> str:
+    from workbench.demo import DEMO
+
+    return (f"Example run: the demo slice (sample-1, sessions 1-{DEMO.sessions}, {len(DEMO.questions)} questions), "
+            "replayed from its cassette")
 
 
 def main(argv=None) -> int:
@@ -22,7 +28,7 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default=str(ROOT / "docs" / "example_run" / "report.md"))
     a = ap.parse_args(argv)
     run_demo(out=Path(a.out), serve=False, llm_mode="replay")
-    return cli(["report", a.out, "--title", TITLE, "--output", a.output])
+    return cli(["report", a.out, "--title", title(), "--output", a.output])
 
 
 if __name__ == "__main__":

@@ -579,3 +579,22 @@ def test_header_says_what_a_labelled_variant_changes():
                      "ama[same] is ama run again beside it: no parameter differs in their saved params.json.",
                      "hmem[turn]: a second configuration of hmem, which this run does not hold."]
     assert variant_notes(["ama", "memr3"], saved.get) == []
+
+
+def test_header_says_which_recorded_setting_is_not_the_papers():
+    """A run recorded with a workbench option (AMA's question probes, H-Mem's turn windows) says so on
+    screen, from the saved params; the paper's settings, unknown values and unknown methods add nothing."""
+    from widgets.app import departure_notes
+
+    saved = {"ama": {"params": {"conflict_check": "probe"}},
+             "ama[paper-judge]": {"params": {"conflict_check": "judge"}},
+             "hmem": {"params": {"fragment": "window", "fragment_turns": 4}},
+             "recmem": {"params": {"conflict_check": "probe"}},  # not a RecMem parameter with a note
+             "mystery": {"params": {"fragment": "window"}},
+             "hmem[list]": {"params": {"fragment": ["window"]}}}  # an unhashable value read from disk
+    notes = departure_notes(list(saved), saved.get)
+    assert [n.split(":")[0] for n in notes] == ["ama", "hmem"]
+    assert "question probes" in notes[0] and "paper's Judge" in notes[0]
+    assert "fragment = 'window'" in notes[1] and "each message" in notes[1]
+    assert departure_notes(["ama"], {"ama": {"params": {"conflict_check": "judge"}}}.get) == []
+    assert departure_notes(["ama"], {}.get) == []

@@ -391,6 +391,17 @@ def demo_page(replay_demo, browser):
             proc.kill()
 
 
+def _flat_disagreement(row) -> bool:
+    """The judge said CORRECT at F1 0, or WRONG at F1 1 (what the Question view flags "judge vs F1")."""
+    f1 = (row.get("scores") or {}).get("f1")
+    label = row["judge_label"]
+    return f1 is not None and ((label == "CORRECT" and f1 == 0) or (label == "WRONG" and f1 == 1))
+
+
+def qa_text(run, qa_id: str) -> str:
+    return next(q.question for q in run.conversation("sample-1").qa if q.id == qa_id)
+
+
 def _severe(row) -> bool:
     from widgets.question import FALLBACK_KINDS
 
@@ -413,10 +424,7 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
     view.wait_for(timeout=20000)
     assert view.locator(".wb-gold", has_text="he only responds to Pilot").first.is_visible()  # gold turn shown
 
-    f1 = {m: r["scores"].get("f1") for m, r in rows.items()}
-    disagree = {m for m, r in rows.items() if f1[m] is not None and (
-        (r["judge_label"] == "CORRECT" and f1[m] == 0) or (r["judge_label"] == "WRONG" and f1[m] == 1))}
-    assert disagree, "the replayed demo has judge-vs-F1 disagreements on this question (e.g. Full-Context's 'Biscuit')"
+    disagree = {m for m, r in rows.items() if _flat_disagreement(r)}  # none on this question in the 1.5B demo
     for method, r in rows.items():
         tr = page.locator(f'tr.wb-method[data-method="{method}"]')
         assert tr.count() == 1, method
@@ -426,6 +434,23 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
         assert label in LABELS and label == r["attribution"], method  # the unaudited-judge label the harness stored
         assert (cells.nth(1).locator(".wb-fail", has_text="fallback answer").count() == 1) == _severe(r), method
     assert page.locator(".wb-note", has_text="Judge labels are not trustworthy here").count() == 1
+
+    # A question the judge and F1 flatly disagree on (the lenient 1.5B judge took Full-Context's 'Plot 14' for
+    # 'A trowel engraved with "Plot 14"', F1 0 under mem0's tokenizer): the flag sits on those rows only.
+    flagged = {}
+    for r in run.results():
+        if _flat_disagreement(r):
+            flagged.setdefault(r["qa_id"], set()).add(r["method"])
+    assert flagged, "the replayed demo has judge-vs-F1 disagreements"
+    qid, methods = next(iter(flagged.items()))
+    _select_option(page, qid)
+    page.locator(".wb-qv", has_text=qa_text(run, qid)).first.wait_for(timeout=20000)
+    for method in run.methods():
+        flag = page.locator(f'tr.wb-method[data-method="{method}"] > td').nth(4).locator(".wb-flag",
+                                                                                       has_text="judge vs F1")
+        assert (flag.count() == 1) == (method in methods), (qid, method)
+    _select_option(page, KNOWLEDGE_UPDATE)
+    view.wait_for(timeout=20000)
 
     # Expand, in the browser, the row of a method whose reader saw the gold turn.
     shown = next(m for m, r in rows.items() if any("D4:3" in h["source_ids"] for h in r["answer"]["context"]))

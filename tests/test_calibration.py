@@ -135,9 +135,9 @@ def test_demo_replays_its_recorded_configuration_unless_recording():
     from workbench import demo
     from workbench.methods.recmem import RecMem as R
 
-    assert demo.CASSETTE_CALIBRATION is None  # the committed cassette predates the calibration
-    assert demo.demo_calibration(record=False) is None
-    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["recmem", "hmem"])
+    old = demo.DEMO_05B  # the 0.5B recording predates the calibration
+    assert old.calibration is None and demo.demo_calibration(record=False, profile=old) is None
+    methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["recmem", "hmem"], profile=old)
     assert methods["recmem"].get_params() == R(llm=methods["recmem"].llm, embedder=methods["recmem"].embedder,
                                                **demo.RECMEM_MINILM).get_params()
     assert methods["hmem"].alphas == (0.8, 0.7, 0.6)
@@ -155,9 +155,10 @@ def test_demo_variants_run_beside_their_method_under_a_labelled_name():
     assert (ama.name, ama.conflict_check) == ("ama", "probe")
     assert (judge.name, judge.conflict_check, judge.conflict_stores) == ("ama[paper-judge]", "judge", ("fact",))
     assert judge.params_hash() != ama.params_hash()
+    assert list(methods)[-2:] == ["memr3", "memr3[one-chunk]"] and methods["memr3[one-chunk]"].n_chk == 1
     with pytest.raises(ValueError, match="unknown demo variant"):
         demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["ama[other]"], profile=demo.DEMO_15B)
-    assert "ama[paper-judge]" not in demo.demo_methods(ScriptedLLM([]), HashEmbedder())  # the 0.5B has none
+    assert "ama[paper-judge]" not in demo.demo_methods(ScriptedLLM([]), HashEmbedder(), profile=demo.DEMO_05B)
 
 
 def test_the_15b_demo_profile_asks_every_category_inside_its_slice_with_bounded_loop_prone_roles():
@@ -204,7 +205,9 @@ def test_shipped_minilm_calibration_loads_and_is_applied_by_the_demo_when_asked(
     assert path is not None, "the MiniLM calibration must ship in the package"
     cal = C.load_calibration(f"shipped:{MiniLMEmbedder.name}")
     assert cal["embedder"] == MiniLMEmbedder.name and cal["_path"] == f"shipped:{MiniLMEmbedder.name}"
-    assert demo.demo_calibration(record=True) is None  # recording keeps the cassette's configuration
+    # recording keeps the configuration the profile's cassette was recorded with
+    assert demo.demo_calibration(record=True, profile=demo.DEMO_05B) is None
+    assert demo.demo_calibration(record=True, profile=demo.DEMO_15B)["_path"] == demo.DEMO_15B.calibration
     asked = demo.demo_calibration(record=True, choice=f"shipped:{MiniLMEmbedder.name}")
     assert asked["embedder"] == MiniLMEmbedder.name
 

@@ -308,3 +308,18 @@ def test_a_malformed_profile_variant_is_a_clear_error(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="variants must be a list"):
         load_profiles(path)
+
+
+def test_a_refit_keeps_the_variants_fitted_on_other_recordings(tmp_path):
+    """``--refit`` rewrites the profiles from the demo cassette; a construction variant added with
+    ``--variant`` from a LoCoMo recording cannot be refitted from it and must survive the rewrite."""
+    from workbench.demo_profiles import _keep_variants
+
+    old = tmp_path / "profiles.json"
+    variant = {"when": {"fragment": "turn"}, "roles": [], "fitted_on": {"cassette": "hmem-conv-30.jsonl"}}
+    old.write_text(json.dumps({"methods": {"hmem": {"roles": [], "variants": [variant]}, "gone": {"variants": [{}]}}}))
+    prof = {"methods": {"hmem": {"roles": [{"role": "hmem.extract"}]}, "naive_rag": {"roles": []}}}
+    _keep_variants(prof, old)
+    assert prof["methods"]["hmem"] == {"roles": [{"role": "hmem.extract"}], "variants": [variant]}
+    assert "variants" not in prof["methods"]["naive_rag"] and "gone" not in prof["methods"]
+    _keep_variants(prof, tmp_path / "absent.json")  # a first fit: nothing to keep

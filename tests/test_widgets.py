@@ -175,9 +175,10 @@ def test_evidence_gap_view_shows_the_apps_cards_for_the_replayed_demo(tmp_path_f
 
     if not DEMO.cassette.exists():
         pytest.skip(f"no demo cassette at {DEMO.cassette}")
-    demo = RunDir(run_demo(out=tmp_path_factory.mktemp("run") / "demo", questions=1, serve=False,
-                           llm_mode="replay", methods=["memr3"]))
-    (row, _), = [(r, a) for r, a in demo.answers() if r["method"] == "memr3"]
+    demo = RunDir(run_demo(out=tmp_path_factory.mktemp("run") / "demo", serve=False, llm_mode="replay",
+                           methods=["memr3"]))
+    row, _ = max(((r, a) for r, a in demo.answers() if r["method"] == "memr3"),  # the longest router loop
+                 key=lambda ra: sum(s.kind == "router" for s in ra[1].steps))
     traces = app_traces(demo.path, row["qa_id"])
     conversation = demo.conversation(row["conv_id"])
     gold = next(q.evidence for q in conversation.qa if q.id == row["qa_id"])

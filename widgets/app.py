@@ -1211,6 +1211,19 @@ def variant_notes(methods, params_of) -> list[str]:
     return out
 
 
+def departure_notes(methods, params_of) -> list[str]:
+    """One line per saved parameter value that leaves the method's paper (``MemoryMethod.param_notes``),
+    read from each method's ``params.json``: a recording made with a workbench option says so on screen."""
+    from workbench.methods import REGISTRY
+
+    out = []
+    for name in methods:
+        cls = REGISTRY.get(method_base(name))
+        params = (params_of(name) or {}).get("params") or {}
+        out += [f"{name}: {note}." for note in (cls.departures(params) if cls else [])]
+    return out
+
+
 def prefetch_views(store: RunStore) -> None:
     """The slow, widget-free parts of the Results and Structures tabs, done ahead in the read-ahead
     thread (measured on the demo run: those tabs took 0.76 s and 0.65 s to build, mostly plotly's
@@ -1343,7 +1356,8 @@ class WorkbenchApp(pn.viewable.Viewer):
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
                    f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}"
                    + "".join(f"<p class='wb-muted' style='margin:2px 0'>{esc(n)}</p>"
-                             for n in variant_notes(self.store.methods, self.store.params)))
+                             for n in departure_notes(self.store.methods, self.store.params)
+                             + variant_notes(self.store.methods, self.store.params)))
 
     def open_trace(self, qa_id: str, method: str) -> None:
         """Show ``method``'s trace of ``qa_id`` in the Traces tab and switch to it."""

@@ -136,10 +136,23 @@ def main(argv=None) -> int:
         ap.print_help()
         return 0
     prof = fit_profiles(a.cassette)
+    _keep_variants(prof, Path(a.out))
     Path(a.out).write_text(json.dumps(prof, indent=1, sort_keys=True) + "\n")
     misses = {m: sum(r["misses"] for r in p["roles"]) for m, p in prof["methods"].items()}
     print(f"wrote {a.out}; replay misses per method: {misses}")
     return 0
+
+
+def _keep_variants(prof: dict, old_path: Path) -> None:
+    """Carry each method's construction ``variants`` over from the file being rewritten: they were fitted
+    on other recordings (``--variant``), which a refit from the demo cassette cannot redo."""
+    if not old_path.is_file():
+        return
+    old = json.loads(old_path.read_text()).get("methods", {})
+    for name, entry in prof["methods"].items():
+        kept = (old.get(name) or {}).get("variants")
+        if kept:
+            entry["variants"] = kept
 
 
 def _add_variant(a) -> int:

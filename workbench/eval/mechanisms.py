@@ -359,7 +359,8 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
              "retrievals")
     if not _traced(c, traces, names):
         return
-    steps = opened = closed = with_gaps = failed = failed_misses = reflects = retrievals = 0
+    steps = opened = closed = with_gaps = failed = failed_misses = reflects = retrievals = answered_first = 0
+    questions = 0
     by_cause: Counter = Counter()
     actions: dict[str, Counter] = {}
     for t in traces:
@@ -367,6 +368,8 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
             continue
         prev: list[str] = []
         any_gap = False
+        first = True
+        questions += 1
         for kind, d in t.steps:
             if kind == "reflect":
                 reflects += 1
@@ -381,6 +384,9 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
             any_gap = any_gap or bool(gaps)
             prev = gaps
             cause = router_cause(d)
+            if first:  # the model answered on the evidence of the first retrieval, with nothing left to find
+                answered_first += cause == "choice" and d.get("action") == "answer"
+                first = False
             by_cause[cause] += 1
             actions.setdefault(cause, Counter())[str(d.get("action"))] += 1
             if d.get("error"):
@@ -391,7 +397,9 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
     fail_note = (f"; {failed} router calls failed ({failed_misses} cassette misses) and kept the previous gaps"
                  if failed else "")
     c.put("router_steps", steps, src)
-    c.put("gaps_opened", opened, src, f"the router wrote no gap in any of its {steps} steps{fail_note}")
+    first_note = (f"; in {answered_first} of {questions} questions it chose to answer at its first step, "
+                  "so it never had to say what was missing" if answered_first else "")
+    c.put("gaps_opened", opened, src, f"the router wrote no gap in any of its {steps} steps{first_note}{fail_note}")
     c.put("gaps_closed", closed, src,
           (f"none of the {opened} gaps opened was dropped by a later router step" if opened
            else "no gap was ever opened") + fail_note)

@@ -83,6 +83,20 @@ class MemoryMethod:
     # run which rows to re-answer. Empty: the class's own module. List every module of the method's
     # subpackage, so a prompt added to any of them is hashed.
     prompt_modules: ClassVar[tuple[str, ...]] = ()
+    # Parameter values that leave the paper's setting: parameter -> value -> one sentence saying what the
+    # method then does and why the option exists. ``departures(params)`` reads it, so a run's header and
+    # report can say which recorded configuration is not the paper's (the docstring keeps the full list).
+    param_notes: ClassVar[dict[str, dict]] = {}
+
+    @classmethod
+    def departures(cls, params: dict) -> list[str]:
+        """``param = value: note`` for each value in ``params`` that ``param_notes`` marks as not the paper's."""
+        out = []
+        for key, notes in cls.param_notes.items():
+            value = params.get(key) if isinstance(params, dict) else None
+            if isinstance(value, (str, int, float, bool)) and value in notes:
+                out.append(f"{key} = {value!r}: {notes[value]}")
+        return out
 
     # -- parameters (scikit-learn style) -------------------------------------------------------
     @classmethod

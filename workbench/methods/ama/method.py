@@ -94,6 +94,9 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    param_notes = {"conflict_check": {
+        "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
+                 "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"}}
     prompt_modules = ("ama.method", "ama.agents", "ama.prompts")
 
     def __init__(self, *, llm=None, embedder=None,

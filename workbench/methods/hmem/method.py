@@ -77,6 +77,10 @@ class HMem(MemoryMethod):
     """
 
     name = "hmem"
+    param_notes = {"fragment": {
+        "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
+                  "paper (fewer extraction calls for a small local model)",
+        "session": "events are extracted from whole sessions, not from each message as in the paper"}}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree")
 
     def __init__(self, *, llm=None, embedder=None,
