@@ -79,14 +79,15 @@ def _cassette_llm(cassette):
 def replay_method(name: str, *, cassette=None, latency: LatencyModel | None = None, sleep_scale: float = 0.0,
                   store=None) -> dict:
     """Evaluate one demo method from the cassette: status, wall time, call accounting (and its rows)."""
-    from workbench.demo import DEMO, demo_dataset, demo_methods
+    from workbench.demo import DEMO, demo_dataset, demo_methods, with_profile_bounds
     from workbench.eval import LLMJudge, ResultsStore, evaluate
 
     try:
         base = _cassette_llm(cassette)
     except (FileNotFoundError, ValueError) as exc:
         return {"method": name, "status": "no cassette", "error": str(exc)}
-    probe = ReplayProbe(base, latency, sleep_scale=sleep_scale)
+    # the bounds go on the LLM the method calls (the probe): they shape the schema and cap the cassette key holds
+    probe = with_profile_bounds(ReplayProbe(base, latency, sleep_scale=sleep_scale), DEMO)
     method = demo_methods(probe, _embedder(), [name])[name]
     mem = ResultsStore(None)
     t = time.perf_counter()
@@ -137,7 +138,7 @@ def sample_replay(results_dir: Path, *, cassette=None, methods=None, latency: La
            "sessions": len(conv.sessions), "replay_wall_s": round(wall, 2), "results_file": repo_relative(path),
            "latency_model": (latency or LatencyModel.nominal()).to_dict(), "methods": rows}
     out["table"] = merge_table(rows, path)
-    out["recmem_vs_eager_facts"] = ratio(rows, "recmem", "eager_facts")
+    out["recmem_vs_eager_floor"] = ratio(rows, "recmem", "eager_floor")
     return out
 
 

@@ -3,7 +3,7 @@ Markdown summary, benchmarks/results/SUMMARY.md. Nothing here is asserted by tes
 
 Configurations:
 - ``reduced`` (default; what CI runs, about 10 minutes on 2 cores): the sample-data comparison replayed
-  from the committed cassette, RecMem vs EagerFacts construction and AMA's refresh recording (both
+  from the committed cassette, RecMem vs EagerFloor construction and AMA's refresh recording (both
   replayed), overhead (replay-based, 20 s simulated-latency budget), scale at 1x/4x/16x
   conv-26, core speed with indexes up to 10^5 units, H-Mem build (1 repeat), harness replay, UI.
 - ``full``: the same with indexes up to 10^6, 3 repeats, 500 retrieval queries, a 120 s simulated
@@ -87,7 +87,7 @@ def step_locomo(cfg: dict, results: Path, opts) -> None:
 
 
 def step_construction(cfg: dict, results: Path, opts) -> None:
-    """RecMem vs EagerFacts construction, replayed from cassettes (record with bench_construction --live)."""
+    """RecMem vs EagerFloor construction, replayed from cassettes (record with bench_construction --live)."""
     from benchmarks import bench_construction
 
     bench_construction.run(live=False, results_dir=results)
@@ -211,13 +211,15 @@ def _sec_compare(c: dict | None) -> list[str]:
            f"same calls with the nominal latency model (prompt {s['latency_model']['prompt_tok_s']} tok/s, "
            f"generation {s['latency_model']['gen_tok_s']} tok/s).", "",
            _md([_blank_partial(r) for r in s["table"]], SAMPLE_COLS), ""]
-    r = s.get("recmem_vs_eager_facts", {})
+    # the floor's name since EagerFacts became EagerFloor; older result files say eager_facts
+    floor = "eager_floor" if "recmem_vs_eager_floor" in s else "eager_facts"
+    r = s.get(f"recmem_vs_{floor}", {})
     if r.get("available"):
-        out.append(f"RecMem vs EagerFacts construction: **{_f(r['token_ratio'], 3)}x tokens** "
-                   f"({r['recmem_tokens']} / {r['eager_facts_tokens']}), **{_f(r['call_ratio'], 3)}x calls** "
-                   f"({r['recmem_calls']} / {r['eager_facts_calls']}).")
+        out.append(f"RecMem vs EagerFloor construction: **{_f(r['token_ratio'], 3)}x tokens** "
+                   f"({r['recmem_tokens']} / {r[floor + '_tokens']}), **{_f(r['call_ratio'], 3)}x calls** "
+                   f"({r['recmem_calls']} / {r[floor + '_calls']}).")
     else:
-        out.append(f"RecMem vs EagerFacts construction ratio: not available ({r.get('note', '')}).")
+        out.append(f"RecMem vs EagerFloor construction ratio: not available ({r.get('note', '')}).")
     missing = [m for m in s["methods"] if m["status"] != "ok"]
     if missing:
         what = "; ".join(f"{m['method']} ({m['status']}: "
