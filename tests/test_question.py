@@ -255,6 +255,11 @@ def test_labels_of_close_points_do_not_share_a_position():
     pos = label_positions([1000, 1010, 5000], [0.5, 0.5, 0.1], ["naive_rag", "eager_floor", "memr3"], log_x=True)
     assert pos[0] != pos[1] and pos[2] == "top center"
     assert log_ticks([504, 1434, 6089]) == ([500, 1000, 2000, 5000], ["500", "1k", "2k", "5k"])
+    # a point just above the Full-Context line keeps its label off the line: above it, not below
+    assert label_positions([500, 5000], [0.37, 0.9], ["eager_floor", "hymem"], log_x=True,
+                           y_bounds=(0.0, 1.0)) == ["top center", "top center"]
+    assert label_positions([500, 5000], [0.37, 0.9], ["eager_floor", "hymem"], log_x=True, y_bounds=(0.0, 1.0),
+                           hlines=[0.40])[0] not in ("top center", "top right", "top left")
 
 
 # -- the notebook shell -------------------------------------------------------------------------------------

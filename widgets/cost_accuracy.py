@@ -358,13 +358,14 @@ LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left",
 
 def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *, log_x: bool = False,
                     width: float = 760.0, height: float = 300.0,
-                    y_bounds: tuple[float, float] | None = None) -> list[str]:
+                    y_bounds: tuple[float, float] | None = None, hlines: Sequence[float] = ()) -> list[str]:
     """A plotly ``textposition`` per point such that no label covers another label or a marker,
     where the plot's size allows: greedy, in order of x, each label takes the first position in
     ``LABEL_POSITIONS`` that overlaps nothing placed so far (else the least overlapping one).
     Label boxes are estimated in pixels of a ``width`` x ``height`` plot area (7 px per character);
     ``y_bounds`` is the y range the axis will span (the error bars reach beyond the points, which
-    squeezes the points together on screen)."""
+    squeezes the points together on screen); ``hlines``: y values of horizontal lines drawn across the plot
+    (the Full-Context level), which a label should not sit on either."""
     def norm(vals, log, bounds=None):
         v = [np.log10(a) if (log and a and a > 0) else (a if a == a else 0.0) for a in vals]
         lo, hi = (min(v), max(v)) if v else (0.0, 1.0)
@@ -374,8 +375,11 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
         return [(a - lo) / span for a in v]
 
     px = [0.05 * width + 0.9 * width * a for a in norm(list(xs), log_x)]
-    py = [0.05 * height + 0.9 * height * a for a in norm(list(ys), False, y_bounds)]
+    ys_and_lines = norm(list(ys) + [float(h) for h in hlines], False, y_bounds)
+    py = [0.05 * height + 0.9 * height * a for a in ys_and_lines[:len(px)]]
     boxes = [(x - 7, y - 7, x + 7, y + 7) for x, y in zip(px, py)]  # the markers
+    boxes += [(0.0, 0.05 * height + 0.9 * height * a - 2, width, 0.05 * height + 0.9 * height * a + 2)
+              for a in ys_and_lines[len(px):]]  # the lines across the plot
 
     def box_at(i: int, pos: str):
         w, h = 7.0 * len(str(labels[i])) + 4, 14.0
@@ -390,7 +394,7 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
     out = [LABEL_POSITIONS[0]] * len(px)
     placed = []
     for i in sorted(range(len(px)), key=lambda j: (px[j], py[j])):
-        others = [b for j, b in enumerate(boxes) if j != i] + placed
+        others = [b for j, b in enumerate(boxes) if j != i] + placed  # (j >= len(px): a line, never i)
         best = min(LABEL_POSITIONS, key=lambda p: (sum(overlap(box_at(i, p), b) for b in others),
                                                    LABEL_POSITIONS.index(p)))
         out[i] = best
@@ -437,8 +441,11 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
         highs = pd.to_numeric(drawn["ci_high"], errors="coerce").dropna()
         if len(lows) and len(highs):
             bounds = (float(lows.min()), float(highs.max()))
+    ref_level = [float(a) for a in pd.to_numeric(frame.loc[frame["method"] == REFERENCE_METHOD, "accuracy"],
+                                                 errors="coerce").dropna()] if len(frame) else []
     positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
-                                                      drawn["label"].tolist(), log_x=log_x, y_bounds=bounds)))
+                                                      drawn["label"].tolist(), log_x=log_x, y_bounds=bounds,
+                                                      hlines=ref_level)))
     zero = []
     for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
