@@ -2,7 +2,7 @@
 
 For each method, in the staged order (cheap to build first), this runs the ordinary command
 ``workbench eval --method M --data locomo:<dev copy> --conversations conv-30 --categories 1,2,3,4
---llm local --judge same --save-memories`` in a subprocess, live behind the cassette
+--llm local --judge same --save-memories --bounded-outputs`` in a subprocess, live behind the cassette
 ``runs/real_scale/cassettes/M-conv-30.jsonl``, in two passes so that consecutive calls share their prefix
 in llama.cpp's KV cache: pass 1 answers every question with no judge (``runs/real_scale/M-answers``), so
 Full-Context's 13k-token conversation prefix is evaluated once, not once per question; pass 2 is the
@@ -131,7 +131,7 @@ def record(method: str, model: str | None) -> int:
     base = [sys.executable, "-m", "workbench", "eval", "--method", method, "--data", f"locomo:{data}",
             "--conversations", CONVERSATION, "--categories", CATEGORIES,
             "--llm", f"local:{model}" if model else "local", "--cassette", str(cassette.relative_to(ROOT)),
-            "--save-memories", "--no-progress"]
+            "--save-memories", "--no-progress", "--bounded-outputs"]  # loop-prone roles close as JSON
     from workbench.llm.default import STATE_CACHE_ENV
 
     env = {k: v for k, v in os.environ.items() if k != STATE_CACHE_ENV}  # see the docstring: not for long runs

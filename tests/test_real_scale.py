@@ -290,3 +290,23 @@ def test_only_recordings_the_recorder_published_are_replayed(monkeypatch, tmp_pa
     monkeypatch.setattr(brs, "PUBLISHED", tmp_path)
     monkeypatch.setattr(brs, "RECORDINGS", recordings)
     assert brs.published_methods() == ["naive_rag"]
+
+
+def test_real_scale_recordings_bound_the_loop_prone_roles(monkeypatch):
+    """Both passes of a recording run with ``--bounded-outputs``, and the bounds cover MemR3's router (the
+    0.5B ran its replies, repairs and retries into the 512-token cap on conv-30)."""
+    from benchmarks import record_real_scale as rrs
+
+    monkeypatch.setattr(rrs, "WORK", rrs.ROOT / "runs" / "test-real-scale-cmd")
+    monkeypatch.setattr(rrs.Heartbeat, "__enter__", lambda self: self)
+    monkeypatch.setattr(rrs.Heartbeat, "__exit__", lambda self, *exc: None)
+    calls = []
+    monkeypatch.setattr(rrs.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 0)
+    try:
+        assert rrs.record("memr3", None) == 0
+    finally:
+        import shutil
+        shutil.rmtree(rrs.ROOT / "runs" / "test-real-scale-cmd", ignore_errors=True)
+    assert len(calls) == 2 and all("--bounded-outputs" in c for c in calls)
+    assert "--judge" in calls[1] and "--judge" not in calls[0]
+    assert BOUNDED_OUTPUTS["memr3.router"].max_tokens < 512
