@@ -12,8 +12,10 @@ would do the same in one pass, but each saved state also copies the ~311 MB logi
 not count: the first naive_rag recording with a 1 GB cap grew to 24 GB and was killed by the OOM killer.)
 
 Resumable at every level: a rerun skips methods already published, the harness skips finished questions,
-and finished calls (construction included) replay from the cassette. Only a method whose every planned
-question has a stored row is published: its cassette is copied (atomically) to
+and finished calls (construction included) replay from the cassette. A recording that spans sessions is
+committed as it goes with ``--snapshot M`` (``M-conv-30.partial.jsonl`` beside the licence notice); on a
+machine with no cassette for M, recording starts from that file (or from the published one). Only a method
+whose every planned question has a stored row is published: its cassette is copied (atomically) to
 ``sample_data/cassettes/locomo/M-conv-30.jsonl``, next to the CC BY-NC 4.0 notice, and its recording
 figures (wall time summed over sessions, calls, live calls) go to
 ``benchmarks/results/real_scale_recordings.json``. Committing is left to the person running it.
@@ -122,11 +124,45 @@ def cassette_models(path: Path) -> list[str]:
     return sorted({str(e["model"]) for e in read_jsonl(path).rows if e.get("model")})
 
 
+def partial_name(method: str) -> str:
+    return f"{method}-{CONVERSATION}.partial.jsonl"
+
+
+def seed_cassette(method: str) -> Path | None:
+    """Start a recording from what the repository holds when this machine has no cassette for ``method``:
+    the published cassette, else the partial one committed while it was being recorded (``--snapshot``), so
+    that calls made in an earlier session replay instead of running again. Returns the file used."""
+    dst = WORK / "cassettes" / cassette_name(method)
+    if dst.exists():
+        return None
+    for src in (PUBLISHED / cassette_name(method), PUBLISHED / partial_name(method)):
+        if src.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            return src
+    return None
+
+
+def snapshot_partial(method: str) -> int:
+    """Copy the complete lines of ``method``'s cassette being recorded next to the licence notice as
+    ``M-conv-30.partial.jsonl`` (to commit while a recording spans sessions); the number of lines copied."""
+    data = (WORK / "cassettes" / cassette_name(method)).read_bytes()
+    cut = data.rfind(b"\n") + 1
+    dst = PUBLISHED / partial_name(method)
+    tmp = dst.with_suffix(".tmp")
+    tmp.write_bytes(data[:cut])
+    os.replace(tmp, dst)
+    return data[:cut].count(b"\n")
+
+
 def record(method: str, model: str | None) -> int:
     """Two ``workbench eval`` subprocesses for ``method`` (answers, then the judge); the first non-zero exit
     status, else 0."""
     cassette = WORK / "cassettes" / cassette_name(method)
     cassette.parent.mkdir(parents=True, exist_ok=True)
+    seeded = seed_cassette(method)
+    if seeded:
+        print(f"{method}: cassette seeded from {seeded.name}", flush=True)
     data = os.path.relpath(LOCOMO, ROOT)  # relative: the run manifests name no machine's paths
     base = [sys.executable, "-m", "workbench", "eval", "--method", method, "--data", f"locomo:{data}",
             "--conversations", CONVERSATION, "--categories", CATEGORIES,
@@ -170,6 +206,7 @@ def publish(method: str, model: str | None) -> dict:
     tmp = dst.with_suffix(".jsonl.tmp")
     shutil.copyfile(src, tmp)
     os.replace(tmp, dst)
+    (PUBLISHED / partial_name(method)).unlink(missing_ok=True)  # the finished cassette replaces it
     entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
              "questions": len(stored_ids(method)), "model": ", ".join(cassette_models(dst)) or model or "unknown",
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
@@ -188,7 +225,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=list(ORDER), help="methods, in recording order")
     parser.add_argument("--model", default=None, help="offline model name (default: the installed default)")
+    parser.add_argument("--snapshot", metavar="METHOD", help="copy METHOD's cassette being recorded (complete "
+                        "lines) next to the licence notice as a .partial.jsonl to commit, and exit")
     args = parser.parse_args(argv)
+    if args.snapshot:
+        print(f"{args.snapshot}: {snapshot_partial(args.snapshot)} calls in "
+              f"{PUBLISHED / partial_name(args.snapshot)}", flush=True)
+        return 0
     if not LOCOMO.exists():
         print(f"LoCoMo dev copy not found at {LOCOMO}; nothing to record", file=sys.stderr)
         return 2

@@ -310,3 +310,21 @@ def test_real_scale_recordings_bound_the_loop_prone_roles(monkeypatch):
     assert len(calls) == 2 and all("--bounded-outputs" in c for c in calls)
     assert "--judge" in calls[1] and "--judge" not in calls[0]
     assert BOUNDED_OUTPUTS["memr3.router"].max_tokens < 512
+
+
+def test_a_recording_resumes_from_its_committed_partial_cassette(recorder):
+    """A session snapshots the cassette being recorded (complete lines only); on a machine without it the
+    recording starts from that snapshot, and publishing the finished cassette removes it."""
+    rrs, answered = recorder
+    live = rrs.WORK / "cassettes" / rrs.cassette_name("memr3")
+    live.parent.mkdir(parents=True)
+    live.write_text('{"key": "a"}\n{"key": "b"}\n{"key": "c", "mod')  # a reply half-written
+    assert rrs.main(["--snapshot", "memr3"]) == 0
+    partial = rrs.PUBLISHED / rrs.partial_name("memr3")
+    assert partial.read_text() == '{"key": "a"}\n{"key": "b"}\n'
+    live.unlink()  # a new machine: only the repository's files
+    assert rrs.seed_cassette("memr3") == partial and live.read_text() == partial.read_text()
+    assert rrs.seed_cassette("memr3") is None  # never overwrites a cassette being recorded
+    answered["memr3"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "memr3"]) == 0
+    assert (rrs.PUBLISHED / "memr3-conv-30.jsonl").exists() and not partial.exists()
