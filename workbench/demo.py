@@ -1,8 +1,9 @@
 """The demo: build every method's memory for a sample conversation offline, answer and judge a
 fixed set of questions, save the run, and serve the app over it.
 
-The same configuration feeds the notebooks and the committed example report, so all of them
-replay one recorded cassette (``sample_data/cassettes/sample-1.jsonl``): with the offline model
+The same configuration (the active profile, ``DEMO``) feeds the notebooks and the committed example
+report, so all of them replay one recorded cassette (``DEMO.cassette``, since issue 20
+``sample_data/cassettes/demo.jsonl``, recorded with Qwen2.5-Coder-1.5B): with the profile's model
 installed, calls missing from the cassette run live; without it the cassette alone replays.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import NamedTuple
 from .data import Conversation, Dataset, load_sample
 from .data import SAMPLE_DIR
 
+# -- the 0.5B profile (DEMO_05B), the demo until issue 20, kept for comparison ----------------------------
 # sample-1, sessions 1-4 (53 turns): the greyhound's renaming (D3:6 -> D4:3) and Priya's move to
 # Bristol (D4:6-8) are knowledge updates inside it. Kept small so the offline model records it in
 # well under an hour on 2 cores.
