@@ -168,7 +168,7 @@ def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[st
     saved = []
     for m in methods:
         card = page.locator(".wb-structure").filter(
-            has=page.locator(".card-header", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
+            has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
         if not card.count():
             print(f"no Structures card for {m!r}")
             continue

@@ -520,7 +520,7 @@ def test_lifecycle_round_trip_turn_unit_answer(replay_demo, demo_page):
 # -- the Structures tab over the replayed demo ----------------------------------------------------------------
 def _card(page, method: str):
     return page.locator(".wb-structure").filter(
-        has=page.locator(".card-header", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$"))).first
+        has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$"))).first
 
 
 def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page):
