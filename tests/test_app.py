@@ -317,7 +317,7 @@ def test_structures_tab_registry(good_run, monkeypatch):
     app = appmod.build_app(good_run)
     lead, *cards = app.views["Structures"].panel.objects
     assert "One card per method" in lead.object
-    assert [c.name for c in cards] == ["eager_facts", "full_context", "naive_rag"]
+    assert app.views["Structures"].headings() == ["eager_facts", "full_context", "naive_rag"]
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
     html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
     assert "no structure view for this method" not in html and "structures.json is empty" not in html

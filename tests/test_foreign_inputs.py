@@ -657,10 +657,12 @@ def test_hostile_run_renders_escaped(hostile_run):
     cols = list(mem.table.value.columns)
     assert added["key"] not in cols and any("&lt;img" in c for c in cols)  # header escaped
     assert any("memories.jsonl" in e and "invalid JSON" in e for e in store.errors)
-    cards = app.views["Structures"].panel.objects[1:]  # after the tab's lead line
-    assert all("<" not in c.title for c in cards) and any("&lt;img" in c.title for c in cards)
-    cards_html = {c.title: "".join(str(p.object) for p in c.select(pn.pane.HTML))  # the cards of ama and hymem
-                  for c in cards}
+    structures = app.views["Structures"]
+    cards = structures.panel.objects[1:]  # after the tab's lead line
+    headings = structures.headings()  # escaped, as shown
+    assert all("<" not in h for h in headings) and any("&lt;img" in h for h in headings)
+    cards_html = {h: "".join(str(p.object) for p in c.select(pn.pane.HTML))  # the cards of ama and hymem
+                  for h, c in zip(headings, cards)}
     assert "&lt;img src=&quot;/pwned-img&quot;" in cards_html["ama"] and "Judge verdicts:" in cards_html["ama"]
     assert "summary failed" in cards_html["hymem"] and "name an event that is not stored" in cards_html["hymem"]
     traces = app.views["Traces"]
@@ -668,7 +670,7 @@ def test_hostile_run_renders_escaped(hostile_run):
     for tab in app.views.values():
         if hasattr(tab, "load"):
             tab.load()
-    html = _all_html(app) + "".join(str(c.title) for c in cards)
+    html = _all_html(app) + "".join(headings)
     for payload in PAYLOADS + (added["method"], added["key"]):
         assert payload not in html, payload
     assert "&lt;img src=&quot;/pwned-img&quot;" in html

@@ -34,6 +34,7 @@ import hashlib
 import importlib
 import os
 import pkgutil
+import re
 import ipaddress
 import socket
 import sys
@@ -1141,8 +1142,13 @@ class StructuresView:
         self.panel.objects = [html_pane(box(STRUCTURES_LEAD))] + [
             pn.Column(html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>{esc(m)}</h3>"),
                       defer(pn.Column(*objs, sizing_mode="stretch_width")),
-                      name=m, sizing_mode="stretch_width", css_classes=["wb-structure"])
+                      sizing_mode="stretch_width", css_classes=["wb-structure"])
             for m, objs in self.sections.items()]
+
+    def headings(self) -> list[str]:
+        """Each section's heading as the page shows it (its escaped HTML text, tags removed), in page order."""
+        return [re.sub(r"<[^>]+>", "", str(c.objects[0].object)) for c in self.panel.objects[1:]
+                if isinstance(c, pn.Column) and "wb-structure" in c.css_classes]
 
     def files(self, method: str) -> dict:
         """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""
