@@ -260,6 +260,15 @@ def test_labels_of_close_points_do_not_share_a_position():
                            y_bounds=(0.0, 1.0)) == ["top center", "top center"]
     assert label_positions([500, 5000], [0.37, 0.9], ["eager_floor", "hymem"], log_x=True, y_bounds=(0.0, 1.0),
                            hlines=[0.40])[0] not in ("top center", "top right", "top left")
+    # a label keeps off a neighbour's error bar (a tall bar right under it), not off its own
+    xs, ys, names = [100, 101, 900], [0.2, 0.6, 0.5], ["a", "bbbb", "c"]
+    free = label_positions(xs, ys, names, y_bounds=(0.0, 1.0))
+    barred = label_positions(xs, ys, names, y_bounds=(0.0, 1.0),
+                             bars=[(0.0, 1.0), (float("nan"), float("nan")), (0.0, 1.0)])
+    assert free[1] == "top center" and barred[1] in ("middle right", "middle left") and barred[2] == free[2]
+    # the leftmost point's label is not pushed out of the plot to its left
+    assert label_positions([500, 2000], [0.37, 0.9], ["eager_floor", "b"], log_x=True, y_bounds=(0.0, 1.0),
+                           hlines=[0.34], bars=[(0.1, 0.6), (0.5, 1.0)])[0] != "middle left"
 
 
 # -- the notebook shell -------------------------------------------------------------------------------------

@@ -358,14 +358,17 @@ LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left",
 
 def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *, log_x: bool = False,
                     width: float = 760.0, height: float = 300.0,
-                    y_bounds: tuple[float, float] | None = None, hlines: Sequence[float] = ()) -> list[str]:
+                    y_bounds: tuple[float, float] | None = None, hlines: Sequence[float] = (),
+                    bars: Sequence[tuple[float, float]] | None = None) -> list[str]:
     """A plotly ``textposition`` per point such that no label covers another label or a marker,
     where the plot's size allows: greedy, in order of x, each label takes the first position in
-    ``LABEL_POSITIONS`` that overlaps nothing placed so far (else the least overlapping one).
+    ``LABEL_POSITIONS`` that overlaps nothing placed so far and stays inside the plot area (else the least
+    overlapping one).
     Label boxes are estimated in pixels of a ``width`` x ``height`` plot area (7 px per character);
     ``y_bounds`` is the y range the axis will span (the error bars reach beyond the points, which
     squeezes the points together on screen); ``hlines``: y values of horizontal lines drawn across the plot
-    (the Full-Context level), which a label should not sit on either."""
+    (the Full-Context level), which a label should not sit on either; ``bars``: each point's error bar
+    (low, high), which the other points' labels keep off (its own label may sit on it)."""
     def norm(vals, log, bounds=None):
         v = [np.log10(a) if (log and a and a > 0) else (a if a == a else 0.0) for a in vals]
         lo, hi = (min(v), max(v)) if v else (0.0, 1.0)
@@ -375,11 +378,19 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
         return [(a - lo) / span for a in v]
 
     px = [0.05 * width + 0.9 * width * a for a in norm(list(xs), log_x)]
-    ys_and_lines = norm(list(ys) + [float(h) for h in hlines], False, y_bounds)
-    py = [0.05 * height + 0.9 * height * a for a in ys_and_lines[:len(px)]]
+    yv = [a if a == a else 0.0 for a in ys]
+    y_lo, y_hi = (min(yv), max(yv)) if yv else (0.0, 1.0)
+    if y_bounds is not None and all(b == b for b in y_bounds):
+        y_lo, y_hi = min(y_lo, y_bounds[0]), max(y_hi, y_bounds[1])
+
+    def to_y(v: float) -> float:  # data y -> pixels, the points' scale (norm's for them)
+        return 0.05 * height + 0.9 * height * (v - y_lo) / ((y_hi - y_lo) or 1.0)
+
+    py = [to_y(a) for a in yv]
     boxes = [(x - 7, y - 7, x + 7, y + 7) for x, y in zip(px, py)]  # the markers
-    boxes += [(0.0, 0.05 * height + 0.9 * height * a - 2, width, 0.05 * height + 0.9 * height * a + 2)
-              for a in ys_and_lines[len(px):]]  # the lines across the plot
+    boxes += [(0.0, to_y(float(h)) - 2, width, to_y(float(h)) + 2) for h in hlines]  # the lines across the plot
+    bar_boxes = {i: (px[i] - 3, to_y(min(lo, hi)), px[i] + 3, to_y(max(lo, hi)))
+                 for i, (lo, hi) in enumerate(list(bars or ())[:len(px)]) if lo == lo and hi == hi}
 
     def box_at(i: int, pos: str):
         w, h = 7.0 * len(str(labels[i])) + 4, 14.0
@@ -391,15 +402,29 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
     def overlap(a, b) -> float:
         return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
+    def clipped(b) -> float:  # the part of a label box outside the plot area (cut off on screen), past a
+        # tolerance of half a character's width: the box estimate is rough, a sliver off the edge still reads
+        return max(0.0, (b[2] - b[0]) * (b[3] - b[1]) - overlap(b, (0.0, 0.0, width, height)) - 50.0)
+
     out = [LABEL_POSITIONS[0]] * len(px)
     placed = []
     for i in sorted(range(len(px)), key=lambda j: (px[j], py[j])):
-        others = [b for j, b in enumerate(boxes) if j != i] + placed  # (j >= len(px): a line, never i)
-        best = min(LABEL_POSITIONS, key=lambda p: (sum(overlap(box_at(i, p), b) for b in others),
-                                                   LABEL_POSITIONS.index(p)))
+        others = ([b for j, b in enumerate(boxes) if j != i] + placed  # (j >= len(px): a line, never i)
+                  + [b for j, b in bar_boxes.items() if j != i])
+        best = min(LABEL_POSITIONS, key=lambda p: (sum(overlap(box_at(i, p), b) for b in others)
+                                                   + 2 * clipped(box_at(i, p)), LABEL_POSITIONS.index(p)))
         out[i] = best
         placed.append(box_at(i, best))
     return out
+
+
+def _bars(frame: pd.DataFrame) -> list[tuple[float, float]] | None:
+    """Each row's error bar (ci_low, ci_high); NaN where a row has none; None without the columns."""
+    if not {"ci_low", "ci_high"} <= set(frame.columns):
+        return None
+    lows = pd.to_numeric(frame["ci_low"], errors="coerce").tolist()
+    highs = pd.to_numeric(frame["ci_high"], errors="coerce").tolist()
+    return list(zip(lows, highs))
 
 
 def log_ticks(values: Sequence[float]) -> tuple[list[float], list[str]]:
@@ -445,7 +470,7 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
                                                  errors="coerce").dropna()] if len(frame) else []
     positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
                                                       drawn["label"].tolist(), log_x=log_x, y_bounds=bounds,
-                                                      hlines=ref_level)))
+                                                      hlines=ref_level, bars=_bars(drawn))))
     zero = []
     for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
