@@ -369,21 +369,15 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
     squeezes the points together on screen); ``hlines``: y values of horizontal lines drawn across the plot
     (the Full-Context level), which a label should not sit on either; ``bars``: each point's error bar
     (low, high), which the other points' labels keep off (its own label may sit on it)."""
-    def norm(vals, log, bounds=None):
-        v = [np.log10(a) if (log and a and a > 0) else (a if a == a else 0.0) for a in vals]
-        lo, hi = (min(v), max(v)) if v else (0.0, 1.0)
-        if bounds is not None and all(b == b for b in bounds):
-            lo, hi = min(lo, bounds[0]), max(hi, bounds[1])
-        span = (hi - lo) or 1.0
-        return [(a - lo) / span for a in v]
-
-    px = [0.05 * width + 0.9 * width * a for a in norm(list(xs), log_x)]
+    xv = [np.log10(a) if (log_x and a and a > 0) else (a if a == a else 0.0) for a in xs]
+    x_lo, x_hi = (min(xv), max(xv)) if xv else (0.0, 1.0)
+    px = [0.05 * width + 0.9 * width * (a - x_lo) / ((x_hi - x_lo) or 1.0) for a in xv]
     yv = [a if a == a else 0.0 for a in ys]
     y_lo, y_hi = (min(yv), max(yv)) if yv else (0.0, 1.0)
     if y_bounds is not None and all(b == b for b in y_bounds):
         y_lo, y_hi = min(y_lo, y_bounds[0]), max(y_hi, y_bounds[1])
 
-    def to_y(v: float) -> float:  # data y -> pixels, the points' scale (norm's for them)
+    def to_y(v: float) -> float:  # data y -> pixels (markers, lines and error bars on one scale)
         return 0.05 * height + 0.9 * height * (v - y_lo) / ((y_hi - y_lo) or 1.0)
 
     py = [to_y(a) for a in yv]
