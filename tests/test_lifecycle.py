@@ -177,3 +177,15 @@ def test_timeline_lanes_and_refresh_markers_keep_the_method_colour(index):
     assert ticks[0] == "S1<br>14 Mar 2023" and ticks[-1] == "question<br>time"
     empty = timeline_figure([], axis=conversation_axis(_conv()))
     assert len(empty.data) == 0
+
+
+def test_a_wide_legend_gets_its_own_rows_above_the_plot():
+    """Ten methods with their refresh entries wrap the horizontal legend to three or more rows: the top
+    margin grows with it, so the legend does not run into the title; two rows keep the old margin."""
+    from widgets.event_timeline import legend_rows
+
+    few = ["naive_rag", "hymem", "ama", "ama refresh (UPDATE/DELETE): 7"]
+    many = few + ["eager_floor", "ama[paper-judge]", "hmem", "hmem refresh (UPDATE/DELETE): 15", "recmem",
+                  "recmem refresh (UPDATE/DELETE): 21", "memr3", "memr3[one-chunk]"]
+    assert legend_rows(few) == 2 and legend_rows(many) >= 3
+    assert legend_rows([]) == 2

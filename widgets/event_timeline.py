@@ -225,6 +225,17 @@ def _lane(e) -> str:
     return f"{e.method} · {e.kind}"
 
 
+def legend_rows(names, width: float = 1000.0) -> int:
+    """How many rows a horizontal plotly legend of ``names`` may wrap to in about ``width`` px (7 px a
+    character plus the marker and gaps, an estimate; at least 2): the top margin is made that tall, so the legend never runs
+    into the title (ten methods with their refresh entries took three rows)."""
+    widths = [7.0 * len(str(name)) + 45 for name in names]
+    if not widths:
+        return 2
+    per_row = max(1, int(width // max(widths)))  # as a grid of the widest entry: an upper bound, never short
+    return max(-(-len(widths) // per_row), 2)
+
+
 def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: Mapping | None = None,
                     colours: Mapping[str, str] | None = None):
     """Plotly scatter on the conversation's axis: one lane per method (a row per kind inside it),
@@ -250,9 +261,11 @@ def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: M
                 x=[xs[event_key(e)] for e in evs], y=[_lane(e) for e in evs], mode="markers", marker=marker,
                 name=esc(f"{m} refresh (UPDATE/DELETE): {len(evs)}" if refresh else m), legendgroup=esc(m),
                 hovertext=[_hover(e, placements[event_key(e)]) for e in evs], hoverinfo="text"))
-    height = 190 + 22 * max(len(lanes), 3)
+    rows = legend_rows([t.name for t in fig.data])
+    height = 190 + 22 * max(len(lanes), 3) + 22 * (rows - 2)
     order = list(reversed(lanes))  # the first method on top
-    layout = dict(height=height, margin=dict(l=150, r=20, t=90, b=70), plot_bgcolor="white",
+    # the horizontal legend sits between the title and the plot: room for as many rows as it wraps to
+    layout = dict(height=height, margin=dict(l=150, r=20, t=46 + 22 * rows, b=70), plot_bgcolor="white",
                   title=dict(text="Memory events on the conversation (one lane per method; hover a marker)",
                              y=0.98, yanchor="top"),
                   yaxis=dict(categoryorder="array", categoryarray=order, automargin=True, gridcolor="#e9ecef",
