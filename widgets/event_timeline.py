@@ -227,8 +227,8 @@ def _lane(e) -> str:
 
 def legend_rows(names, width: float = 1000.0) -> int:
     """How many rows a horizontal plotly legend of ``names`` may wrap to in about ``width`` px (7 px a
-    character plus the marker and gaps, an estimate; at least 2): the top margin is made that tall, so the legend never runs
-    into the title (ten methods with their refresh entries took three rows)."""
+    character plus the marker and gaps, an estimate; at least 2): the top margin is made that tall, so the
+    legend never runs into the title (ten methods with their refresh entries took three rows)."""
     widths = [7.0 * len(str(name)) + 45 for name in names]
     if not widths:
         return 2
