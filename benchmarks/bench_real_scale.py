@@ -14,6 +14,12 @@ calls, failure attribution, cassette misses, and the recording's own wall time (
 tokens (1.5k of 21.4k), AMA ~19.4 % (3,613 of 18,625), RecMem up to 87 % fewer construction tokens than
 Mem0. The model is named in every table.
 
+Beside it, the mechanism census of each replay (``workbench.eval.mechanisms``: MemR3 gaps and router
+causes, HyMem deep questions, RecMem consolidations, ...), counted from the replayed traces and built
+memories, so what fired at real scale is read from the recorded model output, not assumed from the demo.
+Each method replays into its own scratch run directory (traces and memories kept for the census); its
+rows, without the traces, are then appended to ``real_scale.jsonl``.
+
 Writes ``benchmarks/results/real_scale.json`` and ``real_scale.jsonl`` (rows, rewritten each run).
 Skips cleanly when ../shared/data/locomo is absent or nothing is published yet.
 Usage: python -m benchmarks.bench_real_scale [--methods naive_rag full_context ...]
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime
@@ -52,24 +59,43 @@ def published_methods(methods=None) -> list[str]:
 
 
 def replay_one(name: str, store, embedder) -> dict:
-    """Evaluate ``name`` on conv-30 from its published cassette; call accounting and status."""
+    """Evaluate ``name`` on conv-30 from its published cassette: call accounting, status and the mechanism
+    census. The replay runs into a scratch run directory (answer traces and built memories kept, which the
+    census reads); its rows, traces dropped, are then appended to ``store``."""
     from workbench.data import load_dataset
-    from workbench.eval import LLMJudge, evaluate
+    from workbench.eval import LLMJudge, ResultsStore, evaluate
+    from workbench.eval.mechanisms import census
     from workbench.eval.presets import prepare_method
     from workbench.llm import CachedLLM
 
     probe = ReplayProbe(CachedLLM.replay(PUBLISHED / cassette_name(name)))
     data_spec = f"locomo:{LOCOMO}"
     setup = prepare_method(name, probe, embedder, {}, data=data_spec, warn=False)
-    t = time.perf_counter()
-    res = evaluate(setup.method, load_dataset(data_spec), judge=LLMJudge(probe), store=store,
-                   conversations=CONVERSATION, categories=[int(c) for c in CATEGORIES.split(",")], progress=False,
-                   keep_answers=False, extra_manifest=setup.manifest())
+    with tempfile.TemporaryDirectory(prefix=f"real-scale-{name}-") as tmp:
+        t = time.perf_counter()
+        res = evaluate(setup.method, load_dataset(data_spec), judge=LLMJudge(probe),
+                       store=ResultsStore(Path(tmp) / "results.jsonl"), conversations=CONVERSATION,
+                       categories=[int(c) for c in CATEGORIES.split(",")], progress=False, save_memories_dir=tmp,
+                       extra_manifest=setup.manifest())
+        wall = round(time.perf_counter() - t, 2)
+        entry = census(tmp)["methods"].get(name)
+        for kind in ("manifests", "costs"):  # the invocation's manifest and spend, beside the rows
+            src = Path(tmp) / f"results.{kind}.jsonl"
+            if src.is_file() and store.path:
+                with open(_sibling(store.path, kind), "a", encoding="utf-8") as f:
+                    f.write(src.read_text(encoding="utf-8"))
     rows = [r.to_dict() for r in res]
+    for row in rows:
+        store.append({**row, "answer": None})
     return {"method": name, "status": "not in cassette" if probe.misses else "ok", "questions": len(rows),
-            "replay_wall_s": round(time.perf_counter() - t, 2), "hits": probe.hits, "misses": dict(probe.misses),
+            "replay_wall_s": wall, "hits": probe.hits, "misses": dict(probe.misses),
             "construction_calls": rows[0]["construction_calls"] if rows else 0,
-            "attribution": dict(Counter(r.get("attribution") or "–" for r in rows))}
+            "attribution": dict(Counter(r.get("attribution") or "–" for r in rows)), "mechanisms": entry}
+
+
+def _sibling(results: Path, kind: str) -> Path:
+    """``real_scale.jsonl`` -> ``real_scale.<kind>.jsonl`` (the harness's naming for manifests and costs)."""
+    return Path(results).with_name(f"{Path(results).stem}.{kind}.jsonl")
 
 
 def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
@@ -114,6 +140,22 @@ def to_markdown(lines: list[dict]) -> str:
     return "\n".join(out)
 
 
+def mechanisms_markdown(replays: list[dict]) -> str:
+    """What each method's own mechanism did at real scale, one line per method, from the replay's census
+    (``workbench.eval.mechanisms.headline``): counts with a zero marked *not fired* and its recorded reason."""
+    from workbench.eval.mechanisms import headline, item_text
+
+    value = {"methods": {r["method"]: r["mechanisms"] for r in replays if isinstance(r.get("mechanisms"), dict)}}
+    out = []
+    for h in headline(value):
+        bits = [item_text(i) + (f" (not fired: {i['note']})" if i["fired"] is False and i["note"] else
+                                " (not fired)" if i["fired"] is False else "") for i in h["items"]]
+        bits += [item_text(f) for f in h["failures"]]
+        if bits:
+            out.append(f"- **{h['method']}** ({h['questions'] or 0} questions): " + "; ".join(bits))
+    return "\n".join(out) or "_no method-specific mechanism among the replayed methods_"
+
+
 def attribution(counts: dict) -> str:
     """``{"retrieval_miss": 30, "correct": 20}`` -> ``retrieval_miss 30 · correct 20`` (largest first)."""
     return " · ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -131,7 +173,8 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
     if not names:
         return {**out, "status": "skipped", "note": "no recording published in sample_data/cassettes/locomo"}
     path = Path(results_dir) / "real_scale.jsonl"
-    path.unlink(missing_ok=True)
+    for stale in (path, _sibling(path, "manifests"), _sibling(path, "costs")):  # rewritten each run
+        stale.unlink(missing_ok=True)
     store, enc = ResultsStore(path), MiniLMEmbedder()
     replays = []
     for name in names:
@@ -145,7 +188,7 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
     recordings = (json.loads(RECORDINGS.read_text()) if RECORDINGS.exists() else {}).get("recordings", {})
     lines = table(path, replays, recordings)
     return {**out, "status": "ok", "results_file": repo_relative(path), "replays": replays, "table": lines,
-            "markdown": to_markdown(lines), "anchors": ANCHORS}
+            "markdown": to_markdown(lines), "mechanisms_markdown": mechanisms_markdown(replays), "anchors": ANCHORS}
 
 
 def main(argv=None) -> int:

@@ -357,7 +357,9 @@ def _sec_real_scale(r: dict | None) -> list[str]:
     return out + [f"`{r['conversation']}`, categories {r['categories']}, every call replayed from the method's "
                   f"cassette in `sample_data/cassettes/locomo/` (CC BY-NC 4.0); reader and judge are the named model. "
                   f"F1 is the headline: the judge's audited false-accept rate stands beside its accuracy. "
-                  f"Replays: {replays}.", "", r["markdown"], ""]
+                  f"Replays: {replays}.", "", r["markdown"], "",
+                  "What each method's own mechanism did here, counted from the replayed traces and built memories "
+                  "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", ""]
 
 
 def _sec_scale(sc: dict | None) -> list[str]:

@@ -328,3 +328,21 @@ def test_a_recording_resumes_from_its_committed_partial_cassette(recorder):
     answered["memr3"] = ["c/q0", "c/q1", "c/q2"]
     assert rrs.main(["--methods", "memr3"]) == 0
     assert (rrs.PUBLISHED / "memr3-conv-30.jsonl").exists() and not partial.exists()
+
+
+def test_real_scale_mechanisms_are_listed_per_method_with_the_reason_for_a_zero():
+    """The real-scale section says what each method's own mechanism did in the replay, from its census:
+    a count that fired as a number, a zero marked not fired with its recorded reason, failures after."""
+    from benchmarks.bench_real_scale import mechanisms_markdown
+
+    memr3 = {"counts": {"questions": 81, "gaps_opened": 11, "gaps_closed": 9, "router_budget": 0,
+                        "fallback_answers": 2},
+             "why_zero": {"router_budget": "every question answered before the step budget"}}
+    naive = {"counts": {"questions": 81, "fallback_answers": 0}}
+    md = mechanisms_markdown([{"method": "memr3", "mechanisms": memr3}, {"method": "naive_rag", "mechanisms": naive},
+                              {"method": "full_context", "mechanisms": None}])
+    lines = md.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("- **memr3** (81 questions): 11 gaps opened; 9 gaps closed")
+    assert "0 forced by budget (not fired: every question answered before the step budget)" in lines[0]
+    assert lines[0].endswith("2 fallback answers")
+    assert mechanisms_markdown([{"method": "naive_rag", "mechanisms": naive}]).startswith("_no method-specific")
