@@ -58,6 +58,15 @@ def published_methods(methods=None) -> list[str]:
     return [m for m in (methods or ORDER) if m in done and (PUBLISHED / cassette_name(m)).is_file()]
 
 
+def replay_llm(cassette: Path) -> ReplayProbe:
+    """The replaying model for a published cassette, with the output bounds the recorder ran under: it
+    records with ``--bounded-outputs``, and a bound is part of the cassette key (``workbench.llm.bounds``)."""
+    from workbench.llm import CachedLLM
+    from workbench.llm.bounds import bounded
+
+    return bounded(ReplayProbe(CachedLLM.replay(cassette)), True)
+
+
 def replay_one(name: str, store, embedder) -> dict:
     """Evaluate ``name`` on conv-30 from its published cassette: call accounting, status and the mechanism
     census. The replay runs into a scratch run directory (answer traces and built memories kept, which the
@@ -66,9 +75,8 @@ def replay_one(name: str, store, embedder) -> dict:
     from workbench.eval import LLMJudge, ResultsStore, evaluate
     from workbench.eval.mechanisms import census
     from workbench.eval.presets import prepare_method
-    from workbench.llm import CachedLLM
 
-    probe = ReplayProbe(CachedLLM.replay(PUBLISHED / cassette_name(name)))
+    probe = replay_llm(PUBLISHED / cassette_name(name))
     data_spec = f"locomo:{LOCOMO}"
     setup = prepare_method(name, probe, embedder, {}, data=data_spec, warn=False)
     with tempfile.TemporaryDirectory(prefix=f"real-scale-{name}-") as tmp:

@@ -357,9 +357,19 @@ def _sec_real_scale(r: dict | None) -> list[str]:
     return out + [f"`{r['conversation']}`, categories {r['categories']}, every call replayed from the method's "
                   f"cassette in `sample_data/cassettes/locomo/` (CC BY-NC 4.0); reader and judge are the named model. "
                   f"F1 is the headline: the judge's audited false-accept rate stands beside its accuracy. "
-                  f"Replays: {replays}.", "", r["markdown"], "",
+                  f"Replays: {replays}.", "", r["markdown"], "", *_memr3_recall_note(r),
                   "What each method's own mechanism did here, counted from the replayed traces and built memories "
                   "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", ""]
+
+
+def _memr3_recall_note(r: dict) -> list[str]:
+    """Why MemR3's evidence recall reads low beside Naive RAG's (only when MemR3 is in the table)."""
+    if not any(x.get("method") == "memr3" for x in r.get("replays", [])):
+        return []
+    return ["Evidence recall counts the turns in front of the final answer call (`Answer.context`). For MemR3 that "
+            "is its last batch of snippets: the answer call reads the router's evidence text, not raw snippets "
+            "(paper Eq. 6), and a router that runs to its step budget ends on the masked, least similar batch. "
+            "Every batch it retrieved is in the retrieve steps of its traces.", ""]
 
 
 def _sec_scale(sc: dict | None) -> list[str]:

@@ -346,3 +346,13 @@ def test_real_scale_mechanisms_are_listed_per_method_with_the_reason_for_a_zero(
     assert "0 forced by budget (not fired: every question answered before the step budget)" in lines[0]
     assert lines[0].endswith("2 fallback answers")
     assert mechanisms_markdown([{"method": "naive_rag", "mechanisms": naive}]).startswith("_no method-specific")
+
+
+def test_real_scale_replay_uses_the_bounds_the_recorder_ran_under():
+    """A bound is part of the cassette key: replaying MemR3's bounded router calls without the bounds
+    missed 567 of 588 calls."""
+    from benchmarks.bench_real_scale import PUBLISHED, replay_llm
+    from workbench.llm.bounds import BOUNDED_OUTPUTS
+
+    probe = replay_llm(PUBLISHED / "naive_rag-conv-30.jsonl")  # committed with the project
+    assert probe.output_bounds == BOUNDED_OUTPUTS and probe.model == "qwen2.5-coder-0.5b"
