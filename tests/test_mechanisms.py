@@ -213,6 +213,25 @@ def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tin
                         r"at its first step, so it never had to say what was missing", entry["why_zero"]["gaps_opened"])
 
 
+def test_memr3_placeholders_and_schema_words_in_the_gaps_list_are_not_gaps(tmp_path, tiny_conv):
+    """Seen on whole LoCoMo conversations with the 0.5B: "No gaps noted" eight times in one step, and the
+    schema's own words ("reasoning", "retrieve") in the gaps list. They are counted apart, not as gaps;
+    a real gap beside them still counts, once per step however often it is repeated."""
+    emb = HashEmbedder(dim=128)
+    junk = ["No gaps noted"] * 3 + ["reasoning", "Retrieve", " none. ", ""]
+    llm = ScriptedLLM({"memr3.router": [router("retrieve", gaps=junk + ["Noor's city", "Noor's city"],
+                                               retrieval_query="city"),
+                                        router("answer", evidence=["Noor moved to Geneva"], gaps=junk,
+                                               detailed_answer="Geneva")],
+                       "memr3.answer": "Geneva"}, default="auto")
+    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
+             Dataset("tiny", (tiny_conv,)), store=tmp_path / "results.jsonl", questions=QUESTIONS[:1],
+             progress=False)
+    counts = census(tmp_path)["methods"]["memr3"]["counts"]
+    assert counts["gaps_opened"] == 1 and counts["gaps_closed"] == 1 and counts["questions_with_gaps"] == 1
+    assert counts["gap_entries_not_gaps"] == 10  # 5 a step: the method itself drops the blank and " none. "
+
+
 # -- damaged runs -----------------------------------------------------------------------------------------
 def test_damaged_run_is_reported_not_raised(run_dir, tmp_path):
     bad = tmp_path / "bad"

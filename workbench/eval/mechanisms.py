@@ -20,6 +20,12 @@ typed in by hand:
 log a count needs); it is never guessed. ``why_zero`` explains a zero only with figures read from
 the same run (the verdict distribution, the highest recurrence count, the run's own parameters).
 
+A MemR3 gap entry that says there is none ("No gaps noted", "none") or is one of the router schema's own
+field or action names ("reasoning", "retrieve") is not counted as a gap; such entries are counted in
+``gap_entries_not_gaps`` instead. Duplicate entries within one router step count once. Gap text the model
+copied from the snippets is still counted: telling it apart from a real gap needs reading, which the
+trace stepper is for.
+
 Every method also gets its failure counts: rows where the method raised (``row_errors``), answers
 that came from a fallback path (``fallback_answers``: a failed answer call, a generator failure, an
 empty reply), failed LLM calls while answering (``llm_errors``, of which ``cassette_misses`` were
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
@@ -353,14 +360,39 @@ def _ama(c: _Counts, rows, traces, mems, params) -> None:
 
 
 # -- MemR3 -------------------------------------------------------------------------------------------
+#: "no gap" written into the gaps list: a placeholder saying there is none
+_NO_GAP = re.compile(r"^\W*(no( \w+)? gaps?( \w+)?|none|n/?a|nothing( missing)?)\W*$", re.IGNORECASE)
+
+
+def _gap_words() -> frozenset[str]:
+    """The router schema's own field and action names: a model that echoes them into the gaps list
+    (the 0.5B wrote "reasoning", "retrieve", "answer" there on whole LoCoMo conversations) names no gap."""
+    from ..methods.memr3.prompts import router_schema
+    from ..methods.memr3.state import ACTIONS
+
+    return frozenset(router_schema(ACTIONS)["properties"]) | frozenset(ACTIONS)
+
+
+def _real_gaps(values, words: frozenset[str]) -> tuple[list[str], int]:
+    """(distinct gap entries of one router step, entries dropped as placeholders or schema words)."""
+    gaps, dropped = [], 0
+    for g in (str(v).strip() for v in values):
+        if not g or _NO_GAP.match(g) or g.lower() in words:
+            dropped += 1
+        elif g not in gaps:
+            gaps.append(g)
+    return gaps, dropped
+
+
 def _memr3(c: _Counts, rows, traces, mems, params) -> None:
-    names = ("router_steps", "gaps_opened", "gaps_closed", "questions_with_gaps",
+    names = ("router_steps", "gaps_opened", "gaps_closed", "questions_with_gaps", "gap_entries_not_gaps",
              *(f"router_{k}" for k in ROUTER_CAUSES), "router_actions", "router_call_failures", "reflect_steps",
              "retrievals")
     if not _traced(c, traces, names):
         return
     steps = opened = closed = with_gaps = failed = failed_misses = reflects = retrievals = answered_first = 0
-    questions = 0
+    questions = not_gaps = 0
+    words = _gap_words()
     by_cause: Counter = Counter()
     actions: dict[str, Counter] = {}
     for t in traces:
@@ -378,7 +410,8 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
             if kind != "router":
                 continue
             steps += 1
-            gaps = [str(g) for g in _list(d.get("gaps"))]
+            gaps, dropped = _real_gaps(_list(d.get("gaps")), words)
+            not_gaps += dropped
             opened += sum(g not in prev for g in gaps)
             closed += sum(g not in gaps for g in prev)
             any_gap = any_gap or bool(gaps)
@@ -404,6 +437,7 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
           (f"none of the {opened} gaps opened was dropped by a later router step" if opened
            else "no gap was ever opened") + fail_note)
     c.put("questions_with_gaps", with_gaps, src)
+    c.put("gap_entries_not_gaps", not_gaps, src)  # placeholders and schema words, left out of the gap counts
     forced = ", ".join(f"{k} {v}" for k, v in by_cause.items() if k != "choice") or "none"
     for cause in ROUTER_CAUSES:  # router_choice, router_budget, ...: steps by what decided the action
         c.put(f"router_{cause}", by_cause[cause], src,
