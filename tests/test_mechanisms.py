@@ -230,6 +230,15 @@ def test_memr3_placeholders_and_schema_words_in_the_gaps_list_are_not_gaps(tmp_p
     counts = census(tmp_path)["methods"]["memr3"]["counts"]
     assert counts["gaps_opened"] == 1 and counts["gaps_closed"] == 1 and counts["questions_with_gaps"] == 1
     assert counts["gap_entries_not_gaps"] == 10  # 5 a step: the method itself drops the blank and " none. "
+    only_junk = ScriptedLLM({"memr3.router": [router("answer", gaps=junk, detailed_answer="Geneva")],
+                             "memr3.answer": "Geneva"}, default="auto")
+    evaluate(MemR3(llm=only_junk, embedder=emb, backend=NaiveRAG(llm=only_junk, embedder=emb, chunking="turn")),
+             Dataset("tiny", (tiny_conv,)), store=tmp_path / "junk" / "results.jsonl", questions=QUESTIONS[:1],
+             progress=False)
+    entry = census(tmp_path / "junk")["methods"]["memr3"]
+    assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["gap_entries_not_gaps"] == 5
+    assert entry["why_zero"]["gaps_opened"].startswith(
+        "the router wrote no gap in any of its 1 steps (5 entries of its gaps lists were placeholders or the schema's")
 
 
 # -- damaged runs -----------------------------------------------------------------------------------------

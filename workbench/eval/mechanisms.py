@@ -432,7 +432,10 @@ def _memr3(c: _Counts, rows, traces, mems, params) -> None:
     c.put("router_steps", steps, src)
     first_note = (f"; in {answered_first} of {questions} questions it chose to answer at its first step, "
                   "so it never had to say what was missing" if answered_first else "")
-    c.put("gaps_opened", opened, src, f"the router wrote no gap in any of its {steps} steps{first_note}{fail_note}")
+    junk_note = (f" ({not_gaps} entries of its gaps lists were placeholders or the schema's own words)"
+                 if not_gaps else "")
+    c.put("gaps_opened", opened, src,
+          f"the router wrote no gap in any of its {steps} steps{junk_note}{first_note}{fail_note}")
     c.put("gaps_closed", closed, src,
           (f"none of the {opened} gaps opened was dropped by a later router step" if opened
            else "no gap was ever opened") + fail_note)
