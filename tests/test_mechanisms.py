@@ -162,6 +162,29 @@ def test_recmem_counts(counted):
     assert c["consolidations"] == 2 and c["episodes_produced"] == 2 and c["consolidation_failures"] == 0
     assert c["merge_checks"] == 4 and c["merges"] == 1
     assert c["refinements"] == 3 and c["refined_facts"] == 3 and c["refinement_failures"] == 0
+    assert c["episodes_repeated"] == 0 and c["refinements_of_repeats"] == 0
+
+
+def test_recmem_episodes_a_reply_repeats_are_counted_and_listed_as_a_problem(tmp_path, tiny_conv):
+    """A small model's consolidation reply can loop on one paragraph (the 0.5B on LoCoMo conv-30 did so in
+    19 of 26 replies): RecMem stores each copy and refines it again, as its code does; the census counts
+    the copies (same cluster, same text up to case and spacing) and the refinements spent on them."""
+    replies = iter([["Episode one", "episode  ONE", "Episode two"]])
+    llm = ScriptedLLM({"recmem.consolidate": lambda messages: {"episodes": next(replies, ["Episode one"])},
+                       "recmem.merge": {"should_merge": "no", "merged_memory": ""},
+                       "recmem.refine": {"facts": ["Fact A"]}, "recmem.answer": "Geneva"}, default="auto")
+    method = RecMem(llm=llm, embedder=HashEmbedder(dim=128), theta_sim=-1.0, theta_count=2, theta_merge=1.0)
+    out = tmp_path / "run"
+    evaluate(method, Dataset("tiny", (tiny_conv,)), store=out / "results.jsonl", questions=QUESTIONS[:1],
+             save_memories_dir=out, progress=False)
+    value = census(out)
+    c = counts(value, "recmem")
+    # u1, u3 and u5 fire; the later "Episode one" replies belong to other clusters: not repeats
+    assert c["row_errors"] == 0 and c["consolidations"] == 3 and c["episodes_produced"] == 5
+    assert c["episodes_repeated"] == 1 and c["refinements"] == 5 and c["refinements_of_repeats"] == 1
+    problems = {f["name"]: f["value"] for f in headline(value)[0]["failures"]}
+    assert problems == {"episodes_repeated": 1, "refinements_of_repeats": 1}
+    assert "1 episodes repeating another of the same reply word for word" in summary_line(value)
 
 
 def test_census_is_rows_plus_memories_and_needs_no_llm(run_dir, counted):

@@ -555,7 +555,8 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
     if not _need_memory(c, mems, names, "recmem"):
         return
     decisions, absent = [], []
-    consolidate, merges, refined_facts = [], 0, 0
+    consolidate, merges, refined_facts, repeats = [], 0, 0, set()
+    seen_texts: set = set()
     attempts, refinements, no_attempts, no_refinements = [], [], [], []
     theta = {}
     for conv, mem in mems.items():
@@ -573,7 +574,7 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
             no_attempts.append(mem.structures_problem or f"memories/recmem/{conv}/structures.json has no "
                                                           "merge_attempts (saved before RecMem wrote them)")
         if isinstance(st.get("refinements"), list):
-            refinements += [r for r in st["refinements"] if isinstance(r, dict)]
+            refinements += [(conv, r) for r in st["refinements"] if isinstance(r, dict)]
         else:
             no_refinements.append(mem.structures_problem or f"memories/recmem/{conv}/structures.json has no "
                                                               "refinements (saved before RecMem wrote them)")
@@ -581,6 +582,10 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
             data = e.get("data") if isinstance(e.get("data"), dict) else {}
             if e["kind"] == "CONSOLIDATE":
                 consolidate.append((conv, e.get("unit_id"), data.get("cluster")))
+                key = (conv, data.get("cluster"), " ".join(str(e.get("after") or "").lower().split()))
+                if key in seen_texts:  # a small model's reply can loop, one paragraph up to the item bound
+                    repeats.add((conv, e.get("unit_id")))
+                seen_texts.add(key)
             elif e["kind"] == "MERGE":
                 merges += 1
             elif e["kind"] == "ADD" and data.get("mode"):
@@ -613,6 +618,8 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
         c.put("episodes_produced", episodes, src_ev + " (CONSOLIDATE)",
               "refine_with_episode=False: Direct Extraction writes facts, no episodes"
               if theta.get("refine_with_episode") is False else cons_why)
+        c.put("episodes_repeated", len(repeats), src_ev + " (CONSOLIDATE: the same text as an earlier episode of "
+                                                         "the same cluster)")
     merge_why = None
     if no_attempts:
         c.lack("merge_checks", "; ".join(no_attempts[:3]))
@@ -631,7 +638,11 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
         nothing = not ev_gone and not clusters and not merges
         c.put("refinements", len(refinements), "structures.json (refinements)",
               "no consolidation or merge, so nothing was refined" if nothing else None)
-        c.put("refinement_failures", sum(bool(r.get("error")) for r in refinements), "structures.json (refinements)")
+        c.put("refinement_failures", sum(bool(r.get("error")) for _, r in refinements),
+              "structures.json (refinements)")
+        if not ev_gone:
+            c.put("refinements_of_repeats", sum((conv, r.get("episode_id")) in repeats for conv, r in refinements),
+                  "structures.json (refinements) x events.jsonl (CONSOLIDATE)")
     if not ev_gone:
         c.put("refined_facts", refined_facts, src_ev + " (ADD from a refinement)",
               "no refinement call ran" if not no_refinements and not refinements else None)
@@ -736,6 +747,11 @@ HEADLINE: dict[str, tuple[tuple[str, str], ...]] = {
     "recmem": (("trigger_firings", "trigger firings"), ("consolidations", "consolidations"),
                ("episodes_produced", "episodes"), ("merges", "merges"), ("refinements", "refinements")),
 }
+#: per method, counts of a model-output problem the header lists beside the failures when non-zero
+PROBLEMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "recmem": (("episodes_repeated", "episodes repeating another of the same reply word for word"),
+               ("refinements_of_repeats", "refinement calls on such a repeat")),
+}
 _FAILURES = (("row_errors", "raised"), ("fallback_answers", "fallback answers"), ("cassette_misses", "cassette misses"),
              ("llm_errors", "failed LLM calls"), ("construction_llm_errors", "failed construction calls"),
              ("judge_errors", "judge errors"))
@@ -777,7 +793,7 @@ def headline(value: dict) -> list[dict]:
                     "note": missing.get(name) if v is None else why.get(name, "")}
 
         items = [item(n, lbl) for n, lbl in HEADLINE.get(method_base(method), ()) if n in counts]
-        failures = [item(n, lbl) for n, lbl in _FAILURES if counts.get(n)]
+        failures = [item(n, lbl) for n, lbl in _FAILURES + PROBLEMS.get(method_base(method), ()) if counts.get(n)]
         out.append({"method": method, "questions": counts.get("questions"), "items": items, "failures": failures})
     return out
 
