@@ -2,6 +2,7 @@
 outputs, and the MiniLM batch path giving the same vectors as before."""
 from __future__ import annotations
 
+import json
 import sys
 import types
 
@@ -125,6 +126,28 @@ def test_bounds_off_by_default_keep_cassette_keys_and_on_change_only_bounded_rol
         replay.complete("extract", schema=FACTS, role="eager_facts.extract")
     bounded = bound_schema(FACTS, BOUNDED_OUTPUTS["eager_facts.extract"])
     assert cache_key("scripted", [{"role": "user", "content": "extract"}], bounded, 0.0, None, 400) in replay.used_keys
+
+
+def test_real_scale_bounds_cover_every_role_the_demo_bounds_and_hymems_topic_split():
+    """``--bounded-outputs`` (the real-scale recorder) bounds every role seen looping, with the demo's own
+    limits (so neither set of cassette keys moves), and a HyMem topic split at its bound still fits its
+    ``max_tokens``: twelve events with 80-character topics close as JSON instead of being cut."""
+    from workbench.demo import DEMO_PROFILES
+    from workbench.llm.tokens import count_tokens
+    from workbench.methods.hymem import prompts as HP
+
+    for profile in DEMO_PROFILES.values():
+        assert all(BOUNDED_OUTPUTS.get(role) == b for role, b in (profile.bounds or {}).items()), profile.name
+    assert "hymem.segment" not in DEMO_PROFILES["1.5b"].bounds  # recorded without it: its keys stay
+    bound = BOUNDED_OUTPUTS["hymem.segment"]
+    schema, max_tokens = apply_bounds(BOUNDED_OUTPUTS, "hymem.segment.retry", HP.SEGMENT_SCHEMA, None)
+    events = schema["properties"]["events"]
+    assert events["maxItems"] == bound.max_items and events["items"]["properties"]["topic"]["maxLength"] == 80
+    widest = {"events": [{"start": 100 + i, "end": 102 + i, "topic": "Jon's dance studio opening night " * 3}
+                         for i in range(bound.max_items)]}
+    for e in widest["events"]:
+        e["topic"] = e["topic"][:bound.max_length]
+    assert count_tokens(json.dumps(widest)) < max_tokens
 
 
 def test_bounded_reply_is_validated_against_the_methods_schema():

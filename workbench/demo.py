@@ -86,17 +86,20 @@ def _demo_bounds() -> dict:
       "Pilot is Pilot it is") until the cap cut the list;
     - AMA's episode: the 4th episode wrote an invented dialogue that ran to the cap, and so did its
       repair and its retry (the episode was lost).
-    A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged."""
-    from .llm.bounds import BOUNDED_OUTPUTS, Bound
+    A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged.
 
-    return {**BOUNDED_OUTPUTS,
-            "hmem.consolidate": Bound(max_length=640, max_tokens=256),  # the prompt asks for <= 80 words
-            "hmem.extract": Bound(max_items=8, max_length=300, max_tokens=768),
-            "hmem.profile": Bound(max_length=480, max_tokens=288),  # two strings of a few sentences
-            "hmem.plan": Bound(max_items=4, max_length=200, max_tokens=320),
-            "hymem.summarize": Bound(max_items=10, max_length=200, max_tokens=448),
-            "ama.episode": Bound(max_length=800, max_tokens=320),  # a title, a paragraph, a timestamp
-            "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448)}
+    These bounds now live in ``BOUNDED_OUTPUTS`` (``--bounded-outputs`` uses them too); the demo takes the
+    roles it was recorded with (``DEMO_BOUNDED_ROLES``), so a role bounded later (HyMem's topic split)
+    does not change its cassette keys."""
+    from .llm.bounds import BOUNDED_OUTPUTS
+
+    return {role: BOUNDED_OUTPUTS[role] for role in DEMO_BOUNDED_ROLES}
+
+
+#: the roles the 1.5B demo was recorded with bounded (a bound is part of the cassette key)
+DEMO_BOUNDED_ROLES = ("recmem.consolidate", "recmem.refine", "recmem.refine_merge", "recmem.refine_direct",
+                      "eager_facts.extract", "eager_floor.extract", "memr3.router", "hmem.consolidate",
+                      "hmem.extract", "hmem.profile", "hmem.plan", "hymem.summarize", "ama.episode")
 
 
 DEMO_05B = DemoProfile("0.5b", None, DEMO_SESSIONS, DEMO_QUESTIONS, CASSETTE, CASSETTE_CALIBRATION,

@@ -41,6 +41,19 @@ BOUNDED_OUTPUTS: dict[str, Bound] = {
     # the 512-token cap (6 of 6 calls, about 35 s each on 2 cores), and the 1.5B repeated an evidence bullet
     # to the cap in the demo recording; the same bound as the 1.5B demo profile's (workbench.demo)
     "memr3.router": Bound(max_items=8, max_length=240, max_tokens=448),
+    # Seen running into the cap with the 1.5B in the demo recording (the evidence is in
+    # ``workbench.demo._demo_bounds``); the same bounds, so the demo's cassette keys do not change
+    "hmem.consolidate": Bound(max_length=640, max_tokens=256),  # the prompt asks for <= 80 words
+    "hmem.extract": Bound(max_items=8, max_length=300, max_tokens=768),
+    "hmem.profile": Bound(max_length=480, max_tokens=288),  # two strings of a few sentences
+    "hmem.plan": Bound(max_items=4, max_length=200, max_tokens=320),
+    "hymem.summarize": Bound(max_items=10, max_length=200, max_tokens=448),
+    "ama.episode": Bound(max_length=800, max_tokens=320),  # a title, a paragraph, a timestamp
+    # HyMem's topic split: on LoCoMo conv-30 the 0.5B ran 7 of its first 23 segment calls (repairs and
+    # retries included) into the 512-token cap, numbering events far past the session's last turn
+    # ("start": 85 in a 20-turn session) or repeating one topic; a session rarely holds more than a dozen
+    # topics, and the method clamps spans and turns uncovered turns into events of their own
+    "hymem.segment": Bound(max_items=12, max_length=80, max_tokens=448),
 }
 
 
