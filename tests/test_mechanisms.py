@@ -184,7 +184,7 @@ def test_recmem_episodes_a_reply_repeats_are_counted_and_listed_as_a_problem(tmp
     assert c["episodes_repeated"] == 1 and c["refinements"] == 5 and c["refinements_of_repeats"] == 1
     problems = {f["name"]: f["value"] for f in headline(value)[0]["failures"]}
     assert problems == {"episodes_repeated": 1, "refinements_of_repeats": 1}
-    assert "1 episodes repeating another of the same reply word for word" in summary_line(value)
+    assert "episodes repeating another of the same reply word for word: 1" in summary_line(value)
 
 
 def test_census_is_rows_plus_memories_and_needs_no_llm(run_dir, counted):

@@ -749,8 +749,8 @@ HEADLINE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 #: per method, counts of a model-output problem the header lists beside the failures when non-zero
 PROBLEMS: dict[str, tuple[tuple[str, str], ...]] = {
-    "recmem": (("episodes_repeated", "episodes repeating another of the same reply word for word"),
-               ("refinements_of_repeats", "refinement calls on such a repeat")),
+    "recmem": (("episodes_repeated", "episodes repeating another of the same reply word for word:"),
+               ("refinements_of_repeats", "refinement calls spent on those repeats:")),
 }
 _FAILURES = (("row_errors", "raised"), ("fallback_answers", "fallback answers"), ("cassette_misses", "cassette misses"),
              ("llm_errors", "failed LLM calls"), ("construction_llm_errors", "failed construction calls"),
@@ -768,7 +768,10 @@ def value_text(value) -> str:
 
 
 def item_text(item: dict) -> str:
-    """One headline item as words: ``3 gaps opened``, or ``planner scopes: SHORT 2, LONG 1`` for a breakdown."""
+    """One headline item as words: ``3 gaps opened``, or ``planner scopes: SHORT 2, LONG 1`` for a breakdown
+    (and for a label that ends in a colon: ``episodes repeating ...: 95``)."""
+    if item["label"].endswith(":"):
+        return f"{item['label']} {value_text(item['value'])}"
     if isinstance(item["value"], dict):
         return f"{item['label']}: {value_text(item['value'])}"
     return f"{value_text(item['value'])} {item['label']}"
