@@ -139,6 +139,8 @@ def test_real_scale_bounds_cover_every_role_the_demo_bounds_and_hymems_topic_spl
     for profile in DEMO_PROFILES.values():
         assert all(BOUNDED_OUTPUTS.get(role) == b for role, b in (profile.bounds or {}).items()), profile.name
     assert "hymem.segment" not in DEMO_PROFILES["1.5b"].bounds  # recorded without it: its keys stay
+    # the Mem0-style reference extracts like EagerFacts, and looped like it at real scale
+    assert BOUNDED_OUTPUTS["mem0_style.extract"] == BOUNDED_OUTPUTS["eager_facts.extract"]
     bound = BOUNDED_OUTPUTS["hymem.segment"]
     schema, max_tokens = apply_bounds(BOUNDED_OUTPUTS, "hymem.segment.retry", HP.SEGMENT_SCHEMA, None)
     events = schema["properties"]["events"]

@@ -37,6 +37,9 @@ BOUNDED_OUTPUTS: dict[str, Bound] = {
     "recmem.refine_direct": Bound(max_items=8, max_length=200, max_tokens=400),
     "eager_facts.extract": Bound(max_items=8, max_length=200, max_tokens=400),
     "eager_floor.extract": Bound(max_items=8, max_length=200, max_tokens=400),  # the same method, renamed
+    # The Mem0-style reference's extraction: on LoCoMo conv-30 the 0.5B repeated "Gina is a great dancer." to the
+    # cap in 2 of its first 17 extraction calls (the reply and its repair; the retry closed at 30 tokens)
+    "mem0_style.extract": Bound(max_items=8, max_length=200, max_tokens=400),
     # MemR3's router: on LoCoMo conv-30 the 0.5B model ran every router reply, its repair and its retry into
     # the 512-token cap (6 of 6 calls, about 35 s each on 2 cores), and the 1.5B repeated an evidence bullet
     # to the cap in the demo recording; the same bound as the 1.5B demo profile's (workbench.demo)
