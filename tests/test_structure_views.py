@@ -415,6 +415,14 @@ def test_consolidations_get_distinct_markers_and_their_episodes():
         ("consolidation 1", "u1", ["u0", "u1"], ["epi-0"]), ("consolidation 2", "u3", ["u2", "u3"], ["epi-1", "epi-2"])]
     assert "1 unit in no episode (still in the buffer): u4<" in state.episodes_html
     assert "text 2" in state.episodes_html and "third" in state.episodes_html  # members' texts and every episode
+    assert "copy of" not in state.episodes_html
+    # a reply that repeats a paragraph: the copy is named in its consolidation's line and in its row
+    # (the census counts it as episodes_repeated)
+    episodes.append({"id": "epi-3", "cluster": "c2", "member_ids": ["u2", "u3"], "text": " Second "})
+    copied = ClusterState({"units": units, "trigger_log": log, "episodes": episodes, "params": {"theta_count": 2},
+                           "embeddings_2d": [[i, 0] for i in range(5)]}).episodes_html
+    assert "3 episodes (1 a word-for-word copy)" in copied and "epi-3 (copy of epi-1)" in copied
+    assert "1 episode ·" in copied  # consolidation 1 is unchanged
     assert state.control("sim_slider").disabled  # no embeddings saved: the live run only, said so
     assert "No unit embeddings saved" in state.message
     names = [t.name for t in state.figure.data]

@@ -250,6 +250,21 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
+def repeated_episodes(episodes) -> dict[str, str]:
+    """Episode id -> the id of the earlier episode of the same consolidation with the same text (case and
+    spacing aside): a small model's reply can repeat one paragraph, and RecMem stores every copy (the census
+    counts them as ``episodes_repeated``)."""
+    first: dict[str, str] = {}
+    copies: dict[str, str] = {}
+    for e in episodes:
+        key = " ".join(str(e.get("text", "")).lower().split())
+        if key in first:
+            copies[e["id"]] = first[key]
+        else:
+            first[key] = e["id"]
+    return copies
+
+
 def episodes_html(data: ClusterData) -> str:
     """Per consolidation of the live run: a collapsible line (its marker as in the scatter at the live
     thresholds, trigger unit, counts), opening onto its member units' texts and the episodes it wrote."""
@@ -261,14 +276,18 @@ def episodes_html(data: ClusterData) -> str:
         unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
                       "turns": source_ids_html(u.get("source_ids") or [], limit=6),
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
-        ep_rows = [{"episode": e["id"], "turns": source_ids_html(e.get("source_ids") or [], limit=8),
+        copies = repeated_episodes(g["episodes"])
+        ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
+                    "turns": source_ids_html(e.get("source_ids") or [], limit=8),
                     "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
+        copied = f" ({len(copies)} a word-for-word copy)" if len(copies) == 1 else (
+            f" ({len(copies)} word-for-word copies)" if copies else "")
         turns = sorted({t for u in members for t in u.get("source_ids") or []})
         trigger = f" · trigger {esc(g['trigger'])}" if g["trigger"] else ""
         lines.append(
             f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'])} <b>{esc(g['label'])}</b> "
             f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
-            f"{_n(len(g['episodes']), 'episode')} · {_n(len(turns), 'turn')}</summary>"
+            f"{_n(len(g['episodes']), 'episode')}{copied} · {_n(len(turns), 'turn')}</summary>"
             f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"
             f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ['episode', 'turns', 'text'], raw=('turns', 'text'))}"
             "</details>")
