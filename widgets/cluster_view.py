@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from workbench.methods.recmem.inspection import repeated_episodes
 from workbench.methods.recmem.trigger import TriggerDecision, check_gate_k, replay_triggers
 
 from .html import box, clip, esc, short, source_ids_html, table_html
@@ -248,21 +249,6 @@ def consolidation_groups(data: ClusterData) -> list[dict]:
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
-def repeated_episodes(episodes) -> dict[str, str]:
-    """Episode id -> the id of the earlier episode of the same consolidation with the same text (case and
-    spacing aside): a small model's reply can repeat one paragraph, and RecMem stores every copy (the census
-    counts them as ``episodes_repeated``)."""
-    first: dict[str, str] = {}
-    copies: dict[str, str] = {}
-    for e in episodes:
-        key = " ".join(str(e.get("text", "")).lower().split())
-        if key in first:
-            copies[e["id"]] = first[key]
-        else:
-            first[key] = e["id"]
-    return copies
 
 
 def episodes_html(data: ClusterData) -> str:

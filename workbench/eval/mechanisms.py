@@ -48,6 +48,7 @@ from typing import Any, Iterable
 
 from ..jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic
 from ..methods.base import method_base
+from ..methods.recmem.inspection import repeated_episodes
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from .markdown import markdown_table
@@ -555,8 +556,8 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
     if not _need_memory(c, mems, names, "recmem"):
         return
     decisions, absent = [], []
-    consolidate, merges, refined_facts, repeats = [], 0, 0, set()
-    seen_texts: set = set()
+    consolidate, merges, refined_facts = [], 0, 0
+    written: dict = {}  # (conversation, cluster) -> the episodes its consolidation wrote
     attempts, refinements, no_attempts, no_refinements = [], [], [], []
     theta = {}
     for conv, mem in mems.items():
@@ -582,14 +583,13 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
             data = e.get("data") if isinstance(e.get("data"), dict) else {}
             if e["kind"] == "CONSOLIDATE":
                 consolidate.append((conv, e.get("unit_id"), data.get("cluster")))
-                key = (conv, data.get("cluster"), " ".join(str(e.get("after") or "").lower().split()))
-                if key in seen_texts:  # a small model's reply can loop, one paragraph up to the item bound
-                    repeats.add((conv, e.get("unit_id")))
-                seen_texts.add(key)
+                written.setdefault((conv, data.get("cluster")), []).append({"id": e.get("unit_id"),
+                                                                            "text": e.get("after")})
             elif e["kind"] == "MERGE":
                 merges += 1
             elif e["kind"] == "ADD" and data.get("mode"):
                 refined_facts += 1
+    repeats = {(conv, eid) for (conv, _), eps in written.items() for eid in repeated_episodes(eps)}
     src_ev = "events.jsonl"
     clusters = {(conv, cl if cl is not None else uid) for conv, uid, cl in consolidate}
     episodes = sum(1 for _, uid, cl in consolidate if cl is None or uid != cl)  # direct mode: unit_id = cluster

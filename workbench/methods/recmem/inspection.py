@@ -82,6 +82,22 @@ def consolidation_summary(m) -> dict:
             "llm_calls": len(m.construction_ledger_), "eager_calls": n}
 
 
+def repeated_episodes(episodes) -> dict[str, str]:
+    """Episode id -> the id of an earlier episode with the same text, case and spacing aside, among
+    ``episodes`` (dicts with ``id`` and ``text``: one consolidation's). A small model's reply can repeat one
+    paragraph up to the item bound, and RecMem stores (and refines) every copy, as its code does; the
+    mechanism census and the cluster view both name the copies with this."""
+    first: dict[str, str] = {}
+    copies: dict[str, str] = {}
+    for e in episodes:
+        key = " ".join(str(e.get("text") or "").lower().split())
+        if key in first:
+            copies[e["id"]] = first[key]
+        else:
+            first[key] = e["id"]
+    return copies
+
+
 def _pca_2d(vectors: np.ndarray) -> list[list[float]]:
     """Units projected on their first two principal components, for the cluster view (zeros when
     fewer than two distinct units).
