@@ -43,7 +43,7 @@ LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 WORK = ROOT / "runs" / "real_scale"
 PUBLISHED = ROOT / "sample_data" / "cassettes" / "locomo"
 RECORDINGS = ROOT / "benchmarks" / "results" / "real_scale_recordings.json"
-CONVERSATION = "conv-30"
+CONVERSATION = "conv-30"  # the first conversation recorded; ``--conversation`` records another (main sets this)
 CATEGORIES = "1,2,3,4"
 #: the issue's staged order: cheap to build first, then RecMem with the Mem0-style reference, then AMA
 ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_style", "ama")
@@ -51,6 +51,12 @@ ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_
 
 def cassette_name(method: str) -> str:
     return f"{method}-{CONVERSATION}.jsonl"
+
+
+def run_tag(method: str) -> str:
+    """The run directory's name for ``method`` on the conversation being recorded: the bare method name for
+    conv-30 (where the first recordings live), ``method-conv-NN`` for any other conversation."""
+    return method if CONVERSATION == "conv-30" else f"{method}-{CONVERSATION}"
 
 
 def planned_ids() -> list[str]:
@@ -65,7 +71,7 @@ def stored_ids(method: str) -> set[str]:
     """Question ids with a stored row for ``method`` (failed rows count: they are recorded outcomes)."""
     from workbench.eval.store import load_rows
 
-    path = WORK / method / "results.jsonl"
+    path = WORK / run_tag(method) / "results.jsonl"
     if not path.exists():
         return set()
     return {r.get("qa_id") or r.get("question_id") for r in load_rows([path]) if r.get("method") == method}
@@ -94,7 +100,8 @@ class Heartbeat:
         now = time.monotonic()
         path = WORK / "wall.json"
         data = _load_json(path)
-        data[self.method] = round(data.get(self.method, 0.0) + now - self._last, 1)
+        key = run_tag(self.method)
+        data[key] = round(data.get(key, 0.0) + now - self._last, 1)
         self._last = now
         _write_json(path, data)
 
@@ -145,7 +152,7 @@ def seed_cassette(method: str) -> Path | None:
 
 def snapshot_partial(method: str) -> int:
     """Copy the complete lines of ``method``'s cassette being recorded next to the licence notice as
-    ``M-conv-30.partial.jsonl`` (to commit while a recording spans sessions); the number of lines copied."""
+    ``M-<conversation>.partial.jsonl`` (to commit while a recording spans sessions); the number of lines copied."""
     data = (WORK / "cassettes" / cassette_name(method)).read_bytes()
     cut = data.rfind(b"\n") + 1
     dst = PUBLISHED / partial_name(method)
@@ -172,8 +179,8 @@ def record(method: str, model: str | None) -> int:
 
     env = {k: v for k, v in os.environ.items() if k != STATE_CACHE_ENV}  # see the docstring: not for long runs
     with Heartbeat(method):
-        for extra in (["--out", str((WORK / f"{method}-answers").relative_to(ROOT))],
-                      ["--out", str((WORK / method).relative_to(ROOT)), "--judge", "same"]):
+        for extra in (["--out", str((WORK / f"{run_tag(method)}-answers").relative_to(ROOT))],
+                      ["--out", str((WORK / run_tag(method)).relative_to(ROOT)), "--judge", "same"]):
             cmd = base + extra
             print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
             rc = subprocess.call(cmd, env=env, cwd=ROOT)
@@ -209,25 +216,29 @@ def publish(method: str, model: str | None) -> dict:
     (PUBLISHED / partial_name(method)).unlink(missing_ok=True)  # the finished cassette replaces it
     entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
              "questions": len(stored_ids(method)), "model": ", ".join(cassette_models(dst)) or model or "unknown",
-             "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(method),
+             "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(run_tag(method)),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "machine": {"cpu_count": os.cpu_count()},
-             "prefix_reuse": prefix_reuse(WORK / f"{method}-answers" / "prefix_stats.jsonl",
-                                          WORK / method / "prefix_stats.jsonl")}
+             "prefix_reuse": prefix_reuse(WORK / f"{run_tag(method)}-answers" / "prefix_stats.jsonl",
+                                          WORK / run_tag(method) / "prefix_stats.jsonl")}
     data = _load_json(RECORDINGS) or {"benchmark": "real_scale_recordings", "recordings": {}}
-    data["recordings"][method] = entry
+    data["recordings"][run_tag(method)] = entry
     _write_json(RECORDINGS, data)
     return entry
 
 
 def main(argv=None) -> int:
+    global CONVERSATION
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=list(ORDER), help="methods, in recording order")
     parser.add_argument("--model", default=None, help="offline model name (default: the installed default)")
+    parser.add_argument("--conversation", default=CONVERSATION,
+                        help="LoCoMo conversation to record (default: %(default)s; others publish as M-<conv>.jsonl)")
     parser.add_argument("--snapshot", metavar="METHOD", help="copy METHOD's cassette being recorded (complete "
                         "lines) next to the licence notice as a .partial.jsonl to commit, and exit")
     args = parser.parse_args(argv)
+    CONVERSATION = args.conversation
     if args.snapshot:
         print(f"{args.snapshot}: {snapshot_partial(args.snapshot)} calls in "
               f"{PUBLISHED / partial_name(args.snapshot)}", flush=True)

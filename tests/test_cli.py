@@ -60,3 +60,42 @@ def test_python_m_workbench_runs_the_cli():
     out = subprocess.run([sys.executable, "-m", "workbench", "--help"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and "demo" in out.stdout and "eval" in out.stdout
+
+
+def test_eval_runs_a_comma_list_of_methods_with_the_default_executor(tmp_path):
+    """``--method a,b`` on the thread executor: both methods, one run directory, one results file; a bad
+    name in the list fails before any call (issue: real scale, item 5)."""
+    import json
+    import re
+
+    from workbench.eval import LLMJudge, ResultsStore, evaluate
+    from workbench.eval.cli import add_eval_arguments, eval_command
+    from workbench.embed import HashEmbedder
+    from workbench.llm import CachedLLM, ScriptedLLM
+    from workbench.methods import FullContext, NaiveRAG
+
+    def answer(messages):
+        return re.search(r"Question: (.*?)\n", messages[-1]["content"]).group(1).rstrip("?").split()[-1]
+
+    llm_script = {"naive_rag.answer": answer, "full_context.answer": answer,
+                  "judge.locomo": lambda m: {"reasoning": "r", "label": "WRONG"}}
+    cassette = tmp_path / "cassette.jsonl"
+    data = load_sample()
+    for cls, kw in ((NaiveRAG, {"embedder": HashEmbedder(256), "top_k": 10}), (FullContext, {})):
+        llm = CachedLLM(ScriptedLLM(llm_script, model="scripted"), cassette)
+        evaluate(cls(llm=llm, **kw), data, judge=LLMJudge(llm), questions=2, progress=False)
+    parser = argparse.ArgumentParser()
+    add_eval_arguments(parser)
+    out = tmp_path / "run"
+    common = ["--data", "sample", "--questions", "2", "--llm", "replay", "--cassette", str(cassette),
+              "--judge", "same", "--embedder", "hash", "--out", str(out), "--no-progress", "--calibration", "off"]
+    assert eval_command(parser.parse_args(["--method", "naive_rag, full_context", *common])) == 0
+    rows = list(ResultsStore(out / "results.jsonl"))
+    assert len(rows) == 8 and not [r for r in rows if r["error"]]
+    assert sorted({r["method"] for r in rows}) == ["full_context", "naive_rag"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["evaluations"]) == 2
+    with pytest.raises(SystemExit):
+        eval_command(parser.parse_args(["--method", "naive_rag,no_such_method", *common[:-4],
+                                        "--out", str(tmp_path / "bad"), "--no-progress"]))
+    assert not (tmp_path / "bad" / "results.jsonl").exists()

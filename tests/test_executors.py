@@ -191,11 +191,3 @@ def test_cli_ray_runs_method_by_conversation_tasks_from_a_cassette(local_ray, tm
     assert {r["method"] for r in rows} == {"naive_rag", "full_context"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert [e["executor"] for e in manifest["evaluations"]] == ["ray(local)", "ray(local)"]
-
-
-def test_thread_mode_refuses_several_methods(tmp_path):
-    parser = argparse.ArgumentParser()
-    add_eval_arguments(parser)
-    args = parser.parse_args(["--method", "naive_rag,full_context", "--out", str(tmp_path)])
-    with pytest.raises(SystemExit, match="--executor ray"):
-        eval_command(args)

@@ -35,7 +35,8 @@ DEFAULT_OUT = Path("runs") / "eval"
 
 
 def add_eval_arguments(parser) -> None:
-    parser.add_argument("--method", default="naive_rag", help="method name (see workbench.methods.REGISTRY)")
+    parser.add_argument("--method", default="naive_rag", help="method name, or several separated by commas "
+                        "(one after another into one run directory; see workbench.methods.REGISTRY)")
     parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
     parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
     parser.add_argument("--conversations", "--conversation", dest="conversations", default=None,
@@ -106,29 +107,33 @@ def eval_command(args) -> int:
     names = [m.strip() for m in args.method.split(",") if m.strip()]
     if executor == "ray":
         return _eval_ray(args, dataset, names)
-    if len(names) > 1:
-        raise SystemExit("several methods in one --method need --executor ray; run one command per method")
     if "," in (args.llm or "") or "," in (args.judge or ""):
         raise SystemExit("several endpoints in --llm/--judge need --executor ray")
+    if not names:
+        raise SystemExit("--method names no method")
     with usage_errors():
         llm = bounded(_llm(args.llm, args.cassette), getattr(args, "bounded_outputs", False))  # llm.bounds
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
-        setup = prepare_method(args.method, llm, embedder_from_spec(args.embedder), params, data=args.data,
-                               calibration=args.calibration)
-        method = setup.method
+        embedder = embedder_from_spec(args.embedder)
+        # every method is prepared before the first runs, so a bad name fails before any call is made
+        setups = [prepare_method(name, llm, embedder, params, data=args.data, calibration=args.calibration)
+                  for name in names]
         judge = None
         if args.judge:
             judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
-    res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
-                   questions=args.questions, conversations=args.conversations, categories=_categories(args.categories),
-                   progress=not args.no_progress, save_memories_dir=out if args.save_memories else None,
-                   retry_errors=args.retry_errors, extra_manifest=setup.manifest(),
-                   estimate=lambda todo: _print_estimate(args, method, todo, llm, judge, out))
-    _finish(out, res)
-    _save_prefix_stats(out, method.name, llm)
+    for setup in setups:  # one method after another, all into one run directory and one results file
+        method = setup.method
+        res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
+                       questions=args.questions, conversations=args.conversations,
+                       categories=_categories(args.categories), progress=not args.no_progress,
+                       save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
+                       extra_manifest=setup.manifest(),
+                       estimate=lambda todo, method=method: _print_estimate(args, method, todo, llm, judge, out))
+        _finish(out, res)
+    _save_prefix_stats(out, ",".join(s.method.name for s in setups), llm)  # the backend's counts span all
     return 0
 
 
@@ -239,10 +244,12 @@ def estimate_command(args, dataset) -> int:
     except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
         problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
         llm = _Unbuilt(args.llm or "")
-    method = build_method(args.method, llm, make_embedder("hash"), parse_params(args.param))
     judge = LLMJudge(llm) if args.judge else None
-    est = _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems)
-    return 2 if est.blocked else 0
+    blocked = False
+    for name in [m.strip() for m in args.method.split(",") if m.strip()]:  # one estimate per method
+        method = build_method(name, llm, make_embedder("hash"), parse_params(args.param))
+        blocked |= _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems).blocked
+    return 2 if blocked else 0
 
 
 class _Unbuilt:
