@@ -24,13 +24,16 @@
 
 Correctness rule ("right" / "wrong"), first that applies:
 1. a question built to be unanswerable: right iff the answer abstains;
-2. ``judge_trusted=True`` and the judge gave a label: the judge's verdict;
-3. the mem0-style token ``f1`` (else the official ``locomo_f1``) is at least ``f1_threshold``
-   (default 0.5: e.g. gold "Pilot", answer "Pilot the greyhound" is right; "Biscuit" is wrong);
-4. an answer that abstains (on an answerable question): wrong;
-5. otherwise: undecided (``ungraded``).
-The judge is *not* trusted by default: a judge is trusted only when its audit says so (the caller
-passes ``judge_trusted``), because an unaudited small judge accepts wrong answers (issue 17).
+2. ``judge_trusted=True`` and the judge gave a label: the judge's verdict (a judge is trusted only when its
+   audit on labelled real answers passes, ``audit.is_reliable``);
+3. the deterministic checker (``workbench.eval.checker``: dates as days and periods, names as entities, gold
+   content recall), stored in the row's ``scores["checker"]`` or, for rows written before it existed, computed
+   from the row's question, gold and prediction (then without the conversation's names);
+4. otherwise: undecided (``ungraded``).
+Token F1 >= 0.5 used to be rule 3; it gets dates backwards (gold "13 May 2023": "21 May 2023" scores 0.67,
+"13th of May" 0.33) and punishes long right answers, so it decides nothing now; ``f1_threshold`` is kept for
+the ``judge_disagrees`` check and for comparisons. The checker's agreement with careful readers is measured on
+the labelled answers (``workbench judge-audit``).
 
 "Shown" follows the trace convention (``workbench.trace.Answer``): for MemR3 it is the last batch
 of snippets, the one in front of the router call that wrote the evidence its answer call reads, so a
@@ -53,9 +56,10 @@ F1_THRESHOLD = 0.5
 # Phrases by which an answer says it does not know. Covers the official LoCoMo adversarial phrases
 # ("no information available", "not mentioned") and the usual refusals of small models.
 _ABSTAIN = re.compile(
-    r"\b(not mentioned|no information|not (?:specified|stated|provided|available|known|given|clear)|"
-    r"(?:does|do|did) not (?:say|mention|specify|state)|doesn't (?:say|mention)|cannot be determined|"
-    r"can't be determined|(?:i|we) (?:do not|don't) know|not enough information|insufficient information)\b",
+    r"\b(not mentioned|no information|not (?:specified|stated|provided|available|known|given|clear|sure)|"
+    r"(?:does|do|did) not (?:say|mention|specify|state|know)|doesn't (?:say|mention|specify)|didn't (?:say|mention)|"
+    r"cannot be determined|can't be determined|unable to (?:determine|find|answer)|(?:i|we) (?:do not|don't) know|"
+    r"not enough information|insufficient information|no (?:mention|record|details?) of)\b",
     re.IGNORECASE)
 _ABSTAIN_WHOLE = re.compile(r"^\W*(unknown|none|n/?a|no answer|-)\W*$", re.IGNORECASE)
 
@@ -66,7 +70,7 @@ class Attribution:
 
     label: str
     correct: bool | None
-    basis: str  # "abstention-question" | "judge" | "f1" | "locomo_f1" | "none" | "error"
+    basis: str  # "abstention-question" | "judge" | "checker" | "abstention" | "none" | "error"
     gold_shown: bool | None  # any gold evidence turn in front of the final reader (None: no gold ids)
     reason: str = ""
     judge_f1_conflict: bool = False  # judge CORRECT with F1 = 0, or WRONG with F1 = 1 (any trust)
@@ -116,6 +120,23 @@ def _f1(row) -> tuple[float | None, str]:
     return None, "none"
 
 
+def _checker(row) -> bool | None:
+    """The checker's verdict: the stored score, else computed from the row's own text (older rows)."""
+    scores = _get(row, "scores") or {}
+    value = _number(scores.get("checker") if isinstance(scores, Mapping) else None)
+    if value is None:
+        value = _number(_get(row, "checker"))
+    if value is not None:
+        return value >= 0.5
+    category = _get(row, "category")
+    gold, question = _text(_get(row, "gold")), _text(_get(row, "question"))
+    if str(category) not in ("1", "2", "3", "4") or not gold:
+        return None
+    from .checker import check_answer
+
+    return check_answer(question, gold, _text(_get(row, "prediction"))).correct
+
+
 def _judge(row) -> bool | None:
     """The judge's verdict (True/False), None when there is no usable label."""
     if _text(_get(row, "judge_error")):
@@ -163,12 +184,12 @@ def _label(row, abstains, f1, f1_name, verdict, gold_shown, judge_trusted, f1_th
         correct, basis = abstains, "abstention-question"
     elif judge_trusted and verdict is not None:
         correct, basis = verdict, "judge"
-    elif f1 is not None:
-        correct, basis = f1 >= f1_threshold, f1_name
+    elif (checked := _checker(row)) is not None:
+        correct, basis = checked, "checker"
     elif abstains:  # an abstention on an answerable question is wrong whatever grades it
         correct, basis = False, "abstention"
     else:
-        return Attribution("ungraded", None, "none", gold_shown, "no trusted judge label and no F1")
+        return Attribution("ungraded", None, "none", gold_shown, "no trusted judge label and no checker verdict")
     if correct:
         return Attribution("correct", True, basis, gold_shown)
     if abstains and not expects_abstention(row):
@@ -226,7 +247,8 @@ def attribution_markdown(frame, *, judge_trusted: bool | None = None) -> str:
     from .report import to_markdown
 
     table = attribution_table(frame, judge_trusted=judge_trusted, shares=False)
-    basis = "the judge where trusted, else F1" if judge_trusted else f"token F1 >= {F1_THRESHOLD} (judge not trusted)"
+    basis = ("the judge (its audit on labelled real answers passes)" if judge_trusted
+             else "the deterministic checker (judge not trusted; workbench.eval.checker)")
     return (f"### Failure attribution\n\nCorrect/wrong by {basis}; retrieval_miss = no gold evidence turn in "
             "what the final reader saw, reading_miss = gold shown but the answer wrong "
             "(workbench.eval.attribution); judge_f1_conflict counts rows where the judge and F1 disagree "

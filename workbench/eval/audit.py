@@ -293,17 +293,17 @@ def reliability_note(audit: dict | None) -> str:
     """One sentence saying whether (and why not) the judge's accuracy can be trusted."""
     if not audit:
         return ("judge not audited: its accuracy cannot be trusted (run `workbench judge-audit`); "
-                "F1 is the headline metric")
+                "the deterministic checker is the headline")
     fa = audit.get("false_accept") or {}
     if fa.get("rate") is None or fa.get("n", 0) < MIN_NEGATIVES:
         seen = f"; {fa['rate']:.1%} of them falsely accepted" if fa.get("rate") is not None else ""
         return (f"judge audit too small ({fa.get('n', 0)} wrong answers probed, need {MIN_NEGATIVES}{seen}): its "
-                "accuracy cannot be trusted; F1 is the headline metric")
+                "accuracy cannot be trusted; the deterministic checker is the headline")
     lo, hi = fa.get("ci") or [None, None]
     figure = f"{fa['rate']:.1%} false accepts [{_pct(lo)}, {_pct(hi)}] on {fa['n']} wrong answers"
     if fa["rate"] > FALSE_ACCEPT_LIMIT:
         return (f"judge unreliable: {figure} ({audit.get('dataset', '?')} audit), above the "
-                f"{FALSE_ACCEPT_LIMIT:.0%} limit; F1 is the headline metric")
+                f"{FALSE_ACCEPT_LIMIT:.0%} limit; the deterministic checker is the headline")
     return f"judge audited: {figure} ({audit.get('dataset', '?')} audit)"
 
 
@@ -460,6 +460,26 @@ def compact(audit: dict | None) -> dict | None:
     return {k: v for k, v in audit.items() if k != "verdicts"}
 
 
+REAL_ANSWERS = "labelled real answers"
+
+
+def label_probes(labels, n: int | None = None, *, seed: int = 0) -> list[Probe]:
+    """Labelled real answers (``workbench.eval.labels``) as probes: the candidate is the answer a method gave,
+    ``expected`` the careful reader's lenient verdict, ``kind`` the reader's kind of error (or ``right``);
+    ``n`` keeps a sample with as many right as wrong answers where the set allows."""
+    probes = [Probe(f"real:{a.id}", a.qa_id, a.conv_id, a.category, a.question, a.gold, a.prediction,
+                    a.kind, a.right) for a in labels]
+    if n is None or n >= len(probes):
+        return probes
+    rng = random.Random(seed)
+    right = [p for p in probes if p.expected]
+    wrong = [p for p in probes if not p.expected]
+    rng.shuffle(right)
+    rng.shuffle(wrong)
+    k = min(len(wrong), max(n - min(len(right), n // 2), n // 2))
+    return sorted(wrong[:k] + right[:n - k], key=lambda p: p.id)
+
+
 def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE, *,
                     dataset: str | None = None) -> dict[str, dict]:
     """``{judge key or judge model: compact audit}`` for every judge that judged ``rows`` and has an
@@ -478,10 +498,23 @@ def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE,
         ident = key or model
         if not ident or ident in out:
             continue
+        live = cache.find(key, dataset=REAL_ANSWERS) if key else None
+        if live is not None and same_dataset(live.get("dataset"), REAL_ANSWERS):
+            out[ident] = compact(live)  # this judge, run on the labelled real answers (`workbench judge-audit`)
+            continue
         found = cache.find(key, dataset=on) if key else cache.find(None, model=model, dataset=on)
-        if found is not None:
+        real = _real_answer_audit(model)
+        if real is not None:  # real answers first: every reliable / unreliable decision uses this figure
+            out[ident] = {**real, "probe_audit": compact(found)}
+        elif found is not None:
             out[ident] = compact(found)
     return out
+
+
+def _real_answer_audit(model: str | None) -> dict | None:
+    from .label_audit import judge_real_audit  # the labelled set is read lazily, once per file version
+
+    return judge_real_audit(model)
 
 
 # -- command line ------------------------------------------------------------------------------------
@@ -490,6 +523,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--judge", default=None, help="judge LLM spec (local[:name] | gguf:<path> | openai:<model> "
                                                       "| replay:<file>); default: the offline model")
     parser.add_argument("--n", type=int, default=200, help="probes to judge (half negatives), 0 for all")
+    parser.add_argument("--real", type=int, default=200, help="labelled real answers to judge first (as many wrong "
+                        "as right where the set allows), 0 for all, -1 to skip")
+    parser.add_argument("--labels", default=None, help="labelled answers file (default: the shipped set)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the probe sampling")
     parser.add_argument("--conversations", default=None, help="e.g. 0-2 (default: all)")
     parser.add_argument("--cassette", default=None, help="record/replay cassette for the judge calls")
@@ -525,11 +561,44 @@ def audit_command(args) -> int:
         return 1
     spec = args.judge
     llm = make_llm("replay" if spec in ("replay", "replay:") and args.cassette else spec, args.cassette)
+    sections = []
+    labels = _labels(args.labels)
+    if labels and args.real >= 0:
+        real = audit_judge(LLMJudge(llm), label_probes(labels, args.real or None, seed=args.seed),
+                           dataset=REAL_ANSWERS, seed=args.seed, requested_n=args.real or None, cache=args.cache,
+                           refresh=args.refresh, progress=not args.no_progress)
+        sections.append(("On labelled real answers (the figure every view uses)", real))
+        print(_free_sources(labels))
     audit = audit_judge(LLMJudge(llm), probes, dataset=dataset.name, data_sha256=data_sha256(dataset), seed=args.seed,
                         requested_n=args.n or None, cache=args.cache, refresh=args.refresh,
                         progress=not args.no_progress)
-    print(json.dumps(compact(audit), indent=2) if args.json else format_audit(audit))
+    sections.append(("On synthetic probes built from the dataset (second table)", audit))
+    if args.json:
+        print(json.dumps({title: compact(a) for title, a in sections}, indent=2))
+    else:
+        print("\n\n".join(f"## {title}\n{format_audit(a)}" for title, a in sections))
     return 0
+
+
+def _labels(path):
+    from .label_audit import shipped_labels
+    from .labels import load_labels
+
+    return load_labels(path) if path else list(shipped_labels())
+
+
+def _free_sources(labels) -> str:
+    """The verdict sources that cost nothing to audit: the checker, token F1 and the judges' recorded verdicts."""
+    from .label_audit import (audit_on_labels, checker_source, f1_source, recorded_judge, shipped_entities,
+                              verdict_note)
+
+    lines = [f"Verdict sources on {len(labels)} labelled real answers (no model call):"]
+    lines.append("  " + verdict_note("checker", audit_on_labels(labels, checker_source(shipped_entities()))))
+    lines.append("  " + verdict_note("token F1 >= 0.5", audit_on_labels(labels, f1_source())))
+    for model in sorted({a.judge_model for a in labels if a.judge_model}):
+        mine = [a for a in labels if a.judge_model == model]
+        lines.append("  " + verdict_note(f"{model} judge, as recorded", audit_on_labels(mine, recorded_judge)))
+    return "\n".join(lines)
 
 
 def format_audit(audit: dict) -> str:
@@ -544,10 +613,11 @@ def format_audit(audit: dict) -> str:
            f"{audit.get('n_probes')} probes (set {audit.get('probe_set_hash')}) · key {audit.get('key')}",
            line("overall", audit), "  per category:"]
     out += [line(k, r) for k, r in audit.get("per_category", {}).items()]
-    out.append("  per probe kind:")
+    out.append("  per kind of wrong answer:" if audit.get("dataset") == REAL_ANSWERS else "  per probe kind:")
     for k, r in audit.get("per_kind", {}).items():
-        which = r["false_reject"] if k in POSITIVE_KINDS else r["false_accept"]
-        what = "false-reject" if k in POSITIVE_KINDS else "false-accept"
+        positive = k in POSITIVE_KINDS or k == "right"  # "right": a labelled real answer the reader accepts
+        which = r["false_reject"] if positive else r["false_accept"]
+        what = "false-reject" if positive else "false-accept"
         out.append(f"  {k:<22} {what} {_fmt_rate(which)}")
     out.append(reliability_note(audit))
     return "\n".join(out)

@@ -7,8 +7,9 @@ if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appen
 ``ResultsStore`` as soon as it is done, keyed by (method, params_hash, dataset, qa_id): a rerun
 skips keys already present, and a conversation whose selected questions are all done is not
 re-ingested. Evidence recall, ``turns_shown`` and evidence precision are computed on the
-provenance of ``Answer.context`` (what the method's final reader saw); ``attribution`` labels each
-row (``attribution.py``; F1-based, the judge untrusted). A stored row also records the judge's key
+provenance of ``Answer.context`` (what the method's final reader saw); ``check`` holds the deterministic
+checker's verdict (``checker.py``: dates as days, names as entities, gold content recall; also the ``checker``
+score) and ``attribution`` labels each row from it (``attribution.py``; the judge untrusted). A stored row also records the judge's key
 (``judge.judge_key``: model, decoding, judge prompt hash) and the method's prompt hash: a row answered
 under other method prompts is answered again, and a row judged by another judge (or not judged) is
 re-judged from its stored prediction, without re-answering; rows written before these fields existed
@@ -43,6 +44,7 @@ from ..llm.ledger import track, watch_calls
 from ..methods.progress import show_ingest_progress
 from ..trace import Usage
 from .attribution import attribute
+from .checker import check_dict, check_qa
 from .estimate import cost_keys, estimate_run
 from .judge import JudgeVerdict, LLMJudge, judge_key
 from .metrics import DEFAULT, bleu_tokenizer, evidence_recall, is_abstention, resolve_metrics
@@ -75,6 +77,7 @@ class QuestionResult:
     turns_shown: int | None = None  # turns covered by Answer.context (what the final reader saw)
     evidence_precision: float | None = None  # gold turns shown / turns shown
     attribution: str | None = None  # attribution.attribute() with an untrusted judge (see there)
+    check: dict | None = None  # the deterministic checker's verdict, kind and reason (checker.check_dict)
     query_tokens: int = 0
     query_calls: int = 0
     construction_tokens: int = 0
@@ -414,6 +417,9 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
     failures = list(built.failures) + (question_failures(answer, calls, error) if built.method is not None else [])
     prediction = answer.text if answer is not None else ""
     scores = score_prediction(prediction, qa, ctx.scorers)
+    check = check_qa(qa, prediction, error=error, conversation=conv)
+    if check is not None:
+        scores["checker"] = float(check.correct)
     verdict = _judge(ctx, qa, prediction, error)
     if verdict is not None:
         scores["judge"] = verdict.score
@@ -433,7 +439,8 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
         judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key, prompt_hash=ctx.prompt_hash,
         params=ctx.params,
-        answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None, failures=failures)
+        answer=answer.to_dict() if (answer is not None and ctx.keep_answers) else None, failures=failures,
+        check=check_dict(check))
     return replace(row, attribution=attribute(row).label)
 
 

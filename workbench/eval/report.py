@@ -38,7 +38,7 @@ from .store import load_rows
 
 OVERALL = "overall"
 FULL_CONTEXT = "full_context"
-SCORE_COLUMNS = ("judge", "f1", "bleu1", "locomo_f1", "exact_match", "adversarial")
+SCORE_COLUMNS = ("judge", "checker", "f1", "bleu1", "locomo_f1", "exact_match", "adversarial")
 _ORDER = [CATEGORY_NAMES[c] for c in (1, 2, 3, 4)] + list(QUESTION_TYPES) + [OVERALL, CATEGORY_NAMES[5]]
 
 # How the LoCoMo integers are labelled in published tables (DATA.md §1.5).
@@ -125,10 +125,15 @@ def judge_status(df: pd.DataFrame, audits: dict | None = None) -> dict:
 
 
 def auto_metric(df: pd.DataFrame, audits: dict | None = None) -> str:
-    """``judge`` when rows were judged by audited, reliable judges; mem0-style ``f1`` otherwise."""
-    if "judge" not in df.columns or not df["judge"].notna().any():
-        return "f1"
-    return "judge" if judge_status(df, audits)["reliable"] else "f1"
+    """The verdict source every view leads with: the ``judge`` when rows were judged by judges whose audit (on
+    labelled real answers first) passes; else the deterministic ``checker``, which agrees with careful readers
+    far more often than token F1 or the offline judges (``label_audit.checker_audit``); ``f1`` only for rows
+    with neither (e.g. a LongMemEval rubric question)."""
+    if "judge" in df.columns and df["judge"].notna().any() and judge_status(df, audits)["reliable"]:
+        return "judge"
+    if "checker" in df.columns and df["checker"].notna().any():
+        return "checker"
+    return "f1"
 
 
 def method_labels(df: pd.DataFrame) -> pd.Series:
@@ -370,7 +375,7 @@ def export(df: pd.DataFrame, fmt: str = "md") -> str:
 
 # -- the Markdown report ------------------------------------------------------------------------------
 
-BINARY_METRICS = ("judge", "exact_match", "adversarial")
+BINARY_METRICS = ("judge", "checker", "exact_match", "adversarial")
 
 
 def format_estimate(mean, lo, hi, n, *, binary: bool = False) -> str:
@@ -390,16 +395,26 @@ def _rate_cell(audit: dict | None, which: str) -> str:
     return f"{r['rate']:.1%} ({r['k']}/{r['n']}) [{lo:.1%}, {hi:.1%}]" if lo is not None else f"{r['rate']:.1%}"
 
 
+def _verdict_note(metric: str) -> str:
+    from .label_audit import checker_audit, verdict_note
+
+    if metric == "checker":
+        return verdict_note("the deterministic checker", checker_audit())
+    if metric == "f1":
+        return "mem0-style token F1 (no checker verdict on these rows)"
+    return metric
+
+
 def judge_banner(status: dict, metric: str) -> str:
     """The reliability banner (Markdown quote): empty when the judge is audited, reliable and the headline."""
     if not status.get("judged"):
-        return f"> No LLM judge was run on these rows; the headline metric is {metric}."
+        return f"> No LLM judge was run on these rows; the headline is {_verdict_note(metric)}."
     if status["reliable"] and metric == "judge":
         return "> Judge audited and reliable: " + "; ".join(status["notes"])
     lines = ["> **Judge accuracy is not trustworthy here.** " + "; ".join(status["notes"]) + "."]
     if metric != "judge":
-        lines.append(f"> The headline metric is therefore **{metric}** (mem0-style token F1 unless chosen "
-                     "otherwise); the judge's accuracy is shown beside it for reference only.")
+        lines.append(f"> The headline is therefore **{metric}**: {_verdict_note(metric)}. The judge's accuracy "
+                     "is shown beside it for reference only.")
     else:
         lines.append("> The judge was nevertheless chosen as the headline metric (`--metric judge`).")
     return "\n".join(lines)
@@ -436,8 +451,11 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
               f"- [lo, hi]: 95% percentile bootstrap ({n_boot} replicates, seed {seed}) clustered by conversation "
               "(conversations resampled, then questions within each). A cell with fewer than "
               f"{MIN_N_FOR_CI} questions shows the count instead, never an interval.",
-              "- judge FA: the judge's audited false-accept rate (`workbench judge-audit`); above 20% or unknown "
-              "the judge column is unreliable and F1 is the headline.",
+              "- judge FA: the judge's audited false-accept rate (`workbench judge-audit`: on labelled real answers "
+              "where the set holds that judge's verdicts, else on synthetic probes); above 20% or unknown the judge "
+              "column is unreliable and the deterministic checker (dates as days, names as entities, gold content "
+              "recall; `workbench.eval.checker`) is the headline. Token F1 and BLEU-1 stay for comparison with "
+              "papers.",
               "- construction tokens: mean per conversation built (not spread over questions).",
               "- LoCoMo category 5 (adversarial) is scored by the official rule and kept out of `overall`.", ""]
     if stats:

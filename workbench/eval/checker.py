@@ -1,0 +1,227 @@
+"""A deterministic answer checker: dates as days and periods, names as entities, gold content as recall.
+
+Why: the per-row "correct" used to be token F1 >= 0.5, which gets temporal answers backwards (gold "13 May 2023":
+"21 May 2023" scores 0.67, "13th of May" 0.33) and punishes long right answers; the offline LLM judges accept most
+wrong answers methods really give (issue: verdicts). ``check_answer`` decides right / wrong the way the labelling
+protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader can follow, first that applies:
+
+1. **empty or abstaining** answer (on an answerable question): wrong (``failed`` / ``abstain``).
+2. **dates**, when the gold names one (``workbench.eval.dates``): a day-precise gold needs the same day in any
+   notation (a relative phrase with its anchor counts: "the Sunday before 25 May 2023" is 21 May); a period gold
+   (a week, a weekend, a month, a year) needs a day or period inside it. An answer whose dates all fall outside is
+   ``wrong_date``; a "when" question answered with no date, or with a coarser one ("May 2023" for 13 May), is
+   ``vague``. A right date decides: right.
+3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
+   of the gold's but another one of the conversation: ``wrong_entity``.
+4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``.
+5. **yes / no**: a gold that opens with yes or no (or "likely yes") needs the same polarity: else ``wrong_value``.
+6. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
+   own words left out) that the answer contains; a list gold counts items, an item being present when most of its
+   words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
+
+The threshold and every rule are measured against the labelled real answers (``workbench judge-audit``, the
+"checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the independent check.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .dates import find_periods
+from .metrics import _free_text_gold, _stem, is_abstention, simple_tokenize
+
+#: gold content recall at or above which a content answer is right (measured on the labelled set)
+RECALL_THRESHOLD = 0.5
+
+_STOP = frozenset("""a an the and or of to in on at for with is was were be been being it its he she they her his
+their them by from as that this these those i you we my your our not do does did has have had will would can could
+should about into over than then there here what when where who whom which why how also just very so some any all
+more most other such only own same too s t one""".split())
+_WHEN = re.compile(r"^\s*(?:when|what (?:date|day|month|year|time)|which (?:date|day|month|year)|"
+                   r"in (?:what|which) (?:month|year))\b", re.I)
+_YES = re.compile(r"^\W*(?:likely\s+|probably\s+|most likely\s+)?yes\b", re.I)
+_NO = re.compile(r"^\W*(?:likely\s+|probably\s+|most likely\s+)?no\b(?!\s+(?:one|longer|more)\b)", re.I)
+_NEG = re.compile(r"\b(?:no|not|never|n't|neither|nor|unlikely)\b", re.I)
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUM = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_CAP = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+@dataclass(frozen=True)
+class Check:
+    """The checker's verdict on one answer: ``correct``, the rule that decided (``kind``: ``right`` or a wrong
+    kind of the labelling protocol), a reason in words, and the gold content recall."""
+
+    correct: bool
+    kind: str
+    reason: str
+    recall: float | None = None
+
+
+def abstains(text: str) -> bool:
+    """The answer says the information is missing (``attribution.says_abstain``) and says little else: a long
+    answer that mentions "not mentioned" in passing is read by the other rules."""
+    from .attribution import says_abstain
+
+    return says_abstain(text) and len(_content(text)) <= 12
+
+
+def _content(text: str, drop: frozenset = frozenset()) -> list[str]:
+    words = [w.strip("'\"`;:()[]{}*-") for w in simple_tokenize(text)]
+    words = [_NUMBER_WORDS.get(w, w) for w in words]
+    return [_stem(w) for w in words if w and w not in _STOP and _stem(w) not in drop]
+
+
+def _items(gold: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r",|;|\band\b", gold) if p.strip()]
+    return parts if len(parts) > 1 else [gold]
+
+
+def content_recall(gold: str, prediction: str, question: str = "") -> float | None:
+    """Share of the gold's content (items of a list gold, else words) present in the prediction, leaving out
+    words the question already says; None when the gold has no content word of its own."""
+    asked = frozenset(_content(question))
+    said = set(_content(prediction))
+    items = _items(gold)
+    if len(items) > 1:
+        scores = [_recall(item, said, asked) for item in items]
+        scores = [s for s in scores if s is not None]
+        return None if not scores else sum(1 for s in scores if s >= 0.5) / len(scores)
+    return _recall(gold, said, asked)
+
+
+def _recall(gold: str, said: set[str], asked: frozenset) -> float | None:
+    words = set(_content(gold, asked)) or set(_content(gold))
+    if not words:
+        return None
+    return len(words & said) / len(words)
+
+
+def _date_rule(question: str, gold: str, prediction: str) -> Check | None:
+    golds = find_periods(gold)
+    if not golds:
+        return None
+    g = golds[0]
+    said = find_periods(prediction)
+    if any(p.within(g) for p in said):
+        return Check(True, "right", f"names {g.text!r} ({_span(g)})")
+    when = bool(_WHEN.search(question))
+    if any(p.overlaps(g) for p in said):  # coarser than the gold ("May 2023" for 13 May), not outside it
+        return Check(False, "vague", f"says {said[0].text!r}, coarser than the gold's {_span(g)}")
+    if said and (when or g.precision in ("day", "week", "weekend")):
+        return Check(False, "wrong_date", f"says {said[0].text!r}, outside the gold's {_span(g)}")
+    if when:
+        return Check(False, "vague", f"no date for the gold's {_span(g)}")
+    return None  # a gold that mentions a date on a non-"when" question: the content rules decide
+
+
+def _span(p) -> str:
+    fmt = "%d %B %Y" if p.year_known else "%d %B"
+    return p.start.strftime(fmt) if p.is_day else f"{p.start.strftime(fmt)} to {p.end.strftime(fmt)}"
+
+
+def _names(text: str, entities: Iterable[str]) -> set[str]:
+    known = set(entities)
+    return {w for w in _CAP.findall(text) if w in known}
+
+
+def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[str]) -> Check | None:
+    if not entities:
+        return None
+    gold_names = _names(gold, entities) - _names(question, entities)
+    if not gold_names:
+        return None
+    said = _names(prediction, entities)
+    if gold_names & said:
+        return None
+    other = said - _names(question, entities) - gold_names
+    if other:
+        return Check(False, "wrong_entity", f"names {', '.join(sorted(other))}, not {', '.join(sorted(gold_names))}")
+    return None
+
+
+def _numbers(text: str) -> set[str]:
+    words = {_NUMBER_WORDS[w] for w in simple_tokenize(text) if w in _NUMBER_WORDS}
+    return {n.replace(",", "") for n in _NUM.findall(text)} | words
+
+
+def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
+    wanted = _numbers(gold) - _numbers(question)
+    if not wanted:
+        return None
+    said = _numbers(prediction)
+    if wanted & said:
+        return None
+    if said - _numbers(question):
+        return Check(False, "wrong_value", f"says {', '.join(sorted(said))}, not {', '.join(sorted(wanted))}")
+    return None
+
+
+def _polarity_rule(gold: str, prediction: str) -> Check | None:
+    if _YES.search(gold):
+        want = True
+    elif _NO.search(gold):
+        want = False
+    else:
+        return None
+    head = prediction.strip().split(".")[0]
+    if _YES.search(prediction):
+        got = True
+    elif _NO.search(prediction):
+        got = False
+    else:
+        got = not _NEG.search(head)
+    if got != want:
+        return Check(False, "wrong_value", f"answers {'yes' if got else 'no'} where the gold says "
+                                           f"{'yes' if want else 'no'}")
+    return Check(True, "right", f"answers {'yes' if want else 'no'} like the gold")
+
+
+def check_answer(question: str, gold: str, prediction: str, *, entities: Sequence[str] = (),
+                 threshold: float = RECALL_THRESHOLD) -> Check:
+    """Right or wrong for one answer to an answerable question (see the module docstring for the rules).
+
+    ``entities``: the conversation's names (``workbench.eval.audit.conversation_entities``); without them the
+    entity rule is skipped."""
+    prediction = str(prediction or "").strip()
+    if not prediction:
+        return Check(False, "failed", "empty answer", 0.0)
+    recall = content_recall(gold, prediction, question)
+    if abstains(prediction) and not (recall and recall >= 1.0):
+        return Check(False, "abstain", "says the information is missing", recall)
+    for rule in (lambda: _date_rule(question, gold, prediction),
+                 lambda: _entity_rule(question, gold, prediction, entities),
+                 lambda: _number_rule(question, gold, prediction),
+                 lambda: _polarity_rule(gold, prediction)):
+        found = rule()
+        if found is not None:
+            return Check(found.correct, found.kind, found.reason, recall)
+    if recall is None:
+        return Check(False, "vague", "the gold has no content word to look for", None)
+    if recall >= threshold:
+        return Check(True, "right", f"holds {recall:.0%} of the gold's content", recall)
+    return Check(False, "vague", f"holds {recall:.0%} of the gold's content", recall)
+
+
+def check_qa(qa, prediction: str, *, error: str | None = None, conversation=None) -> Check | None:
+    """The checker's verdict on a harness answer to ``qa`` (None where it does not apply: a question built to
+    be unanswerable, or a gold that is not a short answer); a failed call is wrong. The conversation, when
+    given, supplies the names for the entity rule."""
+    if not _free_text_gold(qa) or is_abstention(qa):
+        return None
+    if error:
+        return Check(False, "failed", "the method failed to answer", 0.0)
+    from .audit import conversation_entities
+
+    entities = conversation_entities(conversation) if conversation is not None else ()
+    return check_answer(qa.question, qa.answer, prediction, entities=entities)
+
+
+def check_dict(check: Check | None) -> dict | None:
+    """A row's ``check`` field: what decided the checker's verdict, in words."""
+    if check is None:
+        return None
+    return {"correct": check.correct, "kind": check.kind, "reason": check.reason,
+            "recall": None if check.recall is None else round(check.recall, 3)}

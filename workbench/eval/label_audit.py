@@ -1,0 +1,163 @@
+"""Verdict sources measured against labelled real answers (issue: verdicts, items 2, 4 and 6).
+
+``audit_on_labels(labels, source)`` gives, for one verdict source (a function from a labelled answer to
+True / False / None), how often it accepts answers a careful reader calls wrong (false accepts, overall, per kind
+of wrong answer and per category) and rejects answers the reader calls right (false rejects), with Wilson 95 %
+intervals, its agreement with the reader, and the cost per verdict. The sources the workbench has:
+
+- ``recorded_judge``: the verdict each run's own LLM judge wrote at the time (per judge model; free to audit);
+- ``checker``: the deterministic checker (``workbench.eval.checker``), no model at all;
+- ``f1``: token F1 >= 0.5, the old per-row rule, for comparison.
+
+Labels default to the lenient protocol; ``protocol="strict"`` audits against the strict one.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from .audit import conversation_entities, rate
+from .checker import check_answer
+from .labels import DEFAULT_LABELS, LABELS_DIR, WRONG_KINDS, LabelledAnswer, load_labels
+from .metrics import token_f1
+
+Verdict = Callable[[LabelledAnswer], "bool | None"]
+
+
+def checker_source(entities: Mapping[str, Sequence[str]] | None = None, **kw) -> Verdict:
+    """The deterministic checker as a verdict source; ``entities`` maps a conversation id to its names."""
+    entities = entities or {}
+
+    def verdict(a: LabelledAnswer) -> bool:
+        return check_answer(a.question, a.gold, a.prediction, entities=entities.get(a.conv_id, ()), **kw).correct
+
+    return verdict
+
+
+def recorded_judge(a: LabelledAnswer) -> bool | None:
+    return {"CORRECT": True, "WRONG": False}.get(a.judge_label or "")
+
+
+def f1_source(threshold: float = 0.5) -> Verdict:
+    return lambda a: token_f1(a.prediction, a.gold) >= threshold
+
+
+def entities_for(dataset_convs: Iterable) -> dict[str, list[str]]:
+    """Conversation id -> its names, for ``checker_source``."""
+    return {c.id: conversation_entities(c) for c in dataset_convs}
+
+
+def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protocol: str = "lenient",
+                    name: str = "", cost_per_verdict: str = "") -> dict:
+    """False-accept and false-reject rates of ``source`` against the labels (see the module docstring)."""
+    fa, fr = [], []
+    by_kind: dict[str, list[bool]] = defaultdict(list)
+    by_cat: dict[int, dict[str, list[bool]]] = defaultdict(lambda: {"fa": [], "fr": []})
+    agree = undecided = 0
+    for a in labels:
+        v = source(a)
+        if v is None:
+            undecided += 1
+            continue
+        right = getattr(a, protocol) == "right"
+        agree += v == right
+        if right:
+            fr.append(not v)
+            by_cat[a.category]["fr"].append(not v)
+        else:
+            fa.append(v)
+            by_kind[a.kind if a.kind in WRONG_KINDS else "other"].append(v)
+            by_cat[a.category]["fa"].append(v)
+    decided = len(fa) + len(fr)
+    return {"source": name, "protocol": protocol, "n": len(labels), "decided": decided, "undecided": undecided,
+            "agreement": rate(agree, decided), "false_accept": rate(sum(fa), len(fa)),
+            "false_reject": rate(sum(fr), len(fr)),
+            "false_accept_by_kind": {k: rate(sum(v), len(v)) for k, v in sorted(by_kind.items())},
+            "by_category": {str(c): {"false_accept": rate(sum(d["fa"]), len(d["fa"])),
+                                     "false_reject": rate(sum(d["fr"]), len(d["fr"]))}
+                            for c, d in sorted(by_cat.items())},
+            "cost_per_verdict": cost_per_verdict}
+
+
+def labelled_accuracy(labels: Sequence[LabelledAnswer], protocol: str = "lenient") -> dict[str, float]:
+    """Per method: share of its labelled answers the reader calls right (the truth a headline should track)."""
+    by: dict[str, list[bool]] = defaultdict(list)
+    for a in labels:
+        by[a.method].append(getattr(a, protocol) == "right")
+    return {m: sum(v) / len(v) for m, v in sorted(by.items())}
+
+
+# -- the shipped labelled set, as every view's audit --------------------------------------------------
+ENTITIES_FILE = LABELS_DIR / "entities.json"
+#: the least number of labelled wrong answers an audit needs before it can call a source reliable
+MIN_WRONG = 20
+
+
+@lru_cache(maxsize=4)
+def _shipped(path: str, mtime: float) -> tuple[LabelledAnswer, ...]:
+    return tuple(load_labels(path))
+
+
+def shipped_labels(path: str | Path = DEFAULT_LABELS) -> tuple[LabelledAnswer, ...]:
+    """The labelled answers shipped with the package (empty when the file is absent); cached per file version."""
+    path = Path(path)
+    if not path.is_file():
+        return ()
+    return _shipped(str(path), path.stat().st_mtime)
+
+
+def shipped_entities(path: str | Path = ENTITIES_FILE) -> dict[str, list[str]]:
+    """Conversation id -> names, saved beside the labels so the checker can be audited without the datasets."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {str(k): [str(n) for n in v] for k, v in data.items() if isinstance(v, list)}
+
+
+def _as_audit(result: dict, **extra) -> dict:
+    """A label audit in the shape of a probe audit (``audit.is_reliable`` and the reports read it)."""
+    fa = result["false_accept"]
+    reliable = fa.get("rate") is not None and fa["n"] >= MIN_WRONG and fa["rate"] <= 0.20
+    return {**result, "dataset": f"{result['n']} labelled real answers", "n_probes": result["decided"],
+            "basis": "labelled real answers", "reliable": reliable, **extra}
+
+
+def judge_real_audit(judge_model: str | None, labels: Sequence[LabelledAnswer] | None = None) -> dict | None:
+    """The audit of an LLM judge on labelled real answers, from the verdicts that judge model wrote when the
+    answers were recorded (None when the set holds too few of its verdicts to say)."""
+    if not judge_model:
+        return None
+    labels = shipped_labels() if labels is None else labels
+    mine = [a for a in labels if a.judge_model == judge_model and a.judge_label]
+    if sum(1 for a in mine if not a.right) < MIN_WRONG:
+        return None
+    return _as_audit(audit_on_labels(mine, recorded_judge, name=f"judge {judge_model}",
+                                     cost_per_verdict="one LLM call"), judge={"model": judge_model})
+
+
+@lru_cache(maxsize=2)
+def _checker_audit(key: tuple) -> dict | None:
+    labels = shipped_labels()
+    if not labels:
+        return None
+    return _as_audit(audit_on_labels(labels, checker_source(shipped_entities()), name="checker",
+                                     cost_per_verdict="no model call (regular expressions and a stemmer)"))
+
+
+def checker_audit() -> dict | None:
+    """The deterministic checker's audit on the shipped labelled answers (None when no set is shipped)."""
+    path = Path(DEFAULT_LABELS)
+    return _checker_audit((str(path), path.stat().st_mtime if path.is_file() else 0.0))
+
+
+def verdict_note(metric: str, audit: dict | None) -> str:
+    """One sentence naming a verdict source and its measured agreement with careful readers."""
+    if not audit:
+        return f"{metric}: not audited on labelled real answers"
+    ag, fa, fr = audit["agreement"], audit["false_accept"], audit["false_reject"]
+    return (f"{metric}: agrees with careful readers on {ag['rate']:.0%} of {ag['n']} labelled real answers "
+            f"(accepts {fa['k']}/{fa['n']} wrong, rejects {fr['k']}/{fr['n']} right)")

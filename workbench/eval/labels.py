@@ -1,0 +1,183 @@
+"""Labelled real answers: what a careful reader says of answers methods really gave (issue: verdicts).
+
+A judge audited only on synthetic probes (``workbench.eval.audit``) can look far better than it is on
+the answers methods actually give: most real wrong answers are on topic but vague, or name the wrong
+day, which probes built from the gold rarely look like. The labelled set is the ground truth every
+verdict source is measured against (``workbench judge-audit`` reads it first).
+
+One JSON object a line (``sample_data/labels/answers.jsonl``), written by reading each answer against
+the gold and the evidence turns under ``sample_data/labels/PROTOCOL.md``:
+
+- ``id``: ``<source>/<method>/<qa_id>``, unique;
+- ``source``: the run the answer comes from (``demo``, ``real_scale``);
+- ``dataset``, ``conv_id``, ``qa_id``, ``category`` (LoCoMo 1-4), ``question``, ``gold``, ``prediction``,
+  ``method``, ``evidence`` (gold turn ids);
+- ``lenient``, ``strict``: ``"right"`` or ``"wrong"`` under the two protocols;
+- ``kind``: for an answer wrong under ``lenient`` the kind of error (``WRONG_KINDS``), else ``"right"``;
+- ``note``: one short reason in the labeller's words;
+- ``judge_label``: the verdict the run's own judge gave (``CORRECT``/``WRONG``/null), ``judge_model``;
+- ``relabel`` (optional): a second, blind reading of the same answer (``lenient``, ``strict``, ``kind``),
+  for the agreement figure.
+
+``load_labels`` refuses a malformed line with an error naming file, line and field, so a broken set never
+turns into a silently smaller audit.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from ..data import DatasetError
+
+VERDICTS = ("right", "wrong")
+#: kinds of wrong answer, as the labelling protocol defines them
+WRONG_KINDS = ("abstain", "vague", "wrong_date", "wrong_entity", "wrong_value", "partial", "unrelated",
+               "contradicts", "failed")
+KINDS = ("right", *WRONG_KINDS)
+REQUIRED = ("id", "source", "dataset", "conv_id", "qa_id", "category", "question", "gold", "prediction",
+            "method", "lenient", "strict", "kind")
+LABELS_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "labels"  # inside an installed wheel
+if not LABELS_DIR.is_dir():  # a checkout: sample_data/ sits at the top of the tree
+    LABELS_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "labels"
+DEFAULT_LABELS = LABELS_DIR / "answers.jsonl"
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    """One real answer with a careful reader's verdicts (see the module docstring for the fields)."""
+
+    id: str
+    source: str
+    dataset: str
+    conv_id: str
+    qa_id: str
+    category: int
+    question: str
+    gold: str
+    prediction: str
+    method: str
+    lenient: str
+    strict: str
+    kind: str
+    evidence: tuple[str, ...] = ()
+    note: str = ""
+    judge_label: str | None = None
+    judge_model: str | None = None
+    relabel: Mapping[str, str] | None = field(default=None, compare=False)
+
+    @property
+    def right(self) -> bool:
+        """Right under the lenient protocol (the one papers' judges apply)."""
+        return self.lenient == "right"
+
+
+def _fail(path: Path, line: int, what: str):
+    raise DatasetError(str(path), f"line {line}", what)
+
+
+def _check_row(path: Path, line: int, row) -> LabelledAnswer:
+    if not isinstance(row, dict):
+        _fail(path, line, "expected a JSON object")
+    for name in REQUIRED:
+        if name not in row:
+            _fail(path, line, f"field {name!r} is missing")
+    for name in ("id", "source", "dataset", "conv_id", "qa_id", "question", "gold", "prediction", "method"):
+        if not isinstance(row[name], str):
+            _fail(path, line, f"field {name!r} must be a string")
+    for name in ("lenient", "strict"):
+        if row[name] not in VERDICTS:
+            _fail(path, line, f"field {name!r} must be one of {VERDICTS}, not {row[name]!r}")
+    if row["kind"] not in KINDS:
+        _fail(path, line, f"field 'kind' must be one of {KINDS}, not {row['kind']!r}")
+    if (row["kind"] == "right") != (row["lenient"] == "right"):
+        _fail(path, line, "field 'kind' must be 'right' exactly when 'lenient' is 'right'")
+    if row["strict"] == "right" and row["lenient"] != "right":
+        _fail(path, line, "an answer right under 'strict' must be right under 'lenient'")
+    category = row["category"]
+    if isinstance(category, bool) or not isinstance(category, int) or category not in (1, 2, 3, 4):
+        _fail(path, line, f"field 'category' must be a LoCoMo category 1-4, not {category!r}")
+    evidence = row.get("evidence") or []
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        _fail(path, line, "field 'evidence' must be a list of turn ids")
+    relabel = row.get("relabel")
+    if relabel is not None:
+        if not isinstance(relabel, dict) or relabel.get("lenient") not in VERDICTS \
+                or relabel.get("strict") not in VERDICTS or relabel.get("kind") not in KINDS:
+            _fail(path, line, "field 'relabel' must hold 'lenient', 'strict' and 'kind' like the label itself")
+    judge = row.get("judge_label")
+    if judge is not None and judge not in ("CORRECT", "WRONG"):
+        _fail(path, line, f"field 'judge_label' must be CORRECT, WRONG or null, not {judge!r}")
+    return LabelledAnswer(
+        id=row["id"], source=row["source"], dataset=row["dataset"], conv_id=row["conv_id"], qa_id=row["qa_id"],
+        category=category, question=row["question"], gold=row["gold"], prediction=row["prediction"],
+        method=row["method"], lenient=row["lenient"], strict=row["strict"], kind=row["kind"],
+        evidence=tuple(evidence), note=str(row.get("note") or ""), judge_label=judge,
+        judge_model=row.get("judge_model") if isinstance(row.get("judge_model"), str) else None,
+        relabel=dict(relabel) if relabel else None)
+
+
+def load_labels(path: str | Path = DEFAULT_LABELS) -> list[LabelledAnswer]:
+    """Every labelled answer in ``path``; a malformed line or a repeated id is a ``DatasetError``
+    naming the file, the line and the field."""
+    path = Path(path)
+    out, seen = [], {}
+    with open(path, encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError as exc:
+                _fail(path, n, f"not JSON ({exc})")
+            item = _check_row(path, n, row)
+            if item.id in seen:
+                _fail(path, n, f"id {item.id!r} repeats line {seen[item.id]}")
+            seen[item.id] = n
+            out.append(item)
+    return out
+
+
+def items_from_rows(rows: Iterable[Mapping], dataset, *, source: str) -> list[dict]:
+    """Unlabelled items to read, from result rows of a run over ``dataset`` (answerable categories 1-4
+    only): the question, gold, prediction and each gold evidence turn with its session's date, which a
+    reader needs to judge a temporal answer."""
+    convs = {c.id: c for c in dataset}
+    items = []
+    for row in rows:
+        category = row.get("category")
+        if category not in (1, 2, 3, 4) or row.get("error"):
+            continue
+        conv = convs.get(row.get("conv_id"))
+        qa = next((q for q in conv.qa if q.id == row.get("qa_id")), None) if conv else None
+        if qa is None:
+            continue
+        evidence = []
+        for turn_id in qa.evidence:
+            try:
+                turn, session = conv.turn(turn_id), conv.session_of(turn_id)
+            except KeyError:
+                continue
+            evidence.append({"id": turn_id, "session_date": session.date_text, "speaker": turn.speaker,
+                             "text": turn.content})
+        items.append({"id": f"{source}/{row['method']}/{row['qa_id']}", "source": source,
+                      "dataset": row.get("dataset", ""), "conv_id": conv.id, "qa_id": qa.id, "category": category,
+                      "question": qa.question, "gold": qa.answer, "prediction": str(row.get("prediction") or ""),
+                      "method": row["method"], "evidence": list(qa.evidence), "evidence_turns": evidence,
+                      "judge_label": row.get("judge_label"), "judge_model": row.get("judge_model")})
+    return items
+
+
+def relabel_agreement(labels: Sequence[LabelledAnswer]) -> dict:
+    """How often a second, blind reading agreed with the first (lenient and strict verdicts, and the
+    kind), over the answers that carry one."""
+    twice = [a for a in labels if a.relabel]
+    if not twice:
+        return {"n": 0}
+
+    def share(key):
+        agree = sum(1 for a in twice if getattr(a, key) == a.relabel[key])
+        return {"agree": agree, "n": len(twice), "rate": round(agree / len(twice), 3)}
+
+    return {"n": len(twice), "lenient": share("lenient"), "strict": share("strict"), "kind": share("kind")}
