@@ -1,13 +1,16 @@
 """Real scale: every published whole-conversation LoCoMo recording, replayed, in one table.
 
-``benchmarks/record_real_scale.py`` records one method at a time over the whole of LoCoMo ``conv-30``
-(369 turns, the 81 questions of categories 1-4) with the offline model as reader and judge, and
-publishes each finished cassette in ``sample_data/cassettes/locomo/``. This step replays them all, with
+``benchmarks/record_real_scale.py`` records one method at a time over a whole LoCoMo conversation (``conv-30``:
+369 turns, the 81 questions of categories 1-4; then ``conv-26`` and ``conv-41`` for the cheap methods) with the
+offline model as reader and judge, and publishes each finished cassette in ``sample_data/cassettes/locomo/``
+(``M-conv-NN.jsonl``). This step replays them all, with
 no model: the same ``workbench eval`` set-up (dataset preset, shipped calibration, MiniLM), every call
 from the method's cassette through ``ReplayProbe`` (a miss is counted and recorded as the failure it is).
 
-The table puts side by side, per method: n, token F1 (the headline: the judge is the same small model,
-audited unreliable), the judge's accuracy beside its audited false-accept rate, evidence recall on what
+The table puts side by side, per method over every conversation it was recorded on: n, the row verdict every view
+uses (the deterministic checker, ``workbench.eval.checker``: the judge is the same small model, and its audit on
+labelled real answers fails) with a 95 % CI clustered by conversation and the figure per conversation, token F1
+for comparison with papers, the judge's accuracy beside its audited false-accept rate, evidence recall on what
 the reader saw, query tokens per question and their ratio to Full-Context's, construction tokens and
 calls, failure attribution, cassette misses, and the recording's own wall time (from
 ``real_scale_recordings.json``), against the papers' anchors: HyMem ~7.0 % of Full-Context's query
@@ -36,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 
 from benchmarks.bench_compare import _judge_table, _num
-from benchmarks.record_real_scale import CATEGORIES, CONVERSATION, LOCOMO, ORDER, PUBLISHED, RECORDINGS, cassette_name
+from benchmarks.record_real_scale import CATEGORIES, CONVERSATION, LOCOMO, ORDER, PUBLISHED, RECORDINGS
 from benchmarks.replay import ReplayProbe, repo_relative
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -52,10 +55,25 @@ COLUMNS = ["n", "f1", "accuracy", "judge_false_accept", "evidence_recall", "turn
 
 
 def published_methods(methods=None) -> list[str]:
-    """Methods the recorder published (every planned question answered) whose cassette is present; a
-    cassette alone may be an older partial recording (e.g. a single Full-Context question)."""
+    """Methods the recorder published over conv-30 (every planned question answered) whose cassette is present;
+    a cassette alone may be an older partial recording (e.g. a single Full-Context question)."""
+    return [m for m, conv in published_runs(methods) if conv == CONVERSATION]
+
+
+def published_runs(methods=None) -> list[tuple[str, str]]:
+    """(method, conversation) of every published recording whose cassette is present, methods in the staged
+    order, conv-30 first."""
     done = (json.loads(RECORDINGS.read_text()) if RECORDINGS.exists() else {}).get("recordings", {})
-    return [m for m in (methods or ORDER) if m in done and (PUBLISHED / cassette_name(m)).is_file()]
+    runs = {(e.get("method", key), e.get("conversation", CONVERSATION)) for key, e in done.items()}
+    order = {m: i for i, m in enumerate(ORDER)}
+    picked = [(m, c) for m, c in runs if (methods is None or m in methods) and m in order
+              and (PUBLISHED / f"{m}-{c}.jsonl").is_file()]
+    return sorted(picked, key=lambda mc: (order[mc[0]], mc[1] != CONVERSATION, mc[1]))
+
+
+def recording_key(method: str, conversation: str) -> str:
+    """The key of a recording in ``real_scale_recordings.json`` (``record_real_scale.run_tag``)."""
+    return method if conversation == CONVERSATION else f"{method}-{conversation}"
 
 
 def replay_llm(cassette: Path) -> ReplayProbe:
@@ -67,22 +85,22 @@ def replay_llm(cassette: Path) -> ReplayProbe:
     return bounded(ReplayProbe(CachedLLM.replay(cassette)), True)
 
 
-def replay_one(name: str, store, embedder) -> dict:
-    """Evaluate ``name`` on conv-30 from its published cassette: call accounting, status and the mechanism
-    census. The replay runs into a scratch run directory (answer traces and built memories kept, which the
-    census reads); its rows, traces dropped, are then appended to ``store``."""
+def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> dict:
+    """Evaluate ``name`` on ``conversation`` from its published cassette: call accounting, status and the
+    mechanism census. The replay runs into a scratch run directory (answer traces and built memories kept, which
+    the census reads); its rows, traces dropped, are then appended to ``store``."""
     from workbench.data import load_dataset
     from workbench.eval import LLMJudge, ResultsStore, evaluate
     from workbench.eval.mechanisms import census
     from workbench.eval.presets import prepare_method
 
-    probe = replay_llm(PUBLISHED / cassette_name(name))
+    probe = replay_llm(PUBLISHED / f"{name}-{conversation}.jsonl")
     data_spec = f"locomo:{LOCOMO}"
     setup = prepare_method(name, probe, embedder, {}, data=data_spec, warn=False)
     with tempfile.TemporaryDirectory(prefix=f"real-scale-{name}-") as tmp:
         t = time.perf_counter()
         res = evaluate(setup.method, load_dataset(data_spec), judge=LLMJudge(probe),
-                       store=ResultsStore(Path(tmp) / "results.jsonl"), conversations=CONVERSATION,
+                       store=ResultsStore(Path(tmp) / "results.jsonl"), conversations=conversation,
                        categories=[int(c) for c in CATEGORIES.split(",")], progress=False, save_memories_dir=tmp,
                        extra_manifest=setup.manifest())
         wall = round(time.perf_counter() - t, 2)
@@ -95,7 +113,8 @@ def replay_one(name: str, store, embedder) -> dict:
     rows = [r.to_dict() for r in res]
     for row in rows:
         store.append({**row, "answer": None})
-    return {"method": name, "status": "not in cassette" if probe.misses else "ok", "questions": len(rows),
+    return {"method": name, "conversation": conversation, "status": "not in cassette" if probe.misses else "ok",
+            "questions": len(rows),
             "replay_wall_s": wall, "hits": probe.hits, "misses": dict(probe.misses),
             "construction_calls": rows[0]["construction_calls"] if rows else 0,
             "attribution": dict(Counter(r.get("attribution") or "–" for r in rows)), "mechanisms": entry}
@@ -107,20 +126,47 @@ def _sibling(results: Path, kind: str) -> Path:
 
 
 def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
-    """One line per method: summary figures (judge audit beside accuracy), replay and recording facts."""
+    """One line per method over every conversation it was replayed on: the verdict (checker) with its clustered
+    CI and per-conversation figures, F1, the judge's accuracy with its audit, replay and recording facts."""
     if not path.exists() or not path.stat().st_size:
         return []
+    from workbench.eval import load_results, summary_table
+    from workbench.eval.audit import audits_for_rows
+    from workbench.eval.store import load_rows
+
+    df = load_results([path])
     t = _judge_table(path)
     overall = {r["method"]: r for r in t[t["category"] == "overall"].to_dict(orient="records")}
+    verdict = summary_table(df, metric="checker", audits=audits_for_rows(load_rows([path])))
+    vo = {r["method"]: r for r in verdict[verdict["category"] == "overall"].to_dict(orient="records")}
+    answerable = df[df["category"].astype(str).isin(["1", "2", "3", "4"])]
+    per_conv = answerable.groupby(["method", "conv_id"])["checker"].agg(["mean", "count"])
+    fc = answerable[answerable["method"] == "full_context"].groupby("conv_id")["query_tokens"].mean()
     lines = []
-    for rep in replays:
-        o, rec = overall.get(rep["method"], {}), recordings.get(rep["method"], {})
-        line = {"method": rep["method"], "model": rec.get("model"), "status": rep["status"]}
+    for method in dict.fromkeys(r["method"] for r in replays):
+        mine = [r for r in replays if r["method"] == method]
+        o, v = overall.get(method, {}), vo.get(method, {})
+        recs = [recordings.get(recording_key(method, r.get("conversation", CONVERSATION)), {}) for r in mine]
+        line = {"method": method, "model": ", ".join(sorted({r.get("model") for r in recs if r.get("model")})),
+                "status": ", ".join(sorted({r["status"] for r in mine}))}
         line.update({k: _num(o.get(k)) for k in COLUMNS})
-        line.update({"construction_calls": rep["construction_calls"], "attribution": rep["attribution"],
-                     "misses": sum(rep["misses"].values()), "recording_wall_s": rec.get("wall_s"),
-                     "recording_calls": rec.get("cassette_entries"), "paper_anchor": ANCHORS.get(rep["method"],
-                                                                                                  {}).get("text")})
+        line.update({"verdict": _num(v.get("accuracy")), "verdict_ci": [_num(v.get("ci_low")), _num(v.get("ci_high"))],
+                     "conversations": [r.get("conversation", CONVERSATION) for r in mine]})
+        line["per_conversation"] = {
+            c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
+                "query_tokens": _num(answerable[(answerable["method"] == method)
+                                                & (answerable["conv_id"] == c)]["query_tokens"].mean()),
+                "fc_token_ratio": _num(answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)]
+                                       ["query_tokens"].mean() / fc[c]) if c in fc.index and fc[c] else None}
+            for c in line["conversations"] if (method, c) in per_conv.index}
+        attribution_counts: Counter = Counter()
+        for r in mine:
+            attribution_counts.update(r.get("attribution") or {})
+        line.update({"construction_calls": sum(r["construction_calls"] for r in mine),
+                     "attribution": dict(attribution_counts), "misses": sum(sum(r["misses"].values()) for r in mine),
+                     "recording_wall_s": sum(r.get("wall_s") or 0 for r in recs) or None,
+                     "recording_calls": sum(r.get("cassette_entries") or 0 for r in recs) or None,
+                     "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
     by = {x["method"]: x for x in lines}
     if by.get("recmem", {}).get("construction_tokens") and by.get("mem0_style", {}).get("construction_tokens"):
@@ -133,19 +179,41 @@ def to_markdown(lines: list[dict]) -> str:
     """The real-scale table as Markdown (SUMMARY.md and the README quote it)."""
     if not lines:
         return "_no whole-conversation recording published yet_"
-    head = ("| method | model | n | F1 | judge acc. (audited FA) | evidence recall | query tok/q | ÷ Full-Context | "
-            "construction tok (calls) | errors | failure attribution | recorded in | paper's anchor |")
+    head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | judge acc. (audited FA) | "
+            "evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | failure attribution | "
+            "recorded in | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
     for x in lines:
         fa = "" if x["judge_false_accept"] is None else f" ({x['judge_false_accept']:.0%})"
         wall = "–" if not x["recording_wall_s"] else f"{x['recording_wall_s'] / 60:.0f} min"
-        out.append(f"| {x['method']} | {x['model'] or '–'} | {x['n'] or 0:.0f} | {fmt(x['f1'])} | "
-                   f"{fmt(x['accuracy'])}{fa} | {fmt(x['evidence_recall'])} | {fmt(x['query_tokens'], 0)} | "
-                   f"{fmt(x['fc_token_ratio'])} | {fmt(x['construction_tokens'], 0)} ({x['construction_calls']}) | "
+        lo, hi = x.get("verdict_ci") or [None, None]
+        ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
+        per = " · ".join(f"{c}: {fmt(p['verdict'])} (n {p['n']})" for c, p in (x.get("per_conversation") or {}).items())
+        out.append(f"| {x['method']} | {x['model'] or '–'} | {x['n'] or 0:.0f} | {fmt(x.get('verdict'))}{ci} | {per} | "
+                   f"{fmt(x['f1'])} | {fmt(x['accuracy'])}{fa} | {fmt(x['evidence_recall'])} | "
+                   f"{fmt(x['query_tokens'], 0)} | {fmt(x['fc_token_ratio'])} | "
+                   f"{fmt(x['construction_tokens'], 0)} ({x['construction_calls']}) | "
                    f"{x['errors'] or 0:.0f} | {attribution(x.get('attribution') or {})} | {wall} | "
                    f"{x['paper_anchor'] or ''} |")
     return "\n".join(out)
+
+
+def verdict_markdown() -> str:
+    """How far the table's verdict and its alternatives agree with careful readers (the labelled set)."""
+    from workbench.eval.label_audit import (audit_on_labels, checker_audit, f1_source, recorded_judge,
+                                            shipped_labels, verdict_note)
+
+    labels = shipped_labels()
+    if not labels:
+        return "_no labelled answers shipped: the verdict is not audited_"
+    lines = ["- " + verdict_note("verdict (the deterministic checker)", checker_audit()),
+             "- " + verdict_note("token F1 >= 0.5", audit_on_labels(labels, f1_source()))]
+    for model in sorted({a.judge_model for a in labels if a.judge_model}):
+        lines.append("- " + verdict_note(f"{model} as judge (its recorded verdicts)",
+                                         audit_on_labels([a for a in labels if a.judge_model == model],
+                                                         recorded_judge)))
+    return "\n".join(lines)
 
 
 def mechanisms_markdown(replays: list[dict]) -> str:
@@ -177,7 +245,7 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
            "conversation": CONVERSATION, "categories": CATEGORIES}
     if not LOCOMO.exists():
         return {**out, "status": "skipped", "note": "../shared/data/locomo absent"}
-    names = published_methods(methods)
+    names = published_runs(methods)
     if not names:
         return {**out, "status": "skipped", "note": "no recording published in sample_data/cassettes/locomo"}
     path = Path(results_dir) / "real_scale.jsonl"
@@ -185,18 +253,20 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
         stale.unlink(missing_ok=True)
     store, enc = ResultsStore(path), MiniLMEmbedder()
     replays = []
-    for name in names:
+    for name, conv in names:
         try:
-            replays.append(replay_one(name, store, CachedEmbedder(enc)))
+            replays.append(replay_one(name, store, CachedEmbedder(enc), conv))
         except Exception as exc:  # reported per method; the others still replay
-            replays.append({"method": name, "status": "error", "error": f"{type(exc).__name__}: {exc}",
-                            "misses": {}, "construction_calls": 0, "attribution": {}})
+            replays.append({"method": name, "conversation": conv, "status": "error",
+                            "error": f"{type(exc).__name__}: {exc}", "misses": {}, "construction_calls": 0,
+                            "attribution": {}})
         r = replays[-1]
-        print(f"real scale {name}: {r['status']} misses={sum(r['misses'].values())}", flush=True)
+        print(f"real scale {name} {conv}: {r['status']} misses={sum(r['misses'].values())}", flush=True)
     recordings = (json.loads(RECORDINGS.read_text()) if RECORDINGS.exists() else {}).get("recordings", {})
     lines = table(path, replays, recordings)
     return {**out, "status": "ok", "results_file": repo_relative(path), "replays": replays, "table": lines,
-            "markdown": to_markdown(lines), "mechanisms_markdown": mechanisms_markdown(replays), "anchors": ANCHORS}
+            "markdown": to_markdown(lines), "mechanisms_markdown": mechanisms_markdown(replays), "anchors": ANCHORS,
+            "conversations": sorted({c for _, c in names}), "verdict_markdown": verdict_markdown()}
 
 
 def main(argv=None) -> int:

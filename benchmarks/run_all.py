@@ -353,11 +353,19 @@ def _sec_real_scale(r: dict | None) -> list[str]:
     out = ["## Real scale: whole LoCoMo conversations, replayed", ""]
     if not r or r.get("status") != "ok":
         return out + [f"({(r or {}).get('note', 'not run')})", ""]
-    replays = ", ".join(f"{x['method']} {x['status']} ({sum(x['misses'].values())} misses)" for x in r["replays"])
-    return out + [f"`{r['conversation']}`, categories {r['categories']}, every call replayed from the method's "
+    replays = ", ".join(f"{x['method']} {x.get('conversation', '')} {x['status']} ({sum(x['misses'].values())} misses)"
+                        for x in r["replays"])
+    convs = ", ".join(f"`{c}`" for c in r.get("conversations") or [r["conversation"]])
+    return out + [f"LoCoMo {convs}, categories {r['categories']}, every call replayed from the method's "
                   f"cassette in `sample_data/cassettes/locomo/` (CC BY-NC 4.0); reader and judge are the named model. "
-                  f"F1 is the headline: the judge's audited false-accept rate stands beside its accuracy. "
-                  f"Replays: {replays}.", "", r["markdown"], "", *_memr3_recall_note(r),
+                  "The verdict is the headline: the deterministic checker (`workbench.eval.checker`), because the "
+                  "small judge's audit on labelled real answers fails; its CI is a bootstrap clustered by "
+                  "conversation (one cluster where a method has one conversation). The judge's accuracy stands "
+                  "beside its audited false-accept rate, and token F1 for comparison with papers. "
+                  f"Replays: {replays}.", "", r["markdown"], "",
+                  "How far each verdict source agrees with careful readers, on the labelled real answers "
+                  "(`sample_data/labels/`, no conv-30 answer among them):", "",
+                  r.get("verdict_markdown") or "(not measured)", "", *_memr3_recall_note(r),
                   "What each method's own mechanism did here, counted from the replayed traces and built memories "
                   "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", ""]
 

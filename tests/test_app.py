@@ -309,7 +309,8 @@ def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_pa
     m["judge"]["audit"] = None
     (run / "manifest.json").write_text(json.dumps(m))
     u = appmod.build_app(run).views["Results"]
-    assert u.metric.value == "f1" and "Judge accuracy is unreliable" in u.banner.object
+    assert u.metric.value == "checker" and "Judge accuracy is unreliable" in u.banner.object
+    assert "agrees with careful readers" in u.banner.object  # the verdict source's own audit, beside it
     assert "not audited" in u.banner.object
 
 

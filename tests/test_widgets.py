@@ -278,7 +278,7 @@ def test_cost_accuracy_chart_local_fallback(run, monkeypatch):
 def test_cost_accuracy_chart_follows_the_judge_audit(run):
     rows = run.results()
     unaudited = CostAccuracyChart(rows, audits={})
-    assert unaudited.metric == "f1" and "Judge accuracy is unreliable" in unaudited.banner
+    assert unaudited.metric == "checker" and "Judge accuracy is unreliable" in unaudited.banner
     assert "not audited" in unaudited.banner
     key = rows[0]["judge_key"]
     good = {"false_accept": {"rate": 0.05, "k": 2, "n": 40, "ci": [0.01, 0.17]}, "dataset": "sample"}

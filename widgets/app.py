@@ -398,7 +398,7 @@ class RunStore(param.Parameterized):
                            results_frame([]))
 
     def auto_metric(self) -> str | None:
-        """The metric the Results tab opens on: the judge when it is audited and reliable, else F1."""
+        """The metric the Results tab opens on: the judge when its audit passes, else the checker's verdict."""
         def pick():
             frame = self.results_table()
             if frame.empty:
@@ -1027,14 +1027,14 @@ class ResultsView:
     cost-accuracy chart, and per question the judge's label and reasoning beside F1 (flat
     disagreements flagged)."""
 
-    QUESTION_COLUMNS = ["method", "qa_id", "category_name", "judge_label", "f1", "disagree", "judge_reasoning",
-                        "prediction", "gold"]
+    QUESTION_COLUMNS = ["method", "qa_id", "category_name", "checker", "judge_label", "f1", "disagree",
+                        "judge_reasoning", "prediction", "gold"]
 
     def __init__(self, store: RunStore):
         self.store = store
         self.frame = store.results_table()
         self.audits = store.audits()
-        metrics = [m for m in ("judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
+        metrics = [m for m in ("checker", "judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
                    if not self.frame.empty and metric_values(self.frame, m).notna().any()]
         auto = self.auto_metric()
         self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"],
@@ -1052,7 +1052,8 @@ class ResultsView:
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
         self.panel = pn.Column(self.banner, pn.Row(self.metric, self.x, self.category), self.note, self.table,
-                               self.plot, html_pane("<h4>Per question: judge label and reasoning beside F1</h4>"),
+                               self.plot, html_pane("<h4>Per question: the verdict (checker: 1 right, 0 wrong), the judge's label and "
+                                         "reasoning beside F1</h4>"),
                                self.questions, sizing_mode="stretch_width")
         self.refresh()
 
@@ -1060,14 +1061,17 @@ class ResultsView:
         return self.store.auto_metric()
 
     def question_frame(self) -> pd.DataFrame:
-        """One row per (method, question): judge label and reasoning, F1, and a flag when they flatly disagree."""
+        """One row per (method, question): the verdict, judge label and reasoning, F1, and a flag when the judge
+        and F1 flatly disagree."""
         df = self.frame
         if df.empty:
             return pd.DataFrame(columns=self.QUESTION_COLUMNS)
         out = df.reindex(columns=[c for c in self.QUESTION_COLUMNS if c != "disagree"]).copy()
         flag = df["judge_f1_disagree"] if "judge_f1_disagree" in df.columns else pd.Series(False, index=df.index)
-        out.insert(5, "disagree", flag.map(lambda v: "⚠ judge vs F1" if v == v and bool(v) else ""))
+        out.insert(out.columns.get_loc("f1") + 1, "disagree",
+                   flag.map(lambda v: "⚠ judge vs F1" if v == v and bool(v) else ""))
         out["f1"] = out["f1"].map(_fmt)
+        out["checker"] = out["checker"].map(lambda v: "" if v != v or v is None else ("right" if v >= 0.5 else "wrong"))
         return out.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v))
 
     def refresh(self) -> None:

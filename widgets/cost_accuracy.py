@@ -182,7 +182,17 @@ def judge_banner_html(table: pd.DataFrame) -> str:
     metric = table_metric(table)
     return ("<div class='wb-banner wb-forced' role='alert' style='padding:6px;border:2px solid #b00;"
             f"background:#fff3f3'><b>Judge accuracy is unreliable.</b> {esc(notes)}. "
-            f"Headline metric: <b>{esc(metric)}</b>; the judge's accuracy is shown for reference only.</div>")
+            f"Headline metric: <b>{esc(metric)}</b>{esc(_source_note(metric))}; the judge's accuracy is shown for "
+            "reference only.</div>")
+
+
+def _source_note(metric: str) -> str:
+    """What the headline verdict source is and how far it agrees with careful readers (labelled answers)."""
+    if metric != "checker" or _report() is None:
+        return ""
+    from workbench.eval.label_audit import checker_audit, verdict_note
+
+    return " (" + verdict_note("the deterministic checker", checker_audit()) + ")"
 
 
 def paired_frame(df: pd.DataFrame, metric: str, *, audits=None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:

@@ -2,8 +2,10 @@
 
 A teacher or researcher picks a question and sees its gold answer and gold evidence turns, then one
 row per method: the answer (marked when it is a fallback written after failed LLM calls rather than
-a reply of the method's reader), the judge's label beside token F1 with a flag when the two flatly
-disagree and a note when the judge is not trusted, the failure attribution, the rank at which gold
+a reply of the method's reader), its verdict (right / wrong, from the source every view uses: a judge whose
+audit on labelled real answers passes, else the deterministic checker, with the rule that decided on hover),
+the judge's label beside token F1 with a flag when the two flatly disagree and a note when the judge is not
+trusted, the failure attribution, the rank at which gold
 evidence appeared in what the method put in front of its final reader (or "missed"), turns shown,
 query tokens and steps. Each row expands to the units the reader saw, gold turns highlighted.
 
@@ -41,7 +43,7 @@ ATTRIBUTION_HELP = {
     "abstained": "said the information is missing, on a question that has an answer",
     "judge_disagrees": "the trusted judge and F1 flatly disagree: correctness in doubt",
     "unattributed": "wrong, but the question has no gold evidence ids",
-    "ungraded": "no trusted judge label and no F1: correctness undecided",
+    "ungraded": "no trusted judge label and no checker verdict: correctness undecided",
     "failed": "the method raised instead of answering",
 }
 CSS = """<style>
@@ -58,6 +60,8 @@ CSS = """<style>
 .wb-qv mark.wb-gold {background: #ffd43b; padding: 0 1px;}
 .wb-qv .wb-note {padding: 4px 6px; border: 1px solid #f08c00; background: #fff4e6; margin: 4px 0;}
 .wb-qv .wb-ctxbox {max-height: 420px; overflow: auto;}
+.wb-qv .wb-right {color: #2b8a3e; font-weight: 700;}
+.wb-qv .wb-wrong {color: #c92a2a; font-weight: 700;}
 </style>"""
 
 
@@ -114,6 +118,7 @@ class QuestionState:
     evidence_turns: Mapping[str, Any]  # turn id -> Turn (those the conversation has)
     rows: tuple[MethodRow, ...]
     judge_notes: tuple[str, ...]  # one per judge that judged these rows, untrusted first
+    evidence_dates: Mapping[str, str] = None  # turn id -> its session's date and time (temporal questions)
 
     @property
     def methods(self) -> list[str]:
@@ -284,7 +289,8 @@ def question_state(rows: Iterable[Mapping[str, Any]], qa_id: str, *, conversatio
         category=_text(first.get("category_name")) or (_text(qa.category) if qa is not None else ""),
         evidence=evidence or (), evidence_turns={e: turns[e] for e in evidence or () if e in turns},
         rows=method_rows,
-        judge_notes=tuple(sorted(notes, key=lambda n: notes[n])))
+        judge_notes=tuple(sorted(notes, key=lambda n: notes[n])),
+        evidence_dates={e: conversation.session_of(e).date_text for e in evidence or () if e in turns})
 
 
 def question_options(rows: Iterable[Mapping[str, Any]], conv_id: str | None = None) -> dict[str, str]:
@@ -361,16 +367,44 @@ def _attribution_html(m: MethodRow) -> str:
     return f'<span title="{esc(title)}">{esc(a.label)}</span>{basis}'
 
 
+def verdict_reason(m: MethodRow) -> str:
+    """Why the row's verdict is what it is, in words: the rule of the source that decided it."""
+    a = m.attribution
+    if a.basis == "checker":
+        check = m.row.get("check") if isinstance(m.row.get("check"), Mapping) else None
+        if check and check.get("reason"):
+            return f"checker ({_text(check.get('kind'))}): {_text(check.get('reason'))}"
+        from workbench.eval.checker import check_answer
+
+        c = check_answer(_text(m.row.get("question")), _text(m.row.get("gold")), m.answer_text)
+        return f"checker ({c.kind}): {c.reason}"
+    if a.basis == "judge":
+        return f"trusted judge: {m.judge_label}"
+    if a.basis == "abstention-question":
+        return "a question built to have no answer: right iff the answer abstains"
+    return a.reason or a.basis
+
+
+def _verdict_html(m: MethodRow) -> str:
+    correct = m.attribution.correct
+    if correct is None:
+        return '<span class="wb-muted" title="no verdict source applies to this question">–</span>'
+    word, cls = ("right", "wb-right") if correct else ("wrong", "wb-wrong")
+    return (f'<span class="{cls}" title="{esc(verdict_reason(m))}">{word}</span>'
+            f"<br><small class='wb-muted'>{esc(m.attribution.basis)}</small>")
+
+
 def _f1_text(m: MethodRow) -> str:
     return "–" if m.f1 is None else f"{m.f1:.2f}"
 
 
-COLUMNS = ["method", "answer", "judge", "F1", "flags", "attribution", "gold evidence rank", "turns shown",
-           "query tokens", "steps"]
+COLUMNS = ["method", "answer", "verdict", "judge", "F1", "flags", "attribution", "gold evidence rank",
+           "turns shown", "query tokens", "steps"]
 
 
 def _cells(m: MethodRow) -> dict:
-    return {"method": f"<b>{esc(m.method)}</b>", "answer": _answer_html(m), "judge": _judge_html(m),
+    return {"method": f"<b>{esc(m.method)}</b>", "answer": _answer_html(m), "verdict": _verdict_html(m),
+            "judge": _judge_html(m),
             "F1": esc(_f1_text(m)), "flags": _flags_html(m), "attribution": _attribution_html(m),
             "gold evidence rank": _rank_html(m),
             "turns shown": esc("–" if m.turns_shown is None else m.turns_shown), "query tokens": esc(m.query_tokens),
@@ -442,7 +476,9 @@ def _summary(m: MethodRow) -> str:
 def gold_html(state: QuestionState) -> str:
     """The question, its gold answer and its gold evidence turns (text shown, highlighted)."""
     cat = f' <span class="wb-badge">{esc(state.category)}</span>' if state.category else ""
-    ev = "".join(f'<div class="wb-gold"><b>{esc(e)}</b> {esc(state.evidence_turns[e].speaker)}: '
+    dates = state.evidence_dates or {}
+    ev = "".join(f'<div class="wb-gold"><b>{esc(e)}</b> <span class="wb-muted">({esc(dates.get(e) or "no date")})'
+                 f"</span> {esc(state.evidence_turns[e].speaker)}: "
                  f"{clip(state.evidence_turns[e].text)}</div>" if e in state.evidence_turns else
                  f"<div><b>{esc(e)}</b> <span class='wb-muted'>(turn not in this run)</span></div>"
                  for e in state.evidence)
@@ -454,14 +490,21 @@ def gold_html(state: QuestionState) -> str:
             f"turn{'' if len(state.evidence) == 1 else 's'}):</p>{ev}")
 
 
+def _checker_note() -> str:
+    from workbench.eval.label_audit import checker_audit, verdict_note
+
+    return verdict_note("it", checker_audit())
+
+
 def judge_notes_html(state: QuestionState) -> str:
     untrusted = [n for n in state.judge_notes if not any(r.judge_note == n and r.judge_trusted for r in state.rows)]
     if not state.judge_notes:
         return ""
     if untrusted:
         return ('<div class="wb-note" role="note"><b>Judge labels are not trustworthy here.</b> '
-                + esc("; ".join(untrusted)) + ". Correctness and attribution below use F1 (>= 0.5), "
-                "not the judge; ⚠ marks rows where judge and F1 flatly disagree.</div>")
+                + esc("; ".join(untrusted)) + ". Verdicts and attribution below come from the deterministic "
+                "checker, not the judge: " + esc(_checker_note()) + "; hover a verdict for the rule that decided it. "
+                "⚠ marks rows where judge and F1 flatly disagree.</div>")
     return f"<p class='wb-muted'><small>{esc('; '.join(state.judge_notes))}</small></p>"
 
 
@@ -487,7 +530,9 @@ def methods_html(state: QuestionState, *, selected: str | None = None, contexts:
 
 LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first unit covering a gold turn among "
           "the units in front of the method's final reader (Answer.context; for Full-Context the conversation "
-          "order), or <b>missed</b> · turns shown: distinct turns those units cover · attribution: why the answer "
+          "order), or <b>missed</b> · turns shown: distinct turns those units cover · verdict: right or wrong by "
+          "the source named under it (checker: dates as days, names as entities, gold content; hover for the "
+          "rule) · attribution: why the answer "
           "came out as it did (workbench.eval.attribution; hover for the reason) · ⚠ fallback answer: an LLM call "
           "failed and the method wrote a stand-in, which is not its reader's reply</small></p>")
 

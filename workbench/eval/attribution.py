@@ -122,19 +122,14 @@ def _f1(row) -> tuple[float | None, str]:
 
 def _checker(row) -> bool | None:
     """The checker's verdict: the stored score, else computed from the row's own text (older rows)."""
-    scores = _get(row, "scores") or {}
-    value = _number(scores.get("checker") if isinstance(scores, Mapping) else None)
-    if value is None:
-        value = _number(_get(row, "checker"))
-    if value is not None:
-        return value >= 0.5
-    category = _get(row, "category")
-    gold, question = _text(_get(row, "gold")), _text(_get(row, "question"))
-    if str(category) not in ("1", "2", "3", "4") or not gold:
-        return None
-    from .checker import check_answer
+    from .checker import row_score
 
-    return check_answer(question, gold, _text(_get(row, "prediction"))).correct
+    value = _number(_get(row, "checker"))  # a flattened frame row carries scores as columns
+    if value is None:
+        value = row_score(row if isinstance(row, Mapping) else {k: _get(row, k) for k in
+                                                                ("scores", "gold", "category", "error", "question",
+                                                                 "prediction")})
+    return None if value is None else value >= 0.5
 
 
 def _judge(row) -> bool | None:

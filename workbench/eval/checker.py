@@ -225,3 +225,21 @@ def check_dict(check: Check | None) -> dict | None:
         return None
     return {"correct": check.correct, "kind": check.kind, "reason": check.reason,
             "recall": None if check.recall is None else round(check.recall, 3)}
+
+
+def row_score(row) -> float | None:
+    """A result row's checker score: the stored ``scores["checker"]``, else (rows written before the checker
+    existed) computed from the row's own question, gold and prediction, without the conversation's names;
+    None where the checker does not apply (category 5, no gold, a non-LoCoMo rubric)."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    scores = get("scores") or {}
+    stored = scores.get("checker") if hasattr(scores, "get") else None
+    if isinstance(stored, (int, float)) and not isinstance(stored, bool) and stored == stored:
+        return float(stored)
+    gold, category = get("gold"), get("category")
+    if str(category) not in ("1", "2", "3", "4") or not isinstance(gold, str) or not gold.strip():
+        return None
+    if get("error"):
+        return 0.0
+    prediction = get("prediction")
+    return float(check_answer(str(get("question") or ""), gold, "" if prediction is None else str(prediction)).correct)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..data.locomo import CATEGORY_NAMES
 from ..data.longmemeval import QUESTION_TYPES
+from .checker import row_score
 from .markdown import markdown_table  # the table writer (re-exported: benchmarks import it from here)
 from .mechanisms import census_markdown
 from .stats import MIN_N_FOR_CI, bootstrap_ci, paired_bootstrap
@@ -69,6 +70,8 @@ def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
             d.pop("answer", None)
         d["params"] = json.dumps(d.get("params") or {}, sort_keys=True)
         d["judge_f1_disagree"] = judge_f1_disagreement(d.get("judge_label"), scores.get("f1"))
+        if "checker" not in scores:  # a row written before the checker: its verdict from the row's own text
+            scores = {**scores, "checker": row_score({**d, "scores": scores})}
         records.append({**d, **{k: (np.nan if v is None else v) for k, v in scores.items()}})
     df = pd.DataFrame.from_records(records)
     for col in SCORE_COLUMNS:
