@@ -150,7 +150,7 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
         line = {"method": method, "model": ", ".join(sorted({r.get("model") for r in recs if r.get("model")})),
                 "status": ", ".join(sorted({r["status"] for r in mine}))}
         line.update({k: _num(o.get(k)) for k in COLUMNS})
-        line.update({"verdict": _num(v.get("accuracy")), "verdict_ci": [_num(v.get("ci_low")), _num(v.get("ci_high"))],
+        line.update({"n": _num(v.get("n")), "verdict": _num(v.get("accuracy")), "verdict_ci": [_num(v.get("ci_low")), _num(v.get("ci_high"))],
                      "conversations": [r.get("conversation", CONVERSATION) for r in mine]})
         line["per_conversation"] = {
             c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
@@ -197,6 +197,24 @@ def to_markdown(lines: list[dict]) -> str:
                    f"{x['errors'] or 0:.0f} | {attribution(x.get('attribution') or {})} | {wall} | "
                    f"{x['paper_anchor'] or ''} |")
     return "\n".join(out)
+
+
+def anchors_markdown(lines: list[dict]) -> str:
+    """Query tokens ÷ Full-Context's on the same conversation, per conversation, beside the papers' anchors
+    (HyMem 7.0 %, AMA 19.4 %), and RecMem's construction tokens beside Mem0-style's (paper: up to -87 %)."""
+    out = []
+    for x in lines:
+        anchor = ANCHORS.get(x["method"], {})
+        if "fc_token_ratio" in anchor:
+            per = " · ".join(f"{c}: {p['fc_token_ratio']:.3f}" for c, p in (x.get("per_conversation") or {}).items()
+                             if p.get("fc_token_ratio") is not None)
+            per = per or "no Full-Context on the same conversation"
+            out.append(f"- **{x['method']}** query tokens ÷ Full-Context's: {per} "
+                       f"(paper: {anchor['fc_token_ratio']:.3f}, {anchor['text']})")
+        if "construction_vs_mem0" in x:
+            out.append(f"- **recmem** construction tokens vs Mem0-style's on the same turns: "
+                       f"{x['construction_vs_mem0']:+.1%} (paper: {anchor.get('text', 'up to -87 %')})")
+    return "\n".join(out) or "_no method with a paper anchor among the replayed ones_"
 
 
 def verdict_markdown() -> str:
@@ -266,7 +284,8 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
     lines = table(path, replays, recordings)
     return {**out, "status": "ok", "results_file": repo_relative(path), "replays": replays, "table": lines,
             "markdown": to_markdown(lines), "mechanisms_markdown": mechanisms_markdown(replays), "anchors": ANCHORS,
-            "conversations": sorted({c for _, c in names}), "verdict_markdown": verdict_markdown()}
+            "conversations": sorted({c for _, c in names}), "verdict_markdown": verdict_markdown(),
+            "anchors_markdown": anchors_markdown(lines)}
 
 
 def main(argv=None) -> int:

@@ -365,7 +365,9 @@ def _sec_real_scale(r: dict | None) -> list[str]:
                   f"Replays: {replays}.", "", r["markdown"], "",
                   "How far each verdict source agrees with careful readers, on the labelled real answers "
                   "(`sample_data/labels/`, no conv-30 answer among them):", "",
-                  r.get("verdict_markdown") or "(not measured)", "", *_memr3_recall_note(r),
+                  r.get("verdict_markdown") or "(not measured)", "",
+                  "Against the papers' efficiency anchors, per conversation:", "",
+                  r.get("anchors_markdown") or "(not computed)", "", *_memr3_recall_note(r),
                   "What each method's own mechanism did here, counted from the replayed traces and built memories "
                   "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", ""]
 

@@ -381,3 +381,73 @@ def test_real_scale_replay_uses_the_bounds_the_recorder_ran_under():
 
     probe = replay_llm(PUBLISHED / "naive_rag-conv-30.jsonl")  # committed with the project
     assert probe.output_bounds == BOUNDED_OUTPUTS and probe.model == "qwen2.5-coder-0.5b"
+
+
+def test_recorder_records_another_conversation_under_its_own_names(recorder):
+    """``--conversation conv-26``: its cassette, run directory and recording key carry the conversation, and
+    conv-30's stay as they were (issue: real scale, third round)."""
+    rrs, answered = recorder
+    answered["naive_rag"] = ["c/q0", "c/q1", "c/q2"]
+    original = rrs.record
+
+    def record_with_tag(method, model):
+        rc = original(method, model)  # the fake writes rows under WORK/<method>; the recorder reads run_tag's
+        tagged = rrs.WORK / rrs.run_tag(method)
+        tagged.mkdir(parents=True, exist_ok=True)
+        (tagged / "results.jsonl").write_text((rrs.WORK / method / "results.jsonl").read_text())
+        return rc
+
+    rrs.record = record_with_tag
+    try:
+        assert rrs.main(["--methods", "naive_rag", "--conversation", "conv-26"]) == 0
+    finally:
+        rrs.record = original
+        rrs.CONVERSATION = "conv-30"
+    assert (rrs.PUBLISHED / "naive_rag-conv-26.jsonl").exists()
+    assert not (rrs.PUBLISHED / "naive_rag-conv-30.jsonl").exists()
+    rec = __import__("json").loads(rrs.RECORDINGS.read_text())["recordings"]
+    assert list(rec) == ["naive_rag-conv-26"] and rec["naive_rag-conv-26"]["conversation"] == "conv-26"
+
+
+def test_published_runs_span_conversations_conv_30_first(monkeypatch, tmp_path):
+    from benchmarks import bench_real_scale as brs
+
+    for name in ("naive_rag-conv-30", "naive_rag-conv-26", "full_context-conv-41", "hymem-conv-26"):
+        (tmp_path / f"{name}.jsonl").write_text("")
+    recordings = tmp_path / "recordings.json"
+    recordings.write_text(json.dumps({"recordings": {
+        "naive_rag": {"method": "naive_rag", "conversation": "conv-30"},
+        "naive_rag-conv-26": {"method": "naive_rag", "conversation": "conv-26"},
+        "full_context-conv-41": {"method": "full_context", "conversation": "conv-41"},
+        "hmem-conv-26": {"method": "hmem", "conversation": "conv-26"}}}))  # cassette absent: not replayed
+    monkeypatch.setattr(brs, "PUBLISHED", tmp_path)
+    monkeypatch.setattr(brs, "RECORDINGS", recordings)
+    assert brs.published_runs() == [("naive_rag", "conv-30"), ("naive_rag", "conv-26"), ("full_context", "conv-41")]
+    assert brs.published_methods() == ["naive_rag"]
+    assert brs.recording_key("naive_rag", "conv-26") == "naive_rag-conv-26" and brs.recording_key("x", "conv-30") == "x"
+
+
+def test_real_scale_table_has_per_conversation_verdicts_and_a_clustered_ci(tmp_path):
+    from benchmarks.bench_real_scale import table, to_markdown
+
+    rows = []
+    for conv, right in (("conv-30", [1, 1, 0, 0, 0]), ("conv-26", [1, 1, 1, 1, 0])):
+        for i, r in enumerate(right):
+            rows.append({"method": "naive_rag", "params_hash": "p", "dataset": "locomo10_dev", "conv_id": conv,
+                         "qa_id": f"{conv}/q{i}", "category": 4, "category_name": "single-hop", "question": "q?",
+                         "gold": "g", "prediction": "p", "scores": {"f1": 0.0, "checker": float(r)},
+                         "query_tokens": 100, "evidence_recall": 0.5, "session_recall": 1.0, "turns_shown": 10,
+                         "evidence_precision": 0.1, "construction_tokens": 0, "judge_label": None})
+    path = tmp_path / "real_scale.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    replays = [{"method": "naive_rag", "conversation": c, "status": "ok", "misses": {}, "construction_calls": 0,
+                "attribution": {"correct": 2}} for c in ("conv-30", "conv-26")]
+    (line,) = table(path, replays, {})
+    assert line["verdict"] == pytest.approx(0.6) and line["n"] == 10
+    assert line["per_conversation"]["conv-30"]["verdict"] == pytest.approx(0.4)
+    assert line["per_conversation"]["conv-26"] == {"verdict": pytest.approx(0.8), "n": 5, "query_tokens": 100.0,
+                                                   "fc_token_ratio": None}
+    assert line["attribution"] == {"correct": 4}
+    lo, hi = line["verdict_ci"]
+    assert lo is not None and lo <= 0.6 <= hi
+    assert "conv-30: 0.400 (n 5) · conv-26: 0.800 (n 5)" in to_markdown([line])

@@ -14,7 +14,8 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``.
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``.
-5. **yes / no**: a gold that opens with yes or no (or "likely yes") needs the same polarity: else ``wrong_value``.
+5. **yes / no**: a gold that opens with yes or no (or "likely yes"): an answer stating the opposite is
+   ``wrong_value``, one stating the same is right; one stating neither goes on to the content rule.
 6. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
    own words left out) that the answer contains; a list gold counts items, an item being present when most of its
    words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
@@ -160,6 +161,8 @@ def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
 
 
 def _polarity_rule(gold: str, prediction: str) -> Check | None:
+    """A yes/no gold: an answer that says the opposite (explicitly, or by a negation in its first sentence where
+    the first sentence) is wrong; one that says the same explicitly is right; anything else is left to content."""
     if _YES.search(gold):
         want = True
     elif _NO.search(gold):
@@ -171,8 +174,10 @@ def _polarity_rule(gold: str, prediction: str) -> Check | None:
         got = True
     elif _NO.search(prediction):
         got = False
+    elif _NEG.search(head):  # "He is not running it": a no, stated without the word
+        got = False
     else:
-        got = not _NEG.search(head)
+        return None  # no stated polarity: whether it reaches the gold's conclusion is read from its content
     if got != want:
         return Check(False, "wrong_value", f"answers {'yes' if got else 'no'} where the gold says "
                                            f"{'yes' if want else 'no'}")

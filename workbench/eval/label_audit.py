@@ -45,6 +45,75 @@ def f1_source(threshold: float = 0.5) -> Verdict:
     return lambda a: token_f1(a.prediction, a.gold) >= threshold
 
 
+def recall_source(threshold: float = 0.5) -> Verdict:
+    """Gold content recall alone (the checker's last rule without its date, name, number and yes/no rules)."""
+    from .checker import content_recall
+
+    def verdict(a: LabelledAnswer) -> bool:
+        r = content_recall(a.gold, a.prediction, a.question)
+        return r is not None and r >= threshold
+
+    return verdict
+
+
+def method_rank_agreement(labels: Sequence[LabelledAnswer], source: Verdict, *, min_answers: int = 10,
+                          protocol: str = "lenient") -> dict:
+    """Spearman's rank correlation between methods ranked by the readers' labels and by ``source`` (per source
+    run: the demo's methods, each real-scale method per conversation), over groups of at least ``min_answers``:
+    whether a table led by ``source`` would order the methods as careful readers do."""
+    import pandas as pd
+
+    rows = [{"group": f"{a.source}/{a.method}", "truth": getattr(a, protocol) == "right", "v": source(a)}
+            for a in labels]
+    df = pd.DataFrame(rows).dropna(subset=["v"])
+    if df.empty:
+        return {"groups": 0, "spearman": None}
+    g = df.assign(v=df["v"].astype(float), truth=df["truth"].astype(float)).groupby("group")
+    means = g[["truth", "v"]].mean()[g.size() >= min_answers]
+    if len(means) < 3:
+        return {"groups": int(len(means)), "spearman": None}
+    rho = means["truth"].rank().corr(means["v"].rank())
+    return {"groups": int(len(means)), "spearman": None if rho != rho else round(float(rho), 3)}
+
+
+def source_table(labels: Sequence[LabelledAnswer] | None = None) -> list[dict]:
+    """Every verdict source the workbench has, measured on the labelled set: agreement, false accepts and
+    rejects, and the rank correlation of methods (item 6 of the verdicts issue: the headline is the best)."""
+    labels = list(shipped_labels() if labels is None else labels)
+    if not labels:
+        return []
+    sources = [("checker", checker_source(shipped_entities())), ("f1", f1_source()),
+               ("content recall >= 0.5", recall_source())]
+    sources += [(f"judge {m} (recorded)", recorded_judge) for m in sorted({a.judge_model for a in labels
+                                                                          if a.judge_model})]
+    out = []
+    for name, src in sources:
+        subset = labels
+        if name.startswith("judge "):
+            model = name[len("judge "):-len(" (recorded)")]
+            subset = [a for a in labels if a.judge_model == model]
+        a = audit_on_labels(subset, src, name=name)
+        out.append({"source": name, "n": a["decided"], "agreement": a["agreement"]["rate"],
+                    "false_accept": a["false_accept"]["rate"], "false_reject": a["false_reject"]["rate"],
+                    "fa_ci": a["false_accept"]["ci"], "fr_ci": a["false_reject"]["ci"],
+                    "method_rank_spearman": method_rank_agreement(subset, src)["spearman"]})
+    return out
+
+
+@lru_cache(maxsize=2)
+def _best(key: tuple) -> str:
+    rows = {r["source"]: r for r in source_table()}
+    scored = [(rows[name]["agreement"] or 0.0, name) for name in ("checker", "f1") if name in rows]
+    return max(scored)[1] if scored else "checker"
+
+
+def best_row_source() -> str:
+    """``checker`` or ``f1``: whichever agrees more with the labelled real answers (``checker`` when no set is
+    shipped). ``report.auto_metric`` leads with it when no judge is trusted."""
+    path = Path(DEFAULT_LABELS)
+    return _best((str(path), path.stat().st_mtime if path.is_file() else 0.0))
+
+
 def entities_for(dataset_convs: Iterable) -> dict[str, list[str]]:
     """Conversation id -> its names, for ``checker_source``."""
     return {c.id: conversation_entities(c) for c in dataset_convs}

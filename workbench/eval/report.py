@@ -129,13 +129,17 @@ def judge_status(df: pd.DataFrame, audits: dict | None = None) -> dict:
 
 def auto_metric(df: pd.DataFrame, audits: dict | None = None) -> str:
     """The verdict source every view leads with: the ``judge`` when rows were judged by judges whose audit (on
-    labelled real answers first) passes; else the deterministic ``checker``, which agrees with careful readers
-    far more often than token F1 or the offline judges (``label_audit.checker_audit``); ``f1`` only for rows
-    with neither (e.g. a LongMemEval rubric question)."""
+    labelled real answers first) passes; else whichever of the deterministic ``checker`` and token ``f1`` agrees
+    more with careful readers on the labelled real answers (``label_audit.best_row_source``: the checker, by a
+    wide margin, on the shipped set); ``f1`` for rows the checker does not cover (e.g. a LongMemEval rubric)."""
     if "judge" in df.columns and df["judge"].notna().any() and judge_status(df, audits)["reliable"]:
         return "judge"
-    if "checker" in df.columns and df["checker"].notna().any():
-        return "checker"
+    from .label_audit import best_row_source  # measured: the source that agrees most with careful readers
+
+    best = best_row_source()
+    for metric in (best, "checker", "f1"):
+        if metric in df.columns and df[metric].notna().any():
+            return metric
     return "f1"
 
 
