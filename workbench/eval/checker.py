@@ -38,7 +38,9 @@ RECALL_THRESHOLD = 0.5
 _STOP = frozenset("""a an the and or of to in on at for with is was were be been being it its he she they her his
 their them by from as that this these those i you we my your our not do does did has have had will would can could
 should about into over than then there here what when where who whom which why how also just very so some any all
-more most other such only own same too s t one""".split())
+more most other such only own same too s t one went go goes going gone got get gets getting make makes made
+take took taken""".split())
+_TITLE_BY = re.compile(r"^\s*[\"']?(?P<title>.+?)[\"']?\s+by\s+[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*\s*$")
 _WHEN = re.compile(r"^\s*(?:when|what (?:date|day|month|year|time)|which (?:date|day|month|year)|"
                    r"in (?:what|which) (?:month|year))\b", re.I)
 _YES = re.compile(r"^\W*(?:likely\s+|probably\s+|most likely\s+)?yes\b", re.I)
@@ -94,10 +96,22 @@ def content_recall(gold: str, prediction: str, question: str = "") -> float | No
 
 
 def _recall(gold: str, said: set[str], asked: frozenset) -> float | None:
+    m = _TITLE_BY.match(gold)  # "Brave by Sara Bareilles": the title is what answers "which song"
+    if m:
+        gold = m.group("title")
     words = set(_content(gold, asked)) or set(_content(gold))
     if not words:
         return None
-    return len(words & said) / len(words)
+    return sum(1 for w in words if _said(w, said)) / len(words)
+
+
+def _said(word: str, said: set[str]) -> bool:
+    """``word`` is in the answer, or a word of 4+ letters that one of them begins ("lgbt+" / "lgbtq+")."""
+    if word in said:
+        return True
+    bare = word.strip("+#")
+    return len(bare) >= 4 and any(len(w.strip("+#")) >= 4 and (w.strip("+#").startswith(bare)
+                                                                or bare.startswith(w.strip("+#"))) for w in said)
 
 
 def _date_rule(question: str, gold: str, prediction: str) -> Check | None:
@@ -160,7 +174,7 @@ def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
     return None
 
 
-def _polarity_rule(gold: str, prediction: str) -> Check | None:
+def _polarity_rule(gold: str, prediction: str, question: str = "") -> Check | None:
     """A yes/no gold: an answer that says the opposite (explicitly, or by a negation in its first sentence where
     the first sentence) is wrong; one that says the same explicitly is right; anything else is left to content."""
     if _YES.search(gold):
@@ -176,12 +190,20 @@ def _polarity_rule(gold: str, prediction: str) -> Check | None:
         got = False
     elif _NEG.search(head):  # "He is not running it": a no, stated without the word
         got = False
+    elif _restates(question, prediction):  # "Priya would likely enjoy gardening tools": the question, affirmed
+        got = True
     else:
         return None  # no stated polarity: whether it reaches the gold's conclusion is read from its content
     if got != want:
         return Check(False, "wrong_value", f"answers {'yes' if got else 'no'} where the gold says "
                                            f"{'yes' if want else 'no'}")
     return Check(True, "right", f"answers {'yes' if want else 'no'} like the gold")
+
+
+def _restates(question: str, prediction: str) -> bool:
+    """The answer repeats most of the question's own content words (an affirmative restatement)."""
+    asked = set(_content(question))
+    return len(asked) >= 2 and len(asked & set(_content(prediction))) / len(asked) >= 0.6
 
 
 def check_answer(question: str, gold: str, prediction: str, *, entities: Sequence[str] = (),
@@ -199,7 +221,7 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
     for rule in (lambda: _date_rule(question, gold, prediction),
                  lambda: _entity_rule(question, gold, prediction, entities),
                  lambda: _number_rule(question, gold, prediction),
-                 lambda: _polarity_rule(gold, prediction)):
+                 lambda: _polarity_rule(gold, prediction, question)):
         found = rule()
         if found is not None:
             return Check(found.correct, found.kind, found.reason, recall)

@@ -84,13 +84,17 @@ def source_table(labels: Sequence[LabelledAnswer] | None = None) -> list[dict]:
         return []
     sources = [("checker", checker_source(shipped_entities())), ("f1", f1_source()),
                ("content recall >= 0.5", recall_source())]
-    sources += [(f"judge {m} (recorded)", recorded_judge) for m in sorted({a.judge_model for a in labels
-                                                                          if a.judge_model})]
+    models = sorted({a.judge_model for a in labels if a.judge_model})
+    sources += [(f"judge {m} (recorded)", recorded_judge) for m in models]
+    # a variant that costs nothing more: the LLM judge may only accept what the checker accepts too
+    checker = checker_source(shipped_entities())
+    both = lambda a: None if recorded_judge(a) is None else bool(recorded_judge(a) and checker(a))  # noqa: E731
+    sources += [(f"judge {m} (recorded) and checker", both) for m in models]
     out = []
     for name, src in sources:
         subset = labels
         if name.startswith("judge "):
-            model = name[len("judge "):-len(" (recorded)")]
+            model = name[len("judge "):].split(" (recorded)")[0]
             subset = [a for a in labels if a.judge_model == model]
         a = audit_on_labels(subset, src, name=name)
         out.append({"source": name, "n": a["decided"], "agreement": a["agreement"]["rate"],
