@@ -169,14 +169,34 @@ def test_cli_prints_the_rates_from_a_replayed_judge(tmp_path, capsys):
     A.audit_judge(LLMJudge(CachedLLM(exact_match_judge(), cassette)), probes, progress=False)
     cache = tmp_path / "audits.json"
     argv = ["judge-audit", "--data", "sample", "--judge", "replay", "--cassette", str(cassette), "--n", "30",
-            "--cache", str(cache), "--no-progress"]
+            "--cache", str(cache), "--no-progress", "--real", "-1"]  # probes only: the cassette holds no more
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Judge audit: exact-judge" in out and "false-accept 0.0% (0/15)" in out and "per probe kind" in out
     record = next(iter(json.loads(cache.read_text())["audits"].values()))
     assert record["dataset"] == "sample_conversations" and record["data_sha256"]
     assert main(argv + ["--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["false_accept"]["k"] == 0
+    assert next(iter(json.loads(capsys.readouterr().out).values()))["false_accept"]["k"] == 0
+
+
+def test_a_judge_is_audited_on_labelled_real_answers_first(tmp_path):
+    """The real-answer audit: each labelled answer is a probe whose expected verdict is the reader's; an
+    exact-match judge rejects every right answer that is not the gold word for word, and the audit says so per
+    kind of wrong answer; once cached it outranks the same judge's probe audit for its rows."""
+    from workbench.eval.label_audit import shipped_labels
+
+    labels = list(shipped_labels())
+    probes = A.label_probes(labels, 40, seed=1)
+    assert len(probes) == 40 and sum(not p.expected for p in probes) == 20
+    cache = A.AuditCache(tmp_path / "audits.json")
+    judge = LLMJudge(exact_match_judge())
+    real = A.audit_judge(judge, probes, dataset=A.REAL_ANSWERS, cache=cache, progress=False)
+    expected_fr = sum(1 for p in probes if p.expected and p.candidate.strip() != p.gold.strip())
+    assert real["false_reject"]["k"] == expected_fr and real["false_accept"]["n"] == 20
+    assert real["false_accept"]["k"] == sum(1 for p in probes if not p.expected and p.candidate.strip() == p.gold.strip())
+    assert "right" in real["per_kind"] and "false-reject" in A.format_audit(real)
+    rows = [{"judge_key": real["judge_key"], "judge_model": "exact-judge", "dataset": "sample"}]
+    assert A.audits_for_rows(rows, cache)[real["judge_key"]]["dataset"] == A.REAL_ANSWERS
 
 
 def test_rows_get_the_audit_of_their_own_dataset(tmp_path):

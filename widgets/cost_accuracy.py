@@ -145,7 +145,12 @@ def run_audits(manifest: dict, rows: list[dict]) -> dict:
     judge = (manifest.get("judge") if isinstance(manifest, dict) else None) or {}
     if isinstance(judge, dict) and isinstance(judge.get("audit"), dict) and judge.get("key"):
         found.setdefault(judge["key"], judge["audit"])
-    return {**resolve_audits(rows), **found}
+    merged = {**resolve_audits(rows), **found}
+    if _report() is None:
+        return merged
+    from workbench.eval.audit import prefer_real_answers
+
+    return prefer_real_answers(merged, rows)
 
 
 def summary_frame(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0,

@@ -511,6 +511,24 @@ def audits_for_rows(rows, cache: AuditCache | str | Path | None = DEFAULT_CACHE,
     return out
 
 
+def prefer_real_answers(audits: dict, rows) -> dict:
+    """``audits`` with each judge's audit on labelled real answers in place of a probe audit, wherever the
+    labelled set can say (the probe audit is kept inside as ``probe_audit``): audits recorded in a manifest at
+    run time, or cached from probes, never outrank what the judge did on answers methods really gave."""
+    out = dict(audits)
+    for r in rows:
+        d = r.to_dict() if hasattr(r, "to_dict") else r
+        ident = d.get("judge_key") or d.get("judge_model")
+        if not ident or (out.get(ident) or {}).get("basis") == "labelled real answers":
+            continue
+        if (out.get(ident) or {}).get("dataset") == REAL_ANSWERS:
+            continue  # this judge was run on the labelled answers themselves (`workbench judge-audit`)
+        real = _real_answer_audit(d.get("judge_model"))
+        if real is not None:
+            out[ident] = {**real, "probe_audit": compact(out.get(ident))}
+    return out
+
+
 def _real_answer_audit(model: str | None) -> dict | None:
     from .label_audit import judge_real_audit  # the labelled set is read lazily, once per file version
 

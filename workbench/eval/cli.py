@@ -303,7 +303,7 @@ def report_command(args) -> int:
 
 def report_audits(rows, run_dirs, cache=None) -> dict:
     """Judge audits for the rows: those recorded in the run directories' manifests, then the cache."""
-    from .audit import DEFAULT_CACHE, audits_for_rows
+    from .audit import DEFAULT_CACHE, audits_for_rows, prefer_real_answers
 
     found: dict = {}
     for d in run_dirs:
@@ -325,4 +325,4 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
     except ValueError as exc:
         print(f"warning: {exc}", file=sys.stderr)
         cached = {}
-    return {**cached, **found}
+    return prefer_real_answers({**cached, **found}, rows)

@@ -195,7 +195,7 @@ def _as_audit(result: dict, **extra) -> dict:
     """A label audit in the shape of a probe audit (``audit.is_reliable`` and the reports read it)."""
     fa = result["false_accept"]
     reliable = fa.get("rate") is not None and fa["n"] >= MIN_WRONG and fa["rate"] <= 0.20
-    return {**result, "dataset": f"{result['n']} labelled real answers", "n_probes": result["decided"],
+    return {**result, "dataset": "labelled real answers", "n_probes": result["decided"],
             "basis": "labelled real answers", "reliable": reliable, **extra}
 
 

@@ -153,7 +153,13 @@ def find_judge_audit(judge, dataset_name: str | None = None, cache=None) -> dict
 
         warnings.warn(f"judge audit cache unreadable: {exc}")
         return None
-    return store.find(judge_key(judge), dataset=dataset_name)
+    from .audit import REAL_ANSWERS, _real_answer_audit, compact
+
+    found = store.find(judge_key(judge), dataset=dataset_name)
+    if found is not None and found.get("dataset") == REAL_ANSWERS:
+        return found
+    real = _real_answer_audit(getattr(judge, "model", None))  # real answers outrank probes (labelled set)
+    return {**real, "probe_audit": compact(found)} if real is not None else found
 
 
 # -- the run directory's manifest -------------------------------------------------------------------
