@@ -536,3 +536,58 @@ def test_a_labelled_variant_sits_beside_its_method_and_is_counted_as_it(tmp_path
     assert ordered_methods(["memr3", "ama[paper-judge]", "ama"]) == ["ama", "ama[paper-judge]", "memr3"]  # lanes
     with pytest.raises(ValueError, match="variant label"):
         AMA(llm=ama_llm(), embedder=HashEmbedder(dim=256)).labelled("Paper Judge!")
+
+
+def test_the_demo_census_says_which_firings_were_right(demo_run):
+    """Checked against the planted phenomena of sample-1 (issue: mechanism truth), from the replayed demo:
+    AMA's seven ingestion edits all corrupted a fact and the greyhound's renaming, two other updates and the
+    "please forget" turn were missed; HyMem went deep only on questions that need one turn; H-Mem's
+    multi-child parents all mix topics; MemR3 wrote no gap to check."""
+    m = read_census(demo_run)["methods"]
+    ama = m["ama"]["checked"]
+    assert (ama["edits_right"], ama["edits_wrong"]) == (0, m["ama"]["counts"]["updates_at_ingestion"]) == (0, 7)
+    assert (ama["missed_updates"], ama["missed_forgets"]) == (3, 1)
+    assert {x["planted"] for x in ama["missed"]} == {"greyhound-name", "priya-city", "priya-job", "half-marathon"}
+    assert any(x["turn"] == "D4:7" and "May 2023" in x["after"] for x in ama["wrong"])  # the half marathon's date
+    assert m["ama[paper-judge]"]["checked"]["edits_wrong"] == 0
+    hy = m["hymem"]["checked"]
+    assert hy["deep_on_multi_hop"] + hy["deep_elsewhere"] == m["hymem"]["counts"]["deep_questions"]
+    assert (hy["deep_on_multi_hop"], hy["multi_hop_not_escalated"]) == (0, 1)
+    hm = m["hmem"]["checked"]
+    assert hm["coherent_parents"] + hm["mixed_parents"] == m["hmem"]["counts"]["multi_child_parents"]
+    assert hm["coherent_parents"] == 0
+    assert m["recmem"]["checked"]["on_planted_recurrence"] + m["recmem"]["checked"]["off_planted_recurrence"] \
+        == m["recmem"]["counts"]["episodes_produced"]
+    assert m["memr3"]["checked"]["gaps_opened"] == 0 and "nothing to check" in m["memr3"]["checked"]["note"]
+    assert "0 of 7 edits match a planted update" in summary_line(read_census(demo_run))
+
+
+def test_a_run_without_annotations_is_not_checkable_rather_than_silent():
+    rows = [{"method": "ama", "qa_id": "conv-30/q0", "conv_id": "conv-30", "answer": None}]
+    mems = {"ama": {"conv-30": {"events": [{"kind": "UPDATE", "cause": "D1:2", "before": "a", "after": "b"}],
+                                "structures": {}}}}
+    checked = census(rows, memories=mems)["methods"]["ama"]["checked"]
+    assert checked["checkable"] is False and "conv-30" in checked["why"]
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda d: d["conversations"]["sample-1"]["updates"][0].pop("new"), "updates[0]"),
+    (lambda d: d["conversations"]["sample-1"]["forgets"][0].update(keywords=[]), "forgets[0]"),
+    (lambda d: d["conversations"]["sample-1"]["relative_times"][0].update(date="11/03/2023"), "relative_times[0]"),
+    (lambda d: d["conversations"]["sample-1"]["groups"][0].update(by="mood"), "groups[0]"),
+    (lambda d: d["conversations"]["sample-1"].update(rumours=[]), "sample-1"),
+    (lambda d: d["conversations"]["sample-1"]["updates"].append(dict(d["conversations"]["sample-1"]["updates"][0])),
+     "updates"),
+    (lambda d: d["conversations"]["sample-1"]["multi_hop"][0].update(turns=["D99:1"]), "multi_hop[0]"),
+])
+def test_the_annotation_loader_rejects_a_malformed_entry_naming_it(tmp_path, mutate, where):
+    from workbench.data import DatasetError, load_sample
+    from workbench.eval.annotations import ANNOTATIONS, load_annotations
+
+    data = json.loads(ANNOTATIONS.read_text())
+    load_annotations(ANNOTATIONS, dataset=load_sample())  # the shipped file is sound against the conversations
+    mutate(data)
+    bad = tmp_path / "annotations.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(DatasetError, match=rf"annotations.json: .*{re.escape(where)}"):
+        load_annotations(bad, dataset=load_sample())

@@ -54,13 +54,15 @@ def census_html(value: dict | None, source: str = "") -> str:
         failures = [f'<span class="wb-refresh">{esc(item_text(f))}</span>' for f in h["failures"]]
         if not fired and not idle and not failures:
             continue
+        checked = esc(h.get("checked") or "—")
         rows.append(f"<tr><td><b>{esc(h['method'])}</b></td><td>{', '.join(fired) or '—'}</td>"
-                    f"<td>{', '.join(idle) or '—'}</td><td>{', '.join(failures) or '—'}</td></tr>")
+                    f"<td>{', '.join(idle) or '—'}</td><td>{', '.join(failures) or '—'}</td>"
+                    f"<td><small>{checked}</small></td></tr>")
         notes += [f"{esc(h['method'])} · {esc(i['label'])}: {esc(i['note'])}" for i in h["items"]
                   if i["fired"] is not True and i["note"]]
     if rows:
         body = ("<table><tr><th>method</th><th>fired</th><th>did not fire (zero in this run)</th>"
-                "<th>failures</th></tr>" + "".join(rows) + "</table>")
+                "<th>failures</th><th>right? (against the planted phenomena)</th></tr>" + "".join(rows) + "</table>")
     else:
         body = '<span class="wb-muted">no method mechanism recorded in this run</span>'
     scripted = ('<b>Scripted run</b>: these counts show the plumbing, not a model. ' if value.get("scripted") else "")

@@ -651,6 +651,38 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
 _SPECIFIC = {"ama": _ama, "memr3": _memr3, "hymem": _hymem, "hmem": _hmem, "recmem": _recmem}
 
 
+def _checked(base: str, rows, traces, mems: dict, entry: dict, problems: list[str]) -> dict | None:
+    """Which firings of ``base``'s mechanism were right, against the planted phenomena of the conversations
+    (``workbench.eval.annotations``); ``{"checkable": False, ...}`` where a run's data carries none."""
+    from .annotations import check_ama, check_hmem, check_hymem, check_recmem, not_checkable, shipped_annotations
+
+    if base not in ("ama", "hymem", "recmem", "hmem", "memr3"):
+        return None
+    try:
+        ann = shipped_annotations()
+    except ValueError as exc:  # a damaged annotations file: say so, count nothing against it
+        problems.append(f"planted-phenomena annotations unreadable: {exc}")
+        return not_checkable([])
+    convs = {str(r.get("conv_id")) for r in rows} | set(mems)
+    if base == "ama":
+        return check_ama({cid: m.events for cid, m in mems.items()}, ann) if mems else not_checkable(convs)
+    if base == "hymem":
+        deep = {str(r.get("qa_id")): bool(t.of("deep")) for r, t in zip(rows, traces) if t is not None}
+        return check_hymem(deep, {str(r.get("qa_id")): str(r.get("conv_id")) for r in rows}, ann)
+    if base == "recmem":
+        eps = {cid: m.structures.get("episodes") or [] for cid, m in mems.items() if isinstance(m.structures, dict)}
+        return check_recmem(eps, ann) if eps else not_checkable(convs)
+    if base == "hmem":
+        trees = {cid: m.structures.get("tree") or [] for cid, m in mems.items() if isinstance(m.structures, dict)}
+        return check_hmem(trees, ann) if trees else not_checkable(convs)
+    if not any(c in ann for c in convs):
+        return not_checkable(convs)
+    gaps = entry.get("counts", {}).get("gaps_opened")
+    return {"checkable": True, "gaps_opened": gaps,
+            "note": ("no gap was written: nothing to check against the planted items" if not gaps else
+                     "gaps are free text: read them in the trace stepper against the planted items")}
+
+
 # ================================================================================================
 # The census
 # ================================================================================================
@@ -705,6 +737,9 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                         del part[key]
                 c.lack("mechanisms", reason)
         entry = c.to_dict()
+        checked = _checked(method_base(name), mrows, traces, mems.get(name, {}), entry, problems)
+        if checked is not None:
+            entry["checked"] = checked
         entry["configurations"] = len({str(r.get("params_hash")) for r in mrows})
         entry["conversations_saved"] = len(mems.get(name, {}))
         methods[name] = entry
@@ -797,7 +832,10 @@ def headline(value: dict) -> list[dict]:
 
         items = [item(n, lbl) for n, lbl in HEADLINE.get(method_base(method), ()) if n in counts]
         failures = [item(n, lbl) for n, lbl in _FAILURES + PROBLEMS.get(method_base(method), ()) if counts.get(n)]
-        out.append({"method": method, "questions": counts.get("questions"), "items": items, "failures": failures})
+        from .annotations import checked_text
+
+        out.append({"method": method, "questions": counts.get("questions"), "items": items, "failures": failures,
+                    "checked": checked_text(entry.get("checked") if isinstance(entry.get("checked"), dict) else None)})
     return out
 
 
@@ -807,6 +845,8 @@ def summary_line(value: dict) -> str:
     for h in headline(value):
         bits = [item_text(i) + (" (not fired)" if i["fired"] is False else "") for i in h["items"]]
         bits += [item_text(f) for f in h["failures"]]
+        if h.get("checked"):
+            bits.append(f"checked: {h['checked']}")
         if bits:
             parts.append(f"{h['method']}: " + ", ".join(bits))
     return " · ".join(parts)
@@ -847,6 +887,11 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
     rows = [[m, n, v, f, _cut(w, 160)] for m, n, v, f, w in _rows(value, compact=True)]
     lines.append(markdown_table(["method", "count", "value", "", "why zero / why missing"], rows,
                                 [False, False, False, False, False]) if rows else "(no methods in this run)")
+    checked = [(h["method"], h["checked"]) for h in headline(value) if h.get("checked")]
+    if checked:
+        lines += ["", "Did each firing do the right thing? Checked against the planted phenomena of the conversation "
+                  "(`sample_data/annotations.json`, `workbench.eval.annotations`):", ""]
+        lines += [f"- **{m}**: {_cut(t, 300)}" for m, t in checked]
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
                   + "; ".join(_cut(p, 200) for p in value["problems"][:5])]
@@ -861,6 +906,9 @@ def census_text(value: dict) -> str:
     out = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + ("  " + r[4] if r[4] else "") for r in rows]
     if value.get("scripted"):
         out.insert(0, f"SCRIPTED RUN: {value.get('label') or ''}".rstrip())
+    for h in headline(value):
+        if h.get("checked"):
+            out.append(f"checked {h['method']}: {h['checked']}")
     for p in value.get("problems") or []:
         out.append(f"problem: {p}")
     return "\n".join(line.rstrip() for line in out)

@@ -1,0 +1,338 @@
+"""Planted phenomena: what a correct memory should do with the project's own conversations (issue: mechanism truth).
+
+The census (``workbench.eval.mechanisms``) counts what fired; it cannot say whether a firing was right. The project
+wrote its sample conversations, so it knows their knowledge updates, forget requests, recurring topics, multi-hop
+chains, relative dates and groups of events, with turn ids: ``sample_data/annotations.json``. ``load_annotations``
+reads and checks that file (a malformed entry is a ``DatasetError`` naming the file and the entry); ``check_*``
+compare a run's recorded output with it, per method:
+
+- AMA: each edit at ingestion (UPDATE / DELETE event) is *right* when it is caused by a planted update's turn and
+  writes its new value, or by a forget request's turn and removes what was to be forgotten; every other edit is
+  *wrong* (it corrupted a fact). Planted updates and forget requests inside the ingested turns with no right edit
+  are *missed*.
+- HyMem: a deep escalation is *right* on a planted multi-hop question, *unneeded* elsewhere; a multi-hop question
+  answered by the light path alone is *missed*.
+- RecMem: a consolidation (episode) is *on a planted recurrence* when at least two of its source turns, from two
+  sessions or more, belong to one planted recurring topic; else *off*.
+- H-Mem: a parent with two or more children is *coherent* when at least 60 % of its children's source turns belong
+  to one planted topic or group of events; else *mixed*.
+- MemR3: gaps are free text; with no gap written there is nothing to check, and written gaps are listed for reading.
+
+A run over data with no annotations (LoCoMo) gets ``{"checkable": False, "why": ...}``, never a silent omission.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from ..data import DatasetError
+
+ANNOTATIONS = Path(__file__).resolve().parents[1] / "sample_data" / "annotations.json"  # an installed wheel
+if not ANNOTATIONS.is_file():  # a checkout
+    ANNOTATIONS = Path(__file__).resolve().parents[2] / "sample_data" / "annotations.json"
+KINDS = ("updates", "forgets", "recurring", "multi_hop", "relative_times", "groups")
+
+
+@dataclass(frozen=True)
+class Update:
+    id: str
+    entity: str
+    attribute: str
+    old: str
+    new: str
+    old_turns: tuple[str, ...]
+    new_turn: str
+
+
+@dataclass(frozen=True)
+class Forget:
+    id: str
+    turn: str
+    forgets_turns: tuple[str, ...]
+    about: str
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConversationAnnotations:
+    """The planted phenomena of one conversation."""
+
+    conv_id: str
+    updates: tuple[Update, ...] = ()
+    forgets: tuple[Forget, ...] = ()
+    recurring: tuple[Mapping, ...] = ()  # {"id", "topic", "turns"}
+    multi_hop: tuple[Mapping, ...] = ()  # {"qa_id", "question", "turns"}
+    relative_times: tuple[Mapping, ...] = ()  # {"turn", "phrase", "date"}
+    groups: tuple[Mapping, ...] = ()  # {"id", "by": "topic" | "time", "turns"}
+    extra: Mapping = field(default_factory=dict, compare=False)
+
+    def topics(self) -> list[tuple[str, set[str]]]:
+        """(id, turns) of every recurring topic and group of events."""
+        return [(t["id"], set(t["turns"])) for t in (*self.recurring, *self.groups)]
+
+
+def _fail(path, where: str, what: str):
+    raise DatasetError(str(path), where, what)
+
+
+def _turn_list(path, where, value, *, empty_ok=False) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value) or (not value and not empty_ok):
+        _fail(path, where, "must be a non-empty list of turn ids" if not empty_ok else "must be a list of turn ids")
+    return tuple(value)
+
+
+def _strings(path, where, entry, names):
+    for n in names:
+        if not isinstance(entry.get(n), str) or not entry[n].strip():
+            _fail(path, where, f"field {n!r} must be a non-empty string")
+
+
+def _conversation(path, conv_id: str, body) -> ConversationAnnotations:
+    if not isinstance(body, dict):
+        _fail(path, f"conversations.{conv_id}", "must be an object")
+    unknown = set(body) - set(KINDS)
+    if unknown:
+        _fail(path, f"conversations.{conv_id}", f"unknown kind(s) {sorted(unknown)}; known: {list(KINDS)}")
+    out: dict = {}
+    for kind in KINDS:
+        entries = body.get(kind, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            _fail(path, f"conversations.{conv_id}.{kind}", "must be a list of objects")
+        parsed = []
+        for i, e in enumerate(entries):
+            where = f"conversations.{conv_id}.{kind}[{i}]"
+            if kind == "updates":
+                _strings(path, where, e, ("id", "entity", "attribute", "old", "new", "new_turn"))
+                parsed.append(Update(e["id"], e["entity"], e["attribute"], e["old"], e["new"],
+                                     _turn_list(path, where + ".old_turns", e.get("old_turns"), empty_ok=True),
+                                     e["new_turn"]))
+            elif kind == "forgets":
+                _strings(path, where, e, ("id", "turn", "about"))
+                keywords = e.get("keywords")
+                if not isinstance(keywords, list) or not keywords or not all(isinstance(k, str) and k for k in keywords):
+                    _fail(path, where, "field 'keywords' must be a non-empty list of strings")
+                parsed.append(Forget(e["id"], e["turn"], _turn_list(path, where + ".forgets_turns",
+                                                                    e.get("forgets_turns")), e["about"],
+                                     tuple(keywords)))
+            elif kind == "relative_times":
+                _strings(path, where, e, ("turn", "phrase", "date"))
+                from datetime import date
+
+                try:
+                    date.fromisoformat(e["date"])
+                except ValueError:
+                    _fail(path, where, f"field 'date' must be an ISO date (YYYY-MM-DD), not {e['date']!r}")
+                parsed.append(dict(e))
+            else:
+                _strings(path, where, e, ("qa_id",) if kind == "multi_hop" else ("id",))
+                _turn_list(path, where + ".turns", e.get("turns"))
+                if kind == "groups" and e.get("by") not in ("topic", "time"):
+                    _fail(path, where, "field 'by' must be 'topic' or 'time'")
+                parsed.append(dict(e))
+        ids = [getattr(p, "id", None) or p.get("id") or p.get("qa_id") or p.get("turn") for p in parsed]
+        dup = [k for k, n in Counter(ids).items() if n > 1 and kind != "relative_times"]
+        if dup:
+            _fail(path, f"conversations.{conv_id}.{kind}", f"repeated id(s) {dup}")
+        out[kind] = tuple(parsed)
+    return ConversationAnnotations(conv_id, **out)
+
+
+def load_annotations(path: str | Path = ANNOTATIONS, *, dataset=None) -> dict[str, ConversationAnnotations]:
+    """``{conv_id: ConversationAnnotations}`` from ``path``; with ``dataset``, every turn id and question id is
+    checked against its conversations (an annotation pointing at a turn that does not exist is an error)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DatasetError(str(path), "file", f"not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("conversations"), dict):
+        _fail(path, "top level", "expected {'schema': 1, 'conversations': {conv_id: {...}}}")
+    out = {cid: _conversation(path, cid, body) for cid, body in data["conversations"].items()}
+    if dataset is not None:
+        convs = {c.id: c for c in dataset}
+        for cid, ann in out.items():
+            conv = convs.get(cid)
+            if conv is None:
+                continue
+            turns, qas = {t.id for t in conv.turns}, {q.id for q in conv.qa}
+            for kind in KINDS:
+                for i, e in enumerate(getattr(ann, kind)):
+                    used = _turns_of(e)
+                    bad = sorted(t for t in used if t not in turns)
+                    if bad:
+                        _fail(path, f"conversations.{cid}.{kind}[{i}]", f"turn id(s) {bad} not in {cid}")
+                    qa = e.get("qa_id") if isinstance(e, Mapping) else None
+                    if qa and qa not in qas:
+                        _fail(path, f"conversations.{cid}.{kind}[{i}]", f"question {qa!r} not in {cid}")
+    return out
+
+
+def _turns_of(e) -> set[str]:
+    if isinstance(e, Update):
+        return {*e.old_turns, e.new_turn}
+    if isinstance(e, Forget):
+        return {e.turn, *e.forgets_turns}
+    return set(e.get("turns") or ()) | ({e["turn"]} if e.get("turn") else set())
+
+
+_CACHE: dict = {}
+
+
+def shipped_annotations() -> dict[str, ConversationAnnotations]:
+    """The annotations shipped with the package (empty when the file is absent), read once per file version."""
+    if not ANNOTATIONS.is_file():
+        return {}
+    key = ANNOTATIONS.stat().st_mtime
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = load_annotations(ANNOTATIONS)
+    return _CACHE[key]
+
+
+def not_checkable(conv_ids: Iterable[str]) -> dict:
+    ids = sorted(set(conv_ids))
+    return {"checkable": False,
+            "why": f"no planted-phenomena annotations for {', '.join(ids) or 'this run'} (only the project's own "
+                   "sample conversations are annotated: sample_data/annotations.json)"}
+
+
+def _session(turn: str) -> str:
+    return turn.rsplit(":", 1)[0]
+
+
+def _ingested(events: Sequence[Mapping]) -> set[str]:
+    return {str(s) for e in events for s in (e.get("source_ids") or ())} | {str(e.get("cause")) for e in events}
+
+
+def check_ama(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations]) -> dict:
+    """Right / wrong edits at ingestion and missed updates / forget requests (see the module docstring)."""
+    convs = [c for c in events_by_conv if c in ann]
+    if not convs:
+        return not_checkable(events_by_conv)
+    right, wrong, missed_updates, missed_forgets = [], [], [], []
+    for cid in convs:
+        a, events = ann[cid], events_by_conv[cid]
+        seen = _ingested(events)
+        hit: set[str] = set()
+        for e in events:
+            if e.get("kind") not in ("UPDATE", "DELETE") or str(e.get("cause", "")).startswith("question:"):
+                continue
+            cause, before, after = str(e.get("cause")), str(e.get("before") or ""), str(e.get("after") or "")
+            item = {"conversation": cid, "turn": cause, "kind": e.get("kind"), "before": before, "after": after}
+            found = next((u for u in a.updates if u.new_turn == cause and e.get("kind") == "UPDATE"
+                          and u.new.lower() in after.lower()), None)
+            if found is None:
+                found = next((f for f in a.forgets if f.turn == cause and any(k.lower() in before.lower()
+                                                                              for k in f.keywords)
+                              and (e.get("kind") == "DELETE" or not any(k.lower() in after.lower()
+                                                                        for k in f.keywords))), None)
+            if found is not None:
+                hit.add(found.id)
+                right.append({**item, "planted": found.id})
+            else:
+                wrong.append({**item, "why": "no planted update or forget request at this turn writes this"})
+        missed_updates += [{"conversation": cid, "planted": u.id, "turn": u.new_turn,
+                            "what": f"{u.entity}'s {u.attribute}: {u.old} -> {u.new}"}
+                           for u in a.updates if u.new_turn in seen and u.id not in hit]
+        missed_forgets += [{"conversation": cid, "planted": f.id, "turn": f.turn, "what": f.about}
+                           for f in a.forgets if f.turn in seen and f.id not in hit]
+    return {"checkable": True, "edits_right": len(right), "edits_wrong": len(wrong),
+            "missed_updates": len(missed_updates), "missed_forgets": len(missed_forgets),
+            "right": right, "wrong": wrong, "missed": missed_updates + missed_forgets}
+
+
+def check_hymem(deep_by_question: Mapping[str, bool], conv_of: Mapping[str, str],
+                ann: Mapping[str, ConversationAnnotations]) -> dict:
+    """Deep escalations on planted multi-hop questions (right), elsewhere (unneeded), and multi-hop questions
+    the light path answered alone (missed). ``deep_by_question``: qa id -> went deep."""
+    asked = {q: conv_of.get(q) for q in deep_by_question}
+    if not any(c in ann for c in asked.values()):
+        return not_checkable(set(asked.values()) - {None})
+    multi = {m["qa_id"] for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
+    deep = {q for q, d in deep_by_question.items() if d}
+    return {"checkable": True, "deep_on_multi_hop": len(deep & multi), "deep_elsewhere": len(deep - multi),
+            "multi_hop_not_escalated": len((multi & set(deep_by_question)) - deep),
+            "multi_hop_asked": len(multi & set(deep_by_question)),
+            "deep_elsewhere_ids": sorted(deep - multi), "missed_ids": sorted((multi & set(deep_by_question)) - deep)}
+
+
+def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None, set[str]]:
+    """The planted topic or group sharing most turns with ``turns``, and the shared turns."""
+    best, shared = None, set()
+    for tid, tturns in a.topics():
+        s = turns & tturns
+        if len(s) > len(shared):
+            best, shared = tid, s
+    return best, shared
+
+
+def check_recmem(episodes_by_conv: Mapping[str, Sequence[Mapping]],
+                 ann: Mapping[str, ConversationAnnotations]) -> dict:
+    """Episodes on a planted recurrence or off it (see the module docstring)."""
+    convs = [c for c in episodes_by_conv if c in ann]
+    if not convs:
+        return not_checkable(episodes_by_conv)
+    on, off = [], []
+    for cid in convs:
+        a = ann[cid]
+        recurring = [(r["id"], set(r["turns"])) for r in a.recurring]
+        for ep in episodes_by_conv[cid]:
+            turns = {str(t) for t in (ep.get("source_ids") or ())}
+            best = max(((rid, turns & rt) for rid, rt in recurring), key=lambda x: len(x[1]), default=(None, set()))
+            item = {"conversation": cid, "episode": ep.get("id"), "turns": len(turns), "topic": best[0],
+                    "shared": sorted(best[1]), "share": round(len(best[1]) / len(turns), 2) if turns else 0}
+            (on if len(best[1]) >= 2 and len({_session(t) for t in best[1]}) >= 2 else off).append(item)
+    return {"checkable": True, "on_planted_recurrence": len(on), "off_planted_recurrence": len(off),
+            "on": on, "off": off}
+
+
+def check_hmem(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations],
+               share: float = 0.6) -> dict:
+    """Multi-child parents whose children's turns mostly belong to one planted topic or group (coherent) or
+    not (mixed)."""
+    convs = [c for c in tree_by_conv if c in ann]
+    if not convs:
+        return not_checkable(tree_by_conv)
+    coherent, mixed = [], []
+    for cid in convs:
+        nodes = {n.get("id"): n for n in tree_by_conv[cid] if isinstance(n, Mapping)}
+        for n in nodes.values():
+            kids = [nodes[k] for k in (n.get("children") or ()) if k in nodes]
+            if len(kids) < 2:
+                continue
+            turns = {str(t) for k in kids for t in (k.get("source_ids") or ())}
+            topic, shared = best_topic(turns, ann[cid])
+            item = {"conversation": cid, "node": n.get("id"), "level": n.get("level"), "children": len(kids),
+                    "turns": len(turns), "topic": topic, "share": round(len(shared) / len(turns), 2) if turns else 0}
+            (coherent if turns and len(shared) / len(turns) >= share else mixed).append(item)
+    return {"checkable": True, "coherent_parents": len(coherent), "mixed_parents": len(mixed),
+            "coherent": coherent, "mixed": mixed}
+
+
+def checked_text(checked: Mapping | None) -> str:
+    """One line saying how many firings were right, wrong or missed (for headers, reports and the terminal)."""
+    if not checked:
+        return ""
+    if not checked.get("checkable"):
+        return "not checkable: " + str(checked.get("why", "no annotations"))
+    if "edits_right" in checked:
+        n = checked["edits_right"] + checked["edits_wrong"]
+        return (f"{checked['edits_right']} of {n} edits match a planted update or forget request; missed "
+                f"{checked['missed_updates']} planted update(s) and {checked['missed_forgets']} forget request(s)")
+    if "deep_on_multi_hop" in checked:
+        return (f"{checked['deep_on_multi_hop']} deep escalations on planted multi-hop questions, "
+                f"{checked['deep_elsewhere']} elsewhere; {checked['multi_hop_not_escalated']} of "
+                f"{checked['multi_hop_asked']} multi-hop questions not escalated")
+    if "on_planted_recurrence" in checked:
+        shares = [x.get("share", 0) for x in checked.get("on", [])]
+        purity = f" (planted topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" if shares \
+            else ""
+        return (f"{checked['on_planted_recurrence']} episodes on a planted recurrence{purity}, "
+                f"{checked['off_planted_recurrence']} off")
+    if "coherent_parents" in checked:
+        return (f"{checked['coherent_parents']} multi-child parents hold one planted topic or group (>= 60 % of "
+                f"their turns), {checked['mixed_parents']} are mixed")
+    return str(checked.get("note", ""))
