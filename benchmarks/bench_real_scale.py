@@ -150,7 +150,8 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
         line = {"method": method, "model": ", ".join(sorted({r.get("model") for r in recs if r.get("model")})),
                 "status": ", ".join(sorted({r["status"] for r in mine}))}
         line.update({k: _num(o.get(k)) for k in COLUMNS})
-        line.update({"n": _num(v.get("n")), "verdict": _num(v.get("accuracy")), "verdict_ci": [_num(v.get("ci_low")), _num(v.get("ci_high"))],
+        line.update({"n": _num(v.get("n")), "verdict": _num(v.get("accuracy")),
+                     "verdict_ci": [_num(v.get("ci_low")), _num(v.get("ci_high"))],
                      "conversations": [r.get("conversation", CONVERSATION) for r in mine]})
         line["per_conversation"] = {
             c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
@@ -180,7 +181,8 @@ def to_markdown(lines: list[dict]) -> str:
     if not lines:
         return "_no whole-conversation recording published yet_"
     head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | judge acc. (audited FA) | "
-            "evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | failure attribution | "
+            "evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | "
+            "failure attribution | "
             "recorded in | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731

@@ -183,10 +183,30 @@ def record(method: str, model: str | None) -> int:
                       ["--out", str((WORK / run_tag(method)).relative_to(ROOT)), "--judge", "same"]):
             cmd = base + extra
             print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
+            before = _children_cpu()
             rc = subprocess.call(cmd, env=env, cwd=ROOT)
+            _add_cpu(method, _children_cpu() - before)
             if rc != 0:
                 return rc
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's finished subprocesses."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def _add_cpu(method: str, seconds: float) -> None:
+    """Add a subprocess's CPU seconds to ``cpu.json`` (summed over sessions, like the wall time): on a machine
+    shared with tests the wall time overstates what a recording costs."""
+    path = WORK / "cpu.json"
+    data = _load_json(path)
+    key = run_tag(method)
+    data[key] = round(data.get(key, 0.0) + seconds, 1)
+    _write_json(path, data)
 
 
 def prefix_reuse(*paths: Path) -> dict | None:
@@ -217,6 +237,7 @@ def publish(method: str, model: str | None) -> dict:
     entry = {"method": method, "conversation": CONVERSATION, "categories": CATEGORIES,
              "questions": len(stored_ids(method)), "model": ", ".join(cassette_models(dst)) or model or "unknown",
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(run_tag(method)),
+             "cpu_s": _load_json(WORK / "cpu.json").get(run_tag(method)),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "machine": {"cpu_count": os.cpu_count()},

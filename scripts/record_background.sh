@@ -11,6 +11,6 @@ PY=.venv/bin/python
 for step in "naive_rag conv-26" "naive_rag conv-41" "full_context conv-26" "full_context conv-41" \
             "mem0_style conv-30" "recmem conv-26" "hymem conv-26"; do
   set -- $step
-  nice -n 19 "$PY" -m benchmarks.record_real_scale --methods "$1" --conversation "$2" || \
+  nice -n "${RECORD_NICE:-19}" "$PY" -m benchmarks.record_real_scale --methods "$1" --conversation "$2" || \
     echo "step $step stopped with exit $?" >&2
 done

@@ -193,7 +193,8 @@ def test_a_judge_is_audited_on_labelled_real_answers_first(tmp_path):
     real = A.audit_judge(judge, probes, dataset=A.REAL_ANSWERS, cache=cache, progress=False)
     expected_fr = sum(1 for p in probes if p.expected and p.candidate.strip() != p.gold.strip())
     assert real["false_reject"]["k"] == expected_fr and real["false_accept"]["n"] == 20
-    assert real["false_accept"]["k"] == sum(1 for p in probes if not p.expected and p.candidate.strip() == p.gold.strip())
+    assert real["false_accept"]["k"] == sum(1 for p in probes
+                                            if not p.expected and p.candidate.strip() == p.gold.strip())
     assert "right" in real["per_kind"] and "false-reject" in A.format_audit(real)
     rows = [{"judge_key": real["judge_key"], "judge_model": "exact-judge", "dataset": "sample"}]
     assert A.audits_for_rows(rows, cache)[real["judge_key"]]["dataset"] == A.REAL_ANSWERS

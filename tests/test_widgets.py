@@ -1,6 +1,8 @@
 """The notebook widgets over a saved (scripted) run and hand-made traces: state changes, not just construction."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -359,3 +361,14 @@ def test_lifecycle_view_follows_turns_and_units(run, conv):
     v.turn_picker.value = conv.turns[1].id
     assert v.target == ("turn", conv.turns[1].id)
     assert WIDGET_MIME in v._repr_mimebundle_()
+
+
+def test_cost_chart_hover_shows_parameters_as_short_lines_without_escaped_quotes():
+    """The hover box lists ``k=v`` pairs over a few short lines; no ``&quot;`` (Plotly shows it literally) and
+    markup in a value stays inert (issue: explorer, third round)."""
+    hover = cost_accuracy.params_hover(json.dumps({"llm": "qwen2.5-coder-1.5b", "top_k": 10, "answer_prompt": "native",
+                                                   "note": "<b>x</b>", "embedder": "all-MiniLM-L6-v2-int8",
+                                                   "chunking": "turn", "chunk_tokens": 256}))
+    assert "&quot;" not in hover and "top_k=10" in hover and "&lt;b&gt;" in hover
+    assert all(len(line) <= 80 for line in hover.replace("params: ", "").split("<br>"))
+    assert cost_accuracy.params_hover("") == "params: –"

@@ -1052,8 +1052,8 @@ class ResultsView:
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
         self.panel = pn.Column(self.banner, pn.Row(self.metric, self.x, self.category), self.note, self.table,
-                               self.plot, html_pane("<h4>Per question: the verdict (checker: 1 right, 0 wrong), the judge's label and "
-                                         "reasoning beside F1</h4>"),
+                               self.plot, html_pane("<h4>Per question: the verdict (checker), the judge's label "
+                                                    "and reasoning beside F1</h4>"),
                                self.questions, sizing_mode="stretch_width")
         self.refresh()
 

@@ -359,7 +359,26 @@ def _hover(r, x: str, metric: str) -> str:
                " (no CI: n < 5)")
         delta = f"<br>vs Full-Context (paired, n={int(r['delta_n'])}): {r['delta_fc']:+.3f}{dci}"
     return (f"{esc(r['label'])}<br>{esc(metric)} {r['accuracy']:.3f} {ci} · n={r['n']}{judge}{delta}<br>"
-            f"mean {esc(x)}: {r['tokens']:.0f}<br>params: {esc(str(r['params'])[:300])}")
+            f"mean {esc(x)}: {r['tokens']:.0f}<br>{params_hover(r['params'])}")
+
+
+def params_hover(params, width: int = 60, lines: int = 4) -> str:
+    """A method's parameters for a hover box: ``k=v`` pairs wrapped into a few short lines (a JSON band with
+    ``&quot;`` escapes pushed the figures off screen). Escaped for Plotly's hover HTML, quotes left as they are
+    (Plotly shows ``&quot;`` literally)."""
+    import html
+    import textwrap
+
+    try:
+        value = json.loads(params) if isinstance(params, str) else params
+    except ValueError:
+        value = params
+    text = (", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else str(value or ""))
+    if not text:
+        return "params: –"
+    wrapped = textwrap.wrap(text, width) or [""]
+    shown = wrapped[:lines] + (["…"] if len(wrapped) > lines else [])
+    return "params: " + "<br>".join(html.escape(line, quote=False) for line in shown)
 
 
 def _per(x: str) -> str:

@@ -112,7 +112,8 @@ def _conversation(path, conv_id: str, body) -> ConversationAnnotations:
             elif kind == "forgets":
                 _strings(path, where, e, ("id", "turn", "about"))
                 keywords = e.get("keywords")
-                if not isinstance(keywords, list) or not keywords or not all(isinstance(k, str) and k for k in keywords):
+                if not isinstance(keywords, list) or not keywords \
+                        or not all(isinstance(k, str) and k for k in keywords):
                     _fail(path, where, "field 'keywords' must be a non-empty list of strings")
                 parsed.append(Forget(e["id"], e["turn"], _turn_list(path, where + ".forgets_turns",
                                                                     e.get("forgets_turns")), e["about"],

@@ -7,9 +7,10 @@ if given, the LLM judge, giving one frozen ``QuestionResult``. Each row is appen
 ``ResultsStore`` as soon as it is done, keyed by (method, params_hash, dataset, qa_id): a rerun
 skips keys already present, and a conversation whose selected questions are all done is not
 re-ingested. Evidence recall, ``turns_shown`` and evidence precision are computed on the
-provenance of ``Answer.context`` (what the method's final reader saw); ``check`` holds the deterministic
-checker's verdict (``checker.py``: dates as days, names as entities, gold content recall; also the ``checker``
-score) and ``attribution`` labels each row from it (``attribution.py``; the judge untrusted). A stored row also records the judge's key
+provenance of ``Answer.context`` (what the method's final reader saw); ``check`` holds the
+deterministic checker's verdict (``checker.py``: dates as days, names as entities, gold content
+recall; also the ``checker`` score) and ``attribution`` labels each row from it (``attribution.py``;
+the judge untrusted). A stored row also records the judge's key
 (``judge.judge_key``: model, decoding, judge prompt hash) and the method's prompt hash: a row answered
 under other method prompts is answered again, and a row judged by another judge (or not judged) is
 re-judged from its stored prediction, without re-answering; rows written before these fields existed
