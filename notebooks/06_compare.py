@@ -57,9 +57,12 @@ for name, method in demo_methods(llm, emb).items():
 # Per method: the headline metric with a bootstrap 95% interval clustered by conversation (none below
 # 5 questions), the judge's accuracy beside its audited false-accept rate, lexical scores, evidence recall
 # (on what each method's final reader saw), turns shown, mean query tokens per question, construction tokens
-# per conversation, and the query-token ratio to Full-Context. The judge is the headline only when
-# `workbench judge-audit` found it reliable (at most 20% false accepts on at least 20 wrong answers); the
-# 1.5B judge is not, so the headline here is token F1. The adversarial questions (category 5) are scored apart.
+# per conversation, and the query-token ratio to Full-Context. The judge is the headline only when its audit on
+# labelled real answers (`sample_data/labels/`) passes (at most 20% false accepts on at least 20 wrong answers);
+# the 1.5B judge accepted 29 of the 62 wrong demo answers a careful reader labelled, so the headline here is the
+# deterministic checker (`metric` = `checker`: dates as days, names as entities, gold content), which agreed with
+# the readers on 99 of those 100 answers. Token F1 stays as a column for comparison with papers; on these answers it
+# ranked the methods against the readers. The adversarial questions (category 5) are scored apart.
 
 # %%
 # NBVAL_CHECK_OUTPUT
