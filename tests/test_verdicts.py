@@ -182,3 +182,22 @@ def test_the_shipped_set_holds_no_held_out_conversation_and_pins_its_audit():
     assert checker["agreement"]["rate"] > max(f1["agreement"]["rate"], judge["agreement"]["rate"])
     assert checker["false_accept"]["rate"] <= 0.10 and checker["false_reject"]["rate"] <= 0.10
     assert checker_source(shipped_entities())(labels[0]) in (True, False)
+
+
+def test_the_checker_is_an_offline_judge_with_the_judge_interface(tmp_path, capsys):
+    from workbench.cli import main
+    from workbench.data import QA
+    from workbench.eval import CheckerJudge
+
+    judge = CheckerJudge(names=("Tomasz", "Priya"))
+    qa = QA("sample-1/q16", Q16, "13 May 2023", 2)
+    assert judge.judge(qa, "13th of May").label == "CORRECT"
+    wrong = judge.judge(qa, "21 May 2023")
+    assert wrong.label == "WRONG" and wrong.reasoning.startswith("wrong_date")
+    assert judge.judge(QA("x", "q?", "", 5), "Not mentioned") is None  # adversarial: scored by its own rule
+    argv = ["judge-audit", "--data", "sample", "--judge", "checker", "--real", "20", "--n", "10", "--no-progress",
+            "--cache", str(tmp_path / "audits.json")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "On labelled real answers" in out and "Judge audit: checker" in out and "second table" in out
+    assert "Verdict sources on" in out and "token F1 >= 0.5" in out

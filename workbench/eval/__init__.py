@@ -8,12 +8,12 @@ the resumable harness and pure report functions.
 """
 from .attribution import attribute, attribution_table
 from .harness import EvalResult, QuestionResult, evaluate, select, select_conversations
-from .judge import JudgeVerdict, LLMJudge
+from .judge import CheckerJudge, JudgeVerdict, LLMJudge
 from .metrics import DEFAULT, METRICS, bleu1, evidence_recall, locomo_f1, token_f1
 from .report import cost_accuracy_frame, export, load_results, results_frame, summary_table, to_markdown
 from .store import ResultsStore
 
-__all__ = ["EvalResult", "QuestionResult", "evaluate", "select", "select_conversations", "JudgeVerdict", "LLMJudge",
+__all__ = ["EvalResult", "QuestionResult", "evaluate", "select", "select_conversations", "JudgeVerdict", "LLMJudge", "CheckerJudge",
            "DEFAULT", "METRICS", "bleu1", "evidence_recall", "locomo_f1", "token_f1", "cost_accuracy_frame", "export",
            "load_results", "results_frame", "summary_table", "to_markdown", "ResultsStore", "attribute",
            "attribution_table"]

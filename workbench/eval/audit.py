@@ -539,7 +539,8 @@ def _real_answer_audit(model: str | None) -> dict | None:
 def add_arguments(parser) -> None:
     parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
     parser.add_argument("--judge", default=None, help="judge LLM spec (local[:name] | gguf:<path> | openai:<model> "
-                                                      "| replay:<file>); default: the offline model")
+                                                      "| replay:<file>) or 'checker' (the deterministic checker); "
+                                                      "default: the offline model")
     parser.add_argument("--n", type=int, default=200, help="probes to judge (half negatives), 0 for all")
     parser.add_argument("--real", type=int, default=200, help="labelled real answers to judge first (as many wrong "
                         "as right where the set allows), 0 for all, -1 to skip")
@@ -578,16 +579,22 @@ def audit_command(args) -> int:
         print(f"no probes: {args.data} has no answerable questions", file=sys.stderr)
         return 1
     spec = args.judge
-    llm = make_llm("replay" if spec in ("replay", "replay:") and args.cassette else spec, args.cassette)
+    if spec == "checker":  # the deterministic checker: audited the same way, no model
+        from .judge import CheckerJudge
+
+        make_judge = CheckerJudge
+    else:
+        llm = make_llm("replay" if spec in ("replay", "replay:") and args.cassette else spec, args.cassette)
+        make_judge = lambda: LLMJudge(llm)  # noqa: E731
     sections = []
     labels = _labels(args.labels)
     if labels and args.real >= 0:
-        real = audit_judge(LLMJudge(llm), label_probes(labels, args.real or None, seed=args.seed),
+        real = audit_judge(make_judge(), label_probes(labels, args.real or None, seed=args.seed),
                            dataset=REAL_ANSWERS, seed=args.seed, requested_n=args.real or None, cache=args.cache,
                            refresh=args.refresh, progress=not args.no_progress)
         sections.append(("On labelled real answers (the figure every view uses)", real))
         print(_free_sources(labels))
-    audit = audit_judge(LLMJudge(llm), probes, dataset=dataset.name, data_sha256=data_sha256(dataset), seed=args.seed,
+    audit = audit_judge(make_judge(), probes, dataset=dataset.name, data_sha256=data_sha256(dataset), seed=args.seed,
                         requested_n=args.n or None, cache=args.cache, refresh=args.refresh,
                         progress=not args.no_progress)
     sections.append(("On synthetic probes built from the dataset (second table)", audit))

@@ -44,7 +44,9 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--questions", type=int, default=None, help="at most N questions per conversation")
     parser.add_argument("--categories", default=None, help="e.g. 1,2,3,4 (LoCoMo) or temporal-reasoning")
     parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
-    parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM; default: no judge")
+    parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM, or 'checker' (the "
+                        "deterministic checker, no model); default: no judge (every row still gets the checker's "
+                        "verdict)")
     parser.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
     parser.add_argument("--calibration", default="auto", help="embedder calibration: auto (the shipped one for "
                                                               "the embedder, if any) | off | <file.json>")
@@ -121,7 +123,11 @@ def eval_command(args) -> int:
         setups = [prepare_method(name, llm, embedder, params, data=args.data, calibration=args.calibration)
                   for name in names]
         judge = None
-        if args.judge:
+        if args.judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
+            from .judge import CheckerJudge
+
+            judge = CheckerJudge()
+        elif args.judge:
             judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
     for setup in setups:  # one method after another, all into one run directory and one results file

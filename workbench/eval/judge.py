@@ -141,6 +141,41 @@ class LLMJudge:
         return JudgeVerdict(None, raw=text, error="reply contains neither yes nor no")
 
 
+class CheckerJudge:
+    """The deterministic checker (``workbench.eval.checker``) behind the judge interface: no model, no call, the
+    same verdict for the same answer on every machine. On the labelled real answers it agrees with careful readers
+    far more often than the offline LLM judges (``workbench judge-audit`` prints both), so it is the offline judge
+    to use: ``workbench eval --judge checker``. It needs the conversation's names for its entity rule, which the
+    harness passes where it can (``names``); without them that rule is skipped."""
+
+    model = "checker"
+
+    def __init__(self, names=()):
+        self.names = tuple(names)
+
+    def __repr__(self) -> str:
+        return "CheckerJudge()"
+
+    @property
+    def spec(self) -> dict:
+        from .checker import RECALL_THRESHOLD
+
+        return {"class": type(self).__name__, "model": self.model, "threshold": RECALL_THRESHOLD,
+                "prompt_hash": None}
+
+    def applies_to(self, qa: QA) -> bool:
+        return is_locomo(qa) and qa.category != 5 and bool(qa.answer)
+
+    def judge(self, qa: QA, prediction: str, *, method: str = "") -> JudgeVerdict | None:
+        if not self.applies_to(qa):
+            return None
+        from .checker import check_answer
+
+        c = check_answer(qa.question, qa.answer, prediction, entities=self.names)
+        label = "CORRECT" if c.correct else "WRONG"
+        return JudgeVerdict(c.correct, label, f"{c.kind}: {c.reason}", model=self.model)
+
+
 def longmemeval_prompt(qa: QA, prediction: str) -> str:
     """The official per-type prompt (abstention for ``_abs`` ids), reworded."""
     if is_abstention(qa):
