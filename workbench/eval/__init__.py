@@ -13,7 +13,8 @@ from .metrics import DEFAULT, METRICS, bleu1, evidence_recall, locomo_f1, token_
 from .report import cost_accuracy_frame, export, load_results, results_frame, summary_table, to_markdown
 from .store import ResultsStore
 
-__all__ = ["EvalResult", "QuestionResult", "evaluate", "select", "select_conversations", "JudgeVerdict", "LLMJudge", "CheckerJudge",
+__all__ = ["EvalResult", "QuestionResult", "evaluate", "select", "select_conversations", "JudgeVerdict", "LLMJudge",
+           "CheckerJudge",
            "DEFAULT", "METRICS", "bleu1", "evidence_recall", "locomo_f1", "token_f1", "cost_accuracy_frame", "export",
            "load_results", "results_frame", "summary_table", "to_markdown", "ResultsStore", "attribute",
            "attribution_table"]
