@@ -236,7 +236,7 @@ def shoot_changes(page, out: Path) -> list[Path]:
     return [path]
 
 
-def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, question: str = "",
+def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int = 1400, tabs=None, question: str = "",
           method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = (),
           picks: Sequence[str] = (), traces: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
@@ -245,7 +245,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, tabs=None, 
     saved = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": height})
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(url, timeout=180000)  # each browser session builds a fresh app: slow on a loaded machine
         page.wait_for_selector("text=Memory Workbench", timeout=60000)
         # plotly.js comes just after the first paint; until it is there, charts show a loading notice
@@ -280,7 +280,8 @@ def main(argv=None) -> None:
     ap.add_argument("--run", help="run directory (default: a fresh scripted demo run)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
-    ap.add_argument("--height", type=int, default=1100, help="viewport height (the width is 1400)")
+    ap.add_argument("--height", type=int, default=1100, help="viewport height")
+    ap.add_argument("--width", type=int, default=1400, help="viewport width (1280 with --height 720: a projector)")
     ap.add_argument("--tabs", nargs="*", default=None, help="only these tabs (default: all)")
     ap.add_argument("--question", default="sample-1/q4", help="Question tab: the question to show (its id)")
     ap.add_argument("--method", default="hmem", help="Question tab: the method row to expand; Lifecycle tab: "
@@ -305,7 +306,8 @@ def main(argv=None) -> None:
         try:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
-            for path in shoot(url, Path(a.out), a.chromium, height=a.height, tabs=a.tabs, question=a.question,
+            for path in shoot(url, Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
+                              question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
                               picks=a.pick, traces=a.trace):
                 print(f"saved {path}")

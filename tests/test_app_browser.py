@@ -100,9 +100,9 @@ def browser():
         b.close()
 
 
-def _open_page(browser, url: str):
+def _open_page(browser, url: str, *, width: int = 1400, height: int = 1000):
     """A 1400x1000 page on the app at ``url`` that collects page errors in ``page.errors``."""
-    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg = browser.new_page(viewport={"width": width, "height": height})
     pg.errors = []
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     pg.goto(url)
@@ -572,3 +572,20 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     assert recmem.locator(".legendtext", has_text="trigger: the unit whose arrival").count() == 1
     assert recmem.locator("details summary", has_text="consolidation 1").count() == 1
     assert page.errors == []
+
+
+def test_a_projector_shows_the_tabs_and_the_first_answer_on_first_paint(replay_demo, demo_page, browser):
+    """At 1280x720, 100 % zoom, the run header is one line (details and the census collapsed): the tab list and the
+    first method row of the Question tab's table are inside the viewport without scrolling (issue: explorer, third
+    round, content first)."""
+    url = demo_page.url
+    pg = _open_page(browser, url, width=1280, height=720)
+    try:
+        pg.locator("tr.wb-method").first.wait_for(timeout=60000)
+        tabs = pg.locator(".bk-tab", has_text="Question").first.bounding_box()
+        row = pg.locator("tr.wb-method").first.bounding_box()
+        assert tabs and row and tabs["y"] + tabs["height"] <= 720 and row["y"] + row["height"] <= 720, (tabs, row)
+        assert pg.evaluate("window.scrollY") == 0
+        assert pg.locator("details", has_text="Mechanisms fired").first.get_attribute("open") is None
+    finally:
+        pg.close()

@@ -1295,9 +1295,10 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.problems = pn.Column(sizing_mode="stretch_width")
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
-        self.header = pn.Column(html_pane(self.header_html()), census_pane(self.store.run_dir),
-                                pn.widgets.Select.from_param(self.store.param.conv_id, label="conversation"),
-                                self.problems, sizing_mode="stretch_width")
+        conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="", width=220, margin=(4, 10))
+        self.header = pn.Column(pn.Row(html_pane(self.header_html()), pn.pane.HTML("conversation", margin=(10, 0)),
+                                       conv, sizing_mode="stretch_width"),
+                                census_pane(self.store.run_dir), self.problems, sizing_mode="stretch_width")
 
     def _build_view(self, name: str):
         view = dict(TABS)[name](self.store)
@@ -1367,13 +1368,19 @@ class WorkbenchApp(pn.viewable.Viewer):
         # the directory's name on screen (screenshots and projected pages show no machine path); the full
         # path in the tooltip for whoever runs it
         run = Path(self.store.run_dir)
-        return box(f"<h2>Memory Workbench</h2><p>run <code title='{esc(run)}'>{esc(run.name)}</code> · "
-                   f"methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
-                   f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · "
-                   f"data: {esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>{scripted}"
-                   + "".join(f"<p class='wb-muted' style='margin:2px 0'>{esc(n)}</p>"
-                             for n in departure_notes(self.store.methods, self.store.params)
-                             + variant_notes(self.store.methods, self.store.params)))
+        notes = departure_notes(self.store.methods, self.store.params) + variant_notes(self.store.methods,
+                                                                                         self.store.params)
+        details = (f"<p>methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
+                   f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · data: "
+                   f"{esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>"
+                   + "".join(f"<p class='wb-muted' style='margin:2px 0'>{esc(n)}</p>" for n in notes))
+        departures = f" · {len(notes)} departure{'s' if len(notes) != 1 else ''} from the papers" if notes else ""
+        # one line on first paint (a 1280x720 projector shows the tabs and their content); the rest one click away
+        return box(f"<div class='wb-runline'><b style='font-size:17px'>Memory Workbench</b> · run "
+                   f"<code title='{esc(run)}'>{esc(run.name)}</code> · {esc(s['llm'])} · judge: {esc(s['judge'])}"
+                   f"{esc(judge_note)}</div>{scripted}<details><summary class='wb-muted'>details: "
+                   f"{len(self.store.methods)} methods, embedder, data, commit{esc(departures)}</summary>{details}"
+                   "</details>")
 
     def open_trace(self, qa_id: str, method: str) -> None:
         """Show ``method``'s trace of ``qa_id`` in the Traces tab and switch to it."""

@@ -72,8 +72,16 @@ def census_html(value: dict | None, source: str = "") -> str:
     if problems:
         extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
-    return box(f"<details open><summary><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)}) counted "
-               f"from what the run recorded</small></summary>{scripted}{body}{extra}</details>")
+    summary = ", ".join(f"{h['method']}: {h['checked']}" for h in headline(value)
+                        if h.get("checked") and "not checkable" not in h["checked"])
+    line = f" <small class='wb-muted'>· right? {esc(_short(summary, 160))}</small>" if summary else ""
+    # collapsed: one line on a projected page; the whole table one click away (issue: explorer, content first)
+    return box(f"<details><summary><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)}) counted "
+               f"from what the run recorded</small>{line}</summary>{scripted}{body}{extra}</details>")
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
 def census_pane(run_dir):
