@@ -372,3 +372,13 @@ def test_cost_chart_hover_shows_parameters_as_short_lines_without_escaped_quotes
     assert "&quot;" not in hover and "top_k=10" in hover and "&lt;b&gt;" in hover
     assert all(len(line) <= 80 for line in hover.replace("params: ", "").split("<br>"))
     assert cost_accuracy.params_hover("") == "params: –"
+
+
+def test_an_axis_names_the_interval_only_where_error_bars_are_drawn():
+    import pandas as pd
+
+    with_ci = pd.DataFrame({"ci_low": [0.1, float("nan")]})
+    without = pd.DataFrame({"ci_low": [float("nan"), float("nan")]})
+    assert "95% bootstrap CI" in cost_accuracy.ci_axis_title("checker", with_ci)
+    assert "95%" not in cost_accuracy.ci_axis_title("checker", without)
+    assert "no error bars" in cost_accuracy.ci_axis_title("checker", without)

@@ -523,9 +523,18 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
                       xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),
                                  type="log" if log_x else "linear",
                                  **(dict(tickvals=ticks, ticktext=ticktext) if ticks else {})),
-                      yaxis_title=f"{metric} (95% bootstrap CI, clustered by conversation)", height=440,
+                      yaxis_title=ci_axis_title(metric, drawn), height=440,
                       margin=dict(l=50, r=20, t=70, b=50))
     return fig
+
+
+def ci_axis_title(metric: str, drawn: pd.DataFrame) -> str:
+    """The y axis names the 95 % interval only when at least one point draws one (cells under 5 questions show
+    no interval: their axis must not promise one)."""
+    has_ci = "ci_low" in drawn and pd.to_numeric(drawn["ci_low"], errors="coerce").notna().any()
+    if has_ci:
+        return f"{metric} (95% bootstrap CI, clustered by conversation)"
+    return f"{metric} (no error bars: fewer than 5 questions per point)"
 
 
 class CostAccuracyChart(DisplaysWidget):
