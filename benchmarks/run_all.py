@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "ama_refresh", "real_scale", "overhead", "scale", "core", "hmem_build",
+STEPS = ("compare", "construction", "ama_refresh", "verdicts", "real_scale", "overhead", "scale", "core", "hmem_build",
          "harness_replay", "ui", "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
@@ -98,6 +98,13 @@ def step_ama_refresh(cfg: dict, results: Path, opts) -> None:
     from benchmarks import bench_ama_refresh
 
     bench_ama_refresh.run(live=False, results_dir=results)
+
+
+def step_verdicts(cfg: dict, results: Path, opts) -> None:
+    """Every verdict source against the labelled real answers (no model call)."""
+    from benchmarks import bench_verdicts
+
+    _write(results, "verdicts.json", bench_verdicts.run())
 
 
 def step_real_scale(cfg: dict, results: Path, opts) -> None:
@@ -548,7 +555,10 @@ def render(meta: dict, load) -> str:
         overhead["locomo_sessions"] = [x for x in (compare.get("locomo") or {}).get("sessions", [])
                                        if x.get("live_calls")]
     lines += _sec_compare(compare) + _sec_construction(load("construction.json"))
-    lines += _sec_ama_refresh(load("ama_refresh.json")) + _sec_real_scale(load("real_scale.json"))
+    from benchmarks.bench_verdicts import markdown as verdicts_markdown
+
+    lines += _sec_ama_refresh(load("ama_refresh.json")) + verdicts_markdown(load("verdicts.json"))
+    lines += _sec_real_scale(load("real_scale.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
     lines += _sec_demo_recording()
