@@ -133,7 +133,7 @@ def cmd_ask(args) -> int:
 
 def cmd_app(args) -> int:
     serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser,
-              allow_remote=args.allow_remote)
+              allow_remote=args.allow_remote is not None, allowed_hosts=args.allow_remote or ())
     return 0
 
 
@@ -302,8 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")
     p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve on")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --address (the app has no login; prints a warning)")
+    p.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
+                   help="allow a non-loopback --address (the app has no login; prints a warning); the NAMEs are "
+                        "further host names it may be reached by (any other Host header is refused)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
 
