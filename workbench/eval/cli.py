@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ..extras import usage_errors
+from ..jsonl import DamagedFile, read_json
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -311,10 +312,9 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
         if not path.exists():
             continue
         try:
-            manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            print(f"warning: {path}: unreadable manifest ({exc.msg}); judge audits taken from the cache",
-                  file=sys.stderr)
+            manifest = read_json(path)
+        except DamagedFile as exc:
+            print(f"warning: {exc}; judge audits taken from the cache", file=sys.stderr)
             continue
         for ev in manifest.get("evaluations", []) if isinstance(manifest, dict) else []:
             judge = ev.get("judge") if isinstance(ev, dict) else None
