@@ -25,7 +25,6 @@ manifest, then from the audit cache (``--audits``).
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
