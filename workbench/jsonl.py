@@ -141,6 +141,27 @@ def json_reason(exc: ValueError) -> str:
     return f"unreadable JSON value ({exc})"
 
 
+class LeadsOutside(DamagedFile):
+    """A file inside a folder we read or write (a run directory) that is a link, or sits under one,
+    leading out of that folder: refused, never read or written through. A run directory may come
+    from someone else, and a link to ``~/.ssh/...`` would otherwise be shown by the app or, for an
+    appended file, written into."""
+
+
+def confined(path: str | os.PathLike, root: str | os.PathLike) -> Path:
+    """``path`` when, with every link followed, it stays inside ``root`` (itself followed: a run
+    directory that is a link is fine); else ``LeadsOutside``. Links that stay inside are fine."""
+    path, root_real = Path(path), Path(root).resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop (RuntimeError before Python 3.13)
+        raise LeadsOutside(path, f"its links cannot be followed ({exc})") from None
+    if real != root_real and not real.is_relative_to(root_real):
+        raise LeadsOutside(path, f"a link leading to {real}, outside {root}; refused (not read, not written "
+                                 "through)")
+    return path
+
+
 @dataclass(frozen=True)
 class BadLine:
     """One skipped line: where it is and why it was refused."""
@@ -262,11 +283,15 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def append_line(path: str | os.PathLike, line: str) -> None:
+def append_line(path: str | os.PathLike, line: str, *, root: str | os.PathLike | None = None) -> None:
     """Append one line under an exclusive lock; when the file ends in a torn fragment, the new
-    line starts on a fresh line (the fragment stays a single bad line, reported when read)."""
+    line starts on a fresh line (the fragment stays a single bad line, reported when read).
+
+    Never through a link out of ``root`` (default: the file's own folder): ``LeadsOutside``
+    instead, so a run directory from elsewhere cannot aim our appends at another file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    confined(path, path.parent if root is None else root)
     data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
     with _file_lock(path), open(path, "a+b") as f:
         f.seek(0, os.SEEK_END)

@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 from ..extras import usage_errors
-from ..jsonl import DamagedFile, read_json
+from ..jsonl import DamagedFile, append_line, read_json
+from ..rundir import check_links_stay_inside
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -124,6 +125,7 @@ def eval_command(args) -> int:
         if args.judge:
             judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
     out = Path(args.out)
+    check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
     for setup in setups:  # one method after another, all into one run directory and one results file
         method = setup.method
         res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
@@ -150,8 +152,7 @@ def _save_prefix_stats(out: Path, method: str, llm) -> None:
     line = {"method": method, "model": getattr(backend, "model", None),
             "state_cache_mb": getattr(backend, "state_cache_mb", None),
             "by_role": {role: dict(s) for role, s in stats.items()}}
-    with open(out / "prefix_stats.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
+    append_line(out / "prefix_stats.jsonl", json.dumps(line))  # locked, and never through a link out of the run
 
 
 def _finish(out: Path, res) -> None:
@@ -176,6 +177,7 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
     from .store import ResultsStore
 
     out = Path(args.out)
+    check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
     store = ResultsStore(out / "results.jsonl")
     params = parse_params(args.param)
     recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
