@@ -135,8 +135,13 @@ def load_structure_views() -> list[str]:
 
 
 def message(text: str, kind: str = "warning"):
-    """A visible notice (escaped)."""
-    return pn.pane.Alert(esc(text), alert_type=kind, sizing_mode="stretch_width")
+    """A visible notice: escaped text in an HTML pane styled as Panel's alert. Not ``pn.pane.Alert``,
+    which renders Markdown: a file name or error from the run holding ``![x](https://...)`` would be
+    fetched as an image (a request beacon), and linkify would turn its URLs into links."""
+    from panel.io.resources import CDN_DIST
+
+    return pn.pane.HTML(f'<div role="alert">{esc(text)}</div>', css_classes=["alert", f"alert-{kind}"],
+                        stylesheets=[f"{CDN_DIST}css/alerts.css"], sizing_mode="stretch_width")
 
 
 def html_pane(html: str, **kw):

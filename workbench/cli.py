@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .extras import MissingExtra, run_benchmarks, serve_app, usage_errors
+from .untrusted import terminal_text
 
 DEFAULT_RUN = Path("runs") / "demo"
 
@@ -146,24 +147,25 @@ def cmd_cassette(args) -> int:
         raise FileNotFoundError(f"cassette not found: {args.file}")
     if args.action == "costs":
         costs = cassette_costs(args.file)
-        print(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}")
+        print(terminal_text(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}"))
         print(f"{'role family':<14}{'calls':>7}{'prompt tok':>12}{'compl. tok':>12}{'call time':>11}  note")
         for family, c in costs["by_role"].items():
             missing = c["calls_without_latency"]
             note = f"{missing} calls recorded without their time" if missing else ""
-            print(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
-                  f"{c['seconds'] / 60:>10.1f}m  {note}")
+            print(terminal_text(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
+                                f"{c['seconds'] / 60:>10.1f}m  {note}"))
         for line in costs["bad_lines"]:
-            print(f"bad line  {line}")
+            print(terminal_text(f"bad line  {line}"))
         return 1 if costs["bad_lines"] else 0
     report = repair_cassette(args.file) if args.action == "repair" else check_cassette(args.file)
     for line in report["bad_lines"]:
-        print(f"bad line  {line}")
+        print(terminal_text(f"bad line  {line}"))
     verdict = "damaged" if report["bad_lines"] else "ok"
-    print(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
-          f"{len(report['bad_lines'])} bad lines -> {verdict}")
+    print(terminal_text(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
+                        f"{len(report['bad_lines'])} bad lines -> {verdict}"))
     if args.action == "repair":
-        print(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad lines dropped)")
+        print(terminal_text(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad "
+                            "lines dropped)"))
         return 0
     return 1 if report["bad_lines"] else 0
 
@@ -372,9 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         if isinstance(exc, USER_ERRORS):
-            print(f"workbench: error: {one_line(exc)}", file=sys.stderr)
+            print(f"workbench: error: {terminal_text(one_line(exc))}", file=sys.stderr)
         else:
-            print(f"workbench: internal error: {type(exc).__name__}: {one_line(exc)} (--debug shows the traceback)",
+            print(f"workbench: internal error: {type(exc).__name__}: {terminal_text(one_line(exc))} (--debug shows the "
+                  "traceback)",
                   file=sys.stderr)
         return 2
 

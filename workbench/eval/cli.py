@@ -31,6 +31,7 @@ from pathlib import Path
 from ..extras import usage_errors
 from ..jsonl import DamagedFile, append_line, read_json
 from ..rundir import check_links_stay_inside
+from ..untrusted import terminal_text
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -299,7 +300,7 @@ def report_command(args) -> int:
     if args.output:
         write_text_atomic(args.output, text + ("\n" if not text.endswith("\n") else ""))
     else:
-        print(text)
+        print(terminal_text(text))  # run data (method names, replies, paths) reach the terminal inert
     return 0
 
 
@@ -315,7 +316,7 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
         try:
             manifest = read_json(path)
         except DamagedFile as exc:
-            print(f"warning: {exc}; judge audits taken from the cache", file=sys.stderr)
+            print(terminal_text(f"warning: {exc}; judge audits taken from the cache"), file=sys.stderr)
             continue
         for ev in manifest.get("evaluations", []) if isinstance(manifest, dict) else []:
             judge = ev.get("judge") if isinstance(ev, dict) else None
@@ -324,6 +325,6 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
     try:
         cached = audits_for_rows(rows, cache or DEFAULT_CACHE)
     except ValueError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+        print(terminal_text(f"warning: {exc}"), file=sys.stderr)
         cached = {}
     return {**cached, **found}

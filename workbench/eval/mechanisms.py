@@ -51,6 +51,7 @@ from ..methods.base import method_base
 from ..methods.recmem.inspection import repeated_episodes
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
+from ..untrusted import markdown_text, terminal_text
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -853,18 +854,19 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
     """The census as a Markdown section: one table row per count (method, count, value, note)."""
     lines = [heading, ""]
     if value.get("scripted"):
-        lines += [f"> Scripted run: {value.get('label') or 'the replies were scripted'}. These counts show the "
+        label = markdown_text(value.get("label") or "the replies were scripted")
+        lines += [f"> Scripted run: {label}. These counts show the "
                   "plumbing, not what a model would do.", ""]
     lines += ["Counted from what the run recorded (result rows and their traces, saved events and structures; "
               "`workbench.eval.mechanisms`). A zero of a method's own mechanism is marked *not fired*, with the "
               "evidence from the run where it can be read; *missing* means the run does not record it. Failure "
               "counts that are zero are left out (`workbench mechanisms RUN_DIR` lists every count).", ""]
-    rows = [[m, n, v, f, _cut(w, 160)] for m, n, v, f, w in _rows(value, compact=True)]
+    rows = [[markdown_text(c) for c in (m, n, v, f, _cut(w, 160))] for m, n, v, f, w in _rows(value, compact=True)]
     lines.append(markdown_table(["method", "count", "value", "", "why zero / why missing"], rows,
                                 [False, False, False, False, False]) if rows else "(no methods in this run)")
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
-                  + "; ".join(_cut(p, 200) for p in value["problems"][:5])]
+                  + "; ".join(markdown_text(_cut(p, 200)) for p in value["problems"][:5])]
     return "\n".join(lines) + "\n"
 
 
@@ -890,9 +892,9 @@ def mechanisms_command(args) -> int:
     """``workbench mechanisms RUN_DIR``: (re)compute the census, print it, write ``mechanisms.json``."""
     value = census(args.run)
     if args.format == "json":
-        print(json.dumps(value, indent=2, ensure_ascii=False))
+        print(terminal_text(json.dumps(value, indent=2, ensure_ascii=False)))  # C1 controls survive json.dumps
     else:
-        print(census_text(value))
+        print(terminal_text(census_text(value)))
     if not args.no_write:
         path = write_census(args.run, value)
         if args.format != "json":
