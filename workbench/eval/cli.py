@@ -53,6 +53,11 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="run directory")
     parser.add_argument("--cassette", default=None, help="record/replay cassette (JSONL) for every LLM call")
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
+    parser.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
+                        help="seconds one request to an openai: server may wait (default 60)")
+    parser.add_argument("--attempts", type=int, default=None, metavar="N",
+                        help="tries per call to an openai: server, the first included (default 3); a server that "
+                             "never answers costs about N x the request timeout")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
     parser.add_argument("--fair", action="store_true", help="fair arena: every method answers with the one shared "
@@ -83,10 +88,15 @@ def add_report_arguments(parser) -> None:
     parser.add_argument("--title", default="Evaluation report", help="title of the markdown report")
 
 
-def _llm(spec: str | None, cassette: str | None):
+def _llm(spec: str | None, cassette: str | None, args=None):
     from ..llm import llm_from_options
 
-    return llm_from_options(spec, cassette)
+    return llm_from_options(spec, cassette, **request_options(args))
+
+
+def request_options(args) -> dict:
+    """``--request-timeout`` and ``--attempts`` as ``llm_from_options`` keywords (absent: the defaults)."""
+    return {"request_timeout": getattr(args, "request_timeout", None), "attempts": getattr(args, "attempts", None)}
 
 
 def _categories(text: str | None):
@@ -114,7 +124,7 @@ def eval_command(args) -> int:
     if not names:
         raise SystemExit("--method names no method")
     with usage_errors():
-        llm = bounded(_llm(args.llm, args.cassette), getattr(args, "bounded_outputs", False))  # llm.bounds
+        llm = bounded(_llm(args.llm, args.cassette, args), getattr(args, "bounded_outputs", False))  # llm.bounds
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
@@ -124,9 +134,10 @@ def eval_command(args) -> int:
                   for name in names]
         judge = None
         if args.judge:
-            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
+            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette, args))
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    report_resume(out / "results.jsonl")
     for setup in setups:  # one method after another, all into one run directory and one results file
         method = setup.method
         res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
@@ -138,6 +149,25 @@ def eval_command(args) -> int:
         _finish(out, res)
     _save_prefix_stats(out, ",".join(s.method.name for s in setups), llm)  # the backend's counts span all
     return 0
+
+
+def report_resume(results: Path, *, shown: int = 10) -> None:
+    """Before resuming into an existing results file: say (stderr) how many rows it keeps and which
+    damaged or partial lines are skipped (``file:line: reason``; their questions run again), so a
+    torn line left by a crash is never dropped silently."""
+    from .store import ResultsStore
+
+    if not results.is_file():
+        return
+    store = ResultsStore(results)
+    if not store.bad:
+        return
+    lines = [f"resuming {results}: {len(store)} rows kept; {len(store.bad)} damaged or partial line(s) skipped "
+             "(their questions run again):"]
+    lines += [f"  {b}" for b in store.bad[:shown]]
+    if len(store.bad) > shown:
+        lines.append(f"  ... and {len(store.bad) - shown} more")
+    print(terminal_text("\n".join(lines)), file=sys.stderr)
 
 
 def _save_prefix_stats(out: Path, method: str, llm) -> None:
@@ -179,10 +209,11 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
 
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    report_resume(out / "results.jsonl")
     store = ResultsStore(out / "results.jsonl")
     params = parse_params(args.param)
     recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
-                         getattr(args, "bounded_outputs", False)) for name in names]
+                         getattr(args, "bounded_outputs", False), **request_options(args)) for name in names]
 
     def one(k: int):
         recipe = recipes[k]
@@ -243,7 +274,7 @@ def estimate_command(args, dataset) -> int:
 
     problems, llm = [], None
     try:
-        llm = _llm(args.llm, args.cassette)
+        llm = _llm(args.llm, args.cassette, args)
     except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
         problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
         llm = _Unbuilt(args.llm or "")
