@@ -148,8 +148,8 @@ def test_eval_and_report_refuse_a_run_directory_with_links_out(tmp_path, outside
     (run / "results.costs.jsonl").symlink_to(outside / "costs.jsonl")
     with pytest.raises(LeadsOutside, match="results.costs.jsonl"):
         check_links_stay_inside(run)
-    out = _cli("eval", "--method", "full_context", "--data", "tiny", "--llm", "openai:m@http://127.0.0.1:9/v1", "--embedder", "hash",
-               "--out", str(run), "--no-progress")
+    out = _cli("eval", "--method", "full_context", "--data", "tiny", "--llm", "openai:m@http://127.0.0.1:9/v1",
+               "--embedder", "hash", "--out", str(run), "--no-progress")
     assert out.returncode == 2 and "outside" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (outside / "costs.jsonl").exists()
     (run / "results.jsonl").symlink_to(outside / "notes.jsonl")

@@ -4,10 +4,15 @@ A result row's ``error`` is read by people comparing methods, not by the develop
 method: ``IndexError: list index out of range`` says where the code broke, not what failed. So
 ``describe_error`` leads with a phrase for the kind of failure (a missing item, a value of the
 wrong type, a model server that did not answer...), then the exception's message, then its type
-in brackets (kept for whoever debugs it). Failures that already speak in words (``LLMError`` and
-its kinds, whose messages this package writes) keep their message as it is.
+in brackets (kept for whoever debugs it). Failures that already speak in words (``InWords``:
+``LLMError`` and its kinds, whose messages this package writes) keep their message as it is.
 """
 from __future__ import annotations
+
+
+class InWords(Exception):
+    """Marks an error whose message this package wrote to say what failed (kept as it is)."""
+
 
 #: exception type -> what it means for a reader of a result row (the first matching base wins)
 WORDS: tuple[tuple[type[BaseException], str], ...] = (
@@ -28,13 +33,11 @@ WORDS: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def describe_error(exc: BaseException, doing: str | None = None) -> str:
-    """One line: ``[doing failed: ]what happened: message [Type]`` (``LLMError``s: their own message)."""
-    from .llm.errors import LLMError
-
+    """One line: ``[doing failed: ]what happened: message [Type]`` (``InWords`` errors: their own message)."""
     message = " ".join(str(exc).split())
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         message = repr(exc.args[0])
-    if isinstance(exc, LLMError):
+    if isinstance(exc, InWords):
         text = message or "the model call failed"
     else:
         words = next((w for kind, w in WORDS if isinstance(exc, kind)), "an unexpected error")
