@@ -1480,6 +1480,10 @@ def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = 
     run_dir = run_dir or os.environ.get("WORKBENCH_RUN", DEFAULT_RUN)
     port = port or free_port(address)
     names = allowed_names(address, allowed_hosts)
+    if allow_remote and not allowed_hosts and address not in names:  # a wildcard bind (0.0.0.0, ::)
+        print(f"note: requests are answered only when they name this server as {', '.join(sorted(names))}; list "
+              "the names others use to reach it after --allow-remote (e.g. --allow-remote lab-box.local)",
+              file=sys.stderr)
     # Bokeh's origin list cannot hold IPv6 literals; a page on [::1] passes Tornado's same-origin check
     origins = sorted(f"{n}:{port}" for n in names if ":" not in n)
     print(f"Memory Workbench app for {run_dir} at http://{address}:{port}/")
