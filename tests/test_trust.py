@@ -116,3 +116,16 @@ def test_concurrent_first_use_in_processes_signs_under_one_key(tmp_path, home):
     (tmp_path / "mem").mkdir()
     (tmp_path / "mem" / SIGNATURE_FILE).write_text(sigs[0])
     trust.check_signature(tmp_path / "mem", b"same data")  # the key left on disk is the one they all used
+
+
+def test_a_damaged_key_met_while_creating_is_replaced_not_used(tmp_path, home, monkeypatch):
+    # another (older) process left an empty key between our "missing" check and our link
+    real_link = trust.os.link
+
+    def link_after_a_crash(src, dst):
+        Path(dst).write_bytes(b"")
+        return real_link(src, dst)
+
+    monkeypatch.setattr(trust.os, "link", link_after_a_crash)
+    key = trust.machine_key()
+    assert len(key) == KEY_BYTES and home.read_bytes() == key

@@ -51,6 +51,14 @@ def test_markdown_text_shows_the_same_characters():
     assert unescape(html.replace("<p>", "").replace("</p>", "").strip()) == payload
 
 
+def test_terminal_json_stays_valid_json():
+    from workbench.untrusted import terminal_json
+
+    text = terminal_json(json.dumps({TERMINAL_PAYLOAD: [TERMINAL_PAYLOAD, "\u0085 ok"]}, ensure_ascii=False))
+    assert not any(0x7f <= ord(c) <= 0x9f or ord(c) < 32 for c in text)
+    assert json.loads(text) == {TERMINAL_PAYLOAD: [TERMINAL_PAYLOAD, "\u0085 ok"]}
+
+
 def test_terminal_text_escapes_controls_but_keeps_newlines_tabs_and_unicode():
     out = terminal_text(TERMINAL_PAYLOAD + "\n\tnext — ünï")
     assert not any(ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) <= 0x9f for c in out)
@@ -109,6 +117,8 @@ def test_mechanisms_prints_no_terminal_controls(demo_run, tmp_path):
         assert out.returncode == 0, out.stderr
         assert_no_controls(out.stdout)
         assert b"owned title" in out.stdout
+        if fmt == "json":  # still valid JSON, the payload intact inside it
+            assert any(TERMINAL_PAYLOAD in m for m in json.loads(out.stdout)["methods"])
 
 
 def test_census_markdown_is_inert(demo_run, tmp_path):

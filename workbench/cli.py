@@ -122,11 +122,11 @@ def cmd_ask(args) -> int:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
         method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
     ans = method.answer(args.question)
-    print(f"Answer: {ans.text}\n")
+    print(terminal_text(f"Answer: {ans.text}\n"))  # a model's (or a replayed cassette's) text: no raw controls
     print("Context:")
     for h in ans.context[:args.show]:
-        print(f"  [{h.unit_id}] ({h.score:.3f}; turns {', '.join(h.source_ids)}) {h.text[:160]}")
-    print(f"\nSteps: {', '.join(s.kind for s in ans.steps)}")
+        print(terminal_text(f"  [{h.unit_id}] ({h.score:.3f}; turns {', '.join(h.source_ids)}) {h.text[:160]}"))
+    print(terminal_text(f"\nSteps: {', '.join(s.kind for s in ans.steps)}"))
     print(f"Usage: {ans.usage.calls} calls, {ans.usage.prompt_tokens} prompt + {ans.usage.completion_tokens} "
           f"completion tokens, {ans.usage.cached_calls} cached, {ans.usage.latency_s:.1f}s")
     return 0
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from .llm.redact import redact_text
 
-        print(redact_text(exc.code), file=sys.stderr)
+        print(terminal_text(redact_text(exc.code)), file=sys.stderr)
         return 2
     except Exception as exc:  # reported in one line; the traceback only with --debug
         if args.debug:

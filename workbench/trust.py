@@ -96,16 +96,17 @@ def _publish_new_key(path: Path) -> bytes:
     tmp = _write_temp_key(path)
     try:
         os.link(tmp, path)  # atomic, and refuses to overwrite: the first whole key wins
-    except FileExistsError:
+    except FileExistsError:  # another process linked its whole key first (or an old version left a damaged one)
         pass
     except OSError:  # a file system without hard links: the locked write below serialises creators instead
         return _replace_damaged_key(path)
     finally:
         tmp.unlink(missing_ok=True)
-    key = _read_key(path)
-    if key is None:  # removed between link and read: only by hand; say so rather than sign under nothing
-        raise TrustKeyError(f"{path}: the trust key vanished while it was being created")
-    return key
+    try:
+        key = _read_key(path)
+    except TrustKeyError:  # damaged by an older version's interrupted first use: replaced under the lock
+        key = None
+    return key if key is not None else _replace_damaged_key(path)
 
 
 def _replace_damaged_key(path: Path) -> bytes:

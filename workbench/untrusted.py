@@ -30,3 +30,10 @@ def markdown_text(text: object) -> str:
 def terminal_text(text: object) -> str:
     """``text`` with every terminal control character (but newline and tab) shown as ``\\xNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def terminal_json(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) safe for a terminal and still valid JSON:
+    ``json.dumps`` escapes C0 controls but leaves DEL and C1 raw, and those can only sit inside
+    strings, where ``\\u00NN`` is their JSON spelling."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

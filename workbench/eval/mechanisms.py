@@ -51,7 +51,7 @@ from ..methods.base import method_base
 from ..methods.recmem.inspection import repeated_episodes
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
-from ..untrusted import markdown_text, terminal_text
+from ..untrusted import markdown_text, terminal_json, terminal_text
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -892,7 +892,7 @@ def mechanisms_command(args) -> int:
     """``workbench mechanisms RUN_DIR``: (re)compute the census, print it, write ``mechanisms.json``."""
     value = census(args.run)
     if args.format == "json":
-        print(terminal_text(json.dumps(value, indent=2, ensure_ascii=False)))  # C1 controls survive json.dumps
+        print(terminal_json(json.dumps(value, indent=2, ensure_ascii=False)))  # C1 controls survive json.dumps
     else:
         print(terminal_text(census_text(value)))
     if not args.no_write:
