@@ -155,3 +155,15 @@ def test_eval_and_report_refuse_a_run_directory_with_links_out(tmp_path, outside
     (run / "results.jsonl").symlink_to(outside / "notes.jsonl")
     out = _cli("report", str(run / "results.jsonl"))
     assert out.returncode == 2 and "outside" in out.stderr and SECRET not in out.stdout
+
+
+def test_report_reads_no_judge_audits_through_a_linked_manifest(tmp_path, outside, capsys):
+    from workbench.eval.cli import report_audits
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (outside / "m.json").write_text(json.dumps({"evaluations": [{"judge": {"key": "k", "audit": {"fa": SECRET}}}]}))
+    (run / "manifest.json").symlink_to(outside / "m.json")
+    found = report_audits([], [run], cache=str(tmp_path / "no-cache.json"))
+    assert "k" not in found
+    assert "outside" in capsys.readouterr().err

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from ..extras import usage_errors
-from ..jsonl import DamagedFile, append_line, read_json
+from ..jsonl import DamagedFile, append_line, confined, read_json
 from ..rundir import check_links_stay_inside
 from ..untrusted import terminal_text
 
@@ -345,8 +345,8 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
         if not path.exists():
             continue
         try:
-            manifest = read_json(path)
-        except DamagedFile as exc:
+            manifest = read_json(confined(path, d))
+        except DamagedFile as exc:  # LeadsOutside (a link out of the run) included
             print(terminal_text(f"warning: {exc}; judge audits taken from the cache"), file=sys.stderr)
             continue
         for ev in manifest.get("evaluations", []) if isinstance(manifest, dict) else []:
