@@ -161,3 +161,14 @@ def test_resume_says_which_partial_lines_it_skips(tmp_path, capsys):
     assert f"{results}:2: invalid JSON" in err and f"{results}:4: torn final line" in err
     report_resume(tmp_path / "absent.jsonl")
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("spec,fragment", [(1, "index 1 is past the end: the dataset has 1 conversation"),
+                                           ("0,7", "index 7 is past the end"), ("conv-99", "no conversation with id"),
+                                           (range(2, 4), "index 2 is past the end")])
+def test_picking_a_conversation_that_is_not_there_says_so_in_words(spec, fragment):
+    from workbench.data import load_dataset
+    from workbench.eval.selection import select_conversations
+
+    with pytest.raises(ValueError, match=fragment):
+        select_conversations(load_dataset("tiny"), spec)
