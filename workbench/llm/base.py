@@ -135,13 +135,14 @@ class BaseLLM:
             gen = self._generate(msgs, schema=schema, temperature=temperature, seed=seed, max_tokens=max_tokens,
                                  role=role)
         except Exception as exc:
-            words = describe_error(exc, None if isinstance(exc, LLMError) else "the model call")
+            # the ledger keeps the kind first ("CacheMiss: ..."): the census and the question view count by it
             call = LLMCall(role, tags.get("method", ""), tags.get("phase", ""), self.model, tuple(msgs), "",
-                           count_message_tokens(msgs), 0, round(time.perf_counter() - start, 6), False, words)
+                           count_message_tokens(msgs), 0, round(time.perf_counter() - start, 6), False,
+                           f"{type(exc).__name__}: {exc}")
             self.ledger.record(call)
             if isinstance(exc, LLMError):
                 raise
-            raise LLMError(words) from exc
+            raise LLMError(describe_error(exc, "the model call")) from exc
         latency = round(time.perf_counter() - start, 6)
         pt = gen.prompt_tokens if gen.prompt_tokens is not None else count_message_tokens(msgs)
         ct = gen.completion_tokens if gen.completion_tokens is not None else count_tokens(gen.text)
