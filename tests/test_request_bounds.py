@@ -89,10 +89,14 @@ def test_cli_options_reach_the_backend():
     add_eval_arguments(parser)
     args = parser.parse_args(["--llm", "openai:m@http://127.0.0.1:9/v1", "--request-timeout", "7.5",
                               "--attempts", "1"])
-    from workbench.eval.cli import _llm
+    from workbench.eval.cli import _llm, bound_requests
+    from workbench.llm import CachedLLM
 
-    llm = _llm(args.llm, None, args)
+    llm = bound_requests(_llm(args.llm, None), args)
     assert (llm.timeout_s, llm.attempts) == (7.5, 1)
+    assert (llm.client.timeout, llm.client.max_retries) == (7.5, 0)
+    wrapped = bound_requests(CachedLLM(OpenAIChat("m", base_url="http://127.0.0.1:9/v1"), None), args)
+    assert (wrapped.inner.timeout_s, wrapped.inner.attempts) == (7.5, 1)
     from workbench.eval.executors import CliRecipe
 
     method, _ = CliRecipe("full_context", {}, args.llm, embedder="hash", request_timeout=2.0, attempts=4)(0)
@@ -172,3 +176,17 @@ def test_picking_a_conversation_that_is_not_there_says_so_in_words(spec, fragmen
 
     with pytest.raises(ValueError, match=fragment):
         select_conversations(load_dataset("tiny"), spec)
+
+
+def test_request_options_on_a_model_that_makes_no_request_say_so(capsys):
+    import argparse
+
+    from workbench.eval.cli import add_eval_arguments, bound_requests
+    from workbench.llm import ScriptedLLM
+
+    parser = argparse.ArgumentParser()
+    add_eval_arguments(parser)
+    llm = ScriptedLLM([], default="x")
+    assert bound_requests(llm, parser.parse_args(["--attempts", "2"])) is llm
+    assert "apply to openai: servers" in capsys.readouterr().err
+    assert bound_requests(llm, parser.parse_args([])) is llm and capsys.readouterr().err == ""

@@ -88,15 +88,34 @@ def add_report_arguments(parser) -> None:
     parser.add_argument("--title", default="Evaluation report", help="title of the markdown report")
 
 
-def _llm(spec: str | None, cassette: str | None, args=None):
+def _llm(spec: str | None, cassette: str | None):
     from ..llm import llm_from_options
 
-    return llm_from_options(spec, cassette, **request_options(args))
+    return llm_from_options(spec, cassette)
 
 
 def request_options(args) -> dict:
     """``--request-timeout`` and ``--attempts`` as ``llm_from_options`` keywords (absent: the defaults)."""
     return {"request_timeout": getattr(args, "request_timeout", None), "attempts": getattr(args, "attempts", None)}
+
+
+def bound_requests(llm, args):
+    """``llm`` with ``--request-timeout``/``--attempts`` applied to the OpenAI-compatible client inside it
+    (through cassette and bounds wrappers); a note on stderr when they were given but nothing makes requests."""
+    from ..llm.openai_chat import OpenAIChat
+
+    options = request_options(args)
+    if options == {"request_timeout": None, "attempts": None}:
+        return llm
+    inner, seen = llm, 0
+    while inner is not None and seen < 8:
+        if isinstance(inner, OpenAIChat):
+            inner.bound_requests(timeout_s=options["request_timeout"], attempts=options["attempts"])
+            return llm
+        inner, seen = getattr(inner, "inner", None), seen + 1
+    print(f"note: --request-timeout/--attempts apply to openai: servers; {llm!r} makes no such request",
+          file=sys.stderr)
+    return llm
 
 
 def _categories(text: str | None):
@@ -124,7 +143,7 @@ def eval_command(args) -> int:
     if not names:
         raise SystemExit("--method names no method")
     with usage_errors():
-        llm = bounded(_llm(args.llm, args.cassette, args), getattr(args, "bounded_outputs", False))  # llm.bounds
+        llm = bounded(bound_requests(_llm(args.llm, args.cassette), args), getattr(args, "bounded_outputs", False))
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
@@ -134,7 +153,7 @@ def eval_command(args) -> int:
                   for name in names]
         judge = None
         if args.judge:
-            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette, args))
+            judge = LLMJudge(llm if args.judge == "same" else bound_requests(_llm(args.judge, args.cassette), args))
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
     report_resume(out / "results.jsonl")
@@ -274,7 +293,7 @@ def estimate_command(args, dataset) -> int:
 
     problems, llm = [], None
     try:
-        llm = _llm(args.llm, args.cassette, args)
+        llm = _llm(args.llm, args.cassette)
     except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
         problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
         llm = _Unbuilt(args.llm or "")

@@ -74,6 +74,15 @@ class OpenAIChat(BaseLLM):
                                    max_retries=self.max_retries)
         self.client = client
 
+    def bound_requests(self, *, timeout_s: float | None = None, attempts: int | None = None) -> "OpenAIChat":
+        """Change the per-request timeout and/or the tries per call (``None`` keeps the current one)."""
+        self.timeout_s, self.attempts = request_bounds(self.timeout_s if timeout_s is None else timeout_s,
+                                                       self.attempts if attempts is None else attempts)
+        self.max_retries = self.attempts - 1
+        if hasattr(self.client, "with_options"):  # an injected test client may lack it: then only our fields
+            self.client = self.client.with_options(timeout=self.timeout_s, max_retries=self.max_retries)
+        return self
+
     def __repr__(self) -> str:
         # The base URL may carry user:password or a token parameter: shown redacted only.
         return f"OpenAIChat({self.model!r}" + (f", base_url={redact_url(self.base_url)!r})" if self.base_url else ")")
