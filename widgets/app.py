@@ -42,7 +42,7 @@ import threading
 from pathlib import Path
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,7 @@ from widgets.cost_accuracy import (ALL, cost_accuracy_figure, headline, judge_ba
                                    paired_frame, points_frame, results_frame, run_audits, summary_frame,
                                    summary_table_html, table_metric)
 from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
+from widgets.host_guard import allowed_names, guard_hosts, host_allowed
 from widgets.html import box, esc, json_html
 from widgets.lifecycle import LifecycleIndex, parse_link, turn_html, unit_html
 from widgets.mechanisms_census import census_pane
@@ -134,8 +135,13 @@ def load_structure_views() -> list[str]:
 
 
 def message(text: str, kind: str = "warning"):
-    """A visible notice (escaped)."""
-    return pn.pane.Alert(esc(text), alert_type=kind, sizing_mode="stretch_width")
+    """A visible notice: escaped text in an HTML pane styled as Panel's alert. Not ``pn.pane.Alert``,
+    which renders Markdown: a file name or error from the run holding ``![x](https://...)`` would be
+    fetched as an image (a request beacon), and linkify would turn its URLs into links."""
+    from panel.io.resources import CDN_DIST
+
+    return pn.pane.HTML(f'<div role="alert">{esc(text)}</div>', css_classes=["alert", f"alert-{kind}"],
+                        stylesheets=[f"{CDN_DIST}css/alerts.css"], sizing_mode="stretch_width")
 
 
 def html_pane(html: str, **kw):
@@ -1468,17 +1474,57 @@ def check_address(address: str, allow_remote: bool) -> None:
 
 
 def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
-          allow_remote: bool = False):
+          allow_remote: bool = False, allowed_hosts: Sequence[str] = ()):
     """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
     ``allow_remote=True`` and prints a warning (no login). ``port=0`` picks a free port. Blocks
-    unless ``threaded`` (then returns the server thread)."""
+    unless ``threaded`` (then returns the server thread, which has ``stop()``).
+
+    Every route and the websocket answer only requests whose ``Host`` is a loopback name, the bound
+    address or one of ``allowed_hosts`` (``widgets.host_guard``: the guard against DNS rebinding);
+    the websocket also checks ``Origin`` against the same names."""
+    from panel.io.threads import StoppableThread
+    from tornado.ioloop import IOLoop
+
     check_address(address, allow_remote)
+    if allowed_hosts and not allow_remote:
+        raise SystemExit("host names other than loopback ones are only served with --allow-remote")
     run_dir = run_dir or os.environ.get("WORKBENCH_RUN", DEFAULT_RUN)
     port = port or free_port(address)
-    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    names = allowed_names(address, allowed_hosts)
+    if allow_remote and not allowed_hosts and address not in names:  # a wildcard bind (0.0.0.0, ::)
+        print(f"note: requests are answered only when they name this server as {', '.join(sorted(names))}; list "
+              "the names others use to reach it after --allow-remote (e.g. --allow-remote lab-box.local)",
+              file=sys.stderr)
+    # Bokeh's origin list cannot hold IPv6 literals; a page on [::1] passes Tornado's same-origin check
+    origins = sorted(f"{n}:{port}" for n in names if ":" not in n)
     print(f"Memory Workbench app for {run_dir} at http://{address}:{port}/")
-    return pn.serve(lambda: build_app(run_dir).__panel__(), port=port, address=address, show=show,
-                    websocket_origin=origins, title="Memory Workbench", threaded=threaded, verbose=False)
+    options = dict(port=port, address=address, show=show, websocket_origin=origins, title="Memory Workbench",
+                   verbose=False)
+    if not threaded:
+        return _run_guarded(run_dir, names, options)
+    loop = IOLoop(make_current=False)
+    server_id = os.urandom(16).hex()  # Panel's StoppableThread.stop finds the server by this id
+    thread = StoppableThread(target=_run_guarded, io_loop=loop, owns_loop=True, args=(run_dir, names),
+                             kwargs=dict(options=dict(options, loop=loop, server_id=server_id)), daemon=True)
+    thread.start()
+    return thread
+
+
+def _run_guarded(run_dir, names, options):
+    """Build the Bokeh server unstarted, put the Host check in front of its routes, then run it.
+
+    Panel's ``pn.serve`` has no hook for routing rules, so the Tornado application is taken from the
+    Bokeh server's ``_tornado`` (Panel reads the same attribute itself); if a future Bokeh renames
+    it this raises instead of serving without the guard."""
+    server = pn.serve(lambda: build_app(run_dir).__panel__(), start=False, threaded=False, **options)
+    tornado_app = getattr(server, "_tornado", None)
+    if tornado_app is None:
+        raise RuntimeError("cannot install the Host check: this Bokeh server has no Tornado application "
+                           "attribute `_tornado`; refusing to serve without it")
+    guard_hosts(tornado_app, names)
+    server.start()
+    server.io_loop.start()
+    return server
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -1486,17 +1532,35 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--run", default=os.environ.get("WORKBENCH_RUN", DEFAULT_RUN), help="run directory")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--address", default="127.0.0.1")
-    ap.add_argument("--allow-remote", action="store_true",
-                    help="allow a non-loopback --address (the app has no login; a warning is printed)")
+    ap.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
+                    help="allow a non-loopback --address (the app has no login; a warning is printed); the NAMEs "
+                         "are further host names the app may be reached by (loopback names and the address "
+                         "always are; any other Host header is refused, against DNS rebinding)")
     ap.add_argument("--show", action="store_true")
     return ap.parse_args(argv)
 
 
-if __name__.startswith("bokeh_app_"):  # `panel serve widgets/app.py --args --run DIR`
-    # Build through the importable module, so views registered in widgets.app.STRUCTURE_VIEWS count.
-    from widgets.app import build_app as _build_app
+FOREIGN_HOST_MESSAGE = ("This server answers only to its own names (localhost, 127.0.0.1, [::1]); this page was "
+                        "requested under another name, as a DNS-rebinding page would. Nothing of the run is shown.")
 
-    _build_app(parse_args(sys.argv[1:]).run).servable(title="Memory Workbench")
+
+def servable_for_request(args: argparse.Namespace, headers: Mapping[str, str]):
+    """What ``panel serve widgets/app.py`` shows one session: the app, or (for a request whose ``Host``
+    is not one of this server's names) a refusal that reads nothing of the run. Panel owns that
+    server's routes, so this is the check there; ``serve`` refuses such requests before any route."""
+    names = allowed_names("127.0.0.1", args.allow_remote or ())
+    if not host_allowed(headers.get("Host"), names):
+        return pn.pane.Alert(FOREIGN_HOST_MESSAGE, alert_type="danger")
+    from widgets.app import build_app as _build_app  # the importable module: STRUCTURE_VIEWS registered there count
+
+    return _build_app(args.run)
+
+
+if __name__.startswith("bokeh_app_"):  # `panel serve widgets/app.py --args --run DIR`
+    from widgets.app import servable_for_request as _servable
+
+    _servable(parse_args(sys.argv[1:]), pn.state.headers or {}).servable(title="Memory Workbench")
 elif __name__ == "__main__":
     _a = parse_args()
-    serve(_a.run, port=_a.port, address=_a.address, show=_a.show, allow_remote=_a.allow_remote)
+    serve(_a.run, port=_a.port, address=_a.address, show=_a.show, allow_remote=_a.allow_remote is not None,
+          allowed_hosts=_a.allow_remote or ())

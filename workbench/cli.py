@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .extras import MissingExtra, run_benchmarks, serve_app, usage_errors
+from .untrusted import terminal_text
 
 DEFAULT_RUN = Path("runs") / "demo"
 
@@ -121,11 +122,11 @@ def cmd_ask(args) -> int:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
         method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
     ans = method.answer(args.question)
-    print(f"Answer: {ans.text}\n")
+    print(terminal_text(f"Answer: {ans.text}\n"))  # a model's (or a replayed cassette's) text: no raw controls
     print("Context:")
     for h in ans.context[:args.show]:
-        print(f"  [{h.unit_id}] ({h.score:.3f}; turns {', '.join(h.source_ids)}) {h.text[:160]}")
-    print(f"\nSteps: {', '.join(s.kind for s in ans.steps)}")
+        print(terminal_text(f"  [{h.unit_id}] ({h.score:.3f}; turns {', '.join(h.source_ids)}) {h.text[:160]}"))
+    print(terminal_text(f"\nSteps: {', '.join(s.kind for s in ans.steps)}"))
     print(f"Usage: {ans.usage.calls} calls, {ans.usage.prompt_tokens} prompt + {ans.usage.completion_tokens} "
           f"completion tokens, {ans.usage.cached_calls} cached, {ans.usage.latency_s:.1f}s")
     return 0
@@ -133,7 +134,7 @@ def cmd_ask(args) -> int:
 
 def cmd_app(args) -> int:
     serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser,
-              allow_remote=args.allow_remote)
+              allow_remote=args.allow_remote is not None, allowed_hosts=args.allow_remote or ())
     return 0
 
 
@@ -146,24 +147,25 @@ def cmd_cassette(args) -> int:
         raise FileNotFoundError(f"cassette not found: {args.file}")
     if args.action == "costs":
         costs = cassette_costs(args.file)
-        print(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}")
+        print(terminal_text(f"{args.file}: recorded with {', '.join(costs['models']) or 'no model'}"))
         print(f"{'role family':<14}{'calls':>7}{'prompt tok':>12}{'compl. tok':>12}{'call time':>11}  note")
         for family, c in costs["by_role"].items():
             missing = c["calls_without_latency"]
             note = f"{missing} calls recorded without their time" if missing else ""
-            print(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
-                  f"{c['seconds'] / 60:>10.1f}m  {note}")
+            print(terminal_text(f"{family:<14}{c['calls']:>7}{c['prompt_tokens']:>12,}{c['completion_tokens']:>12,}"
+                                f"{c['seconds'] / 60:>10.1f}m  {note}"))
         for line in costs["bad_lines"]:
-            print(f"bad line  {line}")
+            print(terminal_text(f"bad line  {line}"))
         return 1 if costs["bad_lines"] else 0
     report = repair_cassette(args.file) if args.action == "repair" else check_cassette(args.file)
     for line in report["bad_lines"]:
-        print(f"bad line  {line}")
+        print(terminal_text(f"bad line  {line}"))
     verdict = "damaged" if report["bad_lines"] else "ok"
-    print(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
-          f"{len(report['bad_lines'])} bad lines -> {verdict}")
+    print(terminal_text(f"{args.file}: {report['entries']} good entries ({report['keys']} keys), "
+                        f"{len(report['bad_lines'])} bad lines -> {verdict}"))
     if args.action == "repair":
-        print(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad lines dropped)")
+        print(terminal_text(f"rewrote {args.file} with {report['kept']} entries ({len(report['bad_lines'])} bad "
+                            "lines dropped)"))
         return 0
     return 1 if report["bad_lines"] else 0
 
@@ -302,8 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=str(DEFAULT_RUN), help="run directory to show")
     p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve on")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --address (the app has no login; prints a warning)")
+    p.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
+                   help="allow a non-loopback --address (the app has no login; prints a warning); the NAMEs are "
+                        "further host names it may be reached by (any other Host header is refused)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
 
@@ -365,15 +368,16 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from .llm.redact import redact_text
 
-        print(redact_text(exc.code), file=sys.stderr)
+        print(terminal_text(redact_text(exc.code)), file=sys.stderr)
         return 2
     except Exception as exc:  # reported in one line; the traceback only with --debug
         if args.debug:
             raise
         if isinstance(exc, USER_ERRORS):
-            print(f"workbench: error: {one_line(exc)}", file=sys.stderr)
+            print(f"workbench: error: {terminal_text(one_line(exc))}", file=sys.stderr)
         else:
-            print(f"workbench: internal error: {type(exc).__name__}: {one_line(exc)} (--debug shows the traceback)",
+            print(f"workbench: internal error: {type(exc).__name__}: {terminal_text(one_line(exc))} (--debug shows the "
+                  "traceback)",
                   file=sys.stderr)
         return 2
 

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .jsonl import write_text_atomic
+from .jsonl import read_json, write_text_atomic
 
 
 class VectorIndex:
@@ -108,7 +108,7 @@ class VectorIndex:
     @classmethod
     def load(cls, path: str | Path) -> "VectorIndex":
         path = Path(path)
-        meta = json.loads((path / "ids.json").read_text())
+        meta = read_json(path / "ids.json")
         index = cls(meta["dim"])
         if meta["ids"]:
             index.add(meta["ids"], np.load(path / "vectors.npy"))

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,129 @@ class DamagedFile(ValueError):
     def __init__(self, path, reason: str):
         self.path, self.reason = str(path), reason
         super().__init__(f"{path}: {reason}")
+
+
+# -- bounded, strict JSON ------------------------------------------------------------------------
+#: deeper than this is refused before parsing: no file of ours nests past a few dozen levels, and a
+#: document nested thousands deep would exhaust the recursion of the parser or of whatever walks it
+MAX_DEPTH = 200
+#: numbers beyond int64 are refused: no count, time or size of ours comes near, and bigger ones turn
+#: pandas columns into objects, overflow float conversion, or (past 4300 digits) cannot even be printed
+MAX_ABS_NUMBER = 2 ** 63 - 1
+_INT_DIGITS = len(str(MAX_ABS_NUMBER))
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class RefusedJson(ValueError):
+    """Valid-looking JSON this workbench will not read (too deep, a number out of range, NaN/Infinity,
+    a lone surrogate); the message is the reason, for ``file:line: reason``."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > _INT_DIGITS or abs(int(digits)) > MAX_ABS_NUMBER:
+        shown = digits if len(digits) <= 24 else f"{digits[:12]}...({len(digits)} digits)"
+        raise RefusedJson(f"integer {shown} out of range (more than {MAX_ABS_NUMBER} in size)")
+    return int(digits)
+
+
+def _bounded_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NUMBER:
+        shown = text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+        raise RefusedJson(f"number {shown} out of range")
+    return value
+
+
+def _refuse_constant(name: str):
+    raise RefusedJson(f"{name} is not a JSON number")
+
+
+def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
+    """How deep ``text``'s brackets nest (outside strings), up to just past ``limit``, without recursion
+    and without a Python loop over characters: strings and everything but brackets are dropped, then
+    each pass deletes every empty ``[]``/``{}`` pair, which peels one level. Free when a document has
+    few brackets (the usual line); unbalanced brackets stop the count (the parser reports them)."""
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    depth = 0
+    while brackets and depth <= limit:
+        peeled = _EMPTY_PAIR.sub("", brackets)
+        if len(peeled) == len(brackets):
+            break
+        brackets, depth = peeled, depth + 1
+    return depth
+
+
+def _lone_surrogate(value) -> bool:
+    """True when a string (or key) anywhere in ``value`` holds a surrogate that is not half of a pair
+    (it cannot be written back as UTF-8). Iterative: the depth is already bounded, but cheaply so."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None) -> Any:
+    """``json.loads`` for files someone else may have written: raises ``json.JSONDecodeError`` for
+    invalid JSON and ``RefusedJson`` (saying why) for nesting deeper than ``max_depth``, integers
+    or floats beyond ``MAX_ABS_NUMBER`` (a 5000-digit integer would otherwise raise Python's own
+    int-conversion ``ValueError`` mid-parse, or later wherever it is printed), ``NaN``/``Infinity``,
+    and lone surrogates. ``constants_to`` (dataset loaders, which name the record and field of a
+    NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them."""
+    if nesting_depth(text, max_depth) > max_depth:
+        raise RefusedJson(f"JSON nested too deeply (more than {max_depth} levels)")
+    try:
+        value = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
+                           parse_constant=constants_to or _refuse_constant)
+    except RecursionError:  # only when the caller's stack is already deep: still a refusal, not a crash
+        raise RefusedJson("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):
+        raise RefusedJson("a string holds a lone surrogate escape (not text)")
+    return value
+
+
+def json_reason(exc: ValueError) -> str:
+    """One line saying why ``loads_strict`` refused a document."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if isinstance(exc, RefusedJson):
+        return str(exc)
+    return f"unreadable JSON value ({exc})"
+
+
+class LeadsOutside(DamagedFile):
+    """A file inside a folder we read or write (a run directory) that is a link, or sits under one,
+    leading out of that folder: refused, never read or written through. A run directory may come
+    from someone else, and a link to ``~/.ssh/...`` would otherwise be shown by the app or, for an
+    appended file, written into."""
+
+
+def confined(path: str | os.PathLike, root: str | os.PathLike) -> Path:
+    """``path`` when, with every link followed, it stays inside ``root`` (itself followed: a run
+    directory that is a link is fine); else ``LeadsOutside``. Links that stay inside are fine."""
+    path, root_real = Path(path), Path(root).resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop (RuntimeError before Python 3.13)
+        raise LeadsOutside(path, f"its links cannot be followed ({exc})") from None
+    if real != root_real and not real.is_relative_to(root_real):
+        raise LeadsOutside(path, f"a link leading to {real}, outside {root}; refused (not read, not written "
+                                 "through)")
+    return path
 
 
 @dataclass(frozen=True)
@@ -77,11 +202,11 @@ def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, 
     if not text:
         return None, None
     try:
-        row = json.loads(text)
+        row = loads_strict(text)
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
-    except RecursionError:
-        return None, "JSON nested too deeply"
+    except ValueError as exc:  # RefusedJson, or anything else json raises on a value: a bad line, not a crash
+        return None, json_reason(exc)
     if not isinstance(row, dict):
         return None, f"a JSON {type(row).__name__}, not an object"
     if check is not None:
@@ -131,15 +256,42 @@ def read_jsonl(path: str | os.PathLike, *, check: RowCheck | None = None, offset
 
 
 def dumps_line(row: Any, *, default=str) -> str:
-    """One record as a JSONL line (no newline inside: ``json.dumps`` escapes them)."""
-    return json.dumps(row, ensure_ascii=False, default=default)
+    """One record as a JSONL line (no newline inside: ``json.dumps`` escapes them). A NaN or
+    infinite float is written as ``null`` (see ``dumps_finite``)."""
+    return dumps_finite(row, default=default)
 
 
-def append_line(path: str | os.PathLike, line: str) -> None:
+def dumps_finite(value: Any, *, default=str, indent: int | None = None) -> str:
+    """``json.dumps`` that never writes ``NaN``/``Infinity``: they are not JSON, and ``loads_strict``
+    refuses them, so a non-finite float (a mean over nothing) is written as ``null`` instead —
+    what we write, we can read back."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=default, indent=indent, allow_nan=False)
+    except ValueError as exc:
+        if "float" not in str(exc):  # a circular reference: not ours to hide
+            raise
+        return json.dumps(_finite(value), ensure_ascii=False, default=default, indent=indent, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def append_line(path: str | os.PathLike, line: str, *, root: str | os.PathLike | None = None) -> None:
     """Append one line under an exclusive lock; when the file ends in a torn fragment, the new
-    line starts on a fresh line (the fragment stays a single bad line, reported when read)."""
+    line starts on a fresh line (the fragment stays a single bad line, reported when read).
+
+    Never through a link out of ``root`` (default: the file's own folder): ``LeadsOutside``
+    instead, so a run directory from elsewhere cannot aim our appends at another file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    confined(path, path.parent if root is None else root)
     data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
     with _file_lock(path), open(path, "a+b") as f:
         f.seek(0, os.SEEK_END)
@@ -186,7 +338,7 @@ def write_jsonl_atomic(path: str | os.PathLike, rows: Iterable[Any], *, default=
 
 
 def write_json_atomic(path: str | os.PathLike, value: Any, *, indent: int | None = None, default=str) -> Path:
-    return write_text_atomic(path, json.dumps(value, ensure_ascii=False, indent=indent, default=default))
+    return write_text_atomic(path, dumps_finite(value, indent=indent, default=default))
 
 
 def read_json(path: str | os.PathLike, *, expect: type | None = dict) -> Any:
@@ -198,12 +350,16 @@ def read_json(path: str | os.PathLike, *, expect: type | None = dict) -> Any:
         raise DamagedFile(path, f"not UTF-8 (byte {exc.start})") from None
     except IsADirectoryError:
         raise DamagedFile(path, "is a directory, not a file") from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise DamagedFile(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
     except json.JSONDecodeError as exc:
         raise DamagedFile(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise DamagedFile(path, "JSON nested too deeply") from None
+    except ValueError as exc:
+        raise DamagedFile(path, json_reason(exc)) from None
     if expect is not None and not isinstance(value, expect):
         raise DamagedFile(path, f"expected a JSON {expect.__name__}, found {type(value).__name__}")
     return value

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 
 from .data import Conversation
 from .data.serialize import conversation_from_dict, conversation_to_dict
-from .jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+from .jsonl import DamagedFile, LeadsOutside, confined, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from .trace import Answer, MemoryEvent
 
 #: characters an id keeps in its file name; everything else is %-encoded (UTF-8 bytes)
@@ -113,12 +113,24 @@ def save_memory_snapshot(method, run: Path, conv_id: str | None = None) -> Path:
     return out
 
 
+def check_links_stay_inside(run: str | Path) -> None:
+    """Before writing into an existing run directory (``eval --out``): ``LeadsOutside`` for the first
+    entry that is a link leading out of it, so no append, manifest merge or saved memory lands in
+    (or reads from) a file elsewhere. Links that stay inside are fine; so is a run that is a link."""
+    run = Path(run)
+    if run.is_dir():
+        for entry in run.rglob("*"):  # rglob lists a linked folder but does not descend into it
+            confined(entry, run)
+
+
 class RunDir:
     """Read-only access to a saved run, possibly made by someone else: everything read is data.
 
     Missing parts give empty results; a damaged whole file (manifest, conversation, structures)
     raises ``DamagedFile`` naming it (the app shows it, nothing is silently reset); bad JSONL
-    lines are skipped and listed in ``problems`` as ``file:line: reason``.
+    lines are skipped and listed in ``problems`` as ``file:line: reason``. No read follows a link
+    out of the run directory: such a file raises ``LeadsOutside`` (a ``DamagedFile``), or for a
+    JSONL file is listed in ``problems`` and reads as empty.
     """
 
     def __init__(self, path: str | Path):
@@ -127,12 +139,24 @@ class RunDir:
             raise FileNotFoundError(f"run directory not found: {self.path}")
         self.problems: list[str] = []
 
+    def _inside(self, p: Path) -> Path:
+        """``p`` when it resolves inside the run directory; ``LeadsOutside`` when a link leads out."""
+        return confined(p, self.path)
+
     def _rows(self, p: Path) -> list[dict]:
+        try:
+            self._inside(p)
+        except LeadsOutside as exc:
+            self.problems.append(str(exc))
+            return []
         return read_jsonl_rows(p, self.problems) if p.is_file() else []
 
+    def _json(self, p: Path) -> Any:
+        """A whole JSON file of the run (``{}`` when absent), never through a link out of it."""
+        return read_json(self._inside(p)) if p.exists() else {}
+
     def manifest(self) -> dict:
-        p = self.path / "manifest.json"
-        return read_json(p) if p.exists() else {}
+        return self._json(self.path / "manifest.json")
 
     def conversation_ids(self) -> list[str]:
         d = self.path / "conversations"
@@ -140,7 +164,7 @@ class RunDir:
 
     def conversation(self, conv_id: str) -> Conversation:
         p = _child(self.path / "conversations", conv_id, ".json")
-        data = read_json(p)
+        data = read_json(self._inside(p))
         try:
             return conversation_from_dict(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -183,19 +207,21 @@ class RunDir:
         return out
 
     def structures(self, method: str, conv_id: str) -> dict[str, Any]:
-        p = self.memory_dir(method, conv_id) / "structures.json"
-        return read_json(p) if p.exists() else {}
+        return self._json(self.memory_dir(method, conv_id) / "structures.json")
 
     def params(self, method: str, conv_id: str, *, backend: bool = False) -> dict[str, Any]:
         """``params.json`` of a saved memory (``{}`` when absent): the method's class and settings.
         ``backend=True`` reads the one MemR3 saves for its backend (``backend/params.json``)."""
         d = self.memory_dir(method, conv_id)
-        p = (d / "backend" if backend else d) / "params.json"
-        return read_json(p) if p.exists() else {}
+        return self._json((d / "backend" if backend else d) / "params.json")
 
     def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None, trust: bool = False):
         """Reload the full method object. Its state file is a pickle: a memory saved on another
         machine is refused unless ``trust=True`` (see ``MemoryMethod.load``)."""
         from .methods import get_method
 
-        return get_method(method).load(self.memory_dir(method, conv_id), llm=llm, embedder=embedder, trust=trust)
+        folder = self.memory_dir(method, conv_id)
+        for part in [folder, *(folder / name for name in ("params.json", "state.pkl", "state.sig")),
+                     *(folder.rglob("*") if folder.is_dir() else [])]:
+            self._inside(part)  # a linked state.pkl or backend folder is not unpickled from elsewhere
+        return get_method(method).load(folder, llm=llm, embedder=embedder, trust=trust)

@@ -174,12 +174,14 @@ def read_json_file(path) -> object:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(file, f"byte {exc.start}", "not UTF-8 text") from None
+    from ..jsonl import loads_strict
+
     try:
-        return json.loads(text)
+        return loads_strict(text, constants_to=float)  # NaN answers: the loaders name record and field
     except json.JSONDecodeError as exc:
         raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise DatasetError(file, "<file>", "JSON nested too deeply to be a dataset") from None
+    except ValueError as exc:  # too deep, a number out of range, NaN/Infinity, a lone surrogate
+        raise DatasetError(file, "<file>", f"refused JSON: {exc}") from None
 
 
 def check_string(file: str, location: str, value, *, limit: int = MAX_ID_CHARS, empty_ok: bool = False) -> str:

@@ -25,11 +25,13 @@ manifest, then from the audit cache (``--audits``).
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from ..extras import usage_errors
+from ..jsonl import DamagedFile, append_line, confined, read_json
+from ..rundir import check_links_stay_inside
+from ..untrusted import terminal_text
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -53,6 +55,11 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="run directory")
     parser.add_argument("--cassette", default=None, help="record/replay cassette (JSONL) for every LLM call")
     parser.add_argument("--workers", type=int, default=1, help="questions answered in parallel (API backends)")
+    parser.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
+                        help="seconds one request to an openai: server may wait (default 60)")
+    parser.add_argument("--attempts", type=int, default=None, metavar="N",
+                        help="tries per call to an openai: server, the first included (default 3); a server that "
+                             "never answers costs about N x the request timeout")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
     parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
     parser.add_argument("--fair", action="store_true", help="fair arena: every method answers with the one shared "
@@ -89,6 +96,30 @@ def _llm(spec: str | None, cassette: str | None):
     return llm_from_options(spec, cassette)
 
 
+def request_options(args) -> dict:
+    """``--request-timeout`` and ``--attempts`` as ``llm_from_options`` keywords (absent: the defaults)."""
+    return {"request_timeout": getattr(args, "request_timeout", None), "attempts": getattr(args, "attempts", None)}
+
+
+def bound_requests(llm, args):
+    """``llm`` with ``--request-timeout``/``--attempts`` applied to the OpenAI-compatible client inside it
+    (through cassette and bounds wrappers); a note on stderr when they were given but nothing makes requests."""
+    from ..llm.openai_chat import OpenAIChat
+
+    options = request_options(args)
+    if options == {"request_timeout": None, "attempts": None}:
+        return llm
+    inner, seen = llm, 0
+    while inner is not None and seen < 8:
+        if isinstance(inner, OpenAIChat):
+            inner.bound_requests(timeout_s=options["request_timeout"], attempts=options["attempts"])
+            return llm
+        inner, seen = getattr(inner, "inner", None), seen + 1
+    print(f"note: --request-timeout/--attempts apply to openai: servers; {llm!r} makes no such request",
+          file=sys.stderr)
+    return llm
+
+
 def _categories(text: str | None):
     return None if not text else [int(c) if c.strip().isdigit() else c.strip() for c in text.split(",") if c.strip()]
 
@@ -114,7 +145,7 @@ def eval_command(args) -> int:
     if not names:
         raise SystemExit("--method names no method")
     with usage_errors():
-        llm = bounded(_llm(args.llm, args.cassette), getattr(args, "bounded_outputs", False))  # llm.bounds
+        llm = bounded(bound_requests(_llm(args.llm, args.cassette), args), getattr(args, "bounded_outputs", False))
         params = parse_params(args.param)
         if getattr(args, "fair", False):
             params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
@@ -128,8 +159,10 @@ def eval_command(args) -> int:
 
             judge = CheckerJudge()
         elif args.judge:
-            judge = LLMJudge(llm if args.judge == "same" else _llm(args.judge, args.cassette))
+            judge = LLMJudge(llm if args.judge == "same" else bound_requests(_llm(args.judge, args.cassette), args))
     out = Path(args.out)
+    check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    report_resume(out / "results.jsonl")
     for setup in setups:  # one method after another, all into one run directory and one results file
         method = setup.method
         res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
@@ -141,6 +174,25 @@ def eval_command(args) -> int:
         _finish(out, res)
     _save_prefix_stats(out, ",".join(s.method.name for s in setups), llm)  # the backend's counts span all
     return 0
+
+
+def report_resume(results: Path, *, shown: int = 10) -> None:
+    """Before resuming into an existing results file: say (stderr) how many rows it keeps and which
+    damaged or partial lines are skipped (``file:line: reason``; their questions run again), so a
+    torn line left by a crash is never dropped silently."""
+    from .store import ResultsStore
+
+    if not results.is_file():
+        return
+    store = ResultsStore(results)
+    if not store.bad:
+        return
+    lines = [f"resuming {results}: {len(store)} rows kept; {len(store.bad)} damaged or partial line(s) skipped "
+             "(their questions run again):"]
+    lines += [f"  {b}" for b in store.bad[:shown]]
+    if len(store.bad) > shown:
+        lines.append(f"  ... and {len(store.bad) - shown} more")
+    print(terminal_text("\n".join(lines)), file=sys.stderr)
 
 
 def _save_prefix_stats(out: Path, method: str, llm) -> None:
@@ -156,8 +208,7 @@ def _save_prefix_stats(out: Path, method: str, llm) -> None:
     line = {"method": method, "model": getattr(backend, "model", None),
             "state_cache_mb": getattr(backend, "state_cache_mb", None),
             "by_role": {role: dict(s) for role, s in stats.items()}}
-    with open(out / "prefix_stats.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
+    append_line(out / "prefix_stats.jsonl", json.dumps(line))  # locked, and never through a link out of the run
 
 
 def _finish(out: Path, res) -> None:
@@ -182,10 +233,12 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
     from .store import ResultsStore
 
     out = Path(args.out)
+    check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    report_resume(out / "results.jsonl")
     store = ResultsStore(out / "results.jsonl")
     params = parse_params(args.param)
     recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
-                         getattr(args, "bounded_outputs", False)) for name in names]
+                         getattr(args, "bounded_outputs", False), **request_options(args)) for name in names]
 
     def one(k: int):
         recipe = recipes[k]
@@ -303,7 +356,7 @@ def report_command(args) -> int:
     if args.output:
         write_text_atomic(args.output, text + ("\n" if not text.endswith("\n") else ""))
     else:
-        print(text)
+        print(terminal_text(text))  # run data (method names, replies, paths) reach the terminal inert
     return 0
 
 
@@ -317,10 +370,9 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
         if not path.exists():
             continue
         try:
-            manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            print(f"warning: {path}: unreadable manifest ({exc.msg}); judge audits taken from the cache",
-                  file=sys.stderr)
+            manifest = read_json(confined(path, d))
+        except DamagedFile as exc:  # LeadsOutside (a link out of the run) included
+            print(terminal_text(f"warning: {exc}; judge audits taken from the cache"), file=sys.stderr)
             continue
         for ev in manifest.get("evaluations", []) if isinstance(manifest, dict) else []:
             judge = ev.get("judge") if isinstance(ev, dict) else None
@@ -329,6 +381,6 @@ def report_audits(rows, run_dirs, cache=None) -> dict:
     try:
         cached = audits_for_rows(rows, cache or DEFAULT_CACHE)
     except ValueError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+        print(terminal_text(f"warning: {exc}"), file=sys.stderr)
         cached = {}
     return prefer_real_answers({**cached, **found}, rows)

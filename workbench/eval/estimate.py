@@ -39,10 +39,10 @@ records the estimate beside what was spent (``estimate_vs_spent``), which shows 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..jsonl import loads_strict
 from ..llm.latency import LatencyModel, latency_model_for
 from ..methods.base import method_base
 
@@ -165,8 +165,8 @@ def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = loads_strict(path.read_text())
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable JSON cost profile ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("methods"), dict):
         raise ValueError(f"{path}: expected an object with a 'methods' object")
@@ -430,8 +430,8 @@ def parse_prices(text: str | None, model: str | None = None) -> tuple[float, flo
         return None
     if Path(text).is_file():
         try:
-            table = json.loads(Path(text).read_text())
-        except json.JSONDecodeError as exc:
+            table = loads_strict(Path(text).read_text())
+        except ValueError as exc:
             raise ValueError(f"--prices {text}: not JSON ({exc})") from exc
         entry = table.get(model) if isinstance(table, dict) else None
         if entry is None:

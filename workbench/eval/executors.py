@@ -65,6 +65,8 @@ class CliRecipe:
     embedder: str = "minilm"
     judge: str | None = None
     bounded_outputs: bool = False
+    request_timeout: float | None = None  # seconds per request to an openai: server (None: the default)
+    attempts: int | None = None  # tries per call to it
 
     def __call__(self, index: int):
         from ..embed import embedder_from_spec as make_embedder
@@ -74,12 +76,14 @@ class CliRecipe:
         from .judge import LLMJudge
 
         llms = split_endpoints(self.llm)
-        llm = bounded(_llm(llms[index % len(llms)], self.cassette), self.bounded_outputs)
+        options = {"request_timeout": self.request_timeout, "attempts": self.attempts}
+        llm = bounded(_llm(llms[index % len(llms)], self.cassette, **options), self.bounded_outputs)
         method = build_method(self.method, llm, make_embedder(self.embedder), dict(self.params))
         judge = None
         if self.judge:
             judges = split_endpoints(self.judge)
-            judge = LLMJudge(llm if self.judge == "same" else _llm(judges[index % len(judges)], self.cassette))
+            judge = LLMJudge(llm if self.judge == "same" else _llm(judges[index % len(judges)], self.cassette,
+                                                                   **options))
         return method, judge
 
 

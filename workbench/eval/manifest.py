@@ -178,7 +178,7 @@ def summary_of(evaluation: dict) -> dict:
 def update_run_manifest(out: Path, evaluation: dict, **extra) -> Path:
     """Append ``evaluation`` to ``<out>/manifest.json`` and refresh its ``summary`` (prompt hashes of
     every method evaluated so far are kept). An unreadable manifest is kept aside, not overwritten."""
-    from ..jsonl import DamagedFile, read_json, write_json_atomic
+    from ..jsonl import DamagedFile, confined, read_json, write_json_atomic
     from ..llm.redact import redact_value
 
     out = Path(out)
@@ -186,7 +186,7 @@ def update_run_manifest(out: Path, evaluation: dict, **extra) -> Path:
     data: dict = {}
     if path.exists():
         try:
-            data = read_json(path)
+            data = read_json(confined(path, out))  # a link out of the run is damaged too (moved aside)
         except DamagedFile as exc:  # reported and kept aside, never silently reset
             backup = path.with_name("manifest.json.damaged")
             path.replace(backup)

@@ -46,11 +46,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..jsonl import DamagedFile, read_json, read_jsonl, write_json_atomic
+from ..jsonl import DamagedFile, LeadsOutside, confined, read_json, read_jsonl, write_json_atomic
 from ..methods.base import method_base
 from ..methods.recmem.inspection import repeated_episodes
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
+from ..untrusted import markdown_text, terminal_json, terminal_text
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -129,24 +130,34 @@ def _read_memories(run: Path, problems: list[str]) -> dict[str, dict[str, _Memor
         for cdir in sorted(p for p in mdir.iterdir() if p.is_dir()):
             mem = _Memory()
             ev = cdir / "events.jsonl"
-            if ev.is_file():
-                got = read_jsonl(ev)
-                problems.extend(str(b) for b in got.bad)
-                mem.events = [r for r in got.rows if isinstance(r.get("kind"), str)]
-                if len(mem.events) < len(got.rows):
-                    problems.append(f"{ev}: {len(got.rows) - len(mem.events)} event(s) without a string 'kind' "
-                                    "skipped")
+            try:
+                confined(ev, run)  # never read through a link out of the run directory
+            except LeadsOutside as exc:
+                problems.append(str(exc))
+                mem.events_problem = str(exc)
             else:
-                mem.events_problem = f"{ev} is missing"
+                _read_events(ev, mem, problems)
             st = cdir / "structures.json"
             if st.is_file():
                 try:
-                    mem.structures = read_json(st)
-                except DamagedFile as exc:
+                    mem.structures = read_json(confined(st, run))
+                except DamagedFile as exc:  # LeadsOutside included
                     problems.append(str(exc))
                     mem.structures_problem = f"{st} is damaged ({exc.reason})"
             out.setdefault(method, {})[id_from_name(cdir.name)] = mem
     return out
+
+
+def _read_events(ev: Path, mem: "_Memory", problems: list[str]) -> None:
+    """One memory's ``events.jsonl`` into ``mem`` (its bad lines and event-less rows into ``problems``)."""
+    if not ev.is_file():
+        mem.events_problem = f"{ev} is missing"
+        return
+    got = read_jsonl(ev)
+    problems.extend(str(b) for b in got.bad)
+    mem.events = [r for r in got.rows if isinstance(r.get("kind"), str)]
+    if len(mem.events) < len(got.rows):
+        problems.append(f"{ev}: {len(got.rows) - len(mem.events)} event(s) without a string 'kind' skipped")
 
 
 def _memories_from(value) -> dict[str, dict[str, _Memory]]:
@@ -695,18 +706,23 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
         run = Path(source)
         if not run.is_dir():
             raise FileNotFoundError(f"run directory not found: {run}")
-        store = ResultsStore(run / "results.jsonl") if (run / "results.jsonl").is_file() else None
+        store, results = None, run / "results.jsonl"
+        try:
+            store = ResultsStore(results) if results.is_file() else None
+            why_none = f"{results} is missing"
+        except LeadsOutside as exc:
+            why_none = str(exc)
         rows = list(store) if store is not None else []
         if store is not None:
             problems.extend(str(b) for b in store.bad)
         else:
-            problems.append(f"{run / 'results.jsonl'} is missing: only saved memories are counted")
+            problems.append(f"{why_none}: only saved memories are counted")
         mems = _read_memories(run, problems)
         manifest = {}
         if (run / "manifest.json").is_file():
             try:
-                manifest = read_json(run / "manifest.json")
-            except DamagedFile as exc:
+                manifest = read_json(confined(run / "manifest.json", run))
+            except DamagedFile as exc:  # LeadsOutside included
                 problems.append(str(exc))
         sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json"]
     else:
@@ -760,7 +776,7 @@ def read_census(run_dir: str | os.PathLike) -> dict | None:
     path = Path(run_dir) / FILE
     if not path.is_file():
         return None
-    value = read_json(path)
+    value = read_json(confined(path, run_dir))
     if value.get("schema") != SCHEMA or not isinstance(value.get("methods"), dict):
         raise DamagedFile(path, f"not a mechanism census of schema {SCHEMA!r}")
     return value
@@ -878,13 +894,14 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
     """The census as a Markdown section: one table row per count (method, count, value, note)."""
     lines = [heading, ""]
     if value.get("scripted"):
-        lines += [f"> Scripted run: {value.get('label') or 'the replies were scripted'}. These counts show the "
+        label = markdown_text(value.get("label") or "the replies were scripted")
+        lines += [f"> Scripted run: {label}. These counts show the "
                   "plumbing, not what a model would do.", ""]
     lines += ["Counted from what the run recorded (result rows and their traces, saved events and structures; "
               "`workbench.eval.mechanisms`). A zero of a method's own mechanism is marked *not fired*, with the "
               "evidence from the run where it can be read; *missing* means the run does not record it. Failure "
               "counts that are zero are left out (`workbench mechanisms RUN_DIR` lists every count).", ""]
-    rows = [[m, n, v, f, _cut(w, 160)] for m, n, v, f, w in _rows(value, compact=True)]
+    rows = [[markdown_text(c) for c in (m, n, v, f, _cut(w, 160))] for m, n, v, f, w in _rows(value, compact=True)]
     lines.append(markdown_table(["method", "count", "value", "", "why zero / why missing"], rows,
                                 [False, False, False, False, False]) if rows else "(no methods in this run)")
     checked = [(h["method"], h["checked"]) for h in headline(value) if h.get("checked")]
@@ -894,7 +911,7 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
         lines += [f"- **{m}**: {_cut(t, 300)}" for m, t in checked]
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
-                  + "; ".join(_cut(p, 200) for p in value["problems"][:5])]
+                  + "; ".join(markdown_text(_cut(p, 200)) for p in value["problems"][:5])]
     return "\n".join(lines) + "\n"
 
 
@@ -923,9 +940,9 @@ def mechanisms_command(args) -> int:
     """``workbench mechanisms RUN_DIR``: (re)compute the census, print it, write ``mechanisms.json``."""
     value = census(args.run)
     if args.format == "json":
-        print(json.dumps(value, indent=2, ensure_ascii=False))
+        print(terminal_json(json.dumps(value, indent=2, ensure_ascii=False)))  # C1 controls survive json.dumps
     else:
-        print(census_text(value))
+        print(terminal_text(census_text(value)))
     if not args.no_write:
         path = write_census(args.run, value)
         if args.format != "json":

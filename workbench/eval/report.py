@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..data.locomo import CATEGORY_NAMES
 from ..data.longmemeval import QUESTION_TYPES
+from ..untrusted import markdown_text
 from .checker import row_score
 from .markdown import markdown_table  # the table writer (re-exported: benchmarks import it from here)
 from .mechanisms import census_markdown
@@ -357,7 +358,7 @@ def _cell(v, floatfmt: str) -> str:
         return ""
     if isinstance(v, (float, np.floating)):
         return format(float(v), floatfmt)
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(v)  # run data: no HTML, image, link or code span, one cell
 
 
 def to_markdown(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = False) -> str:
@@ -366,7 +367,7 @@ def to_markdown(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = False)
     body = [[_cell(v, floatfmt) for v in row] for row in frame.itertuples(index=False, name=None)]
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
                for c in frame.columns]
-    return markdown_table([str(c) for c in frame.columns], body, numeric)
+    return markdown_table([markdown_text(c) for c in frame.columns], body, numeric)
 
 
 def export(df: pd.DataFrame, fmt: str = "md") -> str:
@@ -417,8 +418,8 @@ def judge_banner(status: dict, metric: str) -> str:
     if not status.get("judged"):
         return f"> No LLM judge was run on these rows; the headline is {_verdict_note(metric)}."
     if status["reliable"] and metric == "judge":
-        return "> Judge audited and reliable: " + "; ".join(status["notes"])
-    lines = ["> **Judge accuracy is not trustworthy here.** " + "; ".join(status["notes"]) + "."]
+        return "> Judge audited and reliable: " + markdown_text("; ".join(status["notes"]))
+    lines = ["> **Judge accuracy is not trustworthy here.** " + markdown_text("; ".join(status["notes"])) + "."]
     if metric != "judge":
         lines.append(f"> The headline is therefore **{metric}**: {_verdict_note(metric)}. The judge's accuracy "
                      "is shown beside it for reference only.")
@@ -588,5 +589,6 @@ def method_stats_markdown(stats: dict[str, dict]) -> str:
 
     lines = ["## Method statistics from traces", ""]
     for name, s in stats.items():
-        lines.append(f"- **{name}**: " + "; ".join(f"{k}: {fmt(v)}" for k, v in s.items()))
+        figures = "; ".join(f"{k}: {fmt(v)}" for k, v in s.items())
+        lines.append(f"- **{markdown_text(name)}**: " + markdown_text(figures))
     return "\n".join(lines)

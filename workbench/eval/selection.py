@@ -40,9 +40,9 @@ def select_conversations(dataset: Dataset, spec=None) -> list[Conversation]:
     if spec is None:
         return list(dataset.conversations)
     if isinstance(spec, int):
-        return [dataset[spec]]
+        return [_pick(dataset, spec)]
     if isinstance(spec, (slice, range)):
-        return list(dataset.conversations[spec]) if isinstance(spec, slice) else [dataset[i] for i in spec]
+        return list(dataset.conversations[spec]) if isinstance(spec, slice) else [_pick(dataset, i) for i in spec]
     if isinstance(spec, str):
         items: list = []
         for part in (p.strip() for p in spec.split(",") if p.strip()):
@@ -54,11 +54,28 @@ def select_conversations(dataset: Dataset, spec=None) -> list[Conversation]:
         spec = items
     out, seen = [], set()
     for item in spec:
-        conv = dataset[item]
+        conv = _pick(dataset, item)
         if conv.id not in seen:
             seen.add(conv.id)
             out.append(conv)
     return out
+
+
+def _pick(dataset: Dataset, item) -> Conversation:
+    """One conversation by index or id; a ``ValueError`` saying what the dataset holds when it has no such one
+    (not the bare ``IndexError``/``KeyError`` of the lookup)."""
+    n = len(dataset.conversations)
+    if isinstance(item, int) and not isinstance(item, bool):
+        if not -n <= item < n:
+            raise ValueError(f"conversation index {item} is past the end: the dataset has {n} conversation"
+                             f"{'s' if n != 1 else ''} (indices 0 to {n - 1})")
+        return dataset.conversations[item]
+    for conv in dataset.conversations:
+        if conv.id == item:
+            return conv
+    ids = [c.id for c in dataset.conversations]
+    shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+    raise ValueError(f"no conversation with id {item!r} in the dataset (its ids: {shown or 'none'})")
 
 
 def _category(c):

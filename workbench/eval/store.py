@@ -4,7 +4,8 @@ Each finished question is written as one whole line and flushed at once, so an i
 loses at most the questions in flight. Reopening the store reads back every complete line through
 the shared tolerant reader (``workbench.jsonl``): a torn last line (a crash mid-write) or any other
 bad line is skipped, its number listed in ``bad_lines`` and its ``file:line: reason`` in ``bad``,
-and the next append starts on a fresh line.
+and the next append starts on a fresh line. A results file that is a link leading out of its
+folder (the run directory) is refused (``workbench.jsonl.LeadsOutside``): neither read nor appended to.
 Nothing is ever rewritten: when a key occurs more than once (a retried failure, two writers), the
 last row wins and ``duplicates`` counts the superseded ones.
 """
@@ -16,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..jsonl import BadLine, append_line, dumps_line, read_jsonl
+from ..jsonl import BadLine, append_line, confined, dumps_line, read_jsonl
 
 KEY_FIELDS = ("method", "params_hash", "dataset", "qa_id")
 Key = tuple[str, str, str, str]
@@ -35,7 +36,7 @@ class ResultsStore:
     """Rows by key, backed by a JSONL file (or memory only when ``path`` is None)."""
 
     def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path) if path else None
+        self.path = confined(path, Path(path).parent) if path else None
         self._rows: dict[Key, dict] = {}
         self._lock = threading.Lock()
         self.duplicates = 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from ..trace import LLMCall, Usage
+from ..failures import describe_error
 from .bounds import apply_bounds
 from .errors import LLMError, ParseError
 from .jsonparse import parse_json
@@ -134,13 +135,14 @@ class BaseLLM:
             gen = self._generate(msgs, schema=schema, temperature=temperature, seed=seed, max_tokens=max_tokens,
                                  role=role)
         except Exception as exc:
+            # the ledger keeps the kind first ("CacheMiss: ..."): the census and the question view count by it
             call = LLMCall(role, tags.get("method", ""), tags.get("phase", ""), self.model, tuple(msgs), "",
                            count_message_tokens(msgs), 0, round(time.perf_counter() - start, 6), False,
                            f"{type(exc).__name__}: {exc}")
             self.ledger.record(call)
             if isinstance(exc, LLMError):
                 raise
-            raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+            raise LLMError(describe_error(exc, "the model call")) from exc
         latency = round(time.perf_counter() - start, 6)
         pt = gen.prompt_tokens if gen.prompt_tokens is not None else count_message_tokens(msgs)
         ct = gen.completion_tokens if gen.completion_tokens is not None else count_tokens(gen.text)

@@ -32,6 +32,11 @@ def cache_key(model: str, messages, schema, temperature, seed, max_tokens) -> st
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+#: bounds no real call reaches: a cassette line past them was written by hand (or by an attacker)
+MAX_CALL_TOKENS = 10_000_000
+MAX_CALL_SECONDS = 86_400
+
+
 def check_entry(row: dict) -> str | None:
     """Why a cassette line cannot be used (None when it can): the fields replay needs, typed."""
     for name, kind in (("key", str), ("model", str), ("reply", str)):
@@ -41,6 +46,12 @@ def check_entry(row: dict) -> str | None:
         v = row.get(name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             return f"field '{name}' missing or not a non-negative integer"
+        if v > MAX_CALL_TOKENS:
+            return f"field '{name}' is {v}, more than any one call can use ({MAX_CALL_TOKENS:,})"
+    latency = row.get("latency_s")
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))
+                                or not 0 <= latency <= MAX_CALL_SECONDS):
+        return f"field 'latency_s' is {latency!r}, not a call time in seconds (0 to {MAX_CALL_SECONDS})"
     return None
 
 

@@ -18,7 +18,10 @@ NO_MODEL_HELP = """No language model is available. Three ways to get one:
   3. Any OpenAI-compatible server (vLLM, Ollama, llama.cpp): WORKBENCH_LLM=openai:<model>@http://127.0.0.1:8000/v1"""
 
 
-def llm_from_spec(spec: str) -> BaseLLM:
+def llm_from_spec(spec: str, *, request_timeout: float | None = None, attempts: int | None = None) -> BaseLLM:
+    """The LLM a spec names. ``request_timeout`` (seconds per request) and ``attempts`` (tries per
+    call) bound how long a call to a server may take (``openai:`` specs; ``None``: the defaults of
+    ``openai_chat``); a local model or a replay makes no request, so there they are not used."""
     kind, _, rest = spec.partition(":")
     if kind == "openai":
         from .openai_chat import OpenAIChat
@@ -26,7 +29,7 @@ def llm_from_spec(spec: str) -> BaseLLM:
         model, _, base_url = rest.partition("@")
         if not model:
             raise ValueError(f"spec {spec!r}: expected openai:<model>[@<base_url>]")
-        return OpenAIChat(model, base_url=base_url or None)
+        return OpenAIChat(model, base_url=base_url or None, timeout_s=request_timeout, attempts=attempts)
     if kind == "local":
         return local_llm(rest or None)
     if kind == "gguf":
@@ -65,21 +68,23 @@ def local_llm(name: str | None = None, **kw) -> BaseLLM:
     return LlamaCpp(path, name=name, **kw)
 
 
-def default_llm(spec: str | BaseLLM | None = None) -> BaseLLM:
+def default_llm(spec: str | BaseLLM | None = None, **request_options) -> BaseLLM:
+    """``spec`` (or ``$WORKBENCH_LLM``, else the local model); ``request_options``: see ``llm_from_spec``."""
     if isinstance(spec, BaseLLM):
         return spec
     spec = spec or os.environ.get("WORKBENCH_LLM")
     if spec:
-        return llm_from_spec(spec)
+        return llm_from_spec(spec, **request_options)
     return local_llm()
 
 
-def llm_from_options(spec: str | None, cassette: str | None = None) -> BaseLLM:
+def llm_from_options(spec: str | None, cassette: str | None = None, *, request_timeout: float | None = None,
+                     attempts: int | None = None) -> BaseLLM:
     """The LLM of a command line's ``--llm SPEC [--cassette FILE]``.
 
     ``replay`` (or ``replay:``) with a cassette replays it with no model; ``replay:<file>`` replays
     that file; any other spec (``None``: ``default_llm``'s order) runs live, recording every call
-    into the cassette when one is given.
+    into the cassette when one is given. ``request_timeout``/``attempts``: see ``llm_from_spec``.
     """
     from .cache import CachedLLM
 
@@ -89,5 +94,5 @@ def llm_from_options(spec: str | None, cassette: str | None = None) -> BaseLLM:
         return CachedLLM.replay(cassette)
     if spec and spec.startswith("replay:"):
         return llm_from_spec(spec)
-    llm = default_llm(spec)
+    llm = default_llm(spec, request_timeout=request_timeout, attempts=attempts)
     return CachedLLM(llm, cassette) if cassette else llm

@@ -1,7 +1,8 @@
 """Errors raised at the LLM boundary."""
+from ..failures import InWords
 
 
-class LLMError(RuntimeError):
+class LLMError(InWords, RuntimeError):
     """A model call failed after the client's own retries."""
 
 

@@ -13,12 +13,13 @@ replayed runs with it, and ``workbench.eval.estimate`` prices a run before it st
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+
+from ..jsonl import loads_strict
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,8 @@ def _manifest_docs(path: Path) -> tuple[list[dict], int]:
     text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".json":
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError:
+            doc = loads_strict(text)
+        except ValueError:  # invalid, too deep, or a number out of range: counted as unreadable
             return [], 1
         evals = doc.get("evaluations") if isinstance(doc, dict) else None
         return [d for d in evals or [] if isinstance(d, dict)], 0
@@ -134,8 +135,8 @@ def _manifest_docs(path: Path) -> tuple[list[dict], int]:
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
+            doc = loads_strict(line)
+        except ValueError:
             bad += 1
             continue
         if isinstance(doc, dict):

@@ -29,7 +29,7 @@ from typing import ClassVar, Iterator, Sequence
 
 from .. import __version__
 from ..data import Conversation
-from ..jsonl import write_text_atomic
+from ..jsonl import read_json, write_text_atomic
 from ..llm.ledger import llm_tags, track
 from ..trust import check_signature, write_signature
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
@@ -328,7 +328,7 @@ class MemoryMethod:
         a class this version lacks raises ``moved.SavedStateError`` naming the saving version.
         """
         path = Path(path)
-        meta = json.loads((path / "params.json").read_text())
+        meta = read_json(path / "params.json")  # bounded and strict: the folder may come from elsewhere
         if method_base(meta["method"]) != cls.name and cls is not MemoryMethod:
             raise ValueError(f"{path} holds a {meta['method']} memory, not {cls.name}")
         saved = {k: v for k, v in meta["params"].items() if k not in SERVICE_PARAMS and not isinstance(v, dict)}

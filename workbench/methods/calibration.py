@@ -40,13 +40,14 @@ used for ``locomo:`` data); see ``shipped_calibration_path`` for why there are t
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from ..jsonl import loads_strict
 
 FORMAT = "workbench-calibration/1"
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibrations"
@@ -375,8 +376,8 @@ def load_calibration(source) -> dict:
             raise FileNotFoundError(f"calibration file not found: {source}")
         where = text  # as given (a shipped one is named, never by its absolute path)
         try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
+            data = loads_strict(path.read_text())
+        except ValueError as exc:
             raise ValueError(f"{where}: not valid JSON ({exc})") from None
         data = {**data, "_path": where, "_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -11,7 +11,6 @@ the evidence only. Digest: ``../shared/methods/memr3.md``; state machine: ``stat
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...data import Conversation
+from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
@@ -219,7 +219,7 @@ class MemR3(MemoryMethod):
         """Pass ``backend=`` to reload with your backend's services; otherwise the backend is
         rebuilt from its saved parameters with this ``llm`` and ``embedder``."""
         path = Path(path)
-        saved = json.loads((path / "params.json").read_text())["params"]
+        saved = read_json(path / "params.json")["params"]
         if "retriever_options" not in params and isinstance(saved.get("retriever_options"), dict):
             params["retriever_options"] = saved["retriever_options"]
         obj = super().load(path, llm=llm, embedder=embedder, trust=trust, **params)
@@ -230,7 +230,7 @@ class MemR3(MemoryMethod):
         else:
             from .. import get_method
 
-            kind = get_method(json.loads((path / BACKEND_DIR / "params.json").read_text())["method"])
+            kind = get_method(read_json(path / BACKEND_DIR / "params.json")["method"])
             services = {"llm": llm, "embedder": embedder}
         obj.backend_ = kind.load(path / BACKEND_DIR, trust=trust, **services)
         if template is None and saved.get("backend") is not None:
