@@ -382,3 +382,21 @@ def test_an_axis_names_the_interval_only_where_error_bars_are_drawn():
     assert "95% bootstrap CI" in cost_accuracy.ci_axis_title("checker", with_ci)
     assert "95%" not in cost_accuracy.ci_axis_title("checker", without)
     assert "no error bars" in cost_accuracy.ci_axis_title("checker", without)
+
+
+def test_the_events_table_says_whether_each_edit_was_right():
+    """An UPDATE/DELETE of an annotated conversation carries ✓ right / ✗ wrong (planted phenomena); one of a
+    conversation without annotations carries no mark (issue: mechanism truth, the demo's misfires on screen)."""
+    from widgets.event_timeline import events_table_html
+
+    rename = MemoryEvent(0, "UPDATE", "fact:3", "Tomasz's greyhound is called Biscuit",
+                         "Tomasz's greyhound is called Pilot", "D4:3", ("D4:3",), None, "ama")
+    corrupt = MemoryEvent(1, "UPDATE", "fact:11", "Tomasz signed up for the Manchester half marathon in October",
+                          "Tomasz signed up for the Manchester half marathon in May 2023", "D4:7", ("D4:7",),
+                          None, "ama")
+    forget = MemoryEvent(2, "DELETE", "fact:9", "Tomasz signed up for the Manchester half marathon in October",
+                         None, "D5:10", ("D5:10",), None, "ama")
+    html = events_table_html([rename, corrupt, forget], conv_id="sample-1")
+    assert html.count("✓ right") == 2 and html.count("✗ wrong") == 1
+    assert "greyhound-name" in html and "half-marathon" in html
+    assert "✓" not in events_table_html([rename], conv_id="conv-30") and "✗" not in events_table_html([corrupt])

@@ -328,24 +328,41 @@ def _axis_layout(fig, axis: Axis, question_zone: bool, layout: dict) -> None:
 TABLE_COLUMNS = ["when", "method", "#", "kind", "unit", "before", "after", "cause", "sources"]
 
 
-def event_row(e, placement: Placement | None = None, *, links: bool = False) -> dict:
+def event_row(e, placement: Placement | None = None, *, links: bool = False, conv_id: str | None = None) -> dict:
     """One event as table cells (HTML): where it happened, its unit, the before and after texts
-    side by side with the change marked, why, and its source turns."""
+    side by side with the change marked, why, and its source turns. A refresh event (UPDATE/DELETE) of an
+    annotated conversation says whether it was right (``workbench.eval.annotations.edit_verdict``)."""
     before, after = before_after_html(e.before, e.after)
     unit = link_html(e.unit_id, "unit", e.method, e.unit_id, title="this unit's lifecycle") if links else esc(e.unit_id)
     when = placement.label if placement is not None else (e.time or "")
-    return {"when": esc(when), "method": esc(e.method), "#": esc(e.seq), "kind": esc(e.kind), "unit": unit,
+    kind = esc(e.kind)
+    if is_refresh(e) and conv_id:
+        kind += _edit_mark(e, conv_id)
+    return {"when": esc(when), "method": esc(e.method), "#": esc(e.seq), "kind": kind, "unit": unit,
             "before": before, "after": after, "cause": clip(e.cause, limit=600),
             "sources": source_ids_html(e.source_ids, limit=8, links=links), "_refresh": is_refresh(e)}
 
 
+def _edit_mark(e, conv_id: str) -> str:
+    """✓ / ✗ under an edit, with why on hover; nothing where it cannot be checked."""
+    try:
+        from workbench.eval.annotations import edit_verdict
+    except ImportError:  # the views work without the evaluation package
+        return ""
+    right, why = edit_verdict({"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after}, conv_id)
+    if right is None:
+        return ""
+    word, colour = ("✓ right", "#2b8a3e") if right else ("✗ wrong", "#c92a2a")
+    return f'<br><small style="color:{colour};font-weight:600" title="{esc(why)}">{word}</small>'
+
+
 def events_table_html(events: Sequence, *, placements: Mapping | None = None, links: bool = False,
-                      columns: Sequence[str] = TABLE_COLUMNS) -> str:
+                      columns: Sequence[str] = TABLE_COLUMNS, conv_id: str | None = None) -> str:
     """The given events (all of them: page before calling) as an HTML table; UPDATE/DELETE rows
     carry ``wb-refresh``, before/after cells ``wb-before``/``wb-after``."""
     if not events:
         return box('<p class="wb-muted">No events match.</p>')
-    rows = [event_row(e, (placements or {}).get(event_key(e)), links=links) for e in events]
+    rows = [event_row(e, (placements or {}).get(event_key(e)), links=links, conv_id=conv_id) for e in events]
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     body = []
     for r in rows:
@@ -366,6 +383,7 @@ class EventLog:
     def __init__(self, events: Sequence, *, conversation=None, page_size: int = PAGE_SIZE, links: bool = False,
                  all_methods: Iterable[str] = ()):
         self.axis = conversation_axis(conversation)
+        self.conv_id = getattr(conversation, "id", None)
         self.placements = place_events(events, self.axis)
         self.events = sorted(events, key=self.sort_key)
         self.page_size = max(1, int(page_size))
@@ -440,7 +458,8 @@ class EventLog:
 
     @property
     def table_html(self) -> str:
-        return events_table_html(self.page_events, placements=self.placements, links=self.links)
+        return events_table_html(self.page_events, placements=self.placements, links=self.links,
+                                 conv_id=self.conv_id)
 
 
 # -- notebook shell --------------------------------------------------------------------------------------

@@ -208,6 +208,35 @@ def _ingested(events: Sequence[Mapping]) -> set[str]:
     return {str(s) for e in events for s in (e.get("source_ids") or ())} | {str(e.get("cause")) for e in events}
 
 
+def planted_edit(e: Mapping, a: ConversationAnnotations) -> Update | Forget | None:
+    """The planted update or forget request an edit event carries out, or None: an UPDATE caused by an update's
+    turn that writes its new value, or an edit caused by a forget request's turn that removes what was to be
+    forgotten (a DELETE, or an UPDATE whose text no longer says it)."""
+    cause, before, after = str(e.get("cause")), str(e.get("before") or ""), str(e.get("after") or "")
+    found = next((u for u in a.updates if u.new_turn == cause and e.get("kind") == "UPDATE"
+                  and u.new.lower() in after.lower()), None)
+    if found is None:
+        found = next((f for f in a.forgets if f.turn == cause and any(k.lower() in before.lower() for k in f.keywords)
+                      and (e.get("kind") == "DELETE" or not any(k.lower() in after.lower() for k in f.keywords))),
+                     None)
+    return found
+
+
+def edit_verdict(e: Mapping, conv_id: str | None) -> tuple[bool | None, str]:
+    """(right, why) for one UPDATE / DELETE event of a conversation: checked against the shipped annotations,
+    (None, why) where the conversation has none or the edit happened at question time."""
+    ann = shipped_annotations().get(conv_id or "")
+    if ann is None:
+        return None, "not checkable: no planted-phenomena annotations for this conversation"
+    if str(e.get("cause", "")).startswith("question:"):
+        return None, "a question-time edit: not checked against the planted phenomena"
+    found = planted_edit(e, ann)
+    if found is not None:
+        return True, f"carries out the planted {'update' if isinstance(found, Update) else 'forget request'} " \
+                     f"{found.id!r}"
+    return False, "no planted update or forget request at this turn writes this: a corrupted fact"
+
+
 def check_ama(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations]) -> dict:
     """Right / wrong edits at ingestion and missed updates / forget requests (see the module docstring)."""
     convs = [c for c in events_by_conv if c in ann]
@@ -221,15 +250,9 @@ def check_ama(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str,
         for e in events:
             if e.get("kind") not in ("UPDATE", "DELETE") or str(e.get("cause", "")).startswith("question:"):
                 continue
-            cause, before, after = str(e.get("cause")), str(e.get("before") or ""), str(e.get("after") or "")
-            item = {"conversation": cid, "turn": cause, "kind": e.get("kind"), "before": before, "after": after}
-            found = next((u for u in a.updates if u.new_turn == cause and e.get("kind") == "UPDATE"
-                          and u.new.lower() in after.lower()), None)
-            if found is None:
-                found = next((f for f in a.forgets if f.turn == cause and any(k.lower() in before.lower()
-                                                                              for k in f.keywords)
-                              and (e.get("kind") == "DELETE" or not any(k.lower() in after.lower()
-                                                                        for k in f.keywords))), None)
+            item = {"conversation": cid, "turn": str(e.get("cause")), "kind": e.get("kind"),
+                    "before": str(e.get("before") or ""), "after": str(e.get("after") or "")}
+            found = planted_edit(e, a)
             if found is not None:
                 hit.add(found.id)
                 right.append({**item, "planted": found.id})
