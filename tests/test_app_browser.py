@@ -308,6 +308,8 @@ def hostile(tmp_path_factory, browser):
 
         pg.on("dialog", on_dialog)
         pg.on("request", lambda r: pg.pwned_requests.append(r.url) if "pwned" in r.url else None)
+        pg.external = []  # any request that leaves this machine (a beacon from run data, a CDN)
+        pg.on("request", lambda r: pg.external.append(r.url) if _leaves_machine(r.url) else None)
         pg.on("pageerror", lambda e: pg.errors.append(str(e)))
         pg.goto(url)
         pg.wait_for_selector("text=Memory Workbench", timeout=60000)
@@ -320,6 +322,14 @@ def hostile(tmp_path_factory, browser):
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(run, ignore_errors=True)
+
+
+def _leaves_machine(url: str) -> bool:
+    """A request to anywhere but this machine (data: and blob: URLs stay in the page)."""
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    return parts.scheme not in ("data", "blob", "about") and parts.hostname not in ("127.0.0.1", "localhost", "::1")
 
 
 def _select_option(page, text: str) -> None:
@@ -346,12 +356,13 @@ def test_hostile_run_executes_nothing(hostile):
     height = page.evaluate("document.documentElement.scrollHeight")
     print(f"page height with the 216 KB memory selected: {height} px")
     page.locator(".bk-tab", has_text="Structures").click()
-    page.get_by_text(added["method"], exact=False).first.wait_for(timeout=30000)  # the card title, as text
+    page.get_by_text(added["method"], exact=False).filter(visible=True).first.wait_for(timeout=30000)  # card title
     open_tab(page, "Traces")
     page.locator(".wb-box", has_text="What did Mal paste?").first.wait_for(timeout=20000)  # odd ids work in Traces
     open_tab(page, "Results")
     time.sleep(1.0)
     assert page.dialogs == [] and page.pwned_requests == []
+    assert page.external == []  # no request left the machine: no beacon from run data, no CDN
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert height < 20000, height  # was 54,649 px with the whole 216 KB turn open
     assert page.errors == []
