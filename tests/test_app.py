@@ -599,3 +599,13 @@ def test_header_says_which_recorded_setting_is_not_the_papers():
     assert "fragment = 'window'" in notes[1] and "each message" in notes[1]
     assert departure_notes(["ama"], {"ama": {"params": {"conflict_check": "judge"}}}.get) == []
     assert departure_notes(["ama"], {}.get) == []
+
+
+def test_memories_table_cells_read_as_words_and_empty_columns_are_left_out():
+    df = appmod.memories_frame([{"id": "u1", "kind": "episode", "text": "t", "source_ids": ["D1:1", "D1:2"],
+                                 "member_ids": ["unit-0", "unit-3"], "scores": {"cos": 0.5}, "blank": None},
+                                {"id": "u2", "kind": "fact", "text": "s", "source_ids": [], "member_ids": [],
+                                 "scores": {}, "blank": ""}])
+    assert df.loc[0, "source_ids"] == "D1:1 D1:2" and df.loc[0, "member_ids"] == "unit-0 unit-3"
+    assert df.loc[0, "scores"] == "cos: 0.5" and "blank" not in df.columns
+    assert not df.apply(lambda col: col.str.contains(r"\['")).any().any()

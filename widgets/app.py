@@ -531,6 +531,15 @@ class RunStore(param.Parameterized):
         return df[hay.str.lower().str.contains(query.lower(), regex=False)].reset_index(drop=True)
 
 
+def _cell_words(v):
+    """One table cell as text a person reads: lists joined by spaces, mappings as ``key: value`` pairs."""
+    if isinstance(v, (list, tuple)):
+        return " ".join(str(_cell_words(x)) for x in v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_cell_words(x)}" for k, x in v.items())
+    return v
+
+
 def memories_frame(rows: list[dict]) -> pd.DataFrame:
     """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras."""
     if not rows:
@@ -542,7 +551,12 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
     df["source_ids"] = df["source_ids"].map(lambda v: " ".join(map(str, v)) if isinstance(v, (list, tuple)) else
                                             ("" if v is None else str(v)))
     lead = ["id", "kind"] + (["level"] if "level" in df.columns else []) + ["text", "time", "source_ids"]
-    df = df[lead + [c for c in df.columns if c not in lead]]
+    # a list or mapping cell reads as words, not Python text ("D1:1 D1:2", not "['D1:1', 'D1:2']"); an extra
+    # column that is empty on every row is left out rather than shown as a blank band
+    df = df.map(_cell_words)
+    extra = [c for c in df.columns if c not in lead
+             and df[c].map(lambda v: not (v is None or v == "" or (isinstance(v, float) and v != v))).any()]
+    df = df[lead + extra]
     # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
     df.columns = [esc(c) for c in df.columns]
     return df.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else
