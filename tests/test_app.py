@@ -609,3 +609,17 @@ def test_memories_table_cells_read_as_words_and_empty_columns_are_left_out():
     assert df.loc[0, "source_ids"] == "D1:1 D1:2" and df.loc[0, "member_ids"] == "unit-0 unit-3"
     assert df.loc[0, "scores"] == "cos: 0.5" and "blank" not in df.columns
     assert not df.apply(lambda col: col.str.contains(r"\['")).any().any()
+
+
+def test_conversations_tab_counts_the_questions_this_run_answered(good_run):
+    """The Conversations tab no longer says "22 questions" where every picker lists the 12 the run answered."""
+    app = appmod.build_app(good_run)
+    view = app.views["Conversations"]
+    conv = app.store.conversation()
+    answered = len({r["qa_id"] for r in app.store.results() if r.get("conv_id") == conv.id})
+    info = view.info.object
+    if answered < len(conv.qa):
+        assert f"{len(conv.qa)} questions in the conversation, {answered} answered in this run" in info
+    else:
+        assert f"{len(conv.qa)} questions" in info
+    assert answered >= 1

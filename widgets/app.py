@@ -652,8 +652,11 @@ class ConversationsView:
             df = df[(df["text"] + " " + df["speaker"] + " " + df["id"]).str.lower().str.contains(q, regex=False)]
         show_frame(self.table, df.reset_index(drop=True))
         conv = self.store.conversation()
+        answered = len({r.get("qa_id") for r in self.store.results() if conv and r.get("conv_id") == conv.id})
+        asked = (f"{len(conv.qa)} questions in the conversation, {answered} answered in this run" if conv
+                 and answered != len(conv.qa) else f"{len(conv.qa) if conv else 0} questions")
         head = (f"<b>{esc(conv.id)}</b> · speakers {esc(', '.join(conv.speakers))} · {len(conv.sessions)} sessions · "
-                f"{len(self.frame)} turns · {len(conv.qa)} questions" if conv else "No conversation loaded.")
+                f"{len(self.frame)} turns · {asked}" if conv else "No conversation loaded.")
         self.info.object = box(f"{head} · showing {len(df)} turns")
 
 
