@@ -201,3 +201,15 @@ def test_the_checker_is_an_offline_judge_with_the_judge_interface(tmp_path, caps
     out = capsys.readouterr().out
     assert "On labelled real answers" in out and "Judge audit: checker" in out and "second table" in out
     assert "Verdict sources on" in out and "token F1 >= 0.5" in out
+
+
+def test_the_verdicts_benchmark_measures_every_source_on_the_shipped_set():
+    from benchmarks.bench_verdicts import markdown, run
+
+    r = run()
+    assert r["status"] == "ok" and r["n"] == len(shipped_labels())
+    names = [s["source"] for s in r["sources"]]
+    assert names[:3] == ["checker", "f1", "content recall >= 0.5"] and any(n.startswith("judge ") for n in names)
+    assert sum(g["n"] for g in r["checker_by_answers"]) == r["n"]
+    text = "\n".join(markdown(r))
+    assert "| checker |" in text and "Blind second reading" in text and "conv-30" in text
