@@ -297,3 +297,24 @@ def test_a_router_fallback_does_not_disown_a_real_answer():
     failures.append({"phase": "answer", "kind": "fallback", "step": 3, "title": "answer", "detail": "failed"})
     assert Q.failure_note({"failures": failures, "answer": {"steps": steps}}).fallback
     assert Q.failure_note({"failures": failures[:2]}).fallback  # no trace to place the failure: not vouched for
+
+
+def test_a_question_exports_as_a_standalone_page_and_a_markdown_table(tmp_path):
+    """The comparison for a case study: one HTML file that opens with no server (no script, no outside URL, a CSP
+    that forbids loading anything) and a Markdown table; run text stays inert in both."""
+    import re
+
+    rows = [{"method": "m", "qa_id": "c/q1", "conv_id": "c", "category": 2, "category_name": "temporal",
+             "question": "When did <b>Tom</b> go?", "gold": "13 May 2023", "prediction": "21 May 2023 | ![x](http://a)",
+             "scores": {"f1": 0.67}, "judge_label": "CORRECT", "judge_model": "j", "answer": None}]
+    state = Q.question_state(rows, "c/q1")
+    page = Q.question_page(state, run="demo")
+    assert page.startswith("<!doctype html>") and "Content-Security-Policy" in page
+    assert "<script" not in page and not re.search(r"(src|href)=['\"]https?://", page)
+    assert "&lt;b&gt;Tom&lt;/b&gt;" in page and "wrong" in page
+    (tmp_path / "q.html").write_text(page)
+    md = Q.question_markdown(state)
+    assert "| m |" in md and "wrong (checker)" in md and "![x](http" not in md and "\\|" in md
+    from widgets.app import _export_name
+
+    assert _export_name("../conv-30/q1?<x>", "html") == "conv-30-q1-x.html"

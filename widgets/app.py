@@ -563,6 +563,13 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
                   (v if isinstance(v, str) else str(v)))
 
 
+def _export_name(qa_id: str | None, ext: str) -> str:
+    """A file name from a question id that came from the run: letters, digits and dashes only."""
+    import re
+
+    return (re.sub(r"[^A-Za-z0-9-]+", "-", str(qa_id or "question")).strip("-")[:80] or "question") + f".{ext}"
+
+
 # ------------------------------------------------------------------------------------------------
 class QuestionTab:
     """The Question view (``widgets.question``: state and HTML) bound to Panel widgets. Picking a
@@ -581,9 +588,34 @@ class QuestionTab:
         self.method.param.watch(lambda e: self.render(), "value")
         self.trace_button.on_click(lambda e: self.to_trace())
         store.param.watch(lambda e: self.load(), "conv_id")
-        self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button), self.body,
-                               sizing_mode="stretch_width")
+        # a case study or a slide: the comparison as a standalone page, or as a Markdown table
+        self.export_html = pn.widgets.FileDownload(callback=self._export_html, filename="question.html",
+                                                   label="export (HTML)", button_type="light", width=140,
+                                                   align="end")
+        self.export_md = pn.widgets.FileDownload(callback=self._export_md, filename="question.md",
+                                                 label="export (Markdown)", button_type="light", width=160,
+                                                 align="end")
+        self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button, self.export_html, self.export_md),
+                               self.body, sizing_mode="stretch_width")
         self.load()
+
+    def _export_html(self):
+        from io import BytesIO
+
+        from widgets.question import question_page
+
+        self.export_html.filename = _export_name(self.question.value, "html")
+        page = question_page(self.state, selected=self.selected, run=Path(self.store.run_dir).name) \
+            if self.state else "<!doctype html><p>No answered question.</p>"
+        return BytesIO(page.encode("utf-8"))
+
+    def _export_md(self):
+        from io import BytesIO
+
+        from widgets.question import question_markdown
+
+        self.export_md.filename = _export_name(self.question.value, "md")
+        return BytesIO((question_markdown(self.state) if self.state else "No answered question.\n").encode("utf-8"))
 
     def load(self) -> None:
         opts = question_options(self.store.results(), self.store.conv_id)

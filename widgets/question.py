@@ -543,6 +543,39 @@ def question_html(state: QuestionState, *, selected: str | None = None, contexts
                + methods_html(state, selected=selected, contexts=contexts) + (LEGEND if contexts else "") + "</div>")
 
 
+def question_page(state: QuestionState, *, selected: str | None = None, run: str = "") -> str:
+    """The question's comparison as one self-contained HTML page (styles inline, no script, no outside request):
+    for a case study or a slide, opened from disk with no server."""
+    title = f"{state.qa_id}: {state.question}"
+    source = f"<p class='wb-muted'><small>exported from run {esc(run)} by Memory Workbench</small></p>" if run else ""
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>{esc(title)}</title><style>body {{font-family: sans-serif; margin: 16px;}} "
+            "table {border-collapse: collapse;} td, th {border: 1px solid #ddd; padding: 3px 6px; "
+            "vertical-align: top;} .wb-muted {color: #666;} .wb-gold {background: #fff3bf;}</style></head><body>"
+            + question_html(state, selected=selected) + source + "</body></html>")
+
+
+def question_markdown(state: QuestionState) -> str:
+    """The question's comparison as a Markdown table (one row per method: answer, verdict and its source,
+    judge, F1, attribution, gold rank), run text escaped so it renders as text."""
+    from workbench.untrusted import markdown_text
+
+    def cell(v) -> str:
+        return markdown_text(" ".join(str(v).split())).replace("|", "\\|")
+
+    lines = [f"**{cell(state.qa_id)}** ({cell(state.category)}) {cell(state.question)}", "",
+             f"gold: {cell(state.gold)}", "",
+             "| method | answer | verdict | judge | F1 | attribution | gold evidence rank |",
+             "|---|---|---|---|---|---|---|"]
+    for m in state.rows:
+        verdict = {True: "right", False: "wrong", None: "–"}[m.attribution.correct]
+        lines.append(f"| {cell(m.method)} | {cell(m.answer_text[:300])} | {verdict} ({cell(m.attribution.basis)}) | "
+                     f"{cell(m.judge_label or '–')} | {_f1_text(m)} | {cell(m.attribution.label)} | "
+                     f"{cell(rank_text(m))} |")
+    return "\n".join(lines) + "\n"
+
+
 def answer_flags_html(m: MethodRow | None) -> str:
     """The failure marker and judge flags of one answer, for a trace's header (empty when all is well)."""
     if m is None:
