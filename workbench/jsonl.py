@@ -113,18 +113,33 @@ def _lone_surrogate(value) -> bool:
     return False
 
 
-def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None) -> Any:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's pairs as a dict, or ``RefusedJson`` when a key repeats: ``json`` would keep the last
+    value silently, and which one the writer meant is a guess."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        shown = ascii(dup[:60]) + ("..." if len(dup) > 60 else "")
+        raise RefusedJson(f"duplicate key {shown} in one object (which of its values is meant is ambiguous)")
+    return obj
+
+
+def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None,
+                 unique_keys: bool = False) -> Any:
     """``json.loads`` for files someone else may have written: raises ``json.JSONDecodeError`` for
     invalid JSON and ``RefusedJson`` (saying why) for nesting deeper than ``max_depth``, integers
     or floats beyond ``MAX_ABS_NUMBER`` (a 5000-digit integer would otherwise raise Python's own
     int-conversion ``ValueError`` mid-parse, or later wherever it is printed), ``NaN``/``Infinity``,
     and lone surrogates. ``constants_to`` (dataset loaders, which name the record and field of a
-    NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them."""
+    NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them. ``unique_keys=True``
+    (dataset files) refuses an object that repeats a key."""
     if nesting_depth(text, max_depth) > max_depth:
         raise RefusedJson(f"JSON nested too deeply (more than {max_depth} levels)")
     try:
         value = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
-                           parse_constant=constants_to or _refuse_constant)
+                           parse_constant=constants_to or _refuse_constant,
+                           object_pairs_hook=_unique_keys if unique_keys else None)
     except RecursionError:  # only when the caller's stack is already deep: still a refusal, not a crash
         raise RefusedJson("JSON nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):
