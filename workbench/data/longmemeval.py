@@ -16,7 +16,8 @@ that is not a string or a finite number, a bad date, ``haystack_*`` that are not
 equal length, session ids that are not strings or integers, a turn without string
 ``role``/``content`` or with a role other than ``user``/``assistant``, an id with invisible,
 look-alike or extra whitespace characters (``check_id``: ids differing only so would be two to the
-code, one to a reader), a date outside 1900-2100, a non-boolean ``has_answer``, an item with no turns, texts over
+code, one to a reader), a date outside 1900-2100 or a haystack date more than ``MAX_HAYSTACK_SPAN`` from the question's,
+a non-boolean ``has_answer``, an item with no turns, texts over
 ``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
 (``empty_sessions_dropped``); a session id repeated inside one item is counted
 (``duplicate_session_ids_renamed``: each copy gets its own opaque id); ``answer_session_ids``
@@ -25,7 +26,7 @@ naming no haystack session are counted (``answer_session_ids_not_in_haystack``).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
@@ -39,6 +40,9 @@ QUESTION_TYPES = (
     "knowledge-update",
     "multi-session",
 )
+#: how far a haystack session may lie from its question's date (real items: under a year); further is
+#: a misdated session (a century out, a typo in the year), which time-aware methods would take at its word
+MAX_HAYSTACK_SPAN = timedelta(days=3653)
 ROLES = ("user", "assistant")  # the conversation's two speakers: any other role would be a third
 REQUIRED = ("question_id", "question_type", "question", "answer", "question_date", "haystack_dates",
             "haystack_session_ids", "haystack_sessions", "answer_session_ids")
@@ -92,6 +96,9 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
     parsed, seen = [], Counter()
     for j, (d, sid_raw, turns) in enumerate(zip(dates, ids, hay)):
         when = _date(file, f"{loc}.haystack_dates[{j}]", d)
+        _check(abs(when - qdate) <= MAX_HAYSTACK_SPAN, file, f"{loc}.haystack_dates[{j}]",
+               f"{d!r} is {abs(when - qdate).days} days from the question date {raw['question_date']!r} "
+               f"(more than {MAX_HAYSTACK_SPAN.days})")
         sid = _session_id(file, f"{loc}.haystack_session_ids[{j}]", sid_raw)
         seen[sid] += 1
         if seen[sid] > 1:  # repair: each copy gets its own opaque id below

@@ -219,7 +219,7 @@ def visible_form(text: str) -> str:
     marks), whitespace runs as one space, no leading or trailing space."""
     folded = unicodedata.normalize("NFKC", text)
     if not folded.isprintable():  # cheap test: plain text skips the character loop
-        folded = "".join(ch for ch in folded if unicodedata.category(ch) not in ("Cf", "Cc"))
+        folded = "".join(ch for ch in folded if ch.isspace() or unicodedata.category(ch) not in ("Cf", "Cc"))
     return " ".join(folded.split())
 
 
