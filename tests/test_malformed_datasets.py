@@ -37,7 +37,8 @@ def test_errors_name_the_file_and_say_where(outcomes):
     for r in outcomes:
         if r.outcome == "clear error":
             assert f"{r.case.name}.json: " in r.detail, r.detail
-            assert "<file>" in r.detail or "sample[" in r.detail or "item[" in r.detail, r.detail
+            located = any(part in r.detail for part in ("sample[", "item[", ": JSON ["))
+            assert located or "not a regular JSON file" in r.detail, r.detail  # record and field, or the file kind
 
 
 def test_the_table_counts_every_outcome(outcomes):
@@ -70,6 +71,20 @@ def test_duplicate_keys_are_refused_only_when_asked():
     with pytest.raises(RefusedJson, match="duplicate key 'a'"):
         loads_strict('{"b": {"a": 1, "a": 2}}', unique_keys=True)
     assert loads_strict('[{"a": 1}, {"a": 2}]', unique_keys=True) == [{"a": 1}, {"a": 2}]
+
+
+def test_refused_json_says_where_the_value_is():
+    """A 5000-digit number, a repeated key, NaN or a lone surrogate once failed late or as "<file>";
+    the refusal now carries the path to the value (a second parse, only on the error path)."""
+    cases = {'[{"qa": [{"answer": 1' + "0" * 5000 + '}]}]': "[0].qa[0].answer",
+             '{"a": {"b": 1, "b": 2}}': ".a",
+             '{"x": [1, NaN]}': ".x[1]",
+             '{"t": ["ok", "bad \\ud800"]}': ".t[1]",
+             '{"k": {"\\udc00": 1}}': ".k['\\udc00'] (its key)"}
+    for text, where in cases.items():
+        with pytest.raises(RefusedJson) as info:
+            loads_strict(text, unique_keys=True)
+        assert info.value.where == where and str(info.value).endswith(f" at {where}"), (text[:40], info.value.where)
 
 
 def test_a_locomo_session_a_few_days_early_is_kept_and_counted(tmp_path):

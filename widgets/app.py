@@ -172,7 +172,7 @@ def problems_html(problems: Sequence[str], limit: int = MAX_PROBLEMS_SHOWN) -> s
         by_file = Counter(problem_source(p) for p in rest).most_common()
         files = ", ".join(f"{esc(f)} ({n:,})" for f, n in by_file[:10]) + (", ..." if len(by_file) > 10 else "")
         more = f"<div>... and {len(rest):,} more not listed: {files}</div>"
-    return (f'<div role="alert"><b>{len(problems):,} problems reading the run</b>'
+    return (f'<div role="alert"><b>Problem reading the run — {len(problems):,} problems</b>'
             f'<ul style="margin:4px 0 2px 0">{items}</ul>{more}</div>')
 
 

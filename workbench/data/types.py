@@ -209,8 +209,10 @@ def read_json_file(path) -> object:
         return loads_strict(text, constants_to=float, unique_keys=True)
     except json.JSONDecodeError as exc:
         raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except ValueError as exc:  # too deep, a number out of range, NaN/Infinity, a lone surrogate, a duplicate key
-        raise DatasetError(file, "<file>", f"refused JSON: {exc}") from None
+    except ValueError as exc:  # too deep, a number out of range, a lone surrogate, a duplicate key: said where
+        where = getattr(exc, "where", "")
+        reason = getattr(exc, "reason", str(exc))
+        raise DatasetError(file, f"JSON {where}" if where else "<file>", f"refused JSON: {reason}") from None
 
 
 def visible_form(text: str) -> str:
