@@ -15,7 +15,8 @@ the judge untrusted). A stored row also records the judge's key
 under other method prompts is answered again, and a row judged by another judge (or not judged) is
 re-judged from its stored prediction, without re-answering; rows written before these fields existed
 are kept as they are unless their judge model differs from the current one. Any ``Exception`` from
-``ingest``/``answer`` becomes a failure row carrying the error text (scored as a wrong answer);
+``ingest``/``answer`` becomes a failure row carrying the error in words (``row_error``: "answering
+failed: <what happened>: <message> [<type>]"; scored as a wrong answer);
 ``KeyboardInterrupt`` stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
