@@ -179,7 +179,11 @@ def read_regular_file(file: str) -> bytes:
         raise DatasetError(file, "<file>", "is a directory, not a JSON file") from None
     except OSError as exc:
         raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
-    mode = os.fstat(fd).st_mode
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
