@@ -390,7 +390,8 @@ def test_malformed_run_reports_problems(good_run, tmp_path):
                  "eager_facts/sample-1/structures.json"):
         assert part in errors, part
     assert len(app.views["Results"].frame) > 0  # the bad line is skipped, the other rows still show
-    assert len(app.problems.objects) == len(app.store.errors)
+    assert len(app.problems.objects) == 1  # one alert for every problem (issue #41 item 5)
+    assert all(appmod.esc(e) in app.problems.objects[0].object for e in app.store.errors[:appmod.MAX_PROBLEMS_SHOWN])
     assert list(app.tabs._names) == TABS
     app.store.conv_id = "sample-2"  # malformed conversation file: a message, not a traceback
     assert "conversations/sample-2.json" in "\n".join(app.store.errors)
@@ -623,3 +624,41 @@ def test_conversations_tab_counts_the_questions_this_run_answered(good_run):
     else:
         assert f"{len(conv.qa)} questions" in info
     assert answered >= 1
+
+
+def test_a_thousand_damaged_event_lines_are_one_alert_drawn_once(good_run, tmp_path):
+    """Issue #41 item 5: 1,000 damaged events.jsonl lines once meant 1,000 alerts, each new one
+    re-rendering all of them (52 s for 300 lines before the first tab). Now: one change of ``errors``
+    per file read, one alert listing the first ``MAX_PROBLEMS_SHOWN`` and counting the rest by file."""
+    import time
+
+    from workbench.testing.hostile import add_damaged_event_lines
+
+    run = copy_run(good_run, tmp_path / "damaged")
+    files = add_damaged_event_lines(run, 1000)
+    app = appmod.build_app(run)
+    changes = []
+    app.store.param.watch(lambda e: changes.append(len(e.new)), "errors")
+    start = time.perf_counter()
+    app.store.warm()
+    app.prewarm()
+    took = time.perf_counter() - start
+    files = [f for f in files if f.parent.name == app.store.conv_id]  # the conversation shown is read
+    assert len(app.store.errors) == 1000 * len(files)
+    assert len(changes) <= len(files) + 2, len(changes)  # a batch per file, not one per line
+    assert len(app.problems.objects) == 1
+    html = app.problems.objects[0].object
+    assert html.count("<li>") == appmod.MAX_PROBLEMS_SHOWN
+    assert f"Problem reading the run — {1000 * len(files):,} problems" in html
+    rest = 1000 * len(files) - appmod.MAX_PROBLEMS_SHOWN
+    assert f"{rest:,} more not listed" in html and "events.jsonl (" in html and len(html) < 20_000
+    assert took < 30, took  # 0.1 s here; minutes before
+
+
+def test_problems_html_lists_escapes_and_counts_by_file():
+    skipped = [f"skipped runs/a/events.jsonl:{i}: invalid JSON" for i in range(1, 26)] + ["manifest.json: <b>bad</b>"]
+    html = appmod.problems_html(skipped, limit=20)
+    assert html.count("<li>") == 20 and "6 more not listed: runs/a/events.jsonl (5), manifest.json (1)" in html
+    assert "<b>bad</b>" not in html
+    assert appmod.problems_html([]) == "" and "Problem reading the run — x" in appmod.problems_html(["x"])
+    assert appmod.problem_source("skipped a:b/c.jsonl:7: bad") == "a:b/c.jsonl"

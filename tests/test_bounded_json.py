@@ -91,7 +91,7 @@ def test_a_cassette_with_a_6000_digit_integer_replays_its_good_lines(tmp_path):
     assert llm.complete("ask 1").text == "reply 1" and llm.complete("ask 3").text == "reply 3"
     assert [b.line for b in llm.cassette.bad_lines] == [2]
     assert check_cassette(p)["bad_lines"] == [f"{p}:2: integer 999999999999...(6000 digits) out of range "
-                                              f"(more than {2 ** 63 - 1} in size)"]
+                                              f"(more than {2 ** 63 - 1} in size) at .seed_extra"]
     assert cassette_costs(p)["by_role"]["probe"]["calls"] == 2
 
 
@@ -129,7 +129,7 @@ def test_results_row_with_minus_infinity_is_skipped_by_every_reader(tmp_path):
     assert len(store) == 2 and store.bad_lines == [2]
     rd = RunDir(run)
     assert [r["qa_id"] for r in rd.results()] == ["q1", "q3"]
-    assert rd.problems == [f"{run / 'results.jsonl'}:2: -Infinity is not a JSON number"]
+    assert rd.problems == [f"{run / 'results.jsonl'}:2: -Infinity is not a JSON number at .latency_s"]
 
 
 def test_what_we_write_we_can_read_back(tmp_path):

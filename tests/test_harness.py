@@ -114,7 +114,7 @@ def test_ingest_failure_marks_every_question(tiny_conv):
             raise RuntimeError("index exploded")
 
     res = evaluate(Broken(llm=method_llm(), embedder=HashEmbedder(32)), _dataset(tiny_conv), progress=False)
-    assert len(res) == len(tiny_conv.qa) and all("ingest failed: RuntimeError: index exploded" in r.error for r in res)
+    assert len(res) == len(tiny_conv.qa) and all(r.error == "ingest failed: an unexpected error: index exploded [RuntimeError]" for r in res)
 
 
 def _dataset(*convs):
@@ -326,6 +326,28 @@ def test_cli_replays_a_recorded_run_and_reports(sample_data, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)[0]["method"] == "naive_rag"
 
 
+def test_row_errors_say_in_words_what_failed_and_keep_the_type_name(tiny_conv):
+    """Issue #41: a row's error leads with what failed ("answering failed: a field or entry ... is
+    missing") rather than ``KeyError: 'x'``, and keeps the type name, also for ``InWords`` errors
+    (a cassette miss is found by "CacheMiss" in the census and the question view)."""
+    from workbench.llm import CacheMiss
+    from widgets.question import _is_miss
+
+    raising = {tiny_conv.qa[1].question: KeyError("speaker"),
+               tiny_conv.qa[2].question: CacheMiss("no recorded reply for role='naive_rag.answer'")}
+
+    class Flaky(NaiveRAG):
+        def answer(self, question, now=None):
+            if question in raising:
+                raise raising[question]
+            return super().answer(question, now=now)
+
+    res = evaluate(Flaky(llm=method_llm(), embedder=HashEmbedder(32)), _dataset(tiny_conv), progress=False)
+    assert res[1].error == "answering failed: a field or entry the method expected is missing: 'speaker' [KeyError]"
+    assert res[2].error == "answering failed: no recorded reply for role='naive_rag.answer' [CacheMiss]"
+    assert _is_miss(res[2].error) and not _is_miss(res[1].error)
+
+
 def test_a_crashing_judge_is_a_recorded_judge_error(tiny_conv, capsys):
     class Buggy(LLMJudge):
         def judge(self, qa, prediction, *, method=""):
@@ -333,7 +355,7 @@ def test_a_crashing_judge_is_a_recorded_judge_error(tiny_conv, capsys):
 
     res = evaluate(rag(method_llm()), _dataset(tiny_conv), judge=Buggy(judge_llm()), progress=True)
     judged = [r for r in res if r.category != 5]
-    assert judged and all(r.judge_error == "RuntimeError: judge bug" and r.scores["judge"] is None for r in judged)
+    assert judged and all(r.judge_error == "judging failed: an unexpected error: judge bug [RuntimeError]" and r.scores["judge"] is None for r in judged)
     assert summary_table(res.to_frame()).set_index("category").loc["overall", "judge_errors"] == len(judged)
 
 

@@ -144,6 +144,38 @@ def message(text: str, kind: str = "warning"):
                         stylesheets=[f"{CDN_DIST}css/alerts.css"], sizing_mode="stretch_width")
 
 
+#: problems listed one by one in the header; the rest are counted by file. A run with a thousand damaged
+#: lines would otherwise put a thousand alerts on the page (and re-render them all for each new one)
+MAX_PROBLEMS_SHOWN = 20
+_SKIPPED_LINE = re.compile(r"^skipped (.+?):\d+: ")
+
+
+def problem_source(problem: str) -> str:
+    """The file a problem is about (``skipped FILE:LINE: reason``), else its lead (``what: ...``)."""
+    m = _SKIPPED_LINE.match(problem)
+    return m.group(1) if m else problem.split(": ", 1)[0][:120]
+
+
+def problems_html(problems: Sequence[str], limit: int = MAX_PROBLEMS_SHOWN) -> str:
+    """Every problem met reading a run, as one escaped alert: the first ``limit`` listed, the rest
+    counted per file (``N more: FILE (count), ...``), so its size and the cost of drawing it do not
+    grow with the number of damaged lines."""
+    if not problems:
+        return ""
+    if len(problems) == 1:
+        return f'<div role="alert">Problem reading the run — {esc(problems[0])}</div>'
+    items = "".join(f"<li>{esc(p)}</li>" for p in problems[:limit])
+    more, rest = "", problems[limit:]
+    if rest:
+        from collections import Counter
+
+        by_file = Counter(problem_source(p) for p in rest).most_common()
+        files = ", ".join(f"{esc(f)} ({n:,})" for f, n in by_file[:10]) + (", ..." if len(by_file) > 10 else "")
+        more = f"<div>... and {len(rest):,} more not listed: {files}</div>"
+    return (f'<div role="alert"><b>Problem reading the run — {len(problems):,} problems</b>'
+            f'<ul style="margin:4px 0 2px 0">{items}</ul>{more}</div>')
+
+
 def html_pane(html: str, **kw):
     return pn.pane.HTML(html, **({"sizing_mode": "stretch_width"} if "width" not in kw else {}), **kw)
 
@@ -233,6 +265,7 @@ class RunStore(param.Parameterized):
         self._vectors_failed: set[tuple] = set()  # embedding these failed (reported in errors)
         self.run, self.manifest, self.methods, self._cache = None, {}, [], {}
         self._cache_lock, self._key_locks = threading.Lock(), {}
+        self._noted: set[str] = set()  # the texts in ``errors``, for a constant-time "seen already?"
         try:
             self.run = RunDir(self.run_dir)
         except FileNotFoundError as exc:
@@ -282,8 +315,15 @@ class RunStore(param.Parameterized):
                 f"with {name}, {whose}{kind}")
 
     def note(self, text: str) -> None:
-        if text not in self.errors:
-            self.errors = self.errors + [text]
+        self.note_all([text])
+
+    def note_all(self, texts) -> None:
+        """Record several problems at once (each once): one change of ``errors``, so the page redraws
+        its problems once per file read, not once per damaged line."""
+        new = [t for t in dict.fromkeys(texts) if t not in self._noted]
+        if new:
+            self._noted.update(new)
+            self.errors = self.errors + new
 
     def safe(self, what: str, fn, default):
         """Call a reader; on a read error record ``what: error`` and return ``default``. Lines the
@@ -295,9 +335,9 @@ class RunStore(param.Parameterized):
             return default
         finally:
             if self.run is not None and self.run.problems:
-                for problem in self.run.problems:
-                    self.note(f"skipped {problem}")
+                problems = list(self.run.problems)
                 self.run.problems.clear()
+                self.note_all(f"skipped {problem}" for problem in problems)
 
     def cached(self, key, what, fn, default):
         """``fn()`` read once per key (its failure recorded and ``default`` kept). The background warm
@@ -369,8 +409,7 @@ class RunStore(param.Parameterized):
         def build():
             index = LifecycleIndex(conv, {m: self.memory_rows(m, cid) for m in self.methods},
                                    {m: self.events(m, cid) for m in self.methods}, self.results())
-            for problem in index.problems:
-                self.note(f"unit lifecycle: {problem}")
+            self.note_all(f"unit lifecycle: {problem}" for problem in index.problems)
             return index
 
         return self.cached(("life", cid), "unit lifecycle", build, None)
@@ -1333,8 +1372,8 @@ class WorkbenchApp(pn.viewable.Viewer):
     def __init__(self, run_dir=DEFAULT_RUN, *, embedder=None, plotly_on_demand: bool | None = None, **params):
         super().__init__(**params)
         self.store = RunStore(run_dir, embedder=embedder)
-        for problem in load_structure_views():  # widgets/*_view(s).py register into STRUCTURE_VIEWS
-            self.store.note(f"structure views: {problem}")
+        # widgets/*_view(s).py register into STRUCTURE_VIEWS
+        self.store.note_all(f"structure views: {problem}" for problem in load_structure_views())
         served = in_server_session()
         if plotly_on_demand is None:
             plotly_on_demand = page_lacks_plotly()
@@ -1348,6 +1387,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.store.param.watch(lambda e: self._hold_plots(), "conv_id", precedence=10)
         self.plots.show(self.views[list(self.slots)[self.tabs.active]].panel)  # the tab the app opens on
         self.problems = pn.Column(sizing_mode="stretch_width")
+        self._problems_pane = message("", "danger")  # one pane, its text replaced: never one per problem
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
         conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="", width=220, margin=(4, 10))
@@ -1463,7 +1503,12 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.tabs.active = list(self.views).index("Question")
 
     def _show_problems(self) -> None:
-        self.problems.objects = [message(f"Problem reading the run — {e}", "danger") for e in self.store.errors]
+        """The header's problems: one alert (``problems_html``: the first ``MAX_PROBLEMS_SHOWN`` listed,
+        the rest counted per file), redrawn once per batch of problems (``RunStore.note_all``)."""
+        errors = list(self.store.errors)
+        self._problems_pane.object = problems_html(errors)
+        if bool(errors) != bool(self.problems.objects):
+            self.problems.objects = [self._problems_pane] if errors else []
 
     def __panel__(self):
         # TabKeys: the tab bar as an ARIA tab list, switched with Enter/Space and the arrow keys

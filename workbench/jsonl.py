@@ -55,7 +55,20 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 class RefusedJson(ValueError):
     """Valid-looking JSON this workbench will not read (too deep, a number out of range, NaN/Infinity,
-    a lone surrogate); the message is the reason, for ``file:line: reason``."""
+    a lone surrogate, a repeated key); the message is the reason, for ``file:line: reason``. ``where``
+    is the path to the refused value inside the document (``[0].qa[1].answer``) when it was found."""
+
+    def __init__(self, reason: str, where: str = ""):
+        self.reason, self.where = reason, where
+        super().__init__(f"{reason} at {where}" if where else reason)
+
+
+class _Refused:
+    """Stands in for a refused value in the second, locating parse (``_locate_refusal``)."""
+
+
+class _RepeatedKeys(dict):
+    """An object that repeated a key, in the locating parse."""
 
 
 def _bounded_int(digits: str) -> int:
@@ -94,6 +107,17 @@ def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
     return depth
 
 
+def _is_lone_surrogate(v) -> bool:
+    """Whether ``v`` is a string that cannot be written as UTF-8 (it holds an unpaired surrogate)."""
+    if not isinstance(v, str):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _lone_surrogate(value) -> bool:
     """True when a string (or key) anywhere in ``value`` holds a surrogate that is not half of a pair
     (it cannot be written back as UTF-8). Iterative: the depth is already bounded, but cheaply so."""
@@ -113,22 +137,89 @@ def _lone_surrogate(value) -> bool:
     return False
 
 
-def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None) -> Any:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's pairs as a dict, or ``RefusedJson`` when a key repeats: ``json`` would keep the last
+    value silently, and which one the writer meant is a guess."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        shown = ascii(dup[:60]) + ("..." if len(dup) > 60 else "")
+        raise RefusedJson(f"duplicate key {shown} in one object (which of its values is meant is ambiguous)")
+    return obj
+
+
+def json_path(parent: str, key) -> str:
+    """``parent`` extended by a list index (``[3]``) or an object key (``.name``; spelled out with
+    ``ascii`` unless it is a plain identifier)."""
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if key.isidentifier() and key.isascii() else f"{parent}[{ascii(key[:60])}]"
+
+
+def path_to(value: Any, hit: Callable[[Any], bool]) -> str | None:
+    """The path (``[0].qa[1].answer``) to the first value or key, in document order, for which ``hit``
+    is true; ``""`` for the document itself, None when none is. Iterative (depth is bounded anyway)."""
+    stack = [(value, "")]
+    while stack:
+        v, path = stack.pop()
+        if hit(v):
+            return path
+        if isinstance(v, dict):
+            for k in v:
+                if hit(k):
+                    return f"{json_path(path, k)} (its key)"
+            stack.extend(reversed([(x, json_path(path, k)) for k, x in v.items()]))
+        elif isinstance(v, list):
+            stack.extend(reversed([(x, json_path(path, i)) for i, x in enumerate(v)]))
+    return None
+
+
+def _locate_refusal(text: str, constants_to: Callable | None, unique_keys: bool) -> str:
+    """Where a value the strict parse refused sits: the text parsed again with every refused number,
+    constant or repeated-key object replaced by a marker, then searched for the first marker. Runs
+    only after a refusal, so the ordinary parse pays nothing for it."""
+    def number(parse):
+        def mark(token: str):
+            try:
+                return parse(token)
+            except RefusedJson:
+                return _Refused()
+        return mark
+
+    def pairs(items):
+        obj = dict(items)
+        return _RepeatedKeys(obj) if unique_keys and len(obj) != len(items) else obj
+
+    value = json.loads(text, parse_int=number(_bounded_int), parse_float=number(_bounded_float),
+                       parse_constant=constants_to or (lambda name: _Refused()), object_pairs_hook=pairs)
+    where = path_to(value, lambda v: isinstance(v, (_Refused, _RepeatedKeys)))
+    return "<top level>" if where == "" else (where or "")
+
+
+def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None,
+                 unique_keys: bool = False) -> Any:
     """``json.loads`` for files someone else may have written: raises ``json.JSONDecodeError`` for
     invalid JSON and ``RefusedJson`` (saying why) for nesting deeper than ``max_depth``, integers
     or floats beyond ``MAX_ABS_NUMBER`` (a 5000-digit integer would otherwise raise Python's own
     int-conversion ``ValueError`` mid-parse, or later wherever it is printed), ``NaN``/``Infinity``,
     and lone surrogates. ``constants_to`` (dataset loaders, which name the record and field of a
-    NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them."""
+    NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them. ``unique_keys=True``
+    (dataset files) refuses an object that repeats a key."""
     if nesting_depth(text, max_depth) > max_depth:
         raise RefusedJson(f"JSON nested too deeply (more than {max_depth} levels)")
     try:
         value = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
-                           parse_constant=constants_to or _refuse_constant)
+                           parse_constant=constants_to or _refuse_constant,
+                           object_pairs_hook=_unique_keys if unique_keys else None)
     except RecursionError:  # only when the caller's stack is already deep: still a refusal, not a crash
         raise RefusedJson("JSON nested too deeply") from None
+    except RefusedJson as exc:  # a number, constant or repeated key: say where it is
+        raise RefusedJson(exc.reason, _locate_refusal(text, constants_to, unique_keys)) from None
     if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):
-        raise RefusedJson("a string holds a lone surrogate escape (not text)")
+        where = path_to(value, _is_lone_surrogate)
+        raise RefusedJson("a string holds a lone surrogate escape (not text)",
+                          "<top level>" if where == "" else (where or ""))
     return value
 
 

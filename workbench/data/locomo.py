@@ -8,26 +8,35 @@ and image turns (``blip_caption``/``query``/``img_url`` kept in ``Turn.extras``)
 
 Foreign files are checked, not trusted. Refused with a ``DatasetError`` naming file, record and
 field: duplicate ``sample_id`` or ``dia_id``, a ``dia_id`` in the wrong session, an empty or
-over-long id, a non-list ``session_<N>``, speakers that are not two distinct strings, a turn
-by a third speaker, ``category`` that is not an integer 1-5 (``true`` included), an answer
+over-long id, an id or speaker name with invisible, look-alike or extra whitespace characters
+(``check_id``), a ``conversation`` key other than ``speaker_a|b``, ``session_<N>`` and
+``session_<N>_date_time`` (``session_01``, ``Session_2``, ``session_2 ``), a session date outside
+1900-2100 or more than ``MAX_BACKSTEP`` before the session numbered before it, a non-list
+``session_<N>``, speakers that are not two distinct strings, a turn by a third speaker, ``category`` that is not an integer 1-5 (``true`` included), an answer
 that is not a string or a finite number (NaN, objects, booleans), an empty question or
 answer, evidence that is neither a string nor a list of strings, texts over
 ``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
 (``empty_sessions_dropped``), a non-string ``blip_caption``/``query`` is dropped
-(``non_string_turn_extras_dropped``), plus the quirks above.
+(``non_string_turn_extras_dropped``), a session dated up to ``MAX_BACKSTEP`` before the previous
+one is kept and counted (``session_dates_out_of_order``), plus the quirks above.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
-                    check_answer, check_string, read_json_file)
+                    check_answer, check_id, check_string, check_year, read_json_file)
 
-DIA_ID = re.compile(r"^D(\d+):(\d+)$")
-SESSION_KEY = re.compile(r"^session_(\d+)$")
+DIA_ID = re.compile(r"^D([1-9]\d*):([1-9]\d*)$", re.ASCII)  # ASCII: "D١:1" would be session 1 yet match no evidence
+SESSION_KEY = re.compile(r"^session_([1-9]\d*)$", re.ASCII)  # "session_01" would name session 1 twice
+DATE_KEY = re.compile(r"^session_([1-9]\d*)_date_time$", re.ASCII)
+SPEAKER_KEYS = ("speaker_a", "speaker_b")
+#: how far a session may be dated before the one numbered before it, kept and counted in
+#: ``skipped['session_dates_out_of_order']``; further back is an error (a misdated session, not a slip)
+MAX_BACKSTEP = timedelta(days=31)
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y")
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EXTRA_TURN_KEYS = ("img_url", "blip_caption", "query", "re-download")
@@ -67,6 +76,11 @@ def split_evidence(raw, file: str = "", location: str = "evidence") -> tuple[lis
     return ids, dropped
 
 
+def _key_shown(key: str) -> str:
+    """A key for a location: as it is when plain, else spelled out (``ascii``) so odd spacing shows."""
+    return key if key.isascii() and key.isprintable() and key.strip() == key and len(key) <= 80 else ascii(key[:80])
+
+
 def _require(cond: bool, file: str, location: str, what: str) -> None:
     if not cond:
         raise DatasetError(file, location, what)
@@ -76,8 +90,8 @@ def _load_turn(file, loc, raw, session_id, when, speakers, skipped: Counter) -> 
     _require(isinstance(raw, dict), file, loc, f"turn must be an object, got {type(raw).__name__}")
     for key in ("speaker", "dia_id", "text"):
         _require(key in raw, file, loc, f"missing field '{key}'")
-    check_string(file, f"{loc}.speaker", raw["speaker"])
-    check_string(file, f"{loc}.dia_id", raw["dia_id"])
+    check_id(file, f"{loc}.speaker", raw["speaker"])
+    check_id(file, f"{loc}.dia_id", raw["dia_id"])
     check_string(file, f"{loc}.text", raw["text"], limit=MAX_TEXT_CHARS, empty_ok=True)
     m = DIA_ID.match(raw["dia_id"])
     _require(bool(m), file, f"{loc}.dia_id", f"malformed dia_id {raw['dia_id']!r}")
@@ -96,11 +110,15 @@ def _load_turn(file, loc, raw, session_id, when, speakers, skipped: Counter) -> 
 def _load_sessions(file, loc, conv, speakers, skipped: Counter) -> tuple[Session, ...]:
     _require(isinstance(conv, dict), file, loc, "'conversation' must be an object")
     for k, v in conv.items():
+        if not (k in SPEAKER_KEYS or SESSION_KEY.match(k) or DATE_KEY.match(k)):
+            raise DatasetError(file, f"{loc}.{_key_shown(k)}", "unknown key (expected speaker_a, speaker_b, session_<N> "
+                               "and session_<N>_date_time, N from 1 without leading zeros); a misspelt session "
+                               "would be dropped")
         if SESSION_KEY.match(k) and not isinstance(v, list):
             raise DatasetError(file, f"{loc}.{k}", f"must be a list of turns, got {type(v).__name__}")
     numbers = sorted(int(m.group(1)) for k in conv if (m := SESSION_KEY.match(k)))
     _require(bool(numbers), file, loc, "no session_<N> lists found")
-    sessions, seen = [], {}
+    sessions, seen, previous = [], {}, None
     for n in numbers:
         raw_turns = conv[f"session_{n}"]
         if not raw_turns:
@@ -113,6 +131,13 @@ def _load_sessions(file, loc, conv, speakers, skipped: Counter) -> tuple[Session
             when = parse_locomo_date(date_text)
         except ValueError as exc:
             raise DatasetError(file, f"{loc}.{date_key}", str(exc)) from None
+        check_year(file, f"{loc}.{date_key}", when)
+        if previous is not None and when < previous[1]:
+            if previous[1] - when > MAX_BACKSTEP:
+                raise DatasetError(file, f"{loc}.{date_key}", f"{date_text!r} is {(previous[1] - when).days} days before "
+                                   f"session_{previous[0]} ({previous[1]:%d %B %Y}); sessions must follow in time")
+            skipped["session_dates_out_of_order"] += 1  # a slip of days: kept as dated, counted
+        previous = (n, when)
         sid = f"S{n}"
         turns = tuple(_load_turn(file, f"{loc}.session_{n}[{i}]", raw, sid, when, speakers, skipped)
                       for i, raw in enumerate(raw_turns))
@@ -165,7 +190,7 @@ def load_locomo(path: str | Path, *, limit: int | None = None) -> Dataset:
         loc = f"sample[{i}]"
         _require(isinstance(sample, dict), file, loc, f"must be an object, got {type(sample).__name__}")
         _require("sample_id" in sample, file, f"{loc}.sample_id", "missing")
-        sid = check_string(file, f"{loc}.sample_id", sample["sample_id"])
+        sid = check_id(file, f"{loc}.sample_id", sample["sample_id"])
         _require(sid not in seen, file, f"{loc}.sample_id",
                  f"duplicate sample_id {sid!r} (also sample[{seen.get(sid)}])")
         seen[sid] = i
@@ -173,7 +198,7 @@ def load_locomo(path: str | Path, *, limit: int | None = None) -> Dataset:
         conv = sample.get("conversation")
         _require(conv is not None, file, f"{loc}.conversation", "missing")
         _require(isinstance(conv, dict), file, f"{loc}.conversation", f"must be an object, got {type(conv).__name__}")
-        speakers = tuple(check_string(file, f"{loc}.conversation.{k}", conv.get(k)) for k in ("speaker_a", "speaker_b"))
+        speakers = tuple(check_id(file, f"{loc}.conversation.{k}", conv.get(k)) for k in SPEAKER_KEYS)
         _require(speakers[0] != speakers[1], file, f"{loc}.conversation.speaker_b", "same as speaker_a")
         sessions = _load_sessions(file, f"{loc}.conversation", conv, speakers, skipped)
         qa_raw = sample.get("qa", [])

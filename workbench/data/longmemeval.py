@@ -14,7 +14,10 @@ field: a missing field, a ``question_id`` that is not a non-empty string (``null
 repeats, an unknown ``question_type``, a question that is not a non-empty string, an answer
 that is not a string or a finite number, a bad date, ``haystack_*`` that are not lists of
 equal length, session ids that are not strings or integers, a turn without string
-``role``/``content``, a non-boolean ``has_answer``, an item with no turns, texts over
+``role``/``content`` or with a role other than ``user``/``assistant``, an id with invisible,
+look-alike or extra whitespace characters (``check_id``: ids differing only so would be two to the
+code, one to a reader), a date outside 1900-2100 or a haystack date more than ``MAX_HAYSTACK_SPAN`` from the question's,
+a non-boolean ``has_answer``, an item with no turns, texts over
 ``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
 (``empty_sessions_dropped``); a session id repeated inside one item is counted
 (``duplicate_session_ids_renamed``: each copy gets its own opaque id); ``answer_session_ids``
@@ -23,11 +26,11 @@ naming no haystack session are counted (``answer_session_ids_not_in_haystack``).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .types import (MAX_DATE_CHARS, MAX_TEXT_CHARS, QA, Conversation, Dataset, DatasetError, Session, Turn,
-                    check_answer, check_string, read_json_file)
+                    check_answer, check_id, check_string, check_year, read_json_file)
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -37,6 +40,10 @@ QUESTION_TYPES = (
     "knowledge-update",
     "multi-session",
 )
+#: how far a haystack session may lie from its question's date (real items: under a year); further is
+#: a misdated session (a century out, a typo in the year), which time-aware methods would take at its word
+MAX_HAYSTACK_SPAN = timedelta(days=3653)
+ROLES = ("user", "assistant")  # the conversation's two speakers: any other role would be a third
 REQUIRED = ("question_id", "question_type", "question", "answer", "question_date", "haystack_dates",
             "haystack_session_ids", "haystack_sessions", "answer_session_ids")
 
@@ -54,15 +61,16 @@ def _check(cond, file, loc, what):
 def _date(file, loc, value) -> datetime:
     text = check_string(file, loc, value, limit=MAX_DATE_CHARS)
     try:
-        return parse_lme_date(text)
+        when = parse_lme_date(text)
     except ValueError as exc:
         raise DatasetError(file, loc, str(exc)) from None
+    return check_year(file, loc, when)
 
 
 def _session_id(file, loc, value) -> str:
     _check(isinstance(value, (str, int)) and not isinstance(value, bool), file, loc,
            f"session id must be a string or an integer, got {type(value).__name__}")
-    return check_string(file, loc, str(value))
+    return check_id(file, loc, str(value))
 
 
 def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
@@ -70,7 +78,7 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
     _check(isinstance(raw, dict), file, loc, f"must be an object, got {type(raw).__name__}")
     for key in REQUIRED:
         _check(key in raw, file, f"{loc}.{key}", "missing")
-    qid = check_string(file, f"{loc}.question_id", raw["question_id"])
+    qid = check_id(file, f"{loc}.question_id", raw["question_id"])
     loc = f"item[{i}] ({qid})"
     qtype = raw["question_type"]
     _check(isinstance(qtype, str) and qtype in QUESTION_TYPES, file, f"{loc}.question_type",
@@ -88,6 +96,9 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
     parsed, seen = [], Counter()
     for j, (d, sid_raw, turns) in enumerate(zip(dates, ids, hay)):
         when = _date(file, f"{loc}.haystack_dates[{j}]", d)
+        _check(abs(when - qdate) <= MAX_HAYSTACK_SPAN, file, f"{loc}.haystack_dates[{j}]",
+               f"{d!r} is {abs(when - qdate).days} days from the question date {raw['question_date']!r} "
+               f"(more than {MAX_HAYSTACK_SPAN.days})")
         sid = _session_id(file, f"{loc}.haystack_session_ids[{j}]", sid_raw)
         seen[sid] += 1
         if seen[sid] > 1:  # repair: each copy gets its own opaque id below
@@ -108,7 +119,8 @@ def _item(file: str, i: int, raw: dict, skipped: Counter) -> Conversation:
         for k, t in enumerate(turns, start=1):
             tloc = f"{loc}.haystack_sessions[{j}][{k - 1}]"
             _check(isinstance(t, dict), file, tloc, f"turn must be an object, got {type(t).__name__}")
-            role = check_string(file, f"{tloc}.role", t.get("role"))
+            role = check_id(file, f"{tloc}.role", t.get("role"))
+            _check(role in ROLES, file, f"{tloc}.role", f"must be one of {', '.join(ROLES)}, got {role[:80]!r}")
             content = check_string(file, f"{tloc}.content", t.get("content"), limit=MAX_TEXT_CHARS, empty_ok=True)
             flag = t.get("has_answer", False)
             _check(flag is None or isinstance(flag, bool), file, f"{tloc}.has_answer",

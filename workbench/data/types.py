@@ -5,6 +5,9 @@ conversations and question strings only; the harness gives gold data to metrics 
 """
 from __future__ import annotations
 
+import os
+import stat
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
@@ -155,15 +158,21 @@ MAX_DATE_CHARS = 64
 MAX_TEXT_CHARS = 1_000_000
 
 
-def read_json_file(path) -> object:
-    """Read a dataset file; every way it can be unreadable becomes a ``DatasetError`` naming it
-    (missing, a directory, not UTF-8, invalid JSON, nested too deeply)."""
-    import json
-    from pathlib import Path
+#: Session dates outside these years are refused: no benchmark of ours is dated outside them, and a
+#: date near year 9999 makes date arithmetic (H-Mem's time windows) overflow on every row.
+MIN_YEAR, MAX_YEAR = 1900, 2100
 
-    file = str(path)
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_regular_file(file: str) -> bytes:
+    """The bytes of ``file`` if it is a regular file; else a ``DatasetError`` naming it, raised
+    before any read. Opened without blocking (``O_NONBLOCK``: a named pipe with no writer would
+    otherwise hang the open) and checked on the open descriptor (``fstat``), so the file checked is
+    the file read: a pipe never hangs the loader, ``/dev/zero`` is never read forever."""
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise DatasetError(file, "<file>", "file not found") from None
     except IsADirectoryError:
@@ -171,25 +180,85 @@ def read_json_file(path) -> object:
     except OSError as exc:
         raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
     try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+        raise DatasetError(file, "<file>", f"is {kind}, not a regular JSON file (refused before reading)")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read()
+        except OSError as exc:
+            raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+
+
+def read_json_file(path) -> object:
+    """Read a dataset file; every way it can be unreadable becomes a ``DatasetError`` naming it
+    (missing, not a regular file, not UTF-8, invalid JSON, nested too deeply, a key repeated
+    inside one object: which value is meant would be a guess)."""
+    import json
+
+    file = str(path)
+    data = read_regular_file(file)
+    try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(file, f"byte {exc.start}", "not UTF-8 text") from None
     from ..jsonl import loads_strict
 
-    try:
-        return loads_strict(text, constants_to=float)  # NaN answers: the loaders name record and field
+    try:  # NaN answers: the loaders name record and field
+        return loads_strict(text, constants_to=float, unique_keys=True)
     except json.JSONDecodeError as exc:
         raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except ValueError as exc:  # too deep, a number out of range, NaN/Infinity, a lone surrogate
-        raise DatasetError(file, "<file>", f"refused JSON: {exc}") from None
+    except ValueError as exc:  # too deep, a number out of range, a lone surrogate, a duplicate key: said where
+        where = getattr(exc, "where", "")
+        reason = getattr(exc, "reason", str(exc))
+        raise DatasetError(file, f"JSON {where}" if where else "<file>", f"refused JSON: {reason}") from None
+
+
+def visible_form(text: str) -> str:
+    """``text`` as a reader sees it: NFKC-normalised (full-width and compatibility look-alikes folded),
+    without invisible format and control characters (zero-width spaces and joiners, BOMs, direction
+    marks), whitespace runs as one space, no leading or trailing space."""
+    folded = unicodedata.normalize("NFKC", text)
+    if not folded.isprintable():  # cheap test: plain text skips the character loop
+        folded = "".join(ch for ch in folded if ch.isspace() or unicodedata.category(ch) not in ("Cf", "Cc"))
+    return " ".join(folded.split())
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """A value for an error message, every invisible character spelled out (``ascii``)."""
+    return ascii(value[:limit]) + ("..." if len(value) > limit else "")
+
+
+def check_id(file: str, location: str, value, *, limit: int = MAX_ID_CHARS) -> str:
+    """An id or a speaker name: a non-empty string equal to its ``visible_form``. Two ids that differ
+    only by whitespace, a zero-width character or a look-alike would be two records to the code and
+    one to every reader (and evidence naming one would miss the other), so such an id is refused."""
+    check_string(file, location, value, limit=limit)
+    visible = visible_form(value)
+    if visible != value:
+        raise DatasetError(file, location, f"{_shown(value)} holds invisible, look-alike or extra whitespace "
+                                           f"characters (reads as {_shown(visible)}); ids and names must be plain")
+    return value
+
+
+def check_year(file: str, location: str, when: datetime) -> datetime:
+    """``when`` if its year lies within ``MIN_YEAR``-``MAX_YEAR``."""
+    if not MIN_YEAR <= when.year <= MAX_YEAR:
+        raise DatasetError(file, location, f"year {when.year} is outside {MIN_YEAR}-{MAX_YEAR}")
+    return when
 
 
 def check_string(file: str, location: str, value, *, limit: int = MAX_ID_CHARS, empty_ok: bool = False) -> str:
     """``value`` if it is a string within ``limit`` characters (and not blank unless ``empty_ok``)."""
     if not isinstance(value, str):
         raise DatasetError(file, location, f"must be a string, got {type(value).__name__}")
-    if not empty_ok and not value.strip():
-        raise DatasetError(file, location, "must not be empty")
+    if not empty_ok and not (value.strip() if value.isascii() else visible_form(value)):
+        raise DatasetError(file, location, "must not be empty (or only invisible characters)")
     if len(value) > limit:
         raise DatasetError(file, location, f"is {len(value):,} characters long; the limit is {limit:,}")
     return value

@@ -15,7 +15,8 @@ the judge untrusted). A stored row also records the judge's key
 under other method prompts is answered again, and a row judged by another judge (or not judged) is
 re-judged from its stored prediction, without re-answering; rows written before these fields existed
 are kept as they are unless their judge model differs from the current one. Any ``Exception`` from
-``ingest``/``answer`` becomes a failure row carrying the error text (scored as a wrong answer);
+``ingest``/``answer`` becomes a failure row carrying the error in words (``row_error``: "answering
+failed: <what happened>: <message> [<type>]"; scored as a wrong answer);
 ``KeyboardInterrupt`` stops the run with every finished row kept.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..data import QA, Conversation, Dataset
+from ..failures import describe_error
 from ..llm.ledger import track, watch_calls
 from ..methods.progress import show_ingest_progress
 from ..trace import Usage
@@ -317,13 +319,23 @@ def _model(service) -> str | None:
     return getattr(service, "model", None) or getattr(service, "name", None) or type(service).__name__
 
 
+def row_error(exc: BaseException, doing: str) -> str:
+    """A result row's error in words (``describe_error``: what failed, then the message), with the
+    exception's type name always in the text: errors that already speak in words (``InWords``, e.g.
+    ``CacheMiss``) would otherwise drop it, and the census and the question view find cassette
+    misses by the name ``CacheMiss``."""
+    text = describe_error(exc, doing)
+    name = type(exc).__name__
+    return text if name in text else f"{text} [{name}]"
+
+
 def _ingest(method, conv: Conversation, save_dir) -> _Built:
     built = method.clone()
     with track() as calls:
         try:
             built.ingest(conv)
         except Exception as exc:  # recorded on every question of this conversation
-            return _Built(None, error=f"ingest failed: {type(exc).__name__}: {exc}",
+            return _Built(None, error=row_error(exc, "ingest"),
                           failures=ingest_failures(None, calls))
     u: Usage = built.construction_usage_
     n = max(1, len(conv.qa))
@@ -412,7 +424,7 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
             try:
                 answer = built.method.answer(qa.question, now=question_time(built.method, qa))
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = row_error(exc, "answering")
         latency = time.perf_counter() - start
         usage = answer.usage if answer is not None else Usage.total(c.usage for c in calls)
     failures = list(built.failures) + (question_failures(answer, calls, error) if built.method is not None else [])
@@ -454,7 +466,7 @@ def _judge(ctx: _Ctx, qa: QA, prediction: str, error: str | None):
     try:
         return ctx.judge.judge(qa, prediction, method=ctx.method)
     except Exception as exc:  # LLM failures are verdicts already; this catches anything else a judge raises
-        return JudgeVerdict(None, error=f"{type(exc).__name__}: {exc}", model=ctx.judge.model)
+        return JudgeVerdict(None, error=row_error(exc, "judging"), model=ctx.judge.model)
 
 
 # -- manifest and progress ---------------------------------------------------------------------------

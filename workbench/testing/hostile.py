@@ -107,3 +107,18 @@ def add_hostile_parts(run: str | Path) -> dict:
     with open(run / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n" + "garbage that is not JSON\n" + '{"method": "torn", "params_ha')
     return {"conv_id": CONV_ID, "method": METHOD_NAME, "key": KEY_NAME, "payloads": PAYLOADS}
+
+
+#: the kinds of damage ``add_damaged_event_lines`` cycles through (each a line the JSONL reader skips)
+DAMAGED_LINES = ("{not json", '{"seq": NaN}', "[1, 2, 3]", '{"seq": 1' + "0" * 30 + "}", "\udcff")
+
+
+def add_damaged_event_lines(run: str | Path, n: int = 1000) -> list[Path]:
+    """Append ``n`` damaged lines to every ``events.jsonl`` of ``run`` (issue #41: a few hundred such
+    lines once blocked the app for minutes, each problem re-rendering every alert). Returns the files."""
+    files = sorted(Path(run).glob("memories/*/*/events.jsonl"))
+    for path in files:
+        with open(path, "ab") as f:
+            for i in range(n):
+                f.write(DAMAGED_LINES[i % len(DAMAGED_LINES)].encode("utf-8", "surrogateescape") + b" %d\n" % i)
+    return files
