@@ -114,7 +114,8 @@ def test_ingest_failure_marks_every_question(tiny_conv):
             raise RuntimeError("index exploded")
 
     res = evaluate(Broken(llm=method_llm(), embedder=HashEmbedder(32)), _dataset(tiny_conv), progress=False)
-    assert len(res) == len(tiny_conv.qa) and all(r.error == "ingest failed: an unexpected error: index exploded [RuntimeError]" for r in res)
+    expected = "ingest failed: an unexpected error: index exploded [RuntimeError]"
+    assert len(res) == len(tiny_conv.qa) and all(r.error == expected for r in res)
 
 
 def _dataset(*convs):
@@ -355,7 +356,8 @@ def test_a_crashing_judge_is_a_recorded_judge_error(tiny_conv, capsys):
 
     res = evaluate(rag(method_llm()), _dataset(tiny_conv), judge=Buggy(judge_llm()), progress=True)
     judged = [r for r in res if r.category != 5]
-    assert judged and all(r.judge_error == "judging failed: an unexpected error: judge bug [RuntimeError]" and r.scores["judge"] is None for r in judged)
+    expected = "judging failed: an unexpected error: judge bug [RuntimeError]"
+    assert judged and all(r.judge_error == expected and r.scores["judge"] is None for r in judged)
     assert summary_table(res.to_frame()).set_index("category").loc["overall", "judge_errors"] == len(judged)
 
 

@@ -12,7 +12,8 @@ over-long id, an id or speaker name with invisible, look-alike or extra whitespa
 (``check_id``), a ``conversation`` key other than ``speaker_a|b``, ``session_<N>`` and
 ``session_<N>_date_time`` (``session_01``, ``Session_2``, ``session_2 ``), a session date outside
 1900-2100 or more than ``MAX_BACKSTEP`` before the session numbered before it, a non-list
-``session_<N>``, speakers that are not two distinct strings, a turn by a third speaker, ``category`` that is not an integer 1-5 (``true`` included), an answer
+``session_<N>``, speakers that are not two distinct strings, a turn by a third speaker, ``category`` that is
+not an integer 1-5 (``true`` included), an answer
 that is not a string or a finite number (NaN, objects, booleans), an empty question or
 answer, evidence that is neither a string nor a list of strings, texts over
 ``MAX_TEXT_CHARS``. Repaired and counted in ``Dataset.skipped``: an empty session is dropped
@@ -111,7 +112,8 @@ def _load_sessions(file, loc, conv, speakers, skipped: Counter) -> tuple[Session
     _require(isinstance(conv, dict), file, loc, "'conversation' must be an object")
     for k, v in conv.items():
         if not (k in SPEAKER_KEYS or SESSION_KEY.match(k) or DATE_KEY.match(k)):
-            raise DatasetError(file, f"{loc}.{_key_shown(k)}", "unknown key (expected speaker_a, speaker_b, session_<N> "
+            raise DatasetError(file, f"{loc}.{_key_shown(k)}",
+                               "unknown key (expected speaker_a, speaker_b, session_<N> "
                                "and session_<N>_date_time, N from 1 without leading zeros); a misspelt session "
                                "would be dropped")
         if SESSION_KEY.match(k) and not isinstance(v, list):
@@ -134,7 +136,8 @@ def _load_sessions(file, loc, conv, speakers, skipped: Counter) -> tuple[Session
         check_year(file, f"{loc}.{date_key}", when)
         if previous is not None and when < previous[1]:
             if previous[1] - when > MAX_BACKSTEP:
-                raise DatasetError(file, f"{loc}.{date_key}", f"{date_text!r} is {(previous[1] - when).days} days before "
+                raise DatasetError(file, f"{loc}.{date_key}",
+                                   f"{date_text!r} is {(previous[1] - when).days} days before "
                                    f"session_{previous[0]} ({previous[1]:%d %B %Y}); sessions must follow in time")
             skipped["session_dates_out_of_order"] += 1  # a slip of days: kept as dated, counted
         previous = (n, when)
