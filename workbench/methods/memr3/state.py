@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
 from ...trace import Hit
+from . import prompts as _prompts  # a module, not its constants: this module's own strings are hashed as prompts
 
 Action = Literal["retrieve", "reflect", "answer"]
 ACTIONS: tuple[str, ...] = ("retrieve", "answer", "reflect")  # [code] the router prompt's enum order
@@ -170,9 +171,7 @@ def is_placeholder_gap(text: str) -> bool:
 
     ``normalize_gaps`` keeps it, so the next prompt shows the list as the model wrote it: the
     published recordings were made that way, and dropping it would change their prompts."""
-    from .prompts import NO_GAPS
-
-    return str(text).strip().lower().rstrip(".") == NO_GAPS.lower().rstrip(".")
+    return str(text).strip().lower().rstrip(".") == _prompts.NO_GAPS.lower().rstrip(".")
 
 
 def open_gaps(gaps: Sequence[str]) -> tuple[str, ...]:
