@@ -120,6 +120,36 @@ def test_ingest_retriever_runs_the_paper_path(tiny_conv):
     assert any(s.kind == "retrieve" for s in m.turn_steps_["D2:1"])
 
 
+def test_ingest_retriever_hits_always_reach_the_judge_with_their_cosine(tiny_conv):
+    """reviews/ama.md §2.2: the Retriever's H_t got a placeholder 0.0 and a crowded sweep cut it.
+    Here the routed query ("violin") is far from most turns, and the cap (k_dyn_max=2) is small."""
+    llm = make_llm(**{"ama.retrieve": plan(k=2, rewrite="Noor takes violin lessons")})
+    m = make_ama(llm=llm, ingest_retriever=True, k_m=1, k_dyn_max=2).ingest(tiny_conv)
+    checked = 0
+    for tid, steps in m.turn_steps_.items():
+        routed = {h.unit_id for s in steps if s.kind == "retrieve" for h in s.hits}
+        check = next((s for s in steps if s.kind == "conflict_check"), None)
+        if not routed or check is None:
+            continue
+        shown = {h.unit_id: h.score for h in check.hits}
+        assert routed <= set(shown), (tid, routed, shown)
+        queries = [m.stores_["raw"].vector(f"raw:{tid}")] + [m.stores_["fact"].vector(u.id)
+                                                              for u in m.stores_["fact"] if u.source_ids == (tid,)]
+        for uid in routed:  # scored like the sweep: the best cosine to the turn or one of its facts
+            vec = m.stores_[uid.split(":", 1)[0]].vector(uid)
+            assert shown[uid] == pytest.approx(max(float(q @ vec) for q in queries), abs=1e-5)
+        checked += 1
+    assert checked >= 3
+
+
+def test_judge_candidates_keep_routed_entries_and_fill_to_the_cap():
+    swept = {"a": 0.9, "b": 0.8, "c": 0.7}
+    assert AMA._judge_candidates(dict(swept), {}, 2) == ["a", "b"]  # no routed entries: the sweep's top, as before
+    assert AMA._judge_candidates(dict(swept), {"z": 0.1}, 2) == ["a", "z"]
+    assert AMA._judge_candidates(dict(swept), {"b": 0.8, "z": 0.1}, 2) == ["b", "z"]
+    assert AMA._judge_candidates(dict(swept), {"x": 0.2, "y": 0.3, "z": 0.1}, 2) == ["y", "x", "z"]
+
+
 # -- Refresher during ingestion -----------------------------------------------------------------
 def test_refresh_update_at_ingestion_and_later_question_retrieves_it(tiny_conv):
     llm = make_llm(**{"ama.refresh": UPDATE_TO_GENEVA})

@@ -49,7 +49,7 @@ def test_cli_turns_a_bad_spec_into_a_usage_error():
     with pytest.raises(SystemExit, match="--param expects key=value"):
         cli.parse_params(["top_k"])
     with pytest.raises(SystemExit, match="unknown method 'nope'"):
-        cli.build_method("nope", None, None, {})
+        cli.configure_method(cli.build_parser().parse_args(["build", "--method", "nope"]), None, None)
     with pytest.raises(SystemExit, match="needs --cassette"):
         cli.make_llm("replay", None)
 

@@ -5,8 +5,8 @@ from workbench.llm import LLMError, ScriptedLLM
 from workbench.methods import EagerFacts, MemoryMethod, NaiveRAG
 from workbench.methods.memr3 import prompts as P
 from workbench.methods.memr3.method import DEFAULT_CHUNK_TOKENS, MemR3
-from workbench.methods.memr3.state import (RouterState, fallback_action, guard, has_more, normalize_gaps,
-                                           resolve, retrieval_query)
+from workbench.methods.memr3.state import (RouterState, delta_fallback, fallback_action, guard, has_more,
+                                           normalize_gaps, open_gaps, resolve, retrieval_query)
 from workbench.methods.store import MemoryUnit, UnitStore
 from workbench.trace import Hit
 
@@ -73,6 +73,11 @@ def test_resolve_and_fallbacks():
     assert resolve("reflect", None, reflect=False, more=True) == ("retrieve", "invalid decision 'reflect'")
     assert fallback_action(reflect=False, more=False) == "answer"
     assert normalize_gaps("None") == () and normalize_gaps(["None", " date of move "]) == ("date of move",)
+    # the prompt's own placeholder is kept in what the router is shown, but is no open gap (issue #39)
+    assert normalize_gaps(["No gaps noted."]) == ("No gaps noted.",)
+    assert open_gaps(("No gaps noted.", "no gaps noted", "date of move")) == ("date of move",)
+    assert delta_fallback(("No gaps noted.", "date of move")) == "date of move"
+    assert delta_fallback(("No gaps noted.",) * 8) is None
     assert retrieval_query("Q?", "move date", use_delta=True) == "Q?. move date"
     assert retrieval_query("Q?", "move date", use_delta=False) == "Q?"
     state = RouterState(Q, seen_ids=frozenset({"a", "b"}))
@@ -223,6 +228,21 @@ def test_reflect_streak_forces_retrieve(tiny_conv, n_cap):
     retrieve = steps(ans, "retrieve")[1].data
     assert retrieve["query"] == f"{Q}. current city of Noor" and routers[n_cap].data["delta_source"] == "first_gap"
     assert "thought 0" in llm.requests[1]["messages"][1]["content"]  # F reaches the next router call
+
+
+def test_the_copied_placeholder_is_shown_but_never_searched_for(tiny_conv):
+    """reviews/memr3.md B3: the 0.5B copied "No gaps noted." into gaps; a retrieve without a query then
+    searched for "<question>. No gaps noted.". The next prompt still shows the list as written (the
+    recordings' prompts), the step counts the placeholder, and the search is q alone."""
+    reflects = [R("reflect", gaps=[P.NO_GAPS] * 3, reasoning=f"thought {i}") for i in range(2)]  # 2nd: forced retrieve
+    m, llm = memr3(reflects + [R("answer", detailed_answer="Geneva"), "Geneva"], n_cap=1)
+    ans = m.ingest(tiny_conv).answer(Q)
+    routers = steps(ans, "router")
+    assert [r.data["action"] for r in routers] == ["reflect", "retrieve", "answer"]
+    assert routers[0].data["placeholder_gaps"] == 3 and "placeholder_gaps" not in routers[2].data
+    assert routers[1].data["delta_source"] == "question" and routers[1].data["delta_query"] is None
+    assert steps(ans, "retrieve")[1].data["query"] == Q
+    assert f"- {P.NO_GAPS}" in llm.requests[1]["messages"][1]["content"]  # shown as the model wrote it
 
 
 # -- invalid decisions ---------------------------------------------------------------------------------------

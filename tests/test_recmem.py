@@ -188,11 +188,58 @@ def test_failed_refinement_keeps_the_episode():
     assert len(m.epi_) == 1 and len(m.sem_) == 0 and m.failures_[0]["stage"] == "refine"
 
 
-def test_direct_extraction_ablation_writes_facts_without_episodes():
+def test_no_episodes_variant_writes_facts_without_episodes():
+    """The workbench's earlier Direct Extraction, kept by name: no episodes, hence never a merge."""
     llm = ScriptedLLM({"recmem.refine_direct": {"facts": ["Ann likes alpha."]}})
-    m = recmem(llm, refine_with_episode=False).ingest(conv_of(["alpha"] * 3))
+    m = recmem(llm, refine_with_episode="no_episodes").ingest(conv_of(["alpha"] * 3))
     assert llm.roles() == ["recmem.refine_direct"] and len(m.epi_) == 0 and len(m.sem_) == 1
     assert [e.unit_id for e in m.events if e.kind == "CONSOLIDATE"] == ["cluster-0"]
+
+
+def test_direct_extraction_keeps_episodes_and_merge_first_as_the_authors_code():
+    """reviews/recmem.md B1: [code] --disable_semantic_refinement still writes episodes and merges;
+    only the facts change: from R alone (the cluster; the merged unit alone after a merge), one call
+    per consolidation, with neither the episode nor the stored facts in the prompt."""
+    llm = merge_llm(**{"recmem.refine_direct": [{"facts": ["Ann likes alpha."]}, {"facts": ["Ann met alpha u3."]}]})
+    m = recmem(llm, refine_with_episode=False).ingest(conv_of(["alpha", "alpha", "alpha", "alpha", "beta"]))
+    full_llm = merge_llm()
+    full = recmem(full_llm).ingest(conv_of(["alpha", "alpha", "alpha", "alpha", "beta"]))
+    assert outcomes(m) == outcomes(full) == ["buffered", "buffered", "triggered", "merged", "buffered"]
+    assert llm.roles() == ["recmem.consolidate", "recmem.refine_direct", "recmem.merge", "recmem.refine_direct"]
+    assert [r.replace("refine_merge", "refine") for r in full_llm.roles()] == \
+        [r.replace("refine_direct", "refine") for r in llm.roles()]  # the same steps, only the fact prompt differs
+    assert m.epi_["epi-0"].text == "Ann alpha story, continued." and set(m.sub_.units) == set(full.sub_.units)
+    cluster_prompt, merge_prompt = [r["messages"][0]["content"] for r in llm.requests
+                                    if r["role"] == "recmem.refine_direct"]
+    assert "Ann alpha story" not in cluster_prompt and cluster_prompt.count("[Message Timestamp]") == 3
+    assert "alpha u3" in merge_prompt and merge_prompt.count("[Message Timestamp]") == 1
+    assert [f.text for f in m.sem_] == ["Ann likes alpha.", "Ann met alpha u3."]
+    assert [r["mode"] for r in m.refinements_] == ["direct_cluster", "direct_merge"]
+
+
+def test_direct_extraction_with_no_facts_still_consolidates():
+    llm = ScriptedLLM({"recmem.consolidate": {"episodes": ["Ann alpha story."]}, "recmem.refine_direct": {"facts": []}})
+    m = recmem(llm, refine_with_episode=False).ingest(conv_of(["alpha"] * 3))
+    assert outcomes(m) == ["buffered", "buffered", "triggered"] and len(m.epi_) == 1 and not m.failures_
+    bad = ScriptedLLM({"recmem.consolidate": {"episodes": ["Ann alpha story."]},
+                       "recmem.refine_direct": LLMError("down")})
+    m = recmem(bad, refine_with_episode=False).ingest(conv_of(["alpha"] * 3))
+    assert outcomes(m)[2] == "triggered" and m.failures_[0]["stage"] == "refine"
+
+
+def test_the_papers_ablations_by_name():
+    from workbench.methods.recmem.method import ABLATIONS
+
+    assert list(ABLATIONS) == ["full", "w/o subconscious", "w/o episodic", "w/o semantic", "direct extraction"]
+    d = RecMem.ablation("direct_extraction", theta_sim=0.6)
+    assert (d.refine_with_episode, d.use_episodes, d.use_facts, d.use_subconscious, d.theta_sim) == (
+        False, False, True, True, 0.6)
+    assert RecMem.ablation("W/O Episodic").get_params() == RecMem(use_episodes=False).get_params()
+    assert RecMem.ablation("full").get_params() == RecMem().get_params()
+    with pytest.raises(ValueError, match="unknown RecMem ablation"):
+        RecMem.ablation("w/o everything")
+    with pytest.raises(ValueError, match="refine_with_episode"):
+        RecMem(llm=ScriptedLLM([]), embedder=TopicEmbedder(), refine_with_episode="yes").ingest(conv_of(["a"]))
 
 
 # -- failures never lose a unit ---------------------------------------------------------------------

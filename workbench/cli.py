@@ -40,11 +40,15 @@ def parse_params(pairs: list[str] | None) -> dict:
         return method_spec.parse_params(pairs)
 
 
-def build_method(name: str, llm, embedder, params: dict):
-    from .methods import spec as method_spec
+def configure_method(args, llm, embedder):
+    """The ``RunSetup`` of ``build``/``ask``: ``--method`` with the dataset preset of ``--data``, the
+    ``--calibration`` and the ``--param`` values, by ``presets.prepare_method`` -- the one path
+    ``workbench eval`` takes on either executor, so a memory built here is the one an eval would build."""
+    from .eval.presets import prepare_method
 
     with usage_errors():
-        return method_spec.build_method(name, llm, embedder, params)
+        return prepare_method(args.method, llm, embedder, parse_params(args.param), data=args.data,
+                              calibration=args.calibration)
 
 
 def pick_conversation_id(ids: list[str], which: str | int | None, *, where: str) -> str:
@@ -93,7 +97,7 @@ def cmd_build(args) -> int:
 
     conv = pick_conversation(load_dataset(args.data), args.conversation)
     llm = make_llm(args.llm, args.cassette)
-    method = build_method(args.method, llm, make_embedder(args.embedder), parse_params(args.param))
+    method = configure_method(args, llm, make_embedder(args.embedder)).method
     from .methods.progress import show_ingest_progress
 
     with show_ingest_progress(position=0, leave=True):  # per-turn bar with ETA, calls and tokens so far
@@ -120,7 +124,7 @@ def cmd_ask(args) -> int:
         method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust)
     else:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
-        method = build_method(args.method, llm, embedder, parse_params(args.param)).ingest(conv)
+        method = configure_method(args, llm, embedder).method.ingest(conv)
     ans = method.answer(args.question)
     print(terminal_text(f"Answer: {ans.text}\n"))  # a model's (or a replayed cassette's) text: no raw controls
     print("Context:")
@@ -265,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cassette", default=None, help="record/replay cassette (JSONL)")
         p.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
         p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
+        p.add_argument("--calibration", default="auto", help="embedder calibration, as in eval: auto (the shipped "
+                                                            "one for the embedder, if any) | off | <file.json>")
 
     p = sub.add_parser("build", help="build a method's memory for one conversation and save it")
     common(p)

@@ -127,11 +127,9 @@ def _categories(text: str | None):
 def eval_command(args) -> int:
     from ..data import load_dataset
     from ..embed import embedder_from_spec
-    from ..methods.spec import parse_params
     from .harness import evaluate
     from .judge import LLMJudge
     from ..llm.bounds import bounded
-    from .presets import prepare_method
 
     dataset = load_dataset(args.data)
     if getattr(args, "estimate", False):
@@ -146,13 +144,10 @@ def eval_command(args) -> int:
         raise SystemExit("--method names no method")
     with usage_errors():
         llm = bounded(bound_requests(_llm(args.llm, args.cassette), args), getattr(args, "bounded_outputs", False))
-        params = parse_params(args.param)
-        if getattr(args, "fair", False):
-            params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
+        params = run_params(args)
         embedder = embedder_from_spec(args.embedder)
         # every method is prepared before the first runs, so a bad name fails before any call is made
-        setups = [prepare_method(name, llm, embedder, params, data=args.data, calibration=args.calibration)
-                  for name in names]
+        setups = [thread_setup(args, name, llm, embedder, params) for name in names]
         judge = None
         if args.judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
             from .judge import CheckerJudge
@@ -174,6 +169,37 @@ def eval_command(args) -> int:
         _finish(out, res)
     _save_prefix_stats(out, ",".join(s.method.name for s in setups), llm)  # the backend's counts span all
     return 0
+
+
+def run_params(args) -> dict:
+    """The explicit method parameters of an ``eval`` command line: ``--param`` pairs, plus
+    ``answer_prompt="shared"`` with ``--fair``. One definition for the thread and the Ray executor,
+    so that ``--fair`` is never dropped by one of them."""
+    from ..methods.spec import parse_params
+
+    params = parse_params(args.param)
+    if getattr(args, "fair", False):
+        params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
+    return params
+
+
+def thread_setup(args, name: str, llm, embedder, params: dict):
+    """Method ``name`` configured for the thread executor: ``presets.prepare_method`` with the
+    command line's ``--data`` and ``--calibration`` (``ray_recipes`` rebuilds the same in each worker)."""
+    from .presets import prepare_method
+
+    return prepare_method(name, llm, embedder, params, data=args.data, calibration=args.calibration)
+
+
+def ray_recipes(args, names: list[str]) -> list:
+    """One ``CliRecipe`` per method for ``--executor ray``: the strings ``thread_setup`` is built
+    from, so each worker configures its method the way the thread executor does."""
+    from .executors import CliRecipe
+
+    params = run_params(args)
+    return [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
+                      getattr(args, "bounded_outputs", False), **request_options(args), data=args.data,
+                      calibration=args.calibration) for name in names]
 
 
 def report_resume(results: Path, *, shown: int = 10) -> None:
@@ -227,8 +253,7 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
     """Every (method x conversation) as a Ray task; one driver thread per method streams rows into one store."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..methods.spec import parse_params
-    from .executors import CliRecipe, RayExecutor, ensure_ray
+    from .executors import RayExecutor, ensure_ray
     from .harness import evaluate
     from .store import ResultsStore
 
@@ -236,19 +261,20 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
     report_resume(out / "results.jsonl")
     store = ResultsStore(out / "results.jsonl")
-    params = parse_params(args.param)
-    recipes = [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
-                         getattr(args, "bounded_outputs", False), **request_options(args)) for name in names]
+    with usage_errors():
+        recipes = ray_recipes(args, names)
+        # driver copies (name, parameters, setup for the manifest; never called here), built before any task
+        # starts so that a bad name or parameter fails first, and the threshold warnings print once
+        driver = [recipe.setup(k, warn=True) for k, recipe in enumerate(recipes)]
 
     def one(k: int):
-        recipe = recipes[k]
-        method, judge = recipe(k)  # driver copies: name, parameters and manifest only, never called here
+        recipe, (setup, judge) = recipes[k], driver[k]
         ex = RayExecutor(recipe, address=args.address, first_index=k)
-        return evaluate(method, dataset, judge=judge, workers=args.workers, store=store,
+        return evaluate(setup.method, dataset, judge=judge, workers=args.workers, store=store,
                         questions=args.questions, conversations=args.conversations,
                         categories=_categories(args.categories), progress=not args.no_progress,
                         save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
-                        executor=ex)
+                        extra_manifest=setup.manifest(), executor=ex)
 
     ensure_ray(args.address)  # start or join Ray once, before the driver threads
     with ThreadPoolExecutor(max_workers=len(recipes)) as pool:
@@ -293,9 +319,9 @@ def estimate_command(args, dataset) -> int:
     A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
     estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
     from ..embed import embedder_from_spec as make_embedder
-    from ..methods.spec import build_method, parse_params
     from .estimate import backend_error
     from .judge import LLMJudge
+    from .presets import prepare_method
 
     problems, llm = [], None
     try:
@@ -306,7 +332,9 @@ def estimate_command(args, dataset) -> int:
     judge = LLMJudge(llm) if args.judge else None
     blocked = False
     for name in [m.strip() for m in args.method.split(",") if m.strip()]:  # one estimate per method
-        method = build_method(name, llm, make_embedder("hash"), parse_params(args.param))
+        # the run's dataset preset and parameters (--fair too); no calibration: the hash embedder has none
+        method = prepare_method(name, llm, make_embedder("hash"), run_params(args), data=args.data,
+                                calibration="off", warn=False).method
         blocked |= _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems).blocked
     return 2 if blocked else 0
 

@@ -56,35 +56,52 @@ def ensure_ray(address: str | None = None, **init_kwargs):
 
 @dataclass(frozen=True)
 class CliRecipe:
-    """What ``workbench eval`` was asked for, rebuilt inside a worker (plain strings: picklable)."""
+    """What ``workbench eval`` was asked for, rebuilt inside a worker (plain strings: picklable).
+
+    The method is configured by ``presets.prepare_method``, the same path as the thread executor and
+    ``workbench build``/``ask``: defaults < dataset preset (``data``) < calibration < ``params``. Without
+    it a worker would run class defaults (RecMem's LoCoMo thresholds on LongMemEval, an uncalibrated
+    embedder), and its ``params_hash`` would not match the driver's plan.
+    """
 
     method: str
     params: dict
     llm: str | None = None
     cassette: str | None = None
     embedder: str = "minilm"
-    judge: str | None = None
+    judge: str | None = None  # an LLM spec, "same" (the method's LLM) or "checker" (no model)
     bounded_outputs: bool = False
     request_timeout: float | None = None  # seconds per request to an openai: server (None: the default)
     attempts: int | None = None  # tries per call to it
+    data: str | None = None  # the data spec: picks the dataset preset and the calibration variant
+    calibration: str | None = "auto"  # auto | off | shipped:<embedder> | a file path (see presets)
 
-    def __call__(self, index: int):
+    def setup(self, index: int, *, warn: bool = False):
+        """``(RunSetup, judge_or_None)`` for task ``index``; ``warn`` prints the threshold warnings
+        (the driver does, once; workers stay quiet)."""
         from ..embed import embedder_from_spec as make_embedder
         from ..llm import llm_from_options as _llm
         from ..llm.bounds import bounded
-        from ..methods.spec import build_method
-        from .judge import LLMJudge
+        from .judge import CheckerJudge, LLMJudge
+        from .presets import prepare_method
 
         llms = split_endpoints(self.llm)
         options = {"request_timeout": self.request_timeout, "attempts": self.attempts}
         llm = bounded(_llm(llms[index % len(llms)], self.cassette, **options), self.bounded_outputs)
-        method = build_method(self.method, llm, make_embedder(self.embedder), dict(self.params))
+        setup = prepare_method(self.method, llm, make_embedder(self.embedder), dict(self.params), data=self.data,
+                               calibration=self.calibration, warn=warn)
         judge = None
-        if self.judge:
+        if self.judge == "checker":  # the deterministic checker: no model (as in the thread path)
+            judge = CheckerJudge()
+        elif self.judge:
             judges = split_endpoints(self.judge)
             judge = LLMJudge(llm if self.judge == "same" else _llm(judges[index % len(judges)], self.cassette,
                                                                    **options))
-        return method, judge
+        return setup, judge
+
+    def __call__(self, index: int):
+        setup, judge = self.setup(index)
+        return setup.method, judge
 
 
 def run_conversation(recipe: Recipe, index: int, conv, qas, ctx, workers: int, save_dir) -> Iterator[dict]:

@@ -627,8 +627,8 @@ def _recmem(c: _Counts, rows, traces, mems, params) -> None:
     if not ev_gone:
         c.put("consolidations", len(clusters), src_ev + " (CONSOLIDATE)", cons_why)
         c.put("episodes_produced", episodes, src_ev + " (CONSOLIDATE)",
-              "refine_with_episode=False: Direct Extraction writes facts, no episodes"
-              if theta.get("refine_with_episode") is False else cons_why)
+              "refine_with_episode='no_episodes': facts from the raw cluster, no episodes"
+              if theta.get("refine_with_episode") == "no_episodes" else cons_why)
         c.put("episodes_repeated", len(repeats), src_ev + " (CONSOLIDATE: the same text as an earlier episode of "
                                                          "the same cluster)")
     merge_why = None

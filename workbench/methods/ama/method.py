@@ -34,7 +34,10 @@ Departures from the paper:
   ``("fact",)`` for the refresh recording made before the other stores were checked), not in one routed
   store. The Judge only
   checks conflicts there (Pass/Refresh, own prompt variant ``JUDGE_INGEST``), since a statement cannot
-  be "insufficient" (digest §10.2).
+  be "insufficient" (digest §10.2). The candidates of all swept stores are ranked by cosine into one cap
+  (``k_dyn_max``; ``conflict_k`` per store with the probe). With ``ingest_retriever=True`` the Retriever's
+  H_t always reaches that Judge, scored like the sweep (best cosine to the turn or its facts), and the
+  sweep fills the rest of the cap.
 - The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err). A Refresh verdict whose
   conflict_ids name none of the candidates refreshes nothing (a ``refresh`` step with action
   "skipped" records it): the digest's §10.9 fallback (every candidate to the Refresher) let a small
@@ -253,6 +256,27 @@ class AMA(MemoryMethod):
         entries), facts first (digest §10.2)."""
         return [n for n in ("fact", "raw", "episode") if n in self.conflict_stores and self.enabled(n)]
 
+    def _routed_scores(self, plan_units: list[MemoryUnit], queries: np.ndarray, swept: dict[str, float]) -> dict:
+        """The Retriever's H_t (``ingest_retriever=True``) scored as the sweep scores: the best cosine
+        to the turn or one of its facts (``queries``), taken from the sweep where it found the entry too,
+        else from the entry's stored vector. (A placeholder 0.0 ranked these entries last, so a crowded
+        sweep cut the very set the paper's Judge checks.)"""
+        out = {}
+        for u in plan_units:
+            if u.id not in out:
+                store = self.stores_[u.id.split(":", 1)[0]]
+                out[u.id] = swept[u.id] if u.id in swept else float(np.max(queries @ store.vector(u.id)))
+        return out
+
+    @staticmethod
+    def _judge_candidates(swept: dict[str, float], routed: dict[str, float], cap: int) -> list[str]:
+        """The ids the ingestion Judge sees, by score: every routed entry (the paper's H_t always
+        reaches the Judge), then the sweep's best up to ``cap`` in all. ``swept`` gains the routed scores.
+        Without routed entries this is the sweep's top ``cap``, as before."""
+        fill = [i for i in sorted(swept, key=lambda i: -swept[i]) if i not in routed][:max(0, cap - len(routed))]
+        swept.update(routed)
+        return sorted([*routed, *fill], key=lambda i: -swept[i])
+
     def _ingest_conflicts(self, turn, facts, vec, fact_vecs, plan_units, steps) -> None:
         """Check the new turn and its facts against their nearest stored entries of every editable
         granularity (``conflict_k`` per query and store); Refresh on conflict."""
@@ -267,9 +291,8 @@ class AMA(MemoryMethod):
                     if self.conflict_min_sim is None or h.score >= self.conflict_min_sim:
                         found[h.unit_id] = max(found.get(h.unit_id, -1.0), h.score)
             best.update({i: found[i] for i in sorted(found, key=lambda i: -found[i])[:cap]})
-        for u in plan_units:
-            best.setdefault(u.id, 0.0)
-        ids = sorted(best, key=lambda i: -best[i])[:cap * len(names) if self.conflict_check == "probe" else cap]
+        ids = self._judge_candidates(best, self._routed_scores(plan_units, np.vstack([vec, *fact_vecs]), best),
+                                     cap * len(names) if self.conflict_check == "probe" else cap)
         if not ids:
             return
         units = [self._unit(i) for i in ids]

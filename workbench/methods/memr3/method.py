@@ -27,7 +27,7 @@ from ..baselines.simple import NaiveRAG
 from ..common import question_date_line
 from . import prompts as P
 from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
-                    normalize_gaps, resolve, retrieval_query)
+                    normalize_gaps, open_gaps, resolve, retrieval_query)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -74,6 +74,9 @@ class MemR3(MemoryMethod):
       ``[date] Speaker: text`` with image captions; the paper cuts cl100k windows that may split a
       turn, writes ``timestamp | speaker: text`` and drops captions.
     - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
+      A gaps entry that repeats the prompt's own "No gaps noted." is shown back to the router as
+      written (the published recordings were made so), but it is not an open gap: never the fallback
+      retrieval query, and the router step records it as ``placeholder_gaps``.
     - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
     - The reflect directive is forced right after an empty retrieval and also whenever the backend
       has nothing new left (digest §6); "the backend can still return new items" is: no masked
@@ -326,7 +329,8 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     if action == "retrieve":
         delta, delta_source = _text(reply.get("retrieval_query")), "llm"
         if delta is None:
-            delta, delta_source = delta_fallback(gaps), "first_gap" if gaps else "question"
+            delta = delta_fallback(gaps)
+            delta_source = "first_gap" if delta is not None else "question"
         changes["last_query"] = delta
     elif action == "reflect":
         changes.update(reasoning=_text(reply.get("reasoning")) or "", reflect_streak=state.reflect_streak)
@@ -340,6 +344,8 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
                   draft_answer=changes.get("draft"), retrieved_ids=[h.unit_id for h in state.snippets],
                   masked_ids=sorted(state.seen_ids) if run.mask else [], reflect_streak=state.reflect_streak,
                   backend_has_more=more)
+    if len(open_gaps(gaps)) < len(gaps):  # shown to the router as written, but no open gap
+        s.data["placeholder_gaps"] = len(gaps) - len(open_gaps(gaps))
     return changes
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
 from ...trace import Hit
+from . import prompts as _prompts  # a module, not its constants: this module's own strings are hashed as prompts
 
 Action = Literal["retrieve", "reflect", "answer"]
 ACTIONS: tuple[str, ...] = ("retrieve", "answer", "reflect")  # [code] the router prompt's enum order
@@ -164,6 +165,22 @@ def retrieval_query(question: str, delta: str | None, *, use_delta: bool) -> str
     return question
 
 
+def is_placeholder_gap(text: str) -> bool:
+    """The router prompt's own empty-gaps line (``prompts.NO_GAPS``, "No gaps noted."), copied into
+    the gaps list by a small model (the 0.5B did, conv-30): it names nothing missing.
+
+    ``normalize_gaps`` keeps it, so the next prompt shows the list as the model wrote it: the
+    published recordings were made that way, and dropping it would change their prompts."""
+    return str(text).strip().lower().rstrip(".") == _prompts.NO_GAPS.lower().rstrip(".")
+
+
+def open_gaps(gaps: Sequence[str]) -> tuple[str, ...]:
+    """The gaps that name something missing: ``gaps`` without the prompt's placeholder."""
+    return tuple(g for g in gaps if not is_placeholder_gap(g))
+
+
 def delta_fallback(gaps: Sequence[str]) -> str | None:
-    """A missing retrieval query becomes the first gap, else nothing, i.e. q alone (digest §10.15)."""
-    return gaps[0] if gaps else None
+    """A missing retrieval query becomes the first open gap, else nothing, i.e. q alone (digest §10.15);
+    never the placeholder, which would search for "<question>. No gaps noted."."""
+    real = open_gaps(gaps)
+    return real[0] if real else None

@@ -33,11 +33,29 @@ from .trigger import TriggerDecision, check_gate_k, cosines, decide
 # text-embedding-3-small: with another encoder recalibrate (trigger.calibrate_thresholds).
 DATASET_PRESETS = {"locomo": {"theta_sim": 0.7, "theta_count": 5, "answer_length": "short"},
                    "longmemeval": {"theta_sim": 0.6, "theta_count": 4, "answer_length": "free"}}
+# Paper §4.3, Fig. 2 (LoCoMo, GPT-4.1-mini): each ablation disables one component, the others keep their
+# retrieval budgets. Direct Extraction builds as full RecMem does (episodes, merge-first) but extracts facts
+# from the raw cluster alone ([code] --disable_semantic_refinement), and "at inference time answers using
+# only subconscious retrieval and the extracted semantic facts" (paper §4.3).
+ABLATIONS = {"full": {},
+             "w/o subconscious": {"use_subconscious": False},
+             "w/o episodic": {"use_episodes": False},
+             "w/o semantic": {"use_facts": False},
+             "direct extraction": {"refine_with_episode": False, "use_episodes": False}}
 _ALIASES = {"locomo": "locomo", "longmemeval": "longmemeval", "longmemevals": "longmemeval", "lme": "longmemeval"}
 # Ledger role -> construction operation ([code] keeps EPISODIC_MERGE / EPISODIC_GENERATION /
 # SEMANTIC_EXTRACTION(_DURING_MERGE)).
 OPERATIONS = {"recmem.merge": "merge", "recmem.consolidate": "consolidate", "recmem.refine": "refine",
               "recmem.refine_merge": "refine", "recmem.refine_direct": "refine"}
+
+
+def ablation_params(name: str) -> dict:
+    """The parameters of the paper's ablation ``name`` (``ABLATIONS``); ``ValueError`` lists the names."""
+    key = re.sub(r"[^a-z]", "", name.lower())
+    for label, params in ABLATIONS.items():
+        if re.sub(r"[^a-z]", "", label) == key:
+            return dict(params)
+    raise ValueError(f"unknown RecMem ablation {name!r}; expected one of {list(ABLATIONS)}")
 
 
 def _operation(role: str) -> str:
@@ -67,10 +85,16 @@ class RecMem(MemoryMethod):
     ``failures_``, ``events``; ``replay(theta_sim, theta_count)`` re-runs the gate from the stored
     unit embeddings (``unit_vectors_`` in ``unit_order_``) with no LLM; ``construction_breakdown()``.
 
-    Ablations (paper §5, Fig. 2): ``use_subconscious`` / ``use_episodes`` / ``use_facts`` drop a
-    store from the answer context only (construction unchanged, other budgets fixed, as in the
-    paper); ``refine_with_episode=False`` is Direct Extraction (no episodes; facts from the raw
-    cluster alone).
+    Ablations (paper §4.3, Fig. 2), by name: ``RecMem.ablation("w/o episodic", llm=..., embedder=...)``
+    (``ABLATIONS``: full, w/o subconscious, w/o episodic, w/o semantic, direct extraction).
+    ``use_subconscious`` / ``use_episodes`` / ``use_facts`` drop a store from the answer context only
+    (construction unchanged, other budgets fixed, as in the paper). ``refine_with_episode=False`` is the
+    construction of Direct Extraction as in [code]: episodes are still written and merge-first still
+    runs; only the facts change, extracted from the raw cluster R alone (from the merged unit alone after
+    a merge), one call per consolidation, and an empty fact list is no failure; the named ablation also
+    answers without episodes (paper §4.3). ``refine_with_episode="no_episodes"`` keeps the workbench's
+    earlier variant (no episodes, hence no merges; the fact call replaces the episode call and an empty
+    fact list is a failed consolidation): not the paper's, since the gate then sees other clusters.
 
     Departures from the paper (and the authors' code):
     - Unit timestamps use the workbench date format ("9:00 am on 5 June 2023"), not ISO [code].
@@ -89,6 +113,8 @@ class RecMem(MemoryMethod):
     - The gate searches the buffer exactly in numpy (the code uses exact qdrant search: same result);
       all units are embedded in one batch up front (the embedding of a unit does not depend on state).
     - JSON replies get one repair and one retry (the workbench client), not json_repair + 3 retries.
+    - The "direct extraction" ablation answers without episodes, as the paper says (§4.3); [code]'s
+      ``--disable_semantic_refinement`` changes construction only and still retrieves episodes.
 
     Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
     the native prompt (paper Figs. 15-16) describes the three stores (episodes may repeat facts,
@@ -114,7 +140,7 @@ class RecMem(MemoryMethod):
                  strict_merge: bool = False,  # paper Eq. 6 and [code]: cos >= theta_merge
                  retain_consolidated: bool = False,  # [code] deletes promoted units; paper §6 keeps them
                  refine_after_merge: bool = True,  # [code]; paper silent (digest §10.5)
-                 refine_with_episode: bool = True,  # False = Direct Extraction ablation (paper §5)
+                 refine_with_episode: bool | Literal["no_episodes"] = True,  # False = Direct Extraction [code]
                  on_failure: Literal["buffer", "drop"] = "buffer",  # [ours] digest §10.12; "drop" = [code]
                  stable_episode_ids: bool = True,  # [ours] digest §10.13; False = new id per merge [code]
                  dedupe_facts: bool = True,  # [ours]: exact duplicates not stored twice (see Departures)
@@ -166,6 +192,13 @@ class RecMem(MemoryMethod):
             raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASET_PRESETS)}")
         return cls(**{**DATASET_PRESETS[key], **params})
 
+    @classmethod
+    def ablation(cls, name: str, **params) -> "RecMem":
+        """The paper's ablation ``name`` (``ABLATIONS``, Fig. 2; case, spaces and "/" ignored, so
+        ``"direct_extraction"`` works), overridable by ``params``. Combine with a dataset preset as
+        ``RecMem.ablation(name, **DATASET_PRESETS["longmemeval"], llm=..., embedder=...)``."""
+        return cls(**{**ablation_params(name), **params})
+
     def _validate_params(self) -> None:
         super()._validate_params()
         for name in ("theta_sim", "theta_merge"):
@@ -179,6 +212,8 @@ class RecMem(MemoryMethod):
             raise ValueError("k_sub, k_epi, k_sem and refine_k must be >= 0")
         if self.answer_length not in P.LENGTH_RULES:
             raise ValueError(f"answer_length must be one of {sorted(P.LENGTH_RULES)}, got {self.answer_length!r}")
+        if self.refine_with_episode not in (True, False, "no_episodes"):
+            raise ValueError(f"refine_with_episode must be True, False or 'no_episodes', got {self.refine_with_episode!r}")
         if self.on_failure not in ("buffer", "drop"):
             raise ValueError(f"on_failure must be 'buffer' or 'drop', got {self.on_failure!r}")
         if not (self.use_subconscious or self.use_episodes or self.use_facts):
@@ -288,9 +323,10 @@ class RecMem(MemoryMethod):
             return False
         episode = self._apply_merge(pos, unit, self.epi_[hit.unit_id], merged, hit.score, theta)
         attempt.update(merged=True, after=merged, episode_id=episode.id)
-        if self.refine_after_merge:  # [code]: refinement with R = the unit alone
-            self._refine(episode, {"id": None, "members": [unit.id], "text": unit.text,
-                                   "source_ids": unit.source_ids, "time": unit.time}, mode="after_merge")
+        if self.refine_after_merge:  # [code]: refinement with R = the unit alone (Direct Extraction: R only)
+            self._refine(episode if self.refine_with_episode else None,
+                         {"id": None, "members": [unit.id], "text": unit.text, "source_ids": unit.source_ids,
+                          "time": unit.time}, mode="after_merge" if self.refine_with_episode else "direct_merge")
         return True
 
     def _apply_merge(self, pos, unit, old: MemoryUnit, text: str, cos: float, theta: float) -> MemoryUnit:
@@ -319,7 +355,7 @@ class RecMem(MemoryMethod):
                    "text": "\n".join(f"- {m.text}" for m in members),
                    "source_ids": _union(*(m.source_ids for m in members)), "time": members[-1].time,
                    "first_time": members[0].time}
-        if not self.refine_with_episode:
+        if self.refine_with_episode == "no_episodes":
             return self._consolidate_direct(pos, unit, d, cluster)
         texts, error = self._generate_episodes(cluster)
         if not texts:
@@ -330,6 +366,9 @@ class RecMem(MemoryMethod):
                        source_ids=e.source_ids, time=e.time, cluster=cluster["id"], trigger=unit.id,
                        members=cluster["members"], cosines=cluster["cosines"], count=d.count)
         self._promote(pos, unit, d, [e.id for e in episodes])
+        if not self.refine_with_episode:  # [code] Direct Extraction: one extraction from R alone
+            self._refine(None, cluster, mode="direct_cluster")
+            return d
         for e in episodes:
             self._refine(e, cluster, mode="new_episode")
         return d
@@ -388,7 +427,8 @@ class RecMem(MemoryMethod):
     # -- semantic refinement (paper §3.4, Eqs. 8-9) -----------------------------------------------
     def _refine(self, episode: MemoryUnit | None, cluster: dict, *, mode: str) -> dict:
         """Detail recovery + fact maintenance against the nearest stored facts V; returns the record."""
-        role = {"new_episode": "recmem.refine", "after_merge": "recmem.refine_merge", "direct": "recmem.refine_direct"}
+        role = {"new_episode": "recmem.refine", "after_merge": "recmem.refine_merge", "direct": "recmem.refine_direct",
+                "direct_cluster": "recmem.refine_direct", "direct_merge": "recmem.refine_direct"}
         if episode is not None:
             old = [h for h in self.sem_.search_vector(self.epi_.vector(episode.id), self.refine_k)
                    if h.score > self.refine_min_score]
@@ -406,7 +446,7 @@ class RecMem(MemoryMethod):
                 out, record["error"] = None, str(exc)
         record["tokens"] = sum(c.prompt_tokens + c.completion_tokens for c in calls)
         if out is None:
-            if episode is not None:  # in Direct Extraction the consolidation failure records it
+            if mode != "direct":  # in the "no_episodes" variant the consolidation failure records it
                 self.failures_.append({"stage": "refine", "mode": mode, "episode_id": record["episode_id"],
                                        "cluster": cluster["id"], "error": record["error"]})
             return record

@@ -43,7 +43,8 @@ Write NEW, useful facts about the speakers. Most important: concrete details in 
 - Fewer than 10 facts, one self-contained sentence each (names, not pronouns), neutral, no guesses.
 Return JSON only: {{"facts": ["<sentence>", ...]}} or {{"facts": []}}."""
 
-# [code] Direct Extraction ablation (paper §5, Fig. 2): the refiner sees only R, without E and S.
+# [code] Direct Extraction ablation (paper §4.3, Fig. 2): the refiner sees only R, without E and S (RecMem
+# refine_with_episode=False: sent once per consolidation and once per merge; "no_episodes": instead of episodes).
 REFINE_DIRECT = """You extract facts for a long-term memory system from these message exchanges (each with the time it was written):
 
 {raw}
