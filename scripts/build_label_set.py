@@ -13,7 +13,7 @@ import os
 import sys
 
 from workbench.data import load_dataset
-from workbench.eval.audit import conversation_entities
+from workbench.eval.checker import conversation_entities
 from workbench.eval.label_audit import ENTITIES_FILE
 from workbench.eval.labels import DEFAULT_LABELS, load_labels
 

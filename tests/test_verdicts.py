@@ -8,7 +8,8 @@ import pytest
 
 from workbench.data import DatasetError, load_sample
 from workbench.eval.attribution import attribute
-from workbench.eval.audit import conversation_entities, label_probes
+from workbench.eval.audit import label_probes
+from workbench.eval.checker import conversation_entities
 from workbench.eval.checker import check_answer, content_recall
 from workbench.eval.dates import find_periods
 from workbench.eval.label_audit import (audit_on_labels, checker_audit, checker_source, f1_source, judge_real_audit,

@@ -45,24 +45,14 @@ notebooks.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
+
+from .metrics import says_abstain  # noqa: F401  (re-exported: one definition of an abstaining answer)
 
 LABELS = ("correct", "retrieval_miss", "reading_miss", "abstained", "judge_disagrees", "unattributed",
           "ungraded", "failed")
 F1_THRESHOLD = 0.5
-
-# Phrases by which an answer says it does not know. Covers the official LoCoMo adversarial phrases
-# ("no information available", "not mentioned") and the usual refusals of small models.
-_ABSTAIN = re.compile(
-    r"\b(not mentioned|no information|not (?:specified|stated|provided|available|known|given|clear|sure)|"
-    r"(?:does|do|did) not (?:say|mention|specify|state|know)|doesn't (?:say|mention|specify)|didn't (?:say|mention)|"
-    r"cannot be determined|can't be determined|unable to (?:determine|find|answer)|(?:i|we) (?:do not|don't) know|"
-    r"not enough information|insufficient information|no (?:mention|record|details?) of)\b",
-    re.IGNORECASE)
-_ABSTAIN_WHOLE = re.compile(r"^\W*(unknown|none|n/?a|no answer|-)\W*$", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class Attribution:
@@ -74,12 +64,6 @@ class Attribution:
     gold_shown: bool | None  # any gold evidence turn in front of the final reader (None: no gold ids)
     reason: str = ""
     judge_f1_conflict: bool = False  # judge CORRECT with F1 = 0, or WRONG with F1 = 1 (any trust)
-
-
-def says_abstain(prediction: str) -> bool:
-    """Does the answer say the information is missing? (Empty answers count as abstaining.)"""
-    text = str(prediction or "").strip()
-    return not text or bool(_ABSTAIN_WHOLE.match(text) or _ABSTAIN.search(text))
 
 
 def _get(row, name, default=None):

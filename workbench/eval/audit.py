@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 import sys
@@ -38,8 +37,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..data import QA, Conversation, Dataset, same_dataset
+from .checker import conversation_entities
 from .judge import judge_key, judge_spec
 from .metrics import _free_text_gold, is_abstention, simple_tokenize
+from .stats import rate, wilson  # noqa: F401  (re-exported: the audit's rates)
 
 FALSE_ACCEPT_LIMIT = 0.20
 MIN_NEGATIVES = 20
@@ -141,25 +142,6 @@ def shift_date(text: str) -> str | None:
 
 
 # -- entities ----------------------------------------------------------------------------------------
-_CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
-_NOT_ENTITIES = frozenset(_MONTHS) | frozenset(
-    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday The This That These Those There Then What When Where "
-    "Who Why How Yes Not And But Also Just Thanks Thank Wow Hey Hello Sure Okay Well Oh".split())
-
-
-def conversation_entities(conv: Conversation, min_count: int = 2) -> list[str]:
-    """Capitalised words used mid-sentence at least ``min_count`` times (names, places, bands), most
-    frequent first; speakers first of all."""
-    counts: dict[str, int] = {}
-    for t in conv.turns:
-        for w in _CAP.findall(t.text):
-            if w not in _NOT_ENTITIES:
-                counts[w] = counts.get(w, 0) + 1
-    speakers = [s for s in conv.speakers if s]
-    rest = sorted((w for w, c in counts.items() if c >= min_count and w not in speakers), key=lambda w: (-counts[w], w))
-    return speakers + rest
-
-
 def swap_entity(gold: str, question: str, entities: Sequence[str], speakers: Sequence[str], salt: str) -> str | None:
     """Replace the first known entity of ``gold`` by another one (a speaker by the other speaker;
     otherwise a deterministic pick, by ``salt``, among entities absent from the gold and question)."""
@@ -254,23 +236,6 @@ def probe_set_hash(probes: Sequence[Probe]) -> str:
 
 
 # -- rates ---------------------------------------------------------------------------------------------
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a proportion k/n; (nan, nan) for n = 0."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def rate(k: int, n: int) -> dict:
-    lo, hi = wilson(k, n)
-    return {"rate": (k / n) if n else None, "k": k, "n": n,
-            "ci": [None if math.isnan(lo) else round(lo, 4), None if math.isnan(hi) else round(hi, 4)]}
-
-
 def rates(verdicts: Sequence[dict]) -> dict:
     """false_accept over negatives, false_reject over positives (verdicts with ``correct`` None left out)."""
     ok = [v for v in verdicts if v.get("correct") is not None]

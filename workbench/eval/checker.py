@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .dates import find_periods
-from .metrics import _free_text_gold, _stem, is_abstention, simple_tokenize
+from .dates import MONTHS, find_periods
+from .metrics import _free_text_gold, _stem, is_abstention, says_abstain, simple_tokenize
 
 #: gold content recall at or above which a content answer is right (measured on the labelled set)
 RECALL_THRESHOLD = 0.5
@@ -52,6 +52,27 @@ _NUM = re.compile(r"\b\d+(?:[.,]\d+)?\b")
 _CAP = re.compile(r"\b[A-Z][a-z]{2,}\b")
 
 
+# -- the conversation's names (the entity rule) ---------------------------------------------------
+_MID_CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
+_NOT_ENTITIES = frozenset(m.capitalize() for m in MONTHS) | frozenset(
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday The This That These Those There Then What When Where "
+    "Who Why How Yes Not And But Also Just Thanks Thank Wow Hey Hello Sure Okay Well Oh".split())
+
+
+def conversation_entities(conv, min_count: int = 2) -> list[str]:
+    """Capitalised words used mid-sentence at least ``min_count`` times (names, places, bands), most
+    frequent first; speakers first of all."""
+    counts: dict[str, int] = {}
+    for t in conv.turns:
+        for w in _MID_CAP.findall(t.text):
+            if w not in _NOT_ENTITIES:
+                counts[w] = counts.get(w, 0) + 1
+    speakers = [s for s in conv.speakers if s]
+    rest = sorted((w for w, c in counts.items() if c >= min_count and w not in speakers), key=lambda w: (-counts[w], w))
+    return speakers + rest
+
+
+
 @dataclass(frozen=True)
 class Check:
     """The checker's verdict on one answer: ``correct``, the rule that decided (``kind``: ``right`` or a wrong
@@ -66,8 +87,6 @@ class Check:
 def abstains(text: str) -> bool:
     """The answer says the information is missing (``attribution.says_abstain``) and says little else: a long
     answer that mentions "not mentioned" in passing is read by the other rules."""
-    from .attribution import says_abstain
-
     return says_abstain(text) and len(_content(text)) <= 12
 
 
@@ -240,8 +259,6 @@ def check_qa(qa, prediction: str, *, error: str | None = None, conversation=None
         return None
     if error:
         return Check(False, "failed", "the method failed to answer", 0.0)
-    from .audit import conversation_entities
-
     entities = conversation_entities(conversation) if conversation is not None else ()
     return check_answer(qa.question, qa.answer, prediction, entities=entities)
 

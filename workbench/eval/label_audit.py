@@ -19,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from .audit import conversation_entities, rate
-from .checker import check_answer
+from .checker import check_answer, conversation_entities
 from .labels import DEFAULT_LABELS, LABELS_DIR, WRONG_KINDS, LabelledAnswer, load_labels
 from .metrics import token_f1
+from .stats import rate
 
 Verdict = Callable[[LabelledAnswer], "bool | None"]
 

@@ -37,6 +37,24 @@ from typing import Callable, Iterable, Mapping
 
 from ..data import QA
 
+# -- abstaining answers -----------------------------------------------------------------------------
+# Phrases by which an answer says it does not know. Covers the official LoCoMo adversarial phrases
+# ("no information available", "not mentioned") and the usual refusals of small models.
+_ABSTAIN = re.compile(
+    r"\b(not mentioned|no information|not (?:specified|stated|provided|available|known|given|clear|sure)|"
+    r"(?:does|do|did) not (?:say|mention|specify|state|know)|doesn't (?:say|mention|specify)|didn't (?:say|mention)|"
+    r"cannot be determined|can't be determined|unable to (?:determine|find|answer)|(?:i|we) (?:do not|don't) know|"
+    r"not enough information|insufficient information|no (?:mention|record|details?) of)\b",
+    re.IGNORECASE)
+_ABSTAIN_WHOLE = re.compile(r"^\W*(unknown|none|n/?a|no answer|-)\W*$", re.IGNORECASE)
+
+
+def says_abstain(prediction: str) -> bool:
+    """Does the answer say the information is missing? (Empty answers count as abstaining.)"""
+    text = str(prediction or "").strip()
+    return not text or bool(_ABSTAIN_WHOLE.match(text) or _ABSTAIN.search(text))
+
+
 # -- mem0-style protocol ----------------------------------------------------------------------------
 
 def simple_tokenize(text) -> list[str]:

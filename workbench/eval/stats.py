@@ -85,3 +85,21 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, clusters=None, n
         out["ci_low"], out["ci_high"] = (float(x) for x in np.quantile(means, [alpha, 1 - alpha]))
         out["p_le_0"] = float((means <= 0).mean())
     return out
+
+
+# -- rates with Wilson intervals (judge and verdict audits) ----------------------------------------
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n; (nan, nan) for n = 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def rate(k: int, n: int) -> dict:
+    lo, hi = wilson(k, n)
+    return {"rate": (k / n) if n else None, "k": k, "n": n,
+            "ci": [None if math.isnan(lo) else round(lo, 4), None if math.isnan(hi) else round(hi, 4)]}

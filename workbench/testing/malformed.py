@@ -309,8 +309,10 @@ class Outcome:
 def _load_in_child(spec: str, path: str, expect: str, conn) -> None:
     """The child's side: load, classify, send ``(outcome, detail)``. Memory is capped first."""
     try:
-        import resource
+        import importlib
 
+        # POSIX only, and optional: imported by name so that the package imports on Windows (portable core)
+        resource = importlib.import_module("resource")
         resource.setrlimit(resource.RLIMIT_DATA, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
     except (ImportError, ValueError, OSError):  # no resource module (Windows) or a lower hard limit
         pass

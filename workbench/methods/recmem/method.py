@@ -213,7 +213,8 @@ class RecMem(MemoryMethod):
         if self.answer_length not in P.LENGTH_RULES:
             raise ValueError(f"answer_length must be one of {sorted(P.LENGTH_RULES)}, got {self.answer_length!r}")
         if self.refine_with_episode not in (True, False, "no_episodes"):
-            raise ValueError(f"refine_with_episode must be True, False or 'no_episodes', got {self.refine_with_episode!r}")
+            raise ValueError("refine_with_episode must be True, False or 'no_episodes', "
+                             f"got {self.refine_with_episode!r}")
         if self.on_failure not in ("buffer", "drop"):
             raise ValueError(f"on_failure must be 'buffer' or 'drop', got {self.on_failure!r}")
         if not (self.use_subconscious or self.use_episodes or self.use_facts):
