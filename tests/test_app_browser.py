@@ -440,8 +440,8 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
         tr = page.locator(f'tr.wb-method[data-method="{method}"]')
         assert tr.count() == 1, method
         cells = tr.locator(":scope > td")
-        assert (cells.nth(4).locator(".wb-flag", has_text="judge vs F1").count() == 1) == (method in disagree), method
-        label = cells.nth(5).inner_text().split()[0]
+        assert (cells.nth(5).locator(".wb-flag", has_text="judge vs F1").count() == 1) == (method in disagree), method
+        label = cells.nth(6).inner_text().split()[0]
         assert label in LABELS and label == r["attribution"], method  # the unaudited-judge label the harness stored
         assert (cells.nth(1).locator(".wb-fail", has_text="fallback answer").count() == 1) == _severe(r), method
     assert page.locator(".wb-note", has_text="Judge labels are not trustworthy here").count() == 1
@@ -457,7 +457,7 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
     _select_option(page, qid)
     page.locator(".wb-qv", has_text=qa_text(run, qid)).first.wait_for(timeout=20000)
     for method in run.methods():
-        flag = page.locator(f'tr.wb-method[data-method="{method}"] > td').nth(4).locator(".wb-flag",
+        flag = page.locator(f'tr.wb-method[data-method="{method}"] > td').nth(5).locator(".wb-flag",
                                                                                        has_text="judge vs F1")
         assert (flag.count() == 1) == (method in methods), (qid, method)
     _select_option(page, KNOWLEDGE_UPDATE)
