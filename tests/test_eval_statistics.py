@@ -100,16 +100,16 @@ def test_construction_cost_is_per_conversation():
 
 
 # -- the judge's audit decides the headline -----------------------------------------------------------
-def test_unaudited_or_unreliable_judge_makes_f1_the_headline_with_a_banner():
+def test_unaudited_or_unreliable_judge_makes_the_checker_the_headline_with_a_banner():
     rows = [row("m", f"q{i}", f"c{i % 2}", 1.0, 0.0) for i in range(6)]
     df = results_frame(rows)
-    assert summary_table(df)["metric"].iloc[0] == "f1"  # no audit known
+    assert summary_table(df)["metric"].iloc[0] == "checker"  # no audit known: the verdict that agrees with readers
     t = summary_table(df, audits={"jk": UNRELIABLE})
-    assert t["metric"].iloc[0] == "f1" and not t["judge_reliable"].iloc[0]
+    assert t["metric"].iloc[0] == "checker" and not t["judge_reliable"].iloc[0]
     assert t["judge_false_accept"].iloc[0] == pytest.approx(0.475) and t["judge_accuracy"].iloc[0] == 1.0
     assert summary_table(df, audits={"jk": RELIABLE})["metric"].iloc[0] == "judge"
     md = report_markdown(df, audits={"jk": UNRELIABLE})
-    assert "Judge accuracy is not trustworthy here" in md and "47.5%" in md and "Headline: f1" in md
+    assert "Judge accuracy is not trustworthy here" in md and "47.5%" in md and "Headline: checker" in md
     assert "judge/F1 disagree" in md and "Judge vs F1: flat disagreements" in md
     assert "Judge accuracy is not trustworthy" not in report_markdown(df, audits={"jk": RELIABLE})
 
@@ -262,4 +262,4 @@ def test_report_reads_the_audit_from_the_manifest(sample_data, tmp_path, capsys)
     assert "clustered by conversation" in md
     assert report_command(r.parse_args([str(out), "--format", "csv", "--audits", str(tmp_path / "none.json")])) == 0
     table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
-    assert set(table["metric"]) == {"f1"} and "judge_false_accept" in table.columns
+    assert set(table["metric"]) == {"checker"} and "judge_false_accept" in table.columns

@@ -352,7 +352,7 @@ def _edit_mark(e, conv_id: str) -> str:
     right, why = edit_verdict({"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after}, conv_id)
     if right is None:
         return ""
-    word, colour = ("✓ right", "#2b8a3e") if right else ("✗ wrong", "#c92a2a")
+    word, colour = ("✓ right", "#237032") if right else ("✗ wrong", "#c92a2a")
     return f'<br><small style="color:{colour};font-weight:600" title="{esc(why)}">{word}</small>'
 
 

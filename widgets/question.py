@@ -60,7 +60,7 @@ CSS = """<style>
 .wb-qv mark.wb-gold {background: #ffd43b; padding: 0 1px;}
 .wb-qv .wb-note {padding: 4px 6px; border: 1px solid #f08c00; background: #fff4e6; margin: 4px 0;}
 .wb-qv .wb-ctxbox {max-height: 420px; overflow: auto;}
-.wb-qv .wb-right {color: #2b8a3e; font-weight: 700;}
+.wb-qv .wb-right {color: #237032; font-weight: 700;}
 .wb-qv .wb-wrong {color: #c92a2a; font-weight: 700;}
 </style>"""
 

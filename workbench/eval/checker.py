@@ -252,11 +252,12 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
 
 
 def check_qa(qa, prediction: str, *, error: str | None = None, conversation=None) -> Check | None:
-    """The checker's verdict on a harness answer to ``qa`` (None where it does not apply: a question built to
-    be unanswerable, or a gold that is not a short answer); a failed call is wrong. The conversation, when
+    """The checker's verdict on a harness answer to ``qa`` (None where it does not apply: a LongMemEval question,
+    which the labelled set does not cover, a question built to be unanswerable, or a gold that is not a short
+    answer); a failed call is wrong. The conversation, when
     given, supplies the names for the entity rule."""
-    if not _free_text_gold(qa) or is_abstention(qa):
-        return None
+    if not isinstance(qa.category, int) or not _free_text_gold(qa) or is_abstention(qa):
+        return None  # audited on LoCoMo-style answers only; LongMemEval keeps its per-type judge and F1
     if error:
         return Check(False, "failed", "the method failed to answer", 0.0)
     entities = conversation_entities(conversation) if conversation is not None else ()
