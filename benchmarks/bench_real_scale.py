@@ -247,6 +247,8 @@ def mechanisms_markdown(replays: list[dict]) -> str:
         bits = [item_text(i) + (f" (not fired: {i['note']})" if i["fired"] is False and i["note"] else
                                 " (not fired)" if i["fired"] is False else "") for i in h["items"]]
         bits += [item_text(f) for f in h["failures"]]
+        if h.get("checked"):
+            bits.append(f"right? {h['checked']}")
         if bits:
             out.append(f"- **{h['method']}** ({h['questions'] or 0} questions): " + "; ".join(bits))
     return "\n".join(out) or "_no method-specific mechanism among the replayed methods_"
