@@ -400,3 +400,12 @@ def test_the_events_table_says_whether_each_edit_was_right():
     assert html.count("✓ right") == 2 and html.count("✗ wrong") == 1
     assert "greyhound-name" in html and "half-marathon" in html
     assert "✓" not in events_table_html([rename], conv_id="conv-30") and "✗" not in events_table_html([corrupt])
+
+
+def test_an_edit_not_caused_by_a_turn_is_not_marked():
+    from widgets.event_timeline import events_table_html
+
+    profile = MemoryEvent(0, "UPDATE", "profile:ent0", "Profile of Priya: ...", "Profile of Priya: ... Bristol",
+                          "profile refresh after the session", ("D2:1",), None, "hmem")
+    html = events_table_html([profile], conv_id="sample-1")
+    assert "✓" not in html and "✗" not in html

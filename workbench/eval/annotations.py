@@ -23,6 +23,7 @@ A run over data with no annotations (LoCoMo) gets ``{"checkable": False, "why": 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from ..data import DatasetError
 ANNOTATIONS = Path(__file__).resolve().parents[1] / "sample_data" / "annotations.json"  # an installed wheel
 if not ANNOTATIONS.is_file():  # a checkout
     ANNOTATIONS = Path(__file__).resolve().parents[2] / "sample_data" / "annotations.json"
+_TURN_ID = re.compile(r"^D\d+:\d+$")  # an edit caused by one turn (AMA's Refresher), as the event log writes it
 KINDS = ("updates", "forgets", "recurring", "multi_hop", "relative_times", "groups")
 
 
@@ -230,6 +232,8 @@ def edit_verdict(e: Mapping, conv_id: str | None) -> tuple[bool | None, str]:
         return None, "not checkable: no planted-phenomena annotations for this conversation"
     if str(e.get("cause", "")).startswith("question:"):
         return None, "a question-time edit: not checked against the planted phenomena"
+    if not _TURN_ID.match(str(e.get("cause", ""))):
+        return None, "not caused by a turn (e.g. a profile rewritten after a session): not a knowledge-update edit"
     found = planted_edit(e, ann)
     if found is not None:
         return True, f"carries out the planted {'update' if isinstance(found, Update) else 'forget request'} " \
