@@ -11,6 +11,7 @@ method's card in the Structures tab drawn and non-empty.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -78,7 +79,13 @@ def server(tmp_path_factory):
     cmd = [sys.executable, "-m", "panel", "serve", str(ROOT / "widgets" / "app.py"), "--port", str(port),
            "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}", "--args", "--run", str(run)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/app"
+    with _stopped_after(proc, f"http://127.0.0.1:{port}/app", run) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _stopped_after(proc: subprocess.Popen, url: str, run: Path):
+    """``url`` once the server ``proc`` answers; afterwards the server is stopped and ``run`` removed."""
     try:
         _wait_http(url, proc)
         yield url
@@ -612,17 +619,8 @@ def damaged(tmp_path_factory, browser):
 
     run = demo.make_demo_run(tmp_path_factory.mktemp("run") / "damaged", n_conversations=1, max_questions=2)
     files = add_damaged_event_lines(run, 1000)
-    proc, url = _serve(run)
-    try:
-        _wait_http(url, proc)
+    with _stopped_after(*_serve(run), run) as url:
         yield url, files
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(run, ignore_errors=True)
 
 
 #: a tab over the damaged run must show within this many seconds (measured: see docs/foreign-inputs.md;
