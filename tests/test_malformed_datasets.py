@@ -13,7 +13,7 @@ from workbench.data.types import check_id, read_regular_file, visible_form
 from workbench.jsonl import RefusedJson, loads_strict
 from workbench.testing.malformed import BAD_OUTCOMES, CASES, markdown_table, run_all, run_case
 
-SHARED = Path("/work/shared/data")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the checkout
 
 
 @pytest.fixture(scope="module")
