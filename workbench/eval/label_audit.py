@@ -17,9 +17,9 @@ import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-from .checker import check_answer, conversation_entities
+from .checker import check_answer
 from .labels import DEFAULT_LABELS, LABELS_DIR, WRONG_KINDS, LabelledAnswer, load_labels
 from .metrics import token_f1
 from .stats import rate
@@ -118,11 +118,6 @@ def best_row_source() -> str:
     return _best((str(path), path.stat().st_mtime if path.is_file() else 0.0))
 
 
-def entities_for(dataset_convs: Iterable) -> dict[str, list[str]]:
-    """Conversation id -> its names, for ``checker_source``."""
-    return {c.id: conversation_entities(c) for c in dataset_convs}
-
-
 def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protocol: str = "lenient",
                     name: str = "", cost_per_verdict: str = "") -> dict:
     """False-accept and false-reject rates of ``source`` against the labels (see the module docstring)."""
@@ -153,14 +148,6 @@ def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protoc
                                      "false_reject": rate(sum(d["fr"]), len(d["fr"]))}
                             for c, d in sorted(by_cat.items())},
             "cost_per_verdict": cost_per_verdict}
-
-
-def labelled_accuracy(labels: Sequence[LabelledAnswer], protocol: str = "lenient") -> dict[str, float]:
-    """Per method: share of its labelled answers the reader calls right (the truth a headline should track)."""
-    by: dict[str, list[bool]] = defaultdict(list)
-    for a in labels:
-        by[a.method].append(getattr(a, protocol) == "right")
-    return {m: sum(v) / len(v) for m, v in sorted(by.items())}
 
 
 # -- the shipped labelled set, as every view's audit --------------------------------------------------
