@@ -113,3 +113,50 @@ def test_cli_allow_remote_takes_names():
     assert args.allow_remote == ["a.lab", "b.lab"]
     assert build_parser().parse_args(["app", "--allow-remote"]).allow_remote == []
     assert build_parser().parse_args(["app"]).allow_remote is None
+
+
+@pytest.fixture(scope="module")
+def panel_served(small_run):
+    """``panel serve widgets/app.py`` with the Host check as Bokeh's auth module, as the README runs it."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    port = appmod.free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "panel", "serve", "widgets/app.py", "--auth-module", "widgets/host_auth.py",
+         "--port", str(port), "--address", "127.0.0.1", "--args", "--run", str(small_run),
+         "--allow-remote", "lab.internal"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+@pytest.mark.parametrize("host", ["rebind.attacker.test:{port}", "localhost.evil:{port}", "10.0.0.7:{port}"])
+def test_panel_serve_refuses_a_foreign_host_before_any_session(panel_served, host):
+    host = host.format(port=panel_served)
+    status, body = request(panel_served, host, "/app")
+    assert status == 302  # Bokeh's auth hook found no "user": sent to the refusal page, no session made
+    status, body = request(panel_served, host, "/refused?next=%2Fapp")
+    assert status == 403 and b"No session was created" in body and b"<script" not in body
+    status, _ = request(panel_served, host, "/app/ws", upgrade_headers(f"http://{host}"))
+    assert status == 403  # refused before the handshake: a forged session token never reaches Bokeh
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "lab.internal:{port}"])
+def test_panel_serve_serves_its_own_names(panel_served, host):
+    status, body = request(panel_served, host.format(port=panel_served), "/app")
+    assert status == 200 and b"Memory Workbench" in body
+    status, _ = request(panel_served, host.format(port=panel_served), "/app/ws",
+                        upgrade_headers(f"http://{host.format(port=panel_served)}"))
+    assert status != 403
+
+
+def test_host_auth_reads_names_from_panels_command_line():
+    from widgets.host_auth import names_from_argv
+    names = names_from_argv(["panel", "serve", "widgets/app.py", "--address", "10.1.2.3", "--args", "--run", "r",
+                             "--allow-remote", "Lab.Internal"])
+    assert {"10.1.2.3", "lab.internal", "localhost"} <= names
+    assert names_from_argv(["panel", "serve", "widgets/app.py"]) == allowed_names("127.0.0.1")

@@ -1,6 +1,6 @@
 """The Memory Workbench Panel app: browse a saved run directory, read-only.
 
-    panel serve widgets/app.py --address 127.0.0.1 --args --run runs/demo
+    panel serve widgets/app.py --auth-module widgets/host_auth.py --address 127.0.0.1 --args --run runs/demo
     python -m widgets.app --run runs/demo --port 5006        # or serve(run_dir) from Python / the CLI
 
 The app has no login of its own: it binds to 127.0.0.1, and ``serve``/``python -m widgets.app``
