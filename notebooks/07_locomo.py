@@ -120,9 +120,11 @@ else:
 # predicted without the LLM, so every unit reaches the gate here and every consolidation succeeds.)
 
 # %%
-from workbench.demo import RECMEM_MINILM
+from workbench.demo import UNCALIBRATED
 from workbench.methods import RecMem
 from workbench.methods.recmem.trigger import replay_triggers, trigger_rate
+
+RECMEM_MINILM = UNCALIBRATED["params"]["recmem"]  # the hand-set MiniLM thresholds (demo_profiles.json)
 
 if conv is None:
     print(NOTE)

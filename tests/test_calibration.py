@@ -139,7 +139,7 @@ def test_demo_replays_its_recorded_configuration_unless_recording():
     assert old.calibration is None and demo.demo_calibration(record=False, profile=old) is None
     methods = demo.demo_methods(ScriptedLLM([]), HashEmbedder(), ["recmem", "hmem"], profile=old)
     assert methods["recmem"].get_params() == R(llm=methods["recmem"].llm, embedder=methods["recmem"].embedder,
-                                               **demo.RECMEM_MINILM).get_params()
+                                               **demo.UNCALIBRATED["params"]["recmem"]).get_params()
     assert methods["hmem"].alphas == (0.8, 0.7, 0.6)
     assert methods["hmem"].fragment == "window" and methods["hmem"].get_params()["fragment_turns"] == 4
 
@@ -181,7 +181,7 @@ def test_the_15b_demo_profile_asks_every_category_inside_its_slice_with_bounded_
     recorded = demo.demo_methods(ScriptedLLM([]), minilm, ["recmem"], profile=prof)["recmem"]  # as recorded
     assert (recorded.theta_count, recorded.theta_sim) != (4, 0.55)  # the LoCoMo preset and calibrated cosine
     uncalibrated = demo.demo_methods(ScriptedLLM([]), minilm, ["recmem"], profile=prof, calibration=None)["recmem"]
-    assert (uncalibrated.theta_count, uncalibrated.theta_sim) == (4, 0.55)  # RECMEM_MINILM
+    assert (uncalibrated.theta_count, uncalibrated.theta_sim) == (4, 0.55)  # the profile file's without_calibration
     assert {"hmem.consolidate", "memr3.router"} <= set(prof.bounds)
     class Sent(ScriptedLLM):  # keeps what each call sent to the backend (what a cassette key is made of)
         sent: list = []

@@ -17,37 +17,9 @@ from typing import NamedTuple
 from .data import Conversation, Dataset, load_sample
 from .data import SAMPLE_DIR
 
-# -- the 0.5B profile (DEMO_05B), the demo until issue 20, kept for comparison ----------------------------
-# sample-1, sessions 1-4 (53 turns): the greyhound's renaming (D3:6 -> D4:3) and Priya's move to
-# Bristol (D4:6-8) are knowledge updates inside it. Kept small so the offline model records it in
-# well under an hour on 2 cores.
-DEMO_SESSIONS = 4
-CASSETTE = SAMPLE_DIR / "cassettes" / "sample-1.jsonl"
-# One question per behaviour the sample was written to probe (sample_data/README.md).
-# single-hop, knowledge update, two temporal, multi-hop across the update, adversarial
-DEMO_QUESTIONS = ("sample-1/q0", "sample-1/q4", "sample-1/q13", "sample-1/q16", "sample-1/q25", "sample-1/q34")
-# RecMem's cosine thresholds belong to text-embedding-3-small. The committed cassette was recorded
-# with these hand-set MiniLM values (recmem.trigger.calibrate_thresholds on the two sample
-# conversations: theta_count=4, theta_sim=0.55, a ~12% trigger rate; at the paper's 0.7/5 MiniLM
-# triggers on under 2% of units). They stay the demo's replay configuration until the cassette is
-# re-recorded with the shipped calibration (``workbench calibrate``; see CASSETTE_CALIBRATION).
-RECMEM_MINILM = {"theta_sim": 0.55, "theta_count": 4}
-# The calibration the committed demo cassette was recorded with: None = recorded before calibration
-# existed (paper thresholds, RECMEM_MINILM for RecMem). Applying the calibration changes H-Mem's tree
-# and RecMem's clusters, hence their LLM calls, so the demo applies it only when the cassette has it,
-# when recording too.
-CASSETTE_CALIBRATION: str | None = None
-# Where the recorded demo departs from a method's defaults, and why (every manifest lists the params).
-# Both keep construction calls of the recording made before #18.
-# - AMA checks ingestion conflicts in the fact store only. With the paper's Judge the 0.5B model answered
-#   Pass on all 52 ingestion checks, and checking raw and episode entries too (the default since #18)
-#   doubles each check's prompt: about 25 more minutes of recording for a check that never fires here.
-# - H-Mem keeps 4-turn fragments (the default is now one message, as in the paper): one-message
-#   fragments took 60-130 s per turn to record on 2 cores (about an hour for the 53 turns).
-DEMO_OVERRIDES = {"ama": {"conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}}
-# A second configuration of a method run beside it in the same run directory, under a labelled name
-# (``MemoryMethod.labelled``): name -> parameters over the method's demo ones. Empty: none.
-DEMO_VARIANTS: dict[str, dict] = {}
+#: the recorded configurations (which methods, parameters and bounds each cassette was recorded with, and why):
+#: data about particular methods, so it is a file beside the samples, not code here
+PROFILES_FILE = SAMPLE_DIR / "demo_profiles.json"
 
 
 class DemoProfile(NamedTuple):
@@ -56,87 +28,90 @@ class DemoProfile(NamedTuple):
     The demo, the notebooks, the estimate and the benchmarks all read the active profile (``DEMO``),
     so they replay one cassette. A profile being recorded lives beside it until its cassette replays
     with 0 misses; ``workbench demo --profile NAME`` records or replays it without touching the
-    active one, and moving the demo to it is one line (``DEMO = DEMO_PROFILES[NAME]``)."""
+    active one, and moving the demo to it is one line (``"active"`` in ``demo_profiles.json``).
+    The reasons for each override and bound are in the file (``why``, ``bounded_why``)."""
 
     name: str
     llm: str | None  # the model spec recorded with; None = the default offline model
     sessions: int  # sample-1's first sessions kept
     questions: tuple[str, ...]
     cassette: Path
-    calibration: str | None  # see CASSETTE_CALIBRATION
-    overrides: dict  # method -> parameters over its defaults (see DEMO_OVERRIDES)
-    variants: dict  # labelled second configurations (see DEMO_VARIANTS)
+    calibration: str | None  # the calibration the cassette was recorded with; None = recorded before calibration
+    overrides: dict  # method -> parameters over its defaults
+    variants: dict  # labelled second configurations (``MemoryMethod.labelled``): name -> parameters over the method's
     bounds: dict  # role -> workbench.llm.bounds.Bound; part of every bounded call's cassette key
+    order: tuple[str, ...] = ()  # the methods recorded, in the order the demo builds them
 
 
-def _demo_bounds() -> dict:
-    """The 1.5B demo's output bounds: the workbench's loop-prone roles (``BOUNDED_OUTPUTS``) plus those
-    seen running into the 512-token cap with this model:
-    - H-Mem's consolidation (session 10's recording): 27 of its first 94 replies repeated one sentence
-      to the cap, 47 % of H-Mem's tokens;
-    - MemR3's router (session 10's recording): replies repeating one evidence bullet to the cap, then a
-      JSON repair and a retry (1-4 minutes each on 2 cores);
-    - H-Mem's extraction of a 4-turn fragment: events, entities and relations together pass 512 tokens
-      without looping, so the cut reply, its repair and its retry all failed (about 2.5 minutes a
-      fragment for no events). It gets a larger cap, and at most 8 entities and 8 relations a fragment;
-    - H-Mem's entity profile: for a place ("Bristol", "Manchester") the model wrote a guidebook essay
-      that repeated itself to the cap; 2 of 15 profile updates failed after repair and retry;
-    - H-Mem's planner: one plan of 12 ran to the cap;
-    - HyMem's Level-1 summary: 2 of its first 19 replies repeated one item ("Priya's back hates her",
-      "Pilot is Pilot it is") until the cap cut the list;
-    - AMA's episode: the 4th episode wrote an invented dialogue that ran to the cap, and so did its
-      repair and its retry (the episode was lost).
-    A bounded reply closes as valid JSON instead of being cut off; the prompts are unchanged.
+def _tuples(value):
+    """JSON arrays as tuples: parameter values are compared and hashed as the constructors' tuple defaults are."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
 
-    These bounds now live in ``BOUNDED_OUTPUTS`` (``--bounded-outputs`` uses them too); the demo takes the
-    roles it was recorded with (``DEMO_BOUNDED_ROLES``), so a role bounded later (HyMem's topic split)
-    does not change its cassette keys."""
+
+def _bounds(roles) -> dict:
+    """The output bounds of ``roles`` (``BOUNDED_OUTPUTS``' entries, which ``--bounded-outputs`` uses too)."""
     from .llm.bounds import BOUNDED_OUTPUTS
 
-    return {role: BOUNDED_OUTPUTS[role] for role in DEMO_BOUNDED_ROLES}
+    missing = [r for r in roles if r not in BOUNDED_OUTPUTS]
+    if missing:
+        raise ValueError(f"{PROFILES_FILE}: bounded_roles {missing} have no entry in BOUNDED_OUTPUTS")
+    return {role: BOUNDED_OUTPUTS[role] for role in roles}
 
 
-#: the roles the 1.5B demo was recorded with bounded (a bound is part of the cassette key)
-DEMO_BOUNDED_ROLES = ("recmem.consolidate", "recmem.refine", "recmem.refine_merge", "recmem.refine_direct",
-                      "eager_facts.extract", "eager_floor.extract", "memr3.router", "hmem.consolidate",
-                      "hmem.extract", "hmem.profile", "hmem.plan", "hymem.summarize", "ama.episode")
+def load_profiles(path: Path = PROFILES_FILE) -> tuple[dict[str, "DemoProfile"], str, dict]:
+    """The recorded profiles by name, the active one's name, and what a run without calibration uses
+    (``{"params": method -> parameters, "note": text}``), read from ``demo_profiles.json``; a malformed
+    file is an error naming it."""
+    from .jsonl import read_json
+
+    raw = read_json(path)
+    try:
+        order = tuple(raw["order"])
+        profiles = {}
+        for name, p in raw["profiles"].items():
+            profiles[name] = DemoProfile(
+                name, p["llm"], int(p["sessions"]), tuple(p["questions"]), path.parent / p["cassette"],
+                p["calibration"], _tuples(p["overrides"]), _tuples(p["variants"]), _bounds(p["bounded_roles"]),
+                order)
+        active = raw["active"]
+        if active not in profiles:
+            raise KeyError(f"active profile {active!r}")
+        uncalibrated = {"params": _tuples(raw["without_calibration"]["params"]),
+                        "note": str(raw["without_calibration"].get("note") or "")}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path}: malformed demo profiles ({type(exc).__name__}: {exc})") from exc
+    return profiles, active, uncalibrated
 
 
-DEMO_05B = DemoProfile("0.5b", None, DEMO_SESSIONS, DEMO_QUESTIONS, CASSETTE, CASSETTE_CALIBRATION,
-                       DEMO_OVERRIDES, DEMO_VARIANTS, {})
-# Issue 20: the stronger offline model as reader, agent and judge (on LoCoMo probes that pair a gold
-# answer with another question's gold or "Not mentioned", its judge accepted 12.5 % of the wrong ones
-# where the 0.5B accepted 47.5 %; on wrong answers that look right it is no better: README Status).
-# Sessions 1-5 (66 turns): session 5 brings an open-domain question into reach and a third knowledge
-# update (the half marathon withdrawn, D5:10).
-# 12 questions across categories 1-5: single-hop q0 q2 q7; knowledge updates q4 (the greyhound's
-# name) q8 (the half marathon); temporal q13 q16 q18; multi-hop across the update q25; open-domain
-# q31; adversarial q34 q38. AMA: with the 1.5B the paper's Judge answered Pass on every ingestion
-# check of both knowledge-update slices (benchmarks/results/ama_refresh.json: 25/25 and 11/11), so the
-# demo's AMA uses question probes and the paper-Judge run sits beside it as ``ama[paper-judge]`` (both
-# fact store only: the probe costs one call per stored entry). H-Mem keeps 4-turn fragments (one-message
-# fragments: about 4 consolidation calls a turn with this model). MemR3: the 1.5B router wrote no gap in
-# the demo (it answered at its first step in 11 of 12 questions, whose first retrieval held 5 of the slice's
-# 9 chunks, more than half of it), so ``memr3[one-chunk]`` runs beside it with one chunk per retrieval
-# (n_chk=1, inside the paper's sweep 1..9): a router that starts from less has gaps to name.
-DEMO_15B = DemoProfile(
-    "1.5b", "local:qwen2.5-coder-1.5b", 5,
-    tuple(f"sample-1/q{i}" for i in (0, 2, 7, 4, 8, 13, 16, 18, 25, 31, 34, 38)),
-    SAMPLE_DIR / "cassettes" / "demo.jsonl", "shipped:all-MiniLM-L6-v2-int8",
-    {"ama": {"conflict_check": "probe", "conflict_stores": ("fact",)}, "hmem": {"fragment": "window"}},
-    {"ama[paper-judge]": {"conflict_check": "judge"}, "memr3[one-chunk]": {"n_chk": 1}}, _demo_bounds())
-DEMO_PROFILES = {p.name: p for p in (DEMO_05B, DEMO_15B)}
-DEMO = DEMO_15B  # the active profile: what the demo, notebooks and report replay
+DEMO_PROFILES, _ACTIVE, UNCALIBRATED = load_profiles()
+DEMO_05B = DEMO_PROFILES["0.5b"]  # the demo until issue 20, kept for comparison
+DEMO_15B = DEMO_PROFILES["1.5b"]  # issue 20: the stronger offline model as reader, agent and judge
+DEMO = DEMO_PROFILES[_ACTIVE]  # the active profile: what the demo, notebooks and report replay
+DEMO_SESSIONS = DEMO_05B.sessions
+DEMO_QUESTIONS = DEMO_05B.questions
+CASSETTE = DEMO_05B.cassette
 
 
-# Knowledge-update slices for AMA's Refresher (benchmarks/bench_ama_refresh.py, notebook 02 §5), recorded
-# with the optional 1.5B model into their own cassette.
-# name -> (sample file, sample id, sessions kept (1-based, inclusive) or None for all, QA indices asked)
-KNOWLEDGE_UPDATE_SLICES = {
-    "tiny": ("tiny_conversation", "tiny-1", None, (2, 0)),  # Noor: Lyon (D1:6) -> Geneva (D2:1)
-    "greyhound": ("sample_conversations", "sample-1", (3, 4), (4, 25)),  # Biscuit (D3:6) -> Pilot (D4:3)
-}
-REFRESH_CASSETTE = SAMPLE_DIR / "cassettes" / "ama-refresh.jsonl"
+def _slices(path: Path = PROFILES_FILE) -> tuple[dict, Path]:
+    """Knowledge-update slices (``demo_profiles.json``): name -> (sample file, sample id, sessions kept
+    (1-based, inclusive) or None for all, QA indices asked), and the cassette they were recorded into."""
+    from .jsonl import read_json
+
+    try:
+        raw = read_json(path)["knowledge_update_slices"]
+        slices = {name: (v["file"], v["sample"], tuple(v["sessions"]) if v["sessions"] else None,
+                         tuple(v["questions"])) for name, v in raw["slices"].items()}
+        return slices, path.parent / raw["cassette"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: malformed knowledge_update_slices ({type(exc).__name__}: {exc})") from exc
+
+
+#: short slices with a planted knowledge update, for the methods that edit memory, and their cassette
+KNOWLEDGE_UPDATE_SLICES, REFRESH_CASSETTE = _slices()
 
 
 def knowledge_update_slice(name: str) -> Conversation:
@@ -242,9 +217,9 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = 
                  profile: DemoProfile = DEMO) -> dict:
     """Every registered method with the profile's demo parameters. ``calibration="recorded"`` (the
     default) is the calibration the profile's cassette was recorded with, so notebooks and benchmarks
-    build the methods as recorded and a replay meets every call. Without one (``None``), RecMem gets
-    the hand-set RECMEM_MINILM; with one, each method gets its LoCoMo dataset preset and the
-    calibrated thresholds (``workbench.methods.calibration``)."""
+    build the methods as recorded and a replay meets every call. Without one (``None``), each method gets
+    the profile file's ``without_calibration`` parameters (hand-set thresholds); with one, each method gets
+    its LoCoMo dataset preset and the calibrated thresholds (``workbench.methods.calibration``)."""
     from .eval.presets import prepare_method
     from .methods import REGISTRY
 
@@ -253,7 +228,7 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = 
     if calibration == "recorded":
         calibration = demo_calibration(profile=profile)
     variants = profile.variants
-    order = [n for base in ("full_context", "naive_rag", "eager_floor", "hymem", "ama", "hmem", "recmem", "memr3")
+    order = [n for base in profile.order
              for n in (base, *(v for v in variants if method_base(v) == base))]  # each variant after its method
     names = names or [n for n in order if method_base(n) in REGISTRY]
     out = {}
@@ -265,7 +240,7 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = 
                 raise ValueError(f"unknown demo variant {name!r}; the demo's: {sorted(variants) or 'none'}")
             overrides = {**profile.overrides.get(base, {}), **variants.get(name, {})}
             if calibration is None:
-                params = {**RECMEM_MINILM, **overrides} if base == "recmem" else overrides
+                params = {**UNCALIBRATED["params"].get(base, {}), **overrides}
                 setup = prepare_method(base, llm, embedder, params, data=None, calibration=None, warn=False)
             else:
                 setup = prepare_method(base, llm, embedder, overrides, data="locomo", calibration=calibration,
@@ -320,9 +295,7 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     judge = LLMJudge(judge_llm)
     cal = demo_calibration(record=record, choice=calibration, profile=profile)
     if cal is None:
-        print("note: H-Mem and RecMem run with the thresholds the demo cassette was recorded with (H-Mem: the "
-              "paper's alphas, set for Qwen3-Embedding-4B; RecMem: hand-set for MiniLM); the shipped MiniLM "
-              "calibration: --calibration shipped:all-MiniLM-L6-v2-int8 (new calls)", file=sys.stderr)
+        print(f"note: {UNCALIBRATED['note']}", file=sys.stderr)
     for name, method in demo_methods(llm, embedder, methods, calibration=cal, profile=profile).items():
         print(f"== {name}: building memory and answering {len(qids)} questions", file=sys.stderr)
         res = evaluate(method, dataset, judge=judge, store=out / "results.jsonl", questions=qids,
