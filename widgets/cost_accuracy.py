@@ -27,7 +27,14 @@ import pandas as pd
 
 from .html import DisplaysWidget, esc, show_figure, table_html
 
-REFERENCE_METHOD = "full_context"
+
+def _reference() -> str | None:
+    from workbench.eval.report import reference_method  # the registered method declaring ``reference = True``
+
+    return reference_method()
+
+
+REFERENCE_METHOD = _reference()
 X_CHOICES = ("query_tokens", "construction_tokens")
 ALL = "all"
 
@@ -517,7 +524,8 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
             fig.add_hline(y=r["accuracy"], line_dash="dash", line_color="gray")
     ticks, ticktext = log_ticks(drawn["tokens"].tolist()) if log_x else ([], [])
     head = title or f"{metric} vs mean {x} per {_per(x)}"
-    notes = (["dashed line: the Full-Context level"] if (frame["method"] == REFERENCE_METHOD).any() else []) + \
+    has_ref = (frame["method"] == REFERENCE_METHOD).any()
+    notes = ([f"dashed line: the level of the reference, {REFERENCE_METHOD}"] if has_ref else []) + \
             ([f"0 tokens (not drawn): {', '.join(zero)}"] if zero else [])
     fig.update_layout(title=esc(head) + (f"<br><sup>{esc(' · '.join(notes))}</sup>" if notes else ""),
                       xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .eval.estimate import PHASES, PROFILES_PATH, ROLE_UNITS, _rounded, conversation_tokens, structure
+from .eval.estimate import PHASES, PROFILES_PATH, _rounded, conversation_tokens, role_unit, structure
 
 
 def fit_profiles(cassette=None, *, methods=None, questions=None) -> dict:
@@ -33,7 +33,8 @@ def fit_profiles(cassette=None, *, methods=None, questions=None) -> dict:
     out = {"fitted_on": {"cassette": cassette.name, "model": llm.model, "data": "demo slice (workbench.demo)",
                          **units, "conversation_tokens": conversation_tokens(data[0])},
            "how": "calls, prompt and completion tokens of a replayed demo run, per (phase, role), divided by the "
-                  "role's unit: construct roles by turns (ROLE_UNITS: by sessions), query roles by questions, "
+                  "role's unit: construct roles by turns (a method's per_session_roles: by sessions), "
+                  "query roles by questions, "
                   "judge roles by judged questions", "methods": {}}
     for name, method in demo_methods(llm, embedder, methods).items():
         start, jstart = len(llm.ledger), len(judge_llm.ledger)
@@ -111,8 +112,7 @@ def fit_construction_variant(cassette, conversation, method: str, when: dict, *,
 
 def _unit(phase: str, role: str) -> str:
     if phase == "construct":
-        base = role.split(".repair")[0].split(".retry")[0]
-        return ROLE_UNITS.get(base, "turns")
+        return role_unit(role)
     return "judged" if phase == "judge" else "questions"
 
 

@@ -36,9 +36,17 @@ from ..untrusted import terminal_text
 DEFAULT_OUT = Path("runs") / "eval"
 
 
+def default_method() -> str | None:
+    """The registered method that declares ``default_choice`` (the plain retrieval baseline), if any."""
+    from ..methods import REGISTRY
+
+    return next((name for name, cls in REGISTRY.items() if getattr(cls, "default_choice", False)), None)
+
+
 def add_eval_arguments(parser) -> None:
-    parser.add_argument("--method", default="naive_rag", help="method name, or several separated by commas "
-                        "(one after another into one run directory; see workbench.methods.REGISTRY)")
+    parser.add_argument("--method", default=default_method(), help="method name, or several separated by commas "
+                        "(one after another into one run directory; see workbench.methods.REGISTRY; default: "
+                        "the registered method that declares default_choice)")
     parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
     parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
     parser.add_argument("--conversations", "--conversation", dest="conversations", default=None,

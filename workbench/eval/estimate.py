@@ -9,7 +9,7 @@
    sessions 1-4, 53 turns, 6 questions, every call from the committed cassette). Each recorded call
    is grouped by (phase, role) and divided by the structural unit its role scales with:
    construction roles by *turns* (per-turn, per-exchange and per-fragment calls all grow with the
-   turn count; HyMem's segmentation and H-Mem's profile refresh with *sessions*, ``ROLE_UNITS``),
+   turn count; the roles a method declares once per session (``per_session_roles``) with *sessions*),
    query roles by *questions*, judge roles by *judged questions*. JSON repairs and retries are
    roles of their own, so the small model's repair rate is carried into the prediction.
    Full-Context's answer prompt is the whole conversation: its prompt tokens per call are the
@@ -44,17 +44,45 @@ from pathlib import Path
 
 from ..jsonl import loads_strict
 from ..llm.latency import LatencyModel, latency_model_for
+from ..methods import DEPRECATED, get_method
 from ..methods.base import method_base
 
 PROFILES_PATH = Path(__file__).with_name("cost_profiles.json")
 PHASES = ("construct", "query", "judge")
-# deprecated method names -> the name their profile is fitted under (same prompts and calls)
-RENAMED = {"eager_facts": "eager_floor", "eager_floor": "eager_facts"}
-# Construction roles that scale with sessions rather than turns (one call per session by design).
-# H-Mem's consolidation is not one of them: it runs when a leaf gives a tree node a new child, so it
-# follows the turns (measured on conv-30 with one-message fragments: 275 calls over 141 turns).
-ROLE_UNITS = {"hymem.segment": "sessions", "hmem.profile": "sessions"}
-FULL_CONTEXT_ROLE = "full_context.answer"
+
+
+def _declaring_class(role_or_name: str):
+    """The registered class a role (``<method>.<step>``) or method name belongs to, or None (a role of a
+    method this installation does not have: its profile is still priced, with the generic units)."""
+    try:
+        return get_method(role_or_name.split(".", 1)[0])
+    except ValueError:
+        return None
+
+
+def _step(role: str) -> str:
+    """``hmem.profile.repair`` -> ``profile``: the step a role (or its repair/retry) belongs to."""
+    return role.split(".repair")[0].split(".retry")[0].partition(".")[2]
+
+
+def renamed(name: str) -> str:
+    """The other name a renamed method's profile may be fitted under (``DEPRECATED``, both ways; same prompts
+    and calls), or ``""``."""
+    return {**DEPRECATED, **{new: old for old, new in DEPRECATED.items()}}.get(name, "")
+
+
+def role_unit(role: str) -> str:
+    """What a construction role's calls scale with: ``sessions`` for the roles a method declares as once per
+    session (``per_session_roles``), else ``turns``. (H-Mem's consolidation is not per session: it runs when
+    a leaf gives a tree node a new child, so it follows the turns: 275 calls over 141 turns on conv-30.)"""
+    cls = _declaring_class(role)
+    return "sessions" if cls is not None and _step(role) in cls.per_session_roles else "turns"
+
+
+def whole_conversation_role(role: str) -> bool:
+    """True for a question role whose prompt holds the whole conversation (``whole_conversation_roles``)."""
+    cls = _declaring_class(role)
+    return cls is not None and _step(role) in cls.whole_conversation_roles
 
 
 @dataclass(frozen=True)
@@ -227,7 +255,7 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
     flags, notes = list(problems), list(notes)
     fitted_methods = profiles.get("methods", {})
     base = method_base(name)  # a labelled variant (ama[paper-judge]) is priced by its method's profile
-    prof = fitted_methods.get(base) or fitted_methods.get(RENAMED.get(base, ""))
+    prof = fitted_methods.get(base) or fitted_methods.get(renamed(base))
     fitted = profiles.get("fitted_on", {})
     if prof is None:
         notes.append(f"no cost profile for {name!r}: calls and tokens unknown "
@@ -253,7 +281,7 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
             if diff:
                 notes.append(f"parameters differ from the profile's ({', '.join(diff)}): counts are indicative")
     phases = {p: PhaseEstimate() for p in PHASES}
-    fc = next((r for r in roles if r["role"] == FULL_CONTEXT_ROLE), None)
+    fc = next((r for r in roles if r["phase"] == "query" and whole_conversation_role(r["role"])), None)
     if fc is not None:
         phases["query"], refused = _full_context(fc, plan, fitted, llm, latency, flags, notes)
         # a refused question fails before the judge: the harness does not send it to the judge

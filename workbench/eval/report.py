@@ -39,23 +39,41 @@ from .stats import MIN_N_FOR_CI, bootstrap_ci, paired_bootstrap
 from .store import load_rows
 
 OVERALL = "overall"
-FULL_CONTEXT = "full_context"
+
+
+def reference_method() -> str | None:
+    """The registered method the papers measure against (``MemoryMethod.reference``: the whole conversation in
+    the prompt), whose query tokens and accuracy the reports compare with; None if none is registered."""
+    from ..methods import REGISTRY
+
+    return next((name for name, cls in REGISTRY.items() if getattr(cls, "reference", False)), None)
+
+
+FULL_CONTEXT = reference_method()  # the reference's name, for the default arguments below
 SCORE_COLUMNS = ("judge", "checker", "f1", "bleu1", "locomo_f1", "exact_match", "adversarial")
 _ORDER = [CATEGORY_NAMES[c] for c in (1, 2, 3, 4)] + list(QUESTION_TYPES) + [OVERALL, CATEGORY_NAMES[5]]
 
-# How the LoCoMo integers are labelled in published tables (DATA.md §1.5).
-CATEGORY_LABELS = {
-    "official": {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"},
-    "mem0": {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain", 5: "(not scored)"},
-    "hymem": {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"},
-    "memr3": {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"},
-    "recmem": {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"},
-}
+#: how the LoCoMo dataset itself names its integers (DATA.md §1.5)
+OFFICIAL_CATEGORY_LABELS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def category_labels() -> dict[str, dict[int, str]]:
+    """How the LoCoMo integers are labelled in published tables: the dataset's own names, then each registered
+    method whose paper reports LoCoMo by category (``MemoryMethod.category_labels``), under its name."""
+    from ..methods import REGISTRY
+
+    out = {"official": OFFICIAL_CATEGORY_LABELS}
+    for name, cls in REGISTRY.items():
+        labels = getattr(cls, "category_labels", None)
+        if isinstance(labels, dict) and all(c in labels for c in range(1, 6)):
+            out[name] = labels
+    return out
 
 
 def category_translation() -> pd.DataFrame:
     """One row per LoCoMo integer: the official name and each paper's label for it."""
-    return pd.DataFrame([{"category": c, **{k: v[c] for k, v in CATEGORY_LABELS.items()}} for c in range(1, 6)])
+    labels = category_labels()
+    return pd.DataFrame([{"category": c, **{k: v[c] for k, v in labels.items()}} for c in range(1, 6)])
 
 
 # -- frames ------------------------------------------------------------------------------------------
@@ -170,7 +188,7 @@ def _mean(s: pd.Series) -> float:
 
 
 def _fc_tokens(df: pd.DataFrame) -> pd.Series:
-    fc = df[df["method"] == FULL_CONTEXT].drop_duplicates(["dataset", "qa_id"])
+    fc = df[df["method"] == reference_method()].drop_duplicates(["dataset", "qa_id"])
     return fc.set_index(["dataset", "qa_id"])["query_tokens"].astype(float)
 
 
@@ -508,14 +526,17 @@ def _headline_section(table: pd.DataFrame, metric: str, binary: bool) -> list[st
 
 
 def _paired_section(df, metric, audits, n_boot, seed) -> list[str]:
-    diffs = paired_differences(df, metric=metric, audits=audits, n_boot=n_boot, seed=seed)
+    ref = reference_method()
+    if ref is None:
+        return []
+    diffs = paired_differences(df, reference=ref, metric=metric, audits=audits, n_boot=n_boot, seed=seed)
     if diffs.empty:
         return []
     rows = [{"dataset": d["dataset"], "method": d["method"], "n pairs": d["n"],
-             f"Δ {metric} vs {FULL_CONTEXT} [95% CI]": format_estimate(d["diff"], d["ci_low"], d["ci_high"], d["n"]),
+             f"Δ {metric} vs {ref} [95% CI]": format_estimate(d["diff"], d["ci_low"], d["ci_high"], d["n"]),
              "P(Δ ≤ 0)": d["p_le_0"]} for _, d in diffs.iterrows()]
-    return [f"## Paired differences against {FULL_CONTEXT}", "",
-            "Each method minus Full-Context on the same questions (paired bootstrap clustered by conversation).", "",
+    return [f"## Paired differences against {ref}", "",
+            f"Each method minus {ref} on the same questions (paired bootstrap clustered by conversation).", "",
             to_markdown(pd.DataFrame(rows)), ""]
 
 

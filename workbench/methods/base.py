@@ -87,6 +87,20 @@ class MemoryMethod:
     # method then does and why the option exists. ``departures(params)`` reads it, so a run's header and
     # report can say which recorded configuration is not the paper's (the docstring keeps the full list).
     param_notes: ClassVar[dict[str, dict]] = {}
+    # How the method's paper labels the LoCoMo category integers in its result tables (DATA.md §1.5), when it
+    # reports LoCoMo by category: ``{1: "single-hop", ...}``; ``eval.report.category_translation`` lists each.
+    category_labels: ClassVar[dict[int, str] | None] = None
+    # True for the reference the papers measure against (the whole conversation in the prompt): reports take
+    # paired differences and token ratios against the registered method that says so.
+    reference: ClassVar[bool] = False
+    # Construction roles (the part after ``<name>.``) that run once per session by design, not per turn: the
+    # cost estimate scales them by sessions.
+    per_session_roles: ClassVar[frozenset[str]] = frozenset()
+    # Question roles whose prompt holds the whole conversation: the estimate prices them by conversation length
+    # and refuses the questions whose prompt would not fit the model's context.
+    whole_conversation_roles: ClassVar[frozenset[str]] = frozenset()
+    # True for the method ``workbench eval`` runs when no ``--method`` is named (one registered method says so).
+    default_choice: ClassVar[bool] = False
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

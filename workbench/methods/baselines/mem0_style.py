@@ -48,6 +48,8 @@ class Mem0Style(MemoryMethod):
     """Mem0's pipeline shape: per-speaker fact extraction, then ADD/UPDATE/DELETE/NONE per fact
     against the retrieved neighbours (see the module docstring for the departures)."""
 
+    # as Mem0's paper labels the LoCoMo integers in its tables
+    category_labels = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain", 5: "(not scored)"}
     name = "mem0_style"
     prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
 

@@ -71,6 +71,8 @@ class FullContext(MemoryMethod):
     """Whole conversation in the prompt. Context (what the reader saw, for evidence recall) is every turn.
     ``answer_prompt``: native ``ANSWER_FROM_CONVERSATION`` or the shared prompt (module docstring)."""
 
+    reference = True  # the papers' Full-Context upper bound
+    whole_conversation_roles = frozenset({"answer"})
     name = "full_context"
     prompt_modules = _PROMPT_MODULES
 
@@ -105,6 +107,7 @@ class NaiveRAG(MemoryMethod):
     """Chunk, embed, cosine top-k, answer. ``chunking``: ``turn`` | ``session`` | ``window``.
     ``answer_prompt``: native ``ANSWER_FROM_CONTEXT`` or the shared prompt (module docstring)."""
 
+    default_choice = True  # what `workbench eval` runs when no method is named: the plain retrieval baseline
     name = "naive_rag"
     prompt_modules = _PROMPT_MODULES
 

@@ -76,6 +76,7 @@ class HMem(MemoryMethod):
       information) is then final; length and abstention rules are the same in other words.
     """
 
+    per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
     param_notes = {"fragment": {
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "

@@ -83,6 +83,8 @@ class HyMem(MemoryMethod):
        abstention phrase.
     """
 
+    category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
+    per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only

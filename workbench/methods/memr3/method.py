@@ -113,6 +113,7 @@ class MemR3(MemoryMethod):
     Token accounting follows [code]: a batch shown again after a reflect is counted again.
     """
 
+    category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state")
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.

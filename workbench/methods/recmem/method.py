@@ -126,6 +126,7 @@ class RecMem(MemoryMethod):
     ``Answer.context`` is every listed unit (all are shown); an episode covers its whole cluster's turns.
     """
 
+    category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
