@@ -22,7 +22,7 @@ SAMPLE_DIR = sample_dir()
 
 
 def sample_path(name: str = "sample_conversations") -> Path:
-    """Path of a project sample file (``sample_conversations`` or ``tiny_conversation``)."""
+    """Path of a project sample file (``sample_conversations``, ``tiny_conversation`` or ``gallery_conversations``)."""
     return SAMPLE_DIR / f"{name}.json"
 
 
@@ -32,7 +32,7 @@ def load_sample(name: str = "sample_conversations") -> Dataset:
 
 #: The data spec of each sample file: ``--data sample`` loads ``sample_conversations.json`` (a dataset
 #: named after the file) while the demo names its slice of that file ``sample``; both are the same data.
-SAMPLE_SPECS = {"sample_conversations": "sample", "tiny_conversation": "tiny"}
+SAMPLE_SPECS = {"sample_conversations": "sample", "tiny_conversation": "tiny", "gallery_conversations": "gallery"}
 
 
 def same_dataset(a: str | None, b: str | None) -> bool:
@@ -43,17 +43,19 @@ def same_dataset(a: str | None, b: str | None) -> bool:
 
 
 def load_dataset(spec: str) -> Dataset:
-    """Load from a spec: ``sample``, ``tiny``, ``locomo:<path>`` or ``longmemeval:<path>``."""
+    """Load from a spec: ``sample``, ``tiny``, ``gallery``, ``locomo:<path>`` or ``longmemeval:<path>``."""
     if spec == "sample":
         return load_sample()
     if spec == "tiny":
         return load_sample("tiny_conversation")
+    if spec == "gallery":  # the mechanism gallery: one short conversation per paper's signature mechanism
+        return load_sample("gallery_conversations")
     kind, _, path = spec.partition(":")
     if kind == "locomo" and path:
         return load_locomo(path)
     if kind == "longmemeval" and path:
         return load_longmemeval(path)
-    raise ValueError(f"unknown data spec {spec!r}: use sample, tiny, locomo:<path> or longmemeval:<path>")
+    raise ValueError(f"unknown data spec {spec!r}: use sample, tiny, gallery, locomo:<path> or longmemeval:<path>")
 
 
 __all__ = ["QA", "Conversation", "Dataset", "DatasetError", "Session", "Turn", "CATEGORY_NAMES",

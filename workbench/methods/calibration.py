@@ -79,7 +79,7 @@ def dataset_kind(name: str | None) -> str | None:
     key = re.sub(r"[^a-z]", "", str(name).lower())
     if key.startswith("longmemeval") or key.startswith("lme"):
         return "longmemeval"
-    if key.startswith(("locomo", "sample", "tiny")):
+    if key.startswith(("locomo", "sample", "tiny", "gallery")):
         return "locomo"
     return None
 
