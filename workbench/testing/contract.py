@@ -16,17 +16,29 @@ from typing import Callable
 from ..data import QA, Conversation, Session
 from ..data.types import GOLD_TURN_EXTRAS
 from ..llm.ledger import track
-from ..methods.base import MemoryMethod, NotIngestedError
+from ..methods.base import SERVICE_PARAMS, MemoryMethod, NotIngestedError
 from ..trace import Answer, MemoryEvent
 
 MakeMethod = Callable[[], MemoryMethod]
 
 
 def check_init_stores_params_verbatim(make: MakeMethod, conv: Conversation) -> None:
+    """As scikit-learn's estimators: ``__init__`` stores each argument unchanged (a class built with its
+    defaults holds exactly those defaults) and builds nothing."""
     m = make()
-    for name, value in m.get_params().items():
-        assert getattr(m, name) is value, f"{type(m).__name__}.__init__ altered parameter {name!r}"
+    cls = type(m)
+    params = m.get_params()
+    for name, value in params.items():
+        assert getattr(m, name) is value, f"{cls.__name__}.__init__ altered parameter {name!r}"
     assert not any(k.endswith("_") and not k.startswith("_") for k in vars(m)), "__init__ set built state"
+    services = {k: params[k] for k in SERVICE_PARAMS if k in params}
+    fresh = cls(**services)
+    for name, default in cls._defaults().items():
+        if name in services or default is inspect.Parameter.empty:
+            continue
+        got = getattr(fresh, name)
+        assert got is default or got == default, \
+            f"{cls.__name__}() stores {name} = {got!r}, not its default {default!r}: __init__ altered it"
 
 
 def check_params_round_trip(make: MakeMethod, conv: Conversation) -> None:

@@ -23,7 +23,6 @@ from ...llm.errors import CacheMiss, LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import MemoryMethod, StepBuilder
-from ..baselines.simple import NaiveRAG
 from ..common import question_date_line
 from . import prompts as P
 from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
@@ -31,6 +30,7 @@ from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard,
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
+DEFAULT_BACKEND = "naive_rag"  # looked up by name in the registry, as a plugin backend would be
 DEFAULT_CHUNKING = "window"
 DEFAULT_CHUNK_TOKENS = 256
 BACKEND_DIR = "backend"  # where save() puts the backend's own saved memory
@@ -159,10 +159,13 @@ class MemR3(MemoryMethod):
     def _reset(self) -> None:
         self.backend_: MemoryMethod | None = None
 
-    def default_backend(self) -> NaiveRAG:
-        """The paper's chunked-RAG setting, built from this method's llm and embedder."""
-        return NaiveRAG(llm=self.llm, embedder=self.embedder, chunking=DEFAULT_CHUNKING,
-                        chunk_tokens=DEFAULT_CHUNK_TOKENS, top_k=self.n_chk)
+    def default_backend(self) -> MemoryMethod:
+        """The paper's chunked-RAG setting (Naive RAG over 256-token windows), built from this method's llm and
+        embedder; the class comes from the registry, so MemR3 imports no other method."""
+        from ..registry import get_method
+
+        return get_method(DEFAULT_BACKEND)(llm=self.llm, embedder=self.embedder, chunking=DEFAULT_CHUNKING,
+                                           chunk_tokens=DEFAULT_CHUNK_TOKENS, top_k=self.n_chk)
 
     def _build(self, conv: Conversation) -> None:
         template = self.backend if self.backend is not None else self.default_backend()
@@ -232,7 +235,7 @@ class MemR3(MemoryMethod):
             kind, services = type(template), {"llm": getattr(template, "llm", None),
                                               "embedder": getattr(template, "embedder", None)}
         else:
-            from .. import get_method
+            from ..registry import get_method  # the backend's class by its saved name, as any plugin's
 
             kind = get_method(read_json(path / BACKEND_DIR / "params.json")["method"])
             services = {"llm": llm, "embedder": embedder}
