@@ -262,3 +262,35 @@ def test_a_method_installed_from_another_package_runs_in_the_cli_census_and_app(
     assert report["problems"] == []
     missing = [tab for tab, shown in report["tabs"].items() if not shown and tab != "Conversations"]
     assert not missing, f"tabs that never name the plugin method: {missing} ({report['tabs']})"
+
+
+def test_a_methods_own_census_is_run_by_the_generic_census_and_a_method_without_one_gets_the_common_counts():
+    from workbench.data import load_sample
+    from workbench.eval import evaluate
+    from workbench.eval.mechanisms import census, headline
+    from workbench.methods.census_kit import CensusSpec
+
+    def count(c, rows, traces, mems, params):
+        c.put("turns_kept", sum(len(m.events) for m in mems.values()), "events.jsonl", "nothing was kept")
+
+    class Counted(LastTurns):
+        name = "counted_turns"
+        census = CensusSpec(count, headline=(("turns_kept", "turns kept"),))
+
+    rows = []
+    memories = {}
+    for cls in (LastTurns, Counted):
+        data = load_sample("tiny_conversation")
+        rows += [r.to_dict() for r in evaluate(cls(), data, progress=False)]
+        memories[cls.name] = {"tiny-1": {"events": cls().ingest(data[0]).events}}
+    try:
+        register(Counted)
+        value = census(rows, memories=memories)
+        shown = {h["method"]: [i["label"] for i in h["items"]] for h in headline(value)}
+    finally:
+        REGISTRY.unregister("counted_turns")
+    mine = value["methods"]["counted_turns"]
+    assert mine["counts"]["turns_kept"] == len(memories["counted_turns"]["tiny-1"]["events"]) > 0
+    assert "turns_kept" not in value["methods"]["last_turns"]["counts"]  # declares nothing: generic counts only
+    assert value["methods"]["last_turns"]["counts"]["questions"] == len(rows) // 2
+    assert shown["counted_turns"] == ["turns kept"] and shown["last_turns"] == []

@@ -3,20 +3,22 @@
 The census (``workbench.eval.mechanisms``) counts what fired; it cannot say whether a firing was right. The project
 wrote its sample conversations, so it knows their knowledge updates, forget requests, recurring topics, multi-hop
 chains, relative dates and groups of events, with turn ids: ``sample_data/annotations.json``. ``load_annotations``
-reads and checks that file (a malformed entry is a ``DatasetError`` naming the file and the entry); ``check_*``
-compare a run's recorded output with it, per method:
+reads and checks that file (a malformed entry is a ``DatasetError`` naming the file and the entry). The checks are
+generic; a method's census (``MemoryMethod.census.check``) names the one that judges its mechanism and picks its
+input from the run, and ``check_run`` dispatches (the methods named below are the built-ins that use each):
 
-- AMA: each edit at ingestion (UPDATE / DELETE event) is *right* when it is caused by a planted update's turn and
-  writes its new value, or by a forget request's turn and removes what was to be forgotten; every other edit is
-  *wrong* (it corrupted a fact). Planted updates and forget requests inside the ingested turns with no right edit
-  are *missed*.
-- HyMem: a deep escalation is *right* on a planted multi-hop question, *unneeded* elsewhere; a multi-hop question
-  answered by the light path alone is *missed*.
-- RecMem: a consolidation (episode) is *on a planted recurrence* when at least two of its source turns, from two
-  sessions or more, belong to one planted recurring topic; else *off*.
-- H-Mem: a parent with two or more children is *coherent* when at least 60 % of its children's source turns belong
-  to one planted topic or group of events; else *mixed*.
-- MemR3: gaps are free text; with no gap written there is nothing to check, and written gaps are listed for reading.
+- ``edits`` (AMA): each edit at ingestion (UPDATE / DELETE event) is *right* when it is caused by a planted update's
+  turn and writes its new value, or by a forget request's turn and removes what was to be forgotten; every other
+  edit is *wrong* (it corrupted a fact). Planted updates and forget requests inside the ingested turns with no right
+  edit are *missed*.
+- ``escalations`` (HyMem): a deep escalation is *right* on a planted multi-hop question, *unneeded* elsewhere; a
+  multi-hop question answered by the light path alone is *missed*.
+- ``recurrence`` (RecMem): a consolidated unit (episode) is *on a planted recurrence* when at least two of its source
+  turns, from two sessions or more, belong to one planted recurring topic; else *off*.
+- ``grouping`` (H-Mem): a parent with two or more children is *coherent* when at least 60 % of its children's source
+  turns belong to one planted topic or group of events; else *mixed*.
+- ``gaps`` (MemR3): gaps are free text; with no gap written there is nothing to check, and written gaps are listed
+  for reading.
 
 A run over data with no annotations (LoCoMo) gets ``{"checkable": False, "why": ...}``, never a silent omission.
 """
@@ -241,7 +243,7 @@ def edit_verdict(e: Mapping, conv_id: str | None) -> tuple[bool | None, str]:
     return False, "no planted update or forget request at this turn writes this: a corrupted fact"
 
 
-def check_ama(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations]) -> dict:
+def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations]) -> dict:
     """Right / wrong edits at ingestion and missed updates / forget requests (see the module docstring)."""
     convs = [c for c in events_by_conv if c in ann]
     if not convs:
@@ -272,7 +274,7 @@ def check_ama(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str,
             "right": right, "wrong": wrong, "missed": missed_updates + missed_forgets}
 
 
-def check_hymem(deep_by_question: Mapping[str, bool], conv_of: Mapping[str, str],
+def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str, str],
                 ann: Mapping[str, ConversationAnnotations]) -> dict:
     """Deep escalations on planted multi-hop questions (right), elsewhere (unneeded), and multi-hop questions
     the light path answered alone (missed). ``deep_by_question``: qa id -> went deep."""
@@ -297,7 +299,7 @@ def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None,
     return best, shared
 
 
-def check_recmem(episodes_by_conv: Mapping[str, Sequence[Mapping]],
+def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
                  ann: Mapping[str, ConversationAnnotations]) -> dict:
     """Episodes on a planted recurrence or off it (see the module docstring)."""
     convs = [c for c in episodes_by_conv if c in ann]
@@ -317,7 +319,7 @@ def check_recmem(episodes_by_conv: Mapping[str, Sequence[Mapping]],
             "on": on, "off": off}
 
 
-def check_hmem(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations],
+def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations],
                share: float = 0.6) -> dict:
     """Multi-child parents whose children's turns mostly belong to one planted topic or group (coherent) or
     not (mixed)."""
@@ -338,6 +340,32 @@ def check_hmem(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, 
             (coherent if turns and len(shared) / len(turns) >= share else mixed).append(item)
     return {"checkable": True, "coherent_parents": len(coherent), "mixed_parents": len(mixed),
             "coherent": coherent, "mixed": mixed}
+
+
+def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, convs: Iterable[str],
+              conv_of: Mapping[str, str], entry: Mapping) -> dict:
+    """The generic check ``kind`` (``workbench.methods.census_kit.CHECK_KINDS``) of one method's run, on the
+    input its census picked (``data``): ``edits`` (conversation -> events), ``escalations`` (question id ->
+    went deep), ``recurrence`` (conversation -> consolidated units with ``source_ids``), ``grouping``
+    (conversation -> hierarchy nodes with ``children``), ``gaps`` (nothing: free-text gaps are listed for
+    reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations."""
+    convs = set(convs)
+    if kind == "edits":
+        return check_edits(data, ann) if data else not_checkable(convs)
+    if kind == "escalations":
+        return check_escalations(data or {}, conv_of, ann)
+    if kind == "recurrence":
+        return check_recurrence(data, ann) if data else not_checkable(convs)
+    if kind == "grouping":
+        return check_grouping(data, ann) if data else not_checkable(convs)
+    if kind == "gaps":
+        if not any(c in ann for c in convs):
+            return not_checkable(convs)
+        gaps = (entry.get("counts") or {}).get("gaps_opened")
+        return {"checkable": True, "gaps_opened": gaps,
+                "note": ("no gap was written: nothing to check against the planted items" if not gaps else
+                         "gaps are free text: read them in the trace stepper against the planted items")}
+    raise ValueError(f"unknown mechanism check {kind!r}")
 
 
 def checked_text(checked: Mapping | None) -> str:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterator, Sequence
 
 from .. import __version__
 from ..data import Conversation
@@ -36,6 +36,9 @@ from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
 from .moved import load_state
 from .progress import advance, ingest_progress
+
+if TYPE_CHECKING:
+    from .census_kit import CensusSpec
 
 #: a variant label (``MemoryMethod.labelled``): lower-case letters, digits, ``_`` and ``-``
 VARIANT = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
@@ -101,6 +104,10 @@ class MemoryMethod:
     whole_conversation_roles: ClassVar[frozenset[str]] = frozenset()
     # True for the method ``workbench eval`` runs when no ``--method`` is named (one registered method says so).
     default_choice: ClassVar[bool] = False
+    # The method's own census (``census_kit.CensusSpec``: its mechanism counters, the counts the app header
+    # shows, how it is checked against planted phenomena), run by the generic ``workbench.eval.mechanisms``;
+    # None: the method gets the counts every method has (questions, failures) and nothing else.
+    census: ClassVar["CensusSpec | None"] = None
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

@@ -85,6 +85,7 @@ from ..answer_prompt import shared_prompt
 from ..base import MemoryMethod
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
+from .census import CENSUS
 from . import agents as A
 from . import prompts as P
 
@@ -97,6 +98,7 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     param_notes = {"conflict_check": {
         "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"}}

@@ -30,6 +30,7 @@ from ...trace import Answer, Hit
 from ..base import MemoryMethod
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
+from .census import CENSUS
 from . import prompts as P
 from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
 from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, retrieve, sub_answer, synthesize
@@ -78,6 +79,7 @@ class HMem(MemoryMethod):
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
+    census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     param_notes = {"fragment": {
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",

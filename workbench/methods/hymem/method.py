@@ -16,6 +16,7 @@ from ..answer_prompt import shared_answer
 from ..base import MemoryMethod
 from ..common import format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
+from .census import CENSUS
 from . import prompts as P
 from .segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
 
@@ -86,6 +87,7 @@ class HyMem(MemoryMethod):
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
+    census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 

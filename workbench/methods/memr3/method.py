@@ -24,6 +24,7 @@ from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import MemoryMethod, StepBuilder
 from ..common import question_date_line
+from .census import CENSUS
 from . import prompts as P
 from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
                     normalize_gaps, open_gaps, resolve, retrieval_query)
@@ -115,6 +116,7 @@ class MemR3(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
+    census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state")
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
     question_date_datasets = frozenset({"longmemeval"})

@@ -24,6 +24,7 @@ from ..answer_prompt import shared_prompt
 from ..base import MemoryMethod
 from ..common import exchanges, format_date, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
+from .census import CENSUS
 from . import inspection
 from . import prompts as P
 from .inspection import LAYERS
@@ -128,6 +129,7 @@ class RecMem(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
+    census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 

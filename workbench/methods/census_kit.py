@@ -1,0 +1,156 @@
+"""What a method's census counters are written with, one floor below the census itself.
+
+The census (``workbench.eval.mechanisms``) is generic: it reads a run's rows, traces and saved memories,
+counts what every method has (questions, failures), then runs the counters a method declares for itself
+(``MemoryMethod.census``, a ``CensusSpec``). Those counters live in the method's own folder
+(``workbench/methods/<name>/census.py``) and are written with the pieces here, so a method never imports
+``workbench.eval``:
+
+- ``Trace`` (one row's answer steps as ``(kind, data)`` pairs) and ``Memory`` (one saved memory's events and
+  structures), already read and checked by the census;
+- ``Counts``: ``put(name, value, source, why_zero)`` records a count with where it was read and, for a zero,
+  why; ``lack(name, reason)`` marks a count the run cannot support (never guessed);
+- ``traced`` / ``need_memory`` / ``events_lacking``: mark counts missing when the run lacks what they need;
+- small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape.
+
+A ``CensusSpec`` also names the counts the app header shows (``headline``), the model-output problems it lists
+beside failures (``problems``), and how the run is checked against planted phenomena (``check``: one of the
+generic checks in ``workbench.eval.annotations``, with a function that picks its input from the run).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+#: the generic mechanism checks against planted phenomena (``workbench.eval.annotations``), by what they judge:
+#: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations`` (questions that went
+#: deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
+#: ``grouping`` (parents of a hierarchy vs planted topics and time groups), ``gaps`` (free-text gaps, listed
+#: for reading)
+CHECK_KINDS = ("edits", "escalations", "recurrence", "grouping", "gaps")
+
+
+@dataclass(frozen=True)
+class CensusSpec:
+    """A method's own census: ``count(counts, rows, traces, memories, params)`` adds its counts to ``counts``
+    (``memories``: conversation id -> ``Memory`` of this method; ``params``: the run's recorded parameters);
+    ``headline``: ``(count name, label)`` pairs the app header and summary line show; ``problems``: counts of
+    a model-output problem listed beside the failures when non-zero; ``check``: ``(kind, pick)`` where
+    ``kind`` is one of ``CHECK_KINDS`` and ``pick(rows, traces, memories)`` returns that check's input (see
+    ``workbench.eval.annotations.check_run``), or None when the mechanism is not checked."""
+
+    count: Callable[..., None]
+    headline: tuple[tuple[str, str], ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()
+    check: tuple[str, Callable[..., Any]] | None = None
+
+    def __post_init__(self):
+        if self.check is not None and self.check[0] not in CHECK_KINDS:
+            raise ValueError(f"CensusSpec.check kind {self.check[0]!r} is not one of {CHECK_KINDS}")
+
+
+class Trace:
+    """One row's trace as plain values: ``steps`` = [(kind, data)], the answer's error and text."""
+
+    def __init__(self, steps: list[tuple[str, dict]], error, text):
+        self.steps, self.error, self.text = steps, error, text
+
+    def of(self, *kinds: str) -> list[dict]:
+        return [d for k, d in self.steps if k in kinds]
+
+
+class Memory:
+    """One saved memory: its events (plain dicts) and structures; ``structures_problem`` says why
+    the structures are unusable (None when fine or simply absent)."""
+
+    def __init__(self, events: list[dict] | None = None, structures: dict | None = None,
+                 structures_problem: str | None = None, events_problem: str | None = None):
+        self.events = events if events is not None else []
+        self.structures = structures if structures is not None else {}
+        self.structures_problem = structures_problem
+        self.events_problem = events_problem
+
+
+class Counts:
+    """Named counts of one method, with where each came from and why a zero or a gap."""
+
+    def __init__(self):
+        self.counts: dict[str, Any] = {}
+        self.why_zero: dict[str, str] = {}
+        self.missing: dict[str, str] = {}
+        self.sources: dict[str, str] = {}
+
+    def put(self, name: str, value, source: str, why_zero: str | None = None) -> None:
+        self.counts[name] = value
+        self.sources[name] = source
+        if why_zero and is_zero(value):
+            self.why_zero[name] = why_zero
+
+    def lack(self, name: str, reason: str) -> None:
+        self.counts[name] = None
+        self.missing[name] = reason
+
+    def to_dict(self) -> dict:
+        return {"counts": self.counts, "why_zero": self.why_zero, "missing": self.missing, "sources": self.sources}
+
+
+def is_zero(value) -> bool:
+    if isinstance(value, dict):
+        return not any(v for v in value.values())
+    return value == 0
+
+
+def fmt_counter(c: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
+
+
+def text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def as_int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def as_list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def traced(c: Counts, traces, names: Iterable[str]) -> bool:
+    """False (and the names marked missing) when no row kept its trace."""
+    if any(t is not None for t in traces):
+        return True
+    for n in names:
+        c.lack(n, "no result row of this method kept its answer trace (failed rows, or keep_answers=False)")
+    return False
+
+
+def need_memory(c: Counts, mems: dict[str, Memory], names: Iterable[str], method: str) -> bool:
+    if mems:
+        return True
+    for n in names:
+        c.lack(n, f"no saved memory of {method} in this run (memories/{method}/<conversation>/; "
+                  "`workbench eval --save-memories` or the demo saves it)")
+    return False
+
+
+def events_lacking(c: Counts, mems: dict[str, Memory], names: Iterable[str]) -> bool:
+    """True (and ``names`` marked missing) when a saved memory has no events.jsonl: its event-based
+    counts would read as 0 without being 0."""
+    gone = [m.events_problem for m in mems.values() if m.events_problem]
+    for n in names if gone else ():
+        c.lack(n, "; ".join(gone[:3]))
+    return bool(gone)
+
+
+def step_cause(data: dict) -> str:
+    """What decided a controller step's action: the guard that forced it (its ``forced`` field), else
+    ``fallback`` when the model's reply was unusable, else ``choice``. The census and the trace views read a
+    step's cause through this one rule (MemR3's router steps carry these fields)."""
+    forced = data.get("forced")
+    if isinstance(forced, str) and forced:
+        return forced
+    return "fallback" if data.get("fallback") else "choice"
+
+
+router_cause = step_cause  # the name the census and the views have used

@@ -1,0 +1,118 @@
+"""RecMem's census: the trigger's checks and firings, consolidations, episodes, merges and refinements.
+(``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.)"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .. import census_kit as K
+from .inspection import repeated_episodes
+
+
+def count(c: K.Counts, rows, traces, mems, params) -> None:
+    """This method's counts (``CensusSpec.count``)."""
+    names = ("trigger_checks", "trigger_firings", "trigger_outcomes", "consolidations", "episodes_produced",
+             "consolidation_failures", "merges", "merge_checks", "refinements", "refined_facts")
+    if not K.need_memory(c, mems, names, "recmem"):
+        return
+    decisions, absent = [], []
+    consolidate, merges, refined_facts = [], 0, 0
+    written: dict = {}  # (conversation, cluster) -> the episodes its consolidation wrote
+    attempts, refinements, no_attempts, no_refinements = [], [], [], []
+    theta = {}
+    for conv, mem in mems.items():
+        st = mem.structures if isinstance(mem.structures, dict) else {}
+        log = st.get("trigger_log")
+        if isinstance(log, list):
+            decisions += [d for d in log if isinstance(d, dict)]
+        else:
+            absent.append(mem.structures_problem or f"memories/recmem/{conv}/structures.json has no trigger_log")
+        if isinstance(st.get("params"), dict):
+            theta = st["params"]
+        if isinstance(st.get("merge_attempts"), list):
+            attempts += [a for a in st["merge_attempts"] if isinstance(a, dict)]
+        else:
+            no_attempts.append(mem.structures_problem or f"memories/recmem/{conv}/structures.json has no "
+                                                          "merge_attempts (saved before RecMem wrote them)")
+        if isinstance(st.get("refinements"), list):
+            refinements += [(conv, r) for r in st["refinements"] if isinstance(r, dict)]
+        else:
+            no_refinements.append(mem.structures_problem or f"memories/recmem/{conv}/structures.json has no "
+                                                              "refinements (saved before RecMem wrote them)")
+        for e in mem.events:
+            data = e.get("data") if isinstance(e.get("data"), dict) else {}
+            if e["kind"] == "CONSOLIDATE":
+                consolidate.append((conv, e.get("unit_id"), data.get("cluster")))
+                written.setdefault((conv, data.get("cluster")), []).append({"id": e.get("unit_id"),
+                                                                            "text": e.get("after")})
+            elif e["kind"] == "MERGE":
+                merges += 1
+            elif e["kind"] == "ADD" and data.get("mode"):
+                refined_facts += 1
+    repeats = {(conv, eid) for (conv, _), eps in written.items() for eid in repeated_episodes(eps)}
+    src_ev = "events.jsonl"
+    clusters = {(conv, cl if cl is not None else uid) for conv, uid, cl in consolidate}
+    episodes = sum(1 for _, uid, cl in consolidate if cl is None or uid != cl)  # direct mode: unit_id = cluster
+    if absent:
+        for n in ("trigger_checks", "trigger_firings", "trigger_outcomes", "consolidation_failures"):
+            c.lack(n, "; ".join(absent[:3]))
+        fired, fail_n = None, None
+    else:
+        src = "structures.json (trigger_log)"
+        fired = sum(d.get("fired") is True for d in decisions)
+        outcomes = Counter(str(d.get("outcome")) for d in decisions)
+        fail_n = outcomes["failed"] + outcomes["dropped"]
+        gated = [d for d in decisions if d.get("outcome") != "merged"]
+        top = max((K.as_int(d.get("count")) for d in gated), default=0)
+        c.put("trigger_checks", len(gated), src)
+        c.put("trigger_firings", fired, src,
+              f"the highest recurrence count in {len(gated)} gate checks was {top} (theta_count "
+              f"{theta.get('theta_count')}, theta_sim {theta.get('theta_sim')})")
+        c.put("trigger_outcomes", dict(sorted(outcomes.items())), src)
+        c.put("consolidation_failures", fail_n, src)
+    ev_gone = K.events_lacking(c, mems, ("consolidations", "episodes_produced", "merges", "refined_facts"))
+    cons_why = ("the trigger never fired" if fired == 0 else
+                f"all {fired} firings failed to consolidate" if fired and fail_n == fired else None)
+    if not ev_gone:
+        c.put("consolidations", len(clusters), src_ev + " (CONSOLIDATE)", cons_why)
+        c.put("episodes_produced", episodes, src_ev + " (CONSOLIDATE)",
+              "refine_with_episode='no_episodes': facts from the raw cluster, no episodes"
+              if theta.get("refine_with_episode") == "no_episodes" else cons_why)
+        c.put("episodes_repeated", len(repeats), src_ev + " (CONSOLIDATE: the same text as an earlier episode of "
+                                                         "the same cluster)")
+    merge_why = None
+    if no_attempts:
+        c.lack("merge_checks", "; ".join(no_attempts[:3]))
+    else:
+        passed = sum(a.get("passed") is True for a in attempts)
+        yes = sum(a.get("should_merge") == "yes" for a in attempts)
+        c.put("merge_checks", len(attempts), "structures.json (merge_attempts)",
+              "no episode existed when a unit arrived, so no merge-first check ran")
+        merge_why = (f"{len(attempts)} merge checks: {passed} passed the cosine gate, the LLM said yes on {yes}"
+                     if attempts else "no episode existed when a unit arrived, so no merge-first check ran")
+    if not ev_gone:
+        c.put("merges", merges, src_ev + " (MERGE)", merge_why)
+    if no_refinements:
+        c.lack("refinements", "; ".join(no_refinements[:3]))
+    else:
+        nothing = not ev_gone and not clusters and not merges
+        c.put("refinements", len(refinements), "structures.json (refinements)",
+              "no consolidation or merge, so nothing was refined" if nothing else None)
+        c.put("refinement_failures", sum(bool(r.get("error")) for _, r in refinements),
+              "structures.json (refinements)")
+        if not ev_gone:
+            c.put("refinements_of_repeats", sum((conv, r.get("episode_id")) in repeats for conv, r in refinements),
+                  "structures.json (refinements) x events.jsonl (CONSOLIDATE)")
+    if not ev_gone:
+        c.put("refined_facts", refined_facts, src_ev + " (ADD from a refinement)",
+              "no refinement call ran" if not no_refinements and not refinements else None)
+
+
+CENSUS = K.CensusSpec(
+    count,
+    headline=(("trigger_firings", "trigger firings"), ("consolidations", "consolidations"),
+            ("episodes_produced", "episodes"), ("merges", "merges"), ("refinements", "refinements")),
+    problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
+            ("refinements_of_repeats", "refinement calls spent on those repeats:")),
+    check=("recurrence", lambda rows, traces, mems: {
+    cid: m.structures.get("episodes") or [] for cid, m in mems.items() if isinstance(m.structures, dict)}),
+)
