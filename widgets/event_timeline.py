@@ -27,9 +27,16 @@ from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, 
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
-#: the order methods are listed in (lanes, legends, tables); unknown names follow, sorted
-METHOD_ORDER = ("full_context", "naive_rag", "eager_floor", "eager_facts", "hymem", "ama", "hmem", "recmem",
-                "memr3")
+
+
+def method_order() -> tuple[str, ...]:
+    """The order methods are listed in (lanes, legends, tables) and keep their colour by: the registry's (the
+    built-ins first, then plugins); names this installation does not know follow, sorted."""
+    from workbench.methods import REGISTRY
+
+    return tuple(REGISTRY)
+
+
 #: one colour per method, kept wherever the method appears (Tableau 10, then more)
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f", "#ff9da7",
            "#bab0ac", "#1b9e77", "#d95f02", "#7570b3", "#e7298a")
@@ -70,8 +77,9 @@ def is_question_time(e) -> bool:
 
 def method_sort_key(name: str):
     """Known methods in their order, a labelled variant (``ama[paper-judge]``) right after its method."""
-    base = name.split("[", 1)[0]  # workbench.methods.method_base, without importing every method here
-    return (METHOD_ORDER.index(base), name) if base in METHOD_ORDER else (len(METHOD_ORDER), name)
+    base = name.split("[", 1)[0]  # workbench.methods.method_base
+    order = method_order()
+    return (order.index(base), name) if base in order else (len(order), name)
 
 
 def ordered_methods(names: Iterable[str]) -> list[str]:
@@ -81,11 +89,12 @@ def ordered_methods(names: Iterable[str]) -> list[str]:
 def method_colours(names: Iterable[str]) -> dict[str, str]:
     """A colour per method: the known methods keep theirs whatever else is in the run."""
     out, extra = {}, 0
+    order = method_order()
     for n in ordered_methods(names):
-        if n in METHOD_ORDER:
-            out[n] = PALETTE[METHOD_ORDER.index(n) % len(PALETTE)]
+        if n in order:
+            out[n] = PALETTE[order.index(n) % len(PALETTE)]
         else:
-            out[n] = PALETTE[(len(METHOD_ORDER) + extra) % len(PALETTE)]
+            out[n] = PALETTE[(len(order) + extra) % len(PALETTE)]
             extra += 1
     return out
 

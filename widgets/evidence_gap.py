@@ -2,7 +2,7 @@
 
 MemR3 keeps an evidence list and a gap list that each router call rewrites. This view is the trace
 timeline's notebook stepper (``widgets.trace_stepper.TraceStepper``) visiting only the router steps:
-each stop shows the same router card the app's Traces tab shows (``widgets.trace_cards.memr3_router``:
+each stop shows the same router card the app's Traces tab shows (``widgets.trace_cards.evidence_gaps_card``:
 the action and what decided it, evidence added / kept / dropped and gaps opened / closed as a diff
 against the previous router step, the next query, the draft). The waterfall above the slider still
 lists every step, so the retrievals between two iterations stay in view. Nothing is rendered here.

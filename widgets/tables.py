@@ -37,11 +37,11 @@ def router_actions(answer) -> list:
 PROBE_COLUMNS = ("turn", "id", "question", "memory_answer", "new_answer", "conflict", "why")
 
 
-def probe_table(ama):
-    """AMA: every conflict probe of a built AMA's ingest-time judge steps, one row per probe."""
+def probe_table(method):
+    """Every conflict probe of a built method's ingest-time judge steps (AMA's ``turn_steps_``), one row per probe."""
     import pandas as pd
 
-    rows: Iterable[dict] = [dict(turn=tid, **p) for tid, steps in ama.turn_steps_.items()
+    rows: Iterable[dict] = [dict(turn=tid, **p) for tid, steps in method.turn_steps_.items()
                             for s in steps if s.kind == "judge" for p in s.data.get("probes", [])]
     return pd.DataFrame(list(rows), columns=list(PROBE_COLUMNS))[list(PROBE_COLUMNS)]
 

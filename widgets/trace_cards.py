@@ -120,7 +120,7 @@ def cause_badge(data: Mapping[str, Any]) -> str:
     return f'<span class="wb-cause {cls}" title="{esc(meaning)}">{esc(label)}</span>'
 
 
-def memr3_router(c: Ctx) -> str:
+def evidence_gaps_card(c: Ctx) -> str:
     d = c.data
     prev = c.previous("router")
     before_ev = [str(x) for x in _list(prev.data.get("evidence"))] if prev else []
@@ -151,7 +151,7 @@ def memr3_router(c: Ctx) -> str:
             + extra)
 
 
-def memr3_retrieve(c: Ctx) -> str:
+def gap_retrieve_card(c: Ctx) -> str:
     d = c.data
     ids = _list(d.get("retrieved_ids"))
     delta = f" + “{esc(d.get('delta_query'))}”" if d.get("delta_query") else ""
@@ -162,7 +162,7 @@ def memr3_retrieve(c: Ctx) -> str:
     return head + error_html(d) + rows([("dropped (already seen)", c.refs.ref_list(dropped) if dropped else "")])
 
 
-def memr3_reflect(c: Ctx) -> str:
+def reflect_note_card(c: Ctx) -> str:
     d = c.data
     reasoning = _txt(d.get("reasoning"))
     return what(f"Reflect, no retrieval: the router's reasoning is kept for its next call "
@@ -170,7 +170,7 @@ def memr3_reflect(c: Ctx) -> str:
         [("reasoning", clip(reasoning) if reasoning else '<span class="wb-muted">(the router gave none)</span>')])
 
 
-def memr3_answer(c: Ctx) -> str:
+def draft_answer_card(c: Ctx) -> str:
     d = c.data
     fb = f" Fallback: {esc(d.get('fallback'))}." if d.get("fallback") else ""
     ev = "".join(f"<li>{esc(x)}</li>" for x in _list(d.get("evidence"))) or '<li class="wb-muted">(none)</li>'
@@ -187,7 +187,7 @@ def _finished_text(v) -> str:
             2: "2 — unreadable reply, counted insufficient"}.get(v, _txt(v))
 
 
-def hymem_light(c: Ctx) -> str:
+def light_tier_card(c: Ctx) -> str:
     d = c.data
     nxt = "escalates to the deep module" if d.get("escalate") else (
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
@@ -197,7 +197,7 @@ def hymem_light(c: Ctx) -> str:
                                     ("finished flag", esc(_finished_text(d.get("finished"))))]))
 
 
-def hymem_deep(c: Ctx) -> str:
+def deep_tier_card(c: Ctx) -> str:
     d = c.data
     cands, sel = _list(d.get("candidates")), _list(d.get("selected"))
     ctx_ids = _list(d.get("context_ids"))
@@ -225,7 +225,7 @@ def _score(v) -> str:
         return ""
 
 
-def hymem_reflect(c: Ctx) -> str:
+def sufficiency_card(c: Ctx) -> str:
     d = c.data
     light = c.previous("light")
     asked = _txt(light.data.get("query")) if light else ""
@@ -245,7 +245,7 @@ def hymem_reflect(c: Ctx) -> str:
                                                     ("finished flag", esc(flag)), ("rewrite", rewrite)])
 
 
-def hymem_final(c: Ctx) -> str:
+def tier_final_card(c: Ctx) -> str:
     d = c.data
     limit = " The round limit was hit before reflection said done." if d.get("round_limit_hit") else ""
     pool = [p for p in _list(d.get("memory_pool")) if isinstance(p, Mapping)]
@@ -259,7 +259,7 @@ def hymem_final(c: Ctx) -> str:
 
 
 # -- AMA ---------------------------------------------------------------------------------------------------
-def ama_retrieve(c: Ctx) -> str:
+def routed_retrieve_card(c: Ctx) -> str:
     d = c.data
     intent = d.get("intent") if isinstance(d.get("intent"), Mapping) else {}
     bits = " ".join(badge(k) for k, v in intent.items() if v) or '<span class="wb-muted">(no bit set)</span>'
@@ -276,7 +276,7 @@ def ama_retrieve(c: Ctx) -> str:
                                         ("K", f"{esc(d.get('K'))} (K_dyn from the LLM: {esc(d.get('K_dyn'))})")])
 
 
-def ama_judge(c: Ctx) -> str:
+def verdict_card(c: Ctx) -> str:
     d = c.data
     conflicts = [x for x in _list(d.get("conflict_set")) if isinstance(x, Mapping)]
     relevant = _list(d.get("relevant_ids"))
@@ -295,7 +295,7 @@ def _briefs(items: Sequence[Mapping], refs: Refs) -> str:
     return f'<ul class="wb-reflist">{body}</ul>'
 
 
-def ama_refresh(c: Ctx) -> str:
+def refresh_edits_card(c: Ctx) -> str:
     d = c.data
     conflicts = [x for x in _list(d.get("conflict_set")) if isinstance(x, Mapping)]
     updated, deleted = _list(d.get("updated")), _list(d.get("deleted"))
@@ -313,7 +313,7 @@ def _ids(items) -> list[str]:
     return [str(x.get("id")) if isinstance(x, Mapping) else str(x) for x in items]
 
 
-def ama_expand(c: Ctx) -> str:
+def retry_expand_card(c: Ctx) -> str:
     d = c.data
     rel, via = _list(d.get("via_relations")), _list(d.get("via_store"))
     store = f", {len(via)} from the {esc(d.get('next_store'))} store" if d.get("next_store") else ""
@@ -323,7 +323,7 @@ def ama_expand(c: Ctx) -> str:
 
 
 # -- H-Mem -------------------------------------------------------------------------------------------------
-def hmem_plan(c: Ctx) -> str:
+def subquery_plan_card(c: Ctx) -> str:
     d = c.data
     subs = [s for s in _list(d.get("subqueries")) if isinstance(s, Mapping)]
     body = "".join(
@@ -342,7 +342,7 @@ def _interval(v) -> str:
     return f"{str(v[0])[:10]} to {str(v[1])[:10]}" if len(v) == 2 and v[0] else ""
 
 
-def hmem_retrieve(c: Ctx) -> str:
+def scoped_retrieve_card(c: Ctx) -> str:
     d = c.data
     cands = [x for x in _list(d.get("candidates")) if isinstance(x, Mapping)]
     chain = set(map(str, _list(d.get("evidence_chain"))))
@@ -363,7 +363,7 @@ def hmem_retrieve(c: Ctx) -> str:
                         ("entity seeds", seeds)]) + table
 
 
-def hmem_subanswer(c: Ctx) -> str:
+def subanswer_card(c: Ctx) -> str:
     d = c.data
     prereq = d.get("prerequisites") if isinstance(d.get("prerequisites"), Mapping) else {}
     missing = " The reader says information is missing." if d.get("missing_info") else ""
@@ -372,14 +372,14 @@ def hmem_subanswer(c: Ctx) -> str:
                     ("answers it built on", "; ".join(f"{esc(k)}: {esc(v)}" for k, v in prereq.items()))]))
 
 
-def hmem_followup(c: Ctx) -> str:
+def followup_card(c: Ctx) -> str:
     d = c.data
     skipped = f" Skipped: {esc(d.get('skipped'))}." if d.get("skipped") else ""
     return what(f"Asked for a query for the missing information of sub-query {esc(d.get('subquery'))}.{skipped}") + \
         error_html(d) + rows([("follow-up query", esc(d.get("query")))])
 
 
-def hmem_synthesize(c: Ctx) -> str:
+def synthesis_card(c: Ctx) -> str:
     d = c.data
     subs = [s for s in _list(d.get("sub_answers")) if isinstance(s, Mapping)]
     body = "".join(f"<tr><td>{esc(s.get('id'))}</td><td>{esc(s.get('query'))}</td>"
@@ -395,7 +395,7 @@ def hmem_synthesize(c: Ctx) -> str:
 TIER_NAMES = {"episode": "episodes", "fact": "semantic facts", "subconscious": "raw exchanges (subconscious)"}
 
 
-def recmem_retrieve(c: Ctx) -> str:
+def tiered_retrieve_card(c: Ctx) -> str:
     d = c.data
     layer = _txt(d.get("layer"))
     n = len(c.step.hits)
@@ -403,7 +403,7 @@ def recmem_retrieve(c: Ctx) -> str:
                 f"{n} kept.") + rows([("query", clip(d.get("query")))])
 
 
-def recmem_answer(c: Ctx) -> str:
+def tier_answer_card(c: Ctx) -> str:
     d = c.data
     counts = d.get("counts") if isinstance(d.get("counts"), Mapping) else {}
     used = ", ".join(f"{esc(TIER_NAMES.get(k, k))}: {esc(v)}" for k, v in counts.items())
@@ -437,27 +437,42 @@ def _other(d: Mapping[str, Any], skip: Sequence[str], refs: Refs) -> list[tuple[
             if k not in skip and v not in (None, "", [], {})]
 
 
-CARDS: dict[tuple[str | None, str], Callable[[Ctx], str]] = {
-    ("memr3", "router"): memr3_router, ("memr3", "retrieve"): memr3_retrieve, ("memr3", "reflect"): memr3_reflect,
-    ("memr3", "answer"): memr3_answer,
-    ("hymem", "light"): hymem_light, ("hymem", "deep"): hymem_deep, ("hymem", "reflect"): hymem_reflect,
-    ("hymem", "final"): hymem_final,
-    ("ama", "retrieve"): ama_retrieve, ("ama", "judge"): ama_judge, ("ama", "refresh"): ama_refresh,
-    ("ama", "expand"): ama_expand,
-    ("hmem", "plan"): hmem_plan, ("hmem", "retrieve"): hmem_retrieve, ("hmem", "subanswer"): hmem_subanswer,
-    ("hmem", "followup"): hmem_followup, ("hmem", "synthesize"): hmem_synthesize,
-    ("recmem", "retrieve"): recmem_retrieve, ("recmem", "answer"): recmem_answer,
-    (None, "router"): memr3_router, (None, "light"): hymem_light, (None, "deep"): hymem_deep,
-    (None, "final"): hymem_final, (None, "plan"): hmem_plan, (None, "subanswer"): hmem_subanswer,
-    (None, "synthesize"): hmem_synthesize, (None, "judge"): ama_judge, (None, "expand"): ama_expand,
-    (None, "retrieve"): retrieve_card, (None, "answer"): answer_card,
+#: the card kinds: a small vocabulary of step summaries, each reading the fields its kind defines from a step's
+#: data. A method declares which kind summarises each of its step kinds (``MemoryMethod.step_cards``).
+CARD_KINDS: dict[str, Callable[[Ctx], str]] = {
+    "evidence_gaps": evidence_gaps_card, "gap_retrieve": gap_retrieve_card, "reflect_note": reflect_note_card,
+    "draft_answer": draft_answer_card, "light_tier": light_tier_card, "deep_tier": deep_tier_card,
+    "sufficiency": sufficiency_card, "tier_final": tier_final_card, "routed_retrieve": routed_retrieve_card,
+    "verdict": verdict_card, "refresh_edits": refresh_edits_card, "retry_expand": retry_expand_card,
+    "subquery_plan": subquery_plan_card, "scoped_retrieve": scoped_retrieve_card, "subanswer": subanswer_card,
+    "followup": followup_card, "synthesis": synthesis_card, "tiered_retrieve": tiered_retrieve_card,
+    "tier_answer": tier_answer_card, "retrieve": retrieve_card, "answer": answer_card, "generic": generic_card,
+}
+#: the card kind a step kind gets when its method declares none (a method this installation lacks included)
+BY_STEP_KIND: dict[str, str] = {
+    "router": "evidence_gaps", "light": "light_tier", "deep": "deep_tier", "final": "tier_final",
+    "plan": "subquery_plan", "subanswer": "subanswer", "synthesize": "synthesis", "judge": "verdict",
+    "expand": "retry_expand", "retrieve": "retrieve", "answer": "answer",
 }
 
 
+def declared_cards(method: str) -> Mapping[str, str]:
+    """``step kind -> card kind`` as the method's class declares it (``step_cards``); {} for a method that
+    declares none or that is not registered here (a saved run of a plugin not installed)."""
+    from workbench.methods import get_method, method_base
+
+    try:
+        cards = getattr(get_method(method_base(method or "")), "step_cards", None)
+    except ValueError:
+        return {}
+    return cards if isinstance(cards, Mapping) else {}
+
+
 def card_for(method: str, kind: str) -> Callable[[Ctx], str]:
-    """The card of ``kind`` for ``method`` (a method label such as ``memr3[ab12cd]`` counts as ``memr3``)."""
-    base = (method or "").split("[", 1)[0]
-    return CARDS.get((base, kind)) or CARDS.get((None, kind)) or generic_card
+    """The card of step ``kind`` for ``method`` (a label such as ``memr3[ab12cd]`` counts as its method): the
+    card kind the method declares for it, else the one its step kind gets by default, else the generic card."""
+    declared = declared_cards(method).get(kind)
+    return CARD_KINDS.get(declared) or CARD_KINDS.get(BY_STEP_KIND.get(kind, "")) or generic_card
 
 
 def card_html(c: Ctx) -> str:

@@ -108,6 +108,11 @@ class MemoryMethod:
     # shows, how it is checked against planted phenomena), run by the generic ``workbench.eval.mechanisms``;
     # None: the method gets the counts every method has (questions, failures) and nothing else.
     census: ClassVar["CensusSpec | None"] = None
+    # How the trace views summarise each of the method's step kinds: step kind -> a card kind of the views'
+    # vocabulary (``widgets.trace_cards.CARD_KINDS``: e.g. ``evidence_gaps`` for a step rewriting evidence and
+    # gap lists, ``verdict`` for a judge's verdict). A step kind not declared gets the card its kind gets by
+    # default, else the generic card (every field of the step).
+    step_cards: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

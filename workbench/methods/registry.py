@@ -36,13 +36,13 @@ BUILTIN: dict[str, str] = {
     "full_context": "workbench.methods.baselines:FullContext",
     "naive_rag": "workbench.methods.baselines:NaiveRAG",
     "eager_floor": "workbench.methods.baselines:EagerFloor",
-    "mem0_style": "workbench.methods.baselines:Mem0Style",
     "eager_facts": "workbench.methods.baselines:EagerFacts",
     "hymem": "workbench.methods.hymem:HyMem",
     "ama": "workbench.methods.ama:AMA",
     "hmem": "workbench.methods.hmem:HMem",
     "recmem": "workbench.methods.recmem:RecMem",
     "memr3": "workbench.methods.memr3:MemR3",
+    "mem0_style": "workbench.methods.baselines:Mem0Style",
 }
 #: names kept registered so saved runs load, -> the name to use instead
 DEPRECATED: dict[str, str] = {"eager_facts": "eager_floor"}

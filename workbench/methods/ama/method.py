@@ -99,6 +99,9 @@ class AMA(MemoryMethod):
 
     name = "ama"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    # how the trace views summarise its steps (card kinds of widgets.trace_cards)
+    step_cards = {"retrieve": "routed_retrieve", "judge": "verdict", "refresh": "refresh_edits",
+                  "expand": "retry_expand"}
     param_notes = {"conflict_check": {
         "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"}}

@@ -80,6 +80,9 @@ class HMem(MemoryMethod):
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    # how the trace views summarise its steps (card kinds of widgets.trace_cards)
+    step_cards = {"plan": "subquery_plan", "retrieve": "scoped_retrieve", "subanswer": "subanswer",
+                  "followup": "followup", "synthesize": "synthesis"}
     param_notes = {"fragment": {
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",

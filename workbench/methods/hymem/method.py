@@ -88,6 +88,8 @@ class HyMem(MemoryMethod):
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    # how the trace views summarise its steps (card kinds of widgets.trace_cards)
+    step_cards = {"light": "light_tier", "deep": "deep_tier", "reflect": "sufficiency", "final": "tier_final"}
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 

@@ -117,6 +117,9 @@ class MemR3(MemoryMethod):
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    # how the trace views summarise its steps (card kinds of widgets.trace_cards)
+    step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",
+                  "answer": "draft_answer"}
     prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state")
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
     question_date_datasets = frozenset({"longmemeval"})
