@@ -324,7 +324,7 @@ def test_structures_tab_registry(good_run, monkeypatch):
     assert "no structure view for this method" not in html and "structures.json is empty" not in html
     assert "Full-Context stores nothing" in html and "chunks of the conversation" in html
     assert "<script>window.__pwned" not in html  # the injected turns are escaped in the cards too
-    monkeypatch.delitem(appmod.STRUCTURE_VIEWS, "full_context")
+    monkeypatch.delitem(appmod.STRUCTURE_VIEWS, "whole_conversation")  # the kind Full-Context declares
     fallback = appmod.StructuresView(app.store).sections["full_context"]
     assert "no structure view for this method" in fallback[0].object  # the JSON fallback still works
     seen = {}

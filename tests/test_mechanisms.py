@@ -528,7 +528,7 @@ def test_a_labelled_variant_sits_beside_its_method_and_is_counted_as_it(tmp_path
     assert loaded.name == "ama[paper-judge]" and original.name == "ama"
     assert loaded.memories()["text"].tolist() == original.memories()["text"].tolist()  # same replies, same memory
     store = RunStore(out)
-    assert "ama[paper-judge]" in store.methods and "ama" in STRUCTURE_VIEWS
+    assert "ama[paper-judge]" in store.methods and "stores_and_log" in STRUCTURE_VIEWS
     section = StructuresView(store).section("ama[paper-judge]")
     assert "no structure view" not in str(section[0].object)
     from widgets.event_timeline import ordered_methods

@@ -19,8 +19,13 @@ from workbench.methods.hymem import HyMem
 from workbench.methods.memr3 import MemR3
 from workbench.rundir import RunDir, save_conversation, save_memory_snapshot
 
-from widgets.structure_cards import (CARDS, ama_card, ama_log_rows, hymem_card, mem0_style_card, memr3_card,
-                                     naive_rag_card)
+from widgets.structure_cards import CARDS, declared_view
+from widgets.structure_cards import chunks_card as naive_rag_card
+from widgets.structure_cards import controller_backend_card as memr3_card
+from widgets.structure_cards import ingestion_log_rows as ama_log_rows
+from widgets.structure_cards import level_links_card as hymem_card
+from widgets.structure_cards import speaker_memories_card as mem0_style_card
+from widgets.structure_cards import stores_log_card as ama_card
 
 XSS = "<img src=x onerror=alert(1)>"
 # Facts the scripted AMA Constructor returns per turn of tiny-1 (one carries an HTML payload)
@@ -67,7 +72,7 @@ def run_dir(tmp_path_factory, tiny_conv):
 def card_of(run_dir, method, conv, **kw):
     run = RunDir(run_dir)
     cid = conv.id
-    return CARDS[method](run.structures(method, cid), conv, memories=run.memories(method, cid),
+    return CARDS[declared_view(method)](run.structures(method, cid), conv, memories=run.memories(method, cid),
                          params=run.params(method, cid), backend_params=run.params(method, cid, backend=True), **kw)
 
 

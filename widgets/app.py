@@ -64,6 +64,7 @@ from widgets.question import CSS as QUESTION_CSS
 from widgets.question import (answer_flags_html, gold_html, judge_notes_html, methods_html, question_html,
                               question_options, question_state)
 from widgets.structure_cards import CARDS as STRUCTURE_CARDS
+from widgets.structure_cards import declared_view
 from widgets.trace_area import TraceArea
 from widgets.trace_timeline import TraceTimeline, keys_html, timeline_html
 from workbench.methods import method_base
@@ -115,8 +116,16 @@ def _card_view(card):
     return view
 
 
-for _method, _card in STRUCTURE_CARDS.items():
-    register_structure_view(_method, files=True)(_card_view(_card))
+for _kind, _card in STRUCTURE_CARDS.items():  # under their kind: a method declares which it uses
+    register_structure_view(_kind, files=True)(_card_view(_card))
+
+
+def views_available() -> list[str]:
+    """The names with a structure view here: registered views (kinds and method names) and every registered
+    method whose declared kind has one."""
+    from workbench.methods import REGISTRY
+
+    return sorted({*STRUCTURE_VIEWS, *(n for n in REGISTRY if (declared_view(n) or "") in STRUCTURE_VIEWS)})
 
 
 def load_structure_views() -> list[str]:
@@ -1252,11 +1261,13 @@ class StructuresView:
         """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""
         return {"memories": self.store.memory_rows(method), "params": self.store.params(method),
                 "backend_params": self.store.params(method, backend=True),
-                "views": sorted(STRUCTURE_VIEWS)}
+                "views": views_available()}
 
     def section(self, method: str) -> list:
         data = self.store.structures(method)
-        view = STRUCTURE_VIEWS.get(method) or STRUCTURE_VIEWS.get(method_base(method))  # ama[probe] -> ama
+        # a view registered for the method itself (or its base: ama[probe] -> ama), else the kind it declares
+        view = (STRUCTURE_VIEWS.get(method) or STRUCTURE_VIEWS.get(method_base(method))
+                or STRUCTURE_VIEWS.get(declared_view(method) or ""))
         if view is not None:
             try:
                 if getattr(view, "structure_files", False):

@@ -3,7 +3,7 @@ timeline and ingestion log; MemR3's backend; HyMem's Level-1 -> Level-2 links; w
 
 Each card is a plain function from a method's saved files (``structures.json``, ``memories.jsonl``
 rows, ``params.json``) and the conversation to one HTML string (``box``-wrapped), so the Panel app
-(which registers them for its Structures tab) and a notebook (``IPython.display.HTML(ama_card(...))``)
+(which registers them for its Structures tab) and a notebook (``IPython.display.HTML(stores_log_card(...))``)
 show the same thing. No Panel here.
 
 Everything comes from a run directory someone else may have written: every text goes through
@@ -126,6 +126,16 @@ def _settings(params: Mapping, keys: Sequence[str]) -> str:
     return f"<p><small>settings: {' · '.join(shown)}</small></p>" if shown else ""
 
 
+def declared_view(method: str) -> str | None:
+    """The structure view kind a registered method declares (``MemoryMethod.structure_view``), else None."""
+    from workbench.methods import get_method, method_base
+
+    try:
+        return getattr(get_method(method_base(method or "")), "structure_view", None)
+    except ValueError:
+        return None
+
+
 def _card(title: str, lead: str, body: str, notes: Sequence[str]) -> str:
     return box(f"<h4>{esc(title)}</h4><p>{lead}</p>{_notes(notes)}{body}")
 
@@ -139,7 +149,7 @@ def _no_conversation(conversation, notes: list[str]) -> None:
 AMA_STORES = ("raw", "fact", "episode")
 
 
-def ama_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dict]:
+def ingestion_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dict]:
     """AMA's ``ingestion_log`` grouped per turn: the Judge's verdicts, conflict candidates, what the
     Refresher did, whether the episode trigger fired and what the episode step decided."""
     per: dict[str, dict] = {}
@@ -174,7 +184,7 @@ def ama_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dict]:
     return rows
 
 
-def _ama_log_html(structures: Mapping, order: Mapping[str, int], notes: list[str]) -> str:
+def _ingestion_log_html(structures: Mapping, order: Mapping[str, int], notes: list[str]) -> str:
     log = structures.get("ingestion_log") if isinstance(structures, Mapping) else None
     if log is None:
         notes.append("structures.json has no ingestion_log: the Judge and Refresher decisions are not shown")
@@ -182,7 +192,7 @@ def _ama_log_html(structures: Mapping, order: Mapping[str, int], notes: list[str
     if not isinstance(log, list):
         notes.append(f"ingestion_log in structures.json is a {type(log).__name__}, not a list: not shown")
         return ""
-    rows = ama_log_rows(log, order)
+    rows = ingestion_log_rows(log, order)
     verdicts = Counter(v for r in rows for v in r["judge"])
     refreshes = sum(len(r["refresh"]) for r in rows)
     errors = sum(len(r["errors"]) for r in rows)
@@ -211,7 +221,7 @@ def _ama_log_html(structures: Mapping, order: Mapping[str, int], notes: list[str
                "no episode decision.</p>" if quiet else ""))
 
 
-def ama_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def stores_log_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """AMA: the raw / fact / episode stores (counts and capped tables with source-turn text), the episode
     timeline in conversation order, and the ingestion log of Judge verdicts and Refresher actions."""
     notes: list[str] = []
@@ -264,7 +274,7 @@ def ama_card(structures: Mapping, conversation=None, *, memories=(), params=None
              + ". The first few:</p>"
              + _capped([{"unit": _text(r.get("id")), "text": clip(short(_text(r.get("text")), CELL))}
                         for r in by["raw"]], ["unit", "text"], raw=["text"], limit=5, what="raw units"))
-    body += _ama_log_html(structures, order, notes)
+    body += _ingestion_log_html(structures, order, notes)
     return _card("AMA: raw, fact and episode stores", lead, body, notes)
 
 
@@ -275,12 +285,12 @@ def _num(unit_id: str) -> tuple:
 
 
 #: what HyMem's ``segment`` field of a Level-2 event means (``workbench.methods.hymem.segment``)
-HYMEM_ORIGINS = {"llm": "a topic span the segmenting LLM proposed",
+LEVEL2_ORIGINS = {"llm": "a topic span the segmenting LLM proposed",
                  "gap": "turns no proposed span covered, kept as their own event so nothing is lost",
                  "window": "a fixed window of turns (no LLM)", "session": "one whole session (no LLM)"}
 
 
-def hymem_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def level_links_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """HyMem: each Level-2 event (a raw topic segment of the conversation) with the Level-1
     key-information sentences linked to it, in conversation order; Level-1 units whose summary call
     failed (and hold the raw event text instead) are marked."""
@@ -325,7 +335,7 @@ def hymem_card(structures: Mapping, conversation=None, *, memories=(), params=No
                       "event text": f"<details><summary>show the turns</summary>"
                                     f"{turn_lines(ids, turns, limit=20) or clip(_text(r.get('text')))}</details>"})
     origins = {_text(r.get("segment")) for r in events}
-    legend = [f"<i>{k}</i>: {v}" for k, v in HYMEM_ORIGINS.items() if k in origins]
+    legend = [f"<i>{k}</i>: {v}" for k, v in LEVEL2_ORIGINS.items() if k in origins]
     if legend:
         overlap = p.get("overlap_turns")
         legend.append(f"LLM and gap events are widened by {esc(overlap)} turns each side, so neighbours overlap"
@@ -348,7 +358,7 @@ def _n_chars(conversation) -> int:
     return sum(len(t.content or "") for t in conversation.turns) if conversation is not None else 0
 
 
-def full_context_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def whole_conversation_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """Full-Context builds no memory: what each question is shown is the whole conversation."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -378,7 +388,7 @@ def chunks_html(rows: Sequence[Mapping], order: Mapping[str, int], *, limit: int
     return stats + _capped(table, ["chunk", "turns", "text"], raw=["text"], limit=limit, what="chunks")
 
 
-def naive_rag_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def chunks_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """NaiveRAG: how the conversation was cut into chunks (count, size) and what a question retrieves."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -400,7 +410,7 @@ def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int
                    what="memories")
 
 
-def eager_floor_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def fact_list_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """EagerFloor: the facts one extraction call per exchange wrote (append-only), with their turns."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -412,7 +422,7 @@ def eager_floor_card(structures: Mapping, conversation=None, *, memories=(), par
     return _card("Eager Floor", lead, _facts_html(rows, _turns(conversation), _order(conversation)), notes)
 
 
-def mem0_style_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """Mem0Style: the memories left after the per-fact ADD/UPDATE/DELETE decisions, per speaker."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -427,7 +437,7 @@ def mem0_style_card(structures: Mapping, conversation=None, *, memories=(), para
 
 
 # -- MemR3 -------------------------------------------------------------------------------------------------
-def memr3_card(structures: Mapping, conversation=None, *, memories=(), params=None, backend_params=None,
+def controller_backend_card(structures: Mapping, conversation=None, *, memories=(), params=None, backend_params=None,
                views: Iterable[str] = (), **_) -> str:
     """MemR3 is a retrieval controller: its memory is its backend's. Shows the backend (name, settings,
     unit count), the controller's settings, and where the backend's own structure card is."""
@@ -457,16 +467,17 @@ def memr3_card(structures: Mapping, conversation=None, *, memories=(), params=No
         body += (f"<p>{esc(b_name)} has its own structure card in this tab when the run built it as a method of "
                  "its own. That card shows that separate build (its own settings, which may differ from the ones "
                  "above); this backend's units are summarised here.</p>")
-    if b_name == "naive_rag" or set(kinds) == {"chunk"}:
+    if declared_view(b_name) == "chunks" or set(kinds) == {"chunk"}:
         body += "<h5>Backend chunks</h5>" + chunks_html(rows, order)
     else:
         body += "<h5>Backend units</h5>" + _facts_html(rows, _turns(conversation), order, extra="kind")
     return _card("MemR3: retrieval controller over a backend", lead, body, notes)
 
 
-#: method name -> card function; the app registers each for its Structures tab
+#: structure card kinds (``MemoryMethod.structure_view`` names one) -> card function; the app registers each in its
+#: Structures tab under its kind
 CARDS: dict[str, Callable[..., str]] = {
-    "ama": ama_card, "hymem": hymem_card, "memr3": memr3_card, "full_context": full_context_card,
-    "naive_rag": naive_rag_card, "eager_floor": eager_floor_card, "eager_facts": eager_floor_card,
-    "mem0_style": mem0_style_card,
+    "stores_and_log": stores_log_card, "level_links": level_links_card, "controller_backend": controller_backend_card,
+    "whole_conversation": whole_conversation_card, "chunks": chunks_card, "fact_list": fact_list_card,
+    "speaker_memories": speaker_memories_card,
 }

@@ -43,9 +43,9 @@ def _missing(what: str):
                          sizing_mode="stretch_width")
 
 
-@register_structure_view("hmem")
-def hmem_structure_view(structures: Mapping, conversation=None):
-    """The ``hmem`` card: the temporal-semantic tree, then the entity graph."""
+@register_structure_view("tree_and_graph")
+def tree_and_graph_view(structures: Mapping, conversation=None):
+    """The ``tree_and_graph`` view: a temporal-semantic tree, then an entity graph (H-Mem declares it)."""
     if not structures.get("tree") and not (structures.get("graph") or {}).get("nodes"):
         return _missing("H-Mem tree or graph")
     return pn.Column(pn.pane.Markdown("#### Temporal–semantic tree"), TreePanel(structures, conversation).panel,
@@ -53,9 +53,10 @@ def hmem_structure_view(structures: Mapping, conversation=None):
                      sizing_mode="stretch_width")
 
 
-@register_structure_view("recmem")
-def recmem_structure_view(structures: Mapping, conversation=None):
-    """The ``recmem`` card: units by consolidation, the trigger replay, episodes with their members."""
+@register_structure_view("clusters")
+def clusters_view(structures: Mapping, conversation=None):
+    """The ``clusters`` view: units by consolidation, the trigger replay, episodes with their members (RecMem
+    declares it)."""
     if not structures.get("units"):
         return _missing("RecMem units")
     return ClusterPanel(structures, conversation).panel

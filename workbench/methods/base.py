@@ -113,6 +113,10 @@ class MemoryMethod:
     # gap lists, ``verdict`` for a judge's verdict). A step kind not declared gets the card its kind gets by
     # default, else the generic card (every field of the step).
     step_cards: ClassVar[dict[str, str]] = {}
+    # The kind of view the Structures tab draws the method's saved structures with (``widgets.structure_cards``
+    # and the ``*_views`` modules: e.g. ``tree_and_graph``, ``clusters``, ``chunks``, ``fact_list``). None: a
+    # generic view of its structures.json.
+    structure_view: ClassVar[str | None] = None
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

@@ -98,6 +98,7 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    structure_view = "stores_and_log"  # its three stores and the ingestion log
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"retrieve": "routed_retrieve", "judge": "verdict", "refresh": "refresh_edits",

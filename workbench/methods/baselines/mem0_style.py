@@ -51,6 +51,7 @@ class Mem0Style(MemoryMethod):
     # as Mem0's paper labels the LoCoMo integers in its tables
     category_labels = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain", 5: "(not scored)"}
     name = "mem0_style"
+    structure_view = "speaker_memories"
     prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
 
     def __init__(self, *, llm=None, embedder=None,

@@ -74,6 +74,7 @@ class FullContext(MemoryMethod):
     reference = True  # the papers' Full-Context upper bound
     whole_conversation_roles = frozenset({"answer"})
     name = "full_context"
+    structure_view = "whole_conversation"
     prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, answer_prompt: Literal["native", "shared"] = "native"):
@@ -109,6 +110,7 @@ class NaiveRAG(MemoryMethod):
 
     default_choice = True  # what `workbench eval` runs when no method is named: the plain retrieval baseline
     name = "naive_rag"
+    structure_view = "chunks"
     prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, embedder=None, chunking: Literal["turn", "session", "window"] = "turn",
@@ -182,6 +184,7 @@ class EagerFloor(MemoryMethod):
     """
 
     name = "eager_floor"
+    structure_view = "fact_list"
     prompt_modules = _PROMPT_MODULES
 
     def __init__(self, *, llm=None, embedder=None, top_k: int = 10,

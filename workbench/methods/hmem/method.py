@@ -79,6 +79,7 @@ class HMem(MemoryMethod):
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
+    structure_view = "tree_and_graph"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"plan": "subquery_plan", "retrieve": "scoped_retrieve", "subanswer": "subanswer",

@@ -87,6 +87,7 @@ class HyMem(MemoryMethod):
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
+    structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"light": "light_tier", "deep": "deep_tier", "reflect": "sufficiency", "final": "tier_final"}

@@ -116,6 +116,7 @@ class MemR3(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
+    structure_view = "controller_backend"  # a controller over its backend's memory
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",

@@ -129,6 +129,7 @@ class RecMem(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
+    structure_view = "clusters"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     step_cards = {"retrieve": "tiered_retrieve", "answer": "tier_answer"}  # how the trace views summarise its steps
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger")
