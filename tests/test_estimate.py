@@ -103,7 +103,7 @@ def test_too_long_full_context_prompt_is_flagged_before_any_call(tmp_path):
     method = get_method("full_context")(llm=llm)
     plan = select(Dataset("syn", (conv,)), questions=1)
     est = estimate_run(method, plan, llm=llm, judge=None)
-    assert est.blocked and any("Full-Context prompt for syn-1" in f and "16,384" in f for f in est.flags)
+    assert est.blocked and any("Whole-conversation prompt for syn-1" in f and "16,384" in f for f in est.flags)
     assert est.phases["query"].calls == 0  # refused questions cost nothing
     assert llm._llama is None and len(llm.ledger) == 0
 

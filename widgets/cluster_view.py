@@ -356,8 +356,8 @@ class ClusterState(ViewState):
 class ClusterView(NotebookShell):
     """The clusters in a notebook (``ClusterState`` bound to ipywidgets)."""
 
-    def __init__(self, recmem_or_structures: Any, *, live_outcomes: bool = True):
-        super().__init__(ClusterState(structures_of(recmem_or_structures), live_outcomes=live_outcomes))
+    def __init__(self, method_or_structures: Any, *, live_outcomes: bool = True):
+        super().__init__(ClusterState(structures_of(method_or_structures), live_outcomes=live_outcomes))
 
     def set_thresholds(self, theta_sim: float | None = None, theta_count: int | None = None) -> "ClusterView":
         """Replay the gate at these thresholds (None keeps the current one) and redraw."""

@@ -35,6 +35,19 @@ def _reference() -> str | None:
 
 
 REFERENCE_METHOD = _reference()
+
+
+def _reference_title() -> str:
+    """How prose names the reference method (its class's ``title``, else its name)."""
+    from workbench.methods import get_method
+
+    try:
+        return get_method(REFERENCE_METHOD or "").title or str(REFERENCE_METHOD)
+    except ValueError:
+        return str(REFERENCE_METHOD)
+
+
+REFERENCE_TITLE = _reference_title()
 X_CHOICES = ("query_tokens", "construction_tokens")
 ALL = "all"
 
@@ -298,8 +311,8 @@ QUALITY_COLUMNS = ("method", "{metric} (n)", "judge (n)", "F1 · BLEU-1", "evide
                    "judge vs F1", "query tokens / question", "construction tokens / conversation", "failures")
 QUALITY_NOTE = ("judge (n): the judge's accuracy and its audited false-accept rate (on wrong answers) · judge vs F1: "
                 "questions where the judge says CORRECT with F1 = 0 or WRONG with F1 = 1 · query tokens: mean per "
-                "question, with the ratio to Full-Context on the same questions · construction tokens: LLM tokens "
-                "spent building the memory, mean per conversation built (0: the method builds without an LLM) · "
+                f"question, with the ratio to {REFERENCE_TITLE} on the same questions · construction tokens: LLM "
+                "tokens spent building the memory, mean per conversation built (0: the method builds without an LLM) · "
                 "failures: questions whose method raised, and questions with any failed call or fallback")
 
 
@@ -334,7 +347,7 @@ def quality_cells(r, metric: str) -> dict:
     dis = _val(r, "judge_f1_disagree")
     out["judge vs F1"] = "" if dis != dis else (f"<b>{int(dis)} of {n}</b>" if dis > 0 else f"0 of {n}")
     qt, ratio = _val(r, "query_tokens"), _val(r, "fc_token_ratio")
-    out["query tokens / question"] = ("" if qt != qt else f"{qt:,.0f}" + (f" <small>(×{ratio:.2f} Full-Context)"
+    out["query tokens / question"] = ("" if qt != qt else f"{qt:,.0f}" + (f" <small>(×{ratio:.2f} {REFERENCE_TITLE})"
                                                                           "</small>" if ratio == ratio else ""))
     ct, convs = _val(r, "construction_tokens"), _val(r, "conversations")
     built = f" <small>(n={int(convs)} conv.)</small>" if convs == convs else ""
@@ -364,7 +377,7 @@ def _hover(r, x: str, metric: str) -> str:
     if r.get("delta_n", 0) and r["method"] != REFERENCE_METHOD:
         dci = (f" [{r['delta_low']:+.3f}, {r['delta_high']:+.3f}]" if r["delta_low"] == r["delta_low"] else
                " (no CI: n < 5)")
-        delta = f"<br>vs Full-Context (paired, n={int(r['delta_n'])}): {r['delta_fc']:+.3f}{dci}"
+        delta = f"<br>vs {REFERENCE_TITLE} (paired, n={int(r['delta_n'])}): {r['delta_fc']:+.3f}{dci}"
     return (f"{esc(r['label'])}<br>{esc(metric)} {r['accuracy']:.3f} {ci} · n={r['n']}{judge}{delta}<br>"
             f"mean {esc(x)}: {r['tokens']:.0f}<br>{params_hover(r['params'])}")
 
@@ -525,7 +538,7 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     ticks, ticktext = log_ticks(drawn["tokens"].tolist()) if log_x else ([], [])
     head = title or f"{metric} vs mean {x} per {_per(x)}"
     has_ref = (frame["method"] == REFERENCE_METHOD).any()
-    notes = ([f"dashed line: the level of the reference, {REFERENCE_METHOD}"] if has_ref else []) + \
+    notes = ([f"dashed line: the {REFERENCE_TITLE} level"] if has_ref else []) + \
             ([f"0 tokens (not drawn): {', '.join(zero)}"] if zero else [])
     fig.update_layout(title=esc(head) + (f"<br><sup>{esc(' · '.join(notes))}</sup>" if notes else ""),
                       xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),

@@ -24,7 +24,7 @@ class EvidenceGapView(TraceStepper):
     are the router steps themselves; ``current_html`` is the timeline at the current one."""
 
     unit = "iteration"
-    intro = ("MemR3's router iterations only: after each router call, the evidence and the gaps as a diff "
+    intro = ("The router iterations only: after each router call, the evidence and the gaps as a diff "
              "against the previous call (+ added or opened, − dropped or closed) and what decided the action.")
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,

@@ -234,9 +234,9 @@ class GraphState(ViewState):
 class GraphView(NotebookShell):
     """The entity graph in a notebook (``GraphState`` bound to ipywidgets)."""
 
-    def __init__(self, hmem_or_structures: Any, *, conversation=None, height: int = 600):
-        self.conversation = conversation_of(hmem_or_structures, conversation)
-        super().__init__(GraphState(structures_of(hmem_or_structures), self.conversation, height=height))
+    def __init__(self, method_or_structures: Any, *, conversation=None, height: int = 600):
+        self.conversation = conversation_of(method_or_structures, conversation)
+        super().__init__(GraphState(structures_of(method_or_structures), self.conversation, height=height))
 
     def select(self, entity: str | None) -> "GraphView":
         """Pick an entity by id, name or alias (None clears); unknown entities raise ``KeyError``."""

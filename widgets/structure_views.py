@@ -47,7 +47,7 @@ def _missing(what: str):
 def tree_and_graph_view(structures: Mapping, conversation=None):
     """The ``tree_and_graph`` view: a temporal-semantic tree, then an entity graph (H-Mem declares it)."""
     if not structures.get("tree") and not (structures.get("graph") or {}).get("nodes"):
-        return _missing("H-Mem tree or graph")
+        return _missing("tree or entity graph")
     return pn.Column(pn.pane.Markdown("#### Temporal–semantic tree"), TreePanel(structures, conversation).panel,
                      pn.pane.Markdown("#### Entity graph"), GraphPanel(structures, conversation).panel,
                      sizing_mode="stretch_width")
@@ -58,5 +58,5 @@ def clusters_view(structures: Mapping, conversation=None):
     """The ``clusters`` view: units by consolidation, the trigger replay, episodes with their members (RecMem
     declares it)."""
     if not structures.get("units"):
-        return _missing("RecMem units")
+        return _missing("clustered units")
     return ClusterPanel(structures, conversation).panel

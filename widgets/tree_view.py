@@ -258,9 +258,9 @@ class TreeState(ViewState):
 class TreeView(NotebookShell):
     """The tree in a notebook (``TreeState`` bound to ipywidgets)."""
 
-    def __init__(self, hmem_or_structures: Any, *, conversation=None, select: str | None = None):
-        self.structures = structures_of(hmem_or_structures)
-        self.conversation = conversation_of(hmem_or_structures, conversation)
+    def __init__(self, method_or_structures: Any, *, conversation=None, select: str | None = None):
+        self.structures = structures_of(method_or_structures)
+        self.conversation = conversation_of(method_or_structures, conversation)
         super().__init__(TreeState(self.structures, self.conversation))
         if select is not None:
             self.select(select)

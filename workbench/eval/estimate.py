@@ -283,7 +283,7 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
     phases = {p: PhaseEstimate() for p in PHASES}
     fc = next((r for r in roles if r["phase"] == "query" and whole_conversation_role(r["role"])), None)
     if fc is not None:
-        phases["query"], refused = _full_context(fc, plan, fitted, llm, latency, flags, notes)
+        phases["query"], refused = _whole_conversation(fc, plan, fitted, llm, latency, flags, notes)
         # a refused question fails before the judge: the harness does not send it to the judge
         units = {**units, "judged": units["judged"] - structure([(c, q) for c, q in plan if c.id in refused])["judged"]}
     judge_latency = _judge_latency(judge, llm, latency, history)
@@ -321,7 +321,7 @@ def _when_text(when: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in when.items())
 
 
-def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags: list,
+def _whole_conversation(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags: list,
                   notes: list) -> tuple[PhaseEstimate, set]:
     """One answer call per question whose prompt holds the whole conversation; over-long ones are
     refused before decoding (flagged, and returned so their questions are not judged either)."""
@@ -332,7 +332,7 @@ def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags
         pt = ratio * conversation_tokens(conv)
         n = r["calls_per_unit"] * len(qas)
         if n_ctx and pt + max_new > n_ctx:
-            flags.append(f"Full-Context prompt for {conv.id} is ~{pt:,.0f} tokens, over the model's context of "
+            flags.append(f"Whole-conversation prompt for {conv.id} is ~{pt:,.0f} tokens, over the model's context of "
                          f"{n_ctx:,} ({max_new} kept for the reply): its {len(qas)} questions would fail")
             refused.add(conv.id)
             continue
@@ -340,10 +340,11 @@ def _full_context(r: dict, plan, fitted: dict, llm, latency: LatencyModel, flags
         ct = n * r["completion_tokens_per_call"]
         out = out + PhaseEstimate(n, n * pt, ct, latency.total(n, n * pt, ct))
     if n_ctx is None and plan:
-        notes.append("the backend's context window is unknown here: Full-Context prompts were not checked against it")
+        notes.append("the backend's context window is unknown here: whole-conversation prompts were not checked "
+                     "against it")
     if longest > 4 * r["prompt_tokens_per_call"]:
-        notes.append(f"Full-Context prompts of ~{longest:,.0f} tokens: prompt throughput falls at long contexts, so "
-                     "its wall time is a lower bound")
+        notes.append(f"Whole-conversation prompts of ~{longest:,.0f} tokens: prompt throughput falls at long "
+                     "contexts, so its wall time is a lower bound")
     return out, refused
 
 

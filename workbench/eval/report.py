@@ -49,7 +49,7 @@ def reference_method() -> str | None:
     return next((name for name, cls in REGISTRY.items() if getattr(cls, "reference", False)), None)
 
 
-FULL_CONTEXT = reference_method()  # the reference's name, for the default arguments below
+REFERENCE = reference_method()  # the reference's name, for the default arguments below
 SCORE_COLUMNS = ("judge", "checker", "f1", "bleu1", "locomo_f1", "exact_match", "adversarial")
 _ORDER = [CATEGORY_NAMES[c] for c in (1, 2, 3, 4)] + list(QUESTION_TYPES) + [OVERALL, CATEGORY_NAMES[5]]
 
@@ -277,7 +277,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     return table
 
 
-def paired_differences(df: pd.DataFrame, *, reference: str = FULL_CONTEXT, metric: str | None = None,
+def paired_differences(df: pd.DataFrame, *, reference: str = REFERENCE, metric: str | None = None,
                        n_boot: int = 1000, seed: int = 0, level: float = 0.95, audits: dict | None = None,
                        categories: bool = False) -> pd.DataFrame:
     """Each method minus ``reference`` on the questions both answered (paired bootstrap, clustered by

@@ -102,6 +102,8 @@ class MemoryMethod:
     # Question roles whose prompt holds the whole conversation: the estimate prices them by conversation length
     # and refuses the questions whose prompt would not fit the model's context.
     whole_conversation_roles: ClassVar[frozenset[str]] = frozenset()
+    # How views and reports write the method's name in prose (e.g. "Full-Context"); None: its ``name``.
+    title: ClassVar[str | None] = None
     # True for the method ``workbench eval`` runs when no ``--method`` is named (one registered method says so).
     default_choice: ClassVar[bool] = False
     # The method's own census (``census_kit.CensusSpec``: its mechanism counters, the counts the app header

@@ -64,6 +64,15 @@ def check_declarations(make: C.MakeMethod, conv: Conversation) -> None:
                               and all(isinstance(v, str) for v in labels.values())), (
         f"{cls.__name__}.category_labels must be None or a label for each LoCoMo category 1-5, got {labels!r}")
     assert isinstance(cls.param_notes, dict), f"{cls.__name__}.param_notes must be a dict"
+    assert isinstance(cls.step_cards, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in cls.step_cards.items()), (
+        f"{cls.__name__}.step_cards must map step kinds to card kinds (strings), got {cls.step_cards!r}")
+    for attr in ("structure_view", "title"):
+        value = getattr(cls, attr)
+        assert value is None or isinstance(value, str), f"{cls.__name__}.{attr} must be None or a string"
+    from ..methods.census_kit import CensusSpec
+    assert cls.census is None or isinstance(cls.census, CensusSpec), (
+        f"{cls.__name__}.census must be None or a workbench.methods.census_kit.CensusSpec")
     assert isinstance(cls.prompt_modules, tuple), f"{cls.__name__}.prompt_modules must be a tuple of module names"
 
 

@@ -72,6 +72,7 @@ class FullContext(MemoryMethod):
     ``answer_prompt``: native ``ANSWER_FROM_CONVERSATION`` or the shared prompt (module docstring)."""
 
     reference = True  # the papers' Full-Context upper bound
+    title = "Full-Context"
     whole_conversation_roles = frozenset({"answer"})
     name = "full_context"
     structure_view = "whole_conversation"
