@@ -431,10 +431,12 @@ def test_structure_views_register_and_discovery_problems(good_run, monkeypatch):
     import pkgutil
 
     fake = [pkgutil.ModuleInfo(None, "missing_tree_view", False)]
-    monkeypatch.setattr(appmod.pkgutil, "iter_modules", lambda path: fake)
+    monkeypatch.setattr(pkgutil, "iter_modules", lambda path: fake)
     assert appmod.load_structure_views()[0].startswith("widgets.missing_tree_view: ModuleNotFoundError")
 
-    monkeypatch.setattr(appmod, "STRUCTURE_VIEWS", dict(appmod.STRUCTURE_VIEWS))  # the cards come back after
+    from widgets.tabs import structures as structures_tab
+
+    monkeypatch.setattr(structures_tab, "STRUCTURE_VIEWS", dict(appmod.STRUCTURE_VIEWS))  # the cards come back after
 
     @appmod.register_structure_view("full_context")
     def fc_view(structures, conversation):
@@ -517,7 +519,9 @@ def test_first_semantic_search_in_a_served_page_says_what_it_embeds(good_run, mo
     mem.method.value = "eager_facts"
     mem.store.forget_vectors("eager_facts")
     started = []
-    monkeypatch.setattr(appmod, "in_server_session", lambda: True)
+    from widgets.tabs import memories as memories_tab
+
+    monkeypatch.setattr(memories_tab, "in_server_session", lambda: True)  # the Memories tab's own check
     monkeypatch.setattr(appmod.MemoriesView, "start_embedding", lambda self, method, doc: started.append(method))
     mem.mode.value, mem.query.value = "semantic", "giant pumpkin"
     n = len(mem.store.memories("eager_facts"))
@@ -531,7 +535,7 @@ def test_first_semantic_search_in_a_served_page_says_what_it_embeds(good_run, mo
             fn()
 
     monkeypatch.undo()  # the real worker thread now
-    monkeypatch.setattr(appmod, "in_server_session", lambda: True)
+    monkeypatch.setattr(memories_tab, "in_server_session", lambda: True)
     mem.start_embedding("eager_facts", Doc())
     deadline = time.time() + 30
     while mem.table.loading and time.time() < deadline:

@@ -540,7 +540,8 @@ def test_app_refuses_a_public_address_without_allow_remote(capsys):
         check_address("0.0.0.0", allow_remote=False)
     check_address("0.0.0.0", allow_remote=True)
     assert "WARNING" in capsys.readouterr().err and "--basic-auth" in (ROOT / "README.md").read_text()
-    assert "panel serve widgets/app.py --address 127.0.0.1" in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "panel serve widgets/app.py --auth-module widgets/host_auth.py --address 127.0.0.1" in readme
 
 
 # ================================================================================================

@@ -242,7 +242,9 @@ def test_results_quality_table_is_narrow_with_n_in_every_accuracy_cell(scripted_
     html = v.table.object
     quality = html.split(": quality and cost</h4>")[1].split("</table>")[0]
     assert quality.count("<th>") <= len(QUALITY_COLUMNS) == 9  # was 16 columns, cut off at 1400 px
-    heads = v.summary[v.summary["category"] == appmod.headline(v.summary)]
+    from widgets.cost_accuracy import headline
+
+    heads = v.summary[v.summary["category"] == headline(v.summary)]
     for _, r in heads.iterrows():
         assert f"{r['accuracy']:.3f} (n={int(r['n'])})" in quality
     assert "(no LLM to build)" in quality  # naive_rag builds without LLM calls: its 0 is explained

@@ -2,7 +2,7 @@
 ``TreeState``, ``GraphState`` and ``ClusterState`` the notebook views use, in ``PanelShell``.
 
 ``widgets.app.load_structure_views`` imports this module (its name ends in ``_views``), which
-registers one view per method in ``widgets.app.STRUCTURE_VIEWS``.
+registers one view per kind in ``widgets.tabs.structures.STRUCTURE_VIEWS`` (re-exported by ``widgets.app``).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Mapping
 
 import panel as pn
 
-from .app import register_structure_view
+from .tabs.structures import register_structure_view
 from .cluster_view import ClusterState
 from .graph_view import GraphState
 from .panel_shell import PanelShell

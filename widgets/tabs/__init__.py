@@ -1,0 +1,1 @@
+"""One module per tab of the app; ``widgets.app`` composes them."""

@@ -1,0 +1,106 @@
+"""The Question tab: one question, every method's answer, verdicts and what each reader saw."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import panel as pn
+
+from widgets.html import box
+from widgets.panel_parts import (
+    html_pane,
+)
+from widgets.question import (
+    question_html,
+    question_options,
+    question_state,
+)
+from widgets.run_store import RunStore
+
+
+def _export_name(qa_id: str | None, ext: str) -> str:
+    """A file name from a question id that came from the run: letters, digits and dashes only."""
+    import re
+
+    return (re.sub(r"[^A-Za-z0-9-]+", "-", str(qa_id or "question")).strip("-")[:80] or "question") + f".{ext}"
+
+
+# ------------------------------------------------------------------------------------------------
+class QuestionTab:
+    """The Question view (``widgets.question``: state and HTML) bound to Panel widgets. Picking a
+    method highlights its row and opens the context its reader saw; the button opens that method's
+    trace in the Traces tab (``open_trace`` is set by ``WorkbenchApp``)."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.open_trace: Callable[[str, str], None] | None = None
+        self.question = pn.widgets.Select(label="question", options={}, sizing_mode="stretch_width")
+        self.method = pn.widgets.Select(label="method (row highlighted, its context opened)", options=[], width=300)
+        self.trace_button = pn.widgets.Button(label="open its trace in Traces ▶", width=220, align="end",
+                                              color="primary", disabled=True)
+        self.body = html_pane("")
+        self.question.param.watch(lambda e: self.load_question(), "value")
+        self.method.param.watch(lambda e: self.render(), "value")
+        self.trace_button.on_click(lambda e: self.to_trace())
+        store.param.watch(lambda e: self.load(), "conv_id")
+        # a case study or a slide: the comparison as a standalone page, or as a Markdown table
+        self.export_html = pn.widgets.FileDownload(callback=self._export_html, filename="question.html",
+                                                   label="export (HTML)", button_type="light", width=140,
+                                                   align="end")
+        self.export_md = pn.widgets.FileDownload(callback=self._export_md, filename="question.md",
+                                                 label="export (Markdown)", button_type="light", width=160,
+                                                 align="end")
+        self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button, self.export_html, self.export_md),
+                               self.body, sizing_mode="stretch_width")
+        self.load()
+
+    def _export_html(self):
+        from io import BytesIO
+
+        from widgets.question import question_page
+
+        self.export_html.filename = _export_name(self.question.value, "html")
+        page = question_page(self.state, selected=self.selected, run=Path(self.store.run_dir).name) \
+            if self.state else "<!doctype html><p>No answered question.</p>"
+        return BytesIO(page.encode("utf-8"))
+
+    def _export_md(self):
+        from io import BytesIO
+
+        from widgets.question import question_markdown
+
+        self.export_md.filename = _export_name(self.question.value, "md")
+        return BytesIO((question_markdown(self.state) if self.state else "No answered question.\n").encode("utf-8"))
+
+    def load(self) -> None:
+        opts = question_options(self.store.results(), self.store.conv_id)
+        self.question.options = opts
+        if opts and self.question.value not in opts.values():
+            self.question.value = next(iter(opts.values()))  # triggers load_question
+        else:
+            self.load_question()
+
+    def load_question(self) -> None:
+        qa_id = self.question.value
+        self.state = (question_state(self.store.results(), qa_id, conversation=self.store.conversation(),
+                                     audits=self.store.audits()) if qa_id else None)
+        methods = self.state.methods if self.state else []
+        self.method.options = ["(none)"] + methods
+        if self.method.value not in methods:
+            self.method.value = "(none)"
+        self.render()
+
+    @property
+    def selected(self) -> str | None:
+        return self.method.value if self.method.value not in (None, "(none)") else None
+
+    def render(self) -> None:
+        if self.state is None:
+            self.body.object = box("<p>No answered questions in this run.</p>")
+        else:
+            self.body.object = question_html(self.state, selected=self.selected)
+        self.trace_button.disabled = self.selected is None or self.open_trace is None
+
+    def to_trace(self) -> None:
+        if self.selected and self.open_trace is not None:
+            self.open_trace(self.question.value, self.selected)

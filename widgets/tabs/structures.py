@@ -1,0 +1,131 @@
+"""The Structures tab, and its registry of structure views (by kind, or by a method's own name)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from typing import Any, Callable
+
+import panel as pn
+
+from widgets.html import box, esc, json_html
+from widgets.panel_parts import (
+    html_pane,
+    message,
+)
+from widgets.plotly_loader import defer
+from widgets.run_store import RunStore
+from widgets.structure_cards import CARDS as STRUCTURE_CARDS
+from widgets.structure_cards import declared_view
+from workbench.methods import method_base
+
+#: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
+STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
+
+
+def register_structure_view(method: str, *, files: bool = False):
+    """Decorator: show ``fn(structures, conversation)`` in the Structures tab for ``method``.
+    ``files=True``: called as ``fn(structures, conversation, **files)`` with the memory's
+    ``memories`` rows, ``params`` and ``backend_params`` (params.json contents) and ``views``
+    (the methods that have a structure view)."""
+    def deco(fn):
+        fn.structure_files = files  # read by StructuresView.section
+        STRUCTURE_VIEWS[method] = fn
+        return fn
+    return deco
+
+
+def _card_view(card):
+    """A structure card of ``widgets.structure_cards`` (HTML from the saved files) as a Panel view."""
+    def view(structures, conversation, **files):
+        return html_pane(card(structures, conversation, **files))
+    view.__doc__ = card.__doc__
+    return view
+
+
+for _kind, _card in STRUCTURE_CARDS.items():  # under their kind: a method declares which it uses
+    register_structure_view(_kind, files=True)(_card_view(_card))
+
+
+def views_available() -> list[str]:
+    """The names with a structure view here: registered views (kinds and method names) and every registered
+    method whose declared kind has one."""
+    from workbench.methods import REGISTRY
+
+    return sorted({*STRUCTURE_VIEWS, *(n for n in REGISTRY if (declared_view(n) or "") in STRUCTURE_VIEWS)})
+
+
+def load_structure_views() -> list[str]:
+    """Import every ``widgets/*_view.py`` / ``*_views.py`` module (each registers its views here).
+    Returns the problems met: a module that fails to import is reported in the app, not raised."""
+    import widgets
+
+    problems = []
+    for info in pkgutil.iter_modules(widgets.__path__):
+        if info.name.endswith(("_view", "_views")):
+            try:
+                importlib.import_module(f"widgets.{info.name}")
+            except Exception as exc:  # an optional view must not stop the app; shown in its header
+                problems.append(f"widgets.{info.name}: {type(exc).__name__}: {exc}")
+    return problems
+
+
+STRUCTURE_TITLE_STYLE = ("margin:14px 0 4px;padding:6px 10px;background:#f3f3f3;border-radius:4px;"
+                         "font-size:15px;font-family:system-ui,sans-serif")
+STRUCTURES_LEAD = ("<p>One card per method: what it built from this conversation, read from the run's saved "
+                   "memory files.</p>")
+
+
+class StructuresView:
+    """Per method: its registered structure view, or its structures.json content with a notice."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.panel = pn.Column(sizing_mode="stretch_width")
+        store.param.watch(lambda e: self.load(), "conv_id")
+        self.load()
+
+    def load(self) -> None:
+        self.sections = {m: self.section(m) for m in self.store.methods}
+        if not self.sections:
+            self.panel.objects = [message("This run has no saved memories, so no structures.")]
+            return
+        # One section per method: a heading, then its body, drawn one by one after the headings (``defer``).
+        # A plain Column, not a pn.Card: on the ten-method demo run the cards alone took the tab from 0.36 s
+        # to 1.36 s shown in the browser (bench_ui, same load). A method name is a folder name of the run,
+        # so the heading is escaped.
+        self.panel.objects = [html_pane(box(STRUCTURES_LEAD))] + [
+            pn.Column(html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>{esc(m)}</h3>"),
+                      defer(pn.Column(*objs, sizing_mode="stretch_width")),
+                      sizing_mode="stretch_width", css_classes=["wb-structure"])
+            for m, objs in self.sections.items()]
+
+    def headings(self) -> list[str]:
+        """Each section's heading as the page shows it (its escaped HTML text, tags removed), in page order."""
+        return [re.sub(r"<[^>]+>", "", str(c.objects[0].object)) for c in self.panel.objects[1:]
+                if isinstance(c, pn.Column) and "wb-structure" in c.css_classes]
+
+    def files(self, method: str) -> dict:
+        """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""
+        return {"memories": self.store.memory_rows(method), "params": self.store.params(method),
+                "backend_params": self.store.params(method, backend=True),
+                "views": views_available()}
+
+    def section(self, method: str) -> list:
+        data = self.store.structures(method)
+        # a view registered for the method itself (or its base: ama[probe] -> ama), else the kind it declares
+        view = (STRUCTURE_VIEWS.get(method) or STRUCTURE_VIEWS.get(method_base(method))
+                or STRUCTURE_VIEWS.get(declared_view(method) or ""))
+        if view is not None:
+            try:
+                if getattr(view, "structure_files", False):
+                    return [view(data, self.store.conversation(), **self.files(method))]
+                return [view(data, self.store.conversation())]
+            except Exception as exc:  # a broken view must not take the app down; shown in its card
+                return [message(f"structure view for {method} failed: {type(exc).__name__}: {exc}", "danger")]
+        body = json_html(data) if data else "<p class='wb-muted'>structures.json is empty for this method.</p>"
+        return [message(f"no structure view for this method ({method}); its structures.json is shown as JSON",
+                        "info"), html_pane(box(body))]
+
+
+# ------------------------------------------------------------------------------------------------
