@@ -276,7 +276,9 @@ def test_labels_of_close_points_do_not_share_a_position():
 # -- the notebook shell -------------------------------------------------------------------------------------
 def test_notebook_question_view_selects_and_shows_the_trace(flagged_run):
     pytest.importorskip("ipywidgets")
-    view = Q.QuestionView.from_run(flagged_run)
+    from widgets import QuestionView
+
+    view = QuestionView.from_run(flagged_run)
     assert view.qa_id and view.state.rows and view.body.value == view.html
     view.question.value = memr3_question(flagged_run)
     view.method.value = "memr3"

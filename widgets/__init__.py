@@ -42,7 +42,7 @@ _EXPORTS = {
     "TreeView": "tree_view",
     "GraphView": "graph_view",
     "ClusterView": "cluster_view",
-    "QuestionView": "question",
+    "QuestionView": "question_notebook",
     "LifecycleView": "lifecycle",
     "LifecycleIndex": "lifecycle",
     "EventLog": "event_timeline",

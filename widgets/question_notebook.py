@@ -1,0 +1,96 @@
+"""``QuestionView``: the Question view in a notebook (ipywidgets over ``widgets.question``'s state and HTML)."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from workbench.trace import Answer
+
+from .html import DisplaysWidget, box
+from .question import (question_html, question_options, question_state)
+
+# -- notebook shell --------------------------------------------------------------------------------------------
+class QuestionView(DisplaysWidget):
+    """The Question view in a notebook: a question picker, a method picker (highlights and expands
+    that row) and, for the picked method, its trace in a ``TraceStepper``. Logic lives in
+    ``question_state`` / ``question_html``; this class only wires ipywidgets to them.
+
+        QuestionView(run.results(), conversations={c: run.conversation(c) for c in run.conversation_ids()},
+                     audits=audits)
+    """
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], *, conversations: Mapping[str, Any] | None = None,
+                 audits: Mapping[str, Any] | str | None = "auto", qa_id: str | None = None):
+        from .cost_accuracy import resolve_audits
+
+        self.rows = [dict(r) for r in rows]
+        self.conversations = dict(conversations or {})
+        self.audits = resolve_audits(self.rows, audits) if audits is not None else {}
+        self.options = question_options(self.rows)
+        self.qa_id = qa_id or next(iter(self.options.values()), None)
+        self.selected: str | None = None
+        self._build_widgets()
+        self.select(self.qa_id)
+
+    @classmethod
+    def from_run(cls, run_dir, **kw) -> "QuestionView":
+        """Over a saved run directory (its results, conversations and the judge audits it records)."""
+        from workbench.rundir import RunDir
+
+        from .cost_accuracy import run_audits
+
+        run = RunDir(run_dir)
+        rows = run.results()
+        convs = {c: run.conversation(c) for c in run.conversation_ids()}
+        return cls(rows, conversations=convs, audits=kw.pop("audits", run_audits(run.manifest(), rows)), **kw)
+
+    def select(self, qa_id: str | None, method: str | None = None) -> "QuestionView":
+        self.qa_id = qa_id
+        conv_id = next((r.get("conv_id") for r in self.rows if r.get("qa_id") == qa_id), None)
+        self.state = question_state(self.rows, qa_id, conversation=self.conversations.get(conv_id),
+                                    audits=self.audits) if qa_id else None
+        self.selected = method if self.state and method in self.state.methods else None
+        self._render()
+        return self
+
+    @property
+    def html(self) -> str:
+        if self.state is None:
+            return box("<p>No answered questions in these rows.</p>")
+        return question_html(self.state, selected=self.selected)
+
+    def _build_widgets(self) -> None:
+        import ipywidgets as W
+
+        self.question = W.Dropdown(options=self.options, value=self.qa_id, description="question",
+                                   layout=W.Layout(width="95%"))
+        self.method = W.Dropdown(options=[("(none)", None)], value=None, description="method")
+        self.body = W.HTML()
+        self.trace = W.VBox([])  # the picked method's TraceStepper
+        self.question.observe(lambda ch: self.select(ch["new"]), names="value")
+        self.method.observe(lambda ch: self.select(self.qa_id, ch["new"]), names="value")
+        self.widget = W.VBox([self.question, self.body, self.method, self.trace])
+
+    def _render(self) -> None:
+        from .trace_stepper import TraceStepper
+
+        methods = self.state.methods if self.state else []
+        opts = [("(none)", None)] + [(m, m) for m in methods]
+        if list(self.method.options) != opts:
+            self.method.options = opts
+        if self.method.value != self.selected:
+            self.method.value = self.selected
+        self.body.value = self.html
+        m = self.state.row(self.selected) if self.state and self.selected else None
+        self.stepper = None
+        if m is not None and isinstance(m.row.get("answer"), Mapping):
+            self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=self._conversation(),
+                                        gold_evidence=self.state.evidence)
+        self.trace.children = [self.stepper.widget] if self.stepper else []
+
+    def _conversation(self):
+        conv_id = next((r.get("conv_id") for r in self.rows if r.get("qa_id") == self.qa_id), None)
+        return self.conversations.get(conv_id)
+
+    def __repr__(self) -> str:
+        n = len(self.state.rows) if self.state else 0
+        return f"QuestionView({self.qa_id!r}, {n} methods, selected={self.selected!r})"
