@@ -16,8 +16,9 @@ evidence recall is computed on (``workbench.eval.metrics``), so "missed" here an
 always agree.
 
 State and rendering live here, once: ``question_state`` (pure data) and ``question_html`` (an
-escaped HTML string). The app's Question tab (``widgets.app``) and ``QuestionView`` below (the
-notebook shell, ipywidgets imported only when it is built) just bind their widgets to them.
+escaped HTML string). The app's Question tab (``widgets.tabs.question``) and ``QuestionView``
+(``widgets.question_notebook``, the notebook shell, ipywidgets imported only when it is built) just bind their
+widgets to them.
 
     state = question_state(rows, "sample-1/q4", conversation=conv, audits=audits)
     html = question_html(state, selected="naive_rag")      # that row highlighted and expanded
