@@ -23,8 +23,8 @@ def test_the_package_exports_are_explicit_and_the_registry_unchanged():
     for pkg in PACKAGES:
         sub = importlib.import_module(f"workbench.methods.{pkg}")
         assert sub.__all__ and all(hasattr(sub, n) for n in sub.__all__), pkg
-    assert list(REGISTRY) == ["full_context", "naive_rag", "eager_floor", "mem0_style", "eager_facts", "hymem", "ama",
-                              "hmem", "recmem", "memr3"]
+    assert list(REGISTRY) == ["full_context", "naive_rag", "eager_floor", "eager_facts", "hymem", "ama", "hmem",
+                              "recmem", "memr3", "mem0_style"]  # registry.BUILTIN: the views' order and colours
     assert methods.EagerFacts is methods.baselines.EagerFacts and REGISTRY["eager_facts"] is methods.EagerFacts
 
 

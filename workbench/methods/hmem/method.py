@@ -88,7 +88,7 @@ class HMem(MemoryMethod):
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"}}
-    prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree")
+    prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census")
 
     def __init__(self, *, llm=None, embedder=None,
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message

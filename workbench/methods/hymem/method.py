@@ -91,7 +91,7 @@ class HyMem(MemoryMethod):
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"light": "light_tier", "deep": "deep_tier", "reflect": "sufficiency", "final": "tier_final"}
-    prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment")
+    prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,

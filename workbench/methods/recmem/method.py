@@ -132,7 +132,7 @@ class RecMem(MemoryMethod):
     structure_view = "clusters"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     step_cards = {"retrieve": "tiered_retrieve", "answer": "tier_answer"}  # how the trace views summarise its steps
-    prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger")
+    prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger", "recmem.census")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
