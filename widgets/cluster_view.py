@@ -26,8 +26,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from workbench.methods.recmem.inspection import repeated_episodes
-from workbench.methods.recmem.trigger import TriggerDecision, check_gate_k, replay_triggers
 
 from .html import box, clip, esc, short, source_ids_html, table_html
 from .notebook_shell import NotebookShell
@@ -46,21 +44,23 @@ FIXED = {"buffered": ("#adb5bd", "circle"), "merged into an episode": ("#74c0fc"
 TRIGGER_NOTE = "trigger: the unit whose arrival fired its consolidation"
 
 
-def decision_of(d: Mapping | TriggerDecision) -> TriggerDecision:
-    if isinstance(d, TriggerDecision):
-        return d
-    return TriggerDecision(str(d["unit_id"]), int(d["position"]), tuple((str(i), float(c)) for i, c in
-                                                                         d.get("neighbours") or ()),
-                           tuple(d.get("relevant_ids") or ()), int(d.get("count", 0)), bool(d.get("fired")),
-                           str(d.get("outcome", "buffered")))
+def declared_hooks(kind: str = "clusters") -> dict:
+    """The ``structure_hooks`` of the first registered method whose ``structure_view`` is ``kind`` ({} if none):
+    what a view built from a bare structures dict, with no method name at hand, replays with."""
+    from workbench.methods import REGISTRY
+
+    for cls in REGISTRY.values():
+        if getattr(cls, "structure_view", None) == kind and getattr(cls, "structure_hooks", None):
+            return dict(cls.structure_hooks)
+    return {}
 
 
-def fired_count(decisions: Sequence[TriggerDecision]) -> int:
+def fired_count(decisions: Sequence[Any]) -> int:
     """Gate checks that fired (a failed consolidation fired too)."""
     return sum(bool(d.fired) for d in decisions)
 
 
-def membership(decisions: Sequence[TriggerDecision]) -> dict[str, str]:
+def membership(decisions: Sequence[Any]) -> dict[str, str]:
     """``unit id -> label``: ``consolidation <n>`` for the n-th fired cluster (its members and trigger),
     else buffered / merged / failed / dropped. Later consolidations override an earlier buffering."""
     labels, n = {}, 0
@@ -83,7 +83,10 @@ def membership(decisions: Sequence[TriggerDecision]) -> dict[str, str]:
 class ClusterData:
     """The replayable state of one RecMem memory, from its structures dict (pure; no widgets)."""
 
-    def __init__(self, structures: Mapping, *, live_outcomes: bool = True):
+    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None):
+        # the replay, the gate check, the trigger-log reader and the copy finder come from the method that
+        # declares this kind of view (``structure_hooks``), so this view never imports a method by name
+        self.hooks = declared_hooks("clusters") if hooks is None else dict(hooks)
         self.structures = structures
         self.units = list(structures.get("units") or [])
         self.ids = [u["id"] for u in self.units]
@@ -93,7 +96,7 @@ class ClusterData:
         if self.vectors is not None and self.vectors.shape[0] != len(self.ids):
             self.vectors = None
         self.xy = [tuple(p) for p in structures.get("embeddings_2d") or []]
-        self.live = [decision_of(d) for d in structures.get("trigger_log") or []]
+        self.live = [self.hooks["decision"](d) for d in structures.get("trigger_log") or []]
         self.live_outcomes = live_outcomes
         self.episodes = list(structures.get("episodes") or [])
         self.facts = list(structures.get("facts") or [])
@@ -113,24 +116,25 @@ class ClusterData:
             return int(k) + (1 if self.params.get("count_self", True) else 0)
         return max(10, 2 * self.live_thresholds[1])
 
-    def replay(self, theta_sim: float, theta_count: int) -> list[TriggerDecision]:
-        """``replay_triggers`` on the stored embeddings with the run's gate settings (no LLM)."""
+    def replay(self, theta_sim: float, theta_count: int) -> list[Any]:
+        """The declared ``replay`` hook on the stored embeddings with the run's gate settings (no LLM)."""
         if not self.can_replay:
             raise ValueError("these structures hold no unit embeddings: the gate cannot be replayed")
         live = self.live if self.live_outcomes else []
-        return replay_triggers(self.vectors, None, float(theta_sim), int(theta_count), self.params.get("gate_k"),
-                               ids=self.ids, strict=bool(self.params.get("strict_gate", True)),
-                               count_self=bool(self.params.get("count_self", True)),
-                               merged=[d.unit_id for d in live if d.outcome == "merged"],
-                               failed=[d.unit_id for d in live if d.outcome in ("failed", "dropped")],
-                               drop_failed=self.params.get("on_failure") == "drop")
+        return self.hooks["replay"](
+            self.vectors, float(theta_sim), int(theta_count), self.params.get("gate_k"),
+            ids=self.ids, strict=bool(self.params.get("strict_gate", True)),
+            count_self=bool(self.params.get("count_self", True)),
+            merged=[d.unit_id for d in live if d.outcome == "merged"],
+            failed=[d.unit_id for d in live if d.outcome in ("failed", "dropped")],
+            drop_failed=self.params.get("on_failure") == "drop")
 
     def check(self, theta_sim: float, theta_count: int) -> None:
         if not -1.0 <= float(theta_sim) <= 1.0:
             raise ValueError(f"theta_sim is a cosine in [-1, 1], got {theta_sim}")
         if int(theta_count) < 1:
             raise ValueError(f"theta_count must be >= 1, got {theta_count}")
-        check_gate_k(int(theta_count), self.params.get("gate_k"), bool(self.params.get("count_self", True)))
+        self.hooks["check"](int(theta_count), self.params.get("gate_k"), bool(self.params.get("count_self", True)))
 
 
 def style(label: str) -> tuple[str, str]:
@@ -154,7 +158,7 @@ def _label_order(label: str) -> tuple:
     return (label.startswith("consolidation"), int(last) if last.isdigit() else 0, label)
 
 
-def cluster_figure(data: ClusterData, decisions: Sequence[TriggerDecision], *, title: str = ""):
+def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = ""):
     """PCA scatter of the units, one trace per membership label (colour and shape from ``style``);
     trigger units as stars, explained by a legend entry of their own."""
     import plotly.graph_objects as go
@@ -185,7 +189,7 @@ def cluster_figure(data: ClusterData, decisions: Sequence[TriggerDecision], *, t
     return fig
 
 
-def timeline_figure(decisions: Sequence[TriggerDecision], live: Sequence[TriggerDecision], theta_count: int):
+def timeline_figure(decisions: Sequence[Any], live: Sequence[Any], theta_count: int):
     """Gate count per unit in arrival order, the threshold, replayed triggers and the live ones."""
     import plotly.graph_objects as go
 
@@ -262,7 +266,7 @@ def episodes_html(data: ClusterData) -> str:
         unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
                       "turns": source_ids_html(u.get("source_ids") or [], limit=6),
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
-        copies = repeated_episodes(g["episodes"])
+        copies = data.hooks["repeated"](g["episodes"])
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
                     "turns": source_ids_html(e.get("source_ids") or [], limit=8),
                     "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
@@ -304,9 +308,9 @@ class ClusterState(ViewState):
     layout = (("sim_slider", "count_slider", "reset_button"), "message", "counts", "plot", "timeline_plot",
               "episodes")
 
-    def __init__(self, structures: Mapping, *, live_outcomes: bool = True):
+    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None):
         super().__init__()
-        self.data = ClusterData(structures, live_outcomes=live_outcomes)
+        self.data = ClusterData(structures, live_outcomes=live_outcomes, hooks=hooks)
         self.live_trigger_count = fired_count(self.data.live)
         sim, count = self.data.live_thresholds
         off = not self.data.can_replay

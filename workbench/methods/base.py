@@ -119,6 +119,9 @@ class MemoryMethod:
     # and the ``*_views`` modules: e.g. ``tree_and_graph``, ``clusters``, ``chunks``, ``fact_list``). None: a
     # generic view of its structures.json.
     structure_view: ClassVar[str | None] = None
+    # Functions that view calls to recompute what the method decided from its saved structures (RecMem's
+    # ``clusters`` view replays the trigger gate at other thresholds): name -> callable. {}: the view needs none.
+    structure_hooks: ClassVar[dict] = {}
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:
