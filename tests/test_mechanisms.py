@@ -591,3 +591,17 @@ def test_the_annotation_loader_rejects_a_malformed_entry_naming_it(tmp_path, mut
     bad.write_text(json.dumps(data))
     with pytest.raises(DatasetError, match=rf"annotations.json: .*{re.escape(where)}"):
         load_annotations(bad, dataset=load_sample())
+
+
+# -- before/after guard for issue #37 (the census moves into the method folders) ------------------------------
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_demo_replay_census_is_unchanged(demo_run):
+    """The census and its Markdown over the replayed demo equal what they were before the census moved into the
+    method folders (#37). Recorded from the commit before the move; when the demo cassette is re-recorded on
+    purpose, regenerate both files from the new run (they are plain census() and census_markdown() output)."""
+    value = census(demo_run)
+    expected = json.loads((GOLDEN / "demo_census.json").read_text(encoding="utf-8"))
+    assert json.loads(json.dumps(value, sort_keys=True)) == expected
+    assert census_markdown(value) == (GOLDEN / "demo_census.md").read_text(encoding="utf-8")
