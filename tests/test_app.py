@@ -322,7 +322,7 @@ def test_structures_tab_registry(good_run, monkeypatch):
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
     html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
     assert "no structure view for this method" not in html and "structures.json is empty" not in html
-    assert "Full-Context stores nothing" in html and "chunks of the conversation" in html
+    assert "Nothing is stored: every question sees" in html and "chunks of the conversation" in html
     assert "<script>window.__pwned" not in html  # the injected turns are escaped in the cards too
     monkeypatch.delitem(appmod.STRUCTURE_VIEWS, "whole_conversation")  # the kind Full-Context declares
     fallback = appmod.StructuresView(app.store).sections["full_context"]

@@ -157,7 +157,7 @@ def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
     html = card_of(run_dir, "memr3", tiny_conv, views=["naive_rag", "hmem"])
     n_chunks = len(RunDir(run_dir).memories("memr3", tiny_conv.id))
     assert f"<b>naive_rag</b> (NaiveRAG), which holds <b>{n_chunks}</b> units (chunk: {n_chunks})" in html
-    assert "this is MemR3's default" in html
+    assert "this is the default one" in html
     assert "<td>chunking</td><td>window</td>" in html and "<td>chunk_tokens</td><td>256</td>" in html
     assert "naive_rag has its own structure card in this tab" in html
     assert "n_max=" in html and "retriever_options=none" in html
@@ -170,16 +170,17 @@ def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
 def test_baseline_cards_say_what_is_stored(run_dir, tiny_conv):
     n = len(tiny_conv.turns)
     fc = card_of(run_dir, "full_context", tiny_conv)
-    assert f"Full-Context stores nothing: every question sees all <b>{n}</b> turns (2 sessions" in fc
+    assert f"Nothing is stored: every question sees all <b>{n}</b> turns (2 sessions" in fc
     rag = card_of(run_dir, "naive_rag", tiny_conv)
-    assert f"stores <b>{n}</b> chunks of the conversation (one chunk per turn)" in rag
+    assert f"<b>{n}</b> chunks of the conversation are stored (one chunk per turn)" in rag
     assert "turns per chunk: min 1, median 1, max 1" in rag and "Hi Noor! I adopted a kitten" in rag
     ef = card_of(run_dir, "eager_floor", tiny_conv)
-    assert "Eager Floor stores <b>" in ef and "Sam has a kitten called Miso." in ef and "<b>D1:1</b> Sam:" in ef
+    assert "facts are stored, extracted by one LLM call per exchange" in ef
+    assert "Sam has a kitten called Miso." in ef and "<b>D1:1</b> Sam:" in ef
     m0 = mem0_style_card({}, tiny_conv, memories=[{"id": "mem-0", "kind": "memory", "text": "[5 June] Sam has Miso",
                                                    "source_ids": ["D1:3"], "speaker": "Sam"}],
                          params={"params": {"top_k": 10}})
-    assert "Mem0-style stores <b>1</b> memories (Sam: 1)" in m0 and "<b>D1:3</b> Sam: Miso." in m0
+    assert "<b>1</b> memories are stored (Sam: 1)" in m0 and "<b>D1:3</b> Sam: Miso." in m0
     odd = naive_rag_card({}, None, memories=[{"id": XSS, "text": None, "source_ids": "D1:1"}], params={})
     assert XSS not in odd and "params.json is missing" in odd
 
@@ -194,7 +195,7 @@ def test_app_structures_tab_uses_the_cards(run_dir, tiny_conv):
     view = app.views["Structures"]
     assert view.headings() == ["ama", "eager_floor", "full_context", "hymem", "memr3", "naive_rag"]
     for method, marker in (("ama", "Noor lives in Lyon"), ("hymem", "L1 says: Sam: Hi Noor!"),
-                           ("memr3", "<b>naive_rag</b> (NaiveRAG)"), ("full_context", "stores nothing"),
+                           ("memr3", "<b>naive_rag</b> (NaiveRAG)"), ("full_context", "Nothing is stored"),
                            ("naive_rag", "one chunk per turn"), ("eager_floor", "Sam has a kitten called Miso.")):
         section = view.sections[method]
         assert len(section) == 1 and not isinstance(section[0], pn.pane.Alert), method

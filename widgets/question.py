@@ -530,8 +530,9 @@ def methods_html(state: QuestionState, *, selected: str | None = None, contexts:
 
 
 LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first unit covering a gold turn among "
-          "the units in front of the method's final reader (Answer.context; for Full-Context the conversation "
-          "order), or <b>missed</b> · turns shown: distinct turns those units cover · verdict: right or wrong by "
+          "the units in front of the method's final reader (Answer.context; for a reader given the whole "
+          "conversation, its order), or <b>missed</b> · turns shown: distinct turns those units cover · verdict: "
+          "right or wrong by "
           "the source named under it (checker: dates as days, names as entities, gold content; hover for the "
           "rule) · attribution: why the answer "
           "came out as it did (workbench.eval.attribution; hover for the reason) · ⚠ fallback answer: an LLM call "

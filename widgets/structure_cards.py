@@ -275,7 +275,7 @@ def stores_log_card(structures: Mapping, conversation=None, *, memories=(), para
              + _capped([{"unit": _text(r.get("id")), "text": clip(short(_text(r.get("text")), CELL))}
                         for r in by["raw"]], ["unit", "text"], raw=["text"], limit=5, what="raw units"))
     body += _ingestion_log_html(structures, order, notes)
-    return _card("AMA: raw, fact and episode stores", lead, body, notes)
+    return _card("Raw, fact and episode stores", lead, body, notes)
 
 
 # -- HyMem -----------------------------------------------------------------------------------------------
@@ -349,8 +349,8 @@ def level_links_card(structures: Mapping, conversation=None, *, memories=(), par
         notes.append(f"{len(orphans)} Level-1 units name an event that is not stored: "
                      + " ".join(_text(r.get("id")) for r in orphans[:10]))
     if not rows:
-        notes.append("memories.jsonl holds no HyMem units for this conversation")
-    return _card("HyMem: Level-1 → Level-2", lead, body, notes)
+        notes.append("memories.jsonl holds no Level-1 or Level-2 units for this conversation")
+    return _card("Level-1 items → Level-2 events", lead, body, notes)
 
 
 # -- baselines ---------------------------------------------------------------------------------------------
@@ -365,13 +365,14 @@ def whole_conversation_card(structures: Mapping, conversation=None, *, memories=
     rows = _rows(memories, notes)
     if conversation is not None:
         n, s = len(conversation.turns), len(conversation.sessions)
-        lead = (f"Full-Context stores nothing: every question sees all <b>{n}</b> turns ({s} sessions, "
+        lead = (f"Nothing is stored: every question sees all <b>{n}</b> turns ({s} sessions, "
                 f"{_n_chars(conversation):,} characters) in one prompt.")
     else:
-        lead = f"Full-Context stores nothing: every question sees the whole conversation ({len(rows)} turns listed)."
+        lead = f"Nothing is stored: every question sees the whole conversation ({len(rows)} turns listed)."
     if rows and conversation is not None and len(rows) != len(conversation.turns):
         notes.append(f"memories.jsonl lists {len(rows)} turns, the conversation has {len(conversation.turns)}")
-    return _card("Full-Context", lead, _settings(_params(params, []), ("answer_prompt",)), notes)
+    return _card("The whole conversation in every prompt", lead, _settings(_params(params, []), ("answer_prompt",)),
+                 notes)
 
 
 def chunks_html(rows: Sequence[Mapping], order: Mapping[str, int], *, limit: int = 10) -> str:
@@ -396,9 +397,9 @@ def chunks_card(structures: Mapping, conversation=None, *, memories=(), params=N
     chunking = _text(p.get("chunking")) or "?"
     how = {"turn": "one chunk per turn", "session": "one chunk per session",
            "window": f"windows of about {esc(p.get('chunk_tokens', '?'))} tokens that never split a message"}
-    lead = (f"Naive RAG stores <b>{len(rows)}</b> chunks of the conversation ({how.get(chunking, esc(chunking))}), "
+    lead = (f"<b>{len(rows)}</b> chunks of the conversation are stored ({how.get(chunking, esc(chunking))}), "
             f"embedded; each question retrieves the top {esc(p.get('top_k', '?'))} by cosine. No LLM at ingestion.")
-    return _card("Naive RAG", lead, chunks_html(rows, _order(conversation)), notes)
+    return _card("Chunks, retrieved by cosine", lead, chunks_html(rows, _order(conversation)), notes)
 
 
 def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int], *, extra: str = "") -> str:
@@ -416,10 +417,11 @@ def fact_list_card(structures: Mapping, conversation=None, *, memories=(), param
     _no_conversation(conversation, notes)
     rows, p = _rows(memories, notes), _params(params, notes)
     exchanges = len({tuple(_ids(r.get("source_ids"))) for r in rows})
-    lead = (f"Eager Floor stores <b>{len(rows)}</b> facts, extracted by one LLM call per exchange and never updated "
+    lead = (f"<b>{len(rows)}</b> facts are stored, extracted by one LLM call per exchange and never updated "
             f"or deleted ({exchanges} exchanges yielded at least one fact); each question retrieves the top "
             f"{esc(p.get('top_k', '?'))} by cosine.")
-    return _card("Eager Floor", lead, _facts_html(rows, _turns(conversation), _order(conversation)), notes)
+    return _card("Facts, one extraction call per exchange", lead,
+                 _facts_html(rows, _turns(conversation), _order(conversation)), notes)
 
 
 def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
@@ -428,12 +430,12 @@ def speaker_memories_card(structures: Mapping, conversation=None, *, memories=()
     _no_conversation(conversation, notes)
     rows, p = _rows(memories, notes), _params(params, notes)
     speakers = Counter(_text(r.get("speaker")) or "(no speaker)" for r in rows)
-    lead = (f"Mem0-style stores <b>{len(rows)}</b> memories ("
+    lead = (f"<b>{len(rows)}</b> memories are stored ("
             + ", ".join(f"{esc(s)}: {n}" for s, n in speakers.most_common())
             + "), what is left after each new fact was added, merged into, or deleted one stored for that "
               f"speaker; each question retrieves the top {esc(p.get('top_k', '?'))} per speaker.")
-    return _card("Mem0-style", lead, _facts_html(rows, _turns(conversation), _order(conversation), extra="speaker"),
-                 notes)
+    return _card("Memories per speaker, after add / update / delete decisions", lead,
+                 _facts_html(rows, _turns(conversation), _order(conversation), extra="speaker"), notes)
 
 
 # -- MemR3 -------------------------------------------------------------------------------------------------
@@ -453,11 +455,11 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         notes.append("backend/params.json is missing: the backend's settings are not shown")
     b_name = b_name or "(unknown backend)"
     kinds = Counter(_text(r.get("kind")) or "?" for r in rows)
-    lead = (f"MemR3 builds no memory of its own: it drives a retrieval loop over its backend, "
+    lead = (f"This controller builds no memory of its own: it drives a retrieval loop over its backend, "
             f"<b>{esc(b_name)}</b>{f' ({esc(b_class)})' if b_class else ''}, which holds <b>{len(rows)}</b> units ("
             + ", ".join(f"{esc(k)}: {n}" for k, n in kinds.most_common()) + ").")
     if p.get("backend") is None and p:
-        lead += " The run named no backend, so this is MemR3's default: Naive RAG over token windows (paper §4.1)."
+        lead += " The run named no backend, so this is the default one: chunks over token windows (paper §4.1)."
     body = _settings(p, ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect", "retriever_options"))
     if bp:
         body += "<h5>Backend settings</h5>" + table_html([{"setting": k, "value": _text(v)} for k, v in
@@ -471,7 +473,7 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         body += "<h5>Backend chunks</h5>" + chunks_html(rows, order)
     else:
         body += "<h5>Backend units</h5>" + _facts_html(rows, _turns(conversation), order, extra="kind")
-    return _card("MemR3: retrieval controller over a backend", lead, body, notes)
+    return _card("A retrieval controller over a backend", lead, body, notes)
 
 
 #: structure card kinds (``MemoryMethod.structure_view`` names one) -> card function; the app registers each in its

@@ -427,7 +427,7 @@ def _verdict_note(metric: str) -> str:
     if metric == "checker":
         return verdict_note("the deterministic checker", checker_audit())
     if metric == "f1":
-        return "mem0-style token F1 (no checker verdict on these rows)"
+        return "token F1 (no checker verdict on these rows)"
     return metric
 
 
