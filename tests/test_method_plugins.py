@@ -294,3 +294,30 @@ def test_a_methods_own_census_is_run_by_the_generic_census_and_a_method_without_
     assert "turns_kept" not in value["methods"]["last_turns"]["counts"]  # declares nothing: generic counts only
     assert value["methods"]["last_turns"]["counts"]["questions"] == len(rows) // 2
     assert shown["counted_turns"] == ["turns kept"] and shown["last_turns"] == []
+
+
+def test_evaluation_the_demo_and_the_views_name_no_method_in_their_code():
+    """Issue #37: what is specific to a method lives in its folder; docstrings and comments may still use the
+    methods as examples, code (identifiers, strings, keys) may not."""
+    import ast
+    import re
+
+    names = {n for n in BUILTIN} | {"h-mem", "full-context", "naive rag", "eager floor", "mem0"}
+    pattern = re.compile("|".join(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])" for n in names), re.IGNORECASE)
+    files = [*ROOT.joinpath("widgets").rglob("*.py"), *ROOT.joinpath("workbench", "eval").glob("*.py"),
+             ROOT / "workbench" / "demo.py", ROOT / "workbench" / "demo_profiles.py"]
+    found = []
+    for path in files:
+        src = path.read_text(encoding="utf-8")
+        docs = set()
+        for node in ast.walk(ast.parse(src)):
+            body = getattr(node, "body", None)
+            first = body[0] if isinstance(body, list) and body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docs.update(range(first.lineno, first.end_lineno + 1))
+        for i, line in enumerate(src.splitlines(), 1):
+            code = "" if line.lstrip().startswith("#") else line.split("  #", 1)[0]
+            if i not in docs and pattern.search(code):
+                found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
