@@ -8,6 +8,8 @@ from workbench.data import Dataset, load_sample
 from workbench.embed import HashEmbedder
 from workbench.llm import ScriptedLLM
 from workbench.methods import calibration as C
+from workbench.methods.hmem import calibration as H
+from workbench.methods.recmem import calibration as R
 from workbench.methods.recmem import RecMem
 
 
@@ -22,8 +24,8 @@ def hash_cal(sample_convs):
 
 
 def test_targets_from_the_papers():
-    assert C.hmem_join_targets() == [0.4335, 0.2555, 0.7596]  # 1 - N_{l+1}/N_l, H-Mem Table 7 LoCoMo
-    assert C.recmem_target(5) == {"trigger_rate": 0.1, "band": [0.05, 0.15]}
+    assert H.join_targets() == [0.4335, 0.2555, 0.7596]  # 1 - N_{l+1}/N_l, H-Mem Table 7 LoCoMo
+    assert R.target(5) == {"trigger_rate": 0.1, "band": [0.05, 0.15]}
     assert C.dataset_kind("locomo:../x.json") == "locomo" and C.dataset_kind("sample") == "locomo"
     assert C.dataset_kind("longmemeval:x") == "longmemeval" and C.dataset_kind("weird") is None
 
@@ -31,20 +33,20 @@ def test_targets_from_the_papers():
 def test_hmem_replay_extremes(sample_convs):
     emb = HashEmbedder(dim=128)
     conv = sample_convs[0]
-    leaves = C.hmem_leaves(conv, emb([t.text for t in conv.turns]))
-    never = C.hmem_replay(leaves, (1.1, 1.1, 1.1))
+    leaves = H.leaves(conv, emb([t.text for t in conv.turns]))
+    never = H.replay(leaves, (1.1, 1.1, 1.1))
     assert never["join_share"] == [0.0, 0.0, 0.0] and never["multi_child_share"] == 0.0
     assert never["nodes"] == [len(conv.turns)] * 4
-    always = C.hmem_replay(leaves, (-1.1, -1.1, -1.1))
-    weeks = {C.hmem_leaves(conv, [0] * len(conv.turns))[i][0].isocalendar()[:2] for i in range(len(conv.turns))}
+    always = H.replay(leaves, (-1.1, -1.1, -1.1))
+    weeks = {H.leaves(conv, [0] * len(conv.turns))[i][0].isocalendar()[:2] for i in range(len(conv.turns))}
     assert always["nodes"][1] == len(weeks) and always["l2_multi_child_share"] > 0.9  # one parent per week
 
 
 def test_calibration_hits_its_targets(hash_cal):
     h = hash_cal["methods"]["hmem"]
     got = h["replay"]["calibrated"]["join_share"]
-    for share, target in zip(got, C.hmem_join_targets()):
-        assert abs(share - target) < 0.12, (got, C.hmem_join_targets())
+    for share, target in zip(got, H.join_targets()):
+        assert abs(share - target) < 0.12, (got, H.join_targets())
     assert h["replay"]["calibrated"]["multi_child_share"] > 0
     assert all(t["basis"] == "derived" for t in h["thresholds"].values())
     r = hash_cal["methods"]["recmem"]
@@ -62,9 +64,9 @@ def test_recmem_replay_matches_the_gate_alone_without_episodes(sample_convs):
     emb = HashEmbedder(dim=128)
     vecs = emb([u.text for u in RecMem().subconscious_units(sample_convs[0])])
     gate = trigger_rate(replay_triggers(vecs, theta_sim=0.3, theta_count=3))
-    r = C.recmem_replay([vecs], theta_sim=0.3, theta_count=3, theta_merge=1.1)  # merging switched off
+    r = R.replay([vecs], theta_sim=0.3, theta_count=3, theta_merge=1.1)  # merging switched off
     assert r["merge_rate"] == 0.0 and r["trigger_rate"] == round(gate, 4)
-    merged = C.recmem_replay([vecs], theta_sim=0.3, theta_count=3, theta_merge=-1.0)
+    merged = R.replay([vecs], theta_sim=0.3, theta_count=3, theta_merge=-1.0)
     assert merged["triggers"] == 1 and merged["merge_rate"] > 0.9  # after one episode everything merges
 
 

@@ -122,6 +122,10 @@ class MemoryMethod:
     # Functions that view calls to recompute what the method decided from its saved structures (RecMem's
     # ``clusters`` view replays the trigger gate at other thresholds): name -> callable. {}: the view needs none.
     structure_hooks: ClassVar[dict] = {}
+    # The method's part of ``workbench calibrate`` (``calibration.CalibrationHook``, in its folder's
+    # calibration.py): the embedder its paper's thresholds belong to, how they are mapped onto another one,
+    # and what is deliberately left alone. None: no embedder-cosine threshold to calibrate.
+    calibration: ClassVar[object] = None  # a workbench.methods.calibration.CalibrationHook
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

@@ -10,25 +10,12 @@ derived from it (``basis: "derived"``); otherwise it is a documented target of o
 (``basis: "target"``). Only embeddings are used, no LLM; the decisions are replayed with the
 methods' own code (``hmem.tree.HTree``, ``recmem.trigger.decide``).
 
-Thresholds (every embedder-cosine threshold of the five methods):
-
-- H-Mem alpha_2..alpha_4 (paper App. A.2: 0.8 / 0.7 / 0.6, Qwen3-Embedding-4B). *Derived*: Table 7
-  gives the average node count per level on LoCoMo (L1 995.1, L2 563.7, L3 419.7, L4 100.9), so
-  the share of level-l nodes that join an existing parent is 1 - N_{l+1} / N_l (0.434 / 0.255 /
-  0.760). Each alpha is set, level by level, to reproduce that join share. Proxy (ours): leaves are
-  the turns (the paper's fragment is one message and yields 1.67 events on average), at their
-  session date; a parent's vector is the normalised mean of its children's (no LLM summary).
-- RecMem theta_sim (paper §4: 0.7 LoCoMo / 0.6 LongMemEval, text-embedding-3-small). *Target*
-  (ours): the paper gives no trigger rate. Each trigger consolidates at least theta_count units,
-  and the paper's subconscious-ablation result says much stays unconsolidated, so we aim at about
-  half of the units ending in a cluster: trigger rate 0.5 / theta_count (0.10 for LoCoMo's 5,
-  0.125 for LongMemEval's 4), accepted within a factor 0.5-1.5 of it. Replayed with the gate alone
-  (every unit reaches the gate, every consolidation succeeds), on RecMem's own unit texts.
-- RecMem theta_merge: the paper sets it equal to theta_sim (Eq. 6), so it follows the calibrated
-  theta_sim (``None``); the merge-candidate rate is reported (episode vector = mean of its units).
-- Not calibrated, listed for completeness: AMA ``conflict_min_sim`` (ours, off by default), H-Mem
-  ``seed_min_sim`` (ours, set with MiniLM; its quantile is reported), RecMem ``refine_min_score``
-  (the code's 0.0, "any positive cosine"), H-Mem ``fuzzy_threshold`` (string similarity, not cosine).
+What each method calibrates, and against which target, is its own: a method whose thresholds belong to an
+embedder declares a ``CalibrationHook`` (``MemoryMethod.calibration``, in its folder's ``calibration.py``:
+H-Mem's alphas from its paper's Table 7, RecMem's theta_sim from a documented trigger rate). This module is
+generic: it embeds the conversations once (``CalibrationData``), runs every registered method's hook, and
+writes one file whose ``methods`` section holds each hook's part; it also lists what is deliberately not
+calibrated (each hook's ``not_calibrated`` notes, under ``<method>.<param>``).
 
 ``apply_calibration(method, calibration, dataset=...)`` sets the calibrated parameters on a method
 whose embedder matches the calibration; ``threshold_warnings`` says when a method's thresholds
@@ -41,9 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -52,24 +40,65 @@ from ..jsonl import loads_strict
 FORMAT = "workbench-calibration/1"
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibrations"
 
-# The encoder each method's paper tuned its cosine thresholds with (digests, "Embedder" rows).
-PAPER_EMBEDDERS = {"hmem": "Qwen3-Embedding-4B", "recmem": "text-embedding-3-small"}
-# H-Mem Table 7, LoCoMo column: average nodes per level per conversation.
-HMEM_TABLE7_LOCOMO = (995.1, 563.7, 419.7, 100.9)
-HMEM_PAPER_ALPHAS = (0.8, 0.7, 0.6)
-RECMEM_PAPER = {"locomo": {"theta_sim": 0.7, "theta_count": 5}, "longmemeval": {"theta_sim": 0.6, "theta_count": 4}}
-RECMEM_CONSOLIDATED_SHARE = 0.5  # [ours] target share of units ending in a consolidated cluster
-RECMEM_BAND = (0.5, 1.5)  # [ours] accepted trigger rate, as factors of the target
 
 
-def hmem_join_targets(table7: Sequence[float] = HMEM_TABLE7_LOCOMO) -> list[float]:
-    """Share of level-l nodes that join an existing parent, l = 1..3: 1 - N_{l+1} / N_l."""
-    return [round(1 - table7[i + 1] / table7[i], 4) for i in range(len(table7) - 1)]
+@dataclass(frozen=True)
+class CalibrationHook:
+    """A method's part of a calibration: ``paper_embedder`` (the encoder its paper tuned its thresholds with);
+    ``calibrate(data, kinds)`` -> ``{"section": its entry under ``methods``, "data": {...}, "similarity": {...},
+    "not_calibrated": {param: note}}``; ``measure(data, calibration, kinds)`` -> its before/after replay;
+    ``summary_lines(section)`` and ``measure_lines(measured)``: the same in words. ``not_calibrated``: notes
+    on thresholds left alone, for a method with nothing to calibrate."""
+
+    paper_embedder: str | None
+    calibrate: Callable[..., dict] | None = None
+    measure: Callable[..., dict] | None = None
+    summary_lines: Callable[[dict], list[str]] | None = None
+    measure_lines: Callable[[dict], list[str]] | None = None
+    not_calibrated: dict = field(default_factory=dict)
 
 
-def recmem_target(theta_count: int) -> dict:
-    rate = RECMEM_CONSOLIDATED_SHARE / theta_count
-    return {"trigger_rate": round(rate, 4), "band": [round(rate * RECMEM_BAND[0], 4), round(rate * RECMEM_BAND[1], 4)]}
+class CalibrationData:
+    """The conversations a calibration is measured on, embedded once and shared by every method's hook."""
+
+    def __init__(self, embedder, conversations: Sequence):
+        self.embedder = embedder
+        self.convs = list(conversations)
+        self._cache: dict = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return _embed_all(self.embedder, texts)
+
+    def cached(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()`` once per key (embeddings a hook computes for both its calibrate and measure)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def turn_vecs(self) -> list[np.ndarray]:
+        return self.cached("turn_vecs", lambda: [self.embed([t.text for t in c.turns]) for c in self.convs])
+
+    @property
+    def turn_pairs(self) -> np.ndarray:
+        return self.cached("turn_pairs", lambda: np.concatenate([_pairs(v) for v in self.turn_vecs]))
+
+    @property
+    def turn_nearest_earlier(self) -> np.ndarray:
+        return self.cached("turn_nearest", lambda: np.concatenate([nearest_earlier(v) for v in self.turn_vecs]))
+
+
+def hooks() -> list[tuple[str, CalibrationHook]]:
+    """``(method name, hook)`` for every registered method that declares one, in the registry's order."""
+    from .registry import REGISTRY
+
+    return [(name, cls.calibration) for name, cls in REGISTRY.items()
+            if isinstance(getattr(cls, "calibration", None), CalibrationHook)]
+
+
+def paper_embedders() -> dict[str, str]:
+    """Method name -> the encoder its paper tuned its cosine thresholds with (from the hooks)."""
+    return {name: hook.paper_embedder for name, hook in hooks() if hook.paper_embedder}
 
 
 def dataset_kind(name: str | None) -> str | None:
@@ -86,7 +115,7 @@ def dataset_kind(name: str | None) -> str | None:
 
 # -- similarity distributions ---------------------------------------------------------------------------
 
-def _quantiles(values: np.ndarray) -> dict:
+def quantiles(values: np.ndarray) -> dict:
     if len(values) == 0:
         return {}
     qs = np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99])
@@ -107,156 +136,9 @@ def _pairs(vectors: np.ndarray) -> np.ndarray:
     return sims[np.triu_indices(len(vectors), 1)]
 
 
-def _nearest_earlier(vectors: np.ndarray) -> np.ndarray:
+def nearest_earlier(vectors: np.ndarray) -> np.ndarray:
     sims = vectors @ vectors.T
     return np.array([sims[i, :i].max() for i in range(1, len(vectors))]) if len(vectors) > 1 else np.zeros(0)
-
-
-# -- H-Mem -------------------------------------------------------------------------------------------
-
-def hmem_replay(leaves: Sequence[tuple[datetime, np.ndarray]], alphas: Sequence[float], *, levels: int = 4,
-                window_reading: str = "parent", cluster_similarity: str = "max") -> dict:
-    """Insert the leaves into ``HTree`` with mean-vector summaries; node counts and join shares per level.
-
-    ``leaves``: (time, unit vector) in insertion order. Returns ``{"nodes": [N_1..N_L], "join_share":
-    [...], "multi_child_share": share of parents (level >= 2) with more than one child}``.
-    """
-    from .hmem.tree import WINDOWS, HTree
-
-    tree = HTree(WINDOWS[:levels], tuple(alphas)[:levels - 1], window_reading=window_reading,
-                 cluster_similarity=cluster_similarity)
-    pending: dict[str, np.ndarray] = {}
-
-    def summarize(node, children):
-        v = np.mean([tree.vectors[c.id] for c in children], axis=0)
-        key = f"mean:{node.id}:{len(children)}:{len(pending)}"
-        pending[key] = v / (np.linalg.norm(v) or 1.0)
-        return key
-
-    def embed(texts):
-        return np.stack([pending.pop(t) for t in texts])
-
-    for i, (when, vec) in enumerate(leaves):
-        tree.add_leaf(f"leaf{i}", time=when, mention_time=when, vector=vec, source_ids=(str(i),),
-                      fragment_ids=(str(i),), summarize=summarize, embed=embed, propagate=True,
-                      summarize_single=False)
-    nodes = [len(tree.level(lv)) for lv in range(1, levels + 1)]
-    parents = [n for n in tree.nodes.values() if n.level >= 2]
-    return {"nodes": nodes,
-            "join_share": [round(1 - nodes[i + 1] / nodes[i], 4) if nodes[i] else None for i in range(levels - 1)],
-            "multi_child_share": (round(sum(len(n.children) > 1 for n in parents) / len(parents), 4)
-                                  if parents else None),
-            "l2_multi_child_share": _share([n for n in parents if n.level == 2])}
-
-
-def _share(parents) -> float | None:
-    return round(sum(len(n.children) > 1 for n in parents) / len(parents), 4) if parents else None
-
-
-def _hmem_totals(per_conv: list[dict], levels: int) -> dict:
-    nodes = [sum(r["nodes"][i] for r in per_conv) for i in range(levels)]
-    multi = [r["multi_child_share"] for r in per_conv if r["multi_child_share"] is not None]
-    l2 = [r["l2_multi_child_share"] for r in per_conv if r["l2_multi_child_share"] is not None]
-    return {"nodes": nodes,
-            "join_share": [round(1 - nodes[i + 1] / nodes[i], 4) if nodes[i] else None for i in range(levels - 1)],
-            "multi_child_share": round(float(np.mean(multi)), 4) if multi else None,
-            "l2_multi_child_share": round(float(np.mean(l2)), 4) if l2 else None}
-
-
-def hmem_leaves(conv, vectors: np.ndarray) -> list[tuple[datetime, np.ndarray]]:
-    """One leaf per turn at its session date (the calibration proxy for the extracted events)."""
-    times = [conv.session_of(t.id).date_time for t in conv.turns]
-    return list(zip(times, vectors))
-
-
-def calibrate_hmem(leaf_sets: list, *, targets: Sequence[float] | None = None, levels: int = 4,
-                   lo: float = 0.05, hi: float = 0.99, steps: int = 12) -> dict:
-    """Alpha_2..alpha_L, level by level, so that the join share matches ``targets`` (Table 7 by default).
-
-    The join share falls as alpha rises; bisection on [lo, hi] to 0.01. Returns the alphas, the
-    replay at the paper's alphas and at the calibrated ones (totals over all conversations).
-    """
-    targets = list(targets or hmem_join_targets())[:levels - 1]
-    alphas = list(HMEM_PAPER_ALPHAS[:levels - 1])
-
-    def totals(a):
-        return _hmem_totals([hmem_replay(ls, a, levels=levels) for ls in leaf_sets], levels)
-
-    for li, target in enumerate(targets):
-        a_lo, a_hi = lo, hi
-        for _ in range(steps):
-            mid = (a_lo + a_hi) / 2
-            trial = alphas[:li] + [mid] + alphas[li + 1:]
-            share = totals(trial)["join_share"][li]
-            if share is None:
-                break
-            if share > target:
-                a_lo = mid
-            else:
-                a_hi = mid
-        alphas[li] = round((a_lo + a_hi) / 2, 2)
-    return {"alphas": alphas, "targets": targets, "paper": totals(list(HMEM_PAPER_ALPHAS[:levels - 1])),
-            "calibrated": totals(alphas)}
-
-
-# -- RecMem ------------------------------------------------------------------------------------------
-
-def recmem_replay(vector_sets: list[np.ndarray], *, theta_sim: float, theta_count: int,
-                  theta_merge: float | None = None) -> dict:
-    """Gate + merge-first replay: every triggered cluster becomes one episode (mean of its units), a
-    later unit whose nearest episode reaches ``theta_merge`` (default theta_sim) is a merge candidate
-    and joins it (as if the LLM agreed). Returns trigger rate (fired / gated) and merge rate (merge
-    candidates / units)."""
-    from .recmem.trigger import decide
-
-    theta_merge = theta_sim if theta_merge is None else theta_merge
-    fired = gated = merged = units = 0
-    for vectors in vector_sets:
-        pool: list[int] = []
-        episodes: list[list[int]] = []
-        epi_vecs: list[np.ndarray] = []
-        for i in range(len(vectors)):
-            units += 1
-            v = vectors[i]
-            if epi_vecs:
-                sims = np.stack(epi_vecs) @ v
-                j = int(np.argmax(sims))
-                if sims[j] >= theta_merge:
-                    merged += 1
-                    episodes[j].append(i)
-                    m = vectors[episodes[j]].mean(axis=0)
-                    epi_vecs[j] = m / (np.linalg.norm(m) or 1.0)
-                    continue
-            cos = vectors[pool] @ v if pool else np.zeros(0, dtype=np.float32)
-            d = decide(str(i), i, cos, [str(j) for j in pool], theta_sim=theta_sim, theta_count=theta_count)
-            gated += 1
-            if d.fired:
-                fired += 1
-                members = {int(x) for x in d.relevant_ids}
-                cluster = [j for j in pool if j in members] + [i]
-                pool = [j for j in pool if j not in members]
-                episodes.append(cluster)
-                m = vectors[cluster].mean(axis=0)
-                epi_vecs.append(m / (np.linalg.norm(m) or 1.0))
-            else:
-                pool.append(i)
-    return {"trigger_rate": round(fired / gated, 4) if gated else 0.0,
-            "merge_rate": round(merged / units, 4) if units else 0.0,
-            "triggers": fired, "gated": gated, "merge_candidates": merged, "units": units}
-
-
-def calibrate_recmem(vector_sets: list[np.ndarray], *, theta_count: int, paper_theta: float) -> dict:
-    """theta_sim whose gate-only trigger rate is nearest the documented target (``recmem_target``)."""
-    from .recmem.trigger import calibrate_thresholds
-
-    target = recmem_target(theta_count)
-    cal = calibrate_thresholds(vector_sets, target_trigger_rate=target["trigger_rate"], theta_count=theta_count)
-    theta = cal["theta_sim"]
-    return {"theta_sim": theta, "theta_count": theta_count, "target": target,
-            "gate_only_trigger_rate": round(cal["trigger_rate"], 4),
-            "within_band": target["band"][0] <= cal["trigger_rate"] <= target["band"][1],
-            "paper": recmem_replay(vector_sets, theta_sim=paper_theta, theta_count=theta_count),
-            "calibrated": recmem_replay(vector_sets, theta_sim=theta, theta_count=theta_count)}
 
 
 # -- the whole calibration ------------------------------------------------------------------------------
@@ -266,73 +148,29 @@ def _embed_all(embedder, texts: list[str]) -> np.ndarray:
 
 
 def calibrate(embedder, conversations: Iterable, *, data_label: str = "", kinds: Sequence[str] = ("locomo",)) -> dict:
-    """Measure ``embedder`` on ``conversations`` and calibrate every threshold (module docstring).
-
-    ``kinds``: the RecMem dataset presets to calibrate (``locomo`` and/or ``longmemeval``); all are
-    calibrated on the same data, which is recorded.
-    """
-    from .recmem import RecMem
-
+    """Measure ``embedder`` on ``conversations`` and calibrate every registered method's thresholds through its
+    hook (module docstring). ``kinds``: the dataset presets to calibrate (``locomo`` and/or ``longmemeval``, for
+    the methods with presets); all are calibrated on the same data, which is recorded."""
     convs = [c for c in conversations if c.turns]
     if not convs:
         raise ValueError("calibration needs at least one conversation with turns")
-    turn_vecs = [_embed_all(embedder, [t.text for t in c.turns]) for c in convs]
-    unit_vecs = [_embed_all(embedder, [u.text for u in RecMem().subconscious_units(c)]) for c in convs]
-    turn_pairs = np.concatenate([_pairs(v) for v in turn_vecs])
-    nearest = np.concatenate([_nearest_earlier(v) for v in turn_vecs])
-    unit_nearest = np.concatenate([_nearest_earlier(v) for v in unit_vecs])
-
-    hmem = calibrate_hmem([hmem_leaves(c, v) for c, v in zip(convs, turn_vecs)])
-    recmem = {k: calibrate_recmem(unit_vecs, theta_count=RECMEM_PAPER[k]["theta_count"],
-                                  paper_theta=RECMEM_PAPER[k]["theta_sim"]) for k in kinds}
+    data = CalibrationData(embedder, convs)
     name = getattr(embedder, "name", type(embedder).__name__)
-    return {
-        "format": FORMAT, "embedder": name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "data": {"label": data_label, "conversations": [c.id for c in convs],
-                 "turns": int(sum(len(c.turns) for c in convs)),
-                 "exchange_units": int(sum(len(v) for v in unit_vecs))},
-        "similarity": {"turn_pairs": _quantiles(turn_pairs), "turn_nearest_earlier": _quantiles(nearest),
-                       "recmem_unit_nearest_earlier": _quantiles(unit_nearest)},
-        "methods": {
-            "hmem": {
-                "paper_embedder": PAPER_EMBEDDERS["hmem"],
-                "params": {"alphas": hmem["alphas"]},
-                "thresholds": {f"alpha_{i + 2}": {
-                    "paper": HMEM_PAPER_ALPHAS[i], "calibrated": hmem["alphas"][i], "basis": "derived",
-                    "target": {"join_share": hmem["targets"][i]},
-                    "how": "join share 1 - N_{l+1}/N_l from the paper's Table 7 (LoCoMo); turns as leaves, "
-                           "mean-vector parents; bisection on alpha",
-                    "paper_value_quantile_turn_pairs": quantile_of(HMEM_PAPER_ALPHAS[i], {}, turn_pairs),
-                    "calibrated_quantile_turn_pairs": quantile_of(hmem["alphas"][i], {}, turn_pairs)}
-                    for i in range(len(hmem["alphas"]))},
-                "replay": {"paper": hmem["paper"], "calibrated": hmem["calibrated"]},
-            },
-            "recmem": {
-                "paper_embedder": PAPER_EMBEDDERS["recmem"],
-                "presets": {k: {"theta_sim": r["theta_sim"], "theta_merge": None} for k, r in recmem.items()},
-                "thresholds": {f"theta_sim[{k}]": {
-                    "paper": RECMEM_PAPER[k]["theta_sim"], "calibrated": r["theta_sim"], "basis": "target",
-                    "theta_count": r["theta_count"], "target": r["target"], "within_band": r["within_band"],
-                    "gate_only_trigger_rate": r["gate_only_trigger_rate"],
-                    "how": "trigger rate 0.5/theta_count (about half of the units consolidated; ours: the paper "
-                           "gives no rate); gate-only replay on RecMem's unit texts",
-                    "paper_value_quantile_unit_nearest": quantile_of(RECMEM_PAPER[k]["theta_sim"], {}, unit_nearest),
-                    "calibrated_quantile_unit_nearest": quantile_of(r["theta_sim"], {}, unit_nearest)}
-                    for k, r in recmem.items()} | {"theta_merge": {
-                        "paper": "= theta_sim (Eq. 6)", "calibrated": "= theta_sim", "basis": "derived",
-                        "how": "the paper ties theta_merge to theta_sim; "
-                               "left at None so it follows the calibrated value"}},
-                "replay": {k: {"paper": r["paper"], "calibrated": r["calibrated"]} for k, r in recmem.items()},
-            },
-        },
-        "not_calibrated": {
-            "ama.conflict_min_sim": "ours, off (None) by default: no paper value to map",
-            "hmem.seed_min_sim": {"why": "ours, chosen with MiniLM; no paper value",
-                                  "quantile_turn_pairs": quantile_of(0.3, {}, turn_pairs)},
-            "recmem.refine_min_score": "the authors' code uses 0.0 (any positive cosine): embedder-independent",
-            "hmem.fuzzy_threshold": "string similarity of entity names, not an embedding cosine",
-        },
-    }
+    out = {"format": FORMAT, "embedder": name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "data": {"label": data_label, "conversations": [c.id for c in convs],
+                    "turns": int(sum(len(c.turns) for c in convs))},
+           "similarity": {"turn_pairs": quantiles(data.turn_pairs),
+                          "turn_nearest_earlier": quantiles(data.turn_nearest_earlier)},
+           "methods": {}, "not_calibrated": {}}
+    for method, hook in hooks():
+        part = hook.calibrate(data, kinds) if hook.calibrate is not None else {}
+        if part.get("section") is not None:
+            out["methods"][method] = part["section"]
+        out["data"].update(part.get("data") or {})
+        out["similarity"].update(part.get("similarity") or {})
+        for param, note in {**hook.not_calibrated, **(part.get("not_calibrated") or {})}.items():
+            out["not_calibrated"][f"{method}.{param}"] = note
+    return out
 
 
 # -- reading and applying ----------------------------------------------------------------------------------
@@ -388,7 +226,7 @@ def load_calibration(source) -> dict:
 
 
 def calibrated_params(calibration: dict, method_name: str, dataset: str | None = None) -> dict:
-    """The parameters a calibration sets for one method (and dataset preset, for RecMem)."""
+    """The parameters a calibration sets for one method (and its dataset preset, for a method with presets)."""
     entry = calibration.get("methods", {}).get(method_name)
     if not isinstance(entry, dict):
         return {}
@@ -397,15 +235,14 @@ def calibrated_params(calibration: dict, method_name: str, dataset: str | None =
     kind = dataset_kind(dataset) or ("locomo" if "locomo" in presets else None)
     if kind in presets:
         params.update({k: v for k, v in presets[kind].items()})
-    if "alphas" in params:
-        params["alphas"] = tuple(params["alphas"])
-    return params
+    # sequences are stored as JSON lists; the methods take them as tuples (H-Mem's alphas)
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
 
 
 def threshold_warnings(method, calibration: dict | None = None) -> list[str]:
     """Warnings for a method whose paper thresholds belong to another embedder than the one in use
     (none when a calibration for that embedder is applied, or the method has no such thresholds)."""
-    paper = PAPER_EMBEDDERS.get(getattr(method, "name", ""))
+    paper = paper_embedders().get(getattr(method, "name", ""))
     used = _embedder_name(getattr(method, "embedder", None))
     if paper is None or used is None or used == paper:
         return []
@@ -441,97 +278,31 @@ def calibration_summary(calibration: dict | None) -> dict | None:
 
 
 def summary_lines(calibration: dict) -> list[str]:
-    """Before/after in words: H-Mem multi-child parent share and join shares, RecMem trigger/merge rates."""
+    """Before/after in words, one block per method that calibrated something (its hook's lines)."""
     m = calibration["methods"]
     out = [f"calibration for {calibration['embedder']} on {calibration['data']['label'] or 'data'} "
            f"({len(calibration['data']['conversations'])} conversations, {calibration['data']['turns']} turns)"]
-    h = m["hmem"]
-    for label, key in (("paper", "paper"), ("calibrated", "calibrated")):
-        r = h["replay"][key]
-        alphas = HMEM_PAPER_ALPHAS if key == "paper" else h["params"]["alphas"]
-        out.append(f"  hmem   {label:<10} alphas {tuple(alphas)}: nodes/level {r['nodes']}, "
-                   f"join share {r['join_share']}, "
-                   f"multi-child parents {r['multi_child_share']} (L2 {r['l2_multi_child_share']})")
-    out.append(f"         target join share (Table 7): {[t['target']['join_share'] for t in h['thresholds'].values()]}")
-    for kind, rep in m["recmem"]["replay"].items():
-        th = m["recmem"]["thresholds"][f"theta_sim[{kind}]"]
-        for label in ("paper", "calibrated"):
-            r = rep[label]
-            theta = th["paper"] if label == "paper" else th["calibrated"]
-            out.append(f"  recmem {kind:<11} {label:<10} theta_sim {theta} / count {th['theta_count']}: "
-                       f"trigger rate {r['trigger_rate']} ({r['triggers']}/{r['gated']}), "
-                       f"merge-candidate rate {r['merge_rate']} ({r['merge_candidates']}/{r['units']})")
-        out.append(f"         target trigger rate {th['target']['trigger_rate']} (band {th['target']['band']}), "
-                   f"gate-only {th['gate_only_trigger_rate']}, within band: {th['within_band']}")
+    for method, hook in hooks():
+        if method in m and hook.summary_lines is not None:
+            out += hook.summary_lines(m[method])
     return out
 
 
 def measure(embedder, conversations: Iterable, calibration: dict | None = None, *,
             kinds: Sequence[str] = ("locomo",)) -> dict:
-    """Before/after on some data: the H-Mem replay (node counts, join shares, multi-child parent share)
-    and the RecMem replay (trigger and merge-candidate rates) at the papers' thresholds and at the
-    ``calibration``'s (no LLM). This is how a shipped calibration is checked on data it was not made on."""
-    from .recmem import RecMem
-
-    convs = [c for c in conversations if c.turns]
-    turn_vecs = [_embed_all(embedder, [t.text for t in c.turns]) for c in convs]
-    unit_vecs = [_embed_all(embedder, [u.text for u in RecMem().subconscious_units(c)]) for c in convs]
-    leaf_sets = [hmem_leaves(c, v) for c, v in zip(convs, turn_vecs)]
-    out = {"conversations": [c.id for c in convs], "turns": int(sum(len(c.turns) for c in convs)),
-           "hmem": {"paper": {"alphas": list(HMEM_PAPER_ALPHAS),
-                              **_hmem_totals([hmem_replay(ls, HMEM_PAPER_ALPHAS) for ls in leaf_sets], 4)},
-                    "target_join_share": hmem_join_targets()},
-           "recmem": {}}
-    if calibration is not None:
-        alphas = calibrated_params(calibration, "hmem").get("alphas")
-        if alphas:
-            out["hmem"]["calibrated"] = {"alphas": list(alphas),
-                                         **_hmem_totals([hmem_replay(ls, alphas) for ls in leaf_sets], 4)}
-    for kind in kinds:
-        paper = RECMEM_PAPER[kind]
-        row = {"target": recmem_target(paper["theta_count"]),
-               "paper": {"theta_sim": paper["theta_sim"],
-                         "gate_only_trigger_rate": _gate_only_rate(unit_vecs, paper["theta_sim"], paper["theta_count"]),
-                         **recmem_replay(unit_vecs, **paper)}}
-        if calibration is not None:
-            p = calibrated_params(calibration, "recmem", kind)
-            if "theta_sim" in p:
-                count = p.get("theta_count", paper["theta_count"])
-                r = recmem_replay(unit_vecs, theta_sim=p["theta_sim"], theta_count=count,
-                                  theta_merge=p.get("theta_merge"))
-                gate = _gate_only_rate(unit_vecs, p["theta_sim"], count)
-                row["calibrated"] = {"theta_sim": p["theta_sim"], "gate_only_trigger_rate": gate, **r}
-                # the documented target is a rate of the gate alone (as calibrated); the merge-first
-                # replay's rate is reported beside it
-                row["within_band"] = row["target"]["band"][0] <= gate <= row["target"]["band"][1]
-        out["recmem"][kind] = row
+    """Before/after on some data: each method's replay at its paper's thresholds and at the ``calibration``'s
+    (no LLM). This is how a shipped calibration is checked on data it was not made on."""
+    data = CalibrationData(embedder, [c for c in conversations if c.turns])
+    out = {"conversations": [c.id for c in data.convs], "turns": int(sum(len(c.turns) for c in data.convs))}
+    for method, hook in hooks():
+        if hook.measure is not None:
+            out[method] = hook.measure(data, calibration, kinds)
     return out
-
-
-def _gate_only_rate(vector_sets, theta_sim: float, theta_count: int) -> float:
-    """Fired / gated with every unit reaching the gate (no merge-first), pooled over conversations."""
-    from .recmem.trigger import replay_triggers
-
-    ds = [d for v in vector_sets for d in replay_triggers(v, theta_sim=theta_sim, theta_count=theta_count)]
-    return round(sum(d.fired for d in ds) / len(ds), 4) if ds else 0.0
 
 
 def measure_lines(m: dict, label: str = "") -> list[str]:
     out = [f"{label or 'data'}: {len(m['conversations'])} conversations, {m['turns']} turns"]
-    for key in ("paper", "calibrated"):
-        r = m["hmem"].get(key)
-        if r:
-            out.append(f"  hmem   {key:<10} alphas {tuple(r['alphas'])}: nodes/level {r['nodes']}, join share "
-                       f"{r['join_share']} (target {m['hmem']['target_join_share']}), multi-child parents "
-                       f"{r['multi_child_share']} (L2 {r['l2_multi_child_share']})")
-    for kind, row in m["recmem"].items():
-        for key in ("paper", "calibrated"):
-            r = row.get(key)
-            if r:
-                out.append(f"  recmem {kind:<11} {key:<10} theta_sim {r['theta_sim']}: gate-only trigger rate "
-                           f"{r['gate_only_trigger_rate']}; with merge-first: trigger rate {r['trigger_rate']} "
-                           f"({r['triggers']}/{r['gated']}), merge-candidate rate {r['merge_rate']} "
-                           f"({r['merge_candidates']}/{r['units']})")
-        out.append(f"         target trigger rate {row['target']['trigger_rate']} band {row['target']['band']}"
-                   + (f", calibrated within band: {row['within_band']}" if "within_band" in row else ""))
+    for method, hook in hooks():
+        if method in m and hook.measure_lines is not None:
+            out += hook.measure_lines(m[method])
     return out

@@ -83,6 +83,7 @@ from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import MemoryMethod
+from ..calibration import CalibrationHook
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
 from .census import CENSUS
@@ -98,6 +99,9 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    # nothing to map (the one cosine gate is ours and off by default); said in every calibration file
+    calibration = CalibrationHook(None, not_calibrated={
+        "conflict_min_sim": "ours, off (None) by default: no paper value to map"})
     structure_view = "stores_and_log"  # its three stores and the ingestion log
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)

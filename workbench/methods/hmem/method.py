@@ -31,6 +31,7 @@ from ..base import MemoryMethod
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
+from .calibration import CALIBRATION
 from . import prompts as P
 from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
 from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, retrieve, sub_answer, synthesize
@@ -79,6 +80,7 @@ class HMem(MemoryMethod):
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
+    calibration = CALIBRATION  # alphas from the paper's Table 7 (calibration.py)
     structure_view = "tree_and_graph"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
@@ -88,7 +90,8 @@ class HMem(MemoryMethod):
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"}}
-    prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census")
+    prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
+                      "hmem.calibration")
 
     def __init__(self, *, llm=None, embedder=None,
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message

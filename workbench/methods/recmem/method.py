@@ -25,6 +25,7 @@ from ..base import MemoryMethod
 from ..common import exchanges, format_date, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
 from .census import CENSUS
+from .calibration import CALIBRATION
 from .structures import CLUSTER_HOOKS
 from . import inspection
 from . import prompts as P
@@ -130,12 +131,13 @@ class RecMem(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
+    calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
     structure_view = "clusters"
     structure_hooks = CLUSTER_HOOKS  # the clusters view's gate replay (structures.py)
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     step_cards = {"retrieve": "tiered_retrieve", "answer": "tier_answer"}  # how the trace views summarise its steps
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger", "recmem.census",
-                      "recmem.structures")
+                      "recmem.structures", "recmem.calibration")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
