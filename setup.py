@@ -7,13 +7,16 @@ from setuptools import find_packages, setup
 
 setup(
     packages=find_packages(include=["workbench", "workbench.*", "widgets", "widgets.*"])
-    + ["workbench.sample_data", "workbench.sample_data.cassettes", "workbench.sample_data.labels"],
+    + ["workbench.sample_data", "workbench.sample_data.cassettes", "workbench.sample_data.cassettes.gallery",
+       "workbench.sample_data.labels"],
     package_dir={"workbench.sample_data": "sample_data"},
     # Data files beside the code in every package (the MiniLM tokenizer, the app's JS/CSS, JSON tables,
     # the entity graph's page template).
     package_data={"": ["*.json", "*.txt", "*.js", "*.css"], "workbench.sample_data": ["*.md"],
                   "workbench.methods": ["calibrations/*.json"], "widgets": ["templates/*.html"],
                   "workbench.sample_data.cassettes": ["*.jsonl"],
+                  # the mechanism gallery's recordings (scripts/record_gallery.py)
+                  "workbench.sample_data.cassettes.gallery": ["*.jsonl"],
                   # labelled real answers, their protocol and licence notice (workbench.eval.labels)
                   "workbench.sample_data.labels": ["*.jsonl", "*.md", "*.txt", "*.json"]},
 )

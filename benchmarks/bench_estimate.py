@@ -2,7 +2,7 @@
 
 Two checks on the demo slice, every call replayed from the committed cassette (no model needed):
 
-1. *in sample*: the committed cost profiles (``workbench/eval/cost_profiles.json``) against a fresh
+1. *in sample*: the committed cost profiles (``sample_data/cost_profiles.json``) against a fresh
    replay of the six demo questions, per method and phase. Near zero unless a method or prompt
    changed since the profiles were fitted (then: ``python -m workbench.demo_profiles --refit``).
 2. *held out* (query and judge phases): profiles fitted on three demo questions predict the other

@@ -3,8 +3,8 @@
 ``estimate_run(method, plan, llm=..., judge=...)`` prices the (conversation, questions) plan that
 ``evaluate`` would run, without any LLM call. How the figures come about:
 
-1. **Calls and tokens** come from a *cost profile* per method (``cost_profiles.json`` beside this
-   module), fitted by ``workbench.demo_profiles.fit_profiles`` on a replay of the demo
+1. **Calls and tokens** come from a *cost profile* per method (``sample_data/cost_profiles.json``), fitted by
+   ``workbench.demo_profiles.fit_profiles`` on a replay of the demo
    (``workbench.demo``: sample-1,
    sessions 1-4, 53 turns, 6 questions, every call from the committed cassette). Each recorded call
    is grouped by (phase, role) and divided by the structural unit its role scales with:
@@ -42,12 +42,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..data import SAMPLE_DIR
 from ..jsonl import loads_strict
 from ..llm.latency import LatencyModel, latency_model_for
 from ..methods import DEPRECATED, get_method
 from ..methods.base import method_base
 
-PROFILES_PATH = Path(__file__).with_name("cost_profiles.json")
+#: fitted on the demo cassette: data about particular methods, kept with the samples and cassettes
+PROFILES_PATH = SAMPLE_DIR / "cost_profiles.json"
 PHASES = ("construct", "query", "judge")
 
 
