@@ -48,3 +48,19 @@ def test_notebooks_nbval_lax():
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         pytest.fail(f"notebooks did not finish within {TIMEOUT_S} s:\n{out[-6000:]}")
     assert proc.returncode == 0, f"nbval failed ({proc.returncode}):\n{proc.stdout[-12000:]}\n{proc.stderr[-3000:]}"
+
+
+def test_a_notebook_opened_without_live_widgets_still_shows_the_trace_view():
+    """Issue #42: the stored output of notebook 00's trace stepper carries a static HTML rendering beside the widget,
+    so nbviewer, a code host or an untrusted notebook shows the trace, not a ``VBox(...)`` placeholder."""
+    import json
+
+    nb = json.loads((NOTEBOOKS / "00_quickstart.ipynb").read_text(encoding="utf-8"))
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" and "TraceStepper(" in "".join(c["source"])
+               for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
+    assert outputs, "notebook 00 shows no trace stepper output"
+    for o in outputs:
+        data = o.get("data", {})
+        assert "application/vnd.jupyter.widget-view+json" in data and "text/html" in data, sorted(data)
+        html = "".join(data["text/html"])
+        assert "Step 1" in html and "<script" not in html.lower()

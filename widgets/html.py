@@ -293,12 +293,24 @@ def show_figure(output, fig) -> None:
 
 
 class DisplaysWidget:
-    """Jupyter display for the view classes: each owns an ipywidgets container in ``self.widget``."""
+    """Jupyter display for the view classes: each owns an ipywidgets container in ``self.widget``.
+
+    A view that can render itself as static HTML (``static_html``) is displayed with that HTML beside the live
+    widget in one output: JupyterLab with a kernel shows the widget, while a page with no live widgets (a notebook
+    opened untrusted, nbviewer, a code host) shows the HTML instead of a ``VBox(...)`` placeholder."""
+
+    def static_html(self) -> str | None:
+        """The view as it stands, as escaped HTML with its own styles; None when the view has no static form."""
+        return None
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        html = self.static_html()
+        if html and isinstance(bundle, dict):
+            bundle = {**bundle, "text/html": html}
+        return bundle
 
     def _ipython_display_(self):
         from IPython.display import display
 
-        display(self.widget)
+        display(self._repr_mimebundle_(), raw=True)

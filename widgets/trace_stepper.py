@@ -117,5 +117,9 @@ class TraceStepper(DisplaysWidget):
         self.tokens_label.value = f"running total: <b>{self.timeline.running}</b> tokens"
 
     # -- display -----------------------------------------------------------------------------
+    def static_html(self) -> str:
+        """The answer and the timeline at the current step (what the widget shows, without its controls)."""
+        return box(answer_html(self.answer)) + self.current_html
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.unit} {self.index + 1}/{self.n_stops}, method={self.answer.method!r})"
