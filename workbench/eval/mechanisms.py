@@ -413,11 +413,11 @@ def _rows(value: dict, *, compact: bool = False) -> list[list[str]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("counts"), dict):
             continue
         why, missing = entry.get("why_zero") or {}, entry.get("missing") or {}
+        headline = dict(_headline_of(method))  # one registry lookup per method, not per count
         for name, v in entry["counts"].items():
             if compact and name in _GENERIC and v is not None and _is_zero(v):
                 continue
             note = missing.get(name) if v is None else why.get(name, "")
-            headline = dict(_headline_of(method))
             flag = "missing" if v is None else ("not fired" if _is_zero(v) and name in headline
                                                 else "")
             rows.append([method, name, value_text(v), flag, note or ""])

@@ -49,7 +49,6 @@ def reference_method() -> str | None:
     return next((name for name, cls in REGISTRY.items() if getattr(cls, "reference", False)), None)
 
 
-REFERENCE = reference_method()  # the reference's name, for the default arguments below
 SCORE_COLUMNS = ("judge", "checker", "f1", "bleu1", "locomo_f1", "exact_match", "adversarial")
 _ORDER = [CATEGORY_NAMES[c] for c in (1, 2, 3, 4)] + list(QUESTION_TYPES) + [OVERALL, CATEGORY_NAMES[5]]
 
@@ -277,13 +276,15 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     return table
 
 
-def paired_differences(df: pd.DataFrame, *, reference: str = REFERENCE, metric: str | None = None,
+def paired_differences(df: pd.DataFrame, *, reference: str | None = None, metric: str | None = None,
                        n_boot: int = 1000, seed: int = 0, level: float = 0.95, audits: dict | None = None,
                        categories: bool = False) -> pd.DataFrame:
     """Each method minus ``reference`` on the questions both answered (paired bootstrap, clustered by
     conversation): per dataset x method, on the headline questions (and per category with
-    ``categories=True``). Empty when the reference method is absent."""
+    ``categories=True``). Empty when the reference method is absent. ``reference``: by default the registered
+    method that declares itself the reference (``reference_method``), looked up when called, not at import."""
     cols = ["dataset", "method", "reference", "category", "metric", "n", "diff", "ci_low", "ci_high", "p_le_0"]
+    reference = reference or reference_method()
     if df.empty or reference not in set(df["method"]):
         return pd.DataFrame(columns=cols)
     metric = metric or auto_metric(df, audits)
