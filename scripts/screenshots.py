@@ -167,6 +167,8 @@ def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[st
     texts to select in the card's pickers first (a tree node, an entity)."""
     saved = []
     for m in methods:
+        # the tab shows one method at a time: pick it first
+        page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$")).first.click()
         card = page.locator(".wb-structure").filter(
             has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
         if not card.count():

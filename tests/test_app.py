@@ -13,7 +13,8 @@ pn = pytest.importorskip("panel")
 from widgets import app as appmod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TABS = ["Question", "Conversations", "Memories", "Lifecycle", "Traces", "Events", "Results", "Structures"]
+TABS = ["Question", "Conversations", "Memories", "Lifecycle", "Traces", "Events", "Results", "Structures",
+        "How it works"]
 RAW_PAYLOADS = ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">')
 
 
@@ -316,9 +317,15 @@ def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_pa
 
 def test_structures_tab_registry(good_run, monkeypatch):
     app = appmod.build_app(good_run)
-    lead, *cards = app.views["Structures"].panel.objects
-    assert "One card per method" in lead.object
-    assert app.views["Structures"].headings() == ["eager_facts", "full_context", "naive_rag"]
+    view = app.views["Structures"]
+    lead, picker, card = view.panel.objects
+    assert "pick a method" in lead.object and picker is view.method
+    assert view.headings() == ["eager_facts", "full_context", "naive_rag"] == list(view.method.options)
+    cards = []
+    for m in view.method.options:  # one method's structures at a time, chosen with the picker
+        view.method.value = m
+        assert len(view.panel.objects) == 3 and view.panel.objects[2].objects[0].object.endswith(f">{m}</h3>")
+        cards.append(view.panel.objects[2])
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
     html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
     assert "no structure view for this method" not in html and "structures.json is empty" not in html

@@ -537,6 +537,8 @@ def test_lifecycle_round_trip_turn_unit_answer(replay_demo, demo_page):
 
 # -- the Structures tab over the replayed demo ----------------------------------------------------------------
 def _card(page, method: str):
+    """``method``'s section of Structures, shown first with the tab's method picker (one method at a time)."""
+    page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$")).first.click()
     return page.locator(".wb-structure").filter(
         has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$"))).first
 

@@ -10,6 +10,7 @@ import pytest
 
 from workbench.data import load_dataset
 from workbench.eval.annotations import load_annotations
+from workbench.gallery import gallery_methods
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("record_gallery", ROOT / "scripts" / "record_gallery.py")
@@ -21,7 +22,7 @@ def test_every_gallery_conversation_is_short_annotated_and_asks_about_its_mechan
     data = load_dataset("gallery")
     convs = {c.id: c for c in data}
     ann = load_annotations(dataset=data)  # raises on any turn or question id not in its conversation
-    assert set(convs) == {conv for conv, _ in record_gallery.GALLERY.values()}
+    assert set(convs) == {cls.how_it_works.gallery for cls in gallery_methods().values()}
     for cid, conv in convs.items():
         assert 10 <= len(conv.turns) <= 30, (cid, len(conv.turns))
         assert conv.qa and all(set(q.evidence) <= {t.id for t in conv.turns} for q in conv.qa), cid
@@ -41,14 +42,14 @@ def test_the_recording_command_uses_the_15b_demo_configuration():
     assert 'conflict_stores=["fact"]' in ama
 
 
-@pytest.mark.parametrize("method", sorted(record_gallery.GALLERY))
+@pytest.mark.parametrize("method", sorted(gallery_methods()))
 def test_each_recorded_gallery_cassette_replays_with_no_miss(method, tmp_path):
     cassette = record_gallery.CASSETTES / f"{method}.jsonl"
     if not cassette.exists():
         pytest.skip(f"{method}'s gallery example is not recorded yet ({cassette.name})")
     assert record_gallery.main(["--methods", method, "--replay", "--out", str(tmp_path)]) == 0
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines() if line.strip()]
-    conv, _ = record_gallery.GALLERY[method]
+    conv = gallery_methods()[method].how_it_works.gallery
     assert rows and all(r["conv_id"] == conv and not r.get("error") for r in rows), rows
     from workbench.eval.mechanisms import census
 

@@ -460,18 +460,27 @@ def test_an_unforeseen_value_drops_that_methods_mechanism_counts(run_dir, tmp_pa
 
 
 # -- the app ------------------------------------------------------------------------------------------------
+def header_text(app) -> str:
+    """The app's HTML panes and link-aware panes (the census block links each method to its page), joined."""
+    from widgets.panel_parts import LinkHTML
+
+    panel = app.__panel__()
+    return "\n".join(str(p.object) for kind in (pytest.importorskip("panel").pane.HTML, LinkHTML)
+                     for p in panel.select(kind))
+
+
 def test_app_header_shows_the_census(run_dir, tmp_path):
     pn = pytest.importorskip("panel")
     from widgets import app as appmod
 
     run_dir = shutil.copytree(run_dir, tmp_path / "app")
     a = appmod.build_app(run_dir)
-    html = "\n".join(str(p.object) for p in a.__panel__().select(pn.pane.HTML))
+    html = header_text(a)
     assert "Mechanisms fired" in html and "gaps opened" in html and "not fired" in html
     assert "computed from the run&#x27;s files" in html or "computed from the run's files" in html  # no file yet
     write_census(run_dir)
     a = appmod.build_app(run_dir)
-    html = "\n".join(str(p.object) for p in a.__panel__().select(pn.pane.HTML))
+    html = header_text(a)
     assert "(mechanisms.json)" in html and "cassette misses" in html
 
 

@@ -218,7 +218,8 @@ for name, view in app.views.items():
     texts = [str(p.object) for p in view.panel.select(pn.pane.HTML) + view.panel.select(pn.pane.Markdown)]
     texts += [w.value.to_string() for w in view.panel.select(pn.widgets.Tabulator) if w.value is not None]
     texts += [str(w.options) for w in view.panel.select(pn.widgets.Select) + view.panel.select(pn.widgets.MultiChoice)
-              + view.panel.select(pn.widgets.CheckButtonGroup) + view.panel.select(pn.widgets.MultiSelect)]
+              + view.panel.select(pn.widgets.CheckButtonGroup) + view.panel.select(pn.widgets.MultiSelect)
+              + view.panel.select(pn.widgets.RadioButtonGroup)]
     texts += [str(p.object) for p in view.panel.select(pn.pane.Plotly)]
     seen[name] = "keep_last" in " ".join(texts)
 print(json.dumps({"tabs": seen, "problems": app.store.errors}))

@@ -72,6 +72,7 @@ from widgets.run_store import RunStore, _cell_words, memories_frame  # noqa: F40
 from widgets.tab_keys import TabKeys
 from widgets.tabs.conversations import ConversationsView  # noqa: F401 - re-exported
 from widgets.tabs.events import EventsView  # noqa: F401 - re-exported
+from widgets.tabs.how_it_works import HowItWorksView
 from widgets.tabs.lifecycle import LifecycleTab  # noqa: F401 - re-exported
 from widgets.tabs.memories import MemoriesView  # noqa: F401 - re-exported
 from widgets.tabs.question import QuestionTab, _export_name  # noqa: F401 - re-exported
@@ -91,7 +92,7 @@ from workbench.methods import method_base
 
 TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
         ("Lifecycle", LifecycleTab), ("Traces", TracesView), ("Events", EventsView), ("Results", ResultsView),
-        ("Structures", StructuresView))
+        ("Structures", StructuresView), ("How it works", HowItWorksView))
 
 
 class LazyViews(Mapping):
@@ -212,12 +213,14 @@ class WorkbenchApp(pn.viewable.Viewer):
         conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="", width=220, margin=(4, 10))
         self.header = pn.Column(pn.Row(html_pane(self.header_html()), pn.pane.HTML("conversation", margin=(10, 0)),
                                        conv, sizing_mode="stretch_width"),
-                                census_pane(self.store.run_dir), self.problems, sizing_mode="stretch_width")
+                                census_pane(self.store.run_dir, on_link=self.follow), self.problems,
+                                sizing_mode="stretch_width")
 
     def _build_view(self, name: str):
         view = dict(TABS)[name](self.store)
         if name == "Question":
             view.open_trace = self.open_trace
+            view.follow = self.follow
             view.render()  # the trace button can work now
         elif name == "Lifecycle":
             view.open_question = self.open_question
@@ -305,12 +308,21 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.tabs.active = list(self.views).index("Traces")
 
     def follow(self, target: tuple) -> None:
-        """A turn/unit/question link clicked in any tab: a turn or unit opens in Lifecycle."""
+        """A turn/unit/question/method link clicked in any tab: a turn or unit opens in Lifecycle, a method's
+        name opens its How it works page."""
         if target[0] == "question":
             self.open_question(target[1], target[2])
             return
+        if target[0] == "method":
+            self.open_method(target[1])
+            return
         self.views["Lifecycle"].show(target)
         self.tabs.active = list(self.views).index("Lifecycle")
+
+    def open_method(self, method: str) -> None:
+        """Show ``method``'s How it works page and switch to it."""
+        self.views["How it works"].show(method)
+        self.tabs.active = list(self.views).index("How it works")
 
     def open_question(self, qa_id: str, method: str | None = None) -> None:
         """Show ``qa_id`` in the Question tab, ``method``'s row highlighted and its context open."""

@@ -349,10 +349,11 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
 
 def parse_link(data: Any) -> tuple[str, ...] | None:
     """A clicked link's target (the JSON list of ``link_html``) checked: ``("turn", id)``,
-    ``("unit", method, id)`` or ``("question", qa_id, method)``; None for anything else."""
+    ``("unit", method, id)``, ``("question", qa_id, method)`` or ``("method", name)`` (its How it works page);
+    None for anything else."""
     if not isinstance(data, (list, tuple)) or not data or not all(isinstance(x, str) for x in data):
         return None
-    arity = {"turn": 2, "unit": 3, "question": 3}
+    arity = {"turn": 2, "unit": 3, "question": 3, "method": 2}
     return tuple(data) if arity.get(data[0]) == len(data) else None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from widgets.html import box, esc
+from widgets.html import box, esc, link_html
 from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.jsonl import DamagedFile
 
@@ -42,7 +42,7 @@ def _item_html(item: dict) -> str:
     return text
 
 
-def census_html(value: dict | None, source: str = "") -> str:
+def census_html(value: dict | None, source: str = "", *, links: bool = False) -> str:
     """The header block: a small table, one row per method — what fired, what did not (each zero
     marked "not fired", its evidence as a tooltip and listed under "why the zeros"), and failures."""
     if value is None:
@@ -55,7 +55,9 @@ def census_html(value: dict | None, source: str = "") -> str:
         if not fired and not idle and not failures:
             continue
         checked = esc(h.get("checked") or "—")
-        rows.append(f"<tr><td><b>{esc(h['method'])}</b></td><td>{', '.join(fired) or '—'}</td>"
+        name = (f"<b>{esc(h['method'])}</b>" if not links else  # the app: the name opens its How it works page
+                link_html(h["method"], "method", h["method"], title=f"how {h['method']} works"))
+        rows.append(f"<tr><td>{name}</td><td>{', '.join(fired) or '—'}</td>"
                     f"<td>{', '.join(idle) or '—'}</td><td>{', '.join(failures) or '—'}</td>"
                     f"<td><small>{checked}</small></td></tr>")
         notes += [f"{esc(h['method'])} · {esc(i['label'])}: {esc(i['note'])}" for i in h["items"]
@@ -84,12 +86,13 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
-def census_pane(run_dir):
-    """The block as a Panel HTML pane (the app puts it in its header)."""
-    import panel as pn
+def census_pane(run_dir, on_link=None):
+    """The block as a Panel pane (the app puts it in its header); with ``on_link``, each method's name is a link
+    whose target (``("method", name)``) goes to ``on_link``."""
+    from widgets.panel_parts import LinkHTML
 
     try:
         value, source = load_census(run_dir)
     except (OSError, ValueError) as exc:  # shown in the header like every other read problem
         value, source = None, f"the census could not be computed: {type(exc).__name__}: {exc}"
-    return pn.pane.HTML(census_html(value, source), sizing_mode="stretch_width")
+    return LinkHTML(census_html(value, source, links=on_link is not None), on_link=on_link)

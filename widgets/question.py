@@ -403,8 +403,18 @@ COLUMNS = ["method", "answer", "verdict", "judge", "F1", "flags", "attribution",
            "turns shown", "query tokens", "steps"]
 
 
-def _cells(m: MethodRow) -> dict:
-    return {"method": f"<b>{esc(m.method)}</b>", "answer": _answer_html(m), "verdict": _verdict_html(m),
+def method_name_html(method: str, *, links: bool = False) -> str:
+    """A method's name in bold; with ``links`` (the app) followed by a link to its How it works page."""
+    if not links:
+        return f"<b>{esc(method)}</b>"
+    from widgets.html import link_html
+
+    return f"<b>{esc(method)}</b> " + link_html("how it works", "method", method,
+                                                 title=f"what {method} does, its pipeline and its gallery example")
+
+
+def _cells(m: MethodRow, *, links: bool = False) -> dict:
+    return {"method": method_name_html(m.method, links=links), "answer": _answer_html(m), "verdict": _verdict_html(m),
             "judge": _judge_html(m),
             "F1": esc(_f1_text(m)), "flags": _flags_html(m), "attribution": _attribution_html(m),
             "gold evidence rank": _rank_html(m),
@@ -509,7 +519,8 @@ def judge_notes_html(state: QuestionState) -> str:
     return f"<p class='wb-muted'><small>{esc('; '.join(state.judge_notes))}</small></p>"
 
 
-def methods_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True) -> str:
+def methods_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True,
+                 links: bool = False) -> str:
     """One row per method; with ``contexts`` each row is followed by its expandable reader context
     (open for ``selected``, whose row is also highlighted)."""
     if not state.rows:
@@ -517,7 +528,7 @@ def methods_html(state: QuestionState, *, selected: str | None = None, contexts:
     head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
     body = []
     for m in state.rows:
-        cells = _cells(m)
+        cells = _cells(m, links=links)
         tds = "".join(f'<td class="wb-num">{cells[c]}</td>' if c in ("F1", "turns shown", "query tokens", "steps")
                       else f"<td>{cells[c]}</td>" for c in COLUMNS)
         sel = m.method == selected
@@ -539,10 +550,12 @@ LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first 
           "failed and the method wrote a stand-in, which is not its reader's reply</small></p>")
 
 
-def question_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True) -> str:
+def question_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True,
+                  links: bool = False) -> str:
     """The whole view for one question, wrapped in the shared stylesheet."""
     return box(CSS + '<div class="wb-qv">' + gold_html(state) + judge_notes_html(state)
-               + methods_html(state, selected=selected, contexts=contexts) + (LEGEND if contexts else "") + "</div>")
+               + methods_html(state, selected=selected, contexts=contexts, links=links) + (LEGEND if contexts else "")
+               + "</div>")
 
 
 def question_page(state: QuestionState, *, selected: str | None = None, run: str = "") -> str:

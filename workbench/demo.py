@@ -316,11 +316,28 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
     print(f"\nmechanisms fired: {summary_line(mechanisms) or '(none recorded)'}  (mechanisms.json)")
     print(f"\nrun saved in {out}  (cassette hits {getattr(llm, 'hits', 0)}, live calls {getattr(llm, 'misses', 0)}, "
           f"calls missing from a replay-only cassette {getattr(llm, 'replay_misses', 0)})")
+    replay_gallery(out)
     if serve:
         from .extras import serve_app  # widgets sit above the core: imported by name, never statically
 
         serve_app(out, port=port, show=True)
     return out
+
+
+def replay_gallery(out: Path) -> Path | None:
+    """The mechanism gallery (``workbench.gallery``) replayed from its committed cassettes into ``<out>/gallery``,
+    where the app's "How it works" tab finds each method's example. A failure is printed, not raised: the demo
+    run itself is saved by then, and the tab says the example is missing."""
+    from .gallery import SUBDIR, run_gallery
+
+    try:
+        target = run_gallery(Path(out) / SUBDIR)
+    except Exception as exc:  # shown to the user; the demo run above is complete and stays usable
+        print(f"note: the mechanism gallery could not be replayed ({type(exc).__name__}: {exc}); the app's "
+              "How it works tab shows each method without its example", file=sys.stderr)
+        return None
+    print(f"mechanism gallery replayed into {target} (the app's How it works tab)")
+    return target
 
 
 def estimate_demo(*, methods=None, questions: int | None = None, llm_spec: str | None = None,

@@ -8,7 +8,7 @@ import panel as pn
 
 from widgets.html import box
 from widgets.panel_parts import (
-    html_pane,
+    LinkHTML,
 )
 from widgets.question import (
     question_html,
@@ -38,7 +38,8 @@ class QuestionTab:
         self.method = pn.widgets.Select(label="method (row highlighted, its context opened)", options=[], width=300)
         self.trace_button = pn.widgets.Button(label="open its trace in Traces ▶", width=220, align="end",
                                               color="primary", disabled=True)
-        self.body = html_pane("")
+        self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a method's how-it-works link
+        self.body = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
         self.question.param.watch(lambda e: self.load_question(), "value")
         self.method.param.watch(lambda e: self.render(), "value")
         self.trace_button.on_click(lambda e: self.to_trace())
@@ -98,7 +99,7 @@ class QuestionTab:
         if self.state is None:
             self.body.object = box("<p>No answered questions in this run.</p>")
         else:
-            self.body.object = question_html(self.state, selected=self.selected)
+            self.body.object = question_html(self.state, selected=self.selected, links=True)
         self.trace_button.disabled = self.selected is None or self.open_trace is None
 
     def to_trace(self) -> None:

@@ -72,38 +72,64 @@ def load_structure_views() -> list[str]:
 
 STRUCTURE_TITLE_STYLE = ("margin:14px 0 4px;padding:6px 10px;background:#f3f3f3;border-radius:4px;"
                          "font-size:15px;font-family:system-ui,sans-serif")
-STRUCTURES_LEAD = ("<p>One card per method: what it built from this conversation, read from the run's saved "
-                   "memory files.</p>")
+STRUCTURES_LEAD = ("<p>What each method built from this conversation, read from the run's saved memory files: pick "
+                   "a method.</p>")
 
 
 class StructuresView:
-    """Per method: its registered structure view, or its structures.json content with a notice."""
+    """Per method: its registered structure view, or its structures.json content with a notice. One method is
+    shown at a time, chosen with a picker above it (``method``): the ten-method demo run as one page was a
+    20,000-pixel scroll with no way to jump to a method (usability review)."""
 
     def __init__(self, store: RunStore):
         self.store = store
+        self.method = pn.widgets.RadioButtonGroup(options=[], variant="outline", color="primary",
+                                                  sizing_mode="stretch_width", margin=(4, 10))
+        self.method.param.watch(lambda e: self.show(), "value")
         self.panel = pn.Column(sizing_mode="stretch_width")
+        self.shown: dict[str, pn.Column] = {}
         store.param.watch(lambda e: self.load(), "conv_id")
         self.load()
 
     def load(self) -> None:
         self.sections = {m: self.section(m) for m in self.store.methods}
+        self.shown = {}
         if not self.sections:
             self.panel.objects = [message("This run has no saved memories, so no structures.")]
             return
-        # One section per method: a heading, then its body, drawn one by one after the headings (``defer``).
-        # A plain Column, not a pn.Card: on the ten-method demo run the cards alone took the tab from 0.36 s
-        # to 1.36 s shown in the browser (bench_ui, same load). A method name is a folder name of the run,
-        # so the heading is escaped.
-        self.panel.objects = [html_pane(box(STRUCTURES_LEAD))] + [
-            pn.Column(html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>{esc(m)}</h3>"),
-                      defer(pn.Column(*objs, sizing_mode="stretch_width")),
-                      sizing_mode="stretch_width", css_classes=["wb-structure"])
-            for m, objs in self.sections.items()]
+        names = list(self.sections)
+        keep = self.method.value if self.method.value in names else names[0]
+        self.method.options = names
+        if self.method.value != keep:
+            self.method.value = keep  # triggers show
+        else:
+            self.show()
+
+    def _column(self, m: str) -> pn.Column:
+        """One method's section: a heading, then its body, drawn after the heading (``defer``). A plain Column,
+        not a pn.Card (cards cost about 1 s on the ten-method demo run, bench_ui). A method name is a folder name
+        of the run, so the heading is escaped."""
+        if m not in self.shown:
+            self.shown[m] = pn.Column(
+                html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>{esc(m)}</h3>"),
+                defer(pn.Column(*self.sections[m], sizing_mode="stretch_width")),
+                sizing_mode="stretch_width", css_classes=["wb-structure"])
+        return self.shown[m]
+
+    def show(self, method: str | None = None) -> None:
+        """Show ``method``'s section (default: the picker's choice)."""
+        if method is not None and method in self.sections:
+            self.method.value = method  # comes back here through the watcher
+            return
+        chosen = self.method.value
+        if chosen not in self.sections:
+            return
+        self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self._column(chosen)]
 
     def headings(self) -> list[str]:
-        """Each section's heading as the page shows it (its escaped HTML text, tags removed), in page order."""
-        return [re.sub(r"<[^>]+>", "", str(c.objects[0].object)) for c in self.panel.objects[1:]
-                if isinstance(c, pn.Column) and "wb-structure" in c.css_classes]
+        """Each method's section heading (its escaped HTML text, tags removed), in picker order: the one shown
+        and those a click on the picker shows."""
+        return [re.sub(r"<[^>]+>", "", str(self._column(m).objects[0].object)) for m in self.sections]
 
     def files(self, method: str) -> dict:
         """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""

@@ -392,3 +392,61 @@ def checked_text(checked: Mapping | None) -> str:
         return (f"{checked['coherent_parents']} multi-child parents hold one planted topic or group (>= 60 % of "
                 f"their turns), {checked['mixed_parents']} are mixed")
     return str(checked.get("note", ""))
+
+
+#: what ``checked_verdict`` can say of one method's mechanism on an annotated conversation
+VERDICTS = ("right", "partly right", "wrong", "missed", "did not fire", "to read", "not checkable")
+
+
+def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
+    """One word for a checked census entry (``VERDICTS``) and the line it rests on (``checked_text``): *right*
+    when every firing was right and nothing planted was missed; *partly right* when some were; *wrong* when
+    none was; *missed* when the mechanism had something planted to act on and did nothing; *did not fire* when
+    nothing fired; *to read* when the firings are free text (gaps) with no automatic check."""
+    line = checked_text(checked)
+    if not checked or not checked.get("checkable"):
+        return "not checkable", line
+    if "edits_right" in checked:
+        good, bad = checked["edits_right"], checked["edits_wrong"]
+        missed = checked["missed_updates"] + checked["missed_forgets"]
+    elif "deep_on_multi_hop" in checked:
+        good, bad, missed = checked["deep_on_multi_hop"], checked["deep_elsewhere"], checked["multi_hop_not_escalated"]
+    elif "on_planted_recurrence" in checked:
+        good, bad, missed = checked["on_planted_recurrence"], checked["off_planted_recurrence"], 0
+    elif "coherent_parents" in checked:
+        good, bad, missed = checked["coherent_parents"], checked["mixed_parents"], 0
+    else:  # gaps: free text, listed for reading
+        return ("to read" if checked.get("gaps_opened") else "did not fire"), line
+    if good + bad == 0:
+        return ("missed" if missed else "did not fire"), line
+    if bad == 0 and missed == 0:
+        return "right", line
+    return ("partly right" if good else "wrong"), line
+
+
+def planted_marks(ann: ConversationAnnotations | None) -> dict[str, list[str]]:
+    """Turn id -> what is planted there, in words (a knowledge update's old and new value, a forget request, a
+    recurring topic, a multi-hop chain, a relative date, a group of events): what a view marks on the transcript."""
+    marks: dict[str, list[str]] = {}
+    if ann is None:
+        return marks
+
+    def mark(turns, text):
+        for t in turns:
+            marks.setdefault(t, []).append(text)
+
+    for u in ann.updates:
+        mark(u.old_turns, f"update {u.id}: old value of {u.entity}'s {u.attribute} ({u.old})")
+        mark([u.new_turn], f"update {u.id}: {u.entity}'s {u.attribute} becomes {u.new}")
+    for f in ann.forgets:
+        mark([f.turn], f"forget request {f.id}: forget {f.about}")
+        mark(f.forgets_turns, f"to be forgotten ({f.id})")
+    for r in ann.recurring:
+        mark(r.get("turns") or (), f"recurring topic: {r.get('topic') or r.get('id')}")
+    for m in ann.multi_hop:
+        mark(m.get("turns") or (), f"multi-hop chain of: {m.get('question') or m.get('qa_id')}")
+    for t in ann.relative_times:
+        mark([t["turn"]], f"\"{t.get('phrase')}\" means {t.get('date')}")
+    for g in ann.groups:
+        mark(g.get("turns") or (), f"group by {g.get('by')}: {g.get('id')}")
+    return marks

@@ -126,6 +126,10 @@ class MemoryMethod:
     # calibration.py): the embedder its paper's thresholds belong to, how they are mapped onto another one,
     # and what is deliberately left alone. None: no embedder-cosine threshold to calibrate.
     calibration: ClassVar[object] = None  # a workbench.methods.calibration.CalibrationHook
+    # What the method does in two plain sentences, its pipeline diagram and, where one was written, its
+    # mechanism-gallery example with the right outcome (``explain.HowItWorks``, in its folder's how_it_works.py):
+    # the app's "How it works" page, the method notebook's diagram and ``workbench.gallery`` read it. None: no page.
+    how_it_works: ClassVar[object] = None  # a workbench.methods.explain.HowItWorks
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:

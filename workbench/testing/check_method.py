@@ -73,6 +73,9 @@ def check_declarations(make: C.MakeMethod, conv: Conversation) -> None:
     from ..methods.census_kit import CensusSpec
     assert cls.census is None or isinstance(cls.census, CensusSpec), (
         f"{cls.__name__}.census must be None or a workbench.methods.census_kit.CensusSpec")
+    from ..methods.explain import HowItWorks
+    assert cls.how_it_works is None or isinstance(cls.how_it_works, HowItWorks), (
+        f"{cls.__name__}.how_it_works must be None or a workbench.methods.explain.HowItWorks")
     assert isinstance(cls.prompt_modules, tuple), f"{cls.__name__}.prompt_modules must be a tuple of module names"
 
 

@@ -78,6 +78,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation, Turn
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -99,6 +100,8 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
 
     name = "ama"
+    title = "AMA"
+    how_it_works = HOW_IT_WORKS
     # nothing to map (the one cosine gate is ours and off by default); said in every calibration file
     calibration = CalibrationHook(None, not_calibrated={
         "conflict_min_sim": "ours, off (None) by default: no paper value to map"})

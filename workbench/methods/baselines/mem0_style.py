@@ -32,6 +32,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from .how_it_works import MEM0_STYLE
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer
@@ -51,6 +52,8 @@ class Mem0Style(MemoryMethod):
     # as Mem0's paper labels the LoCoMo integers in its tables
     category_labels = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain", 5: "(not scored)"}
     name = "mem0_style"
+    title = "Mem0-style"
+    how_it_works = MEM0_STYLE
     structure_view = "speaker_memories"
     prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
 

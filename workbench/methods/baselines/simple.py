@@ -24,6 +24,7 @@ import warnings
 from datetime import datetime
 from typing import Literal
 
+from . import how_it_works as HW
 from ...data import Conversation
 from ...llm.tokens import count_tokens
 from ...trace import Answer, Hit
@@ -75,6 +76,7 @@ class FullContext(MemoryMethod):
     title = "Full-Context"
     whole_conversation_roles = frozenset({"answer"})
     name = "full_context"
+    how_it_works = HW.FULL_CONTEXT
     structure_view = "whole_conversation"
     prompt_modules = _PROMPT_MODULES
 
@@ -111,6 +113,8 @@ class NaiveRAG(MemoryMethod):
 
     default_choice = True  # what `workbench eval` runs when no method is named: the plain retrieval baseline
     name = "naive_rag"
+    title = "Naive RAG"
+    how_it_works = HW.NAIVE_RAG
     structure_view = "chunks"
     prompt_modules = _PROMPT_MODULES
 
@@ -185,6 +189,8 @@ class EagerFloor(MemoryMethod):
     """
 
     name = "eager_floor"
+    title = "Eager floor"
+    how_it_works = HW.EAGER_FLOOR
     structure_view = "fact_list"
     prompt_modules = _PROMPT_MODULES
 

@@ -24,6 +24,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -80,6 +81,8 @@ class HMem(MemoryMethod):
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
     name = "hmem"
+    title = "H-Mem"
+    how_it_works = HOW_IT_WORKS
     calibration = CALIBRATION  # alphas from the paper's Table 7 (calibration.py)
     structure_view = "tree_and_graph"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Sequence
 
+from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -87,6 +88,8 @@ class HyMem(MemoryMethod):
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
+    title = "HyMem"
+    how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
+from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError
@@ -116,6 +117,8 @@ class MemR3(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
+    title = "MemR3"
+    how_it_works = HOW_IT_WORKS
     structure_view = "controller_backend"  # a controller over its backend's memory
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)

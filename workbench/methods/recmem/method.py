@@ -16,6 +16,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...llm.ledger import track
@@ -131,6 +132,8 @@ class RecMem(MemoryMethod):
 
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
+    title = "RecMem"
+    how_it_works = HOW_IT_WORKS
     calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
     structure_view = "clusters"
     structure_hooks = CLUSTER_HOOKS  # the clusters view's gate replay (structures.py)

@@ -1,0 +1,239 @@
+"""A method's "How it works" page: what it does, its pipeline, and its gallery example checked against the truth.
+
+One page per method that declares ``how_it_works`` (``workbench.methods.explain.HowItWorks``):
+
+1. two plain sentences and the pipeline diagram (``widgets.pipeline``);
+2. when the method has a mechanism-gallery example (issue #40) and the run holds it (``workbench demo`` replays
+   the gallery into ``<run>/gallery``): the short conversation with every planted turn marked, *the right
+   outcome* (the method's own declaration) beside *what the model did* -- the checked census in one word
+   (``workbench.eval.annotations.checked_verdict``: right / partly right / wrong / missed / did not fire), the
+   counts the census recorded, each firing checked, and each question's answer with its checker verdict.
+
+The app's "How it works" tab (``widgets.tabs.how_it_works``) adds the trace stepper over the example's
+answers; a notebook shows ``HowItWorksPage`` (``_repr_html_``), then its ``stepper()``. Nothing here names a
+method: everything comes from the declaration, the annotations and the run. All text is escaped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from widgets.html import box, esc
+from widgets.pipeline import Pipeline
+from workbench.eval.annotations import checked_verdict, planted_marks, shipped_annotations
+from workbench.eval.mechanisms import headline, item_text
+from workbench.jsonl import DamagedFile
+
+CSS = (
+    "<style>"
+    ".wb-how {font-family: system-ui, sans-serif; font-size: 14px; line-height: 1.4;}"
+    ".wb-how h3 {margin: 6px 0 4px 0;} .wb-how h4 {margin: 10px 0 4px 0;}"
+    ".wb-how-cols {display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start;}"
+    ".wb-how-col {flex: 1 1 26em; min-width: 18em;}"
+    ".wb-how-conv {border: 1px solid #ced4da; border-radius: 6px; padding: 4px 8px; max-height: 26em;"
+    " overflow-y: auto; font-size: 13px;}"
+    ".wb-how-session {font-weight: 600; color: #343a40; margin: 6px 0 2px 0;}"
+    ".wb-how-turn {margin: 1px 0; padding: 1px 4px; border-left: 3px solid transparent;}"
+    ".wb-how-turn.planted {background: #fff3bf; border-left-color: #f59f00;}"
+    ".wb-how-mark {display: block; color: #7c4a03; font-size: 12px;}"
+    ".wb-how-id {color: #495057; font-family: ui-monospace, monospace; font-size: 12px;}"
+    ".wb-how-right {background: #ebfbee; border: 1px solid #2b8a3e; border-radius: 6px; padding: 6px 10px;}"
+    ".wb-how-did {background: #f8f9fa; border: 1px solid #adb5bd; border-radius: 6px; padding: 6px 10px;}"
+    ".wb-verdict {display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600;}"
+    ".wb-verdict.good {background: #d3f9d8; color: #1b5e20;} .wb-verdict.bad {background: #ffe3e3; color: #a61e1e;}"
+    ".wb-verdict.meh {background: #fff3bf; color: #7c4a03;} .wb-verdict.none {background: #e9ecef; color: #343a40;}"
+    ".wb-how table {border-collapse: collapse; font-size: 13px;}"
+    ".wb-how td, .wb-how th {border-bottom: 1px solid #dee2e6; padding: 2px 6px; text-align: left;"
+    " vertical-align: top;}"
+    "</style>"
+)
+_TONE = {"right": "good", "partly right": "meh", "wrong": "bad", "missed": "bad", "did not fire": "none",
+         "to read": "meh", "not checkable": "none"}
+
+
+def verdict_chip(word: str) -> str:
+    return f"<span class='wb-verdict {_TONE.get(word, 'none')}'>{esc(word)}</span>"
+
+
+@dataclass
+class GalleryExample:
+    """One method's gallery example as the run recorded it: its conversation, planted phenomena, census entry
+    and answer rows (``results.jsonl`` rows of that method on that conversation)."""
+
+    method: str
+    conversation: Any  # workbench.data.Conversation
+    annotations: Any  # ConversationAnnotations or None
+    census: dict
+    rows: list[dict]
+
+    @classmethod
+    def load(cls, run_dir, method: str, conv_id: str) -> "GalleryExample | None":
+        """The example from the run directory ``run_dir``, or None when the run does not hold ``method``'s
+        answers on ``conv_id``. A damaged file raises ``DamagedFile`` (the caller shows it)."""
+        from workbench.eval.mechanisms import census, read_census
+        from workbench.rundir import RunDir
+
+        run = Path(run_dir)
+        if not run.is_dir():
+            return None
+        rd = RunDir(run)
+        rows = [r for r in rd.results() if r.get("method") == method and r.get("conv_id") == conv_id]
+        if not rows or conv_id not in rd.conversation_ids():
+            return None
+        try:
+            value = read_census(run)
+        except DamagedFile:
+            value = None
+        value = value or census(run)
+        entry = (value.get("methods") or {}).get(method) or {}
+        return cls(method, rd.conversation(conv_id), shipped_annotations().get(conv_id), entry, rows)
+
+    @property
+    def verdict(self) -> tuple[str, str]:
+        checked = self.census.get("checked") if isinstance(self.census.get("checked"), dict) else None
+        return checked_verdict(checked)
+
+    def answers_right(self) -> tuple[int, int]:
+        """(answers the checker holds right, answers)."""
+        ok = sum(1 for r in self.rows if isinstance(r.get("check"), dict) and r["check"].get("correct") is True)
+        return ok, len(self.rows)
+
+
+def conversation_html(conv, marks: dict[str, list[str]]) -> str:
+    """The transcript, session by session with its date; each planted turn highlighted, what is planted there
+    written under it."""
+    out = []
+    for i, s in enumerate(conv.sessions, 1):
+        when = s.date_text or (s.date_time.strftime("%-d %B %Y, %H:%M") if s.date_time else "undated")
+        out.append(f"<div class='wb-how-session'>Session {i} · {esc(when)}</div>")
+        for t in s.turns:
+            planted = marks.get(t.id) or []
+            notes = "".join(f"<span class='wb-how-mark'>▲ {esc(m)}</span>" for m in planted)
+            out.append(f"<div class='wb-how-turn{' planted' if planted else ''}'><span class='wb-how-id'>{esc(t.id)}"
+                       f"</span> <b>{esc(t.speaker)}</b>: {esc(t.text)}{notes}</div>")
+    return "<div class='wb-how-conv' tabindex='0' aria-label='the example conversation'>" + "".join(out) + "</div>"
+
+
+def _checked_items_html(checked: dict | None) -> str:
+    """Each list in the checked census (the edits judged right / wrong, what was missed, the parents or
+    episodes judged, ...) as a small table under its name, folded."""
+    if not isinstance(checked, dict):
+        return ""
+    parts = []
+    for key, items in checked.items():
+        if not isinstance(items, list) or not items:
+            continue
+        if all(isinstance(i, dict) for i in items):
+            cols = [c for c in dict.fromkeys(k for i in items for k in i) if c != "conversation"]
+            head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+            body = "".join("<tr>" + "".join(f"<td>{esc(_cell(i.get(c)))}</td>" for c in cols) + "</tr>"
+                           for i in items)
+            table = f"<table><tr>{head}</tr>{body}</table>"
+        else:
+            table = "<p>" + esc(", ".join(str(i) for i in items)) + "</p>"
+        parts.append(f"<details><summary>{esc(key.replace('_', ' '))} ({len(items)})</summary>{table}</details>")
+    return "".join(parts)
+
+
+def _cell(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.0%}" if 0 <= value <= 1 else f"{value:g}"
+    return "" if value is None else str(value)
+
+
+def _counts_html(method: str, census_entry: dict) -> str:
+    heads = [h for h in headline({"methods": {method: census_entry}}) if h["method"] == method]
+    if not heads:
+        return ""
+    items = [item_text(i) + ("" if i["fired"] else " (not fired)") for i in heads[0]["items"]]
+    return ("<p><b>Recorded:</b> " + esc("; ".join(items)) + "</p>") if items else ""
+
+
+def answers_html(example: GalleryExample) -> str:
+    rows = []
+    for r in example.rows:
+        check = r.get("check") if isinstance(r.get("check"), dict) else {}
+        ok = check.get("correct")
+        mark = "✓ right" if ok is True else "✗ wrong" if ok is False else "?"
+        judge = r.get("judge_label") or "—"
+        rows.append(f"<tr><td>{esc(r.get('question'))}</td><td>{esc(r.get('gold'))}</td>"
+                    f"<td>{esc(r.get('prediction'))}</td><td><b>{esc(mark)}</b><br><small>{esc(check.get('reason'))}"
+                    f"</small></td><td>{esc(judge)}</td></tr>")
+    return ("<table><tr><th>question</th><th>gold</th><th>the method's answer</th><th>checker</th>"
+            "<th>LLM judge</th></tr>" + "".join(rows) + "</table>")
+
+
+class HowItWorksPage:
+    """The page of one method class (``name``: its name in the run), with its gallery example when given."""
+
+    def __init__(self, name: str, cls: type, example: GalleryExample | None = None, *, missing: str = ""):
+        self.name, self.cls, self.example, self.missing = name, cls, example, missing
+        self.how = cls.how_it_works
+
+    @classmethod
+    def from_run(cls, name: str, method_cls: type, gallery_run) -> "HowItWorksPage":
+        """The page with the example read from ``gallery_run`` (``<run>/gallery``), or saying why it is absent."""
+        how = method_cls.how_it_works
+        if not how.gallery:
+            return cls(name, method_cls)
+        try:
+            example = GalleryExample.load(gallery_run, name, how.gallery) if gallery_run else None
+        except DamagedFile as exc:
+            return cls(name, method_cls, missing=f"the gallery run could not be read: {exc}")
+        missing = "" if example else (
+            f"This run holds no replay of the gallery example ({how.gallery}). `workbench demo` replays it into "
+            "<run>/gallery; or run `python scripts/record_gallery.py --replay --out <run>/gallery`.")
+        return cls(name, method_cls, example, missing=missing)
+
+    @property
+    def title(self) -> str:
+        return getattr(self.cls, "title", None) or self.name
+
+    def diagram(self) -> Pipeline:
+        return Pipeline(self.how.rows(), self.title)
+
+    def example_html(self) -> str:
+        how, ex = self.how, self.example
+        if not how.gallery:
+            return "<p class='wb-muted'>No gallery example: this method has no signature mechanism to show.</p>"
+        if ex is None:
+            return f"<p class='wb-muted'>{esc(self.missing)}</p>"
+        word, line = ex.verdict
+        ok, n = ex.answers_right()
+        model = (ex.rows[0].get("llm_model") if ex.rows else None) or "the model"
+        marks = planted_marks(ex.annotations)
+        did = (f"<div class='wb-how-did'><h4>What {esc(model)} did</h4>"
+               f"<p><b>The mechanism:</b> {verdict_chip(word)} {esc(line)}</p>"
+               f"<p><b>The answers:</b> {ok} of {n} right (deterministic checker)</p>"
+               f"{_counts_html(ex.method, ex.census)}{_checked_items_html(ex.census.get('checked'))}</div>")
+        right = f"<div class='wb-how-right'><h4>The right outcome</h4><p>{esc(how.right_outcome)}</p></div>"
+        planted = (f"<p class='wb-muted'>{len(marks)} planted turn(s) marked ▲ (sample_data/annotations.json)</p>"
+                   if marks else "")
+        return (f"<h4>The example: {esc(how.mechanism)} <span class='wb-muted'>· conversation "
+                f"{esc(how.gallery)}</span></h4><div class='wb-how-cols'><div class='wb-how-col'>"
+                f"{conversation_html(ex.conversation, marks)}{planted}</div><div class='wb-how-col'>{right}{did}</div>"
+                f"</div><h4>Its questions</h4>{answers_html(ex)}")
+
+    def html(self) -> str:
+        ref = f" <span class='wb-muted'>· {esc(self.how.mechanism)}</span>" if self.how.mechanism else ""
+        return box(CSS + f"<div class='wb-how'><h3>How {esc(self.title)} works{ref}</h3><p>{esc(self.how.summary)}</p>"
+                   + self.diagram().html + self.example_html() + "</div>")
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def stepper(self, question: int = 0):
+        """A notebook trace stepper (``TraceStepper``) over the example's answer to its ``question``-th question
+        (the first is the one the mechanism is about), gold evidence marked; None without an example."""
+        if self.example is None or not self.example.rows:
+            return None
+        from widgets.trace_stepper import TraceStepper
+        from workbench.trace import Answer
+
+        row = self.example.rows[question]
+        gold = next((q.evidence for q in self.example.conversation.qa if q.id == row.get("qa_id")), ())
+        return TraceStepper(Answer.from_dict(row["answer"]), conversation=self.example.conversation,
+                            gold_evidence=gold)

@@ -1,0 +1,23 @@
+"""HyMem's "How it works" page (``explain.HowItWorks``): read by the app, the notebook and the gallery."""
+from ..explain import HowItWorks, phase
+
+HOW_IT_WORKS = HowItWorks(
+    summary=("HyMem keeps a conversation at two resolutions: short key sentences that are cheap to search, each "
+             "linked to the raw topic event it came from. It answers from the key sentences first, and reads the "
+             "raw events (the deep module) only when the light answer is judged not good enough."),
+    phases=(
+        phase("build", ("segment", "each session into topic events (Level-2, raw turns)"),
+              ("summarise", "one LLM call per event: key sentences (Level-1)"),
+              ("embed", "Level-1 items, each linked to its event")),
+        phase("answer", ("light", "top-k Level-1 items: answer, or ask to escalate"),
+              ("deep (only if asked)", "top-N candidates, LLM picks per batch, read their Level-2 events"),
+              ("reflect", "accept the answer, or rewrite the query"),
+              loop="a rejected answer starts the next round at the light module again, at most max_rounds rounds"),
+    ),
+    mechanism="light → deep escalation, with reflection",
+    gallery="gallery-hymem",
+    right_outcome=("The teacher is named in one session (D1:3: Mr. Okafor) and his instrument in another (D2:3: the "
+                   "cello). The light module's key sentences should not be enough to link the two, so it escalates: "
+                   "the deep module reads both raw events and the answer is \"the cello\". The second question "
+                   "(the kitchen's colour, one turn) needs no escalation."),
+)
