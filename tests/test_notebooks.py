@@ -86,3 +86,13 @@ def test_every_widget_output_has_a_static_html_sibling(name):
         if len(html) < 200 or "<script" in html.lower() or "VBox(" in html:
             bare.append(f"cell {i}: {sorted(o['data'])} {html[:80]!r}")
     assert not bare, f"{name}: widget outputs without a static HTML rendering:\n" + "\n".join(bare)
+
+
+@pytest.mark.parametrize("name", REPLAYABLE)
+def test_notebooks_store_no_widget_state(name):
+    """nbconvert and nbviewer draw a stored widget state before any other output (as a widget that no longer
+    runs); without one they show the static HTML beside it. ``make notebooks`` stores none."""
+    import json
+
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    assert "widgets" not in nb["metadata"], f"{name}.ipynb stores a widget state: run `make notebooks`"
