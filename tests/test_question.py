@@ -296,7 +296,8 @@ def test_notebook_question_view_static_html_shows_every_answer_and_verdict(flagg
 
     view = QuestionView.from_run(flagged_run).select(memr3_question(flagged_run))
     cells = [Q._cells(m) for m in view.state.rows]
-    html = static_view(view, Q.esc(view.state.question), *(c[k] for c in cells for k in ("method", "answer", "verdict")))
+    html = static_view(view, Q.esc(view.state.question),
+                       *(c[k] for c in cells for k in ("method", "answer", "verdict")))
     assert len(cells) == 4 and "Step 1" not in html  # no method picked: no trace
     view.method.value = "memr3"
     static_view(view, view.html, view.stepper.static_html(), "Step 1")

@@ -273,7 +273,8 @@ def test_graph_view_static_html_lists_entities_and_relations_without_the_script_
              "edges": [{"source": "ent0", "target": "ent1", "relation": "<i>lives in</i>", "source_ids": ["D1:1"]}]}
     gv = GraphView({"graph": graph}).select("Lyon")
     html = static_view(gv, "Entities (2)", "Relations (1)", "&lt;img src=x onerror=alert(1)&gt;",
-                       "&lt;i&gt;lives in&lt;/i&gt;", "&lt;b&gt;x&lt;/b&gt;", "entity: <b>Lyon (location, 1 mentions)</b>",
+                       "&lt;i&gt;lives in&lt;/i&gt;", "&lt;b&gt;x&lt;/b&gt;",
+                       "entity: <b>Lyon (location, 1 mentions)</b>",
                        gv.legend_html, gv.detail_html)
     assert "<iframe" not in html and "<img" not in html and "vis.Network" not in html
     assert "<td>Lyon</td>" in html.split("Relations (1)")[1]  # the relation names its target entity

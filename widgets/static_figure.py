@@ -239,7 +239,8 @@ def figure_svg(fig, *, width: int = WIDTH) -> str:
                        f'stroke="{esc(stroke) if w else "none"}"/>')
         elif s.type == "line":
             out.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="{esc(stroke)}" '
-                       f'stroke-width="{(line.width if line and line.width else 1):g}"{_dash(line.dash if line else None)}/>')
+                       f'stroke-width="{(line.width if line and line.width else 1):g}"'
+                       f'{_dash(line.dash if line else None)}/>')
     edge = -math.inf  # the right end of the last x tick label drawn: a label that would overlap it is left out
     for px_, label in xa.ticks():
         lines = [plain(part) for part in _BR.split(label)]
@@ -261,7 +262,8 @@ def figure_svg(fig, *, width: int = WIDTH) -> str:
             anchor = {"right": "end", "left": "start"}.get(a.xanchor, "middle")
             out.append(_text(ax, ay - 4, plain(a.text), anchor=anchor, size=10, colour="#495057"))
     for n, line in enumerate(title_lines):
-        out.append(_text(width / 2, 16 + 16 * n, line, size=13 if n == 0 else 11, weight="bold" if n == 0 else "normal"))
+        out.append(_text(width / 2, 16 + 16 * n, line, size=13 if n == 0 else 11,
+                         weight="bold" if n == 0 else "normal"))
     xt, yt = plain(getattr(layout.xaxis.title, "text", "")), plain(getattr(layout.yaxis.title, "text", ""))
     if xt:
         out.append(_text((left + width - right) / 2, height - 8, xt))
@@ -282,7 +284,8 @@ def _trace_svg(t, i: int, xa: _Axis, ya: _Axis) -> str:
         seg = [f"{x:.1f},{y:.1f}" for x, y in pts if x is not None and y is not None]
         if len(seg) > 1:
             dash = _dash(t.line.dash if t.line else None)
-            out.append(f'<polyline points="{" ".join(seg)}" fill="none" stroke="{esc(colour)}" stroke-width="1.5"{dash}/>')
+            out.append(f'<polyline points="{" ".join(seg)}" fill="none" stroke="{esc(colour)}" '
+                       f'stroke-width="1.5"{dash}/>')
     e = t.error_y
     if e is not None and e.array is not None:
         up, down = _seq(e.array, n), _seq(e.arrayminus if e.arrayminus is not None else e.array, n)
@@ -315,7 +318,8 @@ def _trace_svg(t, i: int, xa: _Axis, ya: _Axis) -> str:
                 continue
             pos = str(pos or "top center")
             dy = -10 if pos.startswith("top") else (14 if pos.startswith("bottom") else 4)
-            anchor, dx = ("start", 8) if pos.endswith("right") else (("end", -8) if pos.endswith("left") else ("middle", 0))
+            anchor, dx = (("start", 8) if pos.endswith("right") else
+                          ("end", -8) if pos.endswith("left") else ("middle", 0))
             out.append(_text(x + dx, y + dy, plain(text), anchor=anchor, size=10))
     return "".join(out)
 
