@@ -31,6 +31,11 @@ app: setup
 
 # Regenerate notebooks/*.ipynb from their jupytext sources (notebooks/*.py) and re-execute them, so the
 # outputs nbval compares against are fresh (they replay the committed cassettes: no model needed).
+# No widget state is stored (and an old one is dropped): nbconvert and nbviewer draw a stored widget state in
+# preference to anything else, as a widget that can no longer run; without it they show each view's static
+# HTML (issue #42), as JupyterLab does for an untrusted notebook. Run the notebook for the live widgets.
 notebooks: setup
 	cd notebooks && ../$(VENV)/bin/jupytext --sync [0-9][0-9]_*.py && \
-		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace [0-9][0-9]_*.ipynb
+		../$(VENV)/bin/jupytext --update-metadata '{"widgets": null}' [0-9][0-9]_*.ipynb && \
+		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+			--ExecutePreprocessor.store_widget_state=False [0-9][0-9]_*.ipynb

@@ -66,10 +66,12 @@ hymem = demo_methods(llm, emb, ["hymem"])["hymem"]
 
 # %%
 # NBVAL_CHECK_OUTPUT
+from IPython.display import display
+
 hymem.ingest(conv)
 mem = hymem.memories()
-print(mem["kind"].value_counts().to_string())
 print("construction:", hymem.construction_calls_, "calls,", hymem.construction_usage_.total_tokens, "tokens")
+display(mem["kind"].value_counts().to_frame())
 
 # %% [markdown]
 # ### Level-2: the raw topic events

@@ -134,7 +134,7 @@ timeline.set_filter(kinds=["UPDATE", "DELETE"])
 import pandas as pd
 
 log = pd.DataFrame(ama.refresh_log())
-print(log["action"].value_counts(dropna=False).to_string() if len(log) else "no refresh decisions")
+display(log["action"].value_counts(dropna=False).to_frame() if len(log) else Markdown("no refresh decisions"))
 log.head(10)
 
 # %% [markdown]

@@ -72,11 +72,13 @@ hmem = demo_methods(llm, emb, ["hmem"])["hmem"]
 
 # %%
 # NBVAL_CHECK_OUTPUT
+from IPython.display import display
+
 hmem.ingest(conv)
 mem = hmem.memories()
-print(mem["kind"].value_counts().to_string())
 print("graph:", hmem.graph_.number_of_nodes(), "entities,", hmem.graph_.number_of_edges(), "relations")
 print("construction:", hmem.construction_calls_, "calls,", hmem.construction_usage_.total_tokens, "tokens")
+display(mem["kind"].value_counts().to_frame())
 
 # %% [markdown]
 # ## 2. The tree
@@ -87,7 +89,7 @@ print("construction:", hmem.construction_calls_, "calls,", hmem.construction_usa
 import pandas as pd
 
 nodes = pd.DataFrame(hmem.tree_nodes())
-print(nodes.groupby("level").size().to_string())
+display(nodes.groupby("level").size().to_frame("nodes"))
 nodes[["id", "level", "parent", "window", "start", "end", "n_m", "summary"]].sort_values(["level", "start"]).head(15)
 
 # %% [markdown]

@@ -68,8 +68,10 @@ recmem.ingest(conv)
 recmem.consolidation_summary()
 
 # %%
+from IPython.display import display
+
 mem = recmem.memories()
-print(mem["kind"].value_counts().to_string())
+display(mem["kind"].value_counts().to_frame())
 mem[mem["kind"] == "episode"][["id", "text", "source_ids"]]
 
 # %%
@@ -127,7 +129,7 @@ Markdown(f"Here RecMem used {rec_tokens / eager_tokens:.2f}× EagerFloor's const
 replayed = recmem.replay()
 print("replay matches the live run:", [d.outcome for d in replayed] == [d.outcome for d in recmem.trigger_log_])
 decisions = pd.DataFrame([d.to_dict() for d in replayed])
-print(decisions["outcome"].value_counts().to_string())
+decisions["outcome"].value_counts().to_frame()
 
 # %%
 decisions[decisions["fired"]][["unit_id", "position", "count", "relevant_ids", "outcome"]]

@@ -72,8 +72,8 @@ frame = results_frame(rows)
 table = summary_table(frame, audits=audits_for_rows(rows))
 cols = ["method", "n", "metric", "accuracy", "ci_low", "ci_high", "judge_accuracy", "judge_false_accept", "f1",
         "evidence_recall", "turns_shown", "query_tokens", "construction_tokens", "fc_token_ratio", "errors"]
-overall = table[table["category"] == "overall"][cols].reset_index(drop=True)
-print(overall.round(3).to_string())
+overall = table[table["category"] == "overall"][cols].set_index("method")
+overall.round(3)
 
 # %% [markdown]
 # Per question: the judge's label for each method (`None`: not judged, category 5).
@@ -111,7 +111,7 @@ for a in sorted(AuditCache(), key=lambda a: ((a.get("judge") or {}).get("model",
         **{k: _rate((kinds.get(k) or {}).get("false_accept"))
            for k in ("other_gold", "not_mentioned", "date_shift", "entity_swap")},
         "false rejects": _rate(a.get("false_reject")), "trusted": is_reliable(a)})
-print(pd.DataFrame(audit_rows).to_string(index=False))
+pd.DataFrame(audit_rows).set_index("judge")
 
 # %% [markdown]
 # ## 2. Cost against accuracy
@@ -140,7 +140,7 @@ comparison
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(comparison.to_frame()[["method", "answer", "query_tokens", "calls", "evidence_recall"]].to_string())
+comparison.to_frame()[["method", "answer", "query_tokens", "calls", "evidence_recall"]].set_index("method")
 
 # %% [markdown]
 # The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the

@@ -39,6 +39,7 @@ print("found" if LOCOMO_PATH.exists() else NOTE)
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from workbench.data import CATEGORY_NAMES, load_locomo
 
@@ -48,7 +49,7 @@ if data is None:
 else:
     stats = pd.DataFrame([{"conversation": c.id, "sessions": len(c.sessions), "turns": len(c.turns),
                            "questions": len(c.qa)} for c in data])
-    print(stats.to_string(index=False))
+    display(stats.set_index("conversation"))
     print("skipped or repaired by the loader:", dict(data.skipped))
 
 # %%
@@ -56,8 +57,8 @@ if data is None:
     print(NOTE)
 else:
     cats = pd.Series([q.category for q in data.questions]).value_counts().sort_index()
-    print(pd.DataFrame({"name": [CATEGORY_NAMES[c] for c in cats.index], "questions": cats.values},
-                       index=cats.index).to_string())
+    display(pd.DataFrame({"name": [CATEGORY_NAMES[c] for c in cats.index], "questions": cats.values},
+                         index=cats.index.rename("category")))
 
 # %% [markdown]
 # ## 1. Which category is which
@@ -70,7 +71,7 @@ else:
 # NBVAL_CHECK_OUTPUT
 from workbench.eval.report import category_translation
 
-print(category_translation().to_string(index=False))
+category_translation().set_index("category")
 
 # %% [markdown]
 # ## 2. Retrieval-only evidence recall@10 for Naive RAG
@@ -108,7 +109,7 @@ else:
                            for q in conv.qa if q.evidence])
     per_cat = recall.groupby("category")["recall@10"].agg(["count", "mean"])
     per_cat.loc["all"] = [len(recall), recall["recall@10"].mean()]
-    print(per_cat.round(2).to_string())
+    display(per_cat.round(2))
 
 # %% [markdown]
 # ## 3. RecMem's recurrence gate over the whole conversation
@@ -146,7 +147,7 @@ else:
     fired = [d for d in gate if d.fired]
     session = {u.id: u.meta["session_id"] for u in units}
     per_session = pd.Series([session[d.unit_id] for d in fired], name="triggers per session")
-    print(per_session.value_counts(sort=False).to_string())
+    display(per_session.value_counts(sort=False).to_frame())
     first = fired[0] if fired else None
     if first:
         print("\nfirst trigger:", first.unit_id, "with", list(first.relevant_ids))

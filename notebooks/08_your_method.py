@@ -182,7 +182,7 @@ for method, reader in [*((m, llm) for m in five.values()), (RecencyBM25(llm=mine
              save_memories_dir=run, progress=False)
 table = summary_table(load_results([run / "results.jsonl"]))
 cols = ["method", "n", "metric", "accuracy", "evidence_recall", "turns_shown", "query_tokens", "fc_token_ratio"]
-print(table[table["category"] == "overall"][cols].round(3).to_string(index=False))
+table[table["category"] == "overall"][cols].round(3).set_index("method")
 
 # %% [markdown]
 # The buffer keeps 40 of the slice's 66 turns, so the first sessions are gone when the questions come. For each

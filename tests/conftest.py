@@ -47,3 +47,23 @@ def lme_dev_path():
     if not LME_DEV.exists():
         pytest.skip("../shared/data/longmemeval not present")
     return LME_DEV
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def static_view():
+    """``check(view, *texts) -> html``: the view's static HTML holds every text, no script, and its display bundle
+    carries that HTML as ``text/html`` beside the widget view (what a page without live widgets shows, issue #42)."""
+
+    def check(view, *texts: str) -> str:
+        html = view.static_html() if hasattr(view, "static_html") else view.html
+        bundle = view._repr_mimebundle_()
+        assert WIDGET_VIEW in bundle and bundle.get("text/html") == html, sorted(bundle)
+        assert "<script" not in html.lower() and "javascript:" not in html.lower()
+        missing = [t for t in texts if t not in html]
+        assert not missing, f"static HTML lacks {missing}"
+        return html
+
+    return check

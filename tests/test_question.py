@@ -288,6 +288,21 @@ def test_notebook_question_view_selects_and_shows_the_trace(flagged_run):
     assert view.trace.children == () and "<details open>" not in view.body.value
 
 
+def test_notebook_question_view_static_html_shows_every_answer_and_verdict(flagged_run, static_view):
+    """Issue #42: opened without live widgets, the view still shows the question, each method's answer and
+    verdict and, for the picked method, its trace."""
+    pytest.importorskip("ipywidgets")
+    from widgets import QuestionView
+
+    view = QuestionView.from_run(flagged_run).select(memr3_question(flagged_run))
+    cells = [Q._cells(m) for m in view.state.rows]
+    html = static_view(view, Q.esc(view.state.question),
+                       *(c[k] for c in cells for k in ("method", "answer", "verdict")))
+    assert len(cells) == 4 and "Step 1" not in html  # no method picked: no trace
+    view.method.value = "memr3"
+    static_view(view, view.html, view.stepper.static_html(), "Step 1")
+
+
 def test_a_router_fallback_does_not_disown_a_real_answer():
     """MemR3 as recorded: router replies were unusable (default actions stood in), but the answer
     step itself is the reader's reply, so the answer is not marked as a fallback."""

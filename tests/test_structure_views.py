@@ -255,6 +255,44 @@ def test_cluster_view_gate_alone_and_saved_structures(recmem, tmp_path):
         cv.set_thresholds(1.5, 3)
 
 
+# -- static HTML: the structure views on a page without live widgets (issue #42) -------------------------------
+def test_tree_view_static_html_is_the_tree_and_the_selected_node(hmem, static_view):
+    tv = TreeView(hmem)
+    top = max(tv.rows, key=lambda r: (len(r["children"]), r["level"]))
+    tv.select(top["id"])
+    html = static_view(tv, tv.tree_html, tv.detail_html, "tree node: <b>", f"{top['window']}: Sam &amp; Noor")
+    assert "<news>" not in html
+    assert html.index(tv.tree_html) < html.index(tv.detail_html)  # in the layout's order
+
+
+def test_graph_view_static_html_lists_entities_and_relations_without_the_script_page(static_view):
+    graph = {"nodes": [{"id": "ent0", "name": XSS, "type": "person", "aliases": ["<b>x</b>"], "source_ids": ["D1:1"],
+                        "mentions": 2},
+                       {"id": "ent1", "name": "Lyon", "type": "location", "aliases": [], "source_ids": [],
+                        "mentions": 1}],
+             "edges": [{"source": "ent0", "target": "ent1", "relation": "<i>lives in</i>", "source_ids": ["D1:1"]}]}
+    gv = GraphView({"graph": graph}).select("Lyon")
+    html = static_view(gv, "Entities (2)", "Relations (1)", "&lt;img src=x onerror=alert(1)&gt;",
+                       "&lt;i&gt;lives in&lt;/i&gt;", "&lt;b&gt;x&lt;/b&gt;",
+                       "entity: <b>Lyon (location, 1 mentions)</b>",
+                       gv.legend_html, gv.detail_html)
+    assert "<iframe" not in html and "<img" not in html and "vis.Network" not in html
+    assert "<td>Lyon</td>" in html.split("Relations (1)")[1]  # the relation names its target entity
+
+
+def test_cluster_view_static_html_draws_both_figures_and_lists_the_episodes(recmem, static_view):
+    cv = ClusterView(recmem)
+    cv.set_thresholds(0.5, 2)
+    html = static_view(cv, "theta_sim: <b>0.50</b>", "theta_count: <b>2</b>", cv.counts_html, cv.episodes_html,
+                       "Units (PCA of their embeddings), coloured by consolidation", "Consolidation moments",
+                       "theta_count 2")
+    assert html.count("<svg") == 2 and "live thresholds: " not in html  # a button has no value to show
+    # every unit is a marker of the scatter (stars for the triggers), and the legend names each membership label
+    scatter = html.split("<svg")[1]
+    assert scatter.count("<circle") + scatter.count("<polygon") + scatter.count("<rect") - 1 == len(cv.data.ids)
+    assert all(label in html for label in set(cv.labels.values()))
+
+
 # -- the app ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, hmem, recmem, tiny_conv):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from pathlib import Path
 
@@ -409,3 +410,71 @@ def test_an_edit_not_caused_by_a_turn_is_not_marked():
                           "profile refresh after the session", ("D2:1",), None, "hmem")
     html = events_table_html([profile], conv_id="sample-1")
     assert "✓" not in html and "✗" not in html
+
+
+# -- static HTML: what a page without live widgets shows (issue #42) ----------------------------------------------
+def test_trace_stepper_static_html_is_the_answer_and_the_current_step(run, conv, static_view):
+    row, ans = answer_of(run, "naive_rag")
+    view = TraceStepper(ans, conversation=conv, gold_evidence=("D1:1",)).goto(1)
+    html = static_view(view, "Step 2", "&lt;script&gt;")
+    assert esc(ans.question) in html and view.current_html in html
+
+
+def test_evidence_gap_view_static_html_is_the_router_card(static_view):
+    view = EvidenceGapView(memr3_like_answer()).goto(1)
+    static_view(view, "Iteration 2: reflect", "Where and when did Priya move?", view.current_html)
+
+
+def test_event_timeline_static_html_draws_the_lanes_and_lists_the_page(run, conv, static_view):
+    cid = run.conversation_ids()[0]
+    tl = EventTimeline({"ama": ama_like_events(), "naive_rag": run.events("naive_rag", cid)}, conversation=conv,
+                       page_size=3)
+    tl.set_filter(kinds=["UPDATE", "DELETE"])
+    html = static_view(tl, "<svg", "kinds: <b>UPDATE, DELETE</b>", "ama · UPDATE", "ama · DELETE",
+                       "Priya lives in <ins>Lisbon</ins>", "&lt;b&gt;nights&lt;/b&gt;")
+    assert "<b>nights</b>" not in html and html.count("<circle") + html.count("<polygon") == 2  # two refresh diamonds
+    tl.set_filter(kinds=[])
+    static_view(tl, "page 1 of", "the other pages in the live view")
+    tl.set_filter(text="Testing the viewer")  # the injected turn: its script is shown as text
+    static_view(tl, "search: <b>Testing the viewer</b>", "&lt;script&gt;")
+
+
+def test_cost_accuracy_chart_static_html_has_every_point_in_a_table(run, static_view):
+    chart = CostAccuracyChart(run.results())
+    html = static_view(chart, "<svg", "eager_facts", "full_context", "naive_rag", "mean query_tokens per question")
+    for _, r in chart.frame.iterrows():  # every point's estimate and tokens, as the hover says them
+        assert cost_accuracy.estimate_cell({**r.to_dict(), "metric": chart.metric}) in html
+        assert f"<td>{r['tokens']:.0f}</td>" in html
+    assert "vs Full-Context (paired)" in html and "Judge accuracy is unreliable" in html
+    chart.set_category(chart.categories[1])
+    assert f"category: <b>{esc(chart.categories[1])}</b>" in chart.static_html()
+
+
+def test_comparison_display_carries_its_table_beside_the_widget(run, conv, static_view):
+    answers = {m: answer_of(run, m)[1] for m in ("naive_rag", "full_context")}
+    cmp = compare(answers, answers["naive_rag"].question, gold="<script>x</script>")
+    static_view(cmp, "naive_rag", "full_context", "&lt;script&gt;x&lt;/script&gt;", esc(answers["naive_rag"].text))
+
+
+def test_a_figure_is_drawn_as_an_inline_svg_without_script():
+    import plotly.graph_objects as go
+
+    from widgets.static_figure import figure_html
+
+    fig = go.Figure(go.Scatter(x=[10, 1000, None], y=[0.2, 0.5, None], mode="markers+text", name=esc("a <b> & c"),
+                               text=[esc("<script>"), "q"], marker=dict(size=[10, 16], symbol=["circle", "star"]),
+                               error_y=dict(type="data", array=[0.1, 0.05], arrayminus=[0.2, 0.1])))
+    fig.add_hline(y=0.4, line_dash="dash", annotation_text="reference")
+    fig.update_layout(title="head<br><sup>note</sup>", xaxis=dict(type="log", title="tokens"), yaxis_title="acc",
+                      height=300)
+    html = figure_html(fig)
+    assert "<script" not in html.lower() and "&lt;script&gt;" in html and "a &lt;b&gt; &amp; c" in html
+    assert html.count("<circle") == 1 and html.count("<polygon") == 1  # the None point is not drawn
+    assert html.count("<path") == 2 and 'stroke-dasharray="6 4"' in html  # two error bars, the dashed line
+    for text in (">head<", ">note<", ">tokens<", ">acc<", ">reference<", ">100<", ">1,000<"):
+        assert text in html, text
+    # the log axis: 100 is drawn halfway between 10 (the circle) and 1000 (the star's top point is above its centre)
+    circle = float(re.search(r'<circle cx="([\d.]+)"', html).group(1))
+    star = float(re.search(r'<polygon points="([\d.]+),', html).group(1))
+    hundred = float(re.search(r'<text x="([\d.]+)"[^>]*>100<', html).group(1))
+    assert circle < hundred < star and abs(hundred - (circle + star) / 2) < 1

@@ -112,7 +112,9 @@ class Comparison:
         return self.html
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The widget view with the table as ``text/html`` beside it (a page without live widgets shows that)."""
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        return {**bundle, "text/html": self.html} if isinstance(bundle, dict) else bundle
 
     def __repr__(self) -> str:
         return f"Comparison({self.question!r}, methods={list(self.answers)})"

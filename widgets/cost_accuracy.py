@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .html import DisplaysWidget, esc, show_figure, table_html
+from .html import DisplaysWidget, box, esc, show_figure, table_html
 
 
 def _reference() -> str | None:
@@ -549,6 +549,30 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     return fig
 
 
+def points_table_html(frame: pd.DataFrame, *, x: str = "query_tokens", metric: str = "judge") -> str:
+    """The chart's points as an escaped table (what the hover boxes say): per method, the estimate with its
+    interval and n, the mean tokens, the paired difference to the reference and, when the chart's metric is
+    not the judge, the judge's accuracy and audited false-accept rate."""
+    if frame.empty:
+        return "<p class='wb-muted'>(no points)</p>"
+    est, tok, ref = f"{metric} [95% CI] (n)", f"mean {x} per {_per(x)}", f"vs {REFERENCE_TITLE} (paired)"
+    rows, judged = [], False
+    for _, r in frame.iterrows():
+        row = {"method": r["label"], est: estimate_cell({**r.to_dict(), "metric": metric}),
+               tok: _fmt(float(r["tokens"])) if r["tokens"] == r["tokens"] else "–", ref: ""}
+        if r.get("delta_n", 0) and r["method"] != REFERENCE_METHOD and r["delta_fc"] == r["delta_fc"]:
+            ci = (f" [{r['delta_low']:+.3f}, {r['delta_high']:+.3f}]" if r["delta_low"] == r["delta_low"]
+                  else " (no CI: n < 5)")
+            row[ref] = f"{r['delta_fc']:+.3f}{ci} (n={int(r['delta_n'])})"
+        ja, fa = r.get("judge_accuracy", np.nan), r.get("judge_false_accept", np.nan)
+        if metric != "judge" and ja == ja:
+            judged = True
+            row["judge (false accepts)"] = f"{ja:.3f} ({'unknown' if fa != fa else f'{fa:.0%}'})"
+        rows.append(row)
+    cols = ["method", est, tok, ref] + (["judge (false accepts)"] if judged else [])
+    return table_html(rows, cols)
+
+
 def ci_axis_title(metric: str, drawn: pd.DataFrame) -> str:
     """The y axis names the 95 % interval only when at least one point draws one (cells under 5 questions show
     no interval: their axis must not promise one)."""
@@ -598,6 +622,15 @@ class CostAccuracyChart(DisplaysWidget):
         self.note.value = f"<small>{len(self.results)} result rows · aggregated by {esc(self.source)}</small>"
         show_figure(self.plot, self.figure)
         return self
+
+    def static_html(self) -> str:
+        """The banner, the chart drawn as an inline SVG (no plotly.js: nothing to load) and its points as a table."""
+        from .static_figure import figure_html
+
+        return ((box(self.banner) if self.banner else "") + figure_html(self.figure)
+                + box(f"<p class='wb-muted'>category: <b>{esc(self.category)}</b> · {len(self.results)} result rows "
+                      f"· aggregated by {esc(self.source)}</p>" + points_table_html(self.frame, x=self.x,
+                                                                                   metric=self.metric)))
 
     def _build_widgets(self) -> None:
         import ipywidgets as W

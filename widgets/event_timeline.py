@@ -508,6 +508,19 @@ class EventTimeline(DisplaysWidget):
         self._sync_widgets(figure=False)
         return self
 
+    def static_html(self) -> str:
+        """The filters in force, the counts, the timeline drawn as an inline SVG and the current page of the table."""
+        from .static_figure import figure_html
+
+        log = self.log
+        filters = [f"{name}: <b>{esc(', '.join(v) if not isinstance(v, str) else v)}</b>"
+                   for name, v in (("kinds", log.kind_filter), ("methods", log.method_filter),
+                                   ("search", log.text_filter)) if v]
+        shown = f"<p class='wb-muted'>filtered by {' · '.join(filters)}</p>" if filters else ""
+        rest = " · the other pages in the live view (or <code>set_page</code>)" if log.pages > 1 else ""
+        return (box(f"{shown}<p>{log.counts_html}</p>") + figure_html(log.figure)
+                + box(f"<p class='wb-muted'>{esc(log.pager_text)}{rest}</p>") + log.table_html)
+
     def _build_widgets(self) -> None:
         import ipywidgets as W
 

@@ -182,6 +182,25 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
                f"{shown or '<p class=wb-muted>(turn texts not available)</p>' if ids else ''}")
 
 
+def relations_html(graph: Mapping) -> str:
+    """The whole graph as tables, for a page that runs no script (the drawn graph needs vis-network):
+    every entity (most mentioned first) and every relation, escaped, each in a scrolling box."""
+    nodes = sorted(graph.get("nodes") or [], key=lambda n: (-int(n.get("mentions") or 0), str(n["name"]).lower()))
+    if not nodes:
+        return EMPTY
+    names = {n["id"]: n["name"] for n in nodes}
+    ents = [{"entity": n["name"], "type": n.get("type", "other"), "mentions": n.get("mentions", 0),
+             "aliases": ", ".join(n.get("aliases") or [])} for n in nodes]
+    rels = [{"from": names.get(e["source"], e["source"]), "relation": e.get("relation", ""),
+             "to": names.get(e["target"], e["target"]), "count": e.get("count", 1),
+             "turns": " ".join(e.get("source_ids") or [])} for e in graph.get("edges") or []]
+    scroll = "<div style='max-height:28em;overflow:auto'>{}</div>"
+    return box(f"<h5>Entities ({len(ents)})</h5>"
+               + scroll.format(table_html(ents, ["entity", "type", "mentions", "aliases"]))
+               + f"<h5>Relations ({len(rels)})</h5>"
+               + scroll.format(table_html(rels, ["from", "relation", "to", "count", "turns"])))
+
+
 def entity_options(graph: Mapping) -> list[tuple[str, str]]:
     """``(label, id)`` pairs, most mentioned first (plain-text labels)."""
     nodes = sorted(graph.get("nodes") or [], key=lambda n: (-int(n.get("mentions") or 0), str(n["name"]).lower()))
@@ -228,6 +247,10 @@ class GraphState(ViewState):
 
     def part(self, name: str) -> str:
         return {"legend": self.legend_html, "frame": self.frame_html, "detail": self.detail_html}[name]
+
+    def static_part(self, name: str) -> str:
+        """The drawn graph needs a script: without one, its entities and relations as tables."""
+        return relations_html(self.graph) if name == "frame" else super().static_part(name)
 
 
 # -- notebook shell --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import DisplaysWidget, show_figure
+from .html import DisplaysWidget, box, esc, show_figure
 from .view_state import Control, Part, ShellBase, ViewState
 
 
@@ -33,7 +33,9 @@ def _widget(c: Control):
 
 class NotebookShell(ShellBase, DisplaysWidget):
     """ipywidgets over a ``ViewState``: ``inputs`` (name -> widget), ``outputs`` (name -> widget),
-    ``widget`` (the whole VBox, what Jupyter displays)."""
+    ``widget`` (the whole VBox, what Jupyter displays). ``static_html``: the same view without its
+    controls, for a page with no live widgets (the controls' current values in one line, then every
+    part in layout order, each as ``ViewState.static_part`` renders it)."""
 
     def __init__(self, state: ViewState):
         import ipywidgets as W
@@ -67,3 +69,19 @@ class NotebookShell(ShellBase, DisplaysWidget):
             self.outputs[part.name].value = content
         else:
             show_figure(self.outputs[part.name], content)
+
+    def static_html(self) -> str:
+        names = [n for item in self.state.layout for n in (item if isinstance(item, tuple) else (item,))]
+        settings = [control_text(self.state.control(n), self.state.values.get(n))
+                    for n in names if n in self.inputs and self.state.control(n).kind != "button"]
+        head = box(f"<p class='wb-muted'>{' · '.join(settings)}</p>") if settings else ""
+        return head + "".join(self.state.static_part(n) for n in names if n in self.outputs)
+
+
+def control_text(c: Control, value: Any) -> str:
+    """A control's label and current value as escaped text (a select shows its option's label)."""
+    if c.kind == "select":
+        value = next((label for label, v in c.options if v == value), value)
+    elif c.kind == "float":
+        value = f"{float(value):.2f}"
+    return f"{esc(c.label)}: <b>{esc(value)}</b>"

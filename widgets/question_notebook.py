@@ -58,6 +58,10 @@ class QuestionView(DisplaysWidget):
             return box("<p>No answered questions in these rows.</p>")
         return question_html(self.state, selected=self.selected)
 
+    def static_html(self) -> str:
+        """The question with every method's answer and verdict (``html``), then the picked method's trace."""
+        return self.html + (self.stepper.static_html() if self.stepper else "")
+
     def _build_widgets(self) -> None:
         import ipywidgets as W
 

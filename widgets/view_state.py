@@ -83,6 +83,17 @@ class ViewState:
         """The current rendering of part ``name`` (an HTML string or a plotly figure)."""
         raise NotImplementedError
 
+    def static_part(self, name: str) -> str:
+        """Part ``name`` for a page that runs no script (a notebook opened without live widgets): an HTML
+        part as it is, a figure drawn as an inline SVG (``widgets.static_figure``). A state whose HTML part
+        needs a script (the entity graph's page) overrides this for that part."""
+        content = self.part(name)
+        if next(p for p in self.parts if p.name == name).kind == "figure":
+            from .static_figure import figure_html
+
+            return figure_html(content)
+        return content or ""
+
 
 class ShellBase:
     """What the notebook and app shells share, toolkit-free: a widget change goes to ``state.apply``,
