@@ -26,18 +26,27 @@
 # **reflection** step decides whether to stop or to retry with a rewritten query. In the paper about 78% of
 # LoCoMo questions never reach the deep module (deep ratio 0.22 at k=10); section 4 measures it here.
 
-# %%
-from widgets.pipeline import pipeline_diagram
+# %% [markdown]
+# ## 0. How it works, on a conversation written for it
+#
+# Before the demo, the method's signature mechanism on a short conversation of the mechanism gallery, written so
+# that the mechanism has one right outcome (`sample_data/gallery_conversations.json`, its planted turns in
+# `sample_data/annotations.json`). The page below is the app's "How it works" page: what the method does, its
+# pipeline, the conversation with the planted turns marked, the right outcome beside what the model did, and
+# whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
+# `sample_data/cassettes/gallery/hymem.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-pipeline_diagram(title="HyMem", phases=[
-    ("build", [("segment", "each session into topic events (Level-2, raw turns)"),
-               ("summarise", "one LLM call per event: key sentences (Level-1)"),
-               ("embed", "Level-1 items, each linked to its event")]),
-    ("answer", [("light", "top-k Level-1 items: answer, or ask to escalate"),
-                ("deep (only if asked)", "top-N candidates, LLM picks per batch, read their Level-2 events"),
-                ("reflect", "accept the answer, or rewrite the query")],
-     "a rejected answer starts the next round at the light module again, at most max_rounds rounds"),
-])
+# %%
+from widgets.how_it_works import HowItWorksPage
+
+page = HowItWorksPage.replay("hymem")
+page
+
+# %% [markdown]
+# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+
+# %%
+page.stepper()
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,

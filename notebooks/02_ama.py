@@ -25,18 +25,27 @@
 # only for an explicit forget request or past a retention limit). The conflict check already runs during
 # ingestion, so knowledge updates in the conversation should show up as refresh events.
 
-# %%
-from widgets.pipeline import pipeline_diagram
+# %% [markdown]
+# ## 0. How it works, on a conversation written for it
+#
+# Before the demo, the method's signature mechanism on a short conversation of the mechanism gallery, written so
+# that the mechanism has one right outcome (`sample_data/gallery_conversations.json`, its planted turns in
+# `sample_data/annotations.json`). The page below is the app's "How it works" page: what the method does, its
+# pipeline, the conversation with the planted turns marked, the right outcome beside what the model did, and
+# whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
+# `sample_data/cassettes/gallery/ama.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-pipeline_diagram(title="AMA", phases=[
-    ("build", [("Constructor", "each turn into raw, fact and episode stores"),
-               ("Judge", "does the turn conflict with a nearby stored entry?"),
-               ("Refresher", "UPDATE or DELETE the entries in conflict")]),
-    ("answer", [("Retriever", "rewrite the question, pick a store and K_dyn"),
-                ("Judge", "Pass, Retry or Refresh"),
-                ("answer", "from the items the Judge passed")],
-     "Retry widens the search (up to k_r rounds); Refresh edits memory first"),
-])
+# %%
+from widgets.how_it_works import HowItWorksPage
+
+page = HowItWorksPage.replay("ama")
+page
+
+# %% [markdown]
+# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+
+# %%
+page.stepper()
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,

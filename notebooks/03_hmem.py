@@ -25,19 +25,27 @@
 # seeds, multi-hop expansion and the tree is ranked by F = 0.70·S (semantic) + 0.15·T (temporal overlap)
 # + 0.15·R (forgetting-curve robustness, `tau_days`=365, `eta`=0.5).
 
-# %%
-from widgets.pipeline import pipeline_diagram
+# %% [markdown]
+# ## 0. How it works, on a conversation written for it
+#
+# Before the demo, the method's signature mechanism on a short conversation of the mechanism gallery, written so
+# that the mechanism has one right outcome (`sample_data/gallery_conversations.json`, its planted turns in
+# `sample_data/annotations.json`). The page below is the app's "How it works" page: what the method does, its
+# pipeline, the conversation with the planted turns marked, the right outcome beside what the model did, and
+# whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
+# `sample_data/cassettes/gallery/hmem.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-pipeline_diagram(title="H-Mem", phases=[
-    ("build", [("fragment", "cut the dialogue into fragments"),
-               ("extract", "LLM: memory events, entities, relations"),
-               ("tree", "events as leaves, summaries per day/week/month/year"),
-               ("graph", "entities and relations with provenance")]),
-    ("answer", [("planner", "sub-queries with scope and time hints"),
-                ("gather", "graph seeds, multi-hop expansion, tree"),
-                ("rank", "F = 0.70 S + 0.15 T + 0.15 R"),
-                ("sub-answers", "then one synthesis over them")]),
-])
+# %%
+from widgets.how_it_works import HowItWorksPage
+
+page = HowItWorksPage.replay("hmem")
+page
+
+# %% [markdown]
+# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+
+# %%
+page.stepper()
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,

@@ -26,18 +26,27 @@
 # its cosines differently, so the demo sets its own for the offline MiniLM encoder (printed below;
 # section 3 replays the gate at both).
 
-# %%
-from widgets.pipeline import pipeline_diagram
+# %% [markdown]
+# ## 0. How it works, on a conversation written for it
+#
+# Before the demo, the method's signature mechanism on a short conversation of the mechanism gallery, written so
+# that the mechanism has one right outcome (`sample_data/gallery_conversations.json`, its planted turns in
+# `sample_data/annotations.json`). The page below is the app's "How it works" page: what the method does, its
+# pipeline, the conversation with the planted turns marked, the right outcome beside what the model did, and
+# whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
+# `sample_data/cassettes/gallery/recmem.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-pipeline_diagram(title="RecMem", phases=[
-    ("build", [("buffer", "embed each exchange, no LLM"),
-               ("recurrence gate", "enough similar buffered neighbours?"),
-               ("merge or consolidate", "LLM: join an episode, or write a new one"),
-               ("refine", "LLM: episode into atomic facts")],
-     "exchanges that never recur stay in the buffer, unconsolidated"),
-    ("answer", [("retrieve", "top-k from buffer, episodes and facts"),
-                ("answer", "one prompt over all three")]),
-])
+# %%
+from widgets.how_it_works import HowItWorksPage
+
+page = HowItWorksPage.replay("recmem")
+page
+
+# %% [markdown]
+# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+
+# %%
+page.stepper()
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,

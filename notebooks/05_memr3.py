@@ -24,17 +24,27 @@
 # empty retrieval. Each retrieval returns `n_chk`=5 snippets. The final answer is written from the evidence
 # and the draft only. The default backend is Naive RAG over 256-token windows, the paper's chunked-RAG setting.
 
-# %%
-from widgets.pipeline import pipeline_diagram
+# %% [markdown]
+# ## 0. How it works, on a conversation written for it
+#
+# Before the demo, the method's signature mechanism on a short conversation of the mechanism gallery, written so
+# that the mechanism has one right outcome (`sample_data/gallery_conversations.json`, its planted turns in
+# `sample_data/annotations.json`). The page below is the app's "How it works" page: what the method does, its
+# pipeline, the conversation with the planted turns marked, the right outcome beside what the model did, and
+# whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
+# `sample_data/cassettes/gallery/memr3.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-pipeline_diagram(title="MemR3 (over a chunked-RAG backend)", phases=[
-    ("build", [("backend ingest", "here: 256-token windows, embedded; no LLM")]),
-    ("answer", [("retrieve", "q, top n_chk, seen items masked"),
-                ("router", "one LLM call: evidence, gaps, next action"),
-                ("guards", "budget, empty retrieval, reflect streak, nothing left"),
-                ("answer", "written from the evidence bullets and the draft")],
-     "retrieve (q + Δq) or reflect sends control back to the router, at most n_max iterations"),
-])
+# %%
+from widgets.how_it_works import HowItWorksPage
+
+page = HowItWorksPage.replay("memr3")
+page
+
+# %% [markdown]
+# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+
+# %%
+page.stepper()
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,

@@ -26,7 +26,7 @@ TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories",
                "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
-               "Structures": "One card per method"}
+               "Structures": "pick a method", "How it works": "How"}
 
 
 def demo_run(path: Path) -> Path:
@@ -238,9 +238,28 @@ def shoot_changes(page, out: Path) -> list[Path]:
     return [path]
 
 
+def shoot_how(page, out: Path, methods: Sequence[str], *, full_page: bool = False) -> list[Path]:
+    """One PNG per method's How it works page (``how-<method>.png``), picked with the tab's method buttons (their
+    labels are the methods' titles, e.g. H-Mem)."""
+    saved = []
+    for m in methods:
+        button = page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$")).first
+        if not button.count():
+            print(f"no How it works page for {m!r}")
+            continue
+        button.click()
+        page.get_by_text(f"How {m} works").first.wait_for(timeout=30000)
+        drawn(page)
+        time.sleep(1.0)
+        path = out / f"how-{re.sub(r'[^a-z0-9]+', '', m.lower())}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        saved.append(path)
+    return saved
+
+
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int = 1400, tabs=None, question: str = "",
           method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = (),
-          picks: Sequence[str] = (), traces: Sequence[str] = ()) -> list[Path]:
+          picks: Sequence[str] = (), traces: Sequence[str] = (), how: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -273,6 +292,8 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int 
                 saved.extend(shoot_changes(page, out))
             if tab == "Structures":
                 saved.extend(shoot_structures(page, out, structures or (), picks))
+            if tab == "How it works":
+                saved.extend(shoot_how(page, out, how, full_page=full_page))
         browser.close()
     return saved
 
@@ -297,6 +318,9 @@ def main(argv=None) -> None:
                     metavar="METHOD:STEP[@QUESTION]",
                     help="Traces tab: the first METHOD:STEP (of --question, or of QUESTION when given) is traces.png, "
                          "each further one traces-METHOD.png; the step is reached with the arrow key")
+    ap.add_argument("--how", nargs="*", default=(), metavar="TITLE",
+                    help="How it works tab: also save each named method's page (by its title, e.g. H-Mem) as "
+                         "how-<title>.png")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -311,7 +335,7 @@ def main(argv=None) -> None:
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
                               question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
-                              picks=a.pick, traces=a.trace):
+                              picks=a.pick, traces=a.trace, how=a.how):
                 print(f"saved {path}")
         finally:
             server.stop()

@@ -188,12 +188,29 @@ class HowItWorksPage:
             "<run>/gallery; or run `python scripts/record_gallery.py --replay --out <run>/gallery`.")
         return cls(name, method_cls, example, missing=missing)
 
+    @classmethod
+    def replay(cls, name: str, out=None) -> "HowItWorksPage":
+        """``name``'s page with its gallery example replayed now from the committed cassette (``workbench.gallery``;
+        a notebook's first cell), into ``out`` or a temporary directory. A method without an example gets its page
+        without one."""
+        import tempfile
+
+        from workbench.gallery import run_gallery
+        from workbench.methods import get_method
+
+        method_cls = get_method(name)
+        if not method_cls.how_it_works.gallery:
+            return cls(name, method_cls)
+        out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"gallery-{name}-"))
+        return cls.from_run(name, method_cls, run_gallery(out, [name]))
+
     @property
     def title(self) -> str:
         return getattr(self.cls, "title", None) or self.name
 
     def diagram(self) -> Pipeline:
-        return Pipeline(self.how.rows(), self.title)
+        """The pipeline diagram, untitled: the page's heading names the method."""
+        return Pipeline(self.how.rows())
 
     def example_html(self) -> str:
         how, ex = self.how, self.example
