@@ -92,11 +92,12 @@ def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> 
     from workbench.data import load_dataset
     from workbench.eval import LLMJudge, ResultsStore, evaluate
     from workbench.eval.mechanisms import census
-    from workbench.eval.presets import prepare_method
+    from workbench.eval.settings import build_method
 
     probe = replay_llm(PUBLISHED / f"{name}-{conversation}.jsonl")
     data_spec = f"locomo:{LOCOMO}"
-    setup = prepare_method(name, probe, embedder, {}, data=data_spec, warn=False)
+    # as `workbench eval --bounded-outputs` built it when recording (the one path: workbench.eval.settings)
+    setup = build_method(name, llm=probe, embedder=embedder, data=data_spec, bounded=True, warn=False)
     with tempfile.TemporaryDirectory(prefix=f"real-scale-{name}-") as tmp:
         t = time.perf_counter()
         res = evaluate(setup.method, load_dataset(data_spec), judge=LLMJudge(probe),

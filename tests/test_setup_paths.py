@@ -1,6 +1,7 @@
 """One path from settings to a built method (issue #39): the thread executor, the Ray executor's
 recipe, ``workbench build`` and ``workbench ask`` apply the dataset preset and the calibration the
-same way (``presets.prepare_method``), so each builds the same configuration from one command line.
+same way (``settings.build_method``), so each builds the same configuration from one command line
+(``test_method_settings.py`` adds profiles, ``--fair``, ``--bounded-outputs``, the estimate and the demo).
 
 No Ray cluster: the Ray path is the recipe's own method construction, as each worker runs it.
 """

@@ -42,13 +42,15 @@ def parse_params(pairs: list[str] | None) -> dict:
 
 def configure_method(args, llm, embedder):
     """The ``RunSetup`` of ``build``/``ask``: ``--method`` with the dataset preset of ``--data``, the
-    ``--calibration`` and the ``--param`` values, by ``presets.prepare_method`` -- the one path
-    ``workbench eval`` takes on either executor, so a memory built here is the one an eval would build."""
-    from .eval.presets import prepare_method
+    ``--calibration``, the ``--profile``, the ``--param`` values and ``--fair``, and the LLM's output bounds
+    (``--bounded-outputs``, the profile's), by ``settings.build_method`` -- the one path ``workbench eval``
+    takes on either executor and the demo takes, so a memory built here is the one an eval would build."""
+    from .eval.settings import build_method, explicit_params
 
     with usage_errors():
-        return prepare_method(args.method, llm, embedder, parse_params(args.param), data=args.data,
-                              calibration=args.calibration)
+        return build_method(args.method, llm=llm, embedder=embedder,
+                            params=explicit_params(args.param, fair=args.fair), data=args.data,
+                            calibration=args.calibration, bounded=args.bounded_outputs, profile=args.profile)
 
 
 def pick_conversation_id(ids: list[str], which: str | int | None, *, where: str) -> str:
@@ -119,8 +121,11 @@ def cmd_ask(args) -> int:
     if args.run:
         from .rundir import RunDir
 
+        from .eval.settings import bound_llm
+
         run = RunDir(args.run)
         conv_id = pick_conversation_id(run.conversation_ids(), args.conversation, where=args.run)
+        bound_llm(llm, bounded=args.bounded_outputs, profile=args.profile)  # its parameters were saved; bounds were not
         method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust)
     else:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
@@ -271,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
         p.add_argument("--calibration", default="auto", help="embedder calibration, as in eval: auto (the shipped "
                                                             "one for the embedder, if any) | off | <file.json>")
+        # as in eval, so that one command line builds one method everywhere (workbench.eval.settings)
+        p.add_argument("--fair", action="store_true", help="the one shared answer prompt (answer_prompt=shared), "
+                                                           "as eval --fair")
+        p.add_argument("--bounded-outputs", action="store_true",
+                       help="per-role output bounds on the LLM (workbench.llm.bounds), as eval --bounded-outputs")
+        p.add_argument("--profile", default=None, metavar="NAME",
+                       help="a recorded demo configuration (0.5b | 1.5b: sample_data/demo_profiles.json), as eval "
+                            "--profile: its parameters, variants and output bounds, and with --calibration auto the "
+                            "calibration its cassette was recorded with")
 
     p = sub.add_parser("build", help="build a method's memory for one conversation and save it")
     common(p)

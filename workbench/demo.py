@@ -15,79 +15,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .data import Conversation, Dataset, load_sample
-from .data import SAMPLE_DIR
 
-#: the recorded configurations (which methods, parameters and bounds each cassette was recorded with, and why):
-#: data about particular methods, so it is a file beside the samples, not code here
-PROFILES_FILE = SAMPLE_DIR / "demo_profiles.json"
-
-
-class DemoProfile(NamedTuple):
-    """One recorded demo configuration: what is built, asked and recorded, and into which cassette.
-
-    The demo, the notebooks, the estimate and the benchmarks all read the active profile (``DEMO``),
-    so they replay one cassette. A profile being recorded lives beside it until its cassette replays
-    with 0 misses; ``workbench demo --profile NAME`` records or replays it without touching the
-    active one, and moving the demo to it is one line (``"active"`` in ``demo_profiles.json``).
-    The reasons for each override and bound are in the file (``why``, ``bounded_why``)."""
-
-    name: str
-    llm: str | None  # the model spec recorded with; None = the default offline model
-    sessions: int  # sample-1's first sessions kept
-    questions: tuple[str, ...]
-    cassette: Path
-    calibration: str | None  # the calibration the cassette was recorded with; None = recorded before calibration
-    overrides: dict  # method -> parameters over its defaults
-    variants: dict  # labelled second configurations (``MemoryMethod.labelled``): name -> parameters over the method's
-    bounds: dict  # role -> workbench.llm.bounds.Bound; part of every bounded call's cassette key
-    order: tuple[str, ...] = ()  # the methods recorded, in the order the demo builds them
-
-
-def _tuples(value):
-    """JSON arrays as tuples: parameter values are compared and hashed as the constructors' tuple defaults are."""
-    if isinstance(value, list):
-        return tuple(_tuples(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _tuples(v) for k, v in value.items()}
-    return value
-
-
-def _bounds(roles) -> dict:
-    """The output bounds of ``roles`` (``BOUNDED_OUTPUTS``' entries, which ``--bounded-outputs`` uses too)."""
-    from .llm.bounds import BOUNDED_OUTPUTS
-
-    missing = [r for r in roles if r not in BOUNDED_OUTPUTS]
-    if missing:
-        raise ValueError(f"{PROFILES_FILE}: bounded_roles {missing} have no entry in BOUNDED_OUTPUTS")
-    return {role: BOUNDED_OUTPUTS[role] for role in roles}
-
-
-def load_profiles(path: Path = PROFILES_FILE) -> tuple[dict[str, "DemoProfile"], str, dict]:
-    """The recorded profiles by name, the active one's name, and what a run without calibration uses
-    (``{"params": method -> parameters, "note": text}``), read from ``demo_profiles.json``; a malformed
-    file is an error naming it."""
-    from .jsonl import read_json
-
-    raw = read_json(path)
-    try:
-        order = tuple(raw["order"])
-        profiles = {}
-        for name, p in raw["profiles"].items():
-            profiles[name] = DemoProfile(
-                name, p["llm"], int(p["sessions"]), tuple(p["questions"]), path.parent / p["cassette"],
-                p["calibration"], _tuples(p["overrides"]), _tuples(p["variants"]), _bounds(p["bounded_roles"]),
-                order)
-        active = raw["active"]
-        if active not in profiles:
-            raise KeyError(f"active profile {active!r}")
-        uncalibrated = {"params": _tuples(raw["without_calibration"]["params"]),
-                        "note": str(raw["without_calibration"].get("note") or "")}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{path}: malformed demo profiles ({type(exc).__name__}: {exc})") from exc
-    return profiles, active, uncalibrated
-
-
-DEMO_PROFILES, _ACTIVE, UNCALIBRATED = load_profiles()
+# the recorded configurations live below the demo (workbench.eval.profiles), so that eval, build and ask
+# apply a profile as the demo does (--profile); re-exported here, where they have always been imported from
+from .eval.profiles import ACTIVE as _ACTIVE
+from .eval.profiles import (DEMO_PROFILES, PROFILES_FILE, UNCALIBRATED, DemoProfile, _bounds, _tuples,  # noqa: F401
+                            load_profiles)
 DEMO_05B = DEMO_PROFILES["0.5b"]  # the demo until issue 20, kept for comparison
 DEMO_15B = DEMO_PROFILES["1.5b"]  # issue 20: the stronger offline model as reader, agent and judge
 DEMO = DEMO_PROFILES[_ACTIVE]  # the active profile: what the demo, notebooks and report replay
@@ -220,7 +153,7 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = 
     build the methods as recorded and a replay meets every call. Without one (``None``), each method gets
     the profile file's ``without_calibration`` parameters (hand-set thresholds); with one, each method gets
     its LoCoMo dataset preset and the calibrated thresholds (``workbench.methods.calibration``)."""
-    from .eval.presets import prepare_method
+    from .eval.settings import build_method
     from .methods import REGISTRY
 
     from .methods.base import method_base
@@ -235,17 +168,13 @@ def demo_methods(llm, embedder, names=None, *, calibration: dict | str | None = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for name in names:
-            base = method_base(name)
-            if name != base and name not in variants:
+            if name != method_base(name) and name not in variants:
                 raise ValueError(f"unknown demo variant {name!r}; the demo's: {sorted(variants) or 'none'}")
-            overrides = {**profile.overrides.get(base, {}), **variants.get(name, {})}
-            if calibration is None:
-                params = {**UNCALIBRATED["params"].get(base, {}), **overrides}
-                setup = prepare_method(base, llm, embedder, params, data=None, calibration=None, warn=False)
-            else:
-                setup = prepare_method(base, llm, embedder, overrides, data="locomo", calibration=calibration,
-                                       warn=False)
-            out[name] = setup.method if name == base else setup.method.labelled(name[len(base) + 1:-1])
+            # the one path every command takes (workbench.eval.settings): the profile's overrides and variant,
+            # its hand-set thresholds without a calibration, the LoCoMo preset and the calibration with one,
+            # and its output bounds on the LLM
+            out[name] = build_method(name, llm=llm, embedder=embedder, data=None if calibration is None else "locomo",
+                                     calibration=calibration, profile=profile, warn=False).method
     return out
 
 

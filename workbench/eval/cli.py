@@ -79,9 +79,21 @@ def add_eval_arguments(parser) -> None:
                         help="USD per million prompt,completion tokens, or a JSON file {model: [IN, OUT]}")
     parser.add_argument("--bounded-outputs", action="store_true",
                         help="per-role maxItems/maxLength/max_tokens (workbench.llm.bounds); new cassette keys")
+    add_profile_argument(parser)
     parser.add_argument("--executor", default="thread", choices=["thread", "ray"],
                         help="thread: here (default); ray: one Ray task per method x conversation")
     parser.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+
+
+def add_profile_argument(parser) -> None:
+    """``--profile``: shared by ``eval``, ``build`` and ``ask`` (``workbench.eval.settings``)."""
+    from .profiles import DEMO_PROFILES
+
+    parser.add_argument("--profile", default=None, choices=sorted(DEMO_PROFILES),
+                        help="a recorded demo configuration (sample_data/demo_profiles.json): its method "
+                             "parameters, labelled variants (name[label]) and output bounds, and with --calibration "
+                             "auto the calibration its cassette was recorded with, as the demo and notebooks "
+                             "build them")
 
 
 def add_report_arguments(parser) -> None:
@@ -137,7 +149,6 @@ def eval_command(args) -> int:
     from ..embed import embedder_from_spec
     from .harness import evaluate
     from .judge import LLMJudge
-    from ..llm.bounds import bounded
 
     dataset = load_dataset(args.data)
     if getattr(args, "estimate", False):
@@ -151,10 +162,11 @@ def eval_command(args) -> int:
     if not names:
         raise SystemExit("--method names no method")
     with usage_errors():
-        llm = bounded(bound_requests(_llm(args.llm, args.cassette), args), getattr(args, "bounded_outputs", False))
+        llm = bound_requests(_llm(args.llm, args.cassette), args)
         params = run_params(args)
         embedder = embedder_from_spec(args.embedder)
-        # every method is prepared before the first runs, so a bad name fails before any call is made
+        # every method is prepared before the first runs, so a bad name fails before any call is made;
+        # this also puts the output bounds (--bounded-outputs, a profile's) on the LLM the judge may share
         setups = [thread_setup(args, name, llm, embedder, params) for name in names]
         judge = None
         if args.judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
@@ -183,20 +195,20 @@ def run_params(args) -> dict:
     """The explicit method parameters of an ``eval`` command line: ``--param`` pairs, plus
     ``answer_prompt="shared"`` with ``--fair``. One definition for the thread and the Ray executor,
     so that ``--fair`` is never dropped by one of them."""
-    from ..methods.spec import parse_params
+    from .settings import explicit_params
 
-    params = parse_params(args.param)
-    if getattr(args, "fair", False):
-        params["answer_prompt"] = "shared"  # workbench.methods.answer_prompt
-    return params
+    return explicit_params(args.param, fair=getattr(args, "fair", False))
 
 
-def thread_setup(args, name: str, llm, embedder, params: dict):
-    """Method ``name`` configured for the thread executor: ``presets.prepare_method`` with the
-    command line's ``--data`` and ``--calibration`` (``ray_recipes`` rebuilds the same in each worker)."""
-    from .presets import prepare_method
+def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = True):
+    """Method ``name`` configured for the thread executor by ``settings.build_method`` from the command
+    line's ``--data``, ``--calibration``, ``--bounded-outputs`` and ``--profile`` (``ray_recipes`` rebuilds
+    the same in each worker; ``build``/``ask`` and the demo take the same function)."""
+    from .settings import build_method
 
-    return prepare_method(name, llm, embedder, params, data=args.data, calibration=args.calibration)
+    return build_method(name, llm=llm, embedder=embedder, params=params, data=args.data,
+                        calibration=args.calibration, bounded=getattr(args, "bounded_outputs", False),
+                        profile=getattr(args, "profile", None), warn=warn)
 
 
 def ray_recipes(args, names: list[str]) -> list:
@@ -207,7 +219,7 @@ def ray_recipes(args, names: list[str]) -> list:
     params = run_params(args)
     return [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
                       getattr(args, "bounded_outputs", False), **request_options(args), data=args.data,
-                      calibration=args.calibration) for name in names]
+                      calibration=args.calibration, profile=getattr(args, "profile", None)) for name in names]
 
 
 def report_resume(results: Path, *, shown: int = 10) -> None:
@@ -326,10 +338,9 @@ def estimate_command(args, dataset) -> int:
 
     A backend that cannot be built (no model installed, a bad spec) is reported as a flag, and the
     estimate still prints with the offline model's nominal latency. Exit status 2 when flagged."""
-    from ..embed import embedder_from_spec as make_embedder
     from .estimate import backend_error
     from .judge import LLMJudge
-    from .presets import prepare_method
+    from .settings import build_method
 
     problems, llm = [], None
     try:
@@ -339,12 +350,29 @@ def estimate_command(args, dataset) -> int:
         llm = _Unbuilt(args.llm or "")
     judge = LLMJudge(llm) if args.judge else None
     blocked = False
+    embedder, calibration = _estimate_embedder(args)
     for name in [m.strip() for m in args.method.split(",") if m.strip()]:  # one estimate per method
-        # the run's dataset preset and parameters (--fair too); no calibration: the hash embedder has none
-        method = prepare_method(name, llm, make_embedder("hash"), run_params(args), data=args.data,
-                                calibration="off", warn=False).method
+        # the method the run would build (settings.build_method: preset, calibration, profile, --param, --fair)
+        method = build_method(name, llm=llm, embedder=embedder, params=run_params(args), data=args.data,
+                              calibration=calibration, bounded=getattr(args, "bounded_outputs", False),
+                              profile=getattr(args, "profile", None), warn=False).method
         blocked |= _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems).blocked
     return 2 if blocked else 0
+
+
+def _estimate_embedder(args):
+    """The run's embedder for ``--estimate``, and the calibration to apply: building one loads no model
+    (MiniLM loads on its first text), so the estimate prices the configuration the run builds, calibrated
+    thresholds included. One that cannot be built here (an ``openai:`` embedder without a key) is replaced
+    by the hash embedder without calibration, and a note says so."""
+    from ..embed import embedder_from_spec
+
+    try:
+        return embedder_from_spec(args.embedder), args.calibration
+    except Exception as exc:  # noqa: BLE001 -- any failure: the estimate still prints
+        print(f"note: the embedder {args.embedder!r} cannot be built here ({type(exc).__name__}: {exc}); "
+              "the estimate uses the run's parameters without its calibration", file=sys.stderr)
+        return embedder_from_spec("hash"), "off"
 
 
 class _Unbuilt:

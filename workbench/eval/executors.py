@@ -58,9 +58,10 @@ def ensure_ray(address: str | None = None, **init_kwargs):
 class CliRecipe:
     """What ``workbench eval`` was asked for, rebuilt inside a worker (plain strings: picklable).
 
-    The method is configured by ``presets.prepare_method``, the same path as the thread executor and
-    ``workbench build``/``ask``: defaults < dataset preset (``data``) < calibration < ``params``. Without
-    it a worker would run class defaults (RecMem's LoCoMo thresholds on LongMemEval, an uncalibrated
+    The method is configured by ``settings.build_method``, the same path as the thread executor,
+    ``workbench build``/``ask`` and the demo: defaults < dataset preset (``data``) < calibration < profile
+    < ``params``, and the output bounds of ``bounded_outputs`` or the profile. Without it a worker would
+    run class defaults (RecMem's LoCoMo thresholds on LongMemEval, an uncalibrated
     embedder), and its ``params_hash`` would not match the driver's plan.
     """
 
@@ -75,21 +76,22 @@ class CliRecipe:
     attempts: int | None = None  # tries per call to it
     data: str | None = None  # the data spec: picks the dataset preset and the calibration variant
     calibration: str | None = "auto"  # auto | off | shipped:<embedder> | a file path (see presets)
+    profile: str | None = None  # a recorded profile's name (``--profile``; workbench.eval.profiles)
 
     def setup(self, index: int, *, warn: bool = False):
         """``(RunSetup, judge_or_None)`` for task ``index``; ``warn`` prints the threshold warnings
         (the driver does, once; workers stay quiet)."""
         from ..embed import embedder_from_spec as make_embedder
         from ..llm import llm_from_options as _llm
-        from ..llm.bounds import bounded
         from .judge import CheckerJudge, LLMJudge
-        from .presets import prepare_method
+        from .settings import build_method
 
         llms = split_endpoints(self.llm)
         options = {"request_timeout": self.request_timeout, "attempts": self.attempts}
-        llm = bounded(_llm(llms[index % len(llms)], self.cassette, **options), self.bounded_outputs)
-        setup = prepare_method(self.method, llm, make_embedder(self.embedder), dict(self.params), data=self.data,
-                               calibration=self.calibration, warn=warn)
+        llm = _llm(llms[index % len(llms)], self.cassette, **options)
+        setup = build_method(self.method, llm=llm, embedder=make_embedder(self.embedder), params=dict(self.params),
+                             data=self.data, calibration=self.calibration, bounded=self.bounded_outputs,
+                             profile=self.profile, warn=warn)
         judge = None
         if self.judge == "checker":  # the deterministic checker: no model (as in the thread path)
             judge = CheckerJudge()

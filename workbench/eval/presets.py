@@ -34,6 +34,8 @@ class RunSetup:
     calibrated: dict = field(default_factory=dict)
     explicit: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    profile: str | None = None  # the recorded profile applied (``settings.build_method``), if any
+    output_bounds: tuple = ()  # the roles whose outputs the method's LLM bounds (``--bounded-outputs``, a profile)
 
     def manifest(self) -> dict:
         """The manifest keys of this setup (merged into the run manifest by ``evaluate``)."""
@@ -41,10 +43,15 @@ class RunSetup:
 
 
 def setup_manifest(setup: RunSetup) -> dict:
-    return {"dataset_preset": {"kind": setup.dataset_kind, "params": setup.preset},
-            "calibration": ({**calibration_summary(setup.calibration), "applied": setup.calibrated}
-                            if setup.calibration is not None else None),
-            "explicit_params": setup.explicit, "threshold_warnings": list(setup.warnings)}
+    out = {"dataset_preset": {"kind": setup.dataset_kind, "params": setup.preset},
+           "calibration": ({**calibration_summary(setup.calibration), "applied": setup.calibrated}
+                           if setup.calibration is not None else None),
+           "explicit_params": setup.explicit, "threshold_warnings": list(setup.warnings)}
+    if setup.profile is not None:  # keys only a profile or bounds add: a plain run's manifest is as before
+        out["profile"] = setup.profile
+    if setup.output_bounds:
+        out["output_bounds"] = list(setup.output_bounds)
+    return out
 
 
 def dataset_preset(cls, kind: str | None) -> dict:
