@@ -470,7 +470,7 @@ def header_text(app) -> str:
 
 
 def test_app_header_shows_the_census(run_dir, tmp_path):
-    pn = pytest.importorskip("panel")
+    pytest.importorskip("panel")
     from widgets import app as appmod
 
     run_dir = shutil.copytree(run_dir, tmp_path / "app")

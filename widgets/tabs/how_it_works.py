@@ -65,7 +65,8 @@ class HowItWorksView:
         self.gallery_dir = Path(store.run_dir) / GALLERY_SUBDIR
         self.method = pn.widgets.RadioButtonGroup(options={getattr(c, "title", None) or n: n
                                                            for n, c in self.classes.items()},
-                                                  variant="outline", color="primary", sizing_mode="stretch_width", margin=(4, 10))
+                                                  variant="outline", color="primary", sizing_mode="stretch_width",
+                                                  margin=(4, 10))
         self.page_pane = html_pane("")
         self.trace_slot = pn.Column(sizing_mode="stretch_width")
         self.traces = None
