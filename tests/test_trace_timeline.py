@@ -225,3 +225,17 @@ def test_every_step_kind_of_the_demo_has_its_own_readable_card(demo_run):
                 assert 'wb-cause' in section
     assert DEMO_KINDS <= seen, DEMO_KINDS - seen
     assert causes - {"choice"}, "the demo's MemR3 answer has guard-forced router steps (streak, nothing left)"
+
+
+def test_a_gold_evidence_turn_shows_when_its_session_took_place():
+    """Issue #42 item 6: a temporal case study turns on when the evidence was said, so every gold turn in a trace
+    carries its session's date and time (as the dataset writes it); other turns do not repeat it."""
+    from datetime import datetime
+
+    c = conv()
+    dated = Conversation(c.id, c.speakers, (Session("S1", datetime(2023, 5, 8, 13, 56), c.sessions[0].turns,
+                                                    "1:56 pm on 8 May, 2023"), c.sessions[1]), c.qa)
+    refs = Refs.build(memr3_answer(), conversation=dated, gold=("D1:1",))
+    assert "<b>D1:1</b> <small class=\"wb-date\">(1:56 pm on 8 May, 2023)</small>" in refs.ref("D1:1")
+    assert "wb-date" not in refs.ref("D1:2") and "wb-date" not in refs.ref("D2:1")  # not gold / undated session
+    assert "(1:56 pm on 8 May, 2023)" in refs.ref("chunk-0")  # a unit's gold source turn, too

@@ -20,6 +20,7 @@ CSS = """<style>
 .wb-box th {background: #f4f4f4;}
 .wb-box pre {white-space: pre-wrap; word-break: break-word; margin: 2px 0; max-height: 24em; overflow: auto;}
 .wb-gold {background: #fff1a8; font-weight: 600;}
+.wb-date {color: #5c4400; font-weight: 400; white-space: nowrap;}
 .wb-refresh {background: #ffe3e3;}
 .wb-badge {display: inline-block; padding: 0 6px; border-radius: 8px; background: #e8eefc; margin-right: 4px;}
 .wb-forced {background: #ffd8a8;}
@@ -145,7 +146,9 @@ def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str]
         if t is None:
             continue
         cls = ' class="wb-gold"' if i in gold else ""
-        out.append(f"<div{cls}><b>{esc(i)}</b> {esc(t.speaker)}: {clip(t.content)}</div>")
+        when = getattr(t, "time", None) if i in gold else None  # gold evidence: when it was said (temporal questions)
+        date = f' <small class="wb-date">({esc(when.strftime("%-d %B %Y, %H:%M"))})</small>' if when else ""
+        out.append(f"<div{cls}><b>{esc(i)}</b>{date} {esc(t.speaker)}: {clip(t.content)}</div>")
     return "".join(out)
 
 

@@ -26,6 +26,15 @@ class UnitRef:
     source_ids: tuple[str, ...] = ()
 
 
+def session_dates(conversation) -> dict[str, str]:
+    """Turn id -> its session's date and time as the dataset writes it (else formatted), for a conversation."""
+    out: dict[str, str] = {}
+    for s in getattr(conversation, "sessions", None) or ():
+        when = s.date_text or (s.date_time.strftime("%-d %B %Y, %H:%M") if s.date_time else "")
+        out.update({t.id: when for t in s.turns if when})
+    return out
+
+
 @dataclass(frozen=True)
 class Refs:
     """Resolves ids to the text they stand for: turns of the conversation, units of the answer's hits
@@ -36,6 +45,9 @@ class Refs:
     units: Mapping[str, UnitRef] = field(default_factory=dict)
     gold: frozenset = frozenset()
     names: Mapping[str, str] = field(default_factory=dict)  # entity id -> name
+    # turn id -> when its session took place (the dataset's own words, e.g. "1:56 pm on 8 May, 2023"): written beside
+    # every gold evidence turn, the fact a temporal question turns on
+    dates: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, answer, *, conversation=None, gold: Iterable[str] = (), memories: Iterable[Mapping] = ()
@@ -55,17 +67,22 @@ class Refs:
                 if isinstance(item, Mapping) and item.get("entity") and item.get("name"):
                     names[str(item["entity"])] = str(item["name"])
         turns = {t.id: t for t in conversation.turns} if conversation is not None else {}
-        return cls(turns, units, frozenset(gold or ()), names)
+        return cls(turns, units, frozenset(gold or ()), names, session_dates(conversation))
 
     def is_gold(self, ident: str) -> bool:
         unit = self.units.get(ident)
         return ident in self.gold or bool(unit and self.gold & set(unit.source_ids))
 
+    def when(self, ident: str) -> str:
+        """`` (session date)`` after a gold evidence turn's id, as HTML; empty for any other id or an undated one."""
+        date = self.dates.get(ident) if ident in self.gold else None
+        return f' <small class="wb-date">({esc(date)})</small>' if date else ""
+
     def turn(self, ident: str, *, n: int = 140) -> str:
         t = self.turns.get(ident)
         cls = " wb-gold" if ident in self.gold else ""
-        return (f'<span class="wb-ref{cls}" title="{esc(t.content)}"><b>{esc(ident)}</b> {esc(t.speaker)}: '
-                f"“{esc(short(t.content, n))}”</span>")
+        return (f'<span class="wb-ref{cls}" title="{esc(t.content)}"><b>{esc(ident)}</b>{self.when(ident)} '
+                f"{esc(t.speaker)}: “{esc(short(t.content, n))}”</span>")
 
     def sources(self, ids: Sequence[str], *, limit: int = 8) -> str:
         """A unit's source turns: ids (gold marked), each with its words in the tooltip; past ``limit``
@@ -77,7 +94,7 @@ class Refs:
             t = self.turns.get(i)
             tip = f' title="{esc(t.speaker)}: {esc(t.content)}"' if t is not None else ""
             cls = ' class="wb-gold"' if i in self.gold else ""
-            out.append(f"<span{cls}{tip}>{esc(i)}</span>")
+            out.append(f"<span{cls}{tip}>{esc(i)}</span>{self.when(i)}")
         rest = f" (+{len(ids) - len(shown)} more)" if len(ids) > len(shown) else ""
         return " ".join(out) + rest
 
