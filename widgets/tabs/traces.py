@@ -44,7 +44,7 @@ class TracePane:
         self.position = html_pane("", width=130, align="end")
         self.area = TraceArea(sizing_mode="stretch_width")
         self.export = pn.widgets.FileDownload(callback=self._export, filename="trace.html", label=export_label,
-                                              button_type="light", width=170, align="end")
+                                              color="light", width=170, align="end")
         self.timeline, self.index, self.html = None, 0, ""
         self.prev_button.on_click(lambda e: self.prev())
         self.next_button.on_click(lambda e: self.next())
