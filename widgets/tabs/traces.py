@@ -52,7 +52,7 @@ class TracePane:
         self.area.param.watch(lambda e: e.new != self.index and self.goto(e.new), "index")
         self.nav = pn.Row(self.prev_button, self.slider, self.next_button, self.position)
         self.title = html_pane("")  # the method's name, over its trace when two are side by side
-        self.column = pn.Column(self.nav, self.area, sizing_mode="stretch_width")
+        self.column = pn.Column(self.nav, self.area, sizing_mode="stretch_width", margin=(0, 8))
 
     def show(self, answer, *, method: str | None, qa=None, state=None) -> None:
         """``method``'s ``answer`` (None: nothing to show) as a timeline at its first step; its saved
