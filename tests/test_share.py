@@ -172,6 +172,10 @@ def test_two_methods_side_by_side_each_with_its_own_stepper(run):
     traces.question.value = "sample-1/q0"  # a new question: both traces of it, from their first step
     assert traces.compared == "eager_facts" and (main.index, other.index) == (0, 0)
     assert esc(traces.answer.question) in other.html
+    traces.question.value = "sample-1/inject"  # run text carrying HTML/JS payloads, in both traces: inert
+    for pane in (main, other):
+        pane.goto(1)
+        assert not any(p in pane.html for p in RAW_PAYLOADS) and "&lt;script&gt;" in pane.html
     traces.method.value = "eager_facts"  # the compared method picked as the main one: the comparison ends
     assert traces.compared is None and "eager_facts" not in traces.compare.options
     assert traces.body.objects == [main.column]
