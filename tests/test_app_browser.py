@@ -12,6 +12,7 @@ method's card in the Structures tab drawn and non-empty.
 from __future__ import annotations
 
 import contextlib
+import html
 import importlib.util
 import os
 import shutil
@@ -294,6 +295,13 @@ def test_a_url_restores_tab_question_method_and_steps_and_follows_a_change(serve
         assert f"Q: {question}" in main.inner_text() and f"Q: {question}" in other.inner_text()  # both answer it
         main_box, other_box = main.bounding_box(), other.bounding_box()
         assert other_box["x"] >= main_box["x"] + main_box["width"] - 1  # side by side, not stacked
+
+        with pg.expect_download(timeout=30000) as dl:  # the shown trace, saved as a standalone page
+            pg.get_by_role("button", name="export trace (HTML)").click()
+        assert dl.value.suggested_filename == "sample-1-q1-eager-facts.html"
+        page = Path(dl.value.path()).read_text(encoding="utf-8")
+        assert "Step 1 / 2" in page and "Step 2 / 2" in page
+        assert "<script" not in page and html.escape(question) in page
 
         _select_option(pg, "sample-1/q0")  # another question: the URL follows
         pg.wait_for_function("() => new URLSearchParams(location.search).get('q') === 'sample-1/q0'",
