@@ -61,9 +61,10 @@ def select_option(page, text: str) -> bool:
     return True
 
 
-def show_trace(page, question: str, method: str, step: int) -> None:
+def show_trace(page, question: str, method: str, step: int, compare: str = "") -> None:
     """Traces tab: ``method``'s trace of ``question`` at ``step`` (1-based), reached by keyboard as a
-    reader would, the step navigation scrolled to the top of the view."""
+    reader would, the step navigation scrolled to the top of the view. ``compare``: METHOD[:STEP], a
+    second trace shown beside it ("compare with") at its own step."""
     if question:
         select_option(page, question)
     picker = page.locator("select").filter(has=page.get_by_role("option", name=method, exact=True))
@@ -72,9 +73,23 @@ def show_trace(page, question: str, method: str, step: int) -> None:
         return
     picker.first.select_option(label=method)
     page.locator(".wb-trace-area .wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)
-    area = page.locator(".wb-trace-area")
+    step_to(page, 0, step)
+    if compare:
+        c_method, _, c_step = compare.partition(":")
+        page.locator('select:has(> option[value="none"])').first.select_option(label=c_method)  # "compare with"
+        page.locator(".wb-trace-area").nth(1).locator(".wb-box", has_text=f"{c_method} · ").first.wait_for(
+            timeout=20000)
+        step_to(page, 1, int(c_step or 1))
+    page.evaluate("window.scrollTo(0, 0)")  # then the step navigation row at the top of the view
+    page.locator(".wb-step-pos").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.evaluate(f"window.scrollBy(0, {-175 if compare else -64})")  # with the pickers, when two are shown
+
+
+def step_to(page, k: int, step: int) -> None:
+    """Press → in the ``k``-th trace area until its stepper shows ``step`` (1-based)."""
+    area = page.locator(".wb-trace-area").nth(k)
     area.focus()
-    pos = page.locator(".wb-step-pos").first
+    pos = page.locator(".wb-step-pos").nth(k)
     deadline = time.time() + 60
     while int(pos.inner_text()) < step and time.time() < deadline:
         before = pos.inner_text()
@@ -83,17 +98,15 @@ def show_trace(page, question: str, method: str, step: int) -> None:
             if pos.inner_text() != before:
                 break
             time.sleep(0.1)
-    page.evaluate("window.scrollTo(0, 0)")  # then the step navigation row at the top of the view
-    page.locator(".wb-step-pos").first.evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.evaluate("window.scrollBy(0, -64)")
 
 
-def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "", turn: str = "") -> None:
+def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "", turn: str = "",
+            compare: str = "") -> None:
     """Per-tab interaction so the screenshot shows something worth seeing."""
     if tab == "Traces" and trace:
         spec, _, t_question = trace.partition("@")  # METHOD:STEP, or METHOD:STEP@QUESTION for another question
         t_method, _, t_step = spec.partition(":")
-        show_trace(page, t_question or question, t_method, int(t_step or 1))
+        show_trace(page, t_question or question, t_method, int(t_step or 1), compare)
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
         if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
@@ -259,7 +272,8 @@ def shoot_how(page, out: Path, methods: Sequence[str], *, full_page: bool = Fals
 
 def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int = 1400, tabs=None, question: str = "",
           method: str = "", turn: str = "", full_page: bool = False, structures: Sequence[str] = (),
-          picks: Sequence[str] = (), traces: Sequence[str] = (), how: Sequence[str] = ()) -> list[Path]:
+          picks: Sequence[str] = (), traces: Sequence[str] = (), compare: str = "",
+          how: Sequence[str] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -281,7 +295,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int 
             if tab == "Traces":  # one more screenshot per further METHOD:STEP
                 shots += [(f"traces-{t.partition(':')[0]}.png", t) for t in traces[1:]]
             for name, trace in shots:
-                prepare(page, tab, question, method, trace, turn)
+                prepare(page, tab, question, method, trace, turn, compare if name == "traces.png" else "")
                 time.sleep(1.0)  # let plotly finish drawing
                 path = out / name
                 page.screenshot(path=str(path), full_page=full_page)
@@ -321,6 +335,8 @@ def main(argv=None) -> None:
     ap.add_argument("--how", nargs="*", default=(), metavar="TITLE",
                     help="How it works tab: also save each named method's page (by its title, e.g. H-Mem) as "
                          "how-<title>.png")
+    ap.add_argument("--compare", default="", metavar="METHOD[:STEP]",
+                    help="Traces tab: show METHOD's trace beside the first --trace (compare with), at STEP")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
@@ -335,7 +351,7 @@ def main(argv=None) -> None:
             for path in shoot(url, Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
                               question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
-                              picks=a.pick, traces=a.trace, how=a.how):
+                              picks=a.pick, traces=a.trace, compare=a.compare, how=a.how):
                 print(f"saved {path}")
         finally:
             server.stop()

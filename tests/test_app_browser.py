@@ -12,6 +12,7 @@ method's card in the Structures tab drawn and non-empty.
 from __future__ import annotations
 
 import contextlib
+import html
 import importlib.util
 import os
 import shutil
@@ -265,6 +266,66 @@ def test_trace_timeline_steps_by_keyboard(page):
     expect(pos).to_have_text("2", timeout=20000)
     expect(heading).to_contain_text("Step 2 / 2", timeout=20000)
     assert page.errors == []
+
+
+def test_a_url_restores_tab_question_method_and_steps_and_follows_a_change(server, browser):
+    """A link to "this question, this method, Traces, step 2, compared with that method" opens on exactly
+    that view (both traces side by side, each at its step); picking another question rewrites the URL."""
+    from urllib.parse import parse_qs, urlencode, urlsplit
+
+    expect = sync_api.expect
+    query = {"tab": "Traces", "q": "sample-1/q1", "method": "eager_facts", "step": "2", "cmp": "naive_rag",
+             "cstep": "1"}
+    pg = _open_page(browser, f"{server}?{urlencode(query)}")
+    try:
+        pg.locator(".bk-tab.bk-active", has_text="Traces").wait_for(timeout=30000)
+        areas = pg.locator(".wb-trace-area")
+        expect(areas).to_have_count(2, timeout=30000)  # the compared trace beside the main one
+        main, other = areas.nth(0), areas.nth(1)
+        expect(main).to_contain_text("eager_facts · 2 steps", timeout=20000)  # the method
+        expect(main.locator("h4").first).to_contain_text("Step 2 / 2: answer")  # the step
+        expect(other).to_contain_text("naive_rag · 2 steps")
+        expect(other.locator("h4").first).to_contain_text("Step 1 / 2: retrieve")  # its own step
+        expect(pg.locator(".wb-step-pos").nth(0)).to_have_text("2")
+        expect(pg.locator(".wb-step-pos").nth(1)).to_have_text("1")
+        picker = pg.locator("select").filter(has=pg.locator("option", has_text="sample-1/q0")).first
+        label = picker.evaluate("s => s.options[s.selectedIndex].text")
+        assert label.startswith("sample-1/q1 ")  # the question
+        question = label.split("]: ", 1)[1]
+        assert f"Q: {question}" in main.inner_text() and f"Q: {question}" in other.inner_text()  # both answer it
+        main_box, other_box = main.bounding_box(), other.bounding_box()
+        assert other_box["x"] >= main_box["x"] + main_box["width"] - 1  # side by side, not stacked
+
+        with pg.expect_download(timeout=30000) as dl:  # the shown trace, saved as a standalone page
+            pg.get_by_role("button", name="export trace (HTML)").click()
+        assert dl.value.suggested_filename == "sample-1-q1-eager-facts.html"
+        page = Path(dl.value.path()).read_text(encoding="utf-8")
+        assert "Step 1 / 2" in page and "Step 2 / 2" in page
+        assert "<script" not in page and html.escape(question) in page
+
+        _select_option(pg, "sample-1/q0")  # another question: the URL follows
+        pg.wait_for_function("() => new URLSearchParams(location.search).get('q') === 'sample-1/q0'",
+                             timeout=30000)
+        expect(main.locator("h4").first).to_contain_text("Step 1 / 2", timeout=20000)
+        got = {k: v[0] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+        assert got == {"conv": "sample-1", "tab": "Traces", "q": "sample-1/q0", "method": "eager_facts",
+                       "cmp": "naive_rag", "step": "1", "cstep": "1"}
+        assert pg.errors == []
+    finally:
+        pg.close()
+
+
+def test_a_malformed_url_opens_the_app_as_usual(server, browser):
+    """Junk in the query (unknown ids, a payload, a step past the end) is ignored: no error, no script run."""
+    pg = _open_page(browser, f"{server}?tab=Traces&q=%3Cscript%3Ewindow.__pwned%3D1%3C%2Fscript%3E&step=99"
+                             "&method=%5B1%2C2%5D&cmp=nope&conv=..%2F..")
+    try:
+        pg.locator(".bk-tab.bk-active", has_text="Traces").wait_for(timeout=30000)
+        sync_api.expect(pg.locator(".wb-step-pos").first).to_have_text("1", timeout=30000)
+        assert pg.locator(".wb-trace-area").count() == 1
+        assert pg.evaluate("typeof window.__pwned") == "undefined" and pg.errors == []
+    finally:
+        pg.close()
 
 
 def test_injection_renders_as_text(page):

@@ -345,6 +345,10 @@ class WorkbenchApp(pn.viewable.Viewer):
         # TabKeys: the tab bar as an ARIA tab list, switched with Enter/Space and the arrow keys
         if in_server_session():
             pn.state.onload(self.warm_in_background)
+            if getattr(self, "url", None) is None and pn.state.location is not None:
+                from widgets.url_state import UrlState
+
+                self.url = UrlState(self, pn.state.location)  # the view in the page's URL, both ways
         return pn.Column(self.header, self.tabs, TabKeys(label="Memory Workbench views", height=0, margin=0),
                          self.plotly, sizing_mode="stretch_width")
 

@@ -20,7 +20,9 @@ class TraceArea(JSComponent):
     index = param.Integer(default=0, doc="the step shown; set from the browser by keys and clicks")
     n_steps = param.Integer(default=0)
 
-    _stylesheets = [".wb-trace-area {outline: none; border-radius: 4px;}"
+    # long notes wrap, and nothing spills out of the box (two areas stand side by side in Traces)
+    _stylesheets = [".wb-trace-area {outline: none; border-radius: 4px; overflow-x: auto; overflow-wrap: break-word;}"
+                    ".wb-trace-area .wb-qv .wb-untrusted {white-space: normal;}"
                     ".wb-trace-area:focus-visible, .wb-trace-area:focus {box-shadow: 0 0 0 2px #4263eb;}"]
 
     _esm = """

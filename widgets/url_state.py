@@ -1,0 +1,171 @@
+"""What the app shows, in its URL: a view can be linked to, and a link opens on that view.
+
+    http://127.0.0.1:5006/app?conv=sample-1&tab=Traces&q=sample-1%2Fq13&method=hymem&step=2&cmp=memr3&cstep=3
+
+holds the conversation, the tab, the question and method (the Question tab's, or the Traces tab's
+when that tab is shown), the trace step (1-based, as on screen) and, when two traces are side by
+side, the compared method and its step. ``UrlState`` binds an app to Panel's ``pn.state.location``
+(a served page's ``window.location``): opening such a URL restores each part, and every change of
+tab, conversation, question, method or step writes the query again (the browser's address bar and
+history follow, through Panel's ``Location`` model).
+
+A URL is untrusted input: anyone can hand one over. It is parsed here as plain strings
+(``urllib.parse``: not ``Location.query_params``, which turns ``01`` into ``1`` and evaluates values
+that start with ``[``), each value is only ever compared with the options the app already offers
+(a conversation, question or method of the run, a tab name, a step in range), and anything else —
+an unknown key, an id the run does not hold, a step past the end, an over-long or repeated value —
+is ignored: the app opens as it would without it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+from urllib.parse import parse_qsl, urlencode
+
+#: query keys, in the order they are written
+KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep")
+#: the longest value looked at (ids in a run are far shorter; a longer one cannot match and is dropped)
+MAX_VALUE = 500
+#: the longest query parsed at all
+MAX_QUERY = 8000
+#: keys that only mean something in the Traces tab
+TRACE_KEYS = ("cmp", "step", "cstep")
+
+
+def parse_query(search: Any) -> dict[str, str]:
+    """The known keys of a URL query (``?a=1&b=2`` or ``a=1&b=2``) as strings: the first value of each,
+    blank, over-long and unknown ones dropped. Never raises."""
+    if not isinstance(search, str) or len(search) > MAX_QUERY:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        pairs = parse_qsl(search.lstrip("?"), keep_blank_values=False, max_num_fields=64)
+    except ValueError:  # more fields than max_num_fields
+        return {}
+    for key, value in pairs:
+        if key in KEYS and key not in out and 0 < len(value) <= MAX_VALUE:
+            out[key] = value
+    return out
+
+
+def query_string(state: Mapping[str, str]) -> str:
+    """``state`` as a URL query (``?conv=...&tab=...``), keys in ``KEYS`` order; empty when there is nothing."""
+    items = [(k, state[k]) for k in KEYS if state.get(k)]
+    return "?" + urlencode(items) if items else ""
+
+
+def step_number(value: str | None, n_steps: int) -> int | None:
+    """A 1-based step written in a URL as a 0-based index, or None unless it is digits within 1..n_steps."""
+    if not value or not value.isascii() or not value.isdigit() or len(value) > 6:
+        return None
+    k = int(value)
+    return k - 1 if 1 <= k <= n_steps else None
+
+
+def _pick(widget, value: str | None) -> bool:
+    """Set a Select to ``value`` if it is one of its option values; say whether it was."""
+    options = widget.options
+    values = list(options.values()) if isinstance(options, Mapping) else list(options)
+    if value is None or value not in values:
+        return False
+    widget.value = value
+    return True
+
+
+def _tab_index(app, name: str | None) -> int | None:
+    names = list(app.slots)
+    lowered = [n.lower() for n in names]
+    return lowered.index(name.lower()) if name and name.lower() in lowered else None
+
+
+def apply_state(app, state: Mapping[str, str]) -> None:
+    """Show what ``state`` (``parse_query``'s strings) names in ``app`` (a ``WorkbenchApp``); each part
+    that names nothing the app offers is ignored."""
+    store = app.store
+    if state.get("conv") in (store.param["conv_id"].objects or ()):
+        store.conv_id = state["conv"]
+    q, method = state.get("q"), state.get("method")
+    question = app.views["Question"]
+    _pick(question.question, q)
+    _pick(question.method, method)  # a method alone: on the question the tab opens on
+    tab = _tab_index(app, state.get("tab"))
+    if tab is not None and list(app.slots)[tab] == "Traces":
+        traces = app.views["Traces"]
+        _pick(traces.question, q)
+        _pick(traces.method, method)
+        if _pick(traces.compare, state.get("cmp")):
+            i = step_number(state.get("cstep"), traces.other.n_steps)
+            if i is not None:
+                traces.other.goto(i)
+        i = step_number(state.get("step"), traces.main.n_steps)
+        if i is not None:
+            traces.main.goto(i)
+    if tab is not None:
+        app.tabs.active = tab
+
+
+def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
+    """What ``app`` shows, as query values. On a tab other than Question and Traces the question and
+    method are those of ``before`` (the last state written), so a link keeps them."""
+    names = list(app.slots)
+    tab = names[app.tabs.active] if 0 <= app.tabs.active < len(names) else None
+    state = {"conv": app.store.conv_id or "", "tab": tab or ""}
+    if tab == "Traces" and app.views.built("Traces"):
+        traces = app.views["Traces"]
+        state.update(q=traces.question.value or "", method=traces.method.value or "")
+        if traces.main.n_steps:
+            state["step"] = str(traces.main.index + 1)
+        if traces.compared:
+            state["cmp"] = traces.compared
+            if traces.other.n_steps:
+                state["cstep"] = str(traces.other.index + 1)
+    elif tab == "Question" and app.views.built("Question"):
+        question = app.views["Question"]
+        state.update(q=question.question.value or "", method=question.selected or "")
+    else:
+        state.update({k: before[k] for k in ("q", "method") if before and before.get(k)})
+    return {k: str(v) for k, v in state.items() if v}
+
+
+class UrlState:
+    """Binds ``app`` to ``location`` (``pn.state.location`` in a served page; any
+    ``panel.io.location.Location`` in a test): restores what the location's query names, then writes
+    the query whenever the view changes. The Question and Traces tabs are built lazily; their
+    pickers are watched from the moment they exist."""
+
+    def __init__(self, app, location):
+        self.app, self.location = app, location
+        self.state: dict[str, str] = {}
+        self._watched: set[str] = set()
+        self._applying = True
+        try:
+            apply_state(app, parse_query(getattr(location, "search", "")))
+        finally:
+            self._applying = False
+        app.tabs.param.watch(lambda e: self._changed(), "active")
+        app.store.param.watch(lambda e: self._changed(), "conv_id")
+        self._changed()
+
+    def _watch_views(self) -> None:
+        """Watch the pickers and steppers of the Question and Traces tabs once each is built."""
+        views = self.app.views
+        if "Question" not in self._watched and views.built("Question"):
+            q = views["Question"]
+            for w in (q.question, q.method):
+                w.param.watch(lambda e: self._changed(), "value")
+            self._watched.add("Question")
+        if "Traces" not in self._watched and views.built("Traces"):
+            t = views["Traces"]
+            for w in (t.question, t.method, t.compare):
+                w.param.watch(lambda e: self._changed(), "value")
+            for pane in (t.main, t.other):
+                pane.area.param.watch(lambda e: self._changed(), "index")
+            self._watched.add("Traces")
+
+    def _changed(self) -> None:
+        self._watch_views()
+        if self._applying:
+            return
+        self.state = app_state(self.app, self.state)
+        search = query_string(self.state)
+        if search != self.location.search:
+            self.location.search = search
