@@ -253,6 +253,9 @@ def test_traces_tab_steps_forward(app):
 
 def test_events_tab_filters(app):
     v = app.views["Events"]
+    # an empty filter says what it means: not a blank box that looks like a text field
+    assert (v.kinds.placeholder, v.methods.placeholder) == ("all kinds", "all methods")
+    assert app.views["Memories"].kinds.placeholder == "all kinds"
     n = len(v.events)
     assert n > 0 and len(v.filtered) == n
     v.methods.value = ["naive_rag"]
@@ -533,7 +536,11 @@ def test_first_semantic_search_in_a_served_page_says_what_it_embeds(good_run, mo
     mem.mode.value, mem.query.value = "semantic", "giant pumpkin"
     n = len(mem.store.memories("eager_facts"))
     assert started == ["eager_facts"] and mem.table.loading
-    assert f"embedding {n} memories of <b>eager_facts</b> with hash-256" in mem.info.object
+    assert f"embedding {n} memories of <b>eager_facts</b> with hash-256 for the first semantic search…" \
+        in mem.info.object
+    # progress, not an error: the neutral status style with a spinner, never the pink of a refresh/error
+    assert "class='wb-progress' role='status'" in mem.info.object and "wb-spin" in mem.info.object
+    assert "class='wb-refresh'" not in mem.info.object
     mem.query.value = "giant pumpkin for the autumn show"  # typing on: still the one embedding under way
     assert started == ["eager_facts"] and "embedding" in mem.info.object
 

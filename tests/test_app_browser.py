@@ -196,8 +196,10 @@ def test_trace_steps_forward(page):
 
 _DEEP_FOCUS = """() => { let el = document.activeElement;
   while (el && el.shadowRoot && el.shadowRoot.activeElement) { el = el.shadowRoot.activeElement; }
+  const st = el ? getComputedStyle(el) : null;
   return el ? {role: el.getAttribute("role"), text: el.textContent.trim(),
-               selected: el.getAttribute("aria-selected")} : null; }"""
+               selected: el.getAttribute("aria-selected"), outline: st.outlineStyle,
+               outlineWidth: parseFloat(st.outlineWidth)} : null; }"""
 
 
 def test_tabs_are_reached_and_switched_by_keyboard_alone(page):
@@ -209,14 +211,20 @@ def test_tabs_are_reached_and_switched_by_keyboard_alone(page):
     # the server's answer to the switch (which re-draws the tab bar) before moving the focus
     page.get_by_text("its context opened").first.wait_for(timeout=30000)
     page.locator("body").click(position={"x": 5, "y": 5})  # focus back on the page itself
-    focused = None
+    focused, before = None, []
     for _ in range(40):
         page.keyboard.press("Tab")
         focused = page.evaluate(_DEEP_FOCUS)
         if focused and focused["role"] == "tab":
             break
+        before.append(focused)
     assert focused and focused["role"] == "tab", f"Tab never reached the tab bar (last focus: {focused})"
     assert focused["text"] == "Question" and focused["selected"] == "true"  # the active tab is the stop
+    # the tab bar before the open tab's controls (Bokeh put its header last in the DOM: the Question tab's
+    # pickers and "what X's reader saw" toggles came first), and a ring one can see, not 1 px dotted
+    assert not any("reader saw" in (f or {}).get("text", "") for f in before), before
+    assert len(before) <= 6, before  # the header's few controls only
+    assert focused["outline"] == "solid" and focused["outlineWidth"] >= 2, focused
     assert page.locator('[role="tablist"]').count() == 1
     assert page.locator('[role="tab"]').count() == len(TAB_MARKERS)
     page.keyboard.press("ArrowRight")

@@ -370,6 +370,18 @@ def test_headline_marks_zeros_and_missing(counted):
     assert memr3_failures == {"fallback_answers": 1, "cassette_misses": 1, "llm_errors": 1}
 
 
+def test_headline_labels_say_when_the_count_happened(counted):
+    """AMA counts the same verdicts at ingestion and at question time: "0 Refresh verdicts · not fired" read
+    as a contradiction of "the ingestion Judge answered ... Refresh 9" beside it. Every AMA label names its
+    phase; the other methods count each mechanism in one phase only."""
+    h = {x["method"]: x for x in headline(counted)}
+    labels = {i["name"]: i["label"] for i in h["ama"]["items"]}
+    assert labels["retry_verdicts"] == "question-time Retry verdicts"
+    assert labels["refresh_verdicts"] == "question-time Refresh verdicts"
+    assert all("ingestion" in lbl or "question" in lbl for lbl in labels.values()), labels
+    assert "question-time Refresh verdicts" in summary_line(counted)  # the demo's printed line too
+
+
 def test_write_census_is_atomic_json(run_dir, tmp_path):
     run = tmp_path / "w"
     shutil.copytree(run_dir, run)

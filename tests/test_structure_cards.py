@@ -162,6 +162,9 @@ def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
     assert "naive_rag has its own structure card in this tab" in html
     assert "n_max=" in html and "retriever_options=none" in html
     assert "D1:1–" in html  # the chunks' turn spans
+    # chunk ids never wrap ("chunk-" / "0" in a narrow column): their cells are marked, the class set nowrap
+    assert '<th class="wb-id">chunk</th>' in html and re.search(r'<td class="wb-id">chunk-\d+</td>', html)
+    assert re.search(r"\.wb-box td\.wb-id, \.wb-box th\.wb-id \{white-space: nowrap;\}", html)
     bare = memr3_card({}, None, memories=[], params=None, backend_params=None)
     assert "backend/params.json is missing" in bare and "(unknown backend)" in bare
 

@@ -115,11 +115,35 @@ def test_router_card_shows_evidence_and_gaps_as_a_diff():
     second = timeline_html(tl.at(2))
     assert '<li class="wb-add" title="added">to Lisbon</li>' in second
     assert '<li class="wb-keep" title="kept">Priya moved</li>' in second
-    assert '<li class="wb-del" title="closed">which city</li>' in second and "gaps +0 opened, −1 closed" in second
+    assert '<li class="wb-del" title="closed">which city</li>' in second and "gaps none opened, −1 closed" in second
+    assert "Evidence +1 added, 1 kept, none dropped" in second
     third = timeline_html(tl.at(3))
     assert '<li class="wb-del" title="dropped">Priya moved</li>' in third and "−1 dropped" in third
+    assert "Evidence none added, 1 kept, −1 dropped; gaps none opened, −1 closed" in third
+    for i in range(1, 6):  # a zero is said in words: never "−0 dropped" or "+0 added"
+        assert not re.search(r"[−+]0 ", C.card_html(C.Ctx(tl.answer, i, tl.refs))), i
     fourth = timeline_html(tl.at(4))  # no gap before or now: said in words, not an empty list
     assert "none listed (the router wrote no gap)" in fourth
+
+
+# -- AMA ---------------------------------------------------------------------------------------------------
+def test_a_judge_chip_says_its_verdict_and_where_it_led_even_when_the_budget_ran_out():
+    """AMA q4 of the demo: round 2's Retry with the retry budget spent led to the answer. The chip said
+    "Retry → answer (retry budget K_r exhausted)", too long for its row, and showed as a bare "…"."""
+    steps = (Step("judge", "Judge, round 1", {"round": 1, "verdict": "Retry", "next": "retry"},
+                  calls=(call("ama.judge"),)),
+             Step("judge", "Judge, round 2", {"round": 2, "verdict": "Retry",
+                                              "next": "answer (retry budget K_r exhausted)"},
+                  calls=(call("ama.judge"),)),
+             Step("judge", "Judge", {"round": 1, "verdict": "Pass", "next": "answer"}))
+    tl = TraceTimeline.build(Answer("q", "a", steps, method="ama"))
+    chips = [b.decision for b in bars(tl) if b.call is None]
+    assert chips == ["Retry → retry", "Retry → answer (budget spent)", "Pass → answer"]
+    assert max(map(len, chips)) <= 30  # fits the row's decision column beside the token count
+    html = waterfall_html(tl)
+    assert ('title="Retry → answer (retry budget K_r exhausted)" class="wb-cause wb-badge">'
+            "Retry → answer (budget spent)</span>") in html  # the whole decision as the chip's tooltip
+    assert "retry budget K_r exhausted" in timeline_html(tl.at(1))  # and in the step's card
 
 
 # -- ids -----------------------------------------------------------------------------------------------------

@@ -31,9 +31,28 @@ CSS = """<style>
 .wb-box ins {background: #d3f9d8; text-decoration: none;}
 .wb-box a.wb-link {color: #1c4fd1; text-decoration: underline; cursor: pointer;}
 .wb-box a.wb-link:focus {outline: 2px solid #1c4fd1; outline-offset: 1px;}
+.wb-box a:focus-visible, .wb-box summary:focus-visible, .wb-box button:focus-visible,
+.wb-box [tabindex]:focus-visible {outline: 3px solid #1c4fd1; outline-offset: 2px; border-radius: 2px;}
+.wb-box td.wb-id, .wb-box th.wb-id {white-space: nowrap;}
+.wb-progress {background: #e7f1ff; border-left: 3px solid #1c4fd1; color: #1b2a4a;}
+.wb-spin {display: inline-block; width: 10px; height: 10px; margin-right: 6px; vertical-align: -1px;
+  border: 2px solid #a5c0f5; border-top-color: #1c4fd1; border-radius: 50%; animation: wb-spin 0.9s linear infinite;}
+@keyframes wb-spin {to {transform: rotate(360deg);}}
+@media (prefers-reduced-motion: reduce) {.wb-spin {animation: none;}}
 .wb-box td.wb-before {background: #fff5f5;}
 .wb-box td.wb-after {background: #f4fcf5;}
 </style>"""
+
+
+#: the focus ring of every control, Panel's widgets and Bokeh's tab bar included (their own is a faint 1-px
+#: dotted outline): ``widgets.tab_keys.TabKeys`` adopts it into each component's shadow root. Keyboard focus
+#: only (``:focus-visible``); the tab headers clip anything outside them, so their ring is drawn inside.
+FOCUS_CSS = """
+a:focus-visible, summary:focus-visible, button:focus-visible, select:focus-visible, input:focus-visible,
+textarea:focus-visible, [tabindex]:focus-visible, .bk-btn:focus-visible {
+  outline: 3px solid #1c4fd1 !important; outline-offset: 2px !important;}
+.bk-tab:focus-visible {outline: 3px solid #1c4fd1 !important; outline-offset: -3px !important;}
+"""
 
 
 def esc(value: Any) -> str:
@@ -89,15 +108,20 @@ def json_html(value: Any, *, limit: int = 20000) -> str:
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row_class=None,
-               raw: Iterable[str] = ()) -> str:
+               raw: Iterable[str] = (), ids: Iterable[str] = ()) -> str:
     """A generic escaped table. ``raw`` names columns whose values are already-rendered HTML
-    (built by helpers here from escaped text); ``row_class(row)`` may return a CSS class."""
-    raw = set(raw)
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    (built by helpers here from escaped text); ``row_class(row)`` may return a CSS class; ``ids`` names
+    columns of ids, which never wrap (``chunk-10`` is not broken into ``chunk-`` / ``10``)."""
+    raw, ids = set(raw), set(ids)
+
+    def td(c, v):
+        return f'<td class="wb-id">{v}</td>' if c in ids else f"<td>{v}</td>"
+
+    head = "".join(f'<th class="wb-id">{esc(c)}</th>' if c in ids else f"<th>{esc(c)}</th>" for c in columns)
     body = []
     for r in rows:
         cls = row_class(r) if row_class else ""
-        cells = "".join(f"<td>{r.get(c, '') if c in raw else esc(r.get(c, ''))}</td>" for c in columns)
+        cells = "".join(td(c, r.get(c, '') if c in raw else esc(r.get(c, ''))) for c in columns)
         body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

@@ -108,13 +108,17 @@ def turn_lines(ids: Iterable[str], turns: Mapping[str, Any], *, limit: int = 6, 
     return "".join(out)
 
 
+#: columns of the cards' tables that hold ids: never wrapped (a narrow column must not show "chunk-" / "0")
+ID_COLUMNS = ("chunk", "unit", "turn", "Level-2 event", "#")
+
+
 def _capped(rows: list[dict], columns: Sequence[str], *, raw: Iterable[str] = (), limit: int = ROWS,
             what: str = "rows") -> str:
     if not rows:
         return f"<p class='wb-muted'>(no {esc(what)})</p>"
     more = (f"<p class='wb-muted'>{len(rows) - limit} more {esc(what)} not shown (first {limit} of "
             f"{len(rows)})</p>") if len(rows) > limit else ""
-    return table_html(rows[:limit], columns, raw=raw) + more
+    return table_html(rows[:limit], columns, raw=raw, ids=[c for c in columns if c in ID_COLUMNS]) + more
 
 
 def _notes(notes: Sequence[str]) -> str:

@@ -9,29 +9,62 @@ header Bokeh already listens to. One document-level key listener finds the focus
 event's composed path, and the mark-up is renewed on every focus change and click, so headers Bokeh
 re-creates keep working (after a switch, again until the server's answer has re-drawn them); when
 Bokeh re-creates them right after a key switched tabs, the focus that went with the removed header
-is put back on the tab the keys chose (never taken from elsewhere). Inline JavaScript, no imports,
-nothing fetched.
+is put back on the tab the keys chose (never taken from elsewhere).
+
+Two more things the keyboard needs, done here because only this component reaches into Bokeh's shadow
+roots: the tab bar comes first in the Tab order (Bokeh puts the header after the tab's content in the
+DOM, so Tab went through every control of the open tab before reaching the bar drawn above it; the
+header is moved in front, where its grid area keeps it drawn as before), and every component gets the
+clearly visible focus ring ``widgets.html.FOCUS_CSS`` (adopted into each shadow root). Inline
+JavaScript, no imports, nothing fetched.
 """
 from __future__ import annotations
 
 import param
 from panel.custom import JSComponent
 
+from widgets.html import FOCUS_CSS
+
 
 class TabKeys(JSComponent):
     """Put it anywhere on the page; ``label`` names the tab list for screen readers."""
 
     label = param.String(default="Views", doc="aria-label of the tab list")
+    focus_css = param.String(default=FOCUS_CSS, doc="the focus ring, adopted into every shadow root")
 
     _esm = """
     const MOVES = {ArrowRight: 1, ArrowLeft: -1};
 
+    // the shared focus ring, one sheet adopted by the document and every shadow root the walk meets
+    let focusSheet = null;
+    function adoptFocus(root) {
+      if (!window.__wbFocusCss || !("adoptedStyleSheets" in root)) { return; }
+      if (!focusSheet) { focusSheet = new CSSStyleSheet(); focusSheet.replaceSync(window.__wbFocusCss); }
+      if (!root.adoptedStyleSheets.includes(focusSheet)) {
+        root.adoptedStyleSheets = [...root.adoptedStyleSheets, focusSheet];
+      }
+    }
+
     function findHeaders(root, found) {
+      adoptFocus(root);
       for (const el of root.querySelectorAll("*")) {
         if (el.classList && el.classList.contains("bk-headers-wrapper")) { found.push(el); }
         if (el.shadowRoot) { findHeaders(el.shadowRoot, found); }
       }
       return found;
+    }
+
+    // Bokeh appends the tab header after the tabs' content, so Tab reached every control of the open tab
+    // before the tab bar drawn above it: move the header in front (its grid area keeps where it is drawn)
+    function headerFirst(headers) {
+      const header = headers.parentElement;
+      const root = header && header.parentNode;
+      if (!root) { return; }
+      const first = [...root.children].find((c) => c.tagName !== "STYLE" && c.tagName !== "LINK");
+      if (!first || first === header) { return; }
+      const had = deepActive();
+      root.insertBefore(header, first);
+      if (had && header.contains(had) && deepActive() !== had) { had.focus(); }
     }
 
     function deepActive() {
@@ -67,6 +100,7 @@ class TabKeys(JSComponent):
       const all = findHeaders(document, []);
       for (const headers of all) {
         watch(headers);
+        headerFirst(headers);
         headers.setAttribute("role", "tablist");
         headers.setAttribute("aria-label", label);
         for (const tab of headers.querySelectorAll(".bk-tab")) {
@@ -113,6 +147,7 @@ class TabKeys(JSComponent):
       marker.className = "wb-tab-keys";
       marker.hidden = true;
       window.__wbTabKeysLabel = model.label;
+      window.__wbFocusCss = model.focus_css;
       if (!window.__wbTabKeys) {
         window.__wbTabKeys = true;
         document.addEventListener("keydown", onKey, true);

@@ -32,7 +32,7 @@ KEYS_HELP = "← / k previous step · → / j next step · Home / End first / la
 CSS = """<style>
 .wb-wf {position: relative; margin: 4px 0 10px 0; max-height: 42vh; overflow: auto; border: 1px solid #dee2e6;
   border-radius: 4px;}
-.wb-wf-row {display: grid; grid-template-columns: minmax(260px, 36%) 1fr 230px; gap: 8px; align-items: center;
+.wb-wf-row {display: grid; grid-template-columns: minmax(260px, 36%) 1fr 290px; gap: 8px; align-items: center;
   padding: 1px 6px; font-size: 12px; line-height: 18px;}
 .wb-clickable .wb-wf-row {cursor: pointer;}
 .wb-wf-row:hover {background: #f1f3f5;}
@@ -46,7 +46,10 @@ CSS = """<style>
 .wb-wf-call .wb-wf-track {height: 8px;}
 .wb-wf-bar {position: absolute; top: 0; bottom: 0; min-width: 3px; border-radius: 2px;}
 .wb-wf-call .wb-wf-bar {opacity: .65;}
-.wb-wf-meta {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: #343a40;}
+.wb-wf-meta {display: flex; gap: 6px; align-items: center; white-space: nowrap; overflow: hidden; color: #343a40;}
+.wb-wf-size {flex: none;}
+.wb-wf-meta .wb-cause, .wb-wf-meta .wb-badge {min-width: 0; margin: 0; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap;}
 .wb-wf-head {font-size: 12px; color: #495057; margin: 2px 0;}
 .wb-k-retrieve {background: #12b886;} .wb-k-decide {background: #f08c00;} .wb-k-answer {background: #4263eb;}
 .wb-k-reflect {background: #ae3ec9;} .wb-k-other {background: #868e96;}
@@ -74,6 +77,7 @@ class Bar:
     latency: float
     decision: str = ""  # short text: the step's decision (router cause, verdict, tier ...)
     decision_class: str = ""
+    decision_title: str = ""  # the decision in full, the chip's tooltip (the chip text may be shortened)
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,11 @@ def decision(step, method: str = "") -> tuple[str, str]:
     if kind == "reflect" and "done" in d:
         return ("done" if d.get("done") else "rewrite → next round"), ""
     if kind == "judge" and d.get("verdict"):
-        return f"{d.get('verdict')} → {d.get('next', '')}".rstrip(" →"), ""
+        # the chip says the verdict and where it led, short enough for the row (AMA's "answer (retry budget
+        # K_r exhausted)" does not fit and became a bare "…"); the whole text is its tooltip and in the card
+        nxt = str(d.get("next") or "")
+        short_next = nxt.split(" (", 1)[0] + (" (budget spent)" if "exhausted" in nxt else "")
+        return f"{d.get('verdict')} → {short_next}".rstrip(" →"), ""
     if kind == "retrieve" and d.get("layer"):
         return f"tier: {d.get('layer')}", ""
     if kind == "retrieve" and d.get("scope"):
@@ -148,6 +156,14 @@ def decision(step, method: str = "") -> tuple[str, str]:
     if kind == "retrieve" and d.get("store"):
         return f"route: {d.get('store')} · K {d.get('K', '?')}", ""
     return "", ""
+
+
+def decision_title(step, text: str) -> str:
+    """The decision in full for the chip's tooltip: a judge's verdict with where it led, unshortened."""
+    d = step.data
+    if step.kind == "judge" and d.get("verdict") and d.get("next"):
+        return f"{d.get('verdict')} → {d.get('next')}"
+    return text
 
 
 def bars(tl: TraceTimeline) -> list[Bar]:
@@ -158,7 +174,7 @@ def bars(tl: TraceTimeline) -> list[Bar]:
         sizes = [(c.latency_s if use_latency else c.prompt_tokens + c.completion_tokens) for c in s.calls]
         text, cls = decision(s, tl.answer.method)
         out.append(Bar(i, None, f"{i + 1} {s.kind} — {s.title}", t, float(sum(sizes)), s.usage.total_tokens,
-                       round(sum(c.latency_s for c in s.calls), 6), text, cls))
+                       round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text)))
         start = t
         for j, (c, size) in enumerate(zip(s.calls, sizes)):
             flags = " · cached" if c.cached else ""
@@ -183,8 +199,10 @@ def _meta(b: Bar, measure: str) -> str:
     size = f"{b.latency:.2f} s · {b.tokens:,} tok" if measure == "latency" else f"{b.tokens:,} tok"
     if b.call is None and b.width == 0:
         size = "no LLM call"
-    dec = f' <span class="wb-cause {b.decision_class or "wb-badge"}">{esc(b.decision)}</span>' if b.decision else ""
-    return size + dec
+    dec = (f'<span title="{esc(b.decision_title or b.decision)}" class="wb-cause {b.decision_class or "wb-badge"}">'
+           f'{esc(b.decision)}</span>') if b.decision else ""
+    return f'<span class="wb-wf-size">{size}</span>{dec}'
+
 
 
 def waterfall_html(tl: TraceTimeline) -> str:

@@ -23,8 +23,11 @@ class EventsView:
     def __init__(self, store: RunStore):
         self.store = store
         self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp
-        self.kinds = pn.widgets.MultiChoice(label="kinds", options=list(KIND_ORDER))
-        self.methods = pn.widgets.MultiChoice(label="methods", options={esc(m): m for m in store.methods})
+        # the placeholders say what an empty filter means (blank boxes looked like text fields)
+        self.kinds = pn.widgets.MultiChoice(label="filter kinds", options=list(KIND_ORDER),
+                                            placeholder="all kinds")
+        self.methods = pn.widgets.MultiChoice(label="filter methods", options={esc(m): m for m in store.methods},
+                                              placeholder="all methods")
         self.search = pn.widgets.TextInput(label="search events", placeholder="text, unit id, cause")
         self.counts = html_pane("")
         self.plot = pn.pane.Plotly(timeline_figure([]), sizing_mode="stretch_width")

@@ -29,7 +29,7 @@ class MemoriesView:
         self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a link was clicked
         self._embedding: set[str] = set()  # methods whose memories a worker thread is embedding
         self.method = pn.widgets.Select(label="method", options=store.methods)
-        self.kinds = pn.widgets.MultiChoice(label="kinds", options=[])
+        self.kinds = pn.widgets.MultiChoice(label="filter kinds", options=[], placeholder="all kinds")
         self.query = pn.widgets.TextInput(label="search memories", placeholder="text (substring) or meaning")
         self.mode = pn.widgets.RadioButtonGroup(options=["text", "semantic"], value="text")
         self.info = html_pane("")
@@ -84,9 +84,11 @@ class MemoriesView:
         emb = self.store.embedder(method)
         name = getattr(emb, "name", type(emb).__name__)
         n = len(self.store.memories(method))
-        return (f"<p class='wb-refresh' style='padding:4px'>embedding {n} memories of <b>{esc(method)}</b> with "
-                f"{esc(name)}… (the first semantic search of a method embeds all its memories; later searches "
-                "reuse them)</p>")
+        # progress, not an error: neutral colours, a spinner, and a live region that screen readers announce
+        return (f"<p class='wb-progress' role='status' aria-live='polite' style='padding:4px 8px'>"
+                f"<span class='wb-spin' aria-hidden='true'></span>embedding {n} memories of <b>{esc(method)}</b> "
+                f"with {esc(name)} for the first semantic search… <span class='wb-muted'>(once per method: later "
+                "searches reuse them)</span></p>")
 
     def _embed_first(self) -> bool:
         """In a served page, when the method's memories are not embedded yet: say so (status line,

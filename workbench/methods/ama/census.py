@@ -80,6 +80,7 @@ CENSUS = K.CensusSpec(
     count,
     headline=(("updates_at_ingestion", "updates at ingestion"), ("deletes_at_ingestion", "deletes at ingestion"),
             ("updates_at_question", "updates at question time"), ("deletes_at_question", "deletes at question time"),
-            ("retry_verdicts", "Retry verdicts"), ("refresh_verdicts", "Refresh verdicts")),
+            ("retry_verdicts", "question-time Retry verdicts"),
+            ("refresh_verdicts", "question-time Refresh verdicts")),
     check=("edits", lambda rows, traces, mems: {cid: m.events for cid, m in mems.items()}),
 )
