@@ -26,7 +26,7 @@ TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories",
                "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
-               "Structures": "pick a method", "How it works": "How"}
+               "Structures": "pick a method", "How it works": "Its pipeline"}
 
 
 def demo_run(path: Path) -> Path:

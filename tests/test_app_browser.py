@@ -38,7 +38,7 @@ TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories",
                "Lifecycle": "derive from this turn", "Traces": "running total",
                "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
-               "Structures": "One card per method"}
+               "Structures": "pick a method", "How it works": "Its pipeline"}
 
 if not CHROMIUM.exists():
     pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or scripts/install_browser.sh)",

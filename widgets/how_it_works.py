@@ -237,7 +237,7 @@ class HowItWorksPage:
     def html(self) -> str:
         ref = f" <span class='wb-muted'>· {esc(self.how.mechanism)}</span>" if self.how.mechanism else ""
         return box(CSS + f"<div class='wb-how'><h3>How {esc(self.title)} works{ref}</h3><p>{esc(self.how.summary)}</p>"
-                   + self.diagram().html + self.example_html() + "</div>")
+                   + "<h4>Its pipeline</h4>" + self.diagram().html + self.example_html() + "</div>")
 
     def _repr_html_(self) -> str:
         return self.html()
