@@ -631,6 +631,7 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     hmem = _card(page, "hmem")
     tree = run.structures("hmem", "sample-1")["tree"]
     lines = hmem.locator(".wb-tree details")
+    lines.first.wait_for(timeout=30000)  # picked again: its section is drawn anew
     assert 0 < lines.count() <= len(tree)  # copy chains share a line
     top = max(tree, key=lambda r: (len(r["children"]), r["level"]))
     _select_option(page, f"· {top['id']} ")
