@@ -91,7 +91,10 @@ class MemR3(MemoryMethod):
     - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
       A gaps entry that repeats the prompt's own "No gaps noted." is shown back to the router as
       written (the published recordings were made so), but it is not an open gap: never the fallback
-      retrieval query, and the router step records it as ``placeholder_gaps``.
+      retrieval query, the router step records it as ``placeholder_gaps``, and neither the census nor
+      the trace views' gap diff counts it as a gap opened or closed. What remains: the next router
+      prompt lists it under "Gaps so far", where the model may read it as an open gap (the default
+      directive answers "only when ... no gaps are left"); not showing it would change the prompts.
     - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
     - The reflect directive is forced right after an empty retrieval and also whenever the backend
       has nothing new left (digest §6); "the backend can still return new items" is: no masked
