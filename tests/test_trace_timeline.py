@@ -146,6 +146,27 @@ def test_a_judge_chip_says_its_verdict_and_where_it_led_even_when_the_budget_ran
     assert "retry budget K_r exhausted" in timeline_html(tl.at(1))  # and in the step's card
 
 
+def test_a_copied_no_gaps_placeholder_is_never_an_opened_gap():
+    """Issue #39: the 0.5B copied the router prompt's own "No gaps noted." into gaps (conv-30, 8 times in one
+    reply); the card counted it as a gap opened, then closed. It is listed apart and never counted."""
+    router = {"forced": None, "proposed": "reflect", "action": "reflect", "evidence": ["Priya moved"]}
+    steps = (Step("router", "Iteration 1", {**router, "iteration": 1, "gaps": ["No gaps noted."] * 8,
+                                            "placeholder_gaps": 8}),
+             Step("router", "Iteration 2", {**router, "iteration": 2, "gaps": ["No gaps noted", "which city"],
+                                            "placeholder_gaps": 1}),
+             Step("router", "Iteration 3", {**router, "iteration": 3, "gaps": []}),
+             Step("answer", "Answer", {"answer": "Lisbon", "evidence": ["Priya moved"], "gaps": ["None."]}))
+    tl = TraceTimeline.build(Answer("Where did Priya move?", "Lisbon", steps, method="memr3"), conversation=conv())
+    first = timeline_html(tl.at(0))
+    assert "gaps none opened, none closed" in first and 'title="opened">No gaps noted.' not in first
+    assert "none listed (the router wrote no gap)" in first and "8 entries only say there is no gap" in first
+    second = timeline_html(tl.at(1))
+    assert "gaps +1 opened, none closed" in second and '<li class="wb-add" title="opened">which city</li>' in second
+    third = timeline_html(tl.at(2))
+    assert "gaps none opened, −1 closed" in third and 'title="closed">No gaps noted' not in third
+    assert "Gaps still open" not in timeline_html(tl.at(3))  # "None." is no open gap either
+
+
 # -- ids -----------------------------------------------------------------------------------------------------
 def test_ids_are_shown_with_the_text_they_stand_for():
     ans = memr3_answer()

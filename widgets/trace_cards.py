@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from workbench.eval.mechanisms import router_cause
+from workbench.eval.mechanisms import open_gaps, router_cause
 
 from .html import clip, esc, hits_html, short
 from .trace_refs import MAX_ROWS, Refs, _list, _txt, badge, readable, rows, what
@@ -129,11 +129,14 @@ def evidence_gaps_card(c: Ctx) -> str:
     d = c.data
     prev = c.previous("router")
     before_ev = [str(x) for x in _list(prev.data.get("evidence"))] if prev else []
-    before_gaps = [str(x) for x in _list(prev.data.get("gaps"))] if prev else []
+    before_gaps = open_gaps(prev.data.get("gaps"))[0] if prev else []
+    after_gaps, placeholders = open_gaps(d.get("gaps"))  # a copied "No gaps noted." is no gap opened or closed
     ev, n_add, n_drop = diff_list(before_ev, [str(x) for x in _list(d.get("evidence"))])
-    gaps, n_open, n_close = diff_list(before_gaps, [str(x) for x in _list(d.get("gaps"))],
-                                      added_word="opened", removed_word="closed",
+    gaps, n_open, n_close = diff_list(before_gaps, after_gaps, added_word="opened", removed_word="closed",
                                       none_word="none listed (the router wrote no gap)")
+    if placeholders:
+        gaps += (f'<p class="wb-muted">{placeholders} {"entry only says" if placeholders == 1 else "entries only say"} '
+                 "there is no gap (e.g. the prompt's own “No gaps noted.” copied back): not counted as gaps</p>")
     cause = step_cause(d)
     action = _txt(d.get("action")) or "?"
     why = cause_meaning(cause)[1]
@@ -180,7 +183,7 @@ def draft_answer_card(c: Ctx) -> str:
     d = c.data
     fb = f" Fallback: {esc(d.get('fallback'))}." if d.get("fallback") else ""
     ev = "".join(f"<li>{esc(x)}</li>" for x in _list(d.get("evidence"))) or '<li class="wb-muted">(none)</li>'
-    gaps = "".join(f"<li>{esc(x)}</li>" for x in _list(d.get("gaps")))
+    gaps = "".join(f"<li>{esc(x)}</li>" for x in open_gaps(d.get("gaps"))[0])
     return (what(f"Final answer written from the question, the draft and the evidence list only (no raw "
                  f"snippets).{fb}") + error_html(d)
             + rows([("answer", clip(d.get("answer"))), ("draft it started from", clip(d.get("draft_answer")))])

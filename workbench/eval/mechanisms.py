@@ -53,7 +53,7 @@ from ..methods.census_kit import Trace as _Trace
 from ..methods.census_kit import as_int as _int
 from ..methods.census_kit import as_list as _list
 from ..methods.census_kit import is_zero as _is_zero
-from ..methods.census_kit import router_cause, step_cause  # noqa: F401 - re-exported (views, notebooks)
+from ..methods.census_kit import open_gaps, router_cause, step_cause  # noqa: F401 - re-exported (views, notebooks)
 from ..methods.census_kit import text as _text
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
 from .. import __version__
 from ..data import Conversation
@@ -51,6 +51,21 @@ def method_base(name: str) -> str:
 
 
 SERVICE_PARAMS = ("llm", "embedder")
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One row of a paper's ablation table: the constructor parameters that turn the method into that row
+    (``params``, overrides of the defaults) and where the row comes from (``source``: the table and row, and
+    what the authors' code does where it decides)."""
+
+    params: Mapping[str, Any]
+    source: str
+
+
+def _ablation_key(name: str) -> str:
+    """``"W/O Episodic"``, ``"w/o_episodic"`` and ``"wo episodic"`` name the same ablation."""
+    return re.sub(r"[\W_]+", "", str(name).casefold())
 
 
 class NotIngestedError(RuntimeError):
@@ -130,6 +145,9 @@ class MemoryMethod:
     # mechanism-gallery example with the right outcome (``explain.HowItWorks``, in its folder's how_it_works.py):
     # the app's "How it works" page, the method notebook's diagram and ``workbench.gallery`` read it. None: no page.
     how_it_works: ClassVar[object] = None  # a workbench.methods.explain.HowItWorks
+    # The rows of the method's paper's ablation tables by name (``Ablation``: parameter overrides and the row's
+    # source), declared in its folder; ``Method.ablation(name, llm=..., embedder=...)`` builds one. {}: none.
+    ablations: ClassVar[dict[str, Ablation]] = {}
 
     @classmethod
     def departures(cls, params: dict) -> list[str]:
@@ -140,6 +158,24 @@ class MemoryMethod:
             if isinstance(value, (str, int, float, bool)) and value in notes:
                 out.append(f"{key} = {value!r}: {notes[value]}")
         return out
+
+    @classmethod
+    def ablation_params(cls, name: str) -> dict:
+        """The parameter overrides of the paper's ablation ``name`` (``ablations``; case, spaces, "/", "-" and
+        "_" are ignored). An unknown name raises ``ValueError`` listing the valid ones."""
+        key = _ablation_key(name)
+        for label, row in cls.ablations.items():
+            if _ablation_key(label) == key:
+                return dict(row.params)
+        valid = ", ".join(repr(n) for n in cls.ablations) or "none: the class declares no ablations"
+        raise ValueError(f"unknown {cls.__name__} ablation {name!r}; valid names: {valid}")
+
+    @classmethod
+    def ablation(cls, name: str, **params) -> "MemoryMethod":
+        """An unbuilt instance configured as the paper's ablation ``name`` (``ablations``), with ``params``
+        (services, other settings) on top: ``RecMem.ablation("w/o episodic", llm=llm, embedder=emb)``.
+        A ``params`` key that an ablation also sets wins, so check ``ablation_params(name)`` before overriding."""
+        return cls(**{**cls.ablation_params(name), **params})
 
     # -- parameters (scikit-learn style) -------------------------------------------------------
     @classmethod

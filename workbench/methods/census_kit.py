@@ -19,6 +19,7 @@ generic checks in ``workbench.eval.annotations``, with a function that picks its
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -154,3 +155,20 @@ def step_cause(data: dict) -> str:
 
 
 router_cause = step_cause  # the name the census and the views have used
+
+#: a gaps-list entry that only says there is no gap: a controller prompt's own placeholder copied back
+#: ("No gaps noted.", MemR3's), "none", "n/a", "nothing missing" (the same rule as ``memr3/census.py``)
+NO_GAP = re.compile(r"^\W*(no( \w+)? gaps?( \w+)?|none|n/?a|nothing( missing)?)\W*$", re.IGNORECASE)
+
+
+def open_gaps(values) -> tuple[list[str], int]:
+    """(the entries of a gaps list that name something missing, distinct and in order; how many entries are
+    empty or only say there is no gap). The trace views' gap diff reads gaps through this rule, so a copied
+    placeholder is never a gap opened (nor, when it goes, a gap closed)."""
+    gaps, placeholders = [], 0
+    for g in (str(v).strip() for v in as_list(values)):
+        if not g or NO_GAP.match(g):
+            placeholders += 1
+        elif g not in gaps:
+            gaps.append(g)
+    return gaps, placeholders

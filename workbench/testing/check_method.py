@@ -18,13 +18,14 @@ import re
 from typing import Callable, Sequence
 
 from ..data import Conversation
-from ..methods.base import MemoryMethod
+from ..methods.base import Ablation, MemoryMethod
 from . import contract as C
 
 #: what each check asks of a method, in the words docs/method-contract.md uses
 ASKS: dict[str, str] = {
     "check_declarations": "the class sets its own `name` (lowercase, letters, digits and _), and its optional "
-                          "declarations have the documented types",
+                          "declarations have the documented types (each of its `ablations` an `Ablation` whose "
+                          "overrides name parameters of `__init__`)",
     "check_init_stores_params_verbatim": "`__init__` takes keyword-only parameters, stores each unchanged under its "
                                          "own name, and builds nothing (no attribute ending in `_`)",
     "check_params_round_trip": "`get_params`/`clone`/`repr`/`params_hash` agree (a clone has the same parameters, "
@@ -77,6 +78,13 @@ def check_declarations(make: C.MakeMethod, conv: Conversation) -> None:
     assert cls.how_it_works is None or isinstance(cls.how_it_works, HowItWorks), (
         f"{cls.__name__}.how_it_works must be None or a workbench.methods.explain.HowItWorks")
     assert isinstance(cls.prompt_modules, tuple), f"{cls.__name__}.prompt_modules must be a tuple of module names"
+    assert isinstance(cls.ablations, dict), f"{cls.__name__}.ablations must be a dict of name -> Ablation"
+    params = set(cls._param_names())
+    for label, row in cls.ablations.items():
+        assert isinstance(label, str) and isinstance(row, Ablation) and isinstance(row.source, str) and row.source, (
+            f"{cls.__name__}.ablations[{label!r}] must be an Ablation(params, source) with its source named")
+        unknown = set(row.params) - params
+        assert not unknown, f"{cls.__name__}.ablations[{label!r}] sets {sorted(unknown)}, not parameters of __init__"
 
 
 CHECKS: list[Callable] = [check_declarations, *C.CHECKS]

@@ -83,7 +83,7 @@ from ...data import Conversation, Turn
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
-from ..base import MemoryMethod
+from ..base import Ablation, MemoryMethod
 from ..calibration import CalibrationHook
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
@@ -96,8 +96,26 @@ _LOCK_GUARD = threading.Lock()  # creates each instance's write lock once
 FALLBACK = ("fact", "raw", "episode")  # [ours] next granularity for fallbacks and Retry (digest §10.8)
 
 
+# Paper §4.3, Table 3 (memory design): RT / FK / EP are the Raw Text, Fact Knowledge and Episode stores, RF the
+# Refresher; each row is named by the parts it keeps. Every other setting stays at its default.
+ABLATIONS = {
+    "full": Ablation({}, "paper Table 3: RT+FK+EP+RF (LoCoMo LLM score 0.774)"),
+    "RT+RF": Ablation({"use_fact": False, "use_episode": False}, "paper Table 3 row 1 (0.669)"),
+    "FK+RF": Ablation({"use_raw": False, "use_episode": False}, "paper Table 3 row 2 (0.712)"),
+    "EP+RF": Ablation({"use_raw": False, "use_fact": False}, "paper Table 3 row 3 (0.688)"),
+    "RT+FK+RF": Ablation({"use_episode": False}, "paper Table 3 row 4 (0.752)"),
+    "RT+EP+RF": Ablation({"use_fact": False}, "paper Table 3 row 5 (0.725)"),
+    "FK+EP+RF": Ablation({"use_raw": False}, "paper Table 3 row 6 (0.741)"),
+    "RT+FK+EP": Ablation({"refresher": False}, "paper Table 3 row 8, w/o Refresher (0.771)"),
+}
+
+
 class AMA(MemoryMethod):
-    """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc)."""
+    """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc).
+
+    Ablations (paper Table 3), by name: ``AMA.ablation("RT+FK+RF", llm=..., embedder=...)`` (``AMA.ablations``:
+    each row named by the stores RT / FK / EP and the Refresher RF it keeps; every other setting at its default,
+    so ``refresh_on_query`` stays off in every row)."""
 
     name = "ama"
     title = "AMA"
@@ -107,6 +125,7 @@ class AMA(MemoryMethod):
         "conflict_min_sim": "ours, off (None) by default: no paper value to map"})
     structure_view = "stores_and_log"  # its three stores and the ingestion log
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    ablations = ABLATIONS  # paper Table 3 rows by name: AMA.ablation("RT+FK+RF", llm=..., embedder=...)
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"retrieve": "routed_retrieve", "judge": "verdict", "refresh": "refresh_edits",
                   "expand": "retry_expand"}

@@ -28,7 +28,7 @@ from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
-from ..base import MemoryMethod
+from ..base import Ablation, MemoryMethod
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
@@ -39,8 +39,25 @@ from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, ret
 from .tree import EPOCH, WINDOWS, HTree, TreeNode, active_levels, event_time, naive
 
 
+# Paper §4.3, Table 5 (LoCoMo), and App. A.4's fixed-Mixed scope policy; every other setting at its default.
+ABLATIONS = {
+    "full": Ablation({}, "paper Table 5, H-Mem (Full)"),
+    "w/o tree": Ablation({"use_tree": False}, "paper Table 5: no tree, no bottom-up tree search"),
+    "w/o graph": Ablation({"use_graph": False}, "paper Table 5: no entities, relations or multi-hop expansion"),
+    "w/o long memory": Ablation({"use_long_memory": False},
+                                "paper Table 5: no upper-level summaries; events and fragments only"),
+    "w/o memory robustness": Ablation({"use_robustness": False}, "paper Table 5: no robustness term in the score"),
+    "w/o missing-info query": Ablation({"use_missing_info": False}, "paper Table 5: no follow-up retrieval"),
+    "w/o entity profile": Ablation({"use_profiles": False}, "paper Table 5: no entity profiles"),
+    "fixed mixed": Ablation({"scope_policy": "mixed"}, "paper App. A.4: every sub-query retrieves at Mixed scope"),
+}
+
+
 class HMem(MemoryMethod):
     """H-Mem (Yu et al., 2026). ``tree_nodes()`` and ``graph_`` expose the two structures.
+
+    Ablations (paper Table 5 and App. A.4), by name: ``HMem.ablation("w/o tree", llm=..., embedder=...)``
+    (``HMem.ablations``: full, the six "w/o" rows of Table 5, and "fixed mixed", the fixed-Mixed scope policy).
 
     Departures from the paper:
     - Fragments are one message by default (the paper's setting); ``fragment="window"`` (windows
@@ -67,7 +84,8 @@ class HMem(MemoryMethod):
     - With the graph or the tree switched off, vector top-k over fragments stands in for the missing
       entity -> fragment path, so every ablation still reaches the raw text.
     - ``retrieval="flat"`` (one query, cosine top-k over fragments and all tree nodes, scored by F)
-      and ``scope_policy`` are workbench ablations, not in the paper.
+      and ``scope_policy="short"`` / ``"long"`` are workbench ablations, not in the paper;
+      ``scope_policy="mixed"`` is App. A.4's fixed Mixed policy.
     - Relation edges are not evidence items themselves: they are reached through their endpoints'
       provenance fragments.
     - ``Answer.context`` (the trace convention: what the final reader saw) is the union of the final
@@ -86,6 +104,7 @@ class HMem(MemoryMethod):
     calibration = CALIBRATION  # alphas from the paper's Table 7 (calibration.py)
     structure_view = "tree_and_graph"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    ablations = ABLATIONS  # paper Table 5 and App. A.4 by name: HMem.ablation("w/o tree", llm=..., embedder=...)
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"plan": "subquery_plan", "retrieve": "scoped_retrieve", "subanswer": "subanswer",
                   "followup": "followup", "synthesize": "synthesis"}

@@ -14,7 +14,7 @@ from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_answer
-from ..base import MemoryMethod
+from ..base import Ablation, MemoryMethod
 from ..common import format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
@@ -29,6 +29,21 @@ def _err(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# Paper §4.3, Table 2 (LoCoMo): storage columns Level-1 / Level-2 and retrieval modules L(ight) / D(eep) /
+# R(eflection), one row each, named by its ticks. Without Level-2 (levels="L1") the rows also lack D; the
+# Level-2-only rows (levels="L2") have no D either, and levels="L2" alone keeps deep=True (reviews/hymem.md #24).
+ABLATIONS = {
+    "full": Ablation({}, "paper Table 2 row 1: L1+L2 / L+D+R (89.55%)"),
+    "L1 / L+R": Ablation({"levels": "L1", "deep": False}, "paper Table 2 row 2 (72.15%)"),
+    "L1+L2 / D+R": Ablation({"light": False}, "paper Table 2 row 3 (91.75%): every round goes deep"),
+    "L1+L2 / L+D": Ablation({"reflection": False}, "paper Table 2 row 4 (87.34%): one round, no R"),
+    "L1 / L": Ablation({"levels": "L1", "deep": False, "reflection": False}, "paper Table 2 row 5 (67.98%)"),
+    "L1+L2 / D": Ablation({"light": False, "reflection": False}, "paper Table 2 row 6 (91.16%)"),
+    "L2 / L+R": Ablation({"levels": "L2", "deep": False}, "paper Table 2 row 7 (78.49%): raw events searched"),
+    "L2 / L": Ablation({"levels": "L2", "deep": False, "reflection": False}, "paper Table 2 row 8 (77.40%)"),
+}
+
+
 class HyMem(MemoryMethod):
     """Level-2 = raw topic events; Level-1 = LLM key-information sentences, embedded and linked
     many-to-one to their event. Answering (Alg. 1) loops up to ``max_rounds`` rounds: the light
@@ -41,7 +56,10 @@ class HyMem(MemoryMethod):
     Ablations (paper Table 2): ``light=False`` (every round goes deep), ``deep=False``,
     ``reflection=False`` (one round, no R), ``levels="L1"`` (generators never see Level-2: the deep
     generator gets the selected Level-1 items) and ``levels="L2"`` (no summaries: raw events are
-    embedded and searched directly).
+    embedded and searched directly). Each row of Table 2 by name (``HyMem.ablations``, named by its
+    ticks): ``HyMem.ablation("L1 / L+R", llm=..., embedder=...)``; the rows without Level-2 and the
+    Level-2-only rows also set ``deep=False``, as the table does (``levels="L2"`` alone keeps the deep
+    module, which no row of Table 2 has).
 
     Trace per round: ``light`` (retrieved ids, scores, finished, answer, escalate), ``deep``
     (candidates, batches with the ids each selected, selected Level-1, Level-2 used), ``reflect``
@@ -92,6 +110,7 @@ class HyMem(MemoryMethod):
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    ablations = ABLATIONS  # paper Table 2 rows by name: HyMem.ablation("L1 / L+R", llm=..., embedder=...)
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"light": "light_tier", "deep": "deep_tier", "reflect": "sufficiency", "final": "tier_final"}
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census")

@@ -23,7 +23,7 @@ from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
-from ..base import MemoryMethod, StepBuilder
+from ..base import Ablation, MemoryMethod, StepBuilder
 from ..common import question_date_line
 from .census import CENSUS
 from . import prompts as P
@@ -36,6 +36,16 @@ DEFAULT_BACKEND = "naive_rag"  # looked up by name in the registry, as a plugin 
 DEFAULT_CHUNKING = "window"
 DEFAULT_CHUNK_TOKENS = 256
 BACKEND_DIR = "backend"  # where save() puts the backend's own saved memory
+
+
+# Paper Table 2 (LoCoMo, RAG backend): each row removes one design choice from the full controller, the
+# retriever and every hyperparameter fixed.
+ABLATIONS = {
+    "full": Ablation({}, "paper Table 2, MemR3 over RAG"),
+    "w/o mask": Ablation({"mask": False}, "paper Table 2 'w/o mask': retrieved snippets are not masked"),
+    "w/o delta-q": Ablation({"delta_query": False}, "paper Table 2 'w/o Δq_k': every retrieval uses q alone"),
+    "w/o reflect": Ablation({"reflect": False}, "paper Table 2 'w/o reflect': no reflect node"),
+}
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,9 @@ class MemR3(MemoryMethod):
     phase ``construct`` with the *backend's* method name, because the backend's own ``ingest`` sets
     it. ``memories()``, ``events`` and ``as_retriever()`` are the backend's.
 
+    Ablations (paper Table 2), by name: ``MemR3.ablation("w/o mask", llm=..., embedder=...)``
+    (``MemR3.ablations``: full, w/o mask, w/o delta-q, w/o reflect; one switch each, the rest fixed).
+
     Departures from the paper:
     - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop,
       so the [code] recursion limit is not needed.
@@ -78,7 +91,10 @@ class MemR3(MemoryMethod):
     - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
       A gaps entry that repeats the prompt's own "No gaps noted." is shown back to the router as
       written (the published recordings were made so), but it is not an open gap: never the fallback
-      retrieval query, and the router step records it as ``placeholder_gaps``.
+      retrieval query, the router step records it as ``placeholder_gaps``, and neither the census nor
+      the trace views' gap diff counts it as a gap opened or closed. What remains: the next router
+      prompt lists it under "Gaps so far", where the model may read it as an open gap (the default
+      directive answers "only when ... no gaps are left"); not showing it would change the prompts.
     - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
     - The reflect directive is forced right after an empty retrieval and also whenever the backend
       has nothing new left (digest §6); "the backend can still return new items" is: no masked
@@ -121,6 +137,7 @@ class MemR3(MemoryMethod):
     how_it_works = HOW_IT_WORKS
     structure_view = "controller_backend"  # a controller over its backend's memory
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    ablations = ABLATIONS  # paper Table 2 rows by name: MemR3.ablation("w/o mask", llm=..., embedder=...)
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",
                   "answer": "draft_answer"}

@@ -22,7 +22,7 @@ from ...llm.errors import LLMError
 from ...llm.ledger import track
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
-from ..base import MemoryMethod
+from ..base import Ablation, MemoryMethod
 from ..common import exchanges, format_date, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
 from .census import CENSUS
@@ -38,28 +38,23 @@ from .trigger import TriggerDecision, check_gate_k, cosines, decide
 DATASET_PRESETS = {"locomo": {"theta_sim": 0.7, "theta_count": 5, "answer_length": "short"},
                    "longmemeval": {"theta_sim": 0.6, "theta_count": 4, "answer_length": "free"}}
 # Paper §4.3, Fig. 2 (LoCoMo, GPT-4.1-mini): each ablation disables one component, the others keep their
-# retrieval budgets. Direct Extraction builds as full RecMem does (episodes, merge-first) but extracts facts
-# from the raw cluster alone ([code] --disable_semantic_refinement), and "at inference time answers using
-# only subconscious retrieval and the extracted semantic facts" (paper §4.3).
-ABLATIONS = {"full": {},
-             "w/o subconscious": {"use_subconscious": False},
-             "w/o episodic": {"use_episodes": False},
-             "w/o semantic": {"use_facts": False},
-             "direct extraction": {"refine_with_episode": False, "use_episodes": False}}
+# retrieval budgets (construction unchanged). Direct Extraction builds as full RecMem does (episodes, merge-first)
+# but extracts facts from the raw cluster alone ([code] --disable_semantic_refinement), and "at inference time
+# answers using only subconscious retrieval and the extracted semantic facts" (paper §4.3).
+ABLATIONS = {
+    "full": Ablation({}, "paper Fig. 2, RecMem (full)"),
+    "w/o subconscious": Ablation({"use_subconscious": False}, "paper §4.3, Fig. 2 'w/o subconscious'"),
+    "w/o episodic": Ablation({"use_episodes": False}, "paper §4.3, Fig. 2 'w/o episodic'"),
+    "w/o semantic": Ablation({"use_facts": False}, "paper §4.3, Fig. 2 'w/o semantic'"),
+    "direct extraction": Ablation({"refine_with_episode": False, "use_episodes": False},
+                                  "paper §4.3, Fig. 2 'Direct Extraction'; construction as [code] "
+                                  "--disable_semantic_refinement, answering without episodes as the paper says"),
+}
 _ALIASES = {"locomo": "locomo", "longmemeval": "longmemeval", "longmemevals": "longmemeval", "lme": "longmemeval"}
 # Ledger role -> construction operation ([code] keeps EPISODIC_MERGE / EPISODIC_GENERATION /
 # SEMANTIC_EXTRACTION(_DURING_MERGE)).
 OPERATIONS = {"recmem.merge": "merge", "recmem.consolidate": "consolidate", "recmem.refine": "refine",
               "recmem.refine_merge": "refine", "recmem.refine_direct": "refine"}
-
-
-def ablation_params(name: str) -> dict:
-    """The parameters of the paper's ablation ``name`` (``ABLATIONS``); ``ValueError`` lists the names."""
-    key = re.sub(r"[^a-z]", "", name.lower())
-    for label, params in ABLATIONS.items():
-        if re.sub(r"[^a-z]", "", label) == key:
-            return dict(params)
-    raise ValueError(f"unknown RecMem ablation {name!r}; expected one of {list(ABLATIONS)}")
 
 
 def _operation(role: str) -> str:
@@ -90,7 +85,7 @@ class RecMem(MemoryMethod):
     unit embeddings (``unit_vectors_`` in ``unit_order_``) with no LLM; ``construction_breakdown()``.
 
     Ablations (paper §4.3, Fig. 2), by name: ``RecMem.ablation("w/o episodic", llm=..., embedder=...)``
-    (``ABLATIONS``: full, w/o subconscious, w/o episodic, w/o semantic, direct extraction).
+    (``RecMem.ablations``: full, w/o subconscious, w/o episodic, w/o semantic, direct extraction).
     ``use_subconscious`` / ``use_episodes`` / ``use_facts`` drop a store from the answer context only
     (construction unchanged, other budgets fixed, as in the paper). ``refine_with_episode=False`` is the
     construction of Direct Extraction as in [code]: episodes are still written and merge-first still
@@ -138,6 +133,7 @@ class RecMem(MemoryMethod):
     structure_view = "clusters"
     structure_hooks = CLUSTER_HOOKS  # the clusters view's gate replay (structures.py)
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
+    ablations = ABLATIONS  # paper §4.3, Fig. 2, by name: RecMem.ablation("w/o episodic", llm=..., embedder=...)
     step_cards = {"retrieve": "tiered_retrieve", "answer": "tier_answer"}  # how the trace views summarise its steps
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger", "recmem.census",
                       "recmem.structures", "recmem.calibration")
@@ -204,13 +200,6 @@ class RecMem(MemoryMethod):
         if key is None:
             raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASET_PRESETS)}")
         return cls(**{**DATASET_PRESETS[key], **params})
-
-    @classmethod
-    def ablation(cls, name: str, **params) -> "RecMem":
-        """The paper's ablation ``name`` (``ABLATIONS``, Fig. 2; case, spaces and "/" ignored, so
-        ``"direct_extraction"`` works), overridable by ``params``. Combine with a dataset preset as
-        ``RecMem.ablation(name, **DATASET_PRESETS["longmemeval"], llm=..., embedder=...)``."""
-        return cls(**{**ablation_params(name), **params})
 
     def _validate_params(self) -> None:
         super()._validate_params()

@@ -1,0 +1,207 @@
+"""The papers' ablation tables by name (issue #39 item 4): ``Method.ablation(name, ...)`` builds the row's
+configuration (``MemoryMethod.ablations``), and the steps that run differ as the row says. Offline: scripted
+LLMs and hash embedders, the tiny sample conversation."""
+from __future__ import annotations
+
+import pytest
+
+from test_ama import construct
+from test_contract import auto, emb, hmem_extract
+from test_hmem import _plan
+from test_memr3 import R, rag
+from test_recmem import TopicEmbedder, conv_of, merge_llm
+from workbench.llm import ScriptedLLM
+from workbench.methods import AMA, HMem, HyMem, MemoryMethod, MemR3, RecMem
+from workbench.methods.base import Ablation
+from workbench.testing import contract as C
+from workbench.testing.check_method import check_declarations, check_method
+
+METHODS = (HyMem, AMA, HMem, MemR3, RecMem)
+# LLMs whose replies make each method store something (the contract's provenance check needs units)
+LLMS = {AMA: lambda: ScriptedLLM({"ama.construct": construct()}, default="auto"),
+        HMem: lambda: ScriptedLLM({"hmem.extract": hmem_extract}, default="auto")}
+CHEAP = [check_declarations, C.check_init_stores_params_verbatim, C.check_params_round_trip,
+         C.check_ingest_then_answer, C.check_units_have_provenance]
+
+
+def build(cls, name, llm=None, **params):
+    return cls.ablation(name, llm=llm or LLMS.get(cls, auto)(), embedder=emb(), **params)
+
+
+def kinds(ans):
+    return [s.kind for s in ans.steps]
+
+
+def steps(ans, kind):
+    return [s for s in ans.steps if s.kind == kind]
+
+
+# -- the generic classmethod ---------------------------------------------------------------------------------
+ROWS = [pytest.param(c, n, id=f"{c.__name__}-{n}") for c in METHODS for n in c.ablations]
+
+
+@pytest.mark.parametrize("cls, name", ROWS)
+def test_each_ablation_is_its_parameters_and_passes_the_contract(cls, name):
+    row = cls.ablations[name]
+    assert isinstance(row, Ablation) and row.source.startswith("paper")
+    m = cls.ablation(name)
+    assert m.get_params() == {**cls._defaults(), **row.params}
+    check_method(cls, make=lambda: build(cls, name), checks=CHEAP)
+
+
+@pytest.mark.parametrize("cls", METHODS)
+def test_every_paper_table_has_its_full_row_first(cls):
+    assert next(iter(cls.ablations)) == "full" and cls.ablations["full"].params == {}
+    assert len(cls.ablations) >= 4
+
+
+def test_names_ignore_case_spaces_and_punctuation_and_params_go_on_top():
+    assert MemR3.ablation("W/O delta_q").delta_query is False
+    assert HyMem.ablation_params("l1+l2/l+d") == {"reflection": False}
+    d = RecMem.ablation("direct_extraction", theta_sim=0.6)
+    assert (d.refine_with_episode, d.use_episodes, d.theta_sim) == (False, False, 0.6)
+    assert RecMem.ablation_params("direct extraction") is not RecMem.ablations["direct extraction"].params
+
+
+def test_an_unknown_name_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown MemR3 ablation 'w/o router'; valid names: 'full', 'w/o mask'"):
+        MemR3.ablation("w/o router")
+
+    class NoTable(MemoryMethod):
+        name = "no_table"
+
+    with pytest.raises(ValueError, match="declares no ablations"):
+        NoTable.ablation("full")
+
+
+def test_the_contract_refuses_an_ablation_of_a_parameter_the_class_lacks():
+    class Typo(HyMem):
+        name = "typo"
+        ablations = {"full": Ablation({}, "paper"), "w/o deep": Ablation({"deep_module": False}, "paper")}
+
+    with pytest.raises(AssertionError, match=r"sets \['deep_module'\], not parameters of __init__"):
+        check_declarations(lambda: Typo(), None)
+
+
+# -- HyMem, paper Table 2 ------------------------------------------------------------------------------------
+HYMEM_STEPS = {  # the light module never finds the answer sufficient, R accepts the first round
+    "full": ["light", "deep", "reflect", "final"],
+    "L1 / L+R": ["light", "reflect", "final"],
+    "L1+L2 / D+R": ["deep", "reflect", "final"],
+    "L1+L2 / L+D": ["light", "deep", "final"],
+    "L1 / L": ["light", "final"],
+    "L1+L2 / D": ["deep", "final"],
+    "L2 / L+R": ["light", "reflect", "final"],
+    "L2 / L": ["light", "final"],
+}
+
+
+@pytest.mark.parametrize("name", list(HYMEM_STEPS))
+def test_hymem_table_2_rows_run_their_modules(name, tiny_conv):
+    llm = ScriptedLLM({"hymem.light": {"finished": 2, "answer": ""}, "hymem.deep": {"answer": "Geneva"},
+                       "hymem.reflect": {"finished": 1, "new_question": ""}}, default="auto")
+    m = build(HyMem, name, llm=llm, segmentation="window", window_turns=3, window_stride=3).ingest(tiny_conv)
+    ans = m.answer(tiny_conv.qa[0].question)
+    assert kinds(ans) == HYMEM_STEPS[name]
+    level2_only = name.startswith("L2 ")
+    assert ("hymem.summarize" in llm.roles()) is not level2_only  # no Level-1 summaries without Level-1
+    if "light" in kinds(ans):
+        assert all(i.startswith("L2-" if level2_only else "L1-") for i in steps(ans, "light")[0].data["retrieved"])
+
+
+# -- AMA, paper Table 3 ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(AMA.ablations))
+def test_ama_table_3_rows_keep_their_stores_and_refresher(name, tiny_conv):
+    llm = LLMS[AMA]()
+    m = build(AMA, name, llm=llm).ingest(tiny_conv)
+    kept = {"raw": m.use_raw, "fact": m.use_fact, "episode": m.use_episode}
+    assert {s: len(m.stores_[s]) > 0 for s in kept} == kept
+    roles = set(llm.roles())
+    assert ("ama.episode" in roles) is m.use_episode  # no episode calls without the episode store
+    assert ("ama.judge_ingest" in roles) is m.refresher  # RF: no conflict Judge at ingestion without the Refresher
+    ans = m.answer(tiny_conv.qa[0].question)
+    assert {h.unit_id.split(":", 1)[0] for h in ans.context} <= {s for s, on in kept.items() if on}
+
+
+# -- H-Mem, paper Table 5 and App. A.4 -------------------------------------------------------------------------
+def hmem_run(name, tiny_conv):
+    llm = ScriptedLLM({"hmem.extract": hmem_extract,
+                       "hmem.plan": _plan(("Where does Noor take violin lessons?", [], "SHORT", "", ["Noor"]))},
+                      default="auto")
+    m = build(HMem, name, llm=llm).ingest(tiny_conv)
+    return m, m.answer(tiny_conv.qa[0].question), llm
+
+
+def test_hmem_table_5_rows_switch_off_their_part(tiny_conv):
+    full, ans, llm = hmem_run("full", tiny_conv)
+    retrieve = steps(ans, "retrieve")[0].data
+    assert full.tree_stats()["nodes"] > 0 and max(full.tree_stats()["per_level"]) > 1 and retrieve["seeds"]
+    assert "hmem.profile" in llm.roles() and "followup" in kinds(ans) and retrieve["scope"] == "SHORT"
+    assert any(c["R"] > 0 for c in retrieve["candidates"]) and "event" in {c["kind"] for c in retrieve["candidates"]}
+
+    m, ans, _ = hmem_run("w/o tree", tiny_conv)
+    kinds_found = {c["kind"] for c in steps(ans, "retrieve")[0].data["candidates"]}
+    assert m.tree_stats()["nodes"] == 0 and "event" not in kinds_found and "fragment" in kinds_found
+    m, ans, llm = hmem_run("w/o graph", tiny_conv)
+    assert steps(ans, "retrieve")[0].data["seeds"] == [] and "hmem.profile" not in llm.roles()
+    m, _, _ = hmem_run("w/o long memory", tiny_conv)
+    assert set(m.tree_stats()["per_level"]) == {1}
+    _, ans, _ = hmem_run("w/o memory robustness", tiny_conv)
+    assert all(c["R"] == 0 for c in steps(ans, "retrieve")[0].data["candidates"])
+    _, ans, _ = hmem_run("w/o missing-info query", tiny_conv)
+    assert "followup" not in kinds(ans)
+    _, ans, llm = hmem_run("w/o entity profile", tiny_conv)
+    assert "hmem.profile" not in llm.roles() and steps(ans, "retrieve")[0].data["seeds"]  # the graph stays
+    _, ans, _ = hmem_run("fixed mixed", tiny_conv)
+    assert {s.data["scope"] for s in steps(ans, "retrieve")} == {"MIXED"}  # the planner said SHORT
+
+
+# -- MemR3, paper Table 2 ----------------------------------------------------------------------------------------
+def memr3_run(name, replies, tiny_conv):
+    llm = ScriptedLLM({"memr3.router": replies, "memr3.answer": "Geneva"})
+    m = build(MemR3, name, llm=llm, backend=rag()).ingest(tiny_conv)
+    return m.answer(tiny_conv.qa[0].question), llm
+
+
+@pytest.mark.parametrize("name", ["full", "w/o mask", "w/o delta-q"])
+def test_memr3_mask_and_delta_q_rows(name, tiny_conv):
+    q = "In which city does Noor take violin lessons now?"
+    ans, _ = memr3_run(name, [R("retrieve", retrieval_query="violin school city"), R("answer", detailed_answer="x")],
+                       tiny_conv)
+    assert kinds(ans) == ["retrieve", "router", "retrieve", "router", "answer"]
+    first, second = steps(ans, "retrieve")
+    assert second.data["query"] == (q if name == "w/o delta-q" else f"{q}. violin school city")
+    masked = second.data["masked_ids"]
+    assert masked == ([] if name == "w/o mask" else sorted(first.data["retrieved_ids"]))
+
+
+@pytest.mark.parametrize("name", ["full", "w/o reflect"])
+def test_memr3_reflect_row(name, tiny_conv):
+    ans, llm = memr3_run(name, [R("reflect", reasoning="think"), R("answer", detailed_answer="x")] * 3, tiny_conv)
+    offered = llm.requests[0]["schema"]["properties"]["decision"]["enum"]
+    if name == "full":
+        assert "reflect" in offered and steps(ans, "router")[0].data["action"] == "reflect" and steps(ans, "reflect")
+    else:  # no reflect node: the decision is not offered, the client refuses a reflect reply, no reflect step
+        assert offered == ["retrieve", "answer"] and "memr3.router.repair" in llm.roles()
+        assert not steps(ans, "reflect") and "reflect" not in {s.data["action"] for s in steps(ans, "router")}
+
+
+# -- RecMem, paper §4.3 Fig. 2 ------------------------------------------------------------------------------------
+def test_recmem_fig_2_rows_answer_from_their_stores_over_one_construction():
+    """Every row builds as full RecMem does (merge-first included: reviews/recmem.md B1); only Direct Extraction
+    changes the fact call, and the rows differ in the stores the answer reads (paper §4.3)."""
+    layers, outcomes = {}, {}
+    for name in RecMem.ablations:
+        llm = merge_llm(**{"recmem.refine": {"facts": ["Ann likes alpha."]},
+                           "recmem.refine_direct": {"facts": ["Ann likes alpha."]}, "recmem.answer": "alpha"})
+        m = RecMem.ablation(name, llm=llm, embedder=TopicEmbedder(), theta_sim=0.7, theta_count=3)
+        ans = m.ingest(conv_of(["alpha", "alpha", "alpha", "alpha", "beta"])).answer("What does Ann like?")
+        layers[name] = {s.data["layer"] for s in steps(ans, "retrieve")}
+        outcomes[name] = [d.outcome for d in m.trigger_log_]
+        direct = name == "direct extraction"
+        assert ("recmem.refine_direct" in llm.roles()) is direct and ("recmem.refine" in llm.roles()) is not direct
+        assert "recmem.merge" in llm.roles() and len(m.epi_) == 1 and len(m.sem_) > 0  # episodes are still written
+    assert set(map(tuple, outcomes.values())) == {("buffered", "buffered", "triggered", "merged", "buffered")}
+    assert layers == {"full": {"subconscious", "episode", "fact"}, "w/o subconscious": {"episode", "fact"},
+                      "w/o episodic": {"subconscious", "fact"}, "w/o semantic": {"subconscious", "episode"},
+                      "direct extraction": {"subconscious", "fact"}}
