@@ -33,6 +33,7 @@ SELECTED_LINE = "#212529"
 #: its label (hover still shows it, and zooming in makes room)
 PX_PER_EVENT, MIN_HEIGHT, MAX_HEIGHT = 14, 420, 860
 LABEL_CHARS, LEAF_CHARS = 30, 24
+SHOWN_GROUPS = 3  # same-window groups the caption names (highest levels first)
 #: the id of the box drawn above the roots (the whole memory)
 ROOT = "(memory)"
 
@@ -187,7 +188,7 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
         c = level_colour(r["level"])
         copy = bool(r.get("copy_of_child"))
         colours.append(pale(c) if copy else c)
-        fgs.append(c)
+        fgs.append(pale(c, 0.45))  # faint hatching: the text over it stays readable
         patterns.append("/" if copy else "")
         lines.append(SELECTED_LINE if r["id"] == selected else "#ffffff")
     ids = [r["id"] for r in order]
@@ -195,6 +196,8 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
     total = sum(counts[r["id"]] for r in roots)
     # one drawn root above the L4 nodes (plotly would add a blank one for several roots): the memory
     top = f"{len(roots)} root{'s' if len(roots) != 1 else ''} · {total} events"
+    # white on a level colour, dark on the pale copies and the light memory box (AA contrast either way)
+    ink = ["#212529"] + ["#212529" if r.get("copy_of_child") else "#ffffff" for r in order]
     trace = go.Icicle(
         ids=[ROOT] + ids, customdata=[""] + ids,
         parents=[""] + [r.get("parent") if r.get("parent") in nodes else ROOT for r in order],
@@ -206,10 +209,10 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
         hovertemplate="%{hovertext}<extra></extra>",
         # one line width for all (a per-box width array makes plotly drop the zoom path bar)
         marker=dict(colors=["#e9ecef"] + colours, line=dict(color=["#ffffff"] + lines, width=3),
-                    pattern=dict(shape=[""] + patterns, fgcolor=["#ffffff"] + fgs, size=10, solidity=0.15)),
-        textfont=dict(size=12),
-        insidetextfont=dict(color=["#212529"] + ["#212529" if r.get("copy_of_child") else "#ffffff" for r in order]),
-        tiling=dict(orientation="h", pad=1), pathbar=dict(visible=True, side="top", thickness=22, textfont=dict(size=12, color="#212529")),
+                    pattern=dict(shape=[""] + patterns, fgcolor=["#ffffff"] + fgs, size=12, solidity=0.12)),
+        textfont=dict(size=12), insidetextfont=dict(color=ink),
+        tiling=dict(orientation="h", pad=1),
+        pathbar=dict(visible=True, side="top", thickness=22, textfont=dict(size=12, color=ink)),
         leaf=dict(opacity=1.0), level=zoom_root(selected, nodes) or ROOT, maxdepth=-1)
     fig = go.Figure(trace)
     if height is None:
@@ -227,26 +230,34 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
         return ""
     per_level = Counter(int(r["level"]) for r in nodes.values())
     chips = "".join(
-        f"<span class='wb-lvchip' style='background:{level_colour(lv)}'>L{lv} {esc(levels.get(lv, ''))}</span>"
+        f"<span class='wb-lv' style='background:{level_colour(lv)}'>L{lv} {esc(levels.get(lv, ''))}</span>"
         f"<span class='wb-muted'>{n}{' (one memory event each)' if lv == 1 else ''}</span> "
         for lv, n in sorted(per_level.items(), reverse=True))
-    copy_chip = (f"<span class='wb-lvchip wb-lvchip-copy' style='background:{pale(level_colour(2))};"
-                 f"color:#212529'>pale, hatched</span>")
+    fill, hatch = pale(level_colour(2)), pale(level_colour(2), 0.45)
+    copy_chip = (f"<span class='wb-lv wb-lv-copy' style='background:repeating-linear-gradient(135deg,"
+                 f"{fill} 0 5px,{hatch} 5px 6px);color:#212529'>pale, hatched</span>")
     groups = same_window_groups(nodes)
     split = ""
     if groups:
-        named = "; ".join(f"{len(ids)} × L{lv} {esc(window_text(w))} ({esc(', '.join(ids))})" for lv, w, ids in groups)
-        split = ("<p class='wb-legend-line'><b>Same window, separate clusters:</b> " + named + ". H-Mem groups a "
-                 "node with the most similar cluster of its parent's time window and starts a new one when none is "
-                 "similar enough (cosine below that level's alpha), so one window can hold several nodes; they are "
-                 "labelled <i>(1 of 2)</i>, <i>(2 of 2)</i>.</p>")
+        counts = event_counts(walk(nodes), nodes)
+        named = "; ".join(f"{len(ids)} × L{lv} {esc(window_text(w))} ({esc(', '.join(ids))}: "
+                          f"{' + '.join(str(counts.get(i, 0)) for i in ids)} events)"
+                          for lv, w, ids in groups[:SHOWN_GROUPS])
+        more = len(groups) - SHOWN_GROUPS
+        named += f"; {more} more window{'s' if more > 1 else ''} at lower levels" if more > 0 else ""
+        split = ("<p class='wb-legend-line'><b>Same window, separate clusters:</b> " + named + ". H-Mem puts a "
+                 "node in the most similar cluster of its parent's time window and starts a new one when none is "
+                 "similar enough (cosine below that level's alpha), so one window can hold several nodes, labelled "
+                 "<i>(1 of 2)</i>, <i>(2 of 2)</i>; a one-event cluster is a thin strip (hover it, or pick it in "
+                 "the list).</p>")
     lost = unreachable(nodes)
     missing = (f"<p class='wb-muted'>Not drawn (in a parent cycle): {esc(' '.join(lost))}</p>" if lost else "")
-    return box("<style>.wb-lvchip {display:inline-block; padding:0 7px; border-radius:8px; color:#fff; "
-               "font-weight:600; margin-right:3px;} .wb-legend-line {color:#343a40; margin:3px 0;}</style>"
+    return box("<style>.wb-tree-caption .wb-lv {display:inline-block; padding:0 7px; border-radius:8px; color:#fff; "
+               "font-weight:600; margin-right:3px;} .wb-tree-caption .wb-legend-line {color:#343a40; margin:3px 0;}"
+               "</style><div class='wb-tree-caption'>"
                f"<p class='wb-legend-line'><b>Levels</b>, left to right (with their time window and how many "
                f"nodes): {chips}· {copy_chip} a single-child parent that copies its child's text (no LLM summary)</p>"
                "<p class='wb-legend-line'>A box's height is the number of memory events under it; its label says its "
                "level, window and how its summary starts (hover for more). Pick a node in the list (in the app, or "
                "click its box) to see its details and zoom the chart onto it; the bar above the chart zooms out.</p>"
-               f"{split}{missing}")
+               f"{split}{missing}</div>")
