@@ -19,6 +19,7 @@ clusters, not duplicates. ``same_window_groups`` finds them and the caption says
 from __future__ import annotations
 
 import re
+import textwrap
 from collections import Counter
 from datetime import date, datetime
 from typing import Mapping, Sequence
@@ -158,9 +159,7 @@ def _hover(r: Mapping, levels: Mapping[int, str], events: int, cluster: str) -> 
              f" · consolidated {esc(r.get('n_m', 0))}×"]
     if r.get("copy_of_child"):
         lines.append(f"copy of its single child {esc(r['copy_of_child'])} (no LLM summary)")
-    # plotly does not wrap hover text: about 90 characters a line
-    text = short(words, 360)
-    lines += [esc(text[i:i + 90]) for i in range(0, len(text), 90)]
+    lines += [esc(line) for line in textwrap.wrap(short(words, 360), 90)]  # plotly does not wrap hover text
     return "<br>".join(lines)
 
 
