@@ -84,10 +84,11 @@ def test_tree_figure_escapes_summaries_and_zooms_onto_the_pick():
     assert state.figure.data[0].level == "sum18" and "ev9" in state.detail_html
     state.apply("node_select", "")
     assert state.figure.data[0].level == "(memory)"
-    cycle = {"a": _node("a", 2, "b", ["b"], "2023-W01", "2023-01-02"), "b": _node("b", 1, "a", [], "2023-01-02",
-                                                                               "2023-01-02")}
+    cycle = {"a": _node("a", 2, "b", ["b"], "2023-W01", "2023-01-02"),
+             "b": _node("b", 1, "a", [], "2023-01-02", "2023-01-02")}
     assert len(tree_figure(cycle).data[0].ids) == 1  # a parent cycle is not drawn (plotly would refuse it)...
-    assert "Not drawn (in a parent cycle): a b" in TreeState({"tree": list(cycle.values())}).caption_html  # ...but named
+    caption = TreeState({"tree": list(cycle.values())}).caption_html
+    assert "Not drawn (in a parent cycle): a b" in caption  # ...but named
 
 
 def test_a_click_on_a_box_in_the_app_picks_its_node():

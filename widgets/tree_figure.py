@@ -182,42 +182,41 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
     order = walk(nodes)
     counts = event_counts(order, nodes)
     marks = cluster_marks(nodes)
-    colours, patterns, fgs, lines = [], [], [], []
-    for r in order:
-        c = level_colour(r["level"])
-        copy = bool(r.get("copy_of_child"))
-        colours.append(pale(c) if copy else c)
-        fgs.append(pale(c, 0.45))  # faint hatching: the text over it stays readable
-        patterns.append("/" if copy else "")
-        lines.append(SELECTED_LINE if r["id"] == selected else "#ffffff")
-    ids = [r["id"] for r in order]
     roots = [r for r in order if r.get("parent") not in nodes]
     total = sum(counts[r["id"]] for r in roots)
-    # one drawn root above the L4 nodes (plotly would add a blank one for several roots): the memory
+    # one box above the L4 nodes, the whole memory (plotly would add a blank one for several roots)
     top = f"{len(roots)} root{'s' if len(roots) != 1 else ''} · {total} events"
-    # white on a level colour, dark on the pale copies and the light memory box (AA contrast either way)
-    ink = ["#212529"] + ["#212529" if r.get("copy_of_child") else "#ffffff" for r in order]
+    ids, colours, hatch, ink, ring = [ROOT], ["#e9ecef"], ["#ffffff"], ["#212529"], ["#ffffff"]
+    parents, labels, values = [""], ["memory"], [total]
+    texts, hovers = [f"<b>memory</b><br>{esc(top)}"], [f"the whole memory: {esc(top)}"]
+    for r in order:
+        c, copy, mark = level_colour(r["level"]), bool(r.get("copy_of_child")), marks.get(r["id"], "")
+        ids.append(r["id"])
+        parents.append(r.get("parent") if r.get("parent") in nodes else ROOT)
+        labels.append(f"L{int(r['level'])} {r.get('window', '')}")  # short: the zoom bar hides what does not fit
+        values.append(counts[r["id"]])
+        texts.append(_box_text(r, mark))
+        hovers.append(_hover(r, levels, counts[r["id"]], mark))
+        colours.append(pale(c, 0.6) if copy else c)
+        hatch.append(pale(c, 0.25))  # thin hatching: the text over it stays readable
+        ink.append("#212529" if copy else "#ffffff")  # white on a level colour, dark on pale (AA either way)
+        ring.append(SELECTED_LINE if r["id"] == selected else "#ffffff")
+    patterns = [""] + ["/" if r.get("copy_of_child") else "" for r in order]
     trace = go.Icicle(
-        ids=[ROOT] + ids, customdata=[""] + ids,
-        parents=[""] + [r.get("parent") if r.get("parent") in nodes else ROOT for r in order],
-        # short labels: plotly's zoom path bar hides a label that does not fit its segment
-        labels=["memory"] + [f"L{int(r['level'])} {r.get('window', '')}" for r in order],
-        values=[total] + [counts[r["id"]] for r in order], branchvalues="total", sort=False,
-        text=[f"<b>memory</b><br>{esc(top)}"] + [_box_text(r, marks.get(r["id"], "")) for r in order], texttemplate="%{text}",
-        hovertext=[f"the whole memory: {esc(top)}"] + [_hover(r, levels, counts[r["id"]], marks.get(r["id"], "")) for r in order],
-        hovertemplate="%{hovertext}<extra></extra>",
+        ids=ids, customdata=[""] + ids[1:], parents=parents, labels=labels, values=values, branchvalues="total",
+        sort=False, text=texts, texttemplate="%{text}", hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
         # one line width for all (a per-box width array makes plotly drop the zoom path bar)
-        marker=dict(colors=["#e9ecef"] + colours, line=dict(color=["#ffffff"] + lines, width=3),
-                    pattern=dict(shape=[""] + patterns, fgcolor=["#ffffff"] + fgs, size=12, solidity=0.12)),
-        textfont=dict(size=12), insidetextfont=dict(color=ink),
-        tiling=dict(orientation="h", pad=1),
+        marker=dict(colors=colours, line=dict(color=ring, width=3),
+                    pattern=dict(shape=patterns, bgcolor=colours, fgcolor=hatch, size=12, solidity=0.12)),
+        textfont=dict(size=12), insidetextfont=dict(color=ink), tiling=dict(orientation="h", pad=1),
         pathbar=dict(visible=True, side="top", thickness=22, textfont=dict(size=12, color=ink)),
         leaf=dict(opacity=1.0), level=zoom_root(selected, nodes) or ROOT, maxdepth=-1)
     fig = go.Figure(trace)
     if height is None:
         height = min(MAX_HEIGHT, max(MIN_HEIGHT, PX_PER_EVENT * total + 50))
-    fig.update_layout(height=int(height), margin=dict(l=4, r=4, t=30, b=4), uniformtext=dict(minsize=11, mode="hide"),
-                      font=dict(family="system-ui, sans-serif", size=12), hoverlabel=dict(align="left"))
+    fig.update_layout(height=int(height), margin=dict(l=4, r=4, t=30, b=4), hoverlabel=dict(align="left"),
+                      uniformtext=dict(minsize=11, mode="hide"),  # a label that cannot be 11 px is hidden
+                      font=dict(family="system-ui, sans-serif", size=12))
     return fig
 
 
@@ -232,7 +231,7 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
         f"<span class='wb-lv' style='background:{level_colour(lv)}'>L{lv} {esc(levels.get(lv, ''))}</span>"
         f"<span class='wb-muted'>{n}{' (one memory event each)' if lv == 1 else ''}</span> "
         for lv, n in sorted(per_level.items(), reverse=True))
-    fill, hatch = pale(level_colour(2)), pale(level_colour(2), 0.45)
+    fill, hatch = pale(level_colour(2), 0.6), pale(level_colour(2), 0.25)
     copy_chip = (f"<span class='wb-lv wb-lv-copy' style='background:repeating-linear-gradient(135deg,"
                  f"{fill} 0 5px,{hatch} 5px 6px);color:#212529'>pale, hatched</span>")
     groups = same_window_groups(nodes)
