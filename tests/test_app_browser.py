@@ -634,6 +634,21 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     lines.first.wait_for(timeout=30000)  # picked again: its section is drawn anew
     assert 0 < lines.count() <= len(tree)  # copy chains share a line
     top = max(tree, key=lambda r: (len(r["children"]), r["level"]))
+    slices = hmem.locator(".js-plotly-plot g.slice")  # the tree drawn as a tree: a box per node, one for the memory
+    slices.nth(len(tree)).wait_for(state="attached", timeout=60000)
+    assert slices.count() == len(tree) + 1
+    # clicking a box picks its node: a summary over >= 3 events (a box tall enough to click) whose level and
+    # window no other node has (so its label is the only one)
+    from widgets.tree_figure import event_counts, walk, window_text
+
+    nodes = {r["id"]: r for r in tree}
+    events, label = event_counts(walk(nodes), nodes), {i: f"L{r['level']} · {window_text(r['window'])}"
+                                                       for i, r in nodes.items()}
+    kid = next(r for r in tree if r["level"] > 1 and events[r["id"]] >= 3
+               and list(label.values()).count(label[r["id"]]) == 1)
+    slices.filter(has_text=label[kid["id"]]).first.click()
+    hmem.locator(f".wb-tree details.wb-selected[data-node='{kid['id']}']").wait_for(timeout=30000)
+    hmem.get_by_text(f"Children ({len(kid['children'])})").first.wait_for(timeout=20000)
     _select_option(page, f"· {top['id']} ")
     hmem.locator(f".wb-tree details.wb-selected[open][data-node='{top['id']}']").wait_for(timeout=20000)
     hmem.get_by_text(f"Children ({len(top['children'])})").first.wait_for(timeout=20000)
@@ -644,6 +659,8 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     graph = run.structures("hmem", "sample-1")["graph"]
     drawn = frame.evaluate("nodes.get().map(function (n) { return n.label; })")
     assert sorted(drawn) == sorted(n["name"] for n in graph["nodes"])  # every entity labelled
+    smallest = frame.evaluate("network.getScale() * Math.min.apply(null, nodes.get().map(n => n.font.size))")
+    assert smallest >= 11  # every name at least 11 px on screen
     entity = max(graph["nodes"], key=lambda n: n.get("mentions") or 0)
     _select_option(page, f"{entity['name']} ({entity.get('type', 'other')}")
     hmem.get_by_text("Relations (").first.wait_for(timeout=20000)

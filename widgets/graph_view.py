@@ -1,7 +1,13 @@
 """``GraphView``: H-Mem's entity graph (pyvis / vis-network), entity -> relations and source turns.
 
-Entities are coloured by type (the legend above the graph names each colour), edges are labelled
-by their relation (graph-repair "overlap" edges dashed). The page is made by pyvis itself:
+Entities are coloured by type (the legend above the graph names each colour and says how to read
+it); dot and name grow with mentions. The nodes are placed before the page is drawn
+(``widgets.graph_layout``: a seeded spring layout whose label boxes are then pushed apart until none
+overlap), so names around a hub do not cover each other, and the page opens at a zoom where every
+name is at least 11 px (a graph too big for the frame at that size is dragged, not shrunk). Edges
+are drawn without text: their relation is the hover title, and the page writes it on an edge
+while it is hovered, since around a hub the labels cannot fit (graph-repair "overlap" edges dashed).
+The page is made by pyvis itself:
 ``Network(cdn_resources="in_line")`` with the workbench's own template
 (``widgets/templates/entity_graph.html``, set through ``Network.set_template_dir``), which inlines
 pyvis's bundled vis-network and leaves out the CDN bootstrap link and heading of pyvis's default
@@ -9,7 +15,7 @@ template, so the page works offline and nothing in it is patched afterwards. It 
 sandboxed ``<iframe srcdoc>`` (escaped). Clicking an entity in the graph lights up its neighbours
 (pyvis's ``neighborhood_highlight``); picking one in the entity picker does the same and shows its
 aliases, relations, profile and source turns (with their text when the conversation is known).
-The layout has a fixed seed, so picking another entity redraws the same picture.
+The layout is computed with a fixed seed, so picking another entity redraws the same picture.
 
 State and rendering are written once here (``GraphState``: no ipywidgets, no Panel); ``GraphView``
 is the notebook shell and ``widgets.structure_views.GraphPanel`` the app's.
@@ -25,6 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from .graph_layout import FONT_MIN, MIN_LABEL_PX, layout, node_sizes
 from .html import box, esc, source_ids_html, table_html, turn_index, turns_html
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
@@ -34,21 +41,18 @@ TYPE_COLOURS = {"person": "#4263eb", "organization": "#c2410c", "location": "#2f
                 "product": "#087f8c", "work": "#9c6b00", "date": "#862e9c", "time": "#d6336c", "other": "#6c5b4c"}
 TEMPLATES = Path(__file__).with_name("templates")
 TEMPLATE = "entity_graph.html"
-#: vis-network options (pyvis passes them through): a fixed seed so a redraw lays out the same
-#: picture, labels large and outlined in white so they stay readable over edges
+#: vis-network options (pyvis passes them through). Nodes are placed beforehand, overlap-free
+#: (``widgets.graph_layout``), so physics is off and a redraw keeps the picture; each node carries
+#: its own dot and label size (by mentions). Edges carry their relation as a hover title, not a
+#: drawn label: around a hub the labels could not fit (the page draws one while it is hovered).
 GRAPH_OPTIONS = {
-    "layout": {"randomSeed": 7, "improvedLayout": True},
-    "nodes": {"shape": "dot", "font": {"size": 18, "strokeWidth": 4, "strokeColor": "#ffffff"},
-              # dot and label sizes follow mentions: zoomed out on a big graph the most mentioned
-              # entities keep readable labels, the rest appear as one zooms in
-              "scaling": {"min": 12, "max": 40, "label": {"enabled": True, "min": 15, "max": 30, "maxVisible": 30,
-                                                          "drawThreshold": 7}}},
+    "layout": {"randomSeed": 7, "improvedLayout": False},
+    "nodes": {"shape": "dot", "font": {"size": FONT_MIN, "strokeWidth": 4, "strokeColor": "#ffffff"}},
     "edges": {"font": {"size": 13, "align": "middle", "strokeWidth": 4, "strokeColor": "#ffffff"},
-              "color": {"color": "#868e96", "highlight": "#d9480f"}, "smooth": {"type": "continuous"},
-              "arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
-    "physics": {"solver": "forceAtlas2Based", "stabilization": {"iterations": 250},
-                "forceAtlas2Based": {"gravitationalConstant": -90, "springLength": 140, "avoidOverlap": 0.6}},
-    "interaction": {"hover": True, "tooltipDelay": 150},
+              "color": {"color": "#adb5bd", "highlight": "#d9480f", "hover": "#495057"}, "hoverWidth": 1.5,
+              "smooth": {"type": "continuous"}, "arrows": {"to": {"enabled": True, "scaleFactor": 0.5}}},
+    "physics": {"enabled": False},
+    "interaction": {"hover": True, "tooltipDelay": 120},
 }
 # External loads a page must not have (tests and a sanity check): <script src=//…>, <link href=http…>, …
 EXTERNAL_SOURCE = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//",
@@ -78,8 +82,11 @@ def legend_html(graph: Mapping) -> str:
               if any(e.get("kind") == "overlap" for e in edges) else "")
     return box("<style>.wb-type {display:inline-block; padding:0 7px; margin-right:4px; border-radius:8px;"
                " color:#fff; font-weight:600;}</style>"
-               f"<p><b>{len(nodes)} entities</b> · {len(edges)} relations · dot size: mentions · "
-               f"entity types: {chips}{dashed}</p>")
+               f"<p><b>{len(nodes)} entities</b> · {len(edges)} relations · dot and name size: mentions · "
+               f"entity types: {chips}{dashed}</p><p class='wb-muted'>Hover a line to read its relation (a grey "
+               "arrow points from subject to object); click an entity, or pick one below, to light up its "
+               "neighbours and list its relations. Names are at least "
+               f"{MIN_LABEL_PX} px: a graph too big for the frame at that size is dragged, not shrunk.</p>")
 
 
 def _tooltip(n: Mapping) -> str:
@@ -121,17 +128,20 @@ def _write_graph_html(graph: Mapping, *, height: str, selected: str | None) -> s
     # Our template first; pyvis's own template folder second, for the bundled files it includes.
     net.set_template_dir([str(TEMPLATES), str(Path(pyvis.__file__).with_name("templates"))], TEMPLATE)
     net.set_options(json.dumps(GRAPH_OPTIONS))
+    pos, sizes = layout(graph), node_sizes(graph)
     for n in nodes:
         picked = n["id"] == selected
+        radius, font = sizes[n["id"]]
+        x, y = pos[n["id"]]
         net.add_node(n["id"], label=str(n["name"]), title=_tooltip(n), color=colour(n.get("type")),
-                     value=max(1, int(n.get("mentions") or 0)), borderWidth=6 if picked else 1, picked=picked)
-    known = {n["id"] for n in nodes}
+                     size=radius, font={"size": font}, x=x, y=y, borderWidth=6 if picked else 1, picked=picked)
+    known = name = {n["id"]: str(n["name"]) for n in nodes}
     for e in edges:
         if e["source"] in known and e["target"] in known:
-            net.add_edge(e["source"], e["target"], label=str(e.get("relation", "")),
+            names = f"{name[e['source']]} → {e.get('relation', '')} → {name[e['target']]}"
+            net.add_edge(e["source"], e["target"], relation=str(e.get("relation", "")),
                          dashes=e.get("kind") == "overlap",
-                         title=f"{e.get('relation', '')} · x{e.get('count', 1)} · turns "
-                               f"{' '.join((e.get('source_ids') or [])[:12])}")
+                         title=f"{names} · x{e.get('count', 1)} · turns {' '.join((e.get('source_ids') or [])[:12])}")
     return net.generate_html(notebook=False)
 
 

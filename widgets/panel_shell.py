@@ -2,7 +2,8 @@
 
 The Panel twin of ``widgets.notebook_shell``: select -> ``Select``, float -> ``FloatSlider``,
 int -> ``IntSlider``, button -> ``Button``; an HTML part -> ``pane.HTML``, a figure ->
-``pane.Plotly``. Changes go to ``state.apply``, then every pane is refreshed from the state. The
+``pane.Plotly``. Changes go to ``state.apply``, then every pane is refreshed from the state; a click
+on a figure part that declares ``select`` sets that control (a tree box picks its node). The
 component to put in a layout is ``shell.panel``.
 """
 from __future__ import annotations
@@ -40,6 +41,9 @@ class PanelShell(ShellBase):
                 w.on_click(lambda e, name=name: self._changed(name, None))
             else:
                 w.param.watch(lambda e, name=name: self._changed(name, e.new), "value")
+        for p in state.parts:
+            if p.select:
+                self.outputs[p.name].param.watch(lambda e, p=p: self._clicked(p, e.new), "click_data")
         rows = []
         for item in state.layout:
             names = item if isinstance(item, tuple) else (item,)

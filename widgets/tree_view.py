@@ -1,13 +1,20 @@
-"""``TreeView``: H-Mem's temporal-semantic tree as a collapsible outline, one node's detail beside it.
+"""``TreeView``: H-Mem's temporal-semantic tree drawn as a tree, one node's detail beside it.
 
-The tree is nested ``<details>``: one line per node with its level and time window, its date
-range, how many children it has and the start of its summary; opening a line shows the full
-summary, the consolidation count ``n_m``, the last consolidation ``r_m`` and the node's children.
-Roots come in time order. H-Mem copies a single child's text into a new parent instead of asking
-the LLM for a summary (``copy_of_child``); a chain of such copies says the same thing on every
-level, so it is drawn as one line ``L4 2023 copy → L3 2023-03 copy → L2 2023-W11 copy → L1 2023-03-14``
-(each copy a dashed badge) instead of four nested boxes. The node picker shows everything about one
-node, its source turns' text included, and opens the tree down to it.
+The tree is a plotly icicle (``widgets.tree_figure``): the level-4 year nodes on the left, each
+level to the right of its parent, down to the level-1 leaves (one memory event each), every box
+labelled with its level and time window and coloured by level, its height the number of events
+under it; a caption above it says what the levels and colours mean and which time windows hold
+several semantic clusters (H-Mem can start a second L4 node in the same year). Clicking a box in
+the app, or picking a node in the list, shows everything about it, its source turns' text
+included, and zooms the figure onto it.
+
+Below, the same tree as a text outline (an accessible, copyable fallback): nested ``<details>``,
+one line per node with its level and time window, its date range, how many children it has and the
+start of its summary; opening a line shows the full summary, ``n_m`` and ``r_m``. H-Mem copies a
+single child's text into a new parent instead of asking the LLM for a summary (``copy_of_child``);
+a chain of such copies says the same thing on every level, so the outline draws it as one line
+``L4 2023 copy → L3 2023-03 copy → L2 2023-W11 copy → L1 2023-03-14`` (each copy a dashed badge),
+and the figure draws copies pale and hatched.
 
 State and rendering are written once here (``TreeState``: no ipywidgets, no Panel); ``TreeView``
 is the notebook shell and ``widgets.structure_views.TreePanel`` the app's.
@@ -24,9 +31,9 @@ from typing import Any, Mapping
 from .html import box, clip, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
+from .tree_figure import LEVEL_COLOURS, caption_html, children_of, dates_text, roots_of, tree_figure
 from .view_state import Control, Part, ViewState
 
-LEVEL_COLOURS = ("#1971c2", "#2f7d32", "#c2410c", "#7048e8", "#862e9c", "#0b7285")
 CSS = """<style>
 .wb-tree details {margin: 1px 0 1px 14px; border-left: 1px solid #dee2e6; padding-left: 6px;}
 .wb-tree > details {margin-left: 0;}
@@ -68,17 +75,6 @@ def ordered_nodes(rows) -> list[Mapping]:
     return sorted(rows, key=lambda r: (-r["level"], str(r.get("start")), r["id"]))
 
 
-def roots_of(nodes: Mapping[str, Mapping]) -> list[Mapping]:
-    """Nodes without a (known) parent, in time order."""
-    return sorted((r for r in nodes.values() if r.get("parent") not in nodes),
-                  key=lambda r: (str(r.get("start")), -r["level"], r["id"]))
-
-
-def children_of(r: Mapping, nodes: Mapping[str, Mapping]) -> list[Mapping]:
-    return sorted((nodes[c] for c in r.get("children") or [] if c in nodes),
-                  key=lambda c: (str(c.get("start")), c["id"]))
-
-
 def copy_chain(r: Mapping, nodes: Mapping[str, Mapping]) -> list[Mapping]:
     """``r`` and the nodes below it whose text it copies: a single-child parent marked
     ``copy_of_child`` says what its child says, so the chain down to the first node with its own
@@ -100,15 +96,6 @@ def ancestors(node_id: str | None, nodes: Mapping[str, Mapping]) -> set[str]:
         out.add(node_id)
         node_id = nodes[node_id].get("parent")
     return out
-
-
-def _day(value: Any) -> str:
-    return str(value or "")[:10]
-
-
-def dates_text(r: Mapping) -> str:
-    start, end = _day(r.get("start")), _day(r.get("end"))
-    return start if not end or end == start else f"{start} – {end}"
 
 
 def tree_stats(nodes: Mapping[str, Mapping], levels: Mapping[int, str]) -> dict[str, Any]:
@@ -180,9 +167,10 @@ def tree_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None = N
     lost = [n for n in nodes if n not in seen]  # nodes in a parent cycle: listed, never dropped
     if lost:
         body += f"<p class='wb-muted'>Not reachable from a root: {esc(' '.join(lost))}</p>"
-    return box(f"{CSS}<div class='wb-tree'><p><b>{s['nodes']} nodes</b>, {s['roots']} roots · {per_level} · "
-               f"{s['copies']} single-child copies</p>"
-               "<p class='wb-legend-line'>One line per node, oldest first; click a line to open it. A dashed "
+    return box(f"{CSS}<div class='wb-tree'><p><b>Text outline</b> · <b>{s['nodes']} nodes</b>, {s['roots']} roots · "
+               f"{per_level} · {s['copies']} single-child copies</p>"
+               "<p class='wb-legend-line'>The same tree as text: one line per node, oldest first; click a line to "
+               "open it. A dashed "
                "badge marked <i>copy</i> is a single-child parent that copies its child's text (no LLM summary): "
                "a chain of them is drawn on one line, → from parent to child.</p>"
                f"<div class='wb-scroll'>{body}</div></div>")
@@ -220,10 +208,11 @@ NO_SELECTION = box("<p class='wb-muted'>Pick a node above to see its whole summa
 # -- state -----------------------------------------------------------------------------------------------------
 class TreeState(ViewState):
     """The tree of one H-Mem memory and the selected node. ``rows``, ``nodes`` (id -> row), ``levels``,
-    ``turns``, ``selected``, ``detail_html``, ``tree_html``."""
+    ``turns``, ``selected``, ``caption_html``, ``figure`` (the icicle), ``detail_html``, ``tree_html``
+    (the text outline). A click on a box of the figure picks its node (``Part.select``)."""
 
-    parts = (Part("tree"), Part("detail"))
-    layout = ("node_select", ("tree", "detail"))
+    parts = (Part("caption"), Part("plot", "figure", select="node_select"), Part("detail"), Part("tree"))
+    layout = ("caption", "node_select", "plot", ("detail", "tree"))
 
     def __init__(self, structures: Mapping, conversation=None):
         super().__init__()
@@ -231,6 +220,7 @@ class TreeState(ViewState):
         self.nodes = {r["id"]: r for r in self.rows}
         self.levels = level_names(structures)
         self.turns = turn_index(conversation)
+        self.caption_html = caption_html(self.nodes, self.levels)
         options = (("(select a node)", ""),) + tuple((node_label(r, self.levels), r["id"])
                                                        for r in ordered_nodes(self.rows))
         self.controls = (Control("node_select", "select", "tree node", options=options),)
@@ -246,12 +236,14 @@ class TreeState(ViewState):
         self.detail_html = (NO_SELECTION if node_id is None else
                             node_detail_html(node_id, self.nodes, turns=self.turns, levels=self.levels))
         self.tree_html = tree_html(self.nodes, self.levels, selected=node_id)
+        self.figure = tree_figure(self.nodes, self.levels, selected=node_id)
 
     def apply(self, name: str, value: Any) -> None:
         self.select(value)
 
     def part(self, name: str) -> str:
-        return {"tree": self.tree_html, "detail": self.detail_html}[name]
+        return {"caption": self.caption_html, "plot": self.figure, "tree": self.tree_html,
+                "detail": self.detail_html}[name]
 
 
 # -- notebook shell --------------------------------------------------------------------------------------------

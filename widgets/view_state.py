@@ -46,14 +46,20 @@ class Control:
 
 @dataclass(frozen=True)
 class Part:
-    """One rendered output of a view: ``kind`` "html" (a string) or "figure" (plotly)."""
+    """One rendered output of a view: ``kind`` "html" (a string) or "figure" (plotly). ``select``: for a
+    figure whose points carry a control's option values in ``customdata`` (a tree's node ids), the
+    control a click on a point sets (where the shell can hear clicks: the app's, not a notebook's
+    static figure)."""
 
     name: str
     kind: str = "html"
+    select: str = ""
 
     def __post_init__(self):
         if self.kind not in PART_KINDS:
             raise ValueError(f"part kind must be one of {PART_KINDS}, got {self.kind!r}")
+        if self.select and self.kind != "figure":
+            raise ValueError(f"only a figure part can select by click, not the {self.kind} part {self.name!r}")
 
 
 class ViewState:
@@ -106,6 +112,17 @@ class ShellBase:
         if not self._syncing:
             self.state.apply(name, value)
             self.refresh()
+
+    def _clicked(self, part: Part, click: Any) -> None:
+        """A click on figure ``part`` (plotly event data): the clicked point's ``customdata`` goes to
+        control ``part.select`` when it is one of that control's options; anything else is ignored."""
+        points = (click or {}).get("points") or [{}]
+        value = points[0].get("customdata")
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        options = {v for _, v in self.state.control(part.select).options}
+        if value not in (None, "") and value in options and value != self.state.values.get(part.select):
+            self._changed(part.select, value)
 
     def refresh(self):
         """Every widget from the state: control values (without firing), then each part."""
