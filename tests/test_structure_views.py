@@ -262,7 +262,9 @@ def test_tree_view_static_html_is_the_tree_and_the_selected_node(hmem, static_vi
     tv.select(top["id"])
     html = static_view(tv, tv.tree_html, tv.detail_html, "tree node: <b>", f"{top['window']}: Sam &amp; Noor")
     assert "<news>" not in html
-    assert html.index(tv.tree_html) < html.index(tv.detail_html)  # in the layout's order
+    # in the layout's order: the tree drawn as a tree (static: nested lists), the picked node, the text outline
+    assert html.index('class="wb-figure"') < html.index(tv.detail_html) < html.index(tv.tree_html)
+    assert "<ul" in html[html.index('class="wb-figure"'):html.index(tv.detail_html)]
 
 
 def test_graph_view_static_html_lists_entities_and_relations_without_the_script_page(static_view):

@@ -328,7 +328,7 @@ def legend_html(fig) -> str:
     """The legend's entries as inline HTML: a swatch in each trace's colour and its name."""
     items = []
     for i, t in enumerate(fig.data):
-        if t.showlegend is False or not plain(t.name):
+        if getattr(t, "showlegend", None) is False or not plain(getattr(t, "name", None)):
             continue
         c = _colour(t, i)
         items.append(f'<span style="margin-right:12px;white-space:nowrap"><span style="color:{esc(c)}">●</span> '
@@ -337,8 +337,34 @@ def legend_html(fig) -> str:
             if items else "")
 
 
+HIERARCHIES = ("icicle", "sunburst", "treemap")
+
+
+def hierarchy_html(trace) -> str:
+    """A hierarchical trace (icicle, sunburst, treemap) as nested lists: each node's label (its hover text's first
+    line is the label when no label is given) under its parent, in the trace's order."""
+    ids = [str(i) for i in (trace.ids or ())]
+    labels = [plain(x) for x in _seq(trace.labels, len(ids))]
+    parents = [str(x) if x is not None else "" for x in _seq(trace.parents, len(ids))]
+    kids: dict[str, list[int]] = {}
+    for n, parent in enumerate(parents):
+        kids.setdefault(parent if parent in ids else "", []).append(n)
+
+    def branch(key: str, depth: int) -> str:
+        if depth > 12 or key not in kids:
+            return ""
+        items = "".join(f"<li>{esc(labels[n] or ids[n])}{branch(ids[n], depth + 1)}</li>" for n in kids[key])
+        return f"<ul style='margin:0 0 0 1em;padding:0'>{items}</ul>"
+
+    return f'<div class="wb-figure" style="font: 12px system-ui, sans-serif">{branch("", 0)}</div>'
+
+
 def figure_html(fig, *, width: int = WIDTH) -> str:
-    """The figure as static HTML: the SVG, then its legend. No script, nothing loaded from anywhere."""
+    """The figure as static HTML: the SVG, then its legend (a hierarchy: nested lists). No script, nothing loaded
+    from anywhere."""
+    tree = [t for t in fig.data if t.type in HIERARCHIES]
+    if tree:
+        return "".join(hierarchy_html(t) for t in tree)
     return f'<div class="wb-figure" style="overflow-x:auto">{figure_svg(fig, width=width)}{legend_html(fig)}</div>'
 
 
