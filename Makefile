@@ -36,6 +36,6 @@ app: setup
 # HTML (issue #42), as JupyterLab does for an untrusted notebook. Run the notebook for the live widgets.
 notebooks: setup
 	cd notebooks && ../$(VENV)/bin/jupytext --sync [0-9][0-9]_*.py && \
-		../$(VENV)/bin/jupytext --update-metadata '{"widgets": null}' [0-9][0-9]_*.ipynb && \
+		../$(VENV)/bin/python -c "import sys, nbformat; [nbformat.write(nb, p) for p in sys.argv[1:] for nb in [nbformat.read(p, 4)] if nb.metadata.pop('widgets', None) is not None]" [0-9][0-9]_*.ipynb && \
 		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 			--ExecutePreprocessor.store_widget_state=False [0-9][0-9]_*.ipynb

@@ -165,3 +165,17 @@ def test_the_app_tab_steps_through_the_example_from_the_runs_gallery_folder(gall
     assert view.traces.store.conv_id == "gallery-memr3" and view.traces.timeline.n_steps >= 2
     view.show("full_context")
     assert view.trace_slot.objects == [] and "No gallery example" in view.page_pane.object
+
+
+def test_the_demo_replays_the_gallery_into_its_run_for_the_app(tmp_path):
+    """``workbench demo`` ends by replaying every gallery example into ``<run>/gallery`` (where the tab reads it)."""
+    if not all((CASSETTES / f"{m}.jsonl").exists() for m in gallery_methods()):
+        pytest.skip("the gallery cassettes are not all recorded")
+    from workbench.demo import replay_gallery
+    from workbench.eval.mechanisms import census
+
+    out = replay_gallery(tmp_path)
+    assert out == tmp_path / "gallery"
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+    assert {r["method"] for r in rows} == set(RECORDED) and not [r for r in rows if r.get("error")]
+    assert all(v["counts"]["cassette_misses"] == 0 for v in census(out)["methods"].values())
