@@ -178,13 +178,17 @@ def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[st
     """One PNG per method's card of the Structures tab (``structures-<method>.png``): the whole card,
     however tall, so a reviewer can read what a method's structure view shows. ``picks``: option
     texts to select in the card's pickers first (a tree node, an entity)."""
+    from playwright.sync_api import Error as PlaywrightError
+
     saved = []
     for m in methods:
         # the tab shows one method at a time: pick it first
         page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$")).first.click()
         card = page.locator(".wb-structure").filter(
             has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
-        if not card.count():
+        try:  # the picked method's section is drawn anew
+            card.wait_for(timeout=30000)
+        except PlaywrightError:
             print(f"no Structures card for {m!r}")
             continue
         card.scroll_into_view_if_needed()
@@ -291,7 +295,7 @@ def shoot(url: str, out: Path, chromium: str, *, height: int = 1100, width: int 
             page.locator(".bk-tab", has_text=tab).click()
             page.get_by_text(marker).first.wait_for(timeout=30000)
             drawn(page)
-            shots = [(f"{tab.lower()}.png", traces[0] if tab == "Traces" and traces else "")]
+            shots = [(f"{tab.lower().replace(' ', '-')}.png", traces[0] if tab == "Traces" and traces else "")]
             if tab == "Traces":  # one more screenshot per further METHOD:STEP
                 shots += [(f"traces-{t.partition(':')[0]}.png", t) for t in traces[1:]]
             for name, trace in shots:
