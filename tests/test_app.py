@@ -321,14 +321,18 @@ def test_results_tab_judge_audit_banner_and_per_question_labels(good_run, tmp_pa
 def test_structures_tab_registry(good_run, monkeypatch):
     app = appmod.build_app(good_run)
     view = app.views["Structures"]
-    lead, picker, card = view.panel.objects
+    lead, picker, how, card = view.panel.objects
     assert "pick a method" in lead.object and picker is view.method
+    assert '[&quot;method&quot;, &quot;eager_facts&quot;]' in how.object  # a link to the method's How it works page
+    how._handle_msg(["method", "naive_rag"])
+    assert app.tabs.active == list(app.views).index("How it works")
+    assert app.views["How it works"].method.value == "naive_rag"
     assert view.headings() == ["eager_facts", "full_context", "naive_rag"] == list(view.method.options)
     cards = []
     for m in view.method.options:  # one method's structures at a time, chosen with the picker
         view.method.value = m
-        assert len(view.panel.objects) == 3 and view.panel.objects[2].objects[0].object.endswith(f">{m}</h3>")
-        cards.append(view.panel.objects[2])
+        assert len(view.panel.objects) == 4 and view.panel.objects[3].objects[0].object.endswith(f">{m}</h3>")
+        cards.append(view.panel.objects[3])
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
     html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
     assert "no structure view for this method" not in html and "structures.json is empty" not in html

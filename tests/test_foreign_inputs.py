@@ -659,11 +659,13 @@ def test_hostile_run_renders_escaped(hostile_run):
     assert added["key"] not in cols and any("&lt;img" in c for c in cols)  # header escaped
     assert any("memories.jsonl" in e and "invalid JSON" in e for e in store.errors)
     structures = app.views["Structures"]
-    cards = structures.panel.objects[1:]  # after the tab's lead line
     headings = structures.headings()  # escaped, as shown
     assert all("<" not in h for h in headings) and any("&lt;img" in h for h in headings)
-    cards_html = {h: "".join(str(p.object) for p in c.select(pn.pane.HTML))  # the cards of ama and hymem
-                  for h, c in zip(headings, cards)}
+    cards_html = {}
+    for method, heading in zip(structures.method.options, headings):  # one method's card at a time: pick each
+        structures.method.value = method
+        card = structures.panel.objects[-1]  # after the tab's lead line and the picker
+        cards_html[heading] = "".join(str(p.object) for p in card.select(pn.pane.HTML))
     assert "&lt;img src=&quot;/pwned-img&quot;" in cards_html["ama"] and "Judge verdicts:" in cards_html["ama"]
     assert "summary failed" in cards_html["hymem"] and "name an event that is not stored" in cards_html["hymem"]
     traces = app.views["Traces"]

@@ -8,8 +8,9 @@ from typing import Any, Callable
 
 import panel as pn
 
-from widgets.html import box, esc, json_html
+from widgets.html import box, esc, json_html, link_html
 from widgets.panel_parts import (
+    LinkHTML,
     html_pane,
     message,
 )
@@ -87,6 +88,8 @@ class StructuresView:
                                                   sizing_mode="stretch_width", margin=(4, 10))
         self.method.param.watch(lambda e: self.show(), "value")
         self.panel = pn.Column(sizing_mode="stretch_width")
+        self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: the method's How it works link
+        self.how_link = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
         self.shown: dict[str, pn.Column] = {}
         store.param.watch(lambda e: self.load(), "conv_id")
         self.load()
@@ -124,7 +127,9 @@ class StructuresView:
         chosen = self.method.value
         if chosen not in self.sections:
             return
-        self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self._column(chosen)]
+        how = link_html(f"how {chosen} works", "method", chosen, title="its description, pipeline and gallery example")
+        self.how_link.object = f"<p style='margin:0 10px;font-family:system-ui,sans-serif'>{how}</p>"
+        self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self.how_link, self._column(chosen)]
 
     def headings(self) -> list[str]:
         """Each method's section heading (its escaped HTML text, tags removed), in picker order: the one shown
