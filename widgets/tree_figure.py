@@ -243,7 +243,7 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
                           for lv, w, ids in groups[:SHOWN_GROUPS])
         more = len(groups) - SHOWN_GROUPS
         named += f"; {more} more window{'s' if more > 1 else ''} at lower levels" if more > 0 else ""
-        split = ("<p class='wb-legend-line'><b>Same window, separate clusters:</b> " + named + ". H-Mem puts a "
+        split = ("<p class='wb-legend-line'><b>Same window, separate clusters:</b> " + named + ". The method puts a "
                  "node in the most similar cluster of its parent's time window and starts a new one when none is "
                  "similar enough (cosine below that level's alpha), so one window can hold several nodes, labelled "
                  "<i>(1 of 2)</i>, <i>(2 of 2)</i>; a one-event cluster is a thin strip (hover it, or pick it in "

@@ -132,7 +132,7 @@ class AMA(MemoryMethod):
     param_notes = {"conflict_check": {
         "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"}}
-    prompt_modules = ("ama.method", "ama.agents", "ama.prompts", "ama.census")
+    prompt_modules = ("ama.method", "ama.agents", "ama.prompts", "ama.census", "ama.how_it_works")
 
     def __init__(self, *, llm=None, embedder=None,
                  use_raw: bool = True,  # paper Table 3 (RT)

@@ -35,7 +35,7 @@ from ..store import MemoryUnit, UnitStore
 from . import simple_prompts as P
 
 # the modules whose prompts these baselines send (``MemoryMethod.prompt_modules``)
-_PROMPT_MODULES = ("baselines.simple", "baselines.simple_prompts")
+_PROMPT_MODULES = ("baselines.simple", "baselines.simple_prompts", "baselines.how_it_works")
 
 
 def answer_from_hits(method: MemoryMethod, question: str, hits: list[Hit], now, steps, *, role: str) -> str:

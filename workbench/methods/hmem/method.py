@@ -113,7 +113,7 @@ class HMem(MemoryMethod):
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"}}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
-                      "hmem.calibration")
+                      "hmem.calibration", "hmem.how_it_works")
 
     def __init__(self, *, llm=None, embedder=None,
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message

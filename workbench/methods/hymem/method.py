@@ -113,7 +113,7 @@ class HyMem(MemoryMethod):
     ablations = ABLATIONS  # paper Table 2 rows by name: HyMem.ablation("L1 / L+R", llm=..., embedder=...)
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"light": "light_tier", "deep": "deep_tier", "reflect": "sufficiency", "final": "tier_final"}
-    prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census")
+    prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census", "hymem.how_it_works")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,

@@ -141,7 +141,7 @@ class MemR3(MemoryMethod):
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",
                   "answer": "draft_answer"}
-    prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state", "memr3.census")
+    prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state", "memr3.census", "memr3.how_it_works")
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
     question_date_datasets = frozenset({"longmemeval"})
 

@@ -136,7 +136,8 @@ class RecMem(MemoryMethod):
     ablations = ABLATIONS  # paper §4.3, Fig. 2, by name: RecMem.ablation("w/o episodic", llm=..., embedder=...)
     step_cards = {"retrieve": "tiered_retrieve", "answer": "tier_answer"}  # how the trace views summarise its steps
     prompt_modules = ("recmem.method", "recmem.inspection", "recmem.prompts", "recmem.trigger", "recmem.census",
-                      "recmem.structures", "recmem.calibration")
+                      "recmem.structures", "recmem.calibration",
+                      "recmem.how_it_works")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
     def __init__(self, *, llm=None, embedder=None,
