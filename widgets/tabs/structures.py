@@ -128,7 +128,7 @@ class StructuresView:
         if chosen not in self.sections:
             return
         how = link_html(f"how {chosen} works", "method", chosen, title="its description, pipeline and gallery example")
-        self.how_link.object = box(f"<p style='margin:0 0 0 10px'>{how} →</p>")  # the box's stylesheet draws it as a link
+        self.how_link.object = box(f"<p style='margin:0 0 0 10px'>{how} →</p>")
         self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self.how_link, self._column(chosen)]
 
     def headings(self) -> list[str]:
