@@ -179,3 +179,22 @@ def test_the_demo_replays_the_gallery_into_its_run_for_the_app(tmp_path):
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
     assert {r["method"] for r in rows} == set(RECORDED) and not [r for r in rows if r.get("error")]
     assert all(v["counts"]["cassette_misses"] == 0 for v in census(out)["methods"].values())
+
+
+def test_every_tab_that_lists_methods_links_them_to_their_page(gallery):
+    """Issue #42 item 2: a method's name leads to its How it works page from the census header, the Question rows,
+    the Traces answers, the Results tables and the Structures picker; a click switches to the page."""
+    from widgets import app as appmod
+
+    app = appmod.build_app(gallery)
+    link = '[&quot;method&quot;, &quot;ama&quot;]'
+    results, traces = app.views["Results"], app.views["Traces"]
+    traces.question.value = "gallery-ama/q0"
+    app.store.conv_id = "gallery-ama"
+    assert link in results.table.object.replace("&amp;quot;", "&quot;")
+    assert link in traces.answers_pane.object and link in app.views["Question"].body.object
+    for pane in (results.table, traces.answers_pane, app.views["Structures"].how_link):
+        app.tabs.active = 0
+        pane._handle_msg(["method", "hmem"])
+        assert app.tabs.active == list(app.views).index("How it works") and app.views["How it works"].method.value \
+            == "hmem"

@@ -224,7 +224,7 @@ class WorkbenchApp(pn.viewable.Viewer):
             view.render()  # the trace button can work now
         elif name == "Lifecycle":
             view.open_question = self.open_question
-        elif name in ("Memories", "Events", "Structures"):
+        elif name in ("Memories", "Events", "Structures", "Results", "Traces"):
             view.follow = self.follow
         self.plots.hold(view.panel)
         self.slots[name].objects = [view.panel]

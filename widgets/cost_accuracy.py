@@ -286,14 +286,20 @@ def estimate_cell(r) -> str:
     return f"{r['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] (n={n})"
 
 
-def summary_table_html(summary: pd.DataFrame, metric: str, head: str) -> str:
+def summary_table_html(summary: pd.DataFrame, metric: str, head: str, *, links: bool = False) -> str:
     """Method x category cells ``mean [lo, hi] (n)`` (counts only below n = 5), then the headline
     row's quality and cost per method, one narrow table: related figures share a cell and every
-    accuracy carries its own n, so the table fits a laptop screen."""
+    accuracy carries its own n, so the table fits a laptop screen. ``links`` (the app): each method's
+    name links to its How it works page."""
+    from widgets.html import link_html
+
+    def name(method):
+        return link_html(method, "method", str(method), title=f"how {method} works") if links else esc(method)
+
     cats = [head] + [c for c in dict.fromkeys(summary["category"]) if c != head]
     rows = []
     for method, g in summary.groupby("method", sort=True):
-        row = {"method": method}
+        row = {"method": name(method)}
         for _, r in g.iterrows():
             row[r["category"]] = estimate_cell(r)
         rows.append(row)
@@ -302,8 +308,10 @@ def summary_table_html(summary: pd.DataFrame, metric: str, head: str) -> str:
     cols = [c for c in QUALITY_COLUMNS if any(q.get(c) for q in quality)]
     cols = ["method"] + [c.format(metric=metric) for c in cols[1:]]
     quality = [{c.format(metric=metric): v for c, v in q.items()} for q in quality]
-    return (f"<h4>{esc(metric)} by category</h4>{table_html(rows, ['method'] + cats)}"
-            f"<h4>{esc(head)}: quality and cost</h4>{table_html(quality, cols, raw=cols[1:])}"
+    for q, (_, r) in zip(quality, heads.iterrows()):  # the name from the summary, escaped once (or a link)
+        q["method"] = name(r["method"])
+    return (f"<h4>{esc(metric)} by category</h4>{table_html(rows, ['method'] + cats, raw=['method'])}"
+            f"<h4>{esc(head)}: quality and cost</h4>{table_html(quality, cols, raw=cols)}"
             f"<p class='wb-muted'><small>{QUALITY_NOTE}</small></p>")
 
 

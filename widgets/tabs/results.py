@@ -15,6 +15,7 @@ from widgets.cost_accuracy import (
 )
 from widgets.html import box, esc
 from widgets.panel_parts import (
+    LinkHTML,
     html_pane,
     text_table,
 )
@@ -46,7 +47,8 @@ class ResultsView:
         self.x = pn.widgets.Select(label="cost axis", options=["query_tokens", "construction_tokens"])
         self.category = pn.widgets.Select(label="chart category", options=[ALL])
         self.banner = html_pane("")
-        self.table = html_pane("")
+        self.follow = None  # set by WorkbenchApp: a method's name opens its How it works page
+        self.table = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
         self.plot = pn.pane.Plotly(None, height=440, sizing_mode="stretch_width")  # drawn once, by refresh()
         self.note = html_pane("")
         self.questions = defer(text_table(  # below the chart: drawn after the tab's first paint
@@ -107,7 +109,7 @@ def results_table_html(store: RunStore, metric: str) -> str:
     read-ahead thread makes the one the tab opens on)."""
     def make():
         summary, _ = store.summary(metric)
-        return summary_table_html(summary, metric, headline(summary))
+        return summary_table_html(summary, metric, headline(summary), links=True)
     return store.cached(("results table", metric), f"results table ({metric})", make, "")
 
 

@@ -8,6 +8,7 @@ import panel as pn
 
 from widgets.html import box, esc
 from widgets.panel_parts import (
+    LinkHTML,
     html_pane,
 )
 from widgets.question import CSS as QUESTION_CSS
@@ -124,7 +125,8 @@ class TracesView:
         self.compare = pn.widgets.Select(label="compare with", options=[NO_COMPARE], value=NO_COMPARE, width=200)
         self.main = TracePane(store)
         self.other = TracePane(store, export_label="export 2nd trace (HTML)")
-        self.answers_pane = html_pane("")
+        self.follow = None  # set by WorkbenchApp: a method's "how it works" link opens its page
+        self.answers_pane = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
         self.keys = html_pane(keys_html())
         self.current: dict = {}
         self.state = None
@@ -195,7 +197,7 @@ class TracesView:
         """Gold, then every method's answer with the Question view's flags (fallback answers, judge vs
         F1, untrusted judge, attribution, gold rank) folded under one line, so the trace is in view;
         the row of the method whose trace is shown is highlighted. Reader contexts are the Question tab's."""
-        table = methods_html(self.state, selected=self.method.value, contexts=False)
+        table = methods_html(self.state, selected=self.method.value, contexts=False, links=True)
         fold = (f"<details><summary>every method's answer to this question ({len(self.state.rows)}): judge, F1, "
                 f"attribution, gold evidence rank</summary>{judge_notes_html(self.state)}{table}</details>")
         return box(QUESTION_CSS + '<div class="wb-qv">' + gold_html(self.state) + fold + "</div>")
