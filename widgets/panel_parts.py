@@ -114,6 +114,7 @@ export function render({ model, el }) {
 
     def __init__(self, object: str = "", *, on_link: Callable[[tuple], None] | None = None, **params):
         params.setdefault("sizing_mode", "stretch_width")
+        params.setdefault("margin", (5, 10))  # as a pn.pane.HTML's: link panes line up with the HTML panes around them
         super().__init__(object=object, **params)
         self.on_link = on_link
 
