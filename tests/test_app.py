@@ -605,6 +605,27 @@ def test_header_says_what_a_labelled_variant_changes():
     assert variant_notes(["ama", "memr3"], saved.get) == []
 
 
+def test_every_method_flags_its_non_paper_settings_and_defaults():
+    """Issue #39 item 2 (the reviews' finding: non-paper defaults unflagged): each paper method's ``param_notes`` names
+    only its own parameters, the non-paper defaults show up for a run saved with its defaults, the fair arena is
+    flagged for every method, and a tuple saved as a JSON list is read back as the tuple."""
+    import inspect
+
+    from workbench.methods import REGISTRY
+
+    for name in ("hymem", "ama", "hmem", "recmem", "memr3"):
+        cls = REGISTRY[name]
+        params = inspect.signature(cls.__init__).parameters
+        assert set(cls.param_notes) <= set(params), (name, set(cls.param_notes) - set(params))
+        assert cls.departures({"answer_prompt": "shared"}), name  # the fair arena is not the paper's prompt
+    defaults = {k: v.default for k, v in inspect.signature(REGISTRY["recmem"].__init__).parameters.items()}
+    assert [d.split(" =")[0] for d in REGISTRY["recmem"].departures(defaults)] == [
+        "dedupe_facts", "on_failure", "stable_episode_ids"]
+    ama = REGISTRY["ama"].departures({"conflict_stores": ["fact"], "ingest_retriever": True})
+    assert [d.split(" =")[0] for d in ama] == ["conflict_stores"]
+    assert REGISTRY["ama"].departures({"conflict_stores": ["fact", "raw", "episode"]}) == []
+
+
 def test_header_says_which_recorded_setting_is_not_the_papers():
     """A run recorded with a workbench option (AMA's question probes, H-Mem's turn windows) says so on
     screen, from the saved params; the paper's settings, unknown values and unknown methods add nothing."""

@@ -87,6 +87,11 @@ def _service_repr(value) -> str:
     return repr(name) if name else type(value).__name__
 
 
+#: the ``param_notes`` entry of every method's ``answer_prompt`` (lowercase: not a prompt constant to hash)
+fair_arena_note = {"shared": "the final answer is written with the workbench's shared answer prompt (fair arena, "
+                             "answer_prompt.py), not the method's own"}
+
+
 class MemoryMethod:
     """Base class. Subclasses implement ``_build(conv)``, ``_answer(question, now)`` and
     ``_units()``, and usually ``as_retriever()``."""
@@ -155,7 +160,9 @@ class MemoryMethod:
         out = []
         for key, notes in cls.param_notes.items():
             value = params.get(key) if isinstance(params, dict) else None
-            if isinstance(value, (str, int, float, bool)) and value in notes:
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):  # a tuple, as JSON saved it
+                value = tuple(value)
+            if isinstance(value, (str, int, float, bool, tuple)) and value in notes:
                 out.append(f"{key} = {value!r}: {notes[value]}")
         return out
 

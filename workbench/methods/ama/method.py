@@ -83,7 +83,7 @@ from ...data import Conversation, Turn
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
-from ..base import Ablation, MemoryMethod
+from ..base import Ablation, MemoryMethod, fair_arena_note
 from ..calibration import CalibrationHook
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
@@ -131,7 +131,13 @@ class AMA(MemoryMethod):
                   "expand": "retry_expand"}
     param_notes = {"conflict_check": {
         "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
-                 "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"}}
+                 "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"},
+        "conflict_stores": {("fact",): "only the fact store is checked and edited at ingestion; the paper's "
+                                        "Refresher may edit raw, fact and episode entries"},
+        "ingest_retriever": {False: "a new turn is checked against its nearest stored entries directly; the paper "
+                                    "runs the Retriever on every input first (one call per turn saved)"},
+        "trigger": {"session": "episodes close at session ends with no trigger call; the paper asks the LLM"},
+        "answer_prompt": fair_arena_note}
     prompt_modules = ("ama.method", "ama.agents", "ama.prompts", "ama.census", "ama.how_it_works")
 
     def __init__(self, *, llm=None, embedder=None,

@@ -28,7 +28,7 @@ from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
-from ..base import Ablation, MemoryMethod
+from ..base import Ablation, MemoryMethod, fair_arena_note
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
@@ -111,7 +111,8 @@ class HMem(MemoryMethod):
     param_notes = {"fragment": {
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",
-        "session": "events are extracted from whole sessions, not from each message as in the paper"}}
+        "session": "events are extracted from whole sessions, not from each message as in the paper"},
+        "answer_prompt": fair_arena_note}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
                       "hmem.calibration", "hmem.how_it_works")
 

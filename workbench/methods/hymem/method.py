@@ -14,7 +14,7 @@ from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_answer
-from ..base import Ablation, MemoryMethod
+from ..base import Ablation, MemoryMethod, fair_arena_note
 from ..common import format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
@@ -107,6 +107,12 @@ class HyMem(MemoryMethod):
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
     title = "HyMem"
+    param_notes = {
+        "segmentation": {"window": "events are fixed windows of window_turns turns, not topic events",
+                         "session": "each whole session is one event, as in the authors' code; the paper describes "
+                                    "topic events"},
+        "level1_granularity": {"event": "one Level-1 item per event instead of several key sentences (Fig. 3a)"},
+        "answer_prompt": fair_arena_note}
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

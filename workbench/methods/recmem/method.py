@@ -22,7 +22,7 @@ from ...llm.errors import LLMError
 from ...llm.ledger import track
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
-from ..base import Ablation, MemoryMethod
+from ..base import Ablation, MemoryMethod, fair_arena_note
 from ..common import exchanges, format_date, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
 from .census import CENSUS
@@ -128,6 +128,13 @@ class RecMem(MemoryMethod):
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
     title = "RecMem"
+    param_notes = {
+        "dedupe_facts": {True: "an exact restatement of a stored fact is not stored again (ours); the paper and "
+                               "the authors' code append every refined fact"},
+        "on_failure": {"buffer": "a cluster whose episode call fails stays in the buffer (ours); the authors' code "
+                                 "drops it"},
+        "stable_episode_ids": {True: "a merged episode keeps its id (ours); the authors' code gives it a new one"},
+        "answer_prompt": fair_arena_note}
     how_it_works = HOW_IT_WORKS
     calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
     structure_view = "clusters"
