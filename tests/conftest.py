@@ -67,3 +67,17 @@ def static_view():
         return html
 
     return check
+
+
+@pytest.fixture(scope="module")
+def cal_file(tmp_path_factory):
+    """A calibration for the ``hash`` embedder (the one ``--embedder hash`` builds), as a file."""
+    import json
+
+    from workbench.methods import calibration as C
+
+    cal = C.calibrate(HashEmbedder(dim=256), list(load_sample().conversations), data_label="sample",
+                      kinds=("locomo", "longmemeval"))
+    path = tmp_path_factory.mktemp("cal") / "hash.json"
+    path.write_text(json.dumps(cal))
+    return path

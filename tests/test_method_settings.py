@@ -11,15 +11,11 @@ Nothing is ingested or asked: the harness, the Ray executor and the commands sto
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from workbench import cli
-from workbench.data import load_sample
-from workbench.embed import HashEmbedder
 from workbench.methods import REGISTRY
-from workbench.methods import calibration as C
 
 
 class _Built(BaseException):
@@ -35,16 +31,6 @@ def effective(method) -> dict:
     llm = getattr(method, "llm", None)
     return {"name": method.name, "config": method.config(),
             "bounds": sorted(getattr(llm, "output_bounds", None) or {})}
-
-
-@pytest.fixture(scope="module")
-def cal_file(tmp_path_factory):
-    """A calibration for the ``hash`` embedder (the one ``--embedder hash`` builds), as a file."""
-    cal = C.calibrate(HashEmbedder(dim=256), list(load_sample().conversations), data_label="sample",
-                      kinds=("locomo", "longmemeval"))
-    path = tmp_path_factory.mktemp("cal") / "hash.json"
-    path.write_text(json.dumps(cal))
-    return path
 
 
 @pytest.fixture(scope="module")

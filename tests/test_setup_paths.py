@@ -13,21 +13,8 @@ import json
 import pytest
 
 from workbench import cli
-from workbench.data import load_sample
-from workbench.embed import HashEmbedder
 from workbench.eval import cli as eval_cli
 from workbench.methods import REGISTRY
-from workbench.methods import calibration as C
-
-
-@pytest.fixture(scope="module")
-def cal_file(tmp_path_factory):
-    """A calibration for the ``hash`` embedder (the one ``--embedder hash`` builds), as a file."""
-    cal = C.calibrate(HashEmbedder(dim=256), list(load_sample().conversations), data_label="sample",
-                      kinds=("locomo", "longmemeval"))
-    path = tmp_path_factory.mktemp("cal") / "hash.json"
-    path.write_text(json.dumps(cal))
-    return path
 
 
 @pytest.fixture

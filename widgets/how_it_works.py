@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from widgets.html import box, esc
+from widgets.html import box, esc, session_when
 from widgets.pipeline import Pipeline
 from workbench.eval.annotations import checked_verdict, planted_marks, shipped_annotations
 from workbench.eval.mechanisms import headline, item_text
@@ -71,7 +71,7 @@ class GalleryExample:
     def load(cls, run_dir, method: str, conv_id: str) -> "GalleryExample | None":
         """The example from the run directory ``run_dir``, or None when the run does not hold ``method``'s
         answers on ``conv_id``. A damaged file raises ``DamagedFile`` (the caller shows it)."""
-        from workbench.eval.mechanisms import census, read_census
+        from widgets.mechanisms_census import load_census
         from workbench.rundir import RunDir
 
         run = Path(run_dir)
@@ -81,12 +81,8 @@ class GalleryExample:
         rows = [r for r in rd.results() if r.get("method") == method and r.get("conv_id") == conv_id]
         if not rows or conv_id not in rd.conversation_ids():
             return None
-        try:
-            value = read_census(run)
-        except DamagedFile:
-            value = None
-        value = value or census(run)
-        entry = (value.get("methods") or {}).get(method) or {}
+        value, _ = load_census(run)  # mechanisms.json, else counted from the run's files
+        entry = ((value or {}).get("methods") or {}).get(method) or {}
         return cls(method, rd.conversation(conv_id), shipped_annotations().get(conv_id), entry, rows)
 
     @property
@@ -105,7 +101,7 @@ def conversation_html(conv, marks: dict[str, list[str]]) -> str:
     written under it."""
     out = []
     for i, s in enumerate(conv.sessions, 1):
-        when = s.date_text or (s.date_time.strftime("%-d %B %Y, %H:%M") if s.date_time else "undated")
+        when = session_when(s) or "undated"
         out.append(f"<div class='wb-how-session'>Session {i} · {esc(when)}</div>")
         for t in s.turns:
             planted = marks.get(t.id) or []

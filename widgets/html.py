@@ -126,6 +126,20 @@ def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def session_when(session) -> str:
+    """When a session took place, as the dataset writes it (else formatted from its datetime; "" when undated)."""
+    return session.date_text or (session.date_time.strftime("%-d %B %Y, %H:%M") if session.date_time else "")
+
+
+def session_dates(conversation) -> dict[str, str]:
+    """Turn id -> its session's ``session_when``, for a conversation (empty when none is given)."""
+    out: dict[str, str] = {}
+    for s in getattr(conversation, "sessions", None) or ():
+        when = session_when(s)
+        out.update({t.id: when for t in s.turns if when})
+    return out
+
+
 def turn_index(conversation) -> dict:
     """``turn id -> Turn`` for a Conversation (empty when none is given)."""
     if conversation is None:
@@ -161,8 +175,10 @@ def source_ids_html(ids: Iterable[str], gold: Iterable[str] = (), *, limit: int 
     return out + (f' <span class="wb-muted">(+{rest} more)</span>' if rest else "")
 
 
-def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str] = ()) -> str:
-    """The text of source turns (escaped), gold evidence marked."""
+def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str] = (),
+               dates: Mapping[str, str] | None = None) -> str:
+    """The text of source turns (escaped), gold evidence marked with when its session took place (``dates``:
+    ``session_dates``; without them, the turn's own time)."""
     gold = set(gold)
     out = []
     for i in ids:
@@ -170,8 +186,11 @@ def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str]
         if t is None:
             continue
         cls = ' class="wb-gold"' if i in gold else ""
-        when = getattr(t, "time", None) if i in gold else None  # gold evidence: when it was said (temporal questions)
-        date = f' <small class="wb-date">({esc(when.strftime("%-d %B %Y, %H:%M"))})</small>' if when else ""
+        when = None
+        if i in gold:  # gold evidence: when it was said (temporal questions)
+            t_time = getattr(t, "time", None)
+            when = (dates or {}).get(i) or (t_time.strftime("%-d %B %Y, %H:%M") if t_time else None)
+        date = f' <small class="wb-date">({esc(when)})</small>' if when else ""
         out.append(f"<div{cls}><b>{esc(i)}</b>{date} {esc(t.speaker)}: {clip(t.content)}</div>")
     return "".join(out)
 
@@ -184,14 +203,14 @@ def hits_html(hits: Sequence[Any], *, conversation=None, gold_evidence: Iterable
     """Retrieved hits with scores, kind, text and source turn ids; gold evidence highlighted."""
     if not hits:
         return '<p class="wb-muted">(no hits in this step)</p>'
-    gold, turns = set(gold_evidence or ()), turn_index(conversation)
+    gold, turns, dates = set(gold_evidence or ()), turn_index(conversation), session_dates(conversation)
     rows = []
     for rank, h in enumerate(hits, start=1):
         ids = tuple(_hit_get(h, "source_ids", ()) or ())
         cls = ' class="wb-gold"' if gold & set(ids) else ""
         src = source_ids_html(ids, gold)
         text = clip(_hit_get(h, "text", ""))
-        shown = turns_html(ids, turns, gold)
+        shown = turns_html(ids, turns, gold, dates)
         if shown:
             text += f"<details><summary>source turns</summary>{shown}</details>"
         rows.append(f"<tr{cls}><td>{rank}</td><td>{esc(_hit_get(h, 'unit_id', ''))}</td>"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .html import clip, esc, short
+from .html import clip, esc, session_dates, short
 
 MAX_ROWS = 25  # rows of a table before the rest is counted
 
@@ -24,15 +24,6 @@ class UnitRef:
     text: str
     kind: str = ""
     source_ids: tuple[str, ...] = ()
-
-
-def session_dates(conversation) -> dict[str, str]:
-    """Turn id -> its session's date and time as the dataset writes it (else formatted), for a conversation."""
-    out: dict[str, str] = {}
-    for s in getattr(conversation, "sessions", None) or ():
-        when = s.date_text or (s.date_time.strftime("%-d %B %Y, %H:%M") if s.date_time else "")
-        out.update({t.id: when for t in s.turns if when})
-    return out
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,11 @@ def gallery_methods(names: Iterable[str] | None = None) -> dict[str, type]:
 
 def gallery_params(name: str) -> dict:
     """The parameters ``name``'s example runs with: its overrides in the 1.5B demo profile
-    (``sample_data/demo_profiles.json``, read here as data: the demo imports this module), then the example's own."""
-    profiles = json.loads((SAMPLE_DIR / "demo_profiles.json").read_text(encoding="utf-8"))["profiles"]
-    overrides = (profiles.get(PROFILE) or {}).get("overrides") or {}
+    (``workbench.eval.profiles``), then the example's own."""
+    from .eval.profiles import get_profile
+
     how = gallery_methods([name])[name].how_it_works
-    return {**overrides.get(name, {}), **how.gallery_params}
+    return {**get_profile(PROFILE).overrides.get(name, {}), **how.gallery_params}
 
 
 def cassette(name: str) -> Path:
