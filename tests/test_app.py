@@ -616,10 +616,10 @@ def test_every_method_flags_its_non_paper_settings_and_defaults():
     for name in ("hymem", "ama", "hmem", "recmem", "memr3"):
         cls = REGISTRY[name]
         params = inspect.signature(cls.__init__).parameters
-        assert set(cls.param_notes) <= set(params), (name, set(cls.param_notes) - set(params))
+        assert set(cls.value_notes) <= set(params), (name, set(cls.value_notes) - set(params))
         assert cls.departures({"answer_prompt": "shared"}), name  # the fair arena is not the paper's prompt
     defaults = {k: v.default for k, v in inspect.signature(REGISTRY["recmem"].__init__).parameters.items()}
-    assert [d.split(" =")[0] for d in REGISTRY["recmem"].departures(defaults)] == [
+    assert sorted(d.split(" =")[0] for d in REGISTRY["recmem"].departures(defaults)) == [
         "dedupe_facts", "on_failure", "stable_episode_ids"]
     ama = REGISTRY["ama"].departures({"conflict_stores": ["fact"], "ingest_retriever": True})
     assert [d.split(" =")[0] for d in ama] == ["conflict_stores"]

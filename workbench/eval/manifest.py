@@ -39,7 +39,9 @@ def prompt_modules(method) -> list[str]:
     import workbench.methods as pkg
 
     cls = type(method)
-    return sorted({f"{pkg.__name__}.{name}" for name in cls.prompt_modules} or {cls.__module__})
+    by_profile = getattr(cls, "profile_prompt_modules", {})  # a profile's own prompts (methods.profile)
+    names = set(cls.prompt_modules) | set(by_profile.get(getattr(method, "profile", None), ()))
+    return sorted({f"{pkg.__name__}.{name}" for name in names} or {cls.__module__})
 
 
 def method_prompt_hashes(method) -> dict[str, str]:

@@ -79,6 +79,15 @@ class BaseLLM:
     #: per-role output limits (``bounds.BOUNDED_OUTPUTS``); None = the method's schema and max_tokens as given
     output_bounds: dict | None = None
 
+    @property
+    def small_model(self) -> bool:
+        """True for the offline local models (``workbench.runtime.models.MODELS``): a method built with
+        ``profile="auto"`` then takes its ``small`` profile (``workbench.methods.profile``), else ``paper``."""
+        from ..runtime.models import MODELS
+
+        return str(self.model) in MODELS or any(str(self.model) == spec.filename.rsplit(".", 1)[0]
+                                                for spec in MODELS.values())
+
     def __init__(self):
         self.ledger = Ledger()
 

@@ -180,6 +180,11 @@ def repair_cassette(path: str | os.PathLike) -> dict:
 class CachedLLM(BaseLLM):
     """Wrap any client with the cache. Hits return ``cached=True`` with the recorded token counts."""
 
+    @property
+    def small_model(self) -> bool:
+        """The wrapped model's answer; a replay without one answers by the recorded model's name."""
+        return self.inner.small_model if self.inner is not None else BaseLLM.small_model.fget(self)
+
     def __init__(self, inner: BaseLLM | None, path: str | os.PathLike | None = None, *,
                  mode: Literal["auto", "replay", "record"] = "auto", model: str | None = None):
         super().__init__()

@@ -20,6 +20,10 @@ from .errors import LLMError
 
 
 class ScriptedLLM(BaseLLM):
+    #: scripted replies stand in for the offline models in tests, so a method built with ``profile="auto"``
+    #: takes its ``small`` profile over them (set False, or pass ``profile="paper"``, to test the paper one)
+    small_model = True
+
     def __init__(self, responses, *, model: str = "scripted", default=None):
         super().__init__()
         self.model = model

@@ -35,6 +35,7 @@ from ..trust import check_signature, write_signature
 from ..trace import Answer, Hit, MemoryEvent, Step, Usage
 from .answer_prompt import check_answer_prompt
 from .moved import load_state
+from .profile import PROFILE, resolve_profile
 from .progress import advance, ingest_progress
 
 if TYPE_CHECKING:
@@ -87,7 +88,22 @@ def _service_repr(value) -> str:
     return repr(name) if name else type(value).__name__
 
 
-#: the ``param_notes`` entry of every method's ``answer_prompt`` (lowercase: not a prompt constant to hash)
+def _comparable(value):
+    """A JSON list of strings as the tuple a constructor default is (saved configs come back as lists)."""
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(value)
+    return value
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+#: the ``value_notes`` entry of every method's ``answer_prompt`` (lowercase: not a prompt constant to hash)
 fair_arena_note = {"shared": "the final answer is written with the workbench's shared answer prompt (fair arena, "
                              "answer_prompt.py), not the method's own"}
 
@@ -106,10 +122,19 @@ class MemoryMethod:
     # run which rows to re-answer. Empty: the class's own module. List every module of the method's
     # subpackage, so a prompt added to any of them is hashed.
     prompt_modules: ClassVar[tuple[str, ...]] = ()
-    # Parameter values that leave the paper's setting: parameter -> value -> one sentence saying what the
-    # method then does and why the option exists. ``departures(params)`` reads it, so a run's header and
-    # report can say which recorded configuration is not the paper's (the docstring keeps the full list).
-    param_notes: ClassVar[dict[str, dict]] = {}
+    # The two configurations of the method (``workbench.methods.profile``): ``{"paper": {param: value},
+    # "small": {param: value}}`` for each parameter whose signature default is ``PROFILE``; the constructor's
+    # ``profile`` picks one (``_apply_profile``). {}: the method has one configuration (the baselines).
+    profiles: ClassVar[dict[str, dict]] = {}
+    # Why the ``small`` profile leaves the paper's value of a parameter: parameter -> the aid and the recorded
+    # evidence that made it necessary. ``param_notes`` shows it whenever a method runs with that aid.
+    profile_notes: ClassVar[dict[str, str]] = {}
+    # Other parameter values that leave the paper's method, profile or not: parameter -> value -> one sentence
+    # saying what the method then does and why the option exists (e.g. the fair arena's shared answer prompt).
+    value_notes: ClassVar[dict[str, dict]] = {}
+    # Prompt modules that only a profile sends (e.g. ``{"paper": ("memr3.paper_prompts",)}``): hashed into the
+    # prompt hash of a method built with that profile only, so one profile's prompts never re-answer the other's rows.
+    profile_prompt_modules: ClassVar[dict[str, tuple[str, ...]]] = {}
     # How the method's paper labels the LoCoMo category integers in its result tables (DATA.md §1.5), when it
     # reports LoCoMo by category: ``{1: "single-hop", ...}``; ``eval.report.category_translation`` lists each.
     category_labels: ClassVar[dict[int, str] | None] = None
@@ -154,17 +179,57 @@ class MemoryMethod:
     # source), declared in its folder; ``Method.ablation(name, llm=..., embedder=...)`` builds one. {}: none.
     ablations: ClassVar[dict[str, Ablation]] = {}
 
+    # -- profiles (workbench.methods.profile) ----------------------------------------------------
+    def _apply_profile(self, profile: str, llm=None) -> None:
+        """Store the resolved profile (``auto`` -> ``paper``/``small`` for ``llm``) in ``self.profile`` and give
+        each parameter still at ``PROFILE`` the profile's value. Each profiled method's ``__init__`` ends with it."""
+        self.profile = resolve_profile(profile, llm)
+        values = type(self).profiles.get(self.profile, {})
+        for name in self._param_names():
+            if getattr(self, name, None) is PROFILE:
+                if name not in values:
+                    raise TypeError(f"{type(self).__name__}.profiles[{self.profile!r}] gives no value for {name!r}")
+                setattr(self, name, values[name])
+
+    @classmethod
+    def paper_params(cls) -> dict:
+        """The paper's configuration: the paper profile's values over the signature defaults (services and
+        ``profile`` left out). A method without profiles: its defaults."""
+        out = {k: v for k, v in cls._defaults().items()
+               if k not in SERVICE_PARAMS and k != "profile" and v is not inspect.Parameter.empty}
+        return {**out, **cls.profiles.get("paper", {})}
+
+    @classmethod
+    def _departure_notes(cls, params: Mapping) -> dict[str, tuple[Any, str]]:
+        """``param -> (value, note)`` for each value in ``params`` (a method's parameters or a saved config)
+        that is not the paper's: a value ``value_notes`` names, or -- for a method with profiles -- any value
+        other than ``paper_params()``'s, noted with ``profile_notes`` (the small profile's aids)."""
+        if not isinstance(params, Mapping):
+            return {}
+        paper = cls.paper_params() if cls.profiles else {}
+        out = {}
+        for key, value in params.items():
+            value = _comparable(value)
+            if not isinstance(value, (str, int, float, bool, tuple, type(None))):
+                continue
+            note = cls.value_notes.get(key, {}).get(value) if _hashable(value) else None
+            if note is None and key in paper and _comparable(paper[key]) != value:
+                note = cls.profile_notes.get(key) or f"the paper profile has {paper[key]!r}"
+            if note is not None:
+                out[key] = (value, note)
+        return out
+
+    @property
+    def param_notes(self) -> dict[str, str]:
+        """``param -> note`` for each parameter of this instance that leaves the paper's method: empty for
+        ``profile="paper"`` at its defaults; the ``small`` profile lists each of its aids."""
+        return {k: note for k, (_, note) in self._departure_notes(self.get_params()).items()}
+
     @classmethod
     def departures(cls, params: dict) -> list[str]:
-        """``param = value: note`` for each value in ``params`` that ``param_notes`` marks as not the paper's."""
-        out = []
-        for key, notes in cls.param_notes.items():
-            value = params.get(key) if isinstance(params, dict) else None
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):  # a tuple, as JSON saved it
-                value = tuple(value)
-            if isinstance(value, (str, int, float, bool, tuple)) and value in notes:
-                out.append(f"{key} = {value!r}: {notes[value]}")
-        return out
+        """``param = value: note`` for each value in ``params`` (e.g. a saved run's parameters) that is not the
+        paper's (``_departure_notes``): what the run header, the report and the manifest list."""
+        return [f"{k} = {v!r}: {note}" for k, (v, note) in cls._departure_notes(params).items()]
 
     @classmethod
     def ablation_params(cls, name: str) -> dict:
@@ -252,6 +317,8 @@ class MemoryMethod:
 
     def __repr__(self) -> str:
         defaults = self._defaults()
+        profiled = type(self).profiles.get(getattr(self, "profile", None), {})
+        defaults.update({k: profiled[k] for k, v in defaults.items() if v is PROFILE and k in profiled})
         parts = []
         for k, v in self.get_params().items():
             if k in SERVICE_PARAMS:

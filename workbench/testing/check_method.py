@@ -64,7 +64,9 @@ def check_declarations(make: C.MakeMethod, conv: Conversation) -> None:
     assert labels is None or (isinstance(labels, dict) and set(labels) == {1, 2, 3, 4, 5}
                               and all(isinstance(v, str) for v in labels.values())), (
         f"{cls.__name__}.category_labels must be None or a label for each LoCoMo category 1-5, got {labels!r}")
-    assert isinstance(cls.param_notes, dict), f"{cls.__name__}.param_notes must be a dict"
+    assert isinstance(cls.value_notes, dict) and all(isinstance(v, dict) for v in cls.value_notes.values()), (
+        f"{cls.__name__}.value_notes must map parameters to {{value: note}} dicts")
+    _check_profiles(cls, make)
     assert isinstance(cls.step_cards, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                     for k, v in cls.step_cards.items()), (
         f"{cls.__name__}.step_cards must map step kinds to card kinds (strings), got {cls.step_cards!r}")
@@ -85,6 +87,38 @@ def check_declarations(make: C.MakeMethod, conv: Conversation) -> None:
             f"{cls.__name__}.ablations[{label!r}] must be an Ablation(params, source) with its source named")
         unknown = set(row.params) - params
         assert not unknown, f"{cls.__name__}.ablations[{label!r}] sets {sorted(unknown)}, not parameters of __init__"
+
+
+def _check_profiles(cls, make: C.MakeMethod) -> None:
+    """A method with ``profiles`` has exactly ``paper`` and ``small``, each giving a value to every ``PROFILE``
+    parameter and nothing else; each small value that is not the paper's says why (``profile_notes``); the paper
+    profile has no departures and the small one lists each of its aids (``param_notes``)."""
+    from ..methods.profile import PROFILE, PROFILE_NAMES
+
+    defaults = cls._defaults()
+    placeholders = {k for k, v in defaults.items() if v is PROFILE}
+    if not cls.profiles:
+        assert not placeholders, f"{cls.__name__}: {sorted(placeholders)} default to PROFILE but profiles is empty"
+        return
+    assert set(cls.profiles) == set(PROFILE_NAMES), (
+        f"{cls.__name__}.profiles must have exactly {PROFILE_NAMES}, got {sorted(cls.profiles)}")
+    assert "profile" in defaults, f"{cls.__name__}.__init__ must take profile= (workbench.methods.profile)"
+    for name, values in cls.profiles.items():
+        assert set(values) == placeholders, (
+            f"{cls.__name__}.profiles[{name!r}] must give exactly the PROFILE parameters {sorted(placeholders)}; "
+            f"missing {sorted(placeholders - set(values))}, extra {sorted(set(values) - placeholders)}")
+    aids = {k for k in placeholders if cls.profiles["small"][k] != cls.profiles["paper"][k]}
+    unexplained = aids - set(cls.profile_notes)
+    assert not unexplained, f"{cls.__name__}.profile_notes must say why small departs on {sorted(unexplained)}"
+    assert set(cls.profile_prompt_modules) <= set(PROFILE_NAMES), (
+        f"{cls.__name__}.profile_prompt_modules keys must be profile names, got {sorted(cls.profile_prompt_modules)}")
+    services = {k: v for k, v in make().get_params().items() if k in ("llm", "embedder")}
+    paper, small = cls(**services, profile="paper"), cls(**services, profile="small")
+    assert paper.profile == "paper" and small.profile == "small"
+    assert paper.param_notes == {}, (
+        f"{cls.__name__}(profile='paper').param_notes must be empty, got {paper.param_notes}")
+    missing = aids - set(small.param_notes)
+    assert not missing, f"{cls.__name__}(profile='small').param_notes must list its aids; missing {sorted(missing)}"
 
 
 CHECKS: list[Callable] = [check_declarations, *C.CHECKS]

@@ -18,6 +18,7 @@ from ..data.types import GOLD_TURN_EXTRAS
 from ..llm.ledger import track
 from ..methods.base import SERVICE_PARAMS, MemoryMethod, NotIngestedError
 from ..trace import Answer, MemoryEvent
+from ..methods.profile import PROFILE, resolve_profile
 
 MakeMethod = Callable[[], MemoryMethod]
 
@@ -30,12 +31,20 @@ def check_init_stores_params_verbatim(make: MakeMethod, conv: Conversation) -> N
     params = m.get_params()
     for name, value in params.items():
         assert getattr(m, name) is value, f"{cls.__name__}.__init__ altered parameter {name!r}"
+        assert value is not PROFILE, f"{cls.__name__}.__init__ left {name!r} at PROFILE: call self._apply_profile"
     assert not any(k.endswith("_") and not k.startswith("_") for k in vars(m)), "__init__ set built state"
     services = {k: params[k] for k in SERVICE_PARAMS if k in params}
     fresh = cls(**services)
+    # the one exception to "stored verbatim": a PROFILE default takes the resolved profile's value, and "auto"
+    # the profile it resolves to (workbench.methods.profile)
+    profiled = cls.profiles.get(getattr(fresh, "profile", None), {})
     for name, default in cls._defaults().items():
         if name in services or default is inspect.Parameter.empty:
             continue
+        if default is PROFILE:
+            default = profiled[name]
+        elif name == "profile" and cls.profiles:
+            default = resolve_profile(default, services.get("llm"))
         got = getattr(fresh, name)
         assert got is default or got == default, \
             f"{cls.__name__}() stores {name} = {got!r}, not its default {default!r}: __init__ altered it"

@@ -129,7 +129,7 @@ class AMA(MemoryMethod):
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"retrieve": "routed_retrieve", "judge": "verdict", "refresh": "refresh_edits",
                   "expand": "retry_expand"}
-    param_notes = {"conflict_check": {
+    value_notes = {"conflict_check": {
         "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"},
         "conflict_stores": {("fact",): "only the fact store is checked and edited at ingestion; the paper's "

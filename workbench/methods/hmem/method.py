@@ -108,7 +108,7 @@ class HMem(MemoryMethod):
     # how the trace views summarise its steps (card kinds of widgets.trace_cards)
     step_cards = {"plan": "subquery_plan", "retrieve": "scoped_retrieve", "subanswer": "subanswer",
                   "followup": "followup", "synthesize": "synthesis"}
-    param_notes = {"fragment": {
+    value_notes = {"fragment": {
         "window": "events are extracted from windows of fragment_turns turns, not from each message as in the "
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"},

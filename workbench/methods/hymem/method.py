@@ -107,7 +107,7 @@ class HyMem(MemoryMethod):
     per_session_roles = frozenset({"segment"})  # topic segmentation: one call per session
     name = "hymem"
     title = "HyMem"
-    param_notes = {
+    value_notes = {
         "segmentation": {"window": "events are fixed windows of window_turns turns, not topic events",
                          "session": "each whole session is one event, as in the authors' code; the paper describes "
                                     "topic events"},

@@ -134,7 +134,7 @@ class MemR3(MemoryMethod):
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     title = "MemR3"
-    param_notes = {"answer_prompt": fair_arena_note}
+    value_notes = {"answer_prompt": fair_arena_note}
     how_it_works = HOW_IT_WORKS
     structure_view = "controller_backend"  # a controller over its backend's memory
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

@@ -128,7 +128,7 @@ class RecMem(MemoryMethod):
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
     title = "RecMem"
-    param_notes = {
+    value_notes = {
         "dedupe_facts": {True: "an exact restatement of a stored fact is not stored again (ours); the paper and "
                                "the authors' code append every refined fact"},
         "on_failure": {"buffer": "a cluster whose episode call fails stays in the buffer (ours); the authors' code "
