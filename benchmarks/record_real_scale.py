@@ -175,6 +175,10 @@ def record(method: str, model: str | None) -> int:
             "--conversations", CONVERSATION, "--categories", CATEGORIES,
             "--llm", f"local:{model}" if model else "local", "--cassette", str(cassette.relative_to(ROOT)),
             "--save-memories", "--no-progress", "--bounded-outputs"]  # loop-prone roles close as JSON
+    from workbench.methods import REGISTRY
+
+    if "profile" in REGISTRY[method]._param_names():  # the offline models' profile, named (methods.profile)
+        base += ["--param", 'profile="small"']
     from workbench.llm.default import STATE_CACHE_ENV
 
     env = {k: v for k, v in os.environ.items() if k != STATE_CACHE_ENV}  # see the docstring: not for long runs

@@ -8,7 +8,11 @@ Nothing is scripted: if the model gets it wrong, the recording says so. Resumabl
 eval`` run (finished questions are skipped, recorded calls replay). ``--replay`` checks that each cassette
 replays with 0 misses, with no model.
 
-Usage: python scripts/record_gallery.py [--methods hymem memr3 ...] [--replay] [--out runs/gallery]
+``--profile paper`` records the methods' paper profile (``workbench.methods.profile``) on the same examples,
+with the same model and none of the small model's configuration, into ``<method>.paper.jsonl``.
+
+Usage: python scripts/record_gallery.py [--methods hymem memr3 ...] [--profile small|paper] [--replay]
+       [--out runs/gallery]
 """
 from __future__ import annotations
 
@@ -17,26 +21,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.gallery import CASSETTES, MODEL, eval_argv, gallery_methods  # noqa: F401 - re-exported
+from workbench.gallery import CASSETTES, METHOD_PROFILES, MODEL, eval_argv, gallery_methods, subdir  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def command(method: str, out: Path, *, replay: bool) -> list[str]:
-    """The command line that records (or replays) ``method``'s example."""
-    return [sys.executable, "-m", "workbench.cli", "eval", *eval_argv(method, out, replay=replay)]
+def command(method: str, out: Path, *, replay: bool, profile: str = "small") -> list[str]:
+    """The command line that records (or replays) ``method``'s example under a method ``profile``."""
+    return [sys.executable, "-m", "workbench.cli", "eval", *eval_argv(method, out, replay=replay, profile=profile)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="*", default=list(gallery_methods()))
     ap.add_argument("--replay", action="store_true", help="replay the committed cassettes (no model)")
-    ap.add_argument("--out", default=str(ROOT / "runs" / "gallery"))
+    ap.add_argument("--profile", choices=METHOD_PROFILES, default="small", help="the methods' profile (default small)")
+    ap.add_argument("--out", default=None, help="run directory (default runs/gallery, runs/gallery-paper)")
     args = ap.parse_args(argv)
+    out = Path(args.out) if args.out else ROOT / "runs" / subdir(args.profile)
     CASSETTES.mkdir(parents=True, exist_ok=True)
     failed = []
     for method in args.methods:
-        cmd = command(method, Path(args.out), replay=args.replay)
+        cmd = command(method, out, replay=args.replay, profile=args.profile)
         print("$", " ".join(cmd[2:]), flush=True)
         if subprocess.call(cmd, cwd=ROOT) != 0:
             failed.append(method)

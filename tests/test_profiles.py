@@ -80,3 +80,37 @@ def test_each_profile_hashes_only_the_prompts_it_sends(monkeypatch):
     monkeypatch.setattr(Toy, "profile_prompt_modules", {"paper": ("memr3.prompts",)})
     assert prompt_modules(Toy(profile="small")) == [Toy.__module__]
     assert prompt_modules(Toy(profile="paper")) == ["workbench.methods.memr3.prompts"]
+
+
+def test_the_report_lists_each_configurations_departures_from_its_paper():
+    from workbench.eval.report import departures_section, results_frame
+
+    rows = [{"method": "memr3", "params_hash": "a", "dataset": "d", "qa_id": "q1", "category": 1,
+             "params": {"answer_prompt": "shared"}, "scores": {}},
+            {"method": "naive_rag", "params_hash": "b", "dataset": "d", "qa_id": "q1", "category": 1,
+             "params": {}, "scores": {}}]
+    lines = departures_section(results_frame(rows))
+    assert lines[0] == "## Departures from the papers"
+    assert [ln for ln in lines if ln.startswith("- ")] == [
+        "- **memr3**: answer_prompt = 'shared': the final answer is written with the workbench's shared answer "
+        "prompt (fair arena, answer_prompt.py), not the method's own"]
+    assert departures_section(results_frame(rows[1:])) == []
+
+
+def test_the_paper_gallery_runs_without_the_small_models_configuration():
+    """Issue #39 item 6: the paper profile's gallery example gets no demo overrides, no output bounds, no
+    calibration, and its own cassette beside the small profile's."""
+    from workbench.gallery import cassette, eval_argv, gallery_methods, subdir
+
+    for name, cls in gallery_methods().items():
+        small, paper = eval_argv(name, "out", replay=True), eval_argv(name, "out", replay=True, profile="paper")
+        assert "--bounded-outputs" in small and "--bounded-outputs" not in paper
+        assert paper[paper.index("--calibration") + 1] == "off"
+        assert f"replay:{cassette(name, 'paper')}" in paper and cassette(name, "paper").name == f"{name}.paper.jsonl"
+        if "profile" in cls._param_names():
+            assert 'profile="paper"' in " ".join(paper) and 'profile="small"' in " ".join(small)
+    ama_small, ama_paper = (" ".join(eval_argv("ama", "out", replay=True, profile=p)) for p in ("small", "paper"))
+    assert 'conflict_check="probe"' in ama_small and "conflict_check" not in ama_paper  # a 1.5B demo override
+    assert (subdir("small"), subdir("paper")) == ("gallery", "gallery-paper")
+    with pytest.raises(ValueError, match="gallery profile"):
+        subdir("large")

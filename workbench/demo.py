@@ -254,18 +254,25 @@ def run_demo(*, out: Path, methods=None, questions: int | None = None, serve: bo
 
 
 def replay_gallery(out: Path) -> Path | None:
-    """The mechanism gallery (``workbench.gallery``) replayed from its committed cassettes into ``<out>/gallery``,
-    where the app's "How it works" tab finds each method's example. A failure is printed, not raised: the demo
-    run itself is saved by then, and the tab says the example is missing."""
-    from .gallery import SUBDIR, run_gallery
+    """The mechanism gallery (``workbench.gallery``) replayed from its committed cassettes into ``<out>/gallery``
+    (the small profile) and, for the methods whose paper profile is recorded, ``<out>/gallery-paper``, where the
+    app's "How it works" tab finds each method's example. A failure is printed, not raised: the demo run itself
+    is saved by then, and the tab says the example is missing. Returns the small profile's directory."""
+    from .gallery import cassette, gallery_methods, run_gallery, subdir
 
-    try:
-        target = run_gallery(Path(out) / SUBDIR)
-    except Exception as exc:  # shown to the user; the demo run above is complete and stays usable
-        print(f"note: the mechanism gallery could not be replayed ({type(exc).__name__}: {exc}); the app's "
-              "How it works tab shows each method without its example", file=sys.stderr)
-        return None
-    print(f"mechanism gallery replayed into {target} (the app's How it works tab)")
+    target = None
+    for profile in ("small", "paper"):
+        names = [n for n in gallery_methods() if cassette(n, profile).exists()]
+        if not names:
+            continue
+        try:
+            done = run_gallery(Path(out) / subdir(profile), names, profile=profile)
+        except Exception as exc:  # shown to the user; the demo run above is complete and stays usable
+            print(f"note: the {profile} mechanism gallery could not be replayed ({type(exc).__name__}: {exc}); the "
+                  "app's How it works tab shows each method without that example", file=sys.stderr)
+            continue
+        target = target or (done if profile == "small" else None)
+        print(f"{profile} profile's mechanism gallery replayed into {done} (the app's How it works tab)")
     return target
 
 

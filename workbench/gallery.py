@@ -10,6 +10,12 @@ calls. Nothing is scripted: when the model gets the mechanism wrong, the run and
 
 ``run_gallery(out)`` replays every example into one run directory (``workbench demo`` puts it in
 ``<run>/gallery``, where the app's "How it works" tab finds it); ``scripts/record_gallery.py`` records.
+
+Two method profiles (``workbench.methods.profile``, issue #39 item 6): the gallery above is the ``small``
+profile, named explicitly. The ``paper`` profile runs the same example with the same model and nothing of the
+small model's configuration -- no demo overrides, no output bounds, no calibration, only the example's own
+parameters -- into ``<method>.paper.jsonl`` beside it and ``<run>/gallery-paper``, so the "How it works" page can
+show what the paper's own method did with a small model next to the tuned one.
 """
 from __future__ import annotations
 
@@ -32,6 +38,19 @@ PROFILE = "1.5b"
 CALIBRATION = "shipped:all-MiniLM-L6-v2-int8"
 #: where ``workbench demo`` writes the replayed gallery, inside its run directory
 SUBDIR = "gallery"
+#: the method profiles the gallery is recorded with (``workbench.methods.profile``); the first is the demo's
+METHOD_PROFILES = ("small", "paper")
+
+
+def _check_profile(profile: str) -> str:
+    if profile not in METHOD_PROFILES:
+        raise ValueError(f"gallery profile {profile!r}: expected one of {', '.join(METHOD_PROFILES)}")
+    return profile
+
+
+def subdir(profile: str = "small") -> str:
+    """The run subdirectory of a profile's replayed gallery: ``gallery`` (small), ``gallery-paper``."""
+    return SUBDIR if _check_profile(profile) == "small" else f"{SUBDIR}-{profile}"
 
 
 def gallery_methods(names: Iterable[str] | None = None) -> dict[str, type]:
@@ -49,35 +68,43 @@ def gallery_methods(names: Iterable[str] | None = None) -> dict[str, type]:
     return {n: found[n] for n in names}
 
 
-def gallery_params(name: str) -> dict:
-    """The parameters ``name``'s example runs with: its overrides in the 1.5B demo profile
-    (``workbench.eval.profiles``), then the example's own."""
+def gallery_params(name: str, profile: str = "small") -> dict:
+    """The parameters ``name``'s example runs with. ``small``: its overrides in the 1.5B demo profile
+    (``workbench.eval.profiles``), then the example's own; ``paper``: the example's own only. A method with
+    two profiles is told which one (``profile=``)."""
     from .eval.profiles import get_profile
 
-    how = gallery_methods([name])[name].how_it_works
-    return {**get_profile(PROFILE).overrides.get(name, {}), **how.gallery_params}
+    cls = gallery_methods([name])[name]
+    how = cls.how_it_works
+    demo = get_profile(PROFILE).overrides.get(name, {}) if _check_profile(profile) == "small" else {}
+    named = {"profile": profile} if "profile" in cls._param_names() else {}
+    return {**demo, **how.gallery_params, **named}
 
 
-def cassette(name: str) -> Path:
-    return CASSETTES / f"{name}.jsonl"
+def cassette(name: str, profile: str = "small") -> Path:
+    """``<method>.jsonl`` (small profile), ``<method>.paper.jsonl`` (paper profile)."""
+    return CASSETTES / (f"{name}.jsonl" if _check_profile(profile) == "small" else f"{name}.{profile}.jsonl")
 
 
-def eval_argv(name: str, out: Path | str, *, replay: bool, model: str = MODEL) -> list[str]:
-    """The ``workbench eval`` arguments of ``name``'s example: replaying its committed cassette (no model), or
-    recording into it with ``model``."""
+def eval_argv(name: str, out: Path | str, *, replay: bool, model: str = MODEL, profile: str = "small") -> list[str]:
+    """The ``workbench eval`` arguments of ``name``'s example under a method ``profile``: replaying its committed
+    cassette (no model), or recording into it with ``model``. Only the small profile gets the demo's output
+    bounds and calibration; the paper profile runs with the method's own thresholds and no bounds."""
     conv = gallery_methods([name])[name].how_it_works.gallery
-    tape = cassette(name)
+    tape = cassette(name, profile)
+    aids = ["--bounded-outputs", "--calibration", CALIBRATION] if profile == "small" else ["--calibration", "off"]
     argv = ["--method", name, "--data", "gallery", "--conversations", conv,
             "--llm", f"replay:{tape}" if replay else model, "--judge", "same", "--save-memories", "--no-progress",
-            "--bounded-outputs", "--calibration", CALIBRATION, "--out", str(out)]
+            *aids, "--out", str(out)]
     if not replay:
         argv += ["--cassette", str(tape)]
-    for key, value in gallery_params(name).items():
+    for key, value in gallery_params(name, profile).items():
         argv += ["--param", f"{key}={json.dumps(list(value) if isinstance(value, tuple) else value)}"]
     return argv
 
 
-def run_example(name: str, out: Path | str, *, replay: bool = True, quiet: bool = True) -> None:
+def run_example(name: str, out: Path | str, *, replay: bool = True, quiet: bool = True,
+                profile: str = "small") -> None:
     """Run ``name``'s example into the run directory ``out`` (in this process, through ``workbench eval``'s own
     command). ``quiet``: the command's estimate, notes and table are not printed (a failure's message quotes
     them). Raises if the command fails."""
@@ -85,7 +112,7 @@ def run_example(name: str, out: Path | str, *, replay: bool = True, quiet: bool 
 
     parser = argparse.ArgumentParser(prog="workbench eval")
     add_eval_arguments(parser)
-    args = parser.parse_args(eval_argv(name, out, replay=replay))
+    args = parser.parse_args(eval_argv(name, out, replay=replay, profile=profile))
     sink = io.StringIO()
     with contextlib.ExitStack() as stack:
         if quiet:  # the estimate and the table; kept for the error message
@@ -93,19 +120,20 @@ def run_example(name: str, out: Path | str, *, replay: bool = True, quiet: bool 
             stack.enter_context(contextlib.redirect_stderr(sink))
         rc = eval_command(args)
     if rc:
-        raise RuntimeError(f"the gallery example of {name} failed (exit {rc}):\n{sink.getvalue()[-2000:]}")
+        raise RuntimeError(f"the {profile} gallery example of {name} failed (exit {rc}):\n{sink.getvalue()[-2000:]}")
 
 
 def run_gallery(out: Path | str, names: Iterable[str] | None = None, *, replay: bool = True,
-                quiet: bool = True) -> Path:
+                quiet: bool = True, profile: str = "small") -> Path:
     """Every gallery example (or ``names``) into one run directory ``out``, replayed from the committed cassettes
     by default; an example whose cassette is missing is skipped with a note on stderr. Returns ``out``."""
     import sys
 
     out = Path(out)
     for name in gallery_methods(names):
-        if replay and not cassette(name).exists():
-            print(f"note: {name}'s gallery example is not recorded ({cassette(name).name}); skipped", file=sys.stderr)
+        if replay and not cassette(name, profile).exists():
+            print(f"note: {name}'s {profile} gallery example is not recorded ({cassette(name, profile).name}); "
+                  "skipped", file=sys.stderr)
             continue
-        run_example(name, out, replay=replay, quiet=quiet)
+        run_example(name, out, replay=replay, quiet=quiet, profile=profile)
     return out

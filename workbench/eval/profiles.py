@@ -38,6 +38,9 @@ class DemoProfile(NamedTuple):
     variants: dict  # labelled second configurations (``MemoryMethod.labelled``): name -> parameters over the method's
     bounds: dict  # role -> workbench.llm.bounds.Bound; part of every bounded call's cassette key
     order: tuple[str, ...] = ()  # the methods recorded, in the order the demo builds them
+    # the method profile (``workbench.methods.profile``) every method that has two was recorded with, named
+    # explicitly so a cassette replays whatever ``profile="auto"`` would pick for the model
+    method_profile: str = "small"
 
 
 def _tuples(value):
@@ -59,6 +62,14 @@ def _bounds(roles) -> dict:
     return {role: BOUNDED_OUTPUTS[role] for role in roles}
 
 
+def _method_profile(value) -> str:
+    from ..methods.profile import PROFILE_NAMES
+
+    if value not in PROFILE_NAMES:
+        raise ValueError(f"method_profile {value!r}: expected one of {', '.join(PROFILE_NAMES)}")
+    return value
+
+
 def load_profiles(path: Path = PROFILES_FILE) -> tuple[dict[str, DemoProfile], str, dict]:
     """The recorded profiles by name, the active one's name, and what a run without calibration uses
     (``{"params": method -> parameters, "note": text}``), read from ``demo_profiles.json``; a malformed
@@ -73,7 +84,7 @@ def load_profiles(path: Path = PROFILES_FILE) -> tuple[dict[str, DemoProfile], s
             profiles[name] = DemoProfile(
                 name, p["llm"], int(p["sessions"]), tuple(p["questions"]), path.parent / p["cassette"],
                 p["calibration"], _tuples(p["overrides"]), _tuples(p["variants"]), _bounds(p["bounded_roles"]),
-                order)
+                order, _method_profile(p.get("method_profile", "small")))
         active = raw["active"]
         if active not in profiles:
             raise KeyError(f"active profile {active!r}")

@@ -462,6 +462,7 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
     parts = [f"# {title}", "", judge_banner(status, metric), ""]
     parts += _audit_section(status)
     parts += _headline_section(table, metric, binary)
+    parts += departures_section(df)
     parts += _paired_section(df, metric, audits, n_boot, seed)
     parts += _category_section(table, metric, binary)
     if "attribution" in df.columns and df["attribution"].notna().any():
@@ -488,6 +489,29 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
     if stats:
         parts.append(method_stats_markdown(stats))
     return "\n".join(parts).rstrip() + "\n"
+
+
+def departures_section(df: pd.DataFrame) -> list[str]:
+    """"Departures from the papers": for each method configuration in the rows, the parameters that leave its
+    paper's method (``MemoryMethod.departures``: a ``small`` profile lists each of its aids, the fair arena
+    its shared answer prompt). Nothing when no configuration departs."""
+    from ..methods import REGISTRY
+    from ..methods.base import method_base
+
+    if df.empty or "params" not in df.columns:
+        return []
+    lines = []
+    for (method, params), _ in df.groupby(["method", "params"], sort=True):
+        cls = REGISTRY.get(method_base(method))
+        try:
+            saved = json.loads(params) if isinstance(params, str) else {}
+        except ValueError:
+            saved = {}
+        notes = cls.departures(saved) if cls is not None else []
+        if notes:
+            profile = f" (profile {saved['profile']})" if isinstance(saved.get("profile"), str) else ""
+            lines.append(f"- **{method}**{profile}: " + "; ".join(notes))
+    return ["## Departures from the papers", "", *lines, ""] if lines else []
 
 
 def _audit_section(status: dict) -> list[str]:

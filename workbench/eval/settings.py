@@ -9,9 +9,10 @@ The layers, each winning over the one before:
 2. its dataset preset for the kind of ``data`` (``presets.dataset_preset``);
 3. the embedder calibration (``presets.resolve_calibration``: ``auto``, ``off`` or a file); with a
    ``profile``, ``auto`` is the calibration the profile's cassette was recorded with;
-4. a profile's hand-set thresholds for runs without calibration (``without_calibration`` in
-   ``demo_profiles.json``), its overrides for the method, and those of a labelled variant
-   (``ama[paper-judge]``);
+4. a profile's method profile (``method_profile``: ``small`` for every recorded profile, named for each
+   method that has two, ``workbench.methods.profile``), its hand-set thresholds for runs without calibration
+   (``without_calibration`` in ``demo_profiles.json``), its overrides for the method, and those of a labelled
+   variant (``ama[paper-judge]``);
 5. the explicit parameters (``--param``, and ``answer_prompt="shared"`` with ``--fair``).
 
 The LLM gets the output bounds of ``--bounded-outputs`` (every bounded role) or else the profile's:
@@ -24,6 +25,14 @@ from .presets import RunSetup, prepare_method
 from .profiles import UNCALIBRATED, DemoProfile, get_profile
 
 NO_CALIBRATION = (None, "off", "none")
+
+
+def _has_profiles(name: str) -> bool:
+    """Whether registered method ``name`` takes ``profile=`` (``workbench.methods.profile``)."""
+    from ..methods import REGISTRY
+
+    cls = REGISTRY.get(name)
+    return cls is not None and "profile" in cls._param_names()
 
 
 def explicit_params(pairs: list[str] | None, *, fair: bool = False) -> dict:
@@ -77,7 +86,9 @@ def build_method(name: str, *, llm, embedder, params: dict | None = None, data: 
         if calibration == "auto":
             calibration = profile.calibration  # what the profile's cassette was recorded with (None: before any)
         hand_set = UNCALIBRATED["params"].get(base, {}) if calibration in NO_CALIBRATION else {}
-        explicit = {**hand_set, **profile.overrides.get(base, {}), **profile.variants.get(name, {}), **explicit}
+        named = {"profile": profile.method_profile} if _has_profiles(base) else {}
+        explicit = {**named, **hand_set, **profile.overrides.get(base, {}), **profile.variants.get(name, {}),
+                    **explicit}
     bound_llm(llm, bounded=bounded, profile=profile)
     setup = prepare_method(base, llm, embedder, explicit, data=data, calibration=calibration, warn=warn)
     if name != base:
