@@ -95,6 +95,27 @@ class GalleryExample:
         ok = sum(1 for r in self.rows if isinstance(r.get("check"), dict) and r["check"].get("correct") is True)
         return ok, len(self.rows)
 
+    def cost(self) -> dict:
+        """What the example cost as recorded: LLM calls and tokens (construction once, plus every question's) and
+        the failures recorded on its rows (failed calls, fallbacks, unusable replies)."""
+        def num(row, key):
+            v = row.get(key)
+            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+        first = self.rows[0] if self.rows else {}
+        calls = num(first, "construction_calls") + sum(num(r, "query_calls") for r in self.rows)
+        tokens = num(first, "construction_tokens") + sum(num(r, "query_tokens") for r in self.rows)
+        failures = sum(len(r["failures"]) if isinstance(r.get("failures"), list) else 0 for r in self.rows)
+        failures += sum(1 for r in self.rows if r.get("error"))
+        return {"calls": int(calls), "tokens": int(tokens), "failures": failures}
+
+    @property
+    def profile(self) -> str | None:
+        """The method profile the example ran with (``workbench.methods.profile``), from its saved parameters."""
+        params = self.rows[0].get("params") if self.rows else None
+        value = params.get("profile") if isinstance(params, dict) else None
+        return value if isinstance(value, str) else None
+
 
 def conversation_html(conv, marks: dict[str, list[str]]) -> str:
     """The transcript, session by session with its date; each planted turn highlighted, what is planted there
@@ -162,27 +183,62 @@ def answers_html(example: GalleryExample) -> str:
             "<th>LLM judge</th></tr>" + "".join(rows) + "</table>")
 
 
-class HowItWorksPage:
-    """The page of one method class (``name``: its name in the run), with its gallery example when given."""
+def profiles_html(name: str, cls: type, small: GalleryExample | None, paper: GalleryExample | None) -> str:
+    """The paper profile next to the small one on the same example (issue #39 item 6): calls, tokens, the
+    mechanism's verdict, answers right and failures, each as recorded; then the small profile's aids (its
+    ``param_notes``) and, when the paper profile is not recorded, how to record it."""
+    if not getattr(cls, "profiles", None):
+        return ""
+    rows = []
+    for label, ex in (("small (tuned for the offline models)", small), ("paper (the paper's method)", paper)):
+        if ex is None:
+            rows.append(f"<tr><td>{esc(label)}</td><td colspan='5' class='wb-muted'>not recorded</td></tr>")
+            continue
+        cost, (word, line), (ok, n) = ex.cost(), ex.verdict, ex.answers_right()
+        rows.append(f"<tr><td>{esc(label)}</td><td>{cost['calls']}</td><td>{cost['tokens']:,}</td>"
+                    f"<td>{verdict_chip(word)} <small>{esc(line)}</small></td><td>{ok} of {n}</td>"
+                    f"<td>{cost['failures']}</td></tr>")
+    table = ("<table><tr><th>profile</th><th>LLM calls</th><th>tokens</th><th>the mechanism</th>"
+             "<th>answers right (checker)</th><th>failures</th></tr>" + "".join(rows) + "</table>")
+    try:
+        aids = cls(profile="small").param_notes
+    except Exception as exc:  # a plugin's constructor may need services: say so instead of listing nothing
+        aids = {"(could not list)": f"{type(exc).__name__}: {exc}"}
+    aid_items = "".join(f"<li><code>{esc(k)}</code>: {esc(v)}</li>" for k, v in aids.items())
+    todo = ("" if paper is not None else
+            f"<p class='wb-muted'>The paper profile's example is not recorded: <code>python scripts/record_gallery.py "
+            f"--profile paper --methods {esc(name)}</code> records it with the 1.5B.</p>")
+    return (f"<h4>The paper's method with a small model</h4><p>The same example and model under both profiles "
+            "(<code>profile=\"paper\"</code> is the default for any model that is not one of the offline ones). "
+            f"</p>{table}{todo}<details><summary>What the small profile changes ({len(aids)})</summary>"
+            f"<ul>{aid_items}</ul></details>")
 
-    def __init__(self, name: str, cls: type, example: GalleryExample | None = None, *, missing: str = ""):
-        self.name, self.cls, self.example, self.missing = name, cls, example, missing
+
+class HowItWorksPage:
+    """The page of one method class (``name``: its name in the run), with its gallery example when given, and the
+    example under the paper profile (``paper``) when that is recorded too."""
+
+    def __init__(self, name: str, cls: type, example: GalleryExample | None = None, *, missing: str = "",
+                 paper: GalleryExample | None = None):
+        self.name, self.cls, self.example, self.missing, self.paper = name, cls, example, missing, paper
         self.how = cls.how_it_works
 
     @classmethod
-    def from_run(cls, name: str, method_cls: type, gallery_run) -> "HowItWorksPage":
-        """The page with the example read from ``gallery_run`` (``<run>/gallery``), or saying why it is absent."""
+    def from_run(cls, name: str, method_cls: type, gallery_run, paper_run=None) -> "HowItWorksPage":
+        """The page with the example read from ``gallery_run`` (``<run>/gallery``), or saying why it is absent, and
+        the paper profile's from ``paper_run`` (``<run>/gallery-paper``) when given."""
         how = method_cls.how_it_works
         if not how.gallery:
             return cls(name, method_cls)
         try:
             example = GalleryExample.load(gallery_run, name, how.gallery) if gallery_run else None
+            paper = GalleryExample.load(paper_run, name, how.gallery) if paper_run else None
         except DamagedFile as exc:
             return cls(name, method_cls, missing=f"the gallery run could not be read: {exc}")
         missing = "" if example else (
             f"This run holds no replay of the gallery example ({how.gallery}). `workbench demo` replays it into "
             "<run>/gallery; or run `python scripts/record_gallery.py --replay --out <run>/gallery`.")
-        return cls(name, method_cls, example, missing=missing)
+        return cls(name, method_cls, example, missing=missing, paper=paper)
 
     @classmethod
     def replay(cls, name: str, out=None) -> "HowItWorksPage":
@@ -191,14 +247,17 @@ class HowItWorksPage:
         without one."""
         import tempfile
 
-        from workbench.gallery import run_gallery
+        from workbench.gallery import cassette, run_gallery, subdir
         from workbench.methods import get_method
 
         method_cls = get_method(name)
         if not method_cls.how_it_works.gallery:
             return cls(name, method_cls)
         out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"gallery-{name}-"))
-        return cls.from_run(name, method_cls, run_gallery(out, [name]))
+        small = run_gallery(out / subdir("small"), [name])
+        paper = (run_gallery(out / subdir("paper"), [name], profile="paper")
+                 if cassette(name, "paper").exists() else None)
+        return cls.from_run(name, method_cls, small, paper)
 
     @property
     def title(self) -> str:
@@ -228,7 +287,8 @@ class HowItWorksPage:
         return (f"<h4>The example: {esc(how.mechanism)} <span class='wb-muted'>· conversation "
                 f"{esc(how.gallery)}</span></h4><div class='wb-how-cols'><div class='wb-how-col'>"
                 f"{conversation_html(ex.conversation, marks)}{planted}</div><div class='wb-how-col'>{right}{did}</div>"
-                f"</div><h4>Its questions</h4>{answers_html(ex)}")
+                f"</div><h4>Its questions</h4>{answers_html(ex)}"
+                + profiles_html(self.name, self.cls, ex, self.paper))
 
     def html(self) -> str:
         ref = f" <span class='wb-muted'>· {esc(self.how.mechanism)}</span>" if self.how.mechanism else ""

@@ -101,7 +101,8 @@ class HowItWorksView:
             self.trace_slot.objects = []
             return
         gallery = self.gallery_dir if self.gallery_dir.is_dir() else None
-        page = HowItWorksPage.from_run(name, cls, gallery)
+        paper_dir = self.gallery_dir.with_name(GALLERY_SUBDIR + "-paper")  # workbench.gallery.subdir("paper")
+        page = HowItWorksPage.from_run(name, cls, gallery, paper_dir if paper_dir.is_dir() else None)
         self.page = page
         self.page_pane.object = page.html()
         self.trace_slot.objects = self._trace(page)
