@@ -55,7 +55,8 @@ def test_prompt_hashes_keep_their_flat_module_keys(name):
 
 
 def test_every_module_of_a_method_package_is_hashed_with_some_method():
-    listed = {m for cls in REGISTRY.values() for m in cls.prompt_modules}
+    listed = {m for cls in REGISTRY.values()
+              for m in (*cls.prompt_modules, *(x for mods in cls.profile_prompt_modules.values() for x in mods))}
     for pkg in PACKAGES:
         path = importlib.import_module(f"workbench.methods.{pkg}").__path__
         for info in pkgutil.iter_modules(path):

@@ -114,3 +114,17 @@ def test_the_paper_gallery_runs_without_the_small_models_configuration():
     assert (subdir("small"), subdir("paper")) == ("gallery", "gallery-paper")
     with pytest.raises(ValueError, match="gallery profile"):
         subdir("large")
+
+
+def test_changing_the_profile_moves_the_parameters_still_at_the_old_profiles_values():
+    """``--param profile="paper"`` on the offline model goes through ``set_params`` after the constructor:
+    the profile's values must follow, while a parameter set by hand stays (found by the HyMem helper)."""
+    m = Toy(llm=ScriptedLLM([]))
+    assert (m.profile, m.threshold) == ("small", 0.8)
+    m.set_params(profile="paper")
+    assert (m.profile, m.threshold, m.bounded) == ("paper", 0.4, False)
+    hand = Toy(profile="small", threshold=0.5).set_params(profile="paper")
+    assert (hand.threshold, hand.bounded) == (0.5, False)
+    assert Toy(profile="small").clone(profile="paper").get_params() == Toy(profile="paper").get_params()
+    assert Toy(profile="small").clone(profile="paper", bounded=True).bounded is True
+    assert Toy(profile="paper").set_params(profile="auto", llm=ScriptedLLM([])).threshold == 0.8

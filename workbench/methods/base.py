@@ -271,17 +271,36 @@ class MemoryMethod:
         return {n: getattr(self, n) for n in self._param_names()}
 
     def set_params(self, **params) -> "MemoryMethod":
+        """Set parameters (scikit-learn style). Changing ``profile`` also moves every profile parameter still at
+        the old profile's value to the new profile's (``_reprofiled``); one set away from it is kept."""
         valid = self._param_names()
-        for key, value in params.items():
+        for key in params:
             if key not in valid:
                 raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; valid: {valid}")
+        for key, value in self._reprofiled(params).items():
             setattr(self, key, value)
         return self
 
+    def _reprofiled(self, params: dict) -> dict:
+        """``params`` plus, when they change ``profile``, the new profile's value of each profile parameter that
+        ``params`` leaves alone and that still holds the old profile's value; ``profile`` itself resolved."""
+        cls = type(self)
+        if "profile" not in params or not cls.profiles:
+            return params
+        new = resolve_profile(params["profile"], params.get("llm", getattr(self, "llm", None)))
+        old_values, new_values = cls.profiles.get(getattr(self, "profile", None), {}), cls.profiles[new]
+        out = {**params, "profile": new}
+        for key, value in new_values.items():
+            unchanged = key in old_values and _comparable(getattr(self, key, None)) == _comparable(old_values[key])
+            if key not in params and unchanged:
+                out[key] = value
+        return out
+
     def clone(self, **overrides) -> "MemoryMethod":
-        """An unbuilt copy with the same parameters (services shared), optionally overridden; a
-        ``labelled`` method's copy keeps its label."""
-        out = type(self)(**{**self.get_params(), **overrides})
+        """An unbuilt copy with the same parameters (services shared), optionally overridden (``profile=``
+        moves the parameters still at the old profile's values, as ``set_params``); a ``labelled`` method's copy
+        keeps its label."""
+        out = type(self)(**{**self.get_params(), **self._reprofiled(overrides)})
         if "name" in self.__dict__:
             out.name = self.name
         return out
