@@ -15,9 +15,11 @@ from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_answer
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..common import format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
+from . import paper_prompts as PP
 from . import prompts as P
 from .segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
 
@@ -112,7 +114,56 @@ class HyMem(MemoryMethod):
                          "session": "each whole session is one event, as in the authors' code; the paper describes "
                                     "topic events"},
         "level1_granularity": {"event": "one Level-1 item per event instead of several key sentences (Fig. 3a)"},
+        "dedupe_level1": {True: "identical Level-1 sentences of one event are stored once (neither the paper nor "
+                                "the authors' code dedupes)"},
         "answer_prompt": fair_arena_note}
+    # The paper profile: the paper's values, and where the paper is silent the authors' released code's
+    # (github:xiaochenzhao-svg/HyMem @ 93e2d19, cited [code] with file:line). The small profile: today's tuned
+    # configuration for the offline 0.5B/1.5B models, each departure explained in profile_notes.
+    profiles = {
+        "paper": {
+            "prompts": "paper",  # [paper] App. B.1-B.5, every instruction, schemas requiring each field read
+            "batch_size": 50,  # d [code] hymem/core/memory_system.py:216 (group_size=50: one call at N=30)
+            "memory_pool": "last_only",  # [paper] Alg. 1 l.14 M <- answer; [code] hymem/core/memory_system.py:227
+            "fallback_top": 0,  # [code] hymem/core/memory_system.py:223-224: nothing selected, no memory
+            "max_level2": None,  # [paper] Alg. 1 l.11 maps every selected item; [code] memory_system.py:269-280
+            "level2_order": "rank",  # [code] hymem/core/memory_system.py:220-223, :276-280 (selection order)
+            "light_unreadable": "accept",  # [code] hymem/core/memory_system.py:431 returns (1, "")
+            "embed_dates": False,  # [paper] §3.1 e_i = E(s_i); [code] hymem/core/memory_system.py:157-158
+            "on_round_limit": "last",  # [code] hymem/core/memory_system.py:236 returns the last answer
+            "temperature": 0.5,  # [code] scripts/evaluate_locomo.py:412 (the LoCoMo script's default)
+        },
+        "small": {"prompts": "small", "batch_size": 10, "memory_pool": "accumulate", "fallback_top": 3,
+                  "max_level2": 10, "level2_order": "time", "light_unreadable": "escalate", "embed_dates": True,
+                  "on_round_limit": "last_deep", "temperature": 0.0},
+    }
+    profile_notes = {
+        "prompts": "our shorter rewording of App. B (prompts.py) with our own one-shot f_gamma example; the "
+                   "recordings of the offline 0.5B/1.5B were made with it (sample_data/cassettes/locomo/"
+                   "hymem-conv-30.jsonl, 528 calls); it drops B.3/B.5's worked 'The current year is ...' answer "
+                   "format and B.1's 'minimise characters', and its LIGHT/REFLECT schemas pin the flags with enums",
+        "batch_size": "f_gamma batches of 10 (3 calls at N=30) keep each prompt short for the small model's "
+                      "context; the authors' code uses 50 (one call); the cassette has 39 batches of 10",
+        "memory_pool": "the pool accumulates every round's query and answer (§3.2 prose); Alg. 1 and the code "
+                       "keep the last answer only; reviews/hymem.md §2.4 saw it feed a self-confirming answer "
+                       "('Last year', Door Dash question) back to G_theta in hymem-conv-30",
+        "fallback_top": "when f_gamma selects nothing the events of the 3 best candidates are used, so the 0.5B's "
+                        "empty selections still reach Level-2; neither the paper nor the code has a fallback",
+        "max_level2": "at most 10 events reach G_gamma: the 0.5B selected 9 of 10 entries in 32 of 39 f_gamma "
+                      "batches (hymem-conv-30), so an uncapped context would hold ~27 events (9 of 14 G_gamma "
+                      "prompts hit the cap)",
+        "level2_order": "events are shown in time order (all 14 G_gamma prompts of hymem-conv-30); the code keeps "
+                        "f_gamma's selection order",
+        "light_unreadable": "an unreadable G_theta reply escalates to the deep module (7 of 97 light replies of "
+                            "the 0.5B were unreadable in hymem-conv-30); the code reads it as an empty answer",
+        "embed_dates": "the embedded Level-1 text is '[date] sentence' (the offline recordings' vectors); the "
+                       "paper embeds E(s_i), the sentence alone, as does the code",
+        "on_round_limit": "when T runs out the last deep answer is returned (the 0.5B's R rejected 10 rounds and "
+                          "failed 18 times in hymem-conv-30); the code returns the last answer",
+        "temperature": "greedy decoding, so the offline recordings replay exactly; the authors' LoCoMo script "
+                       "samples at 0.5",
+    }
+    profile_prompt_modules = {"paper": ("hymem.paper_prompts",)}
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
@@ -122,11 +173,11 @@ class HyMem(MemoryMethod):
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census", "hymem.how_it_works")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",  # paper | small | auto (methods.profile)
                  top_k: int = 10,  # k; paper §4.1, App. A.1
                  deep_top_n: int = 30,  # N; paper §4.1
-                 batch_size: int = 10,  # d; [ours] paper silent (Eq. 1): 3 concurrent calls at N=30, digest §10.5
-                 max_rounds: int = 3,  # T; [ours] paper silent (Alg. 1), digest §10.4
+                 batch_size: int = PROFILE,  # d; paper silent (Eq. 1); profiles
+                 max_rounds: int = 3,  # T; [ours] paper silent (Alg. 1) but Table 2's R implies T > 1; digest §10.4
                  segmentation: Literal["llm", "window", "session"] = "llm",  # [ours] paper silent, digest §10.1
                  overlap_turns: int = 2,  # [ours] §3.1 allows overlap, size not given; digest §10.1
                  window_turns: int = 12,  # [ours] window segmentation, digest §10.1
@@ -137,16 +188,22 @@ class HyMem(MemoryMethod):
                  light: bool = True,  # paper Table 2 "L"
                  deep: bool = True,  # paper Table 2 "D"
                  reflection: bool = True,  # paper Table 2 "R"
-                 memory_pool: Literal["accumulate", "last_only"] = "accumulate",  # [ours] §3.2 vs Alg. 1, §10.6
-                 fallback_top: int = 3,  # [ours] events used when f_gamma selects nothing, digest §10.7
-                 max_level2: int = 10,  # [ours] cap on events given to G_gamma, digest §10.7
+                 memory_pool: Literal["accumulate", "last_only"] = PROFILE,  # §3.2 vs Alg. 1 l.14; profiles
+                 fallback_top: int = PROFILE,  # events used when f_gamma selects nothing; profiles
+                 max_level2: int | None = PROFILE,  # cap on events given to G_gamma (None: no cap); profiles
+                 level2_order: Literal["rank", "time"] = PROFILE,  # order of the events G_gamma reads; profiles
+                 light_unreadable: Literal["escalate", "accept"] = PROFILE,  # an unreadable G_theta reply; profiles
+                 embed_dates: bool = PROFILE,  # embed "[date] sentence" (True) or E(s_i) alone; profiles
+                 dedupe_level1: bool = False,  # [ours] store identical sentences of one event once (review §2.5)
+                 prompts: Literal["paper", "small"] = PROFILE,  # App. B prompts and schemas, or ours; profiles
                  reflect_last_round: bool = True,  # paper Alg. 1 calls R in every round, the last included
-                 on_round_limit: Literal["last", "last_deep"] = "last_deep",  # [ours] digest §10.4
+                 on_round_limit: Literal["last", "last_deep"] = PROFILE,  # Alg. 1 silent; profiles
                  max_workers: int = 4,  # [ours] concurrent LLM calls (f_gamma batches, summaries)
-                 temperature: float = 0.0,  # [ours] paper silent, digest §10.8
+                 temperature: float = PROFILE,  # paper silent; profiles
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
         self.top_k = top_k
         self.deep_top_n = deep_top_n
         self.batch_size = batch_size
@@ -164,26 +221,38 @@ class HyMem(MemoryMethod):
         self.memory_pool = memory_pool
         self.fallback_top = fallback_top
         self.max_level2 = max_level2
+        self.level2_order = level2_order
+        self.light_unreadable = light_unreadable
+        self.embed_dates = embed_dates
+        self.dedupe_level1 = dedupe_level1
+        self.prompts = prompts
         self.reflect_last_round = reflect_last_round
         self.on_round_limit = on_round_limit
         self.max_workers = max_workers
         self.temperature = temperature
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     _CHOICES = {"segmentation": ("llm", "window", "session"), "level1_granularity": ("sentence", "event"),
                 "levels": ("both", "L1", "L2"), "memory_pool": ("accumulate", "last_only"),
-                "on_round_limit": ("last", "last_deep")}
+                "on_round_limit": ("last", "last_deep"), "level2_order": ("rank", "time"),
+                "light_unreadable": ("escalate", "accept"), "prompts": ("paper", "small"),
+                "embed_dates": (True, False), "dedupe_level1": (True, False)}
     _POSITIVE = ("top_k", "deep_top_n", "batch_size", "max_rounds", "window_turns", "window_stride",
-                 "segment_preview_chars", "max_level2", "max_workers")
+                 "segment_preview_chars", "max_workers")
 
     def _validate_params(self) -> None:
         super()._validate_params()
         for name, options in self._CHOICES.items():
             if getattr(self, name) not in options:
                 raise ValueError(f"{name} must be one of {options}, got {getattr(self, name)!r}")
-        for name in self._POSITIVE + ("overlap_turns", "fallback_top"):
+        for name in self._POSITIVE + ("overlap_turns", "fallback_top", "max_level2"):
             value = getattr(self, name)
+            if name == "max_level2" and value is None:  # no cap (the paper and the authors' code)
+                continue
             low = 1 if name in self._POSITIVE else 0
+            if name == "max_level2":
+                low = 1
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.window_stride > self.window_turns:
@@ -207,7 +276,11 @@ class HyMem(MemoryMethod):
         level1: list[MemoryUnit] = []
         for n, ((session, span), (sentences, fallback)) in enumerate(zip(spans, summaries)):
             level1.extend(self._store_event(f"L2-{n}", session, span, sentences, fallback, len(level1)))
-        self.index_.add(list(self.level2_.values()) if self.levels == "L2" else level1)
+        units = list(self.level2_.values()) if self.levels == "L2" else level1
+        if self.embed_dates:  # the "[date] " prefix is part of the embedded text
+            self.index_.add(units)
+        elif units:  # E(s_i): the sentence (or event) alone is embedded; prompts still show its date
+            self.index_.add(units, vectors=self.index_.embed([_undated(u.text)[1] for u in units]))
 
     def _segment(self, conv: Conversation) -> list[tuple]:
         sessions = [s for s in conv.sessions if s.turns]
@@ -244,8 +317,8 @@ class HyMem(MemoryMethod):
         requests = []
         for session, span in spans:
             dialogue = "\n".join(format_turn(t) for t in session.turns[span.start:span.end])
-            prompt = P.SUMMARIZE.format(date=format_date(session.date_time), dialogue=dialogue)
-            requests.append(self._request(prompt, P.SUMMARY_SCHEMA, "hymem.summarize"))
+            prompt = self._P.SUMMARIZE.format(date=format_date(session.date_time), dialogue=dialogue)
+            requests.append(self._request(prompt, self._P.SUMMARY_SCHEMA, "hymem.summarize"))
         out = []
         for (session, span), reply in zip(spans, self._complete_many(requests)):
             turn_ids = [t.id for t in session.turns[span.start:span.end]]
@@ -254,6 +327,8 @@ class HyMem(MemoryMethod):
                 sentences = []
             else:
                 sentences = [str(x).strip() for x in reply.parsed["keywords"] if str(x).strip()]
+                if self.dedupe_level1:  # identical sentences of one event: stored once (review §2.5)
+                    sentences = list(dict.fromkeys(sentences))
                 error = None if sentences else "empty summary"
             if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable)
                 self.failures_.append({"stage": "summarize", "turn_ids": turn_ids, "error": error,
@@ -322,18 +397,24 @@ class HyMem(MemoryMethod):
     def _light(self, i, query, q0, pool, now, steps) -> tuple[bool, str, list[Hit]]:
         with self.step(steps, "light", f"Round {i + 1}: light module, top-{self.top_k} by cosine") as s:
             hits = self.index_.search(query, self.top_k)
-            prompt = P.LIGHT.format(memories=format_hits(hits), pool=self._pool_text(pool),
-                                    now_line=self._now_text(now), question=q0)
+            prompt = self._P.LIGHT.format(memories=format_hits(hits), pool=self._pool_text(pool),
+                                          now_line=self._now_text(now), question=q0, **self._words())
             try:
-                parsed = self._ask(prompt, P.LIGHT_SCHEMA, "hymem.light")
+                parsed = self._ask(prompt, self._P.LIGHT_SCHEMA, "hymem.light")
                 finished, answer, error = parsed["finished"], parsed["answer"].strip(), None
-            except LLMError as exc:  # digest §10.7: an unreadable G_theta reply counts as "insufficient"
-                finished, answer, error = 2, "", _err(exc)
+            except LLMError as exc:
+                # small (digest §10.7): an unreadable G_theta reply counts as "insufficient" (2); paper profile:
+                # [code] hymem/core/memory_system.py:431 reads it as answered with an empty answer (1, "")
+                finished = 1 if self.light_unreadable == "accept" else 2
+                answer, error = "", _err(exc)
+            # only 2 asks for the deep module ([code] hymem/core/memory_system.py:214 `if tag == 2`); the small
+            # schema's enum [0, 2] makes this the same as "0 answers"
+            answered = finished != 2
             s.hits = hits
             s.data.update(round=i, query=query, retrieved=[h.unit_id for h in hits],
                           scores=[round(h.score, 4) for h in hits], finished=finished, answer=answer,
-                          escalate=finished != 0 and self.deep, error=error)
-        return finished == 0, answer, hits
+                          escalate=not answered and self.deep, error=error)
+        return answered, answer, hits
 
     def _deep(self, i, query, q0, pool, now, steps, light_answer) -> tuple[str, list[Hit], bool]:
         with self.step(steps, "deep", f"Round {i + 1}: deep module, top-{self.deep_top_n} + LLM selection") as s:
@@ -344,11 +425,11 @@ class HyMem(MemoryMethod):
                 selected = [h.unit_id for h in candidates[:self.fallback_top]]
             context, dropped = self._backtrack(selected, candidates)
             memories = "\n\n".join(f"[{h.unit_id}] {h.text}" for h in context) or "(no memories found)"
-            prompt = P.DEEP.format(memories=memories, pool=self._pool_text(pool), now_line=self._now_text(now),
-                                   question=q0)
+            prompt = self._P.DEEP.format(memories=memories, pool=self._pool_text(pool),
+                                         now_line=self._now_text(now), question=q0)
             fallback_answer = None
             try:
-                answer, error = self._ask(prompt, P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
+                answer, error = self._ask(prompt, self._P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
             except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such
                 answer, error = light_answer, _err(exc)
                 fallback_answer = "light" if self.light else "none"
@@ -365,8 +446,9 @@ class HyMem(MemoryMethod):
     def _select(self, query: str, candidates: list[Hit]) -> tuple[list[str], list[dict]]:
         """f_gamma over batches of ``batch_size`` candidates (Eq. 1), concurrently."""
         batches = [candidates[j:j + self.batch_size] for j in range(0, len(candidates), self.batch_size)]
-        requests = [self._request(P.SELECT.format(question=query, entries="\n".join(
-            f"id:{n}, {h.text}" for n, h in enumerate(b))), P.SELECT_SCHEMA, "hymem.select") for b in batches]
+        requests = [self._request(self._P.SELECT.format(question=query, entries="\n".join(
+            self._entry(n, h) for n, h in enumerate(b)), **self._words()), self._P.SELECT_SCHEMA, "hymem.select")
+            for b in batches]
         chosen, records = set(), []
         for batch, reply in zip(batches, self._complete_many(requests)):
             record = {"ids": [h.unit_id for h in batch], "selected": [], "invalid": [], "error": None}
@@ -381,28 +463,34 @@ class HyMem(MemoryMethod):
                         record["invalid"].append(n)
             chosen.update(record["selected"])
             records.append(record)
+        if self.level2_order == "rank":  # f_gamma's own order, batch after batch, as the authors' code keeps it
+            # ([code] hymem/core/memory_system.py:220-223)
+            return list(dict.fromkeys(u for r in records for u in r["selected"])), records
         return [h.unit_id for h in candidates if h.unit_id in chosen], records
 
     def _backtrack(self, selected: list[str], candidates: list[Hit]) -> tuple[list[Hit], list[str]]:
-        """Selected Level-1 -> their events (deduplicated, best score), capped, in time order."""
+        """Selected Level-1 -> their events (deduplicated, best score), at most ``max_level2`` (None: all), in
+        the selection's order (``level2_order="rank"``) or in time order (``"time"``)."""
         score = {h.unit_id: h.score for h in candidates}
+        cap = self.max_level2
+        order = (lambda ids: sorted(ids, key=_order)) if self.level2_order == "time" else list
         if self.levels != "both":  # L1: the selected Level-1 items; L2: the selected events themselves
-            keep = selected if self.levels == "L1" else selected[:self.max_level2]
-            dropped = [] if self.levels == "L1" else selected[self.max_level2:]
-            return [self.index_[u].hit(score[u]) for u in sorted(keep, key=_order)], dropped
+            keep = selected if self.levels == "L1" else selected[:cap]
+            dropped = [] if self.levels == "L1" or cap is None else selected[cap:]
+            return [self.index_[u].hit(score[u]) for u in order(keep)], dropped
         best: dict[str, float] = {}
         for uid in selected:
             event_id = self.index_[uid].meta["event_id"]
             best[event_id] = max(best.get(event_id, float("-inf")), score[uid])
         events = list(best)
-        keep = sorted(events[:self.max_level2], key=_order)
-        return [self.level2_[e].hit(best[e]) for e in keep], events[self.max_level2:]
+        keep = order(events[:cap])
+        return [self.level2_[e].hit(best[e]) for e in keep], events[cap:] if cap is not None else []
 
     def _reflect(self, i, q0, answer, steps) -> tuple[bool, str]:
         with self.step(steps, "reflect", f"Round {i + 1}: reflection") as s:
             try:
-                parsed = self._ask(P.REFLECT.format(question=q0, answer=answer or "(no answer)"),
-                                   P.REFLECT_SCHEMA, "hymem.reflect")
+                parsed = self._ask(self._P.REFLECT.format(question=q0, answer=answer or "(no answer)"),
+                                   self._P.REFLECT_SCHEMA, "hymem.reflect")
                 finished, new_query, error = parsed["finished"], parsed["new_question"].strip(), None
             except LLMError as exc:  # digest §10.7: an unreadable R reply ends the loop
                 finished, new_query, error = 1, "", _err(exc)
@@ -441,6 +529,22 @@ class HyMem(MemoryMethod):
         return text
 
     # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def _P(self):
+        """The prompt module this instance sends: the paper's App. B (``paper_prompts``) or ours (``prompts``)."""
+        return PP if self.prompts == "paper" else P
+
+    def _words(self) -> dict:
+        """What the paper prompts call the memory items (ignored by the small prompts, which have no slot)."""
+        return PP.WORDS_EVENTS if self.levels == "L2" else PP.WORDS_SUMMARIES
+
+    def _entry(self, n: int, hit: Hit) -> str:
+        """One f_gamma index line: ours ``id:n, [date] text``; the paper's ``id:n, dialogue time:<date>, text`` (B.4)."""
+        if self.prompts != "paper":
+            return f"id:{n}, {hit.text}"
+        date, text = _undated(hit.text)
+        return f"id:{n}, dialogue time:{date}, {text}" if date else f"id:{n}, {text}"
+
     def _request(self, prompt: str, schema: dict, role: str) -> dict:
         return {"messages": prompt, "schema": schema, "role": role, "temperature": self.temperature}
 
@@ -464,12 +568,16 @@ class HyMem(MemoryMethod):
                 raise r
         return results
 
-    @staticmethod
-    def _pool_text(pool: list[dict]) -> str:
+    def _pool_text(self, pool: list[dict]) -> str:
+        """The memory pool M as the generators read it: ours names each round's query; the paper profile shows
+        the answers alone, as the authors' code appends them ([code] hymem/core/memory_system.py:208, :227)."""
         if not pool:
             return ""
-        lines = [f"- (round {p['round'] + 1}) {p['query']} -> {p['answer'] or '(no answer)'}" for p in pool]
-        return f"\n{P.POOL_HEADER}\n" + "\n".join(lines) + "\n"
+        if self.prompts == "paper":
+            lines = [f"- {p['answer'] or '(no answer)'}" for p in pool]
+        else:
+            lines = [f"- (round {p['round'] + 1}) {p['query']} -> {p['answer'] or '(no answer)'}" for p in pool]
+        return f"\n{self._P.POOL_HEADER}\n" + "\n".join(lines) + "\n"
 
     @staticmethod
     def _now_text(now: datetime | None) -> str:
@@ -532,6 +640,14 @@ class HyMem(MemoryMethod):
                 "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
                 "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}
 
+
+
+def _undated(text: str) -> tuple[str, str]:
+    """``"[8 May 2023] Jon ..."`` -> ``("8 May 2023", "Jon ...")``; a text without the prefix -> ``("", text)``."""
+    if text.startswith("[") and "] " in text:
+        date, rest = text[1:].split("] ", 1)
+        return date, rest
+    return "", text
 
 
 def _order(unit_id: str) -> int:
