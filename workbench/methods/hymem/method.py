@@ -164,6 +164,14 @@ class HyMem(MemoryMethod):
                        "samples at 0.5",
     }
     profile_prompt_modules = {"paper": ("hymem.paper_prompts",)}
+    # The authors' released code where it departs from the paper (reviews/hymem.md §2.1), on top of the paper
+    # profile: HyMem(profile="paper", **HyMem.authors_code_params). Not reachable: its q_i reaches G_theta/G_gamma
+    # (the paper's Alg. 1 and this class give them q_0) and its empty prompt templates (templates.py:18-19).
+    authors_code_params = {
+        "segmentation": "session",  # [code] scripts/evaluate_locomo.py:68-69: one event per whole session
+        "overlap_turns": 0,  # [code] the same: sessions do not overlap
+        "max_rounds": 1,  # T [code] hymem/core/memory_system.py:203, hymem/config/settings.py:55
+    }
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
@@ -420,7 +428,7 @@ class HyMem(MemoryMethod):
         with self.step(steps, "deep", f"Round {i + 1}: deep module, top-{self.deep_top_n} + LLM selection") as s:
             candidates = self.index_.search(query, self.deep_top_n)
             selected, batches = self._select(query, candidates)
-            fallback = not selected and bool(candidates)
+            fallback = not selected and bool(candidates) and self.fallback_top > 0
             if fallback:  # digest §10.7: f_gamma chose nothing -> the best few candidates
                 selected = [h.unit_id for h in candidates[:self.fallback_top]]
             context, dropped = self._backtrack(selected, candidates)
@@ -539,7 +547,7 @@ class HyMem(MemoryMethod):
         return PP.WORDS_EVENTS if self.levels == "L2" else PP.WORDS_SUMMARIES
 
     def _entry(self, n: int, hit: Hit) -> str:
-        """One f_gamma index line: ours ``id:n, [date] text``; the paper's ``id:n, dialogue time:<date>, text`` (B.4)."""
+        """One f_gamma index line: ours ``id:n, [date] text``; the paper's ``id:n, dialogue time:<date>, text``."""
         if self.prompts != "paper":
             return f"id:{n}, {hit.text}"
         date, text = _undated(hit.text)
