@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from test_ama import construct
-from test_contract import auto, emb, hmem_extract
+from test_contract import auto, emb, hmem_extract, hymem_summarize
 from test_hmem import _plan
 from test_memr3 import R, rag
 from test_recmem import TopicEmbedder, conv_of, merge_llm
@@ -102,7 +102,8 @@ HYMEM_STEPS = {  # the light module never finds the answer sufficient, R accepts
 @pytest.mark.parametrize("name", list(HYMEM_STEPS))
 def test_hymem_table_2_rows_run_their_modules(name, profile, tiny_conv):
     llm = ScriptedLLM({"hymem.light": {"finished": 2, "answer": ""}, "hymem.deep": {"answer": "Geneva"},
-                       "hymem.reflect": {"finished": 1, "new_question": ""}}, default="auto")
+                       "hymem.reflect": {"finished": 1, "new_question": ""}, "hymem.summarize": hymem_summarize},
+                      default="auto")  # (the paper profile stores no event whose summary is empty, as the code)
     m = build(HyMem, name, llm=llm, profile=profile, segmentation="window", window_turns=3, window_stride=3)
     assert {k: getattr(m, k) for k in HyMem.profiles[profile]} == HyMem.profiles[profile]  # the row keeps its profile
     ans = m.ingest(tiny_conv).answer(tiny_conv.qa[0].question)

@@ -203,6 +203,25 @@ def test_an_unreadable_light_reply_is_an_empty_answer_in_the_paper_profile(tiny_
     assert [s.kind for s in small.ingest(tiny_conv).answer(Q).steps] == ["light", "deep", "final"]
 
 
+def test_a_failed_deep_generator_answers_empty_in_the_paper_profile(tiny_conv):
+    script = {**DEEP_SCRIPT, "hymem.light": {"finished": 2, "answer": "maybe Lyon"}, "hymem.deep": LLMError("boom")}
+    for profile, text in (("paper", ""), ("small", "maybe Lyon")):
+        m, _ = make(profile, script, reflection=False)
+        ans = m.ingest(tiny_conv).answer(Q)
+        assert ans.text == text and ans.steps[-1].data["tier"] == "deep_failed", profile
+        assert ans.steps[1].data["fallback_answer"] == ("none" if profile == "paper" else "light")
+
+
+def test_an_event_without_a_summary_is_not_stored_in_the_paper_profile(tiny_conv):
+    first_empty = {"hymem.summarize": lambda msgs: {"keywords": [] if "I adopted a kitten" in msgs[0]["content"]
+                                                    else summarize_turns(msgs)["keywords"]}}
+    for profile, events in (("paper", 3), ("small", 4)):
+        m, _ = make(profile, {**DEEP_SCRIPT, **first_empty})
+        m.ingest(tiny_conv)
+        assert len(m.level2_) == events and m.failures_[0]["stage"] == "summarize", profile
+    assert m.failures_[0]["fallback"] == "raw event text as Level-1"
+
+
 def test_the_paper_profile_escalates_only_on_2(tiny_conv):
     paper, llm = make("paper", {**DEEP_SCRIPT, "hymem.light": {"finished": 1, "answer": "Geneva"}}, reflection=False)
     ans = paper.ingest(tiny_conv).answer(Q)

@@ -128,13 +128,16 @@ class HyMem(MemoryMethod):
             "fallback_top": 0,  # [code] hymem/core/memory_system.py:223-224: nothing selected, no memory
             "max_level2": None,  # [paper] Alg. 1 l.11 maps every selected item; [code] memory_system.py:269-280
             "level2_order": "rank",  # [code] hymem/core/memory_system.py:220-223, :276-280 (selection order)
-            "light_unreadable": "accept",  # [code] hymem/core/memory_system.py:431 returns (1, "")
+            # [code] hymem/core/memory_system.py: an unreadable G_theta reply is an empty accepted answer (:431), an
+            # unreadable G_gamma reply an empty answer (:327), an event whose summary stays empty is not stored
+            # (:139-140)
+            "on_failure": "code",
             "embed_dates": False,  # [paper] §3.1 e_i = E(s_i); [code] hymem/core/memory_system.py:157-158
             "on_round_limit": "last",  # [code] hymem/core/memory_system.py:236 returns the last answer
             "temperature": 0.5,  # [code] scripts/evaluate_locomo.py:412 (the LoCoMo script's default)
         },
         "small": {"prompts": "small", "batch_size": 10, "memory_pool": "accumulate", "fallback_top": 3,
-                  "max_level2": 10, "level2_order": "time", "light_unreadable": "escalate", "embed_dates": True,
+                  "max_level2": 10, "level2_order": "time", "on_failure": "recover", "embed_dates": True,
                   "on_round_limit": "last_deep", "temperature": 0.0},
     }
     profile_notes = {
@@ -154,8 +157,10 @@ class HyMem(MemoryMethod):
                       "prompts hit the cap)",
         "level2_order": "events are shown in time order (all 14 G_gamma prompts of hymem-conv-30); the code keeps "
                         "f_gamma's selection order",
-        "light_unreadable": "an unreadable G_theta reply escalates to the deep module (7 of 97 light replies of "
-                            "the 0.5B were unreadable in hymem-conv-30); the code reads it as an empty answer",
+        "on_failure": "failed replies are recovered: an unreadable G_theta reply escalates to the deep module (7 "
+                      "of 97 light replies of the 0.5B were unreadable in hymem-conv-30), a failed G_gamma keeps the "
+                      "light answer (3 in the same run), an empty summary keeps the raw event as its Level-1 item; "
+                      "the code answers empty and drops the event",
         "embed_dates": "the embedded Level-1 text is '[date] sentence' (the offline recordings' vectors); the "
                        "paper embeds E(s_i), the sentence alone, as does the code",
         "on_round_limit": "when T runs out the last deep answer is returned (the 0.5B's R rejected 10 rounds and "
@@ -200,7 +205,7 @@ class HyMem(MemoryMethod):
                  fallback_top: int = PROFILE,  # events used when f_gamma selects nothing; profiles
                  max_level2: int | None = PROFILE,  # cap on events given to G_gamma (None: no cap); profiles
                  level2_order: Literal["rank", "time"] = PROFILE,  # order of the events G_gamma reads; profiles
-                 light_unreadable: Literal["escalate", "accept"] = PROFILE,  # an unreadable G_theta reply; profiles
+                 on_failure: Literal["recover", "code"] = PROFILE,  # unreadable replies (see Departures); profiles
                  embed_dates: bool = PROFILE,  # embed "[date] sentence" (True) or E(s_i) alone; profiles
                  dedupe_level1: bool = False,  # [ours] store identical sentences of one event once (review §2.5)
                  prompts: Literal["paper", "small"] = PROFILE,  # App. B prompts and schemas, or ours; profiles
@@ -230,7 +235,7 @@ class HyMem(MemoryMethod):
         self.fallback_top = fallback_top
         self.max_level2 = max_level2
         self.level2_order = level2_order
-        self.light_unreadable = light_unreadable
+        self.on_failure = on_failure
         self.embed_dates = embed_dates
         self.dedupe_level1 = dedupe_level1
         self.prompts = prompts
@@ -244,7 +249,7 @@ class HyMem(MemoryMethod):
     _CHOICES = {"segmentation": ("llm", "window", "session"), "level1_granularity": ("sentence", "event"),
                 "levels": ("both", "L1", "L2"), "memory_pool": ("accumulate", "last_only"),
                 "on_round_limit": ("last", "last_deep"), "level2_order": ("rank", "time"),
-                "light_unreadable": ("escalate", "accept"), "prompts": ("paper", "small"),
+                "on_failure": ("recover", "code"), "prompts": ("paper", "small"),
                 "embed_dates": (True, False), "dedupe_level1": (True, False)}
     _POSITIVE = ("top_k", "deep_top_n", "batch_size", "max_rounds", "window_turns", "window_stride",
                  "segment_preview_chars", "max_workers")
@@ -283,6 +288,8 @@ class HyMem(MemoryMethod):
             summaries = self._summarize(spans)
         level1: list[MemoryUnit] = []
         for n, ((session, span), (sentences, fallback)) in enumerate(zip(spans, summaries)):
+            if fallback and self.on_failure == "code":  # the authors' code stores no event without a summary
+                continue
             level1.extend(self._store_event(f"L2-{n}", session, span, sentences, fallback, len(level1)))
         units = list(self.level2_.values()) if self.levels == "L2" else level1
         if self.embed_dates:  # the "[date] " prefix is part of the embedded text
@@ -338,9 +345,11 @@ class HyMem(MemoryMethod):
                 if self.dedupe_level1:  # identical sentences of one event: stored once (review §2.5)
                     sentences = list(dict.fromkeys(sentences))
                 error = None if sentences else "empty summary"
-            if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable)
+            if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable); [code]
+                # hymem/core/memory_system.py:139-140 stores no event at all (on_failure="code")
                 self.failures_.append({"stage": "summarize", "turn_ids": turn_ids, "error": error,
-                                       "fallback": "raw event text as Level-1"})
+                                       "fallback": "raw event text as Level-1" if self.on_failure == "recover"
+                                       else "event not stored"})
             out.append((sentences, error))
         return out
 
@@ -398,8 +407,8 @@ class HyMem(MemoryMethod):
             if ok or not self.deep:
                 return light_answer, "light", light_hits
         answer, hits, failed = self._deep(i, query, q0, pool, now, steps, light_answer)
-        if failed:
-            return light_answer, DEEP_FAILED, light_hits
+        if failed:  # recover: the light answer (``_deep`` returned it) with its hits; code: an empty answer
+            return answer, DEEP_FAILED, light_hits if self.on_failure == "recover" else hits
         return answer, "deep", hits
 
     def _light(self, i, query, q0, pool, now, steps) -> tuple[bool, str, list[Hit]]:
@@ -413,7 +422,7 @@ class HyMem(MemoryMethod):
             except LLMError as exc:
                 # small (digest §10.7): an unreadable G_theta reply counts as "insufficient" (2); paper profile:
                 # [code] hymem/core/memory_system.py:431 reads it as answered with an empty answer (1, "")
-                finished = 1 if self.light_unreadable == "accept" else 2
+                finished = 1 if self.on_failure == "code" else 2
                 answer, error = "", _err(exc)
             # only 2 asks for the deep module ([code] hymem/core/memory_system.py:214 `if tag == 2`); the small
             # schema's enum [0, 2] makes this the same as "0 answers"
@@ -438,9 +447,11 @@ class HyMem(MemoryMethod):
             fallback_answer = None
             try:
                 answer, error = self._ask(prompt, self._P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
-            except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such
-                answer, error = light_answer, _err(exc)
-                fallback_answer = "light" if self.light else "none"
+            except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such;
+                # [code] hymem/core/memory_system.py:327: an empty answer (on_failure="code")
+                recover = self.on_failure == "recover" and self.light
+                answer, error = (light_answer if recover else ""), _err(exc)
+                fallback_answer = "light" if recover else "none"
             s.hits = context
             s.data.update(round=i, query=query, candidates=[h.unit_id for h in candidates],
                           candidate_scores=[round(h.score, 4) for h in candidates], batches=batches,
@@ -448,7 +459,7 @@ class HyMem(MemoryMethod):
                           level2=[h.unit_id for h in context if h.kind == "L2"], dropped=dropped,
                           answer=answer, error=error, fallback_answer=fallback_answer)
             if error is not None:
-                s.title += f" (generator failed: {'light answer kept' if self.light else 'no answer'})"
+                s.title += f" (generator failed: {'light answer kept' if fallback_answer == 'light' else 'no answer'})"
         return answer, context, error is not None
 
     def _select(self, query: str, candidates: list[Hit]) -> tuple[list[str], list[dict]]:
