@@ -68,41 +68,73 @@ class HyMem(MemoryMethod):
     (finished, done, new query); a closing ``final`` step says which round's answer was returned.
     Construction emits ADD per event and SUMMARIZE per Level-1 unit (with ``event_id``).
 
-    Departures from the paper (all where the paper is silent unless said otherwise):
+    Profiles (``workbench.methods.profile``): ``profile="paper"`` is the paper's method: App. B's prompts
+    with every instruction kept in our words (``paper_prompts.py``, placeholders for the paper's example
+    values, schemas requiring each field read) and, where the paper is silent, the authors' released code
+    (github:xiaochenzhao-svg/HyMem @ 93e2d19, ``[code]`` comments with file:line). ``profile="small"``
+    is the configuration tuned for the offline 0.5B/1.5B models; ``"auto"`` picks small for those
+    (and scripted test LLMs), paper for any other model. ``param_notes`` lists every departure of an
+    instance from the paper profile. The released code itself, where it departs from the paper, is
+    ``HyMem(profile="paper", **HyMem.authors_code_params)`` (whole sessions as events, no overlap, T=1).
 
-    1. Segmentation is not described; default ``segmentation="llm"`` (one call per session
-       returning topic spans, widened by ``overlap_turns``=2), as the digest §10.1 recommends
-       because the paper's events are topic-based; ``"window"``/``"session"`` need no LLM.
-       Uncovered turns become their own events; a failed or empty reply falls back to windows.
-    2. The session date is prefixed to the summarizer input and to every Level-1/Level-2 text
-       (digest §10.3): B.1 gets no date, yet B.4's index shows one and LoCoMo needs dates.
-    3. T (``max_rounds``=3) and d (``batch_size``=10) are not given (digest §10.4-5). Batch ids are
-       numbered from 0 inside each batch and mapped back.
-    4. The memory pool accumulates every round's (query, tier, answer) (§3.2 prose) although Alg. 1
-       line 14 overwrites it; ``memory_pool="last_only"`` gives the Alg. 1 reading.
-    5. When T runs out without R accepting, the last deep answer is returned if any
-       (``on_round_limit="last_deep"``, digest §10.4); the paper does not say.
-    6. Robustness fallbacks (digest §10.7): a failed G_theta reply escalates; a failed R reply
-       ends the loop; an empty ``new_question`` reuses q_0; a failed selection batch selects
-       nothing; if f_gamma selects nothing, the events of the top ``fallback_top`` candidates are
-       used; at most ``max_level2`` events (best-ranked first) reach G_gamma, in chronological
-       order; a failed or empty summary keeps the raw event text as its Level-1 item so the
-       event stays reachable. A failed G_gamma reply keeps the round's light answer, recorded as
-       tier ``"deep_failed"`` (never as a deep answer; ``last_deep`` skips it). Every
-       failure is recorded (trace ``error`` or ``failures_``).
-    7. The question date (``now``) is given to both generators on LongMemEval only (digest §10.3;
+    Departures of both profiles (the paper is silent, or the workbench contract needs them):
+
+    1. Segmentation is not described: ``segmentation="llm"`` (our prompt, one call per session
+       returning topic spans over turns cut to ``segment_preview_chars``, widened by
+       ``overlap_turns``=2; §3.1 asks for topic events that may overlap, without a size), digest
+       §10.1. Uncovered turns become their own events; a failed or empty reply falls back to
+       windows. The code has no topic split: one event per session (``authors_code_params``).
+    2. The session date is put above the summarizer's input (as the code does:
+       scripts/evaluate_locomo.py:69) and before every Level-1/Level-2 text the prompts show
+       (B.4's index shows a date). Whether it is also embedded is ``embed_dates`` (profiles).
+    3. T (``max_rounds``=3) is not given; Table 2 (R changes accuracy) implies T > 1, so the code's
+       T=1 (hymem/core/memory_system.py:203) is not taken (it is in ``authors_code_params``).
+       Batch ids are numbered from 0 inside each batch (the code numbers them across batches:
+       the same at N <= d, the paper profile's case).
+    4. Robustness kept in both (digest §10.7): a failed R reply ends the loop (as the code, :377);
+       an empty ``new_question`` reuses q_0; a failed selection batch selects nothing (as the
+       code, :485); unreadable JSON is repaired, then retried, by the LLM client (the code retries
+       an empty summary twice instead, :133-138). Every failure is recorded (trace ``error`` or
+       ``failures_``).
+    5. The question date (``now``) is given to both generators on LongMemEval only (digest §10.3;
        ``question_date_datasets``: the harness passes ``now=None`` on LoCoMo).
-    8. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
+    6. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
        generator whose answer is returned (that round's Level-1 hits, or its Level-2 events); the
-       pool carries earlier rounds' answers as text only, and their hits stay in their steps.
-    9. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
-       no instruction prefix; prompts are reworded, with our own one-shot example in B.4.
-    10. Fair arena (``answer_prompt="shared"``): the loop runs unchanged (G_theta and G_gamma keep
+       pool carries earlier rounds' answers as text only, and their hits stay in their steps. Each
+       Level-1 sentence carries every turn id of its widened event (no sentence-to-turn mapping
+       exists without another call), so turn-level evidence recall credits the whole event.
+    7. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
+       no instruction prefix.
+    8. G_theta and G_gamma answer q_0 (Alg. 1 l.7, l.12); the code passes them the rewritten q_i.
+       R follows App. B.2 (judge, then rewrite), not §3.4's decomposition into sub-problems, which
+       neither B.2 nor the code has.
+    9. Identical Level-1 sentences are kept, as in the paper and the code (``dedupe_level1=True``
+       stores those of one event once; flagged in ``param_notes``).
+    10. Output bounds (``--bounded-outputs``, ``llm/bounds.py``) are a client option, off by
+       default; when on they also bound the paper profile's ``hymem.summarize``/``hymem.segment``.
+    11. Fair arena (``answer_prompt="shared"``): the loop runs unchanged (G_theta and G_gamma keep
        their prompts, which also steer it), then one extra call with ``answer_prompt.SHARED_ANSWER``
        over the returned round's units and the earlier rounds' pool writes the answer. The native
        generators differ from it: JSON replies, G_theta decides whether to escalate, G_gamma gives
        "every plausible answer" and infers rather than refuses; neither has a length rule nor an
        abstention phrase.
+
+    The paper profile's choices where the paper is silent, from the code: d = 50 (one f_gamma
+    call at N=30), the pool M holds the last answer alone, shown after the memories (Alg. 1 l.14),
+    every selected event reaches G_gamma in f_gamma's order with no fallback when nothing is
+    selected, an unreadable G_theta reply is an accepted empty answer and only ``finished == 2``
+    escalates, an unreadable G_gamma reply is an empty answer, an event whose summary is empty
+    is not stored, the sentence alone is embedded (E(s_i)), the last answer is returned when T
+    runs out, temperature 0.5 (``profiles["paper"]`` cites each).
+
+    The small profile's aids (each with its evidence in ``profile_notes``, listed by
+    ``param_notes``): ``prompts="small"`` (our shorter rewording, our own B.4 example, enum-pinned
+    flags), ``batch_size=10``, ``memory_pool="accumulate"`` (each round's query and answer, §3.2's
+    prose reading), ``fallback_top=3``, ``max_level2=10`` in time order (``level2_order="time"``),
+    ``on_failure="recover"`` (a failed G_theta reply escalates, a failed G_gamma reply keeps the
+    light answer as tier ``"deep_failed"``, which ``last_deep`` skips; an empty summary keeps the
+    raw event as its Level-1 item), ``embed_dates=True``, ``on_round_limit="last_deep"`` and
+    ``temperature=0.0``.
     """
 
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
@@ -114,6 +146,13 @@ class HyMem(MemoryMethod):
                          "session": "each whole session is one event, as in the authors' code; the paper describes "
                                     "topic events"},
         "level1_granularity": {"event": "one Level-1 item per event instead of several key sentences (Fig. 3a)"},
+        # paper Table 2 ablations: flagged so a run's header says it is not the full method (reviews/hymem.md §2.9)
+        "levels": {"L1": "Level-1 only: the generators never see raw events (paper Table 2 rows 2 and 5)",
+                   "L2": "Level-2 only: raw events are embedded and searched (Table 2 rows 7-8, which also set "
+                         "deep=False; with the deep module on this is an extension no row of Table 2 has)"},
+        "light": {False: "no light module: every round goes deep (paper Table 2 rows 3 and 6)"},
+        "deep": {False: "no deep module (paper Table 2 rows 2, 5, 7, 8)"},
+        "reflection": {False: "no reflection R: one round (paper Table 2 rows 4, 5, 6, 8)"},
         "dedupe_level1": {True: "identical Level-1 sentences of one event are stored once (neither the paper nor "
                                 "the authors' code dedupes)"},
         "answer_prompt": fair_arena_note}
