@@ -278,3 +278,9 @@ def test_the_trace_reports_no_fallback_when_fallback_top_is_0(profile, tiny_conv
     m, _ = make(profile, {**DEEP_SCRIPT, "hymem.select": {"keywords_list": []}}, reflection=False, fallback_top=0)
     deep = m.ingest(tiny_conv).answer(Q).steps[1]
     assert deep.data["fallback"] is False and deep.data["selected"] == [] and not deep.hits
+
+
+def test_an_ablation_row_says_in_its_notes_that_it_is_not_the_full_method():
+    assert HyMem.ablation("full", profile="paper").param_notes == {}
+    assert set(HyMem.ablation("L2 / L", profile="paper").param_notes) == {"levels", "deep", "reflection"}
+    assert "extension" in HyMem(profile="paper", levels="L2").param_notes["levels"]  # deep stays on: no Table 2 row
