@@ -247,11 +247,14 @@ def test_the_paper_profile_returns_the_last_answer_when_rounds_run_out(tiny_conv
         assert m.ingest(tiny_conv).answer(Q).text == text, profile
 
 
-def test_paper_prompts_call_raw_events_excerpts_under_levels_L2(tiny_conv):
+def test_paper_prompts_name_what_the_ablations_show(tiny_conv):
     m, llm = make("paper", DEEP_SCRIPT, levels="L2", deep=False, reflection=False)
     m.ingest(tiny_conv).answer(Q)
     light = prompts_of(llm, "hymem.light")[0]
     assert "Conversation excerpts" in light and "summaries" not in light
+    m, llm = make("paper", DEEP_SCRIPT, levels="L1", light=False, reflection=False)  # G_gamma reads summaries
+    m.ingest(tiny_conv).answer(Q)
+    assert PP.DEEP_TITLE_SUMMARIES in prompts_of(llm, "hymem.deep")[0]
 
 
 def test_dedupe_level1_stores_identical_sentences_of_one_event_once(tiny_conv):

@@ -481,8 +481,9 @@ class HyMem(MemoryMethod):
                 selected = [h.unit_id for h in candidates[:self.fallback_top]]
             context, dropped = self._backtrack(selected, candidates)
             memories = "\n\n".join(f"[{h.unit_id}] {h.text}" for h in context) or "(no memories found)"
+            title = PP.DEEP_TITLE_SUMMARIES if self.levels == "L1" else PP.DEEP_TITLE_EVENTS  # (paper prompts only)
             prompt = self._P.DEEP.format(memories=memories, pool=self._pool_text(pool),
-                                         now_line=self._now_text(now), question=q0)
+                                         now_line=self._now_text(now), question=q0, deep_title=title)
             fallback_answer = None
             try:
                 answer, error = self._ask(prompt, self._P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None

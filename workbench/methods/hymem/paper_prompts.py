@@ -104,7 +104,7 @@ What you must do:
   are incomplete, infer the most likely answer from them with confidence, even if it is incomplete or
   not fully rigorous. Do not refuse to answer.
 
-Memories (conversation excerpts, each starting with its date):
+{deep_title}
 {memories}
 {pool}{now_line}
 Question: {question}
@@ -143,3 +143,6 @@ WORDS_SUMMARIES = {"kind_plural": "memory summaries", "kind_title": "Memory summ
                    "kind_entry": "a brief summary of the key information"}
 WORDS_EVENTS = {"kind_plural": "conversation excerpts", "kind_title": "Conversation excerpts",
                 "kind_entry": "a raw excerpt"}
+# [ours] what G_gamma reads: the selected events, or the selected summaries under the ablation levels="L1"
+DEEP_TITLE_EVENTS = "Memories (conversation excerpts, each starting with its date):"
+DEEP_TITLE_SUMMARIES = "Memories (summaries, each starting with its date):"
