@@ -139,6 +139,7 @@ def test_paper_schemas_require_every_field_the_method_reads():
         schema = getattr(PP, name)
         assert set(schema["required"]) == set(schema["properties"]), name
     assert PP.SUMMARY_SCHEMA["properties"]["keywords"]["minItems"] == 1
+    assert PP.DEEP_SCHEMA["properties"]["answer"]["minLength"] == 1  # B.5: never refuse, always an answer
     with pytest.raises(Exception):
         check_schema({"answer": "Geneva"}, PP.LIGHT_SCHEMA)  # no "finished": the escalation flag is required
     with pytest.raises(Exception):

@@ -112,7 +112,8 @@ Question: {question}
 Output format: {{"answer": "..."}}
 Reply with JSON only and with nothing else."""
 
-DEEP_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+# B.5 forbids refusing, so G_gamma's answer may not be empty (a grammar-constrained server enforces minLength)
+DEEP_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}}, "required": ["answer"]}
 
 # [paper] App. B.2 (reflection R): every instruction kept, reworded; placeholders, no example values.
 REFLECT = """Your main job is to judge whether the current answer is up to standard, given the question and the
