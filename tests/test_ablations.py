@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from test_ama import construct
-from test_contract import auto, emb, hmem_extract
+from test_contract import auto, emb, hmem_extract, hymem_summarize
 from test_hmem import _plan
 from test_memr3 import R, rag
 from test_recmem import TopicEmbedder, conv_of, merge_llm
@@ -45,7 +45,9 @@ def test_each_ablation_is_its_parameters_and_passes_the_contract(cls, name):
     row = cls.ablations[name]
     assert isinstance(row, Ablation) and row.source.startswith("paper")
     m = cls.ablation(name)
-    assert m.get_params() == {**cls._defaults(), **row.params}
+    # a PROFILE default takes the resolved profile's value (no LLM named: the paper profile, workbench.methods.profile)
+    profiled = {**cls.profiles[m.profile], "profile": m.profile} if cls.profiles else {}
+    assert m.get_params() == {**cls._defaults(), **profiled, **row.params}
     check_method(cls, make=lambda: build(cls, name), checks=CHEAP)
 
 
@@ -96,13 +98,18 @@ HYMEM_STEPS = {  # the light module never finds the answer sufficient, R accepts
 }
 
 
+@pytest.mark.parametrize("profile", ["paper", "small"])
 @pytest.mark.parametrize("name", list(HYMEM_STEPS))
-def test_hymem_table_2_rows_run_their_modules(name, tiny_conv):
+def test_hymem_table_2_rows_run_their_modules(name, profile, tiny_conv):
     llm = ScriptedLLM({"hymem.light": {"finished": 2, "answer": ""}, "hymem.deep": {"answer": "Geneva"},
-                       "hymem.reflect": {"finished": 1, "new_question": ""}}, default="auto")
-    m = build(HyMem, name, llm=llm, segmentation="window", window_turns=3, window_stride=3).ingest(tiny_conv)
-    ans = m.answer(tiny_conv.qa[0].question)
+                       "hymem.reflect": {"finished": 1, "new_question": ""}, "hymem.summarize": hymem_summarize},
+                      default="auto")  # (the paper profile stores no event whose summary is empty, as the code)
+    m = build(HyMem, name, llm=llm, profile=profile, segmentation="window", window_turns=3, window_stride=3)
+    assert {k: getattr(m, k) for k in HyMem.profiles[profile]} == HyMem.profiles[profile]  # the row keeps its profile
+    ans = m.ingest(tiny_conv).answer(tiny_conv.qa[0].question)
     assert kinds(ans) == HYMEM_STEPS[name]
+    sent = "\n".join(r["messages"][0]["content"] for r in llm.requests)
+    assert ("dialogue time:" in sent) is (profile == "paper" and "deep" in kinds(ans))  # B.4's index format
     level2_only = name.startswith("L2 ")
     assert ("hymem.summarize" in llm.roles()) is not level2_only  # no Level-1 summaries without Level-1
     if "light" in kinds(ans):

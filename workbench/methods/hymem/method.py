@@ -15,9 +15,11 @@ from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_answer
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..common import format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
+from . import paper_prompts as PP
 from . import prompts as P
 from .segment import Level2Retriever, Span, clean_llm_spans, event_text, numbered_turns, window_spans
 
@@ -66,41 +68,73 @@ class HyMem(MemoryMethod):
     (finished, done, new query); a closing ``final`` step says which round's answer was returned.
     Construction emits ADD per event and SUMMARIZE per Level-1 unit (with ``event_id``).
 
-    Departures from the paper (all where the paper is silent unless said otherwise):
+    Profiles (``workbench.methods.profile``): ``profile="paper"`` is the paper's method: App. B's prompts
+    with every instruction kept in our words (``paper_prompts.py``, placeholders for the paper's example
+    values, schemas requiring each field read) and, where the paper is silent, the authors' released code
+    (github:xiaochenzhao-svg/HyMem @ 93e2d19, ``[code]`` comments with file:line). ``profile="small"``
+    is the configuration tuned for the offline 0.5B/1.5B models; ``"auto"`` picks small for those
+    (and scripted test LLMs), paper for any other model. ``param_notes`` lists every departure of an
+    instance from the paper profile. The released code itself, where it departs from the paper, is
+    ``HyMem(profile="paper", **HyMem.authors_code_params)`` (whole sessions as events, no overlap, T=1).
 
-    1. Segmentation is not described; default ``segmentation="llm"`` (one call per session
-       returning topic spans, widened by ``overlap_turns``=2), as the digest §10.1 recommends
-       because the paper's events are topic-based; ``"window"``/``"session"`` need no LLM.
-       Uncovered turns become their own events; a failed or empty reply falls back to windows.
-    2. The session date is prefixed to the summarizer input and to every Level-1/Level-2 text
-       (digest §10.3): B.1 gets no date, yet B.4's index shows one and LoCoMo needs dates.
-    3. T (``max_rounds``=3) and d (``batch_size``=10) are not given (digest §10.4-5). Batch ids are
-       numbered from 0 inside each batch and mapped back.
-    4. The memory pool accumulates every round's (query, tier, answer) (§3.2 prose) although Alg. 1
-       line 14 overwrites it; ``memory_pool="last_only"`` gives the Alg. 1 reading.
-    5. When T runs out without R accepting, the last deep answer is returned if any
-       (``on_round_limit="last_deep"``, digest §10.4); the paper does not say.
-    6. Robustness fallbacks (digest §10.7): a failed G_theta reply escalates; a failed R reply
-       ends the loop; an empty ``new_question`` reuses q_0; a failed selection batch selects
-       nothing; if f_gamma selects nothing, the events of the top ``fallback_top`` candidates are
-       used; at most ``max_level2`` events (best-ranked first) reach G_gamma, in chronological
-       order; a failed or empty summary keeps the raw event text as its Level-1 item so the
-       event stays reachable. A failed G_gamma reply keeps the round's light answer, recorded as
-       tier ``"deep_failed"`` (never as a deep answer; ``last_deep`` skips it). Every
-       failure is recorded (trace ``error`` or ``failures_``).
-    7. The question date (``now``) is given to both generators on LongMemEval only (digest §10.3;
+    Departures of both profiles (the paper is silent, or the workbench contract needs them):
+
+    1. Segmentation is not described: ``segmentation="llm"`` (our prompt, one call per session
+       returning topic spans over turns cut to ``segment_preview_chars``, widened by
+       ``overlap_turns``=2; §3.1 asks for topic events that may overlap, without a size), digest
+       §10.1. Uncovered turns become their own events; a failed or empty reply falls back to
+       windows. The code has no topic split: one event per session (``authors_code_params``).
+    2. The session date is put above the summarizer's input (as the code does:
+       scripts/evaluate_locomo.py:69) and before every Level-1/Level-2 text the prompts show
+       (B.4's index shows a date). Whether it is also embedded is ``embed_dates`` (profiles).
+    3. T (``max_rounds``=3) is not given; Table 2 (R changes accuracy) implies T > 1, so the code's
+       T=1 (hymem/core/memory_system.py:203) is not taken (it is in ``authors_code_params``).
+       Batch ids are numbered from 0 inside each batch (the code numbers them across batches:
+       the same at N <= d, the paper profile's case).
+    4. Robustness kept in both (digest §10.7): a failed R reply ends the loop (as the code, :377);
+       an empty ``new_question`` reuses q_0; a failed selection batch selects nothing (as the
+       code, :485); unreadable JSON is repaired, then retried, by the LLM client (the code retries
+       an empty summary twice instead, :133-138). Every failure is recorded (trace ``error`` or
+       ``failures_``).
+    5. The question date (``now``) is given to both generators on LongMemEval only (digest §10.3;
        ``question_date_datasets``: the harness passes ``now=None`` on LoCoMo).
-    8. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
+    6. ``Answer.context`` (the trace convention: what the final reader saw) is the context of the
        generator whose answer is returned (that round's Level-1 hits, or its Level-2 events); the
-       pool carries earlier rounds' answers as text only, and their hits stay in their steps.
-    9. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
-       no instruction prefix; prompts are reworded, with our own one-shot example in B.4.
-    10. Fair arena (``answer_prompt="shared"``): the loop runs unchanged (G_theta and G_gamma keep
+       pool carries earlier rounds' answers as text only, and their hits stay in their steps. Each
+       Level-1 sentence carries every turn id of its widened event (no sentence-to-turn mapping
+       exists without another call), so turn-level evidence recall credits the whole event.
+    7. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
+       no instruction prefix.
+    8. G_theta and G_gamma answer q_0 (Alg. 1 l.7, l.12); the code passes them the rewritten q_i.
+       R follows App. B.2 (judge, then rewrite), not §3.4's decomposition into sub-problems, which
+       neither B.2 nor the code has.
+    9. Identical Level-1 sentences are kept, as in the paper and the code (``dedupe_level1=True``
+       stores those of one event once; flagged in ``param_notes``).
+    10. Output bounds (``--bounded-outputs``, ``llm/bounds.py``) are a client option, off by
+       default; when on they also bound the paper profile's ``hymem.summarize``/``hymem.segment``.
+    11. Fair arena (``answer_prompt="shared"``): the loop runs unchanged (G_theta and G_gamma keep
        their prompts, which also steer it), then one extra call with ``answer_prompt.SHARED_ANSWER``
        over the returned round's units and the earlier rounds' pool writes the answer. The native
        generators differ from it: JSON replies, G_theta decides whether to escalate, G_gamma gives
        "every plausible answer" and infers rather than refuses; neither has a length rule nor an
        abstention phrase.
+
+    The paper profile's choices where the paper is silent, from the code: d = 50 (one f_gamma
+    call at N=30), the pool M holds the last answer alone, shown after the memories (Alg. 1 l.14),
+    every selected event reaches G_gamma in f_gamma's order with no fallback when nothing is
+    selected, an unreadable G_theta reply is an accepted empty answer and only ``finished == 2``
+    escalates, an unreadable G_gamma reply is an empty answer, an event whose summary is empty
+    is not stored, the sentence alone is embedded (E(s_i)), the last answer is returned when T
+    runs out, temperature 0.5 (``profiles["paper"]`` cites each).
+
+    The small profile's aids (each with its evidence in ``profile_notes``, listed by
+    ``param_notes``): ``prompts="small"`` (our shorter rewording, our own B.4 example, enum-pinned
+    flags), ``batch_size=10``, ``memory_pool="accumulate"`` (each round's query and answer, §3.2's
+    prose reading), ``fallback_top=3``, ``max_level2=10`` in time order (``level2_order="time"``),
+    ``on_failure="recover"`` (a failed G_theta reply escalates, a failed G_gamma reply keeps the
+    light answer as tier ``"deep_failed"``, which ``last_deep`` skips; an empty summary keeps the
+    raw event as its Level-1 item), ``embed_dates=True``, ``on_round_limit="last_deep"`` and
+    ``temperature=0.0``.
     """
 
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}
@@ -112,7 +146,76 @@ class HyMem(MemoryMethod):
                          "session": "each whole session is one event, as in the authors' code; the paper describes "
                                     "topic events"},
         "level1_granularity": {"event": "one Level-1 item per event instead of several key sentences (Fig. 3a)"},
+        # paper Table 2 ablations: flagged so a run's header says it is not the full method (reviews/hymem.md §2.9)
+        "levels": {"L1": "Level-1 only: the generators never see raw events (paper Table 2 rows 2 and 5)",
+                   "L2": "Level-2 only: raw events are embedded and searched (Table 2 rows 7-8, which also set "
+                         "deep=False; with the deep module on this is an extension no row of Table 2 has)"},
+        "light": {False: "no light module: every round goes deep (paper Table 2 rows 3 and 6)"},
+        "deep": {False: "no deep module (paper Table 2 rows 2, 5, 7, 8)"},
+        "reflection": {False: "no reflection R: one round (paper Table 2 rows 4, 5, 6, 8)"},
+        "dedupe_level1": {True: "identical Level-1 sentences of one event are stored once (neither the paper nor "
+                                "the authors' code dedupes)"},
         "answer_prompt": fair_arena_note}
+    # The paper profile: the paper's values, and where the paper is silent the authors' released code's
+    # (github:xiaochenzhao-svg/HyMem @ 93e2d19, cited [code] with file:line). The small profile: today's tuned
+    # configuration for the offline 0.5B/1.5B models, each departure explained in profile_notes.
+    profiles = {
+        "paper": {
+            "prompts": "paper",  # [paper] App. B.1-B.5, every instruction, schemas requiring each field read
+            "batch_size": 50,  # d [code] hymem/core/memory_system.py:216 (group_size=50: one call at N=30)
+            "memory_pool": "last_only",  # [paper] Alg. 1 l.14 M <- answer; [code] hymem/core/memory_system.py:227
+            "fallback_top": 0,  # [code] hymem/core/memory_system.py:223-224: nothing selected, no memory
+            "max_level2": None,  # [paper] Alg. 1 l.11 maps every selected item; [code] memory_system.py:269-280
+            "level2_order": "rank",  # [code] hymem/core/memory_system.py:220-223, :276-280 (selection order)
+            # [code] hymem/core/memory_system.py: an unreadable G_theta reply is an empty accepted answer (:431), an
+            # unreadable G_gamma reply an empty answer (:327), an event whose summary stays empty is not stored
+            # (:139-140)
+            "on_failure": "code",
+            "embed_dates": False,  # [paper] §3.1 e_i = E(s_i); [code] hymem/core/memory_system.py:157-158
+            "on_round_limit": "last",  # [code] hymem/core/memory_system.py:236 returns the last answer
+            "temperature": 0.5,  # [code] scripts/evaluate_locomo.py:412 (the LoCoMo script's default)
+        },
+        "small": {"prompts": "small", "batch_size": 10, "memory_pool": "accumulate", "fallback_top": 3,
+                  "max_level2": 10, "level2_order": "time", "on_failure": "recover", "embed_dates": True,
+                  "on_round_limit": "last_deep", "temperature": 0.0},
+    }
+    profile_notes = {
+        "prompts": "our shorter rewording of App. B (prompts.py) with our own one-shot f_gamma example; the "
+                   "recordings of the offline 0.5B/1.5B were made with it (sample_data/cassettes/locomo/"
+                   "hymem-conv-30.jsonl, 528 calls); it drops B.3/B.5's worked 'The current year is ...' answer "
+                   "format and B.1's 'minimise characters', and its LIGHT/REFLECT schemas pin the flags with enums",
+        "batch_size": "f_gamma batches of 10 (3 calls at N=30) keep each prompt short for the small model's "
+                      "context; the authors' code uses 50 (one call); the cassette has 39 batches of 10",
+        "memory_pool": "the pool accumulates every round's query and answer (§3.2 prose); Alg. 1 and the code "
+                       "keep the last answer only; reviews/hymem.md §2.4 saw it feed a self-confirming answer "
+                       "('Last year', Door Dash question) back to G_theta in hymem-conv-30",
+        "fallback_top": "when f_gamma selects nothing the events of the 3 best candidates are used, so the 0.5B's "
+                        "empty selections still reach Level-2; neither the paper nor the code has a fallback",
+        "max_level2": "at most 10 events reach G_gamma: the 0.5B selected 9 of 10 entries in 32 of 39 f_gamma "
+                      "batches (hymem-conv-30), so an uncapped context would hold ~27 events (9 of 14 G_gamma "
+                      "prompts hit the cap)",
+        "level2_order": "events are shown in time order (all 14 G_gamma prompts of hymem-conv-30); the code keeps "
+                        "f_gamma's selection order",
+        "on_failure": "failed replies are recovered: an unreadable G_theta reply escalates to the deep module (7 "
+                      "of 97 light replies of the 0.5B were unreadable in hymem-conv-30), a failed G_gamma keeps the "
+                      "light answer (3 in the same run), an empty summary keeps the raw event as its Level-1 item; "
+                      "the code answers empty and drops the event",
+        "embed_dates": "the embedded Level-1 text is '[date] sentence' (the offline recordings' vectors); the "
+                       "paper embeds E(s_i), the sentence alone, as does the code",
+        "on_round_limit": "when T runs out the last deep answer is returned (the 0.5B's R rejected 10 rounds and "
+                          "failed 18 times in hymem-conv-30); the code returns the last answer",
+        "temperature": "greedy decoding, so the offline recordings replay exactly; the authors' LoCoMo script "
+                       "samples at 0.5",
+    }
+    profile_prompt_modules = {"paper": ("hymem.paper_prompts",)}
+    # The authors' released code where it departs from the paper (reviews/hymem.md §2.1), on top of the paper
+    # profile: HyMem(profile="paper", **HyMem.authors_code_params). Not reachable: its q_i reaches G_theta/G_gamma
+    # (the paper's Alg. 1 and this class give them q_0) and its empty prompt templates (templates.py:18-19).
+    authors_code_params = {
+        "segmentation": "session",  # [code] scripts/evaluate_locomo.py:68-69: one event per whole session
+        "overlap_turns": 0,  # [code] the same: sessions do not overlap
+        "max_rounds": 1,  # T [code] hymem/core/memory_system.py:203, hymem/config/settings.py:55
+    }
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census
@@ -122,11 +225,11 @@ class HyMem(MemoryMethod):
     prompt_modules = ("hymem.method", "hymem.prompts", "hymem.segment", "hymem.census", "hymem.how_it_works")
     question_date_datasets = frozenset({"longmemeval"})  # digest §10.3: question_date for LongMemEval only
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",  # paper | small | auto (methods.profile)
                  top_k: int = 10,  # k; paper §4.1, App. A.1
                  deep_top_n: int = 30,  # N; paper §4.1
-                 batch_size: int = 10,  # d; [ours] paper silent (Eq. 1): 3 concurrent calls at N=30, digest §10.5
-                 max_rounds: int = 3,  # T; [ours] paper silent (Alg. 1), digest §10.4
+                 batch_size: int = PROFILE,  # d; paper silent (Eq. 1); profiles
+                 max_rounds: int = 3,  # T; [ours] paper silent (Alg. 1) but Table 2's R implies T > 1; digest §10.4
                  segmentation: Literal["llm", "window", "session"] = "llm",  # [ours] paper silent, digest §10.1
                  overlap_turns: int = 2,  # [ours] §3.1 allows overlap, size not given; digest §10.1
                  window_turns: int = 12,  # [ours] window segmentation, digest §10.1
@@ -137,16 +240,22 @@ class HyMem(MemoryMethod):
                  light: bool = True,  # paper Table 2 "L"
                  deep: bool = True,  # paper Table 2 "D"
                  reflection: bool = True,  # paper Table 2 "R"
-                 memory_pool: Literal["accumulate", "last_only"] = "accumulate",  # [ours] §3.2 vs Alg. 1, §10.6
-                 fallback_top: int = 3,  # [ours] events used when f_gamma selects nothing, digest §10.7
-                 max_level2: int = 10,  # [ours] cap on events given to G_gamma, digest §10.7
+                 memory_pool: Literal["accumulate", "last_only"] = PROFILE,  # §3.2 vs Alg. 1 l.14; profiles
+                 fallback_top: int = PROFILE,  # events used when f_gamma selects nothing; profiles
+                 max_level2: int | None = PROFILE,  # cap on events given to G_gamma (None: no cap); profiles
+                 level2_order: Literal["rank", "time"] = PROFILE,  # order of the events G_gamma reads; profiles
+                 on_failure: Literal["recover", "code"] = PROFILE,  # unreadable replies (see Departures); profiles
+                 embed_dates: bool = PROFILE,  # embed "[date] sentence" (True) or E(s_i) alone; profiles
+                 dedupe_level1: bool = False,  # [ours] store identical sentences of one event once (review §2.5)
+                 prompts: Literal["paper", "small"] = PROFILE,  # App. B prompts and schemas, or ours; profiles
                  reflect_last_round: bool = True,  # paper Alg. 1 calls R in every round, the last included
-                 on_round_limit: Literal["last", "last_deep"] = "last_deep",  # [ours] digest §10.4
+                 on_round_limit: Literal["last", "last_deep"] = PROFILE,  # Alg. 1 silent; profiles
                  max_workers: int = 4,  # [ours] concurrent LLM calls (f_gamma batches, summaries)
-                 temperature: float = 0.0,  # [ours] paper silent, digest §10.8
+                 temperature: float = PROFILE,  # paper silent; profiles
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
         self.top_k = top_k
         self.deep_top_n = deep_top_n
         self.batch_size = batch_size
@@ -164,26 +273,38 @@ class HyMem(MemoryMethod):
         self.memory_pool = memory_pool
         self.fallback_top = fallback_top
         self.max_level2 = max_level2
+        self.level2_order = level2_order
+        self.on_failure = on_failure
+        self.embed_dates = embed_dates
+        self.dedupe_level1 = dedupe_level1
+        self.prompts = prompts
         self.reflect_last_round = reflect_last_round
         self.on_round_limit = on_round_limit
         self.max_workers = max_workers
         self.temperature = temperature
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     _CHOICES = {"segmentation": ("llm", "window", "session"), "level1_granularity": ("sentence", "event"),
                 "levels": ("both", "L1", "L2"), "memory_pool": ("accumulate", "last_only"),
-                "on_round_limit": ("last", "last_deep")}
+                "on_round_limit": ("last", "last_deep"), "level2_order": ("rank", "time"),
+                "on_failure": ("recover", "code"), "prompts": ("paper", "small"),
+                "embed_dates": (True, False), "dedupe_level1": (True, False)}
     _POSITIVE = ("top_k", "deep_top_n", "batch_size", "max_rounds", "window_turns", "window_stride",
-                 "segment_preview_chars", "max_level2", "max_workers")
+                 "segment_preview_chars", "max_workers")
 
     def _validate_params(self) -> None:
         super()._validate_params()
         for name, options in self._CHOICES.items():
             if getattr(self, name) not in options:
                 raise ValueError(f"{name} must be one of {options}, got {getattr(self, name)!r}")
-        for name in self._POSITIVE + ("overlap_turns", "fallback_top"):
+        for name in self._POSITIVE + ("overlap_turns", "fallback_top", "max_level2"):
             value = getattr(self, name)
+            if name == "max_level2" and value is None:  # no cap (the paper and the authors' code)
+                continue
             low = 1 if name in self._POSITIVE else 0
+            if name == "max_level2":
+                low = 1
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.window_stride > self.window_turns:
@@ -206,8 +327,14 @@ class HyMem(MemoryMethod):
             summaries = self._summarize(spans)
         level1: list[MemoryUnit] = []
         for n, ((session, span), (sentences, fallback)) in enumerate(zip(spans, summaries)):
+            if fallback and self.on_failure == "code":  # the authors' code stores no event without a summary
+                continue
             level1.extend(self._store_event(f"L2-{n}", session, span, sentences, fallback, len(level1)))
-        self.index_.add(list(self.level2_.values()) if self.levels == "L2" else level1)
+        units = list(self.level2_.values()) if self.levels == "L2" else level1
+        if self.embed_dates:  # the "[date] " prefix is part of the embedded text
+            self.index_.add(units)
+        elif units:  # E(s_i): the sentence (or event) alone is embedded; prompts still show its date
+            self.index_.add(units, vectors=self.index_.embed([_undated(u.text)[1] for u in units]))
 
     def _segment(self, conv: Conversation) -> list[tuple]:
         sessions = [s for s in conv.sessions if s.turns]
@@ -244,8 +371,8 @@ class HyMem(MemoryMethod):
         requests = []
         for session, span in spans:
             dialogue = "\n".join(format_turn(t) for t in session.turns[span.start:span.end])
-            prompt = P.SUMMARIZE.format(date=format_date(session.date_time), dialogue=dialogue)
-            requests.append(self._request(prompt, P.SUMMARY_SCHEMA, "hymem.summarize"))
+            prompt = self._P.SUMMARIZE.format(date=format_date(session.date_time), dialogue=dialogue)
+            requests.append(self._request(prompt, self._P.SUMMARY_SCHEMA, "hymem.summarize"))
         out = []
         for (session, span), reply in zip(spans, self._complete_many(requests)):
             turn_ids = [t.id for t in session.turns[span.start:span.end]]
@@ -254,10 +381,14 @@ class HyMem(MemoryMethod):
                 sentences = []
             else:
                 sentences = [str(x).strip() for x in reply.parsed["keywords"] if str(x).strip()]
+                if self.dedupe_level1:  # identical sentences of one event: stored once (review §2.5)
+                    sentences = list(dict.fromkeys(sentences))
                 error = None if sentences else "empty summary"
-            if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable)
+            if error:  # fallback: the raw event text becomes its Level-1 item (event stays reachable); [code]
+                # hymem/core/memory_system.py:139-140 stores no event at all (on_failure="code")
                 self.failures_.append({"stage": "summarize", "turn_ids": turn_ids, "error": error,
-                                       "fallback": "raw event text as Level-1"})
+                                       "fallback": "raw event text as Level-1" if self.on_failure == "recover"
+                                       else "event not stored"})
             out.append((sentences, error))
         return out
 
@@ -315,43 +446,52 @@ class HyMem(MemoryMethod):
             if ok or not self.deep:
                 return light_answer, "light", light_hits
         answer, hits, failed = self._deep(i, query, q0, pool, now, steps, light_answer)
-        if failed:
-            return light_answer, DEEP_FAILED, light_hits
+        if failed:  # recover: the light answer (``_deep`` returned it) with its hits; code: an empty answer
+            return answer, DEEP_FAILED, light_hits if self.on_failure == "recover" else hits
         return answer, "deep", hits
 
     def _light(self, i, query, q0, pool, now, steps) -> tuple[bool, str, list[Hit]]:
         with self.step(steps, "light", f"Round {i + 1}: light module, top-{self.top_k} by cosine") as s:
             hits = self.index_.search(query, self.top_k)
-            prompt = P.LIGHT.format(memories=format_hits(hits), pool=self._pool_text(pool),
-                                    now_line=self._now_text(now), question=q0)
+            prompt = self._P.LIGHT.format(memories=format_hits(hits), pool=self._pool_text(pool),
+                                          now_line=self._now_text(now), question=q0, **self._words())
             try:
-                parsed = self._ask(prompt, P.LIGHT_SCHEMA, "hymem.light")
+                parsed = self._ask(prompt, self._P.LIGHT_SCHEMA, "hymem.light")
                 finished, answer, error = parsed["finished"], parsed["answer"].strip(), None
-            except LLMError as exc:  # digest §10.7: an unreadable G_theta reply counts as "insufficient"
-                finished, answer, error = 2, "", _err(exc)
+            except LLMError as exc:
+                # small (digest §10.7): an unreadable G_theta reply counts as "insufficient" (2); paper profile:
+                # [code] hymem/core/memory_system.py:431 reads it as answered with an empty answer (1, "")
+                finished = 1 if self.on_failure == "code" else 2
+                answer, error = "", _err(exc)
+            # only 2 asks for the deep module ([code] hymem/core/memory_system.py:214 `if tag == 2`); the small
+            # schema's enum [0, 2] makes this the same as "0 answers"
+            answered = finished != 2
             s.hits = hits
             s.data.update(round=i, query=query, retrieved=[h.unit_id for h in hits],
                           scores=[round(h.score, 4) for h in hits], finished=finished, answer=answer,
-                          escalate=finished != 0 and self.deep, error=error)
-        return finished == 0, answer, hits
+                          escalate=not answered and self.deep, error=error)
+        return answered, answer, hits
 
     def _deep(self, i, query, q0, pool, now, steps, light_answer) -> tuple[str, list[Hit], bool]:
         with self.step(steps, "deep", f"Round {i + 1}: deep module, top-{self.deep_top_n} + LLM selection") as s:
             candidates = self.index_.search(query, self.deep_top_n)
             selected, batches = self._select(query, candidates)
-            fallback = not selected and bool(candidates)
+            fallback = not selected and bool(candidates) and self.fallback_top > 0
             if fallback:  # digest §10.7: f_gamma chose nothing -> the best few candidates
                 selected = [h.unit_id for h in candidates[:self.fallback_top]]
             context, dropped = self._backtrack(selected, candidates)
             memories = "\n\n".join(f"[{h.unit_id}] {h.text}" for h in context) or "(no memories found)"
-            prompt = P.DEEP.format(memories=memories, pool=self._pool_text(pool), now_line=self._now_text(now),
-                                   question=q0)
+            title = PP.DEEP_TITLE_SUMMARIES if self.levels == "L1" else PP.DEEP_TITLE_EVENTS  # (paper prompts only)
+            prompt = self._P.DEEP.format(memories=memories, pool=self._pool_text(pool),
+                                         now_line=self._now_text(now), question=q0, deep_title=title)
             fallback_answer = None
             try:
-                answer, error = self._ask(prompt, P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
-            except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such
-                answer, error = light_answer, _err(exc)
-                fallback_answer = "light" if self.light else "none"
+                answer, error = self._ask(prompt, self._P.DEEP_SCHEMA, "hymem.deep")["answer"].strip(), None
+            except LLMError as exc:  # the round keeps the light module's answer (possibly empty), as such;
+                # [code] hymem/core/memory_system.py:327: an empty answer (on_failure="code")
+                recover = self.on_failure == "recover" and self.light
+                answer, error = (light_answer if recover else ""), _err(exc)
+                fallback_answer = "light" if recover else "none"
             s.hits = context
             s.data.update(round=i, query=query, candidates=[h.unit_id for h in candidates],
                           candidate_scores=[round(h.score, 4) for h in candidates], batches=batches,
@@ -359,14 +499,15 @@ class HyMem(MemoryMethod):
                           level2=[h.unit_id for h in context if h.kind == "L2"], dropped=dropped,
                           answer=answer, error=error, fallback_answer=fallback_answer)
             if error is not None:
-                s.title += f" (generator failed: {'light answer kept' if self.light else 'no answer'})"
+                s.title += f" (generator failed: {'light answer kept' if fallback_answer == 'light' else 'no answer'})"
         return answer, context, error is not None
 
     def _select(self, query: str, candidates: list[Hit]) -> tuple[list[str], list[dict]]:
         """f_gamma over batches of ``batch_size`` candidates (Eq. 1), concurrently."""
         batches = [candidates[j:j + self.batch_size] for j in range(0, len(candidates), self.batch_size)]
-        requests = [self._request(P.SELECT.format(question=query, entries="\n".join(
-            f"id:{n}, {h.text}" for n, h in enumerate(b))), P.SELECT_SCHEMA, "hymem.select") for b in batches]
+        requests = [self._request(self._P.SELECT.format(question=query, entries="\n".join(
+            self._entry(n, h) for n, h in enumerate(b)), **self._words()), self._P.SELECT_SCHEMA, "hymem.select")
+            for b in batches]
         chosen, records = set(), []
         for batch, reply in zip(batches, self._complete_many(requests)):
             record = {"ids": [h.unit_id for h in batch], "selected": [], "invalid": [], "error": None}
@@ -381,28 +522,34 @@ class HyMem(MemoryMethod):
                         record["invalid"].append(n)
             chosen.update(record["selected"])
             records.append(record)
+        if self.level2_order == "rank":  # f_gamma's own order, batch after batch, as the authors' code keeps it
+            # ([code] hymem/core/memory_system.py:220-223)
+            return list(dict.fromkeys(u for r in records for u in r["selected"])), records
         return [h.unit_id for h in candidates if h.unit_id in chosen], records
 
     def _backtrack(self, selected: list[str], candidates: list[Hit]) -> tuple[list[Hit], list[str]]:
-        """Selected Level-1 -> their events (deduplicated, best score), capped, in time order."""
+        """Selected Level-1 -> their events (deduplicated, best score), at most ``max_level2`` (None: all), in
+        the selection's order (``level2_order="rank"``) or in time order (``"time"``)."""
         score = {h.unit_id: h.score for h in candidates}
+        cap = self.max_level2
+        order = (lambda ids: sorted(ids, key=_order)) if self.level2_order == "time" else list
         if self.levels != "both":  # L1: the selected Level-1 items; L2: the selected events themselves
-            keep = selected if self.levels == "L1" else selected[:self.max_level2]
-            dropped = [] if self.levels == "L1" else selected[self.max_level2:]
-            return [self.index_[u].hit(score[u]) for u in sorted(keep, key=_order)], dropped
+            keep = selected if self.levels == "L1" else selected[:cap]
+            dropped = [] if self.levels == "L1" or cap is None else selected[cap:]
+            return [self.index_[u].hit(score[u]) for u in order(keep)], dropped
         best: dict[str, float] = {}
         for uid in selected:
             event_id = self.index_[uid].meta["event_id"]
             best[event_id] = max(best.get(event_id, float("-inf")), score[uid])
         events = list(best)
-        keep = sorted(events[:self.max_level2], key=_order)
-        return [self.level2_[e].hit(best[e]) for e in keep], events[self.max_level2:]
+        keep = order(events[:cap])
+        return [self.level2_[e].hit(best[e]) for e in keep], events[cap:] if cap is not None else []
 
     def _reflect(self, i, q0, answer, steps) -> tuple[bool, str]:
         with self.step(steps, "reflect", f"Round {i + 1}: reflection") as s:
             try:
-                parsed = self._ask(P.REFLECT.format(question=q0, answer=answer or "(no answer)"),
-                                   P.REFLECT_SCHEMA, "hymem.reflect")
+                parsed = self._ask(self._P.REFLECT.format(question=q0, answer=answer or "(no answer)"),
+                                   self._P.REFLECT_SCHEMA, "hymem.reflect")
                 finished, new_query, error = parsed["finished"], parsed["new_question"].strip(), None
             except LLMError as exc:  # digest §10.7: an unreadable R reply ends the loop
                 finished, new_query, error = 1, "", _err(exc)
@@ -441,6 +588,22 @@ class HyMem(MemoryMethod):
         return text
 
     # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def _P(self):
+        """The prompt module this instance sends: the paper's App. B (``paper_prompts``) or ours (``prompts``)."""
+        return PP if self.prompts == "paper" else P
+
+    def _words(self) -> dict:
+        """What the paper prompts call the memory items (ignored by the small prompts, which have no slot)."""
+        return PP.WORDS_EVENTS if self.levels == "L2" else PP.WORDS_SUMMARIES
+
+    def _entry(self, n: int, hit: Hit) -> str:
+        """One f_gamma index line: ours ``id:n, [date] text``; the paper's ``id:n, dialogue time:<date>, text``."""
+        if self.prompts != "paper":
+            return f"id:{n}, {hit.text}"
+        date, text = _undated(hit.text)
+        return f"id:{n}, dialogue time:{date}, {text}" if date else f"id:{n}, {text}"
+
     def _request(self, prompt: str, schema: dict, role: str) -> dict:
         return {"messages": prompt, "schema": schema, "role": role, "temperature": self.temperature}
 
@@ -464,12 +627,16 @@ class HyMem(MemoryMethod):
                 raise r
         return results
 
-    @staticmethod
-    def _pool_text(pool: list[dict]) -> str:
+    def _pool_text(self, pool: list[dict]) -> str:
+        """The memory pool M as the generators read it: ours names each round's query; the paper profile shows
+        the answers alone, as the authors' code appends them ([code] hymem/core/memory_system.py:208, :227)."""
         if not pool:
             return ""
-        lines = [f"- (round {p['round'] + 1}) {p['query']} -> {p['answer'] or '(no answer)'}" for p in pool]
-        return f"\n{P.POOL_HEADER}\n" + "\n".join(lines) + "\n"
+        if self.prompts == "paper":
+            lines = [f"- {p['answer'] or '(no answer)'}" for p in pool]
+        else:
+            lines = [f"- (round {p['round'] + 1}) {p['query']} -> {p['answer'] or '(no answer)'}" for p in pool]
+        return f"\n{self._P.POOL_HEADER}\n" + "\n".join(lines) + "\n"
 
     @staticmethod
     def _now_text(now: datetime | None) -> str:
@@ -532,6 +699,14 @@ class HyMem(MemoryMethod):
                 "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
                 "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}
 
+
+
+def _undated(text: str) -> tuple[str, str]:
+    """``"[8 May 2023] Jon ..."`` -> ``("8 May 2023", "Jon ...")``; a text without the prefix -> ``("", text)``."""
+    if text.startswith("[") and "] " in text:
+        date, rest = text[1:].split("] ", 1)
+        return date, rest
+    return "", text
 
 
 def _order(unit_id: str) -> int:
