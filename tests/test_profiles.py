@@ -22,7 +22,7 @@ class Toy(MemoryMethod):
     value_notes = {"answer_prompt": {"shared": "the fair arena"}}
 
     def __init__(self, *, llm=None, profile="auto", threshold=PROFILE, bounded=PROFILE, top_k=10,
-                 answer_prompt="own"):
+                 answer_prompt="native"):
         self.llm = llm
         self.profile = profile
         self.threshold = threshold
@@ -128,3 +128,22 @@ def test_changing_the_profile_moves_the_parameters_still_at_the_old_profiles_val
     assert Toy(profile="small").clone(profile="paper").get_params() == Toy(profile="paper").get_params()
     assert Toy(profile="small").clone(profile="paper", bounded=True).bounded is True
     assert Toy(profile="paper").set_params(profile="auto", llm=ScriptedLLM([])).threshold == 0.8
+
+
+def test_a_memory_saved_before_profiles_loads_with_the_small_profile(tmp_path):
+    """Every run saved before the profiles existed ran today's defaults, the small profile's: loading one without
+    an LLM (the app's views) must not give it the paper profile's values."""
+    import json
+
+    from workbench.data import load_dataset
+
+    conv = load_dataset("tiny")[0]
+    Toy(llm=ScriptedLLM([]), profile="small", top_k=3).ingest(conv).save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "params.json").read_text())
+    assert meta["params"]["profile"] == "small"
+    loaded = Toy.load(tmp_path / "m")
+    assert (loaded.profile, loaded.threshold, loaded.top_k) == ("small", 0.8, 3)
+    del meta["params"]["profile"], meta["params"]["threshold"], meta["params"]["bounded"]  # as saved before profiles
+    (tmp_path / "m" / "params.json").write_text(json.dumps(meta))
+    old = Toy.load(tmp_path / "m")
+    assert (old.profile, old.threshold, old.bounded) == ("small", 0.8, True)

@@ -506,12 +506,16 @@ class MemoryMethod:
         saved = {k: v for k, v in meta["params"].items() if k not in SERVICE_PARAMS and not isinstance(v, dict)}
         names = cls._param_names()
         kwargs = {k: v for k, v in {**saved, **params}.items() if k in names}
+        if cls.profiles and "profile" not in kwargs:  # saved before profiles: those defaults are the small profile's
+            kwargs["profile"] = "small"
         if "llm" in names:
             kwargs["llm"] = llm
         if "embedder" in names:
             kwargs["embedder"] = embedder
+        tuples = {k for k, d in cls._defaults().items() if isinstance(d, tuple)}
+        tuples |= {k for values in cls.profiles.values() for k, d in values.items() if isinstance(d, tuple)}
         for k, v in kwargs.items():
-            if isinstance(v, list) and isinstance(cls._defaults().get(k), tuple):
+            if isinstance(v, list) and k in tuples:
                 kwargs[k] = tuple(v)
         data = (path / "state.pkl").read_bytes()
         if not trust:
