@@ -6,7 +6,8 @@ from workbench.methods import EagerFacts, MemoryMethod, NaiveRAG
 from workbench.methods.memr3 import prompts as P
 from workbench.methods.memr3.method import DEFAULT_CHUNK_TOKENS, MemR3
 from workbench.methods.memr3.state import (RouterState, delta_fallback, fallback_action, guard, has_more,
-                                           normalize_gaps, open_gaps, resolve, retrieval_query)
+                                           normalize_gaps, open_gaps, resolve, retrieval_query,
+                                           written_gaps)
 from workbench.methods.store import MemoryUnit, UnitStore
 from workbench.trace import Hit
 
@@ -73,8 +74,8 @@ def test_resolve_and_fallbacks():
     assert resolve("reflect", None, reflect=False, more=True) == ("retrieve", "invalid decision 'reflect'")
     assert fallback_action(reflect=False, more=False) == "answer"
     assert normalize_gaps("None") == () and normalize_gaps(["None", " date of move "]) == ("date of move",)
-    # the prompt's own placeholder is kept in what the router is shown, but is no open gap (issue #39)
-    assert normalize_gaps(["No gaps noted."]) == ("No gaps noted.",)
+    # the prompt's own placeholder is kept in what the small router is shown, but is no open gap (issue #39)
+    assert written_gaps(["No gaps noted."]) == ("No gaps noted.",) and normalize_gaps(["No gaps noted."]) == ()
     assert open_gaps(("No gaps noted.", "no gaps noted", "date of move")) == ("date of move",)
     assert delta_fallback(("No gaps noted.", "date of move")) == "date of move"
     assert delta_fallback(("No gaps noted.",) * 8) is None

@@ -21,14 +21,17 @@ from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError
+from ...llm.tokens import count_tokens
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import Ablation, MemoryMethod, StepBuilder, fair_arena_note
 from ..common import question_date_line
+from ..profile import PROFILE
 from .census import CENSUS
+from . import paper_prompts as PP
 from . import prompts as P
-from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
-                    normalize_gaps, open_gaps, resolve, retrieval_query)
+from .state import (GUARDS, NOTHING_LEFT_MODES, RouterState, allowed_actions, delta_fallback, guard, has_more,
+                    normalize_evidence, normalize_gaps, open_gaps, resolve, retrieval_query, written_gaps)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -63,6 +66,12 @@ class Run:
     reflect: bool
     now: datetime | None
     answer_prompt: str = "native"
+    prompts: str = "small"
+    schema: str = "small"
+    answer_style: str = "short"
+    nothing_left: str = "reflect_then_answer"
+    gap_fallback: bool = True
+    carry: str = "clear"
 
 
 class MemR3(MemoryMethod):
@@ -131,6 +140,39 @@ class MemR3(MemoryMethod):
     Token accounting follows [code]: a batch shown again after a reflect is counted again.
     """
 
+    # The two configurations (workbench.methods.profile): "paper" is App. A's prompts and schema with [code]'s
+    # choices where the paper is silent; "small" is the configuration the offline recordings were made with.
+    profiles = {
+        "paper": {"prompts": "paper", "schema": "paper",
+                  "answer_style": "stepwise",      # [code] p_w (Zep's LongMemEval prompt), reviews/memr3.md §1 #18
+                  "nothing_left": "reflect",       # [paper] App. A.1: "no useful retrieval remains" -> reflect
+                  "gap_fallback": False,           # [code] memr3_rag.py _retrieve: q alone without a query (review #14b)
+                  "carry": "keep"},                # [code] memr3_base.py generation_node: F and the last query kept (B9)
+        "small": {"prompts": "small", "schema": "small", "answer_style": "short", "nothing_left": "reflect_then_answer",
+                  "gap_fallback": True, "carry": "clear"},
+    }
+    profile_notes = {
+        "prompts": ("short router prompts written for the 0.5B/1.5B (16k context, 2 CPU cores): they drop App. A's "
+                    "'gaps will do that', 'missing specifics', the cautious-inference clause of detailed_answer, 'if "
+                    "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as the closed "
+                    "gaps value and give concrete examples; every recording (conv-30: 405 router calls, demo: 27) was "
+                    "made with them; no A/B against the paper's wording was run (reviews/memr3.md §4)"),
+        "schema": ("payload keys optional and gaps a JSON array: under grammar decoding the 0.5B closed the object "
+                   "after 'decision' (conv-30: no retrieval_query in 153 of 153 retrieves, no reasoning in 158 of 159 "
+                   "reflects, no draft in 80 of 80 answers; gaps [] in 391 of 394 replies); kept only because the "
+                   "recordings were made with it (reviews/memr3.md B1)"),
+        "answer_style": ("a short phrase without visible step-by-step work, so token F1 compares with the other "
+                         "methods and the small model's reply stays short; its date example is our own (the 0.5B "
+                         "copied it as the answer to 2 of 81 conv-30 questions)"),
+        "nothing_left": ("once the backend has nothing new, reflect once and then answer: on the demo's 9-chunk slice "
+                         "the literal App. A.1 rule reflects until the budget with the same prompt (demo question "
+                         "'physio', reviews/memr3.md B7)"),
+        "gap_fallback": ("a retrieve without a retrieval_query searches q plus the first open gap (digest §10.15), "
+                         "[code] searches q alone; the 0.5B wrote no query in 153 of 153 retrieves (conv-30)"),
+        "carry": ("a reflect without reasoning clears F and the prior query is set on retrieve only; [code] keeps "
+                  "both; the 0.5B wrote no reasoning in 158 of 159 reflects (conv-30)"),
+    }
+    profile_prompt_modules = {"paper": ("memr3.paper_prompts",)}
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     title = "MemR3"
@@ -146,7 +188,7 @@ class MemR3(MemoryMethod):
     # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
     question_date_datasets = frozenset({"longmemeval"})
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
                  backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper §4.1)
                  retriever_options: dict | None = None,  # [ours] passed to backend.as_retriever(**options)
                  n_chk: int = 5,              # paper §4.1: snippets per retrieval (swept 1..9)
@@ -155,8 +197,15 @@ class MemR3(MemoryMethod):
                  mask: bool = True,           # paper §4.4 ablation "w/o mask"
                  delta_query: bool = True,    # paper §4.4 ablation "w/o delta-q" (retrieve with q only)
                  reflect: bool = True,        # paper §4.4 ablation "w/o reflect"
-                 answer_prompt: str = "native"):  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
+                 answer_prompt: str = "native",  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
+                 prompts=PROFILE,        # router prompts: "paper" (paper_prompts.py) | "small" (prompts.py)
+                 schema=PROFILE,         # router schema: "paper" (payload required) | "small" (payload optional)
+                 answer_style=PROFILE,   # native answer prompt: "stepwise" ([code] p_w) | "short" ([ours])
+                 nothing_left=PROFILE,   # "reflect" (App. A.1) | "reflect_then_answer" | "no_retrieve"
+                 gap_fallback=PROFILE,   # a retrieve without delta-q searches the first open gap (True) or q ([code])
+                 carry=PROFILE):         # "keep" ([code]) | "clear": F and the prior query when a reply lacks them
         self.llm = llm
+        self.profile = profile
         self.embedder = embedder
         self.backend = backend
         self.retriever_options = retriever_options
@@ -167,6 +216,13 @@ class MemR3(MemoryMethod):
         self.delta_query = delta_query
         self.reflect = reflect
         self.answer_prompt = answer_prompt
+        self.prompts = prompts
+        self.schema = schema
+        self.answer_style = answer_style
+        self.nothing_left = nothing_left
+        self.gap_fallback = gap_fallback
+        self.carry = carry
+        self._apply_profile(profile, llm)
 
     # -- building --------------------------------------------------------------------------------
     def _validate_params(self) -> None:
@@ -182,6 +238,11 @@ class MemR3(MemoryMethod):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name, valid in (("prompts", ("paper", "small")), ("schema", ("paper", "small")),
+                            ("answer_style", ("stepwise", "short")), ("nothing_left", NOTHING_LEFT_MODES),
+                            ("gap_fallback", (True, False)), ("carry", ("keep", "clear"))):
+            if getattr(self, name) not in valid or not isinstance(getattr(self, name), type(valid[0])):
+                raise ValueError(f"{name} must be one of {valid}, got {getattr(self, name)!r}")
 
     def _reset(self) -> None:
         self.backend_: MemoryMethod | None = None
@@ -217,7 +278,8 @@ class MemR3(MemoryMethod):
         retriever = self.as_retriever()
         total = len(retriever) if hasattr(retriever, "__len__") else None
         return Run(self.llm, retriever, total, self.n_chk, self.n_max, self.n_cap, self.mask,
-                   self.delta_query, self.reflect, now, self.answer_prompt)
+                   self.delta_query, self.reflect, now, self.answer_prompt, self.prompts, self.schema,
+                   self.answer_style, self.nothing_left, self.gap_fallback, self.carry)
 
     def _node(self, steps: list, kind: str, node, state: RouterState, run: Run) -> RouterState:
         with self.step(steps, kind, kind) as s:
@@ -280,7 +342,12 @@ class MemR3(MemoryMethod):
         questions whose last router step was forced by the budget; ``fallbacks``: router steps whose
         action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
         steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
-        was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals.
+        was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals;
+        ``payload_share``: per final action, the share of its router steps whose reply carried that action's
+        text (retrieval_query, reasoning, detailed_answer; reviews/memr3.md B1); ``snippet_tokens``: tokens
+        (o200k) of the snippets in front of the router calls, per question (paper App. D.2; a batch shown again
+        after a reflect counts again, as [code]'s accounting does). Steps recorded before these fields existed
+        count as without payload and with 0 tokens.
         """
         routers = [[s for s in a.steps if s.kind == "router"] for a in answers]
         steps = [s for r in routers for s in r]
@@ -300,6 +367,11 @@ class MemR3(MemoryMethod):
                                     if s.kind == "answer" and s.data.get("fallback")),
             "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
             "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
+            "payload_share": {act: (sum(1 for s in steps if s.data.get("action") == act and s.data.get("payload_written"))
+                                    / n_act) for act, n_act in Counter(s.data.get("action") for s in steps).items()
+                              if act in ("retrieve", "reflect", "answer")},
+            "snippet_tokens": {"total": sum(s.data.get("snippet_tokens", 0) for s in steps),
+                               "per_question": (sum(s.data.get("snippet_tokens", 0) for s in steps) / n if n else 0.0)},
         }
 
 
@@ -307,7 +379,7 @@ class MemR3(MemoryMethod):
 # -- nodes: node(state, run, step) -> the fields it changes ----------------------------------------
 def retrieve_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Fetch S_k = Retrieve(q (+) delta, M minus M^ret) and grow the mask (paper Eq. 5)."""
-    delta = state.last_query if run.delta_query else None
+    delta = state.delta_q if run.delta_query else None
     query = retrieval_query(state.question, delta, use_delta=run.delta_query)
     exclude = state.seen_ids if run.mask else frozenset()
     error = cache_miss = None
@@ -345,62 +417,91 @@ def _enforce_mask(raw: Sequence[Hit], exclude: frozenset, k: int) -> tuple[tuple
 def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Generate + router (paper Eq. 3, Alg. 1): rewrite E and G, decide, attach the payload."""
     more = has_more(state, mask=run.mask, total=run.total)
-    forced, guard_name = guard(state, n_max=run.n_max, n_cap=run.n_cap, more=more, reflect=run.reflect)
-    reply, error, cache_miss = _call_router(state, run, forced)
+    forced, guard_name = guard(state, n_max=run.n_max, n_cap=run.n_cap, more=more, reflect=run.reflect,
+                               nothing_left=run.nothing_left)
+    offer_retrieve = more or run.nothing_left != "no_retrieve"
+    actions = allowed_actions(run.reflect, offer_retrieve)
+    reply, error, cache_miss = _call_router(state, run, forced, actions)
     proposed = reply.get("decision") if reply is not None else None
-    action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more)
+    action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more, retrieve=offer_retrieve)
     # A failed call is a fallback even under a guard: evidence and gaps are the previous ones.
     fallback = invalid if reply is not None else "router call failed" + (" (cassette miss)" if cache_miss else "")
     reply = reply or {}
     evidence = normalize_evidence(reply["evidence"]) if "evidence" in reply else state.evidence
-    gaps = normalize_gaps(reply["gaps"]) if "gaps" in reply else state.gaps
-    changes = {"k": state.k + 1, "evidence": evidence, "gaps": gaps, "last_action": action,
+    # G holds the open gaps only: a copied "No gaps noted." is no gap (B3); the small prompts show what was written
+    written = written_gaps(reply["gaps"]) if "gaps" in reply else _written(state)
+    gaps = open_gaps(written)
+    changes = {"k": state.k + 1, "evidence": evidence, "gaps": gaps, "gaps_written": written, "last_action": action,
                "just_retrieved": False, "reasoning": None, "reflect_streak": 0}
+    query = _text(reply.get("retrieval_query"))
+    if run.carry == "keep" and query is not None:  # [code] the prior query is the last one written, any decision
+        changes["last_query"] = query
     delta = delta_source = None
     if action == "retrieve":
-        delta, delta_source = _text(reply.get("retrieval_query")), "llm"
+        delta, delta_source = query, "llm"
         if delta is None:
-            delta = delta_fallback(gaps)
+            delta = delta_fallback(gaps) if run.gap_fallback else None
             delta_source = "first_gap" if delta is not None else "question"
-        changes["last_query"] = delta
+        changes["delta_q"] = delta
+        if run.carry == "clear":
+            changes["last_query"] = delta
     elif action == "reflect":
-        changes.update(reasoning=_text(reply.get("reasoning")) or "", reflect_streak=state.reflect_streak)
+        reasoning = _text(reply.get("reasoning"))
+        if reasoning is None and run.carry == "keep":  # [code] a reflect without reasoning keeps the previous F
+            reasoning = state.reasoning
+        changes.update(reasoning=reasoning or "", reflect_streak=state.reflect_streak)
     else:
         changes["draft"] = _text(reply.get("detailed_answer"))
+    payload = PP.PAYLOAD_KEY[action]
+    s.data["payload_written"] = _text(reply.get(payload)) is not None  # B1: did the model write the action's text
     s.title = f"Iteration {state.k + 1}: {action}" + (f" (forced: {guard_name})" if guard_name else "")
     s.data.update(iteration=state.k + 1, directive=forced or "default", forced=guard_name, proposed=proposed,
                   action=action, fallback=fallback, error=error, cache_miss=cache_miss,
-                  evidence=list(evidence), gaps=list(gaps),
+                  evidence=list(evidence), gaps=list(written),  # as written; G (state) has the open gaps
                   delta_query=delta, delta_source=delta_source, reasoning=changes.get("reasoning"),
                   draft_answer=changes.get("draft"), retrieved_ids=[h.unit_id for h in state.snippets],
                   masked_ids=sorted(state.seen_ids) if run.mask else [], reflect_streak=state.reflect_streak,
-                  backend_has_more=more)
-    if len(open_gaps(gaps)) < len(gaps):  # shown to the router as written, but no open gap
-        s.data["placeholder_gaps"] = len(gaps) - len(open_gaps(gaps))
+                  backend_has_more=more,
+                  snippet_tokens=sum(count_tokens(h.text, limit=None) for h in state.snippets))  # App. D.2
+    if len(gaps) < len(written):  # shown to the small profile's router as written, but no open gap
+        s.data["placeholder_gaps"] = len(written) - len(gaps)
     return changes
+
+
+def _written(state: RouterState) -> tuple[str, ...]:
+    return state.gaps if state.gaps_written is None else state.gaps_written
 
 
 def _text(value) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _call_router(state: RouterState, run: Run, forced: str | None) -> tuple[dict | None, str | None, bool]:
+def _call_router(state: RouterState, run: Run, forced: str | None, actions: tuple[str, ...]
+                 ) -> tuple[dict | None, str | None, bool]:
     """One generate call: (parsed reply, None, False), or (None, error text, whether the error was
-    a replay cassette's miss) when the client gave up."""
-    actions = allowed_actions(run.reflect)
+    a replay cassette's miss) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
+    in ``paper_prompts``, raw snippets as [code] shows them; small: ``prompts``, snippets with their ids and
+    the gaps as written), ``run.schema`` the schema (paper: the payload required)."""
+    T = PP if run.prompts == "paper" else P
     if forced:
-        directive = P.DIRECTIVE_FORCED.format(action=forced)
+        directive = T.DIRECTIVE_FORCED.format(action=forced)
     else:
-        directive = P.DIRECTIVE_DEFAULT if run.reflect else P.DIRECTIVE_DEFAULT_NO_REFLECT
-    system = P.ROUTER_SYSTEM.format(actions=", ".join(f'"{a}"' for a in actions), directive=directive)
-    snippets = P.SNIPPET_SEPARATOR.join(f"[{h.unit_id}] {h.text}" for h in state.snippets)
-    user = P.ROUTER_USER.format(question=state.question, now_line=question_date_line(run.now),
+        directive = T.DIRECTIVE_DEFAULT if run.reflect else T.DIRECTIVE_DEFAULT_NO_REFLECT
+    system = T.ROUTER_SYSTEM.format(actions=", ".join(f'"{a}"' for a in actions), directive=directive)
+    if run.prompts == "paper":
+        snippets = P.SNIPPET_SEPARATOR.join(h.text for h in state.snippets)
+        gaps = state.gaps
+    else:
+        snippets = P.SNIPPET_SEPARATOR.join(f"[{h.unit_id}] {h.text}" for h in state.snippets)
+        gaps = _written(state)
+    user = T.ROUTER_USER.format(question=state.question, now_line=question_date_line(run.now),
                                 evidence=_bullets(state.evidence) or P.NO_EVIDENCE,
-                                gaps=_bullets(state.gaps) or P.NO_GAPS, snippets=snippets or P.NO_SNIPPETS,
+                                gaps=_bullets(gaps) or P.NO_GAPS, snippets=snippets or P.NO_SNIPPETS,
                                 reasoning=state.reasoning or P.NO_REASONING, last_query=state.last_query or P.NO_QUERY)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    schema = PP.router_schema(actions, forced) if run.schema == "paper" else P.router_schema(actions)
     try:
-        parsed = run.llm.complete(messages, schema=P.router_schema(actions), role="memr3.router").parsed
+        parsed = run.llm.complete(messages, schema=schema, role="memr3.router").parsed
     except LLMError as exc:  # ParseError included: recorded in the step, fallback in resolve()
         return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
     if not isinstance(parsed, dict):
@@ -425,6 +526,11 @@ def answer_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
         context = f"Evidence:\n{_bullets(state.evidence) or P.NO_EVIDENCE}\n\nDraft answer: {state.draft or P.NO_DRAFT}"
         prompt = shared_prompt(context, state.question, run.now)
         s.data["answer_prompt"] = "shared"
+    elif run.answer_style == "stepwise":  # [code] p_w: evidence and draft in the system message, the question apart
+        system = PP.ANSWER_SYSTEM.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE,
+                                         draft=state.draft or P.NO_DRAFT, now_line=question_date_line(run.now))
+        prompt = [{"role": "system", "content": system},
+                  {"role": "user", "content": PP.ANSWER_USER.format(question=state.question)}]
     else:
         prompt = P.ANSWER.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE, draft=state.draft or P.NO_DRAFT,
                                  now_line=question_date_line(run.now), question=state.question)
