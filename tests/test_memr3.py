@@ -443,3 +443,18 @@ def test_answer_prompt_follows_the_papers_answer_behaviour(tiny_conv):
 
 def test_question_date_only_on_longmemeval(tiny_conv):
     assert MemR3.question_date_policy() == {"locomo": False, "longmemeval": True}
+
+
+def test_the_copied_placeholder_is_no_open_gap_in_the_state(tiny_conv):
+    """Issue #39 bug: MemR3 counted its own "No gaps noted." as an open gap in G, the state its answer step and any
+    later decision read. Now G (``RouterState.gaps``) holds the open gaps only; the router step still records what
+    the model wrote (``gaps``, ``placeholder_gaps``) and the small prompts still show it as written (recordings)."""
+    m, llm = memr3([R("reflect", gaps=[P.NO_GAPS] * 2 + ["date of move"], reasoning="t"),
+                    R("answer", evidence=["Noor moved to Geneva"], gaps=[P.NO_GAPS] * 3, detailed_answer="Geneva"),
+                    "Geneva"], n_cap=2)
+    ans = m.ingest(tiny_conv).answer(Q)
+    routers, answer = steps(ans, "router"), steps(ans, "answer")[0]
+    assert answer.data["gaps"] == []  # was ["No gaps noted."] * 3: the placeholder counted as three open gaps
+    assert routers[1].data["gaps"] == [P.NO_GAPS] * 3 and routers[1].data["placeholder_gaps"] == 3
+    assert "- date of move" in llm.requests[1]["messages"][1]["content"]
+    assert f"- {P.NO_GAPS}\n- {P.NO_GAPS}\n- date of move" in llm.requests[1]["messages"][1]["content"]

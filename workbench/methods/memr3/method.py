@@ -31,7 +31,7 @@ from .census import CENSUS
 from . import paper_prompts as PP
 from . import prompts as P
 from .state import (GUARDS, NOTHING_LEFT_MODES, RouterState, allowed_actions, delta_fallback, guard, has_more,
-                    normalize_evidence, normalize_gaps, open_gaps, resolve, retrieval_query, written_gaps)
+                    normalize_evidence, open_gaps, resolve, retrieval_query, written_gaps)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -143,20 +143,24 @@ class MemR3(MemoryMethod):
     # The two configurations (workbench.methods.profile): "paper" is App. A's prompts and schema with [code]'s
     # choices where the paper is silent; "small" is the configuration the offline recordings were made with.
     profiles = {
-        "paper": {"prompts": "paper", "schema": "paper",
-                  "answer_style": "stepwise",      # [code] p_w (Zep's LongMemEval prompt), reviews/memr3.md §1 #18
-                  "nothing_left": "reflect",       # [paper] App. A.1: "no useful retrieval remains" -> reflect
-                  "gap_fallback": False,           # [code] memr3_rag.py _retrieve: q alone without a query (review #14b)
-                  "carry": "keep"},                # [code] memr3_base.py generation_node: F and the last query kept (B9)
+        "paper": {"prompts": "paper",          # [paper] App. A.1/A.2 (paper_prompts.py)
+                  "schema": "paper",           # [paper] Eq. 4: every action carries its text, so it is required
+                  "answer_style": "stepwise",  # [code] src/memr3_base.py:19-60, 533-535: p_w, step by step
+                  "nothing_left": "reflect",   # [paper] App. A.1: "no useful retrieval remains" -> reflect
+                  # [code] src/memr3_base.py:274-275 and src/memr3_rag.py:142-143: this reply's query, else q alone
+                  "gap_fallback": False,
+                  # [code] src/memr3_base.py:196-197 (prior query: the last one written, any decision) and :282
+                  # (a reflect without reasoning keeps the previous F)
+                  "carry": "keep"},
         "small": {"prompts": "small", "schema": "small", "answer_style": "short", "nothing_left": "reflect_then_answer",
                   "gap_fallback": True, "carry": "clear"},
     }
     profile_notes = {
         "prompts": ("short router prompts written for the 0.5B/1.5B (16k context, 2 CPU cores): they drop App. A's "
                     "'gaps will do that', 'missing specifics', the cautious-inference clause of detailed_answer, 'if "
-                    "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as the closed "
-                    "gaps value and give concrete examples; every recording (conv-30: 405 router calls, demo: 27) was "
-                    "made with them; no A/B against the paper's wording was run (reviews/memr3.md §4)"),
+                    "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as "
+                    "the closed gaps value and give concrete examples; every recording (conv-30: 405 router calls, "
+                    "demo: 27) was made with them; no A/B against the paper's wording was run (reviews/memr3.md §4)"),
         "schema": ("payload keys optional and gaps a JSON array: under grammar decoding the 0.5B closed the object "
                    "after 'decision' (conv-30: no retrieval_query in 153 of 153 retrieves, no reasoning in 158 of 159 "
                    "reflects, no draft in 80 of 80 answers; gaps [] in 391 of 394 replies); kept only because the "
@@ -353,6 +357,9 @@ class MemR3(MemoryMethod):
         steps = [s for r in routers for s in r]
         n, total = len(answers), len(steps)
         forced = Counter(s.data.get("forced") for s in steps if s.data.get("forced"))
+        acted = Counter(s.data.get("action") for s in steps)
+        written = Counter(s.data.get("action") for s in steps if s.data.get("payload_written"))
+        tokens = sum(s.data.get("snippet_tokens", 0) for s in steps)
         return {
             "questions": n,
             "mean_iterations": total / n if n else 0.0,
@@ -367,11 +374,9 @@ class MemR3(MemoryMethod):
                                     if s.kind == "answer" and s.data.get("fallback")),
             "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
             "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
-            "payload_share": {act: (sum(1 for s in steps if s.data.get("action") == act and s.data.get("payload_written"))
-                                    / n_act) for act, n_act in Counter(s.data.get("action") for s in steps).items()
+            "payload_share": {act: written[act] / count for act, count in acted.items()
                               if act in ("retrieve", "reflect", "answer")},
-            "snippet_tokens": {"total": sum(s.data.get("snippet_tokens", 0) for s in steps),
-                               "per_question": (sum(s.data.get("snippet_tokens", 0) for s in steps) / n if n else 0.0)},
+            "snippet_tokens": {"total": tokens, "per_question": tokens / n if n else 0.0},
         }
 
 

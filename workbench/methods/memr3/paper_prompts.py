@@ -27,14 +27,14 @@ Include a conditional key only in its case:
 - "reasoning": only if the decision is "reflect". When more retrieval looks unlikely to help, work step by step from the current evidence through the evidence and the gaps towards the answer, normalising times where needed.
 Never add other keys, and never write anything outside the JSON object."""
 
-# [paper] App. A.1 (the default decision_directive): every instruction kept, reworded.
+# [paper] App. A.1 (the default decision_directive; [code] src/memr3_base.py:81): every instruction kept, reworded.
 DIRECTIVE_DEFAULT = ('"reflect" if you need to think over the evidence and the gaps; "answer" ONLY when the '
                      'evidence is solid and no gaps are noted; "retrieve" in every other case')
 
 # [ours] the default directive without the reflect node (the "w/o reflect" ablation; the paper prints none).
 DIRECTIVE_DEFAULT_NO_REFLECT = '"answer" ONLY when the evidence is solid and no gaps are noted; "retrieve" otherwise'
 
-# [paper] App. A.1: under a guard the decision_directive is the bare action word.
+# [paper] App. A.1: under a guard the decision_directive is the bare action word ([code] src/memr3_base.py:209).
 DIRECTIVE_FORCED = '"{action}"'
 
 # [paper] App. A.2 (user prompt of the generate node): every field and instruction kept, reworded.
@@ -63,31 +63,48 @@ ROUTER_USER = """# Question
 3. If you write a retrieval_query, it must not repeat the previous query.
 4. Choose the next action and return ONLY the JSON object that the system prompt describes."""
 
-# [code] the answer prompt p_w (Zep's LongMemEval-style prompt, paper Eq. 6): every instruction kept, reworded;
-# placeholders, no example values. Evidence and draft go in the system message, the question in the user message.
-ANSWER_SYSTEM = """You are an expert assistant who answers questions from memories. The timestamp of a memory says when its event happened.
+# [code] src/memr3_base.py:19-60, the answer prompt p_w (Zep's LongMemEval-style prompt, paper Eq. 6): every
+# instruction kept, reworded; placeholders, no example values. Evidence and draft go in the system message, the
+# question alone in the user message ([code] src/memr3_base.py:533-535).
+ANSWER_SYSTEM = """You are an expert assistant who answers users' questions from the context given below.
+
+# Context
+The memories are facts and entities taken from a conversation. Their timestamps say when the events really happened, not when someone mentioned them.
 
 # How to answer
-1. Read every memory below and pay attention to its timestamp.
-2. Look for direct evidence that answers the question.
-3. When memories contradict each other, trust the most recent one.
-4. Turn relative time expressions into absolute dates, months or years.
-5. Be specific about the people, places and events involved.
+1. Go through every memory given below with care.
+2. Pay close attention to the timestamps when working out the answer.
+3. When the question is about a particular event or fact, look in the memories for direct evidence of it.
+4. When memories contradict each other, trust the most recent one.
+5. Always turn relative time expressions into specific dates, months or years.
+6. Be as specific as you can about the people, places and events involved.
+7. Read a memory's timestamp as the time its event took place, not the time it was talked about.
+
+# Note
+Use the timestamp to decide when the event a memory describes happened, not when someone spoke about it.
 
 # Example
-A memory timestamped <date> says an event happened "yesterday". The timestamp already marks when the event happened, so the event's date is <date>.
+A memory stamped <timestamp> says "<I did something> yesterday". Asked on which day it happened, the right answer is the date of <timestamp>: whatever the word "yesterday" says, the timestamp records the event itself as happening on that date.
 
-# Approach
-Work step by step: find the memories that matter, check their timestamps, show any date arithmetic you do, then give a precise and concise answer.
+# Approach (think step by step)
+1. First look at every memory that bears on the question.
+2. Check the timestamps and the content of those memories with care.
+3. Look for explicit dates, times, places or events that answer the question.
+4. If the answer needs a calculation (such as turning a relative time into a date), show the working.
+5. Give a precise, concise answer that rests only on the evidence in the memories.
+6. Check again that the answer responds to the question that was asked.
+7. Make sure the final answer is specific and has no vague time expressions.
 
 # Evidence
 {evidence}
 
 # Draft answer
 {draft}
-{now_line}"""
+{now_line}
+Answer:"""
 
-ANSWER_USER = "{question}"  # [code] the question alone is the user message
+# [code] src/memr3_base.py:535: the question alone is the user message.
+ANSWER_USER = "{question}"
 
 
 # The decision each payload key belongs to (paper Eq. 4: retrieve -> delta-q, reflect -> f, answer -> w).
