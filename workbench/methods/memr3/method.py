@@ -87,57 +87,103 @@ class MemR3(MemoryMethod):
     it. ``memories()``, ``events`` and ``as_retriever()`` are the backend's.
 
     Ablations (paper Table 2), by name: ``MemR3.ablation("w/o mask", llm=..., embedder=...)``
-    (``MemR3.ablations``: full, w/o mask, w/o delta-q, w/o reflect; one switch each, the rest fixed).
+    (``MemR3.ablations``: full, w/o mask, w/o delta-q, w/o reflect; one switch each, the rest fixed). A row
+    sets only its switch, so it applies on top of either profile; with ``profile="paper"`` it is the paper's row
+    ([code] marks the switch points: src/memr3_rag.py:143 "new query ablation", :165 "mask ablation"; it has no
+    reflect switch, so "w/o reflect" follows the paper alone).
 
-    Departures from the paper:
-    - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop,
-      so the [code] recursion limit is not needed.
-    - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); the
-      [code] reranks a 20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline.
-    - Default backend: NaiveRAG with 256-token windows that never split a message, turns written
-      ``[date] Speaker: text`` with image captions; the paper cuts cl100k windows that may split a
-      turn, writes ``timestamp | speaker: text`` and drops captions.
-    - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
-      A gaps entry that repeats the prompt's own "No gaps noted." is shown back to the router as
-      written (the published recordings were made so), but it is not an open gap: never the fallback
-      retrieval query, the router step records it as ``placeholder_gaps``, and neither the census nor
-      the trace views' gap diff counts it as a gap opened or closed. What remains: the next router
-      prompt lists it under "Gaps so far", where the model may read it as an open gap (the default
-      directive answers "only when ... no gaps are left"); not showing it would change the prompts.
-    - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
-    - The reflect directive is forced right after an empty retrieval and also whenever the backend
-      has nothing new left (digest §6); "the backend can still return new items" is: no masked
-      retrieval came back empty (a failed search does not count) and fewer ids were seen than the
-      backend holds (when it tells its size). With nothing left and the reflect streak at
-      ``n_cap``, answer is forced (guard ``nothing_left``; Alg. 1 would reflect until the budget).
+    Profiles (``profile="paper" | "small" | "auto"``; ``workbench.methods.profile``): ``paper`` is App. A's
+    prompts (``paper_prompts.py``, every instruction kept, reworded, placeholders instead of example values), a
+    schema that requires each action's text (Eq. 4) and [code]'s choices where the paper is silent; ``small`` is the
+    configuration every offline recording was made with (``prompts.py``), each aid in ``profile_notes`` with its
+    evidence; ``auto`` is ``small`` for the offline models and scripted test LLMs, ``paper`` for any other.
+    Point-by-point status of the review: ``docs/reviews/memr3.md``.
+
+    Departures in both profiles (the paper is silent, or the workbench contract or the offline setting forces it):
+    - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop, so the [code]
+      recursion limit is not needed. The behaviour is the graph's.
+    - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); [code] reranks a
+      20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline, and there is no rerank hook
+      (declined: it belongs to the backend's retriever, not to the controller).
+    - Default backend: NaiveRAG ``chunking="window"``: windows of up to 256 o200k tokens that never split a turn
+      and never cross a session, each chunk written ``[date] Speaker: text`` lines with the session's date (no
+      clock time) once at its head and with image captions; [code] flattens the conversation into one text, one
+      ``timestamp | speaker: text`` line per turn (date and time), no captions, and cuts 256-token cl100k windows
+      that may split a turn. A [code]-exact chunker is not offered (NaiveRAG is shared, outside this method).
+    - A forced action is both put in the directive (paper App. A.1) and enforced on the reply ([code]).
+      [code] shows the LLM no "answer" directive at the budget (it overwrites the decision after the call);
+      both profiles follow the paper here.
+    - The empty-retrieval guard (Alg. 1 l.5) fires right after a masked retrieval that came back empty, as the
+      paper says; not a departure, but [code]'s RAG path never fires it (its ``retrieval_attempts`` counter is
+      only incremented by the Zep path).
     - A failed backend search (LLMError) is recorded in its retrieve step (``error``) and counted
       (``backend_errors``); the batch is empty, so reflect is forced, but the backend is not marked
       exhausted. Replay-cassette misses absorbed by any fallback are flagged ``cache_miss``.
     - The mask is hard and also enforced here (a hit the backend returns despite ``exclude`` is
-      dropped and recorded); the [code]'s Zep soft mask (backfill) is not reproduced.
+      dropped and recorded); [code]'s Zep soft mask (backfill) is not reproduced (no Zep backend here).
     - A failed router call (ParseError/LLMError after the client's repair and retry) keeps the
-      previous evidence and gaps and falls back to reflect (the [code] retries 5 times with sleeps);
-      a decision outside the enum also falls back to reflect ([code]). Both are recorded in the step.
+      previous evidence and gaps and falls back to reflect ([code] retries 5 times with 20 s sleeps, then
+      raises; the contract asks a method to answer every question); a decision outside the enum also falls back
+      to reflect ([code]). Both are recorded in the step. The client's parse retry runs at temperature 0.3
+      (``llm/base.py``, shared by every method; [code] retries at 0).
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
-    - The answer prompt asks for a short phrase, not visible step-by-step work, so token F1 compares
-      with the other methods (the paper scores only the LLM judge). It also says the draft comes
-      from the same evidence and is kept when supported: Eq. 6 gives p_w the draft, but Zep's prompt
-      does not say how to use it. Like the paper, it has no "not mentioned" escape and allows a
-      cautious inference grounded in limited evidence (App. A.1).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of
       snippets, the ones in front of the last router call that wrote the evidence and draft the
       answer call reads (paper Eq. 6: the answer call never sees raw snippets). Earlier batches
       reach it only through evidence text without provenance; every hit stays in the retrieve steps.
-    - Native answer prompt vs the fair-arena one (``answer_prompt="shared"``): both get the evidence
-      bullets and the draft only; the native one (Zep-derived) adds "look for direct evidence",
-      "be specific about people, places and events", a worked date example, the draft rule and the
-      cautious-inference permission, with no word count; the shared one has the common six-word rule
-      and abstention phrase.
+    - ``answer_prompt="shared"`` (the fair arena, opt-in): the same inputs (evidence bullets and draft only) with
+      the workbench's common six-word rule and abstention phrase instead of the method's own prompt.
     - The question date is shown to the router and the answer call on LongMemEval only
-      (``question_date_datasets``; the paper's LoCoMo prompts have none, [code]'s LongMemEval loader
-      adds it).
-    Token accounting follows [code]: a batch shown again after a reflect is counted again.
+      (``question_date_datasets``): [ours], the workbench's date policy; neither the paper's prompts nor [code]
+      (any commit) pass one.
+    - G (``RouterState.gaps``) holds the open gaps only: "None", blanks and the prompt's own "No gaps noted."
+      copied back by the model are no gap (issue #39 bug, reviews/memr3.md B3); the router step records the
+      gaps as written and ``placeholder_gaps``.
+    - Output bounds (``--bounded-outputs``, ``llm.output_bounds``) are a client setting, not a parameter: they cap
+      the router's strings at 240 characters, arrays at 8 items and the reply at 448 tokens, which cuts the
+      paper's step-by-step reasoning and drafts of a strong model. Do not use them to reproduce the paper; the
+      conv-30 recording was made with them.
+    - Recorded for App. D.2 and the payload check: each router step has ``snippet_tokens`` (o200k tokens of the
+      snippets in front of it; a batch shown again after a reflect counts again, as in [code]'s accounting) and
+      ``payload_written``; ``summary_stats`` sums them (``snippet_tokens``, ``payload_share``).
+
+    Departures of the small profile only (each also in ``profile_notes``, so ``param_notes`` lists it):
+    - ``prompts="small"``: short reworded router prompts. They drop "gaps will do that" (evidence rule),
+      "missing specifics" (gaps instruction), the cautious-inference clause of ``detailed_answer`` and "if
+      further retrieval is unlikely" of ``reasoning``; they show "[]" as the closed-gaps value twice (system and
+      user prompt) and concrete query examples; they prefix each snippet with its id (``[chunk-3]``), where [code]
+      shows raw text; the gaps are shown as the model wrote them, a copied "No gaps noted." included (the
+      recordings' prompts), though G no longer counts it.
+    - ``schema="small"``: only evidence, gaps and decision are required and gaps is a JSON array; under
+      grammar decoding the 0.5B skipped every payload (reviews/memr3.md B1), so at real scale the run is in
+      effect the paper's "w/o Δq" row with empty reflections and no drafts. Kept because the recordings were
+      made with it; the paper profile requires the payload.
+    - ``answer_style="short"``: the answer prompt asks for a short phrase, not visible step-by-step work, so
+      token F1 compares with the other methods; its date example reads "yesterday" relative to the message
+      date (the reverse of [code]'s event-time example); it says the draft comes from the same evidence and is
+      kept when supported, allows a cautious inference grounded in limited evidence, has no "not mentioned"
+      escape and is one user message ([code]: evidence and draft in the system message, the question apart).
+    - ``nothing_left="reflect_then_answer"``: once the backend has nothing new, reflect is forced and, with the
+      reflect streak at ``n_cap``, answer ([ours]); the paper (App. A.1) keeps forcing reflect until the budget,
+      [code] leaves the choice to the LLM. ``nothing_left="no_retrieve"`` (either profile) forbids retrieve and
+      lets the router choose between reflect and answer (review "to 10" item 5).
+    - ``gap_fallback=True``: a retrieve without a refinement query searches q plus the first open gap
+      (digest §10.15); [code] searches q alone.
+    - ``carry="clear"``: a reflect without reasoning clears F (the prompt shows "No prior reasoning.") and the
+      "Prior query" is set on retrieve only; [code] keeps the previous F and shows the last query written under
+      any decision.
+
+    Departures of the paper profile (the paper and [code] are silent, or disagree):
+    - The gaps type is "a string or a list" and the payload is required through ``oneOf`` branches on the
+      decision (forced action: its key in ``required``). The workbench's reply check reads type, enum, required,
+      properties and items only, so a free-text model that skips the payload under the default directive is
+      not sent back for repair (a grammar-constrained or JSON-schema decoder is bound by ``oneOf``);
+      ``payload_share`` shows it.
+    - ``nothing_left="reflect"`` follows App. A.1 ("no useful retrieval remains" -> reflect) over [code] (LLM's
+      choice) and over Alg. 1, which only checks the last batch.
+    - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
+      model's step-by-step work; token F1 is not meaningful for it, the paper scores only the LLM judge.
     """
 
     # The two configurations (workbench.methods.profile): "paper" is App. A's prompts and schema with [code]'s
@@ -189,7 +235,7 @@ class MemR3(MemoryMethod):
     step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",
                   "answer": "draft_answer"}
     prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state", "memr3.census", "memr3.how_it_works")
-    # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
+    # [ours] the workbench's date policy: neither the paper's prompts nor [code] (any commit) show a question date.
     question_date_datasets = frozenset({"longmemeval"})
 
     def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
