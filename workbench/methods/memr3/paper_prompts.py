@@ -8,9 +8,8 @@ Only the paper profile sends them, so this module is hashed into that profile's 
 Empty fields get the same [code] placeholders as the small profile (``prompts.NO_GAPS`` ...).
 """
 
-# [paper] App. A.1 (system prompt of the generate node): every instruction kept, reworded; placeholders, no
-# example values. ``{actions}`` lists the decisions offered; ``{directive}`` is DIRECTIVE_DEFAULT(_NO_REFLECT)
-# or DIRECTIVE_FORCED.
+# [paper] App. A.1, the generate node's system prompt ([code] src/memr3_base.py:63-79): every instruction kept,
+# reworded; placeholders, no example values. {actions}: the decisions offered; {directive}: DIRECTIVE_*.
 ROUTER_SYSTEM = """You are a memory agent: before the final reply that the user will see, you plan how to collect the evidence it needs.
 Your reply must always be one strict JSON object with these keys:
 - "evidence": a JSON array of short factual bullet strings that bear on the user's question. Keep the important numbers, names and time references. When an exact value is not available, give the most specific information that is verified (a year, a range) and do not speculate. Never write here about anything that is missing or absent: that belongs in "gaps".
@@ -37,7 +36,8 @@ DIRECTIVE_DEFAULT_NO_REFLECT = '"answer" ONLY when the evidence is solid and no 
 # [paper] App. A.1: under a guard the decision_directive is the bare action word ([code] src/memr3_base.py:209).
 DIRECTIVE_FORCED = '"{action}"'
 
-# [paper] App. A.2 (user prompt of the generate node): every field and instruction kept, reworded.
+# [paper] App. A.2, the generate node's user prompt ([code] src/memr3_base.py:83-104): every field and
+# instruction kept, reworded.
 # ``{now_line}``: the question date, LongMemEval only ([ours], MemR3.question_date_datasets).
 ROUTER_USER = """# Question
 {question}
