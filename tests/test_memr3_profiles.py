@@ -103,7 +103,7 @@ def test_the_paper_prompts_keep_app_a_and_show_no_example_values():
         assert concrete not in text, concrete
     for kept in ('belongs in "gaps"', "cautious inference", "more retrieval looks unlikely", "ANCHOR EVENT",
                  "MAPPED ENTITY", "missing specifics", '"None"', "must not repeat the previous query",
-                 "ONLY when the evidence is solid", "show the working",
+                 "ONLY once the evidence is firm", "show the working",
                  "Read a memory's timestamp as the time its event took place", "trust the most recent"):
         assert kept in text, kept
     # one source comment right above each prompt constant

@@ -24,14 +24,14 @@ Include a conditional key only in its case:
     2. Look for the MAPPED ENTITY: when the question names something by an alias, search for what the alias stands for (question about "<alias>", query about "<entity the alias names>").
 - "detailed_answer": only if the decision is "answer". The answer that the current evidence supports, with absolute dates and no speculation. When the evidence is limited, give only what is known, or a cautious inference that rests solely on that limited evidence. Never write here about anything that is missing or absent.
 - "reasoning": only if the decision is "reflect". When more retrieval looks unlikely to help, work step by step from the current evidence through the evidence and the gaps towards the answer, normalising times where needed.
-Never add other keys, and never write anything outside the JSON object."""
+No keys beyond these, and no text before or after the JSON object."""
 
 # [paper] App. A.1 (the default decision_directive; [code] src/memr3_base.py:81): every instruction kept, reworded.
-DIRECTIVE_DEFAULT = ('"reflect" if you need to think over the evidence and the gaps; "answer" ONLY when the '
-                     'evidence is solid and no gaps are noted; "retrieve" in every other case')
+DIRECTIVE_DEFAULT = ('"reflect" when the evidence and the gaps need thinking over; "answer" ONLY once the evidence '
+                     'is firm and no gap is listed; "retrieve" in every other case')
 
 # [ours] the default directive without the reflect node (the "w/o reflect" ablation; the paper prints none).
-DIRECTIVE_DEFAULT_NO_REFLECT = '"answer" ONLY when the evidence is solid and no gaps are noted; "retrieve" otherwise'
+DIRECTIVE_DEFAULT_NO_REFLECT = '"answer" ONLY once the evidence is firm and no gap is listed; "retrieve" otherwise'
 
 # [paper] App. A.1: under a guard the decision_directive is the bare action word ([code] src/memr3_base.py:209).
 DIRECTIVE_FORCED = '"{action}"'
@@ -59,9 +59,9 @@ ROUTER_USER = """# Question
 
 # INSTRUCTIONS
 1. Update the evidence as a JSON ARRAY of short factual bullets that help answer the question directly (keep the important numbers, names and time references; give the most specific verified detail and do not speculate).
-2. Update the gaps: take out what is now resolved, add any missing specifics that still block a full answer, and write "None" when nothing is missing.
+2. Update the gaps: take out what is now resolved, add any missing specifics that still block a full answer, and write "None" once nothing is lacking.
 3. If you write a retrieval_query, it must not repeat the previous query.
-4. Choose the next action and return ONLY the JSON object that the system prompt describes."""
+4. Pick the next action; reply with the JSON object defined in the system prompt and NOTHING else."""
 
 # [code] src/memr3_base.py:19-60, the answer prompt p_w (Zep's LongMemEval-style prompt, paper Eq. 6): every
 # instruction kept, reworded; placeholders, no example values. Evidence and draft go in the system message, the
