@@ -164,17 +164,19 @@ def test_hmem_table_5_rows_switch_off_their_part(tiny_conv):
 
 
 # -- MemR3, paper Table 2 ----------------------------------------------------------------------------------------
-def memr3_run(name, replies, tiny_conv):
+def memr3_run(name, replies, tiny_conv, profile="small"):
     llm = ScriptedLLM({"memr3.router": replies, "memr3.answer": "Geneva"})
-    m = build(MemR3, name, llm=llm, backend=rag()).ingest(tiny_conv)
+    m = build(MemR3, name, llm=llm, backend=rag(), profile=profile).ingest(tiny_conv)
+    assert m.profile == profile  # each row is one switch on top of either profile (paper: the paper's ablation)
     return m.answer(tiny_conv.qa[0].question), llm
 
 
+@pytest.mark.parametrize("profile", ["paper", "small"])
 @pytest.mark.parametrize("name", ["full", "w/o mask", "w/o delta-q"])
-def test_memr3_mask_and_delta_q_rows(name, tiny_conv):
+def test_memr3_mask_and_delta_q_rows(name, profile, tiny_conv):
     q = "In which city does Noor take violin lessons now?"
     ans, _ = memr3_run(name, [R("retrieve", retrieval_query="violin school city"), R("answer", detailed_answer="x")],
-                       tiny_conv)
+                       tiny_conv, profile)
     assert kinds(ans) == ["retrieve", "router", "retrieve", "router", "answer"]
     first, second = steps(ans, "retrieve")
     assert second.data["query"] == (q if name == "w/o delta-q" else f"{q}. violin school city")
@@ -182,9 +184,11 @@ def test_memr3_mask_and_delta_q_rows(name, tiny_conv):
     assert masked == ([] if name == "w/o mask" else sorted(first.data["retrieved_ids"]))
 
 
+@pytest.mark.parametrize("profile", ["paper", "small"])
 @pytest.mark.parametrize("name", ["full", "w/o reflect"])
-def test_memr3_reflect_row(name, tiny_conv):
-    ans, llm = memr3_run(name, [R("reflect", reasoning="think"), R("answer", detailed_answer="x")] * 3, tiny_conv)
+def test_memr3_reflect_row(name, profile, tiny_conv):
+    ans, llm = memr3_run(name, [R("reflect", reasoning="think"), R("answer", detailed_answer="x")] * 3, tiny_conv,
+                         profile)
     offered = llm.requests[0]["schema"]["properties"]["decision"]["enum"]
     if name == "full":
         assert "reflect" in offered and steps(ans, "router")[0].data["action"] == "reflect" and steps(ans, "reflect")

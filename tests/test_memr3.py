@@ -6,7 +6,8 @@ from workbench.methods import EagerFacts, MemoryMethod, NaiveRAG
 from workbench.methods.memr3 import prompts as P
 from workbench.methods.memr3.method import DEFAULT_CHUNK_TOKENS, MemR3
 from workbench.methods.memr3.state import (RouterState, delta_fallback, fallback_action, guard, has_more,
-                                           normalize_gaps, open_gaps, resolve, retrieval_query)
+                                           normalize_gaps, open_gaps, resolve, retrieval_query,
+                                           written_gaps)
 from workbench.methods.store import MemoryUnit, UnitStore
 from workbench.trace import Hit
 
@@ -73,8 +74,8 @@ def test_resolve_and_fallbacks():
     assert resolve("reflect", None, reflect=False, more=True) == ("retrieve", "invalid decision 'reflect'")
     assert fallback_action(reflect=False, more=False) == "answer"
     assert normalize_gaps("None") == () and normalize_gaps(["None", " date of move "]) == ("date of move",)
-    # the prompt's own placeholder is kept in what the router is shown, but is no open gap (issue #39)
-    assert normalize_gaps(["No gaps noted."]) == ("No gaps noted.",)
+    # the prompt's own placeholder is kept in what the small router is shown, but is no open gap (issue #39)
+    assert written_gaps(["No gaps noted."]) == ("No gaps noted.",) and normalize_gaps(["No gaps noted."]) == ()
     assert open_gaps(("No gaps noted.", "no gaps noted", "date of move")) == ("date of move",)
     assert delta_fallback(("No gaps noted.", "date of move")) == "date of move"
     assert delta_fallback(("No gaps noted.",) * 8) is None
@@ -442,3 +443,18 @@ def test_answer_prompt_follows_the_papers_answer_behaviour(tiny_conv):
 
 def test_question_date_only_on_longmemeval(tiny_conv):
     assert MemR3.question_date_policy() == {"locomo": False, "longmemeval": True}
+
+
+def test_the_copied_placeholder_is_no_open_gap_in_the_state(tiny_conv):
+    """Issue #39 bug: MemR3 counted its own "No gaps noted." as an open gap in G, the state its answer step and any
+    later decision read. Now G (``RouterState.gaps``) holds the open gaps only; the router step still records what
+    the model wrote (``gaps``, ``placeholder_gaps``) and the small prompts still show it as written (recordings)."""
+    m, llm = memr3([R("reflect", gaps=[P.NO_GAPS] * 2 + ["date of move"], reasoning="t"),
+                    R("answer", evidence=["Noor moved to Geneva"], gaps=[P.NO_GAPS] * 3, detailed_answer="Geneva"),
+                    "Geneva"], n_cap=2)
+    ans = m.ingest(tiny_conv).answer(Q)
+    routers, answer = steps(ans, "router"), steps(ans, "answer")[0]
+    assert answer.data["gaps"] == []  # was ["No gaps noted."] * 3: the placeholder counted as three open gaps
+    assert routers[1].data["gaps"] == [P.NO_GAPS] * 3 and routers[1].data["placeholder_gaps"] == 3
+    assert "- date of move" in llm.requests[1]["messages"][1]["content"]
+    assert f"- {P.NO_GAPS}\n- {P.NO_GAPS}\n- date of move" in llm.requests[1]["messages"][1]["content"]

@@ -21,14 +21,17 @@ from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError
+from ...llm.tokens import count_tokens
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import Ablation, MemoryMethod, StepBuilder, fair_arena_note
 from ..common import question_date_line
+from ..profile import PROFILE
 from .census import CENSUS
+from . import paper_prompts as PP
 from . import prompts as P
-from .state import (GUARDS, RouterState, allowed_actions, delta_fallback, guard, has_more, normalize_evidence,
-                    normalize_gaps, open_gaps, resolve, retrieval_query)
+from .state import (GUARDS, NOTHING_LEFT_MODES, RouterState, allowed_actions, delta_fallback, guard, has_more,
+                    normalize_evidence, open_gaps, resolve, retrieval_query, written_gaps)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -63,6 +66,12 @@ class Run:
     reflect: bool
     now: datetime | None
     answer_prompt: str = "native"
+    prompts: str = "small"
+    schema: str = "small"
+    answer_style: str = "short"
+    nothing_left: str = "reflect_then_answer"
+    gap_fallback: bool = True
+    carry: str = "clear"
 
 
 class MemR3(MemoryMethod):
@@ -78,59 +87,142 @@ class MemR3(MemoryMethod):
     it. ``memories()``, ``events`` and ``as_retriever()`` are the backend's.
 
     Ablations (paper Table 2), by name: ``MemR3.ablation("w/o mask", llm=..., embedder=...)``
-    (``MemR3.ablations``: full, w/o mask, w/o delta-q, w/o reflect; one switch each, the rest fixed).
+    (``MemR3.ablations``: full, w/o mask, w/o delta-q, w/o reflect; one switch each, the rest fixed). A row
+    sets only its switch, so it applies on top of either profile; with ``profile="paper"`` it is the paper's row
+    ([code] marks the switch points: src/memr3_rag.py:143 "new query ablation", :165 "mask ablation"; it has no
+    reflect switch, so "w/o reflect" follows the paper alone).
 
-    Departures from the paper:
-    - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop,
-      so the [code] recursion limit is not needed.
-    - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); the
-      [code] reranks a 20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline.
-    - Default backend: NaiveRAG with 256-token windows that never split a message, turns written
-      ``[date] Speaker: text`` with image captions; the paper cuts cl100k windows that may split a
-      turn, writes ``timestamp | speaker: text`` and drops captions.
-    - ``gaps`` is a JSON array ([] when closed) rather than a string or "None" (digest §10.5).
-      A gaps entry that repeats the prompt's own "No gaps noted." is shown back to the router as
-      written (the published recordings were made so), but it is not an open gap: never the fallback
-      retrieval query, the router step records it as ``placeholder_gaps``, and neither the census nor
-      the trace views' gap diff counts it as a gap opened or closed. What remains: the next router
-      prompt lists it under "Gaps so far", where the model may read it as an open gap (the default
-      directive answers "only when ... no gaps are left"); not showing it would change the prompts.
-    - A forced action is both put in the directive (paper) and enforced on the reply ([code]).
-    - The reflect directive is forced right after an empty retrieval and also whenever the backend
-      has nothing new left (digest §6); "the backend can still return new items" is: no masked
-      retrieval came back empty (a failed search does not count) and fewer ids were seen than the
-      backend holds (when it tells its size). With nothing left and the reflect streak at
-      ``n_cap``, answer is forced (guard ``nothing_left``; Alg. 1 would reflect until the budget).
+    Profiles (``profile="paper" | "small" | "auto"``; ``workbench.methods.profile``): ``paper`` is App. A's
+    prompts (``paper_prompts.py``, every instruction kept, reworded, placeholders instead of example values), a
+    schema that requires each action's text (Eq. 4) and [code]'s choices where the paper is silent; ``small`` is the
+    configuration every offline recording was made with (``prompts.py``), each aid in ``profile_notes`` with its
+    evidence; ``auto`` is ``small`` for the offline models and scripted test LLMs, ``paper`` for any other.
+    Point-by-point status of the review: ``docs/reviews/memr3.md``.
+
+    Departures in both profiles (the paper is silent, or the workbench contract or the offline setting forces it):
+    - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop, so the [code]
+      recursion limit is not needed. The behaviour is the graph's.
+    - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); [code] reranks a
+      20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline, and there is no rerank hook
+      (declined: it belongs to the backend's retriever, not to the controller).
+    - Default backend: NaiveRAG ``chunking="window"``: windows of up to 256 o200k tokens that never split a turn
+      and never cross a session, each chunk written ``[date] Speaker: text`` lines with the session's date (no
+      clock time) once at its head and with image captions; [code] flattens the conversation into one text, one
+      ``timestamp | speaker: text`` line per turn (date and time), no captions, and cuts 256-token cl100k windows
+      that may split a turn. A [code]-exact chunker is not offered (NaiveRAG is shared, outside this method).
+    - A forced action is both put in the directive (paper App. A.1) and enforced on the reply ([code]).
+      [code] shows the LLM no "answer" directive at the budget (it overwrites the decision after the call);
+      both profiles follow the paper here.
+    - The empty-retrieval guard (Alg. 1 l.5) fires right after a masked retrieval that came back empty, as the
+      paper says; not a departure, but [code]'s RAG path never fires it (its ``retrieval_attempts`` counter is
+      only incremented by the Zep path).
     - A failed backend search (LLMError) is recorded in its retrieve step (``error``) and counted
       (``backend_errors``); the batch is empty, so reflect is forced, but the backend is not marked
       exhausted. Replay-cassette misses absorbed by any fallback are flagged ``cache_miss``.
     - The mask is hard and also enforced here (a hit the backend returns despite ``exclude`` is
-      dropped and recorded); the [code]'s Zep soft mask (backfill) is not reproduced.
+      dropped and recorded); [code]'s Zep soft mask (backfill) is not reproduced (no Zep backend here).
     - A failed router call (ParseError/LLMError after the client's repair and retry) keeps the
-      previous evidence and gaps and falls back to reflect (the [code] retries 5 times with sleeps);
-      a decision outside the enum also falls back to reflect ([code]). Both are recorded in the step.
+      previous evidence and gaps and falls back to reflect ([code] retries 5 times with 20 s sleeps, then
+      raises; the contract asks a method to answer every question); a decision outside the enum also falls back
+      to reflect ([code]). Both are recorded in the step. The client's parse retry runs at temperature 0.3
+      (``llm/base.py``, shared by every method; [code] retries at 0).
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
-    - The answer prompt asks for a short phrase, not visible step-by-step work, so token F1 compares
-      with the other methods (the paper scores only the LLM judge). It also says the draft comes
-      from the same evidence and is kept when supported: Eq. 6 gives p_w the draft, but Zep's prompt
-      does not say how to use it. Like the paper, it has no "not mentioned" escape and allows a
-      cautious inference grounded in limited evidence (App. A.1).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of
       snippets, the ones in front of the last router call that wrote the evidence and draft the
       answer call reads (paper Eq. 6: the answer call never sees raw snippets). Earlier batches
       reach it only through evidence text without provenance; every hit stays in the retrieve steps.
-    - Native answer prompt vs the fair-arena one (``answer_prompt="shared"``): both get the evidence
-      bullets and the draft only; the native one (Zep-derived) adds "look for direct evidence",
-      "be specific about people, places and events", a worked date example, the draft rule and the
-      cautious-inference permission, with no word count; the shared one has the common six-word rule
-      and abstention phrase.
+    - ``answer_prompt="shared"`` (the fair arena, opt-in): the same inputs (evidence bullets and draft only) with
+      the workbench's common six-word rule and abstention phrase instead of the method's own prompt.
     - The question date is shown to the router and the answer call on LongMemEval only
-      (``question_date_datasets``; the paper's LoCoMo prompts have none, [code]'s LongMemEval loader
-      adds it).
-    Token accounting follows [code]: a batch shown again after a reflect is counted again.
+      (``question_date_datasets``): [ours], the workbench's date policy; neither the paper's prompts nor [code]
+      (any commit) pass one.
+    - G (``RouterState.gaps``) holds the open gaps only: "None", blanks and the prompt's own "No gaps noted."
+      copied back by the model are no gap (issue #39 bug, reviews/memr3.md B3); the router step records the
+      gaps as written and ``placeholder_gaps``.
+    - Output bounds (``--bounded-outputs``, ``llm.output_bounds``) are a client setting, not a parameter: they cap
+      the router's strings at 240 characters, arrays at 8 items and the reply at 448 tokens, which cuts the
+      paper's step-by-step reasoning and drafts of a strong model. Do not use them to reproduce the paper; the
+      conv-30 recording was made with them.
+    - Recorded for App. D.2 and the payload check: each router step has ``snippet_tokens`` (o200k tokens of the
+      snippets in front of it; a batch shown again after a reflect counts again, as in [code]'s accounting) and
+      ``payload_written``; ``summary_stats`` sums them (``snippet_tokens``, ``payload_share``).
+
+    Departures of the small profile only (each also in ``profile_notes``, so ``param_notes`` lists it):
+    - ``prompts="small"``: short reworded router prompts. They drop "gaps will do that" (evidence rule),
+      "missing specifics" (gaps instruction), the cautious-inference clause of ``detailed_answer`` and "if
+      further retrieval is unlikely" of ``reasoning``; they show "[]" as the closed-gaps value twice (system and
+      user prompt) and concrete query examples; they prefix each snippet with its id (``[chunk-3]``), where [code]
+      shows raw text; the gaps are shown as the model wrote them, a copied "No gaps noted." included (the
+      recordings' prompts), though G no longer counts it.
+    - ``schema="small"``: only evidence, gaps and decision are required and gaps is a JSON array; under
+      grammar decoding the 0.5B skipped every payload (reviews/memr3.md B1), so at real scale the run is in
+      effect the paper's "w/o Δq" row with empty reflections and no drafts. Kept because the recordings were
+      made with it; the paper profile requires the payload.
+    - ``answer_style="short"``: the answer prompt asks for a short phrase, not visible step-by-step work, so
+      token F1 compares with the other methods; its date example reads "yesterday" relative to the message
+      date (the reverse of [code]'s event-time example); it says the draft comes from the same evidence and is
+      kept when supported, allows a cautious inference grounded in limited evidence, has no "not mentioned"
+      escape and is one user message ([code]: evidence and draft in the system message, the question apart).
+    - ``nothing_left="reflect_then_answer"``: once the backend has nothing new, reflect is forced and, with the
+      reflect streak at ``n_cap``, answer ([ours]); the paper (App. A.1) keeps forcing reflect until the budget,
+      [code] leaves the choice to the LLM. ``nothing_left="no_retrieve"`` (either profile) forbids retrieve and
+      lets the router choose between reflect and answer (review "to 10" item 5).
+    - ``gap_fallback=True``: a retrieve without a refinement query searches q plus the first open gap
+      (digest §10.15); [code] searches q alone.
+    - ``carry="clear"``: a reflect without reasoning clears F (the prompt shows "No prior reasoning.") and the
+      "Prior query" is set on retrieve only; [code] keeps the previous F and shows the last query written under
+      any decision.
+
+    Departures of the paper profile (the paper and [code] are silent, or disagree):
+    - The gaps type is "a string or a list" and the payload is required through ``oneOf`` branches on the
+      decision (forced action: its key in ``required``). The workbench's reply check reads type, enum, required,
+      properties and items only, so a free-text model that skips the payload under the default directive is
+      not sent back for repair (a grammar-constrained or JSON-schema decoder is bound by ``oneOf``);
+      ``payload_share`` shows it.
+    - ``nothing_left="reflect"`` follows App. A.1 ("no useful retrieval remains" -> reflect) over [code] (LLM's
+      choice) and over Alg. 1, which only checks the last batch.
+    - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
+      model's step-by-step work; token F1 is not meaningful for it, the paper scores only the LLM judge.
     """
 
+    # The two configurations (workbench.methods.profile): "paper" is App. A's prompts and schema with [code]'s
+    # choices where the paper is silent; "small" is the configuration the offline recordings were made with.
+    profiles = {
+        "paper": {"prompts": "paper",          # [paper] App. A.1/A.2 (paper_prompts.py)
+                  "schema": "paper",           # [paper] Eq. 4: every action carries its text, so it is required
+                  "answer_style": "stepwise",  # [code] src/memr3_base.py:19-60, 533-535: p_w, step by step
+                  "nothing_left": "reflect",   # [paper] App. A.1: "no useful retrieval remains" -> reflect
+                  # [code] src/memr3_base.py:274-275 and src/memr3_rag.py:142-143: this reply's query, else q alone
+                  "gap_fallback": False,
+                  # [code] src/memr3_base.py:196-197 (prior query: the last one written, any decision) and :282
+                  # (a reflect without reasoning keeps the previous F)
+                  "carry": "keep"},
+        "small": {"prompts": "small", "schema": "small", "answer_style": "short", "nothing_left": "reflect_then_answer",
+                  "gap_fallback": True, "carry": "clear"},
+    }
+    profile_notes = {
+        "prompts": ("short router prompts written for the 0.5B/1.5B (16k context, 2 CPU cores): they drop App. A's "
+                    "'gaps will do that', 'missing specifics', the cautious-inference clause of detailed_answer, 'if "
+                    "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as "
+                    "the closed gaps value and give concrete examples; every recording (conv-30: 405 router calls, "
+                    "demo: 27) was made with them; no A/B against the paper's wording was run (reviews/memr3.md §4)"),
+        "schema": ("payload keys optional and gaps a JSON array: under grammar decoding the 0.5B closed the object "
+                   "after 'decision' (conv-30: no retrieval_query in 153 of 153 retrieves, no reasoning in 158 of 159 "
+                   "reflects, no draft in 80 of 80 answers; gaps [] in 391 of 394 replies); kept only because the "
+                   "recordings were made with it (reviews/memr3.md B1)"),
+        "answer_style": ("a short phrase without visible step-by-step work, so token F1 compares with the other "
+                         "methods and the small model's reply stays short; its date example is our own (the 0.5B "
+                         "copied it as the answer to 2 of 81 conv-30 questions)"),
+        "nothing_left": ("once the backend has nothing new, reflect once and then answer: on the demo's 9-chunk slice "
+                         "the literal App. A.1 rule reflects until the budget with the same prompt (demo question "
+                         "'physio', reviews/memr3.md B7)"),
+        "gap_fallback": ("a retrieve without a retrieval_query searches q plus the first open gap (digest §10.15), "
+                         "[code] searches q alone; the 0.5B wrote no query in 153 of 153 retrieves (conv-30)"),
+        "carry": ("a reflect without reasoning clears F and the prior query is set on retrieve only; [code] keeps "
+                  "both; the 0.5B wrote no reasoning in 158 of 159 reflects (conv-30)"),
+    }
+    profile_prompt_modules = {"paper": ("memr3.paper_prompts",)}
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     title = "MemR3"
@@ -143,10 +235,10 @@ class MemR3(MemoryMethod):
     step_cards = {"router": "evidence_gaps", "retrieve": "gap_retrieve", "reflect": "reflect_note",
                   "answer": "draft_answer"}
     prompt_modules = ("memr3.method", "memr3.prompts", "memr3.state", "memr3.census", "memr3.how_it_works")
-    # The paper (LoCoMo) shows no question date; [code]'s newer LongMemEval loader adds it.
+    # [ours] the workbench's date policy: neither the paper's prompts nor [code] (any commit) show a question date.
     question_date_datasets = frozenset({"longmemeval"})
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
                  backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper §4.1)
                  retriever_options: dict | None = None,  # [ours] passed to backend.as_retriever(**options)
                  n_chk: int = 5,              # paper §4.1: snippets per retrieval (swept 1..9)
@@ -155,8 +247,15 @@ class MemR3(MemoryMethod):
                  mask: bool = True,           # paper §4.4 ablation "w/o mask"
                  delta_query: bool = True,    # paper §4.4 ablation "w/o delta-q" (retrieve with q only)
                  reflect: bool = True,        # paper §4.4 ablation "w/o reflect"
-                 answer_prompt: str = "native"):  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
+                 answer_prompt: str = "native",  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
+                 prompts=PROFILE,        # router prompts: "paper" (paper_prompts.py) | "small" (prompts.py)
+                 schema=PROFILE,         # router schema: "paper" (payload required) | "small" (payload optional)
+                 answer_style=PROFILE,   # native answer prompt: "stepwise" ([code] p_w) | "short" ([ours])
+                 nothing_left=PROFILE,   # "reflect" (App. A.1) | "reflect_then_answer" | "no_retrieve"
+                 gap_fallback=PROFILE,   # a retrieve without delta-q searches the first open gap (True) or q ([code])
+                 carry=PROFILE):         # "keep" ([code]) | "clear": F and the prior query when a reply lacks them
         self.llm = llm
+        self.profile = profile
         self.embedder = embedder
         self.backend = backend
         self.retriever_options = retriever_options
@@ -167,6 +266,13 @@ class MemR3(MemoryMethod):
         self.delta_query = delta_query
         self.reflect = reflect
         self.answer_prompt = answer_prompt
+        self.prompts = prompts
+        self.schema = schema
+        self.answer_style = answer_style
+        self.nothing_left = nothing_left
+        self.gap_fallback = gap_fallback
+        self.carry = carry
+        self._apply_profile(profile, llm)
 
     # -- building --------------------------------------------------------------------------------
     def _validate_params(self) -> None:
@@ -182,6 +288,11 @@ class MemR3(MemoryMethod):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name, valid in (("prompts", ("paper", "small")), ("schema", ("paper", "small")),
+                            ("answer_style", ("stepwise", "short")), ("nothing_left", NOTHING_LEFT_MODES),
+                            ("gap_fallback", (True, False)), ("carry", ("keep", "clear"))):
+            if getattr(self, name) not in valid or not isinstance(getattr(self, name), type(valid[0])):
+                raise ValueError(f"{name} must be one of {valid}, got {getattr(self, name)!r}")
 
     def _reset(self) -> None:
         self.backend_: MemoryMethod | None = None
@@ -217,7 +328,8 @@ class MemR3(MemoryMethod):
         retriever = self.as_retriever()
         total = len(retriever) if hasattr(retriever, "__len__") else None
         return Run(self.llm, retriever, total, self.n_chk, self.n_max, self.n_cap, self.mask,
-                   self.delta_query, self.reflect, now, self.answer_prompt)
+                   self.delta_query, self.reflect, now, self.answer_prompt, self.prompts, self.schema,
+                   self.answer_style, self.nothing_left, self.gap_fallback, self.carry)
 
     def _node(self, steps: list, kind: str, node, state: RouterState, run: Run) -> RouterState:
         with self.step(steps, kind, kind) as s:
@@ -280,12 +392,20 @@ class MemR3(MemoryMethod):
         questions whose last router step was forced by the budget; ``fallbacks``: router steps whose
         action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
         steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
-        was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals.
+        was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals;
+        ``payload_share``: per final action, the share of its router steps whose reply carried that action's
+        text (retrieval_query, reasoning, detailed_answer; reviews/memr3.md B1); ``snippet_tokens``: tokens
+        (o200k) of the snippets in front of the router calls, per question (paper App. D.2; a batch shown again
+        after a reflect counts again, as [code]'s accounting does). Steps recorded before these fields existed
+        count as without payload and with 0 tokens.
         """
         routers = [[s for s in a.steps if s.kind == "router"] for a in answers]
         steps = [s for r in routers for s in r]
         n, total = len(answers), len(steps)
         forced = Counter(s.data.get("forced") for s in steps if s.data.get("forced"))
+        acted = Counter(s.data.get("action") for s in steps)
+        written = Counter(s.data.get("action") for s in steps if s.data.get("payload_written"))
+        tokens = sum(s.data.get("snippet_tokens", 0) for s in steps)
         return {
             "questions": n,
             "mean_iterations": total / n if n else 0.0,
@@ -300,6 +420,9 @@ class MemR3(MemoryMethod):
                                     if s.kind == "answer" and s.data.get("fallback")),
             "cache_misses": sum(1 for a in answers for s in a.steps if s.data.get("cache_miss")),
             "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
+            "payload_share": {act: written[act] / count for act, count in acted.items()
+                              if act in ("retrieve", "reflect", "answer")},
+            "snippet_tokens": {"total": tokens, "per_question": tokens / n if n else 0.0},
         }
 
 
@@ -307,7 +430,7 @@ class MemR3(MemoryMethod):
 # -- nodes: node(state, run, step) -> the fields it changes ----------------------------------------
 def retrieve_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Fetch S_k = Retrieve(q (+) delta, M minus M^ret) and grow the mask (paper Eq. 5)."""
-    delta = state.last_query if run.delta_query else None
+    delta = state.delta_q if run.delta_query else None
     query = retrieval_query(state.question, delta, use_delta=run.delta_query)
     exclude = state.seen_ids if run.mask else frozenset()
     error = cache_miss = None
@@ -345,62 +468,91 @@ def _enforce_mask(raw: Sequence[Hit], exclude: frozenset, k: int) -> tuple[tuple
 def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Generate + router (paper Eq. 3, Alg. 1): rewrite E and G, decide, attach the payload."""
     more = has_more(state, mask=run.mask, total=run.total)
-    forced, guard_name = guard(state, n_max=run.n_max, n_cap=run.n_cap, more=more, reflect=run.reflect)
-    reply, error, cache_miss = _call_router(state, run, forced)
+    forced, guard_name = guard(state, n_max=run.n_max, n_cap=run.n_cap, more=more, reflect=run.reflect,
+                               nothing_left=run.nothing_left)
+    offer_retrieve = more or run.nothing_left != "no_retrieve"
+    actions = allowed_actions(run.reflect, offer_retrieve)
+    reply, error, cache_miss = _call_router(state, run, forced, actions)
     proposed = reply.get("decision") if reply is not None else None
-    action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more)
+    action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more, retrieve=offer_retrieve)
     # A failed call is a fallback even under a guard: evidence and gaps are the previous ones.
     fallback = invalid if reply is not None else "router call failed" + (" (cassette miss)" if cache_miss else "")
     reply = reply or {}
     evidence = normalize_evidence(reply["evidence"]) if "evidence" in reply else state.evidence
-    gaps = normalize_gaps(reply["gaps"]) if "gaps" in reply else state.gaps
-    changes = {"k": state.k + 1, "evidence": evidence, "gaps": gaps, "last_action": action,
+    # G holds the open gaps only: a copied "No gaps noted." is no gap (B3); the small prompts show what was written
+    written = written_gaps(reply["gaps"]) if "gaps" in reply else _written(state)
+    gaps = open_gaps(written)
+    changes = {"k": state.k + 1, "evidence": evidence, "gaps": gaps, "gaps_written": written, "last_action": action,
                "just_retrieved": False, "reasoning": None, "reflect_streak": 0}
+    query = _text(reply.get("retrieval_query"))
+    if run.carry == "keep" and query is not None:  # [code] the prior query is the last one written, any decision
+        changes["last_query"] = query
     delta = delta_source = None
     if action == "retrieve":
-        delta, delta_source = _text(reply.get("retrieval_query")), "llm"
+        delta, delta_source = query, "llm"
         if delta is None:
-            delta = delta_fallback(gaps)
+            delta = delta_fallback(gaps) if run.gap_fallback else None
             delta_source = "first_gap" if delta is not None else "question"
-        changes["last_query"] = delta
+        changes["delta_q"] = delta
+        if run.carry == "clear":
+            changes["last_query"] = delta
     elif action == "reflect":
-        changes.update(reasoning=_text(reply.get("reasoning")) or "", reflect_streak=state.reflect_streak)
+        reasoning = _text(reply.get("reasoning"))
+        if reasoning is None and run.carry == "keep":  # [code] a reflect without reasoning keeps the previous F
+            reasoning = state.reasoning
+        changes.update(reasoning=reasoning or "", reflect_streak=state.reflect_streak)
     else:
         changes["draft"] = _text(reply.get("detailed_answer"))
+    payload = PP.PAYLOAD_KEY[action]
+    s.data["payload_written"] = _text(reply.get(payload)) is not None  # B1: did the model write the action's text
     s.title = f"Iteration {state.k + 1}: {action}" + (f" (forced: {guard_name})" if guard_name else "")
     s.data.update(iteration=state.k + 1, directive=forced or "default", forced=guard_name, proposed=proposed,
                   action=action, fallback=fallback, error=error, cache_miss=cache_miss,
-                  evidence=list(evidence), gaps=list(gaps),
+                  evidence=list(evidence), gaps=list(written),  # as written; G (state) has the open gaps
                   delta_query=delta, delta_source=delta_source, reasoning=changes.get("reasoning"),
                   draft_answer=changes.get("draft"), retrieved_ids=[h.unit_id for h in state.snippets],
                   masked_ids=sorted(state.seen_ids) if run.mask else [], reflect_streak=state.reflect_streak,
-                  backend_has_more=more)
-    if len(open_gaps(gaps)) < len(gaps):  # shown to the router as written, but no open gap
-        s.data["placeholder_gaps"] = len(gaps) - len(open_gaps(gaps))
+                  backend_has_more=more,
+                  snippet_tokens=sum(count_tokens(h.text, limit=None) for h in state.snippets))  # App. D.2
+    if len(gaps) < len(written):  # shown to the small profile's router as written, but no open gap
+        s.data["placeholder_gaps"] = len(written) - len(gaps)
     return changes
+
+
+def _written(state: RouterState) -> tuple[str, ...]:
+    return state.gaps if state.gaps_written is None else state.gaps_written
 
 
 def _text(value) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _call_router(state: RouterState, run: Run, forced: str | None) -> tuple[dict | None, str | None, bool]:
+def _call_router(state: RouterState, run: Run, forced: str | None, actions: tuple[str, ...]
+                 ) -> tuple[dict | None, str | None, bool]:
     """One generate call: (parsed reply, None, False), or (None, error text, whether the error was
-    a replay cassette's miss) when the client gave up."""
-    actions = allowed_actions(run.reflect)
+    a replay cassette's miss) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
+    in ``paper_prompts``, raw snippets as [code] shows them; small: ``prompts``, snippets with their ids and
+    the gaps as written), ``run.schema`` the schema (paper: the payload required)."""
+    T = PP if run.prompts == "paper" else P
     if forced:
-        directive = P.DIRECTIVE_FORCED.format(action=forced)
+        directive = T.DIRECTIVE_FORCED.format(action=forced)
     else:
-        directive = P.DIRECTIVE_DEFAULT if run.reflect else P.DIRECTIVE_DEFAULT_NO_REFLECT
-    system = P.ROUTER_SYSTEM.format(actions=", ".join(f'"{a}"' for a in actions), directive=directive)
-    snippets = P.SNIPPET_SEPARATOR.join(f"[{h.unit_id}] {h.text}" for h in state.snippets)
-    user = P.ROUTER_USER.format(question=state.question, now_line=question_date_line(run.now),
+        directive = T.DIRECTIVE_DEFAULT if run.reflect else T.DIRECTIVE_DEFAULT_NO_REFLECT
+    system = T.ROUTER_SYSTEM.format(actions=", ".join(f'"{a}"' for a in actions), directive=directive)
+    if run.prompts == "paper":
+        snippets = P.SNIPPET_SEPARATOR.join(h.text for h in state.snippets)
+        gaps = state.gaps
+    else:
+        snippets = P.SNIPPET_SEPARATOR.join(f"[{h.unit_id}] {h.text}" for h in state.snippets)
+        gaps = _written(state)
+    user = T.ROUTER_USER.format(question=state.question, now_line=question_date_line(run.now),
                                 evidence=_bullets(state.evidence) or P.NO_EVIDENCE,
-                                gaps=_bullets(state.gaps) or P.NO_GAPS, snippets=snippets or P.NO_SNIPPETS,
+                                gaps=_bullets(gaps) or P.NO_GAPS, snippets=snippets or P.NO_SNIPPETS,
                                 reasoning=state.reasoning or P.NO_REASONING, last_query=state.last_query or P.NO_QUERY)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    schema = PP.router_schema(actions, forced) if run.schema == "paper" else P.router_schema(actions)
     try:
-        parsed = run.llm.complete(messages, schema=P.router_schema(actions), role="memr3.router").parsed
+        parsed = run.llm.complete(messages, schema=schema, role="memr3.router").parsed
     except LLMError as exc:  # ParseError included: recorded in the step, fallback in resolve()
         return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
     if not isinstance(parsed, dict):
@@ -425,6 +577,11 @@ def answer_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
         context = f"Evidence:\n{_bullets(state.evidence) or P.NO_EVIDENCE}\n\nDraft answer: {state.draft or P.NO_DRAFT}"
         prompt = shared_prompt(context, state.question, run.now)
         s.data["answer_prompt"] = "shared"
+    elif run.answer_style == "stepwise":  # [code] p_w: evidence and draft in the system message, the question apart
+        system = PP.ANSWER_SYSTEM.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE,
+                                         draft=state.draft or P.NO_DRAFT, now_line=question_date_line(run.now))
+        prompt = [{"role": "system", "content": system},
+                  {"role": "user", "content": PP.ANSWER_USER.format(question=state.question)}]
     else:
         prompt = P.ANSWER.format(evidence=_bullets(state.evidence) or P.NO_EVIDENCE, draft=state.draft or P.NO_DRAFT,
                                  now_line=question_date_line(run.now), question=state.question)

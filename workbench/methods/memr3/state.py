@@ -60,6 +60,8 @@ class RouterState:
     backend_errors: int = 0                  # retrievals of this question that failed (recorded)
     reasoning: str | None = None             # F, the latest reflect reasoning
     last_query: str | None = None            # the latest delta-q ("Prior query" in the prompt)
+    delta_q: str | None = None               # the refinement of the coming retrieval (None: q alone)
+    gaps_written: tuple[str, ...] | None = None  # the gaps as the router wrote them (small prompts show these)
     draft: str | None = None                 # w_k, the draft answer
     last_action: str | None = None
     answer: str = ""                         # the final answer, written by the answer node
@@ -68,9 +70,10 @@ class RouterState:
         return replace(self, **changes)
 
 
-def allowed_actions(reflect: bool = True) -> tuple[str, ...]:
-    """The decision enum; the ``reflect=False`` ablation removes the reflect node."""
-    return ACTIONS if reflect else tuple(a for a in ACTIONS if a != "reflect")
+def allowed_actions(reflect: bool = True, retrieve: bool = True) -> tuple[str, ...]:
+    """The decision enum; the ``reflect=False`` ablation removes the reflect node, and
+    ``nothing_left="no_retrieve"`` removes retrieve once the backend has nothing new (``retrieve=False``)."""
+    return tuple(a for a in ACTIONS if (reflect or a != "reflect") and (retrieve or a != "retrieve"))
 
 
 def has_more(state: RouterState, *, mask: bool, total: int | None) -> bool:
@@ -86,8 +89,12 @@ def has_more(state: RouterState, *, mask: bool, total: int | None) -> bool:
     return total is None or len(state.seen_ids) < total
 
 
-def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bool = True
-          ) -> tuple[str | None, str | None]:
+#: what the router may do once the backend has nothing new (MemR3's ``nothing_left`` parameter)
+NOTHING_LEFT_MODES = ("reflect_then_answer", "reflect", "no_retrieve")
+
+
+def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bool = True,
+          nothing_left: str = "reflect_then_answer") -> tuple[str | None, str | None]:
     """Alg. 1 for the coming iteration k = state.k + 1: (forced action, guard name) or (None, None).
 
     Priority as in the paper: budget, then no useful retrieval (empty / nothing left), then reflect
@@ -95,11 +102,13 @@ def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bo
     - budget: k >= n_max forces answer, so n_max counts generate calls and n_max=1 is one
       forced-answer call (digest §10.2).
     - empty retrieval: right after a retrieve that returned nothing, force reflect.
-    - nothing left: whenever the backend can return no new item (``more`` False), force reflect
-      too (digest §6: the forced reflect means "no useful retrieval left"), so the router is never
-      offered a retrieval that can only come back empty. [ours] Once the reflect streak is at
-      ``n_cap`` with nothing left, force answer: the streak guard's retrieve can bring nothing, and
-      reflecting again until the budget (the literal Alg. 1) only repeats the same call.
+    - nothing left: whenever the backend can return no new item (``more`` False), by ``nothing_left``:
+      ``"reflect"`` (paper App. A.1: "no useful retrieval remains" sets the directive to reflect; it
+      outranks the streak guard, so only the budget ends the loop); ``"reflect_then_answer"`` (small
+      profile, [ours]): reflect, and once the reflect streak is at ``n_cap`` answer, since a retrieve
+      can bring nothing and reflecting again only repeats the same call; ``"no_retrieve"``
+      (reviews/memr3.md "to 10" item 5): nothing forced, the router chooses between reflect and
+      answer (``allowed_actions(retrieve=False)``).
     - With ``reflect=False`` there is no reflect node: [ours] both force answer instead.
     - reflect streak: only while the backend can still return new items ([code]).
     """
@@ -109,21 +118,28 @@ def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bo
     if state.just_retrieved and not state.snippets:
         return ("reflect" if reflect else "answer"), GUARD_EMPTY
     if not more:
-        return ("reflect" if reflect and state.reflect_streak < n_cap else "answer"), GUARD_NOTHING_LEFT
+        if not reflect:
+            return "answer", GUARD_NOTHING_LEFT
+        if nothing_left == "reflect":
+            return "reflect", GUARD_NOTHING_LEFT
+        if nothing_left == "no_retrieve":
+            return None, None  # retrieve is not offered; the streak guard needs an opportunity ([code])
+        return ("reflect" if state.reflect_streak < n_cap else "answer"), GUARD_NOTHING_LEFT
     if reflect and state.reflect_streak >= n_cap:
         return "retrieve", GUARD_STREAK
     return None, None
 
 
-def fallback_action(*, reflect: bool, more: bool) -> str:
+def fallback_action(*, reflect: bool, more: bool, retrieve: bool = True) -> str:
     """What an unusable decision becomes: reflect ([code], digest §10.15); without the reflect node
-    [ours]: retrieve while new items remain, else answer."""
+    [ours]: retrieve while new items remain (and retrieve is offered), else answer."""
     if reflect:
         return "reflect"
-    return "retrieve" if more else "answer"
+    return "retrieve" if more and retrieve else "answer"
 
 
-def resolve(proposed, forced: str | None, *, reflect: bool, more: bool) -> tuple[str, str | None]:
+def resolve(proposed, forced: str | None, *, reflect: bool, more: bool, retrieve: bool = True
+            ) -> tuple[str, str | None]:
     """(final action, why the proposal was not usable or None).
 
     A forced action always wins (the paper changes the directive; [code] also overwrites the
@@ -132,13 +148,20 @@ def resolve(proposed, forced: str | None, *, reflect: bool, more: bool) -> tuple
     """
     if forced is not None:
         return forced, None
-    if isinstance(proposed, str) and proposed.strip().lower() in allowed_actions(reflect):
+    if isinstance(proposed, str) and proposed.strip().lower() in allowed_actions(reflect, retrieve):
         return proposed.strip().lower(), None
-    return fallback_action(reflect=reflect, more=more), f"invalid decision {proposed!r}"
+    return fallback_action(reflect=reflect, more=more, retrieve=retrieve), f"invalid decision {proposed!r}"
 
 
 def normalize_gaps(raw) -> tuple[str, ...]:
-    """Gaps as a tuple of strings; "None", empty strings and [] mean closed (digest §10.5)."""
+    """The open gaps G: "None", empty strings, [] and the prompt's own "No gaps noted." mean closed
+    (digest §10.5; the placeholder: reviews/memr3.md B3). ``written_gaps`` keeps the placeholder."""
+    return open_gaps(written_gaps(raw))
+
+
+def written_gaps(raw) -> tuple[str, ...]:
+    """The gaps as the router wrote them, less the closed words: what the small profile's next prompt
+    shows (the recordings were made so), the placeholder "No gaps noted." included."""
     if raw is None:
         return ()
     items: Sequence = [raw] if isinstance(raw, str) else raw if isinstance(raw, (list, tuple)) else [str(raw)]
@@ -169,8 +192,8 @@ def is_placeholder_gap(text: str) -> bool:
     """The router prompt's own empty-gaps line (``prompts.NO_GAPS``, "No gaps noted."), copied into
     the gaps list by a small model (the 0.5B did, conv-30): it names nothing missing.
 
-    ``normalize_gaps`` keeps it, so the next prompt shows the list as the model wrote it: the
-    published recordings were made that way, and dropping it would change their prompts."""
+    ``normalize_gaps`` drops it from the open gaps G; ``written_gaps`` keeps it, so the small profile's next
+    prompt shows the list as the model wrote it (the published recordings were made that way)."""
     return str(text).strip().lower().rstrip(".") == _prompts.NO_GAPS.lower().rstrip(".")
 
 
