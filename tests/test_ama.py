@@ -500,7 +500,7 @@ def test_refresh_log_lists_every_refresher_decision(tiny_conv):
 
 # -- question-time refresh off by default; serialised writes; Refresh without conflict ids ------------
 def test_refresh_on_query_defaults_off_and_answers_do_not_depend_on_order(tiny_conv):
-    assert AMA().refresh_on_query is False and not make_ama().order_dependent
+    assert AMA(profile="small").refresh_on_query is False and not make_ama().order_dependent  # small profile
     assert not make_ama(refresher=False, refresh_on_query=True).order_dependent
 
 

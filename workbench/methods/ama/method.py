@@ -84,6 +84,7 @@ from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..calibration import CalibrationHook
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
@@ -134,36 +135,72 @@ class AMA(MemoryMethod):
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"},
         "conflict_stores": {("fact",): "only the fact store is checked and edited at ingestion; the paper's "
                                         "Refresher may edit raw, fact and episode entries"},
-        "ingest_retriever": {False: "a new turn is checked against its nearest stored entries directly; the paper "
-                                    "runs the Retriever on every input first (one call per turn saved)"},
         "trigger": {"session": "episodes close at session ends with no trigger call; the paper asks the LLM"},
         "answer_prompt": fair_arena_note}
     prompt_modules = ("ama.method", "ama.agents", "ama.prompts", "ama.census", "ama.how_it_works")
+    # the paper profile's prompts (App. C, every instruction, neutral placeholders): hashed only for that profile
+    profile_prompt_modules = {"paper": ("ama.paper_prompts",)}
+    # [ours] the question date goes to the reader on LoCoMo and LongMemEval: the paper gives no answer prompt and
+    # no code is public; the other methods' papers or code give it on LongMemEval only
+    question_date_datasets = frozenset({"locomo", "longmemeval"})
+    # issue #39: the paper's method (no public code, so a gap the paper leaves keeps ours in both profiles, said in
+    # the parameter comments and the docstring) and the offline models' tuned configuration, which is today's
+    profiles = {
+        "paper": {"prompts": "paper",  # App. C, Figs. 6-11 (paper_prompts.py)
+                  "ingest_retriever": True,  # §3, Fig. 2: Retriever -> Judge -> Refresher -> Constructor per input
+                  "conflict_candidates": "routed",  # §3.2-3.3: the Judge checks the routed H_t
+                  "refresh_on_query": True},  # §3.3-3.4: a Refresh verdict on a question edits memory
+        "small": {"prompts": "small", "ingest_retriever": False, "conflict_candidates": "sweep",
+                  "refresh_on_query": False},
+    }
+    profile_notes = {
+        "prompts": "prompts.py: App. C's prompts shortened for the offline 1.5B/0.5B models, with filled-in JSON "
+                   "examples instead of the figures' alternatives (the 1.5B copies them: 22 of 22 recorded "
+                   "Retriever replies equal the example's store and K_dyn, 12 of 12 Refresher replies say "
+                   "'Update', reviews/ama.md §2.1), the turn before its context in P_con (context first, the 0.5B "
+                   "copied the first context line as the fact of most turns, sample-1), bounded lists (facts <= 10, "
+                   "related_id <= 3: the 0.5B listed ids until the 512-token cap cut the JSON), a greetings rule, "
+                   "the turn's facts in the ingestion Judge and a question-time rule in P_ref",
+        "ingest_retriever": "the Retriever is skipped at ingestion (one call per turn saved): on the offline models "
+                            "its routing never varied (22 of 22 recorded replies named the example's fact store and "
+                            "K_dyn 5, reviews/ama.md §2.1), so routing each turn bought nothing",
+        "conflict_candidates": "the ingestion Judge sees the nearest stored entries of every store in conflict_stores "
+                               "to the turn and to each of its facts (conflict_k per query and store, ranked "
+                               "across stores into one cap of k_dyn_max), not the routed H_t: with the Retriever "
+                               "skipped this finds a contradicted fact directly (issue #18)",
+        "refresh_on_query": "a Refresh verdict on a question leaves memory unchanged (the conflicting entries go to "
+                            "the reader newest first), so answers do not depend on question order (digest §10.3); "
+                            "the offline models' question Judge never answered Refresh (Retry on 38 of 38 demo "
+                            "rounds, reviews/ama.md §4)",
+    }
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
                  use_raw: bool = True,  # paper Table 3 (RT)
                  use_fact: bool = True,  # paper Table 3 (FK)
                  use_episode: bool = True,  # paper Table 3 (EP)
                  refresher: bool = True,  # paper Table 3 (RF)
                  k_r: int = 2,  # paper §4.1: retrieval round limit K_r (total rounds; 1 = no Retry)
-                 k_m: int = 5,  # paper §3.2 K_m, value not given; [ours] 5 (digest §10.6)
+                 k_m: int = 5,  # paper §3.2 K_m, value not given (no public code); [ours] 5 (digest §10.6)
                  k_dyn_max: int = 20,  # [ours]: paper says "small integer"; clip K_dyn to [1, 20]
                  window_turns: int = 10,  # [ours]: W_t size not given; last 10 turns of the session
                  episode_max_turns: int = 20,  # [ours]: "saturation" threshold not given (digest §10.5)
                  episode_at_session_end: bool = True,  # [ours]: close the episode at each session end
                  trigger: Literal["llm", "session"] = "llm",  # paper §3.1 P_tri; "session" [ours] no call
-                 ingest_retriever: bool = False,  # [ours]: paper runs P_ret on every input; off saves a call
-                 conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
+                 prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py (App. C) | prompts.py (small)
+                 ingest_retriever: bool = PROFILE,  # paper §3/Fig. 2: P_ret on every input (True)
+                 conflict_candidates: Literal["routed", "sweep"] = PROFILE,  # paper §3.3: the routed H_t
+                 conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn), "sweep" only
                  conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
                  conflict_check: Literal["judge", "probe"] = "judge",  # "judge" = paper P_jud; "probe" [ours]
                  conflict_stores: tuple[str, ...] = ("fact", "raw", "episode"),  # paper §3.4: all it may edit
-                 refresh_on_query: bool = False,  # paper §3.4 edits memory at question time; digest §10.3: off
+                 refresh_on_query: bool = PROFILE,  # paper §3.3-3.4: a Refresh verdict edits memory (True)
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
                  filter_relevant: bool = True,  # paper §3.3: H_r, the relevant subset, is passed on
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
         self.use_raw = use_raw
         self.use_fact = use_fact
         self.use_episode = use_episode
@@ -175,8 +212,10 @@ class AMA(MemoryMethod):
         self.episode_max_turns = episode_max_turns
         self.episode_at_session_end = episode_at_session_end
         self.trigger = trigger
+        self.prompts = prompts
         self.conflict_stores = conflict_stores
         self.ingest_retriever = ingest_retriever
+        self.conflict_candidates = conflict_candidates
         self.conflict_k = conflict_k
         self.conflict_min_sim = conflict_min_sim
         self.conflict_check = conflict_check
@@ -185,6 +224,7 @@ class AMA(MemoryMethod):
         self.retry_expand = retry_expand
         self.filter_relevant = filter_relevant
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -198,6 +238,13 @@ class AMA(MemoryMethod):
             raise ValueError("window_turns must be >= 0")
         if self.trigger not in ("llm", "session"):
             raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
+        if self.prompts not in ("paper", "small"):
+            raise ValueError(f"prompts must be 'paper' or 'small', got {self.prompts!r}")
+        if self.conflict_candidates not in ("routed", "sweep"):
+            raise ValueError(f"conflict_candidates must be 'routed' or 'sweep', got {self.conflict_candidates!r}")
+        if self.conflict_candidates == "routed" and not self.ingest_retriever:
+            raise ValueError("conflict_candidates='routed' checks the Retriever's hits for each turn: it needs "
+                             "ingest_retriever=True (or conflict_candidates='sweep')")
         if self.conflict_check not in ("judge", "probe"):
             raise ValueError(f"conflict_check must be 'judge' or 'probe', got {self.conflict_check!r}")
         if not self.conflict_stores or not set(self.conflict_stores) <= {"fact", "raw", "episode"}:
@@ -319,10 +366,12 @@ class AMA(MemoryMethod):
         """Check the new turn and its facts against their nearest stored entries of every editable
         granularity (``conflict_k`` per query and store); Refresh on conflict."""
         names = self._conflict_stores()
+        if self.conflict_candidates == "routed":  # the paper's H_t, in the stores the Refresher may edit here
+            plan_units = [u for u in plan_units if u.kind in names]
         # one probe call per candidate, so "probe" checks only the conflict_k nearest entries per store
         cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
         best: dict[str, float] = {}
-        for name in names:
+        for name in names if self.conflict_candidates == "sweep" else ():  # "routed": the Retriever's H_t only
             found: dict[str, float] = {}
             for q in [vec, *fact_vecs]:
                 for h in self.stores_[name].search_vector(q, self.conflict_k):
@@ -338,6 +387,8 @@ class AMA(MemoryMethod):
             s.hits = [u.hit(best[u.id]) for u in units]
             s.data.update(stores=names, queries=1 + len(facts), k_per_query=self.conflict_k,
                           min_sim=self.conflict_min_sim)
+            if self.conflict_candidates == "routed":
+                s.data.update(candidates="routed", queries=1, k_per_query=None)
         with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
             if self.conflict_check == "probe":
                 verdict = A.judge_probe(self, units, turn)
