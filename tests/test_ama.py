@@ -26,7 +26,8 @@ def line_after(messages, marker: str) -> str:
 
 def construct(facts=FACTS, related=None):
     def reply(messages):
-        tid = re.match(r"THE TURN \(([^,]+),", line_after(messages, "THE TURN (")).group(1)
+        # the small prompt's "THE TURN (D1:1, said on ...", the paper prompt's "Current input (D1:1, said on ..."
+        tid = re.search(r"(?:THE TURN|Current input) \((D[^,]+), said on", prompt_of(messages)).group(1)
         return {"facts": [{"content": f, "pattern": "S-V-O"} for f in facts.get(tid, [])],
                 "related_id": (related or {}).get(tid, []), "timestamp": "empty"}
     return reply
