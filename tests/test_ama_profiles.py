@@ -23,7 +23,7 @@ SMALL_PROMPT_HASH = "642018328aa7"
 
 ROLES = {"ama.construct": "CONSTRUCT", "ama.trigger": "TRIGGER", "ama.episode": "EPISODE", "ama.retrieve": "RETRIEVE",
          "ama.judge": "JUDGE", "ama.judge_ingest": "JUDGE_INGEST", "ama.refresh": "REFRESH"}
-SMALL_AIDS = {"prompts", "ingest_retriever", "conflict_candidates", "refresh_on_query"}
+SMALL_AIDS = {"prompts", "ingest_retriever", "conflict_candidates", "refresh_on_query", "trigger_history"}
 
 
 def emb():
@@ -124,8 +124,9 @@ def test_the_paper_prompts_name_no_example_values_and_keep_the_figures_alternati
     """Bug (b), reviews/ama.md §2.1: the small prompts' filled-in examples are copied by the 1.5B (22 of 22
     Retriever replies, 12 of 12 Refresher 'Update'); the paper prompts show placeholders only."""
     assert '"K_dyn": 5' in SP.RETRIEVE and '"Action": "Update"' in SP.REFRESH  # the aid the small profile keeps
-    for name, copied in [("RETRIEVE", '"K_dyn": 5'), ("RETRIEVE", '"b_atomic": 1'), ("RETRIEVE", '"memory_type": "fact"'),
-                         ("JUDGE", '"Action": "Pass"'), ("JUDGE_INGEST", '"Action": "Pass"'),
+    for name, copied in [("RETRIEVE", '"K_dyn": 5'), ("RETRIEVE", '"b_atomic": 1'),
+                         ("RETRIEVE", '"memory_type": "fact"'), ("JUDGE", '"Action": "Pass"'),
+                         ("JUDGE_INGEST", '"Action": "Pass"'),
                          ("REFRESH", '"Action": "Update"'), ("REFRESH", '"memory_type": "fact"')]:
         assert copied not in getattr(PP, name), (name, copied)
     assert '"K_dyn": <integer>' in PP.RETRIEVE and '"b_fine": <0 or 1>' in PP.RETRIEVE
@@ -217,3 +218,50 @@ def test_table_3_rows_keep_the_chosen_profile(name):
         assert m.profile == profile
         assert {k: getattr(m, k) for k in AMA.profiles[profile]} == AMA.profiles[profile]
         assert set(m.param_notes) == (set() if profile == "paper" else SMALL_AIDS) | set(AMA.ablation_params(name))
+
+
+def test_paper_profile_constructs_after_the_judge_from_the_refreshed_h_t(tiny_conv):
+    """Fig. 2 / §3.1: Retriever -> Judge -> Refresher -> Constructor, the Constructor seeing H_t* (the routed
+    entries after the Refresher's edits); the small profile constructs first and checks the turn's facts."""
+    orders = {}
+    for profile in ("paper", "small"):
+        llm = scripted()
+        m = AMA(llm=llm, embedder=emb(), profile=profile, use_raw=False, use_episode=False).ingest(tiny_conv)
+        orders[profile] = [s.kind for s in m.turn_steps_["D2:1"] if s.kind in ("construct", "judge", "refresh")]
+        if profile == "paper":
+            construct_d21 = next(prompt_of(r["messages"]) for r in llm.requests
+                                 if r["role"] == "ama.construct" and "(D2:1, said on" in prompt_of(r["messages"]))
+            refs = construct_d21.split("Retrieved memories", 1)[1]
+            assert "Noor lives in Geneva" in refs and "Noor lives in Lyon" not in refs  # H_t*, after the Update
+    assert orders == {"paper": ["judge", "refresh", "construct"], "small": ["construct", "judge", "refresh"]}
+
+
+def test_paper_trigger_sees_w_t_and_the_small_one_the_episode_buffer(tiny_conv):
+    """Fig. 7: the trigger's history is W_t (the session's last turns), also across an episode boundary; the small
+    profile shows only the current episode's turns."""
+    marks = {"paper": ("Conversation history (may be empty):", "Newly added message:"),
+             "small": ("Current episode so far:", "NEW MESSAGE:")}
+    shown = {}
+    for profile, (start, end) in marks.items():
+        llm = scripted(**{"ama.trigger": {"T_t": 1, "reason": "new topic", "confidence": 0.9, "topic_summary": "x"}})
+        AMA(llm=llm, embedder=emb(), profile=profile, refresher=False).ingest(tiny_conv)
+        parts = [prompt_of(r["messages"]).split(start, 1)[1].split(end, 1) for r in llm.requests
+                 if r["role"] == "ama.trigger"]
+        history = next(h for h, new in parts if "D1:4" in new.split("\n\n", 1)[0])
+        shown[profile] = re.findall(r"D\d:\d", history)
+    # T_t = 1 on every call: the small profile's buffer holds only D1:3 when D1:4 comes
+    assert shown == {"paper": ["D1:1", "D1:2", "D1:3"], "small": ["D1:3"]}
+
+
+def test_a_question_time_update_is_dated_by_the_question(tiny_conv):
+    """reviews/ama.md §2.7: an Update at question time set no updated_at, so recency ordering missed the edit."""
+    from datetime import datetime
+
+    judge = {"Action": "Refresh", "reason": "two homes", "confidence": 0.9, "relevant_ids": [],
+             "conflict_ids": ["fact:3", "fact:4"]}
+    m = AMA(llm=scripted(**{"ama.judge": judge, "ama.judge_ingest": {"Action": "Pass", "reason": "ok",
+                                                                     "confidence": 0.9, "conflict_ids": []}}),
+            embedder=emb(), profile="paper", use_raw=False, use_episode=False).ingest(tiny_conv)
+    m.answer("Where does Noor live now?", now=datetime(2023, 7, 1, 12, 0))
+    unit = m.stores_["fact"].units["fact:3"]
+    assert unit.text == "Noor lives in Geneva" and unit.meta["updated_at"] == "2023-07-01T12:00:00"

@@ -134,7 +134,8 @@ def construct(m, turn: Turn, window: Sequence[Turn], refs: Sequence[MemoryUnit],
 
 
 def trigger(m, buffer: Sequence[Turn], turn: Turn, window_turns: int) -> dict:
-    """Episode gate, P_tri (§3.1). History = the episode buffer (its last ``window_turns`` turns)."""
+    """Episode gate, P_tri (§3.1). History = the episode buffer or W_t (``m.trigger_history``), its last
+    ``window_turns`` turns."""
     Q = prompts_of(m)
     history = list(buffer)[-window_turns:] if window_turns else []
     prompt = Q.TRIGGER.format(history=turns_block(history), new=format_turn(turn, with_id=True))
@@ -295,7 +296,7 @@ def run_refresher(m, c_err: list[MemoryUnit], user_input: str, input_kind: str, 
         out, error = (refresh(m, rest, user_input, input_kind, cause) if rest
                       else ({"Action": "No-Op", "datalist": [], "reason": "nothing left after the retention rule"},
                             None))
-        applied = apply_refresh(m, out, rest, input_kind, cause, trigger_turn)
+        applied = apply_refresh(m, out, rest, input_kind, cause, trigger_turn, now=now)
         applied["deleted"] = [u.id for u in expired] + applied["deleted"]
         s.data.update(action=out.get("Action"), memory_type=out.get("memory_type"), reason=out.get("reason"),
                       timestamp=out.get("timestamp"), conflict_set=[brief(u) for u in c_err],
@@ -304,7 +305,7 @@ def run_refresher(m, c_err: list[MemoryUnit], user_input: str, input_kind: str, 
 
 
 def apply_refresh(m, out: dict, units: list[MemoryUnit], input_kind: str, cause: str,
-                  trigger_turn: Turn | None) -> dict:
+                  trigger_turn: Turn | None, now=None) -> dict:
     """Update / Delete the listed entries; ids outside C_err are ignored (the prompt's scope rule)."""
     allowed = {u.id: u for u in units}
     items = [(norm_unit_id(d.get("id", "")), str(d.get("new_content", "")).strip()) for d in out.get("datalist", [])]
@@ -323,7 +324,7 @@ def apply_refresh(m, out: dict, units: list[MemoryUnit], input_kind: str, cause:
                         trigger_turn)
             applied["deleted"].append(uid)
         elif action == "Update" and new and new != allowed[uid].text:
-            update_unit(m, allowed[uid], new, stamp, cause, reason, trigger_turn)
+            update_unit(m, allowed[uid], new, stamp, cause, reason, trigger_turn, now=now)
             applied["updated"].append(uid)
     return applied
 
@@ -335,11 +336,14 @@ def _with_trigger(u: MemoryUnit, trigger_turn: Turn | None) -> tuple[str, ...]:
 
 
 def update_unit(m, u: MemoryUnit, new_text: str, stamp: datetime | None, cause: str, reason: str,
-                trigger_turn: Turn | None) -> None:
-    """m_i <- U(m_i, u_t): new text (re-embedded), version + 1, the original text kept (digest §10.12)."""
+                trigger_turn: Turn | None, now=None) -> None:
+    """m_i <- U(m_i, u_t): new text (re-embedded), version + 1, the original text kept (digest §10.12).
+    ``updated_at`` is the trigger turn's time, or at question time the question's date (``now``), so that later
+    recency ordering sees the edit (reviews/ama.md §2.7)."""
     src = _with_trigger(u, trigger_turn)
+    when = trigger_turn.time if trigger_turn else now
     meta = {**u.meta, "version": u.meta.get("version", 1) + 1, "original_text": u.meta.get("original_text", u.text),
-            "updated_at": iso(trigger_turn.time) if trigger_turn else u.meta.get("updated_at"), "updated_by": cause}
+            "updated_at": iso(when) if when else u.meta.get("updated_at"), "updated_by": cause}
     new = m.stores_[u.kind].update(u.id, text=new_text, source_ids=src, meta=meta, time=iso(stamp) if stamp else u.time)
     m._emit("UPDATE", u.id, before=u.text, after=new.text, cause=cause, source_ids=src, time=new.time, store=u.kind,
             why=reason or "conflict with newer information", rule="update", version=meta["version"])

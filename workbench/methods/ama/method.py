@@ -149,9 +149,10 @@ class AMA(MemoryMethod):
         "paper": {"prompts": "paper",  # App. C, Figs. 6-11 (paper_prompts.py)
                   "ingest_retriever": True,  # §3, Fig. 2: Retriever -> Judge -> Refresher -> Constructor per input
                   "conflict_candidates": "routed",  # §3.2-3.3: the Judge checks the routed H_t
-                  "refresh_on_query": True},  # §3.3-3.4: a Refresh verdict on a question edits memory
+                  "refresh_on_query": True,  # §3.3-3.4: a Refresh verdict on a question edits memory
+                  "trigger_history": "window"},  # §3.1, Fig. 7: T_t = Constructor(u_t, W_t || P_tri)
         "small": {"prompts": "small", "ingest_retriever": False, "conflict_candidates": "sweep",
-                  "refresh_on_query": False},
+                  "refresh_on_query": False, "trigger_history": "buffer"},
     }
     profile_notes = {
         "prompts": "prompts.py: App. C's prompts shortened for the offline 1.5B/0.5B models, with filled-in JSON "
@@ -172,6 +173,9 @@ class AMA(MemoryMethod):
                             "the reader newest first), so answers do not depend on question order (digest §10.3); "
                             "the offline models' question Judge never answered Refresh (Retry on 38 of 38 demo "
                             "rounds, reviews/ama.md §4)",
+        "trigger_history": "the episode trigger sees the current episode's own turns (its last window_turns), not "
+                           "W_t, so a boundary is judged against the episode it would close; a design choice with "
+                           "no recorded measurement behind it, kept so the offline recordings replay",
     }
 
     def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
@@ -186,6 +190,7 @@ class AMA(MemoryMethod):
                  episode_max_turns: int = 20,  # [ours]: "saturation" threshold not given (digest §10.5)
                  episode_at_session_end: bool = True,  # [ours]: close the episode at each session end
                  trigger: Literal["llm", "session"] = "llm",  # paper §3.1 P_tri; "session" [ours] no call
+                 trigger_history: Literal["window", "buffer"] = PROFILE,  # paper Fig. 7: P_tri sees W_t
                  prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py (App. C) | prompts.py (small)
                  ingest_retriever: bool = PROFILE,  # paper §3/Fig. 2: P_ret on every input (True)
                  conflict_candidates: Literal["routed", "sweep"] = PROFILE,  # paper §3.3: the routed H_t
@@ -212,6 +217,7 @@ class AMA(MemoryMethod):
         self.episode_max_turns = episode_max_turns
         self.episode_at_session_end = episode_at_session_end
         self.trigger = trigger
+        self.trigger_history = trigger_history
         self.prompts = prompts
         self.conflict_stores = conflict_stores
         self.ingest_retriever = ingest_retriever
@@ -238,6 +244,8 @@ class AMA(MemoryMethod):
             raise ValueError("window_turns must be >= 0")
         if self.trigger not in ("llm", "session"):
             raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
+        if self.trigger_history not in ("window", "buffer"):
+            raise ValueError(f"trigger_history must be 'window' or 'buffer', got {self.trigger_history!r}")
         if self.prompts not in ("paper", "small"):
             raise ValueError(f"prompts must be 'paper' or 'small', got {self.prompts!r}")
         if self.conflict_candidates not in ("routed", "sweep"):
@@ -300,11 +308,19 @@ class AMA(MemoryMethod):
                 self._advance(1)
 
     def _ingest_turn(self, turn: Turn, window: list[Turn], closing: bool) -> None:
-        """Construct -> conflict check (Judge) -> Refresher -> store -> episode gate, for one turn."""
+        """One turn. ``conflict_candidates="sweep"`` (small): Construct -> conflict check (Judge) on the turn and
+        its facts -> Refresher -> store -> episode gate. ``"routed"`` (paper, Fig. 2): Retriever -> Judge on H_t ->
+        Refresher -> Constructor with H_t* (the routed entries after the Refresher's edits) -> store -> gate."""
         steps: list = []
         vec = self._embed([format_turn(turn)])[0]
         plan_units = self._ingest_plan(turn, window, steps) if self.ingest_retriever else []
-        refs = plan_units or self._reference_units(vec, {t.id for t in window})
+        paper_order = self.conflict_candidates == "routed"
+        if paper_order:
+            if self.refresher:
+                self._ingest_conflicts(turn, [], vec, np.zeros((0, len(vec)), dtype=np.float32), plan_units, steps)
+            refs = [u for u in (self._unit(p.id) for p in plan_units) if u is not None]  # H_t*
+        else:
+            refs = plan_units or self._reference_units(vec, {t.id for t in window})
         with self.step(steps, "construct", f"Constructor on {turn.id}") as s:
             con = A.construct(self, turn, window, refs, self.turns_)
             s.data.update(turn_id=turn.id, speaker=turn.speaker, facts=[{"content": c, "pattern": p}
@@ -313,11 +329,11 @@ class AMA(MemoryMethod):
                           references=[u.id for u in refs], error=con["error"])
         facts = [c for c, _ in con["facts"]]
         fact_vecs = self._embed(facts) if facts else np.zeros((0, len(vec)), dtype=np.float32)
-        if self.refresher:
+        if self.refresher and not paper_order:
             self._ingest_conflicts(turn, facts, vec, fact_vecs, plan_units, steps)
         self._store_turn(turn, con, vec, fact_vecs)
         if self.use_episode:
-            self._episode_gate(turn, steps, closing)
+            self._episode_gate(turn, steps, closing, window)
         self.turns_[turn.id] = turn
         self.turn_steps_[turn.id] = tuple(steps)
 
@@ -448,15 +464,17 @@ class AMA(MemoryMethod):
                            store="fact", why=f"fact ({u.meta['pattern']}) extracted by the Constructor")
 
     # -- episodes -----------------------------------------------------------------------------
-    def _episode_gate(self, turn: Turn, steps: list, closing: bool) -> None:
-        """T_t: saturation or an empty buffer decide in code; otherwise P_tri (trigger="llm")."""
+    def _episode_gate(self, turn: Turn, steps: list, closing: bool, window: list[Turn] = ()) -> None:
+        """T_t: saturation or an empty buffer decide in code; otherwise P_tri (trigger="llm") on the history
+        ``trigger_history`` names (the episode buffer, or W_t as in the paper; empty history gives T_t = 0)."""
+        history = self.buffer_ if self.trigger_history == "buffer" else list(window)
         with self.step(steps, "trigger", f"Episode trigger on {turn.id}") as s:
-            if not self.buffer_:
+            if not self.buffer_ or not history:
                 out = {"T_t": 0, "reason": "empty history", "source": "rule"}
             elif len(self.buffer_) >= self.episode_max_turns:
                 out = {"T_t": 1, "reason": f"window saturation ({len(self.buffer_)} turns)", "source": "saturation"}
             elif self.trigger == "llm":
-                out = {**A.trigger(self, self.buffer_, turn, self.window_turns), "source": "llm"}
+                out = {**A.trigger(self, history, turn, self.window_turns), "source": "llm"}
             else:
                 out = {"T_t": 0, "reason": "trigger='session': boundaries only at session end", "source": "rule"}
             s.data.update(buffer=[t.id for t in self.buffer_], **out)
