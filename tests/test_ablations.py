@@ -117,15 +117,18 @@ def test_hymem_table_2_rows_run_their_modules(name, profile, tiny_conv):
 
 
 # -- AMA, paper Table 3 ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("profile", ["paper", "small"])
 @pytest.mark.parametrize("name", list(AMA.ablations))
-def test_ama_table_3_rows_keep_their_stores_and_refresher(name, tiny_conv):
+def test_ama_table_3_rows_keep_their_stores_and_refresher(name, profile, tiny_conv):
     llm = LLMS[AMA]()
-    m = build(AMA, name, llm=llm).ingest(tiny_conv)
+    m = build(AMA, name, llm=llm, profile=profile).ingest(tiny_conv)
+    assert m.profile == profile
     kept = {"raw": m.use_raw, "fact": m.use_fact, "episode": m.use_episode}
     assert {s: len(m.stores_[s]) > 0 for s in kept} == kept
     roles = set(llm.roles())
     assert ("ama.episode" in roles) is m.use_episode  # no episode calls without the episode store
     assert ("ama.judge_ingest" in roles) is m.refresher  # RF: no conflict Judge at ingestion without the Refresher
+    assert ("ama.retrieve" in roles) is (profile == "paper")  # the paper runs the Retriever on every turn
     ans = m.answer(tiny_conv.qa[0].question)
     assert {h.unit_id.split(":", 1)[0] for h in ans.context} <= {s for s, on in kept.items() if on}
 

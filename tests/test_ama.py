@@ -26,7 +26,8 @@ def line_after(messages, marker: str) -> str:
 
 def construct(facts=FACTS, related=None):
     def reply(messages):
-        tid = re.match(r"THE TURN \(([^,]+),", line_after(messages, "THE TURN (")).group(1)
+        # the small prompt's "THE TURN (D1:1, said on ...", the paper prompt's "Current input (D1:1, said on ..."
+        tid = re.search(r"(?:THE TURN|Current input) \((D[^,]+), said on", prompt_of(messages)).group(1)
         return {"facts": [{"content": f, "pattern": "S-V-O"} for f in facts.get(tid, [])],
                 "related_id": (related or {}).get(tid, []), "timestamp": "empty"}
     return reply
@@ -500,7 +501,7 @@ def test_refresh_log_lists_every_refresher_decision(tiny_conv):
 
 # -- question-time refresh off by default; serialised writes; Refresh without conflict ids ------------
 def test_refresh_on_query_defaults_off_and_answers_do_not_depend_on_order(tiny_conv):
-    assert AMA().refresh_on_query is False and not make_ama().order_dependent
+    assert AMA(profile="small").refresh_on_query is False and not make_ama().order_dependent  # small profile
     assert not make_ama(refresher=False, refresh_on_query=True).order_dependent
 
 

@@ -16,10 +16,17 @@ from ...llm.errors import LLMError
 from ...timehints import mentions_date
 from ..common import format_date, format_turn
 from ..store import MemoryUnit
+from . import paper_prompts as PP
 from . import prompts as P
 
 BITS = ("b_fine", "b_abs", "b_event", "b_atomic")
 _DIA = re.compile(r"D_?\{?\s*(\d+)\s*[,:]\s*(\d+)")
+
+
+def prompts_of(m):
+    """The prompt set the method sends: ``paper_prompts`` for ``prompts="paper"`` (the paper profile),
+    ``prompts`` (the small profile's) otherwise. Both fill the same format fields."""
+    return PP if getattr(m, "prompts", "small") == "paper" else P
 
 
 def call_json(m, prompt: str, schema: dict, role: str, where: str) -> tuple[dict | None, str | None]:
@@ -112,9 +119,10 @@ def route(intent: dict) -> str:
 # -- agents --------------------------------------------------------------------------------------
 def construct(m, turn: Turn, window: Sequence[Turn], refs: Sequence[MemoryUnit], known: dict) -> dict:
     """Constructor, P_con (§3.1): atomic facts, related turn ids R_t and an explicit timestamp."""
-    prompt = P.CONSTRUCT.format(window=turns_block(window), memories=refs_block(refs), turn_id=turn.id,
+    Q = prompts_of(m)
+    prompt = Q.CONSTRUCT.format(window=turns_block(window), memories=refs_block(refs), turn_id=turn.id,
                                 date=format_date(turn.time), speaker=turn.speaker, text=turn.content)
-    parsed, error = call_json(m, prompt, P.CONSTRUCT_SCHEMA, "ama.construct", turn.id)
+    parsed, error = call_json(m, prompt, Q.CONSTRUCT_SCHEMA, "ama.construct", turn.id)
     parsed = parsed or {}  # fallback: no facts, no relations, the session time
     facts = [(str(f.get("content", "")).strip(), f.get("pattern", ""))
              for f in parsed.get("facts", []) if str(f.get("content", "")).strip()]
@@ -126,10 +134,12 @@ def construct(m, turn: Turn, window: Sequence[Turn], refs: Sequence[MemoryUnit],
 
 
 def trigger(m, buffer: Sequence[Turn], turn: Turn, window_turns: int) -> dict:
-    """Episode gate, P_tri (§3.1). History = the episode buffer (its last ``window_turns`` turns)."""
+    """Episode gate, P_tri (§3.1). History = the episode buffer or W_t (``m.trigger_history``), its last
+    ``window_turns`` turns."""
+    Q = prompts_of(m)
     history = list(buffer)[-window_turns:] if window_turns else []
-    prompt = P.TRIGGER.format(history=turns_block(history), new=format_turn(turn, with_id=True))
-    parsed, error = call_json(m, prompt, P.TRIGGER_SCHEMA, "ama.trigger", turn.id)
+    prompt = Q.TRIGGER.format(history=turns_block(history), new=format_turn(turn, with_id=True))
+    parsed, error = call_json(m, prompt, Q.TRIGGER_SCHEMA, "ama.trigger", turn.id)
     if parsed is None:  # fallback: no boundary (saturation still closes the episode later)
         return {"T_t": 0, "reason": "trigger call failed", "confidence": 0.0, "topic_summary": "", "error": error}
     return {"T_t": int(parsed.get("T_t") == 1), "reason": str(parsed.get("reason", "")),
@@ -138,15 +148,17 @@ def trigger(m, buffer: Sequence[Turn], turn: Turn, window_turns: int) -> dict:
 
 def synthesize(m, buffer: Sequence[Turn], reason: str) -> tuple[dict | None, str | None]:
     """Episode synthesis, P_epi (§3.1), over the buffered turns."""
+    Q = prompts_of(m)
     lines = "\n".join(f"[{format_date(t.time)}] {format_turn(t, with_id=True)}" for t in buffer)
-    prompt = P.EPISODE.format(conversation=lines, boundary_reason=reason or "(none)")
-    return call_json(m, prompt, P.EPISODE_SCHEMA, "ama.episode", buffer[-1].id if buffer else "")
+    prompt = Q.EPISODE.format(conversation=lines, boundary_reason=reason or "(none)")
+    return call_json(m, prompt, Q.EPISODE_SCHEMA, "ama.episode", buffer[-1].id if buffer else "")
 
 
 def plan(m, text: str, window: Sequence[Turn], where: str) -> dict:
     """Retriever, P_ret (§3.2): rewrite u'_t, intent vector B, the LLM's memory_type and K_dyn."""
-    prompt = P.RETRIEVE.format(window=turns_block(window), user_input=text)
-    parsed, error = call_json(m, prompt, P.RETRIEVE_SCHEMA, "ama.retrieve", where)
+    Q = prompts_of(m)
+    prompt = Q.RETRIEVE.format(window=turns_block(window), user_input=text)
+    parsed, error = call_json(m, prompt, Q.RETRIEVE_SCHEMA, "ama.retrieve", where)
     if parsed is None:  # fallback: the input as query, B = 0 (routes to facts), K = K_m
         return {"rewrite": text, "intent": dict.fromkeys(BITS, 0), "llm_memory_type": None, "K_dyn": 0,
                 "error": error}
@@ -160,8 +172,9 @@ def plan(m, text: str, window: Sequence[Turn], where: str) -> dict:
 
 def judge_query(m, units: Sequence[MemoryUnit], question: str) -> dict:
     """Judge, P_jud (§3.3), on the candidates for a question: Pass / Retry / Refresh."""
-    prompt = P.JUDGE.format(information=entries_block(units), user_input=question)
-    parsed, error = call_json(m, prompt, P.JUDGE_SCHEMA, "ama.judge", "question")
+    Q = prompts_of(m)
+    prompt = Q.JUDGE.format(information=entries_block(units), user_input=question)
+    parsed, error = call_json(m, prompt, Q.JUDGE_SCHEMA, "ama.judge", "question")
     if parsed is None:  # fallback (digest §10.20): Pass with everything
         return {"Action": "Pass", "reason": "judge call failed", "confidence": 0.0, "relevant_ids": [],
                 "conflict_ids": [], "error": error}
@@ -170,10 +183,11 @@ def judge_query(m, units: Sequence[MemoryUnit], question: str) -> dict:
 
 def judge_ingest(m, units: Sequence[MemoryUnit], turn: Turn, facts: Sequence[str]) -> dict:
     """Judge's conflict check for a new dialogue turn (§3.3, digest §10.2): Pass / Refresh."""
-    prompt = P.JUDGE_INGEST.format(information=entries_block(units), date=format_date(turn.time),
+    Q = prompts_of(m)
+    prompt = Q.JUDGE_INGEST.format(information=entries_block(units), date=format_date(turn.time),
                                    speaker=turn.speaker, text=turn.content,
                                    facts="; ".join(facts) if facts else "(none)")
-    parsed, error = call_json(m, prompt, P.JUDGE_INGEST_SCHEMA, "ama.judge_ingest", turn.id)
+    parsed, error = call_json(m, prompt, Q.JUDGE_INGEST_SCHEMA, "ama.judge_ingest", turn.id)
     if parsed is None:
         return {"Action": "Pass", "reason": "judge call failed", "confidence": 0.0, "relevant_ids": [],
                 "conflict_ids": [], "error": error}
@@ -261,8 +275,9 @@ def _judge_out(parsed: dict) -> dict:
 
 def refresh(m, units: Sequence[MemoryUnit], user_input: str, input_kind: str, where: str) -> tuple[dict, str | None]:
     """Refresher, P_ref (§3.4): Update / Delete / No-Op over the conflict set."""
-    prompt = P.REFRESH.format(memory_entries=entries_block(units), input_kind=input_kind, user_input=user_input)
-    parsed, error = call_json(m, prompt, P.REFRESH_SCHEMA, "ama.refresh", where)
+    Q = prompts_of(m)
+    prompt = Q.REFRESH.format(memory_entries=entries_block(units), input_kind=input_kind, user_input=user_input)
+    parsed, error = call_json(m, prompt, Q.REFRESH_SCHEMA, "ama.refresh", where)
     if parsed is None:  # fallback (digest §10.20): No-Op
         return {"Action": "No-Op", "memory_type": None, "datalist": [], "timestamp": "empty",
                 "reason": "refresher call failed"}, error
@@ -281,7 +296,7 @@ def run_refresher(m, c_err: list[MemoryUnit], user_input: str, input_kind: str, 
         out, error = (refresh(m, rest, user_input, input_kind, cause) if rest
                       else ({"Action": "No-Op", "datalist": [], "reason": "nothing left after the retention rule"},
                             None))
-        applied = apply_refresh(m, out, rest, input_kind, cause, trigger_turn)
+        applied = apply_refresh(m, out, rest, input_kind, cause, trigger_turn, now=now)
         applied["deleted"] = [u.id for u in expired] + applied["deleted"]
         s.data.update(action=out.get("Action"), memory_type=out.get("memory_type"), reason=out.get("reason"),
                       timestamp=out.get("timestamp"), conflict_set=[brief(u) for u in c_err],
@@ -290,7 +305,7 @@ def run_refresher(m, c_err: list[MemoryUnit], user_input: str, input_kind: str, 
 
 
 def apply_refresh(m, out: dict, units: list[MemoryUnit], input_kind: str, cause: str,
-                  trigger_turn: Turn | None) -> dict:
+                  trigger_turn: Turn | None, now=None) -> dict:
     """Update / Delete the listed entries; ids outside C_err are ignored (the prompt's scope rule)."""
     allowed = {u.id: u for u in units}
     items = [(norm_unit_id(d.get("id", "")), str(d.get("new_content", "")).strip()) for d in out.get("datalist", [])]
@@ -309,7 +324,7 @@ def apply_refresh(m, out: dict, units: list[MemoryUnit], input_kind: str, cause:
                         trigger_turn)
             applied["deleted"].append(uid)
         elif action == "Update" and new and new != allowed[uid].text:
-            update_unit(m, allowed[uid], new, stamp, cause, reason, trigger_turn)
+            update_unit(m, allowed[uid], new, stamp, cause, reason, trigger_turn, now=now)
             applied["updated"].append(uid)
     return applied
 
@@ -321,11 +336,14 @@ def _with_trigger(u: MemoryUnit, trigger_turn: Turn | None) -> tuple[str, ...]:
 
 
 def update_unit(m, u: MemoryUnit, new_text: str, stamp: datetime | None, cause: str, reason: str,
-                trigger_turn: Turn | None) -> None:
-    """m_i <- U(m_i, u_t): new text (re-embedded), version + 1, the original text kept (digest §10.12)."""
+                trigger_turn: Turn | None, now=None) -> None:
+    """m_i <- U(m_i, u_t): new text (re-embedded), version + 1, the original text kept (digest §10.12).
+    ``updated_at`` is the trigger turn's time, or at question time the question's date (``now``), so that later
+    recency ordering sees the edit (reviews/ama.md §2.7)."""
     src = _with_trigger(u, trigger_turn)
+    when = trigger_turn.time if trigger_turn else now
     meta = {**u.meta, "version": u.meta.get("version", 1) + 1, "original_text": u.meta.get("original_text", u.text),
-            "updated_at": iso(trigger_turn.time) if trigger_turn else u.meta.get("updated_at"), "updated_by": cause}
+            "updated_at": iso(when) if when else u.meta.get("updated_at"), "updated_by": cause}
     new = m.stores_[u.kind].update(u.id, text=new_text, source_ids=src, meta=meta, time=iso(stamp) if stamp else u.time)
     m._emit("UPDATE", u.id, before=u.text, after=new.text, cause=cause, source_ids=src, time=new.time, store=u.kind,
             why=reason or "conflict with newer information", rule="update", version=meta["version"])

@@ -1,8 +1,9 @@
 """AMA: Adaptive Memory via Multi-Agent Collaboration (Huang et al., arXiv 2601.20352).
 
 Digest: shared/methods/ama.md. Four agents share one LLM (agents in ``agents.py``, prompts in
-``prompts.py`` of this package): the **Constructor** writes three memories per turn (Raw Text, Fact Knowledge and,
-when the episode trigger fires, Episode), each in its own embedded ``UnitStore``; the **Retriever**
+``paper_prompts.py`` (paper profile) and ``prompts.py`` (small profile) of this package): the **Constructor**
+writes three memories per turn (Raw Text, Fact Knowledge and, when the episode trigger fires, Episode), each in
+its own embedded ``UnitStore``; the **Retriever**
 rewrites the input, predicts the intent vector B = [b_fine, b_abs, b_event, b_atomic] and K_dyn, and
 routes by priority raw > episode > fact; the **Judge** returns Pass / Retry / Refresh; the
 **Refresher** updates (default) or deletes (explicit forget request, or retention limit) the
@@ -13,61 +14,25 @@ turn or question, and why.
     ans = m.answer("Where does Noor live now?")
     AMA.summary_stats([ans])      # Retry / Refresh counts and the verdict distribution, from traces
 
-LLM cost per dialogue turn (ingestion), with the defaults:
+LLM cost per dialogue turn (ingestion), with the small profile (the paper profile adds the Retriever call):
     Constructor 1 + conflict Judge 1 (up to ``conflict_k`` probe calls per enabled store with
     ``conflict_check="probe"``; 0 while the stores are empty, or no stored entry passes
     ``conflict_min_sim``, or ``refresher=False``)
     + Trigger 1 (0 on the first turn of an episode, at saturation, or with ``trigger="session"``)
     -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
-    + 1 Episode call per boundary; + 1 Retriever call if ``ingest_retriever=True`` (the paper's full path).
+    + 1 Episode call per boundary; + 1 Retriever call with ``ingest_retriever=True`` (the paper profile).
     Embeddings: 1 for the turn + 1 batch for its facts (+1 per updated entry).
     ``trigger="session"`` and ``refresher=False`` bring it down to 1 call per turn.
-Per question: Retriever 1 + Judge 1 per round (at most ``k_r``) + Refresher 0/1 + answer 1 -> 3 to 5.
+Per question: Retriever 1 + Judge 1 per round (at most ``k_r``) + Refresher 0/1 (paper profile: on a Refresh
+verdict) + answer 1 -> 3 to 5.
 
-Departures from the paper:
-- Ingestion order (issue's design, digest §10.1-2): the Constructor runs *before* the Judge, so each new
-  turn's facts can be checked against their nearest stored facts; the Constructor therefore sees the
-  pre-judge candidates H_t (and W_t) as reference, not H_t*. Facts come only from u_t either way.
-- During ingestion the Retriever call is skipped by default (``ingest_retriever=False``): the turn text
-  and its facts are the queries, searched in every enabled granularity the Refresher may edit (raw,
-  fact, episode; ``conflict_k`` nearest per query and store; ``conflict_stores`` narrows it, e.g. to
-  ``("fact",)`` for the refresh recording made before the other stores were checked), not in one routed
-  store. The Judge only
-  checks conflicts there (Pass/Refresh, own prompt variant ``JUDGE_INGEST``), since a statement cannot
-  be "insufficient" (digest §10.2). The candidates of all swept stores are ranked by cosine into one cap
-  (``k_dyn_max``; ``conflict_k`` per store with the probe). With ``ingest_retriever=True`` the Retriever's
-  H_t always reaches that Judge, scored like the sweep (best cosine to the turn or its facts), and the
-  sweep fills the rest of the cap.
-- The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err). A Refresh verdict whose
-  conflict_ids name none of the candidates refreshes nothing (a ``refresh`` step with action
-  "skipped" records it): the digest's §10.9 fallback (every candidate to the Refresher) let a small
-  model's bare "Refresh" rewrite or expire up to ``k_dyn_max`` unrelated entries.
-- Question-time Refresh (``refresh_on_query``, paper §3.4) is off by default (digest §10.3): with it,
-  answers depend on question order (``order_dependent``), and edits hold ``write_lock`` so questions
-  answered on worker threads never write to a store or index at once.
-- Routing is computed in code from B (f_M); the LLM's memory_type is only logged (digest §10.7).
-  Disabled or empty stores fall back in the order fact, raw, episode.
-- Retry widens in one step by relation expansion (raw turns named in the hits' R_t and their own d_t)
-  and by the next unvisited granularity (fact, raw, episode) — ``retry_expand`` picks either or both.
-- At question time W_t is empty (benchmark questions are standalone) and questions are never stored.
-- A Delete at question time is ignored (a question cannot ask to forget); the retention rule runs in code.
-- Timestamps: an explicit timestamp is kept only if the turn contains a digit or a month name; otherwise
-  the session date is used (no wall-clock time in core). Raw entries embed "speaker: text".
-- Episodes are also closed at saturation (``episode_max_turns``) without an LLM call, at each session end
-  (``episode_at_session_end``), and at the end of the conversation.
-- No answer prompt in the paper: the baselines' shared answer prompt, with dated entries.
-  Native vs the fair-arena prompt (``answer_prompt="shared"``, same context block of dated entries):
-  the native one (``baselines.simple_prompts.ANSWER_FROM_CONTEXT``) calls the lines memories with ids and
-  has the same length, date, recency and abstention rules in other words.
-- ``conflict_check="probe"`` (off by default) replaces the ingestion Judge call by one question probe per
-  candidate entry (the ``conflict_k`` nearest of each granularity): the model writes the question the entry answers and
-  answers it from the entry and from the new turn; code calls it a conflict when both answers are read
-  from their texts and share no content word (``agents.probe_conflict``). Why: small local models
-  answer Pass to the holistic conflict prompt even on plain contradictions, so the paper's Judge never
-  reaches the Refresher with them
-  (``benchmarks/bench_ama_refresh.py``). The Refresher's input then also carries the probes' finding
-  ("question: stored 'A', now 'B'"): without it the 1.5B model's Refresher copied the stale entry back
-  unchanged. The Refresher prompt and the question-time Judge are unchanged.
+Profiles (issue #39; ``AMA.profiles``): ``profile="paper"`` is the paper's method: App. C's prompts with every
+instruction and neutral placeholders (``paper_prompts.py``), the Retriever on every turn and the paper's order at
+ingestion (Retriever -> Judge on the routed H_t -> Refresher -> Constructor with H_t*), the trigger on W_t, and
+question-time Refresh. ``profile="small"`` is the offline models' configuration (``prompts.py``, no Retriever at
+ingestion, a nearest-entry sweep, no question-time edits). ``profile="auto"`` picks small for the offline models
+and paper otherwise. The departures of each profile are listed in the class docstring; the review's findings and
+their status are in ``docs/reviews/ama.md``.
 """
 from __future__ import annotations
 
@@ -84,6 +49,7 @@ from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..calibration import CalibrationHook
 from ..common import format_turn, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
@@ -114,8 +80,72 @@ class AMA(MemoryMethod):
     """Multi-granularity memory with routed retrieval, a Judge loop and a Refresher (see module doc).
 
     Ablations (paper Table 3), by name: ``AMA.ablation("RT+FK+RF", llm=..., embedder=...)`` (``AMA.ablations``:
-    each row named by the stores RT / FK / EP and the Refresher RF it keeps; every other setting at its default,
-    so ``refresh_on_query`` stays off in every row)."""
+    each row named by the stores RT / FK / EP and the Refresher RF it keeps, on top of the chosen profile, so a
+    row keeps the paper's question-time Refresh with ``profile="paper"`` and leaves it off with ``"small"``).
+
+    Departures from the paper. The authors' code is not public, so where the paper is silent both profiles keep
+    the workbench's choice, said here and in the parameter comments.
+
+    In both profiles (the paper is silent, or the workbench contract forces it):
+    - Ingestion uses the Judge's conflict rule only (Pass / Refresh, ``JUDGE_INGEST``): a dialogue turn is not a
+      question the candidates could fail to answer, so Retry is not offered (digest §10.2). A request to forget
+      counts as a conflict there, the only way the Refresher's Delete rule 1 (§3.4) can be reached.
+    - The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err), the sets §3.3 passes on and
+      Fig. 10's output omits. A Refresh verdict naming none of the candidates refreshes nothing (a ``refresh``
+      step with action "skipped"): the digest's §10.9 fallback (every candidate to the Refresher) let a small
+      model's bare "Refresh" rewrite up to ``k_dyn_max`` unrelated entries.
+    - Routing f_M is computed in code from B; the LLM's memory_type is only logged (digest §10.7). A disabled or
+      empty store falls back in the order fact, raw, episode.
+    - Gap fills: K_m = 5 (``k_m``); K_dyn clipped to [1, ``k_dyn_max`` = 20] ("a small integer"); W_t = the last
+      ``window_turns`` = 10 turns of the session; saturation also closes an episode at ``episode_max_turns`` = 20
+      buffered turns without an LLM call; the retention limit is off (``max_retention_days=None``: no value given).
+    - Retry widens in one step by relation expansion (the raw turns named in the hits' R_t and their own d_t) and
+      by the next unvisited granularity (fact, raw, episode); ``retry_expand`` picks either or both. The Retriever
+      LLM is not called again (same query vector, same K); relation hits are cut to K in the order of the hits'
+      turn lists, not by score. When the Retry budget K_r runs out, the reader gets every accumulated hit (round 1's
+      top K plus the expansions), not the last Judge's ``relevant_ids``: the paper does not say, and we keep ours.
+    - At question time W_t is empty (benchmark questions are standalone) and questions are never stored; a Delete
+      at question time is ignored (a question cannot ask to forget); the retention rule runs in code, on C_err.
+    - Timestamps: the session date stands in for the system time (no wall clock in core); the model's timestamp is
+      kept only if the turn contains a digit or a month name (a loose guard: "may" and "march" count as months).
+      Raw entries embed "speaker: text"; an entry updated at question time is dated by the question (``now``).
+    - Episodes also close at each session end (``episode_at_session_end``) and at the end of the conversation.
+      An episode is synthesised from the buffer *before* u_t (u_t opens the next episode, Fig. 7); its
+      ``boundary_reason`` describes that new message, which a small model carried into the episode's title (the
+      1.5B: at least 7 of 14 titles in the demo name things absent from the episode's own turns).
+    - P_con: each fact names its pattern (all six of §3.1 and Fig. 6 allowed); no "source" key (the speaker comes
+      from the data).
+    - No answer prompt in the paper: the baselines' answer prompt (``answer_prompt="native"``, dated entries with
+      ids) or the shared fair-arena one; the question date is given on LoCoMo and LongMemEval
+      (``question_date_datasets``; neither paper nor code says).
+    - With question-time Refresh (``refresh_on_query``, on in the paper profile) answers depend on the questions
+      answered before (``order_dependent``); edits hold ``write_lock``, and with several workers the order of
+      edits is the order in which threads finish. Memory lives in dicts and FAISS indexes, pickled (no SQLite).
+
+    In the small profile only (``param_notes`` lists each with its evidence, ``profile_notes``):
+    - ``prompts="small"``: shortened prompts with filled-in JSON examples, bounded lists (facts <= 10,
+      related_id <= 3), a greetings rule, the turn's facts shown to the ingestion Judge, the turn before its
+      context in P_con, and a question-time rule in P_ref.
+    - ``ingest_retriever=False`` and ``conflict_candidates="sweep"``: the Constructor runs first; the turn and its
+      facts are the queries for the ``conflict_k`` nearest entries of every store in ``conflict_stores``, ranked
+      by cosine across stores into one cap of ``k_dyn_max`` (``conflict_k`` per store with the probe), and the
+      Constructor sees those pre-Judge candidates (H_t, not H_t*). With ``ingest_retriever=True`` the routed H_t
+      always reaches that Judge, scored like the sweep.
+    - ``refresh_on_query=False``: a Refresh verdict on a question only orders H_r and C_err newest first.
+    - ``trigger_history="buffer"``: the trigger sees the current episode's turns, not W_t.
+
+    Opt-in, either profile (``value_notes``): ``conflict_check="probe"`` (the demo's) replaces the ingestion Judge
+    by one question probe per candidate (``agents.probe_conflict``): small local models answer Pass to the Judge's
+    conflict prompt even on plain contradictions (``benchmarks/bench_ama_refresh.py``), and the Refresher's input
+    then carries the probes' finding. Its precision is poor: in the demo recording all 7 edits it led to were
+    wrong, and it cannot express a forget request (the D5:10 request was missed), so Delete rule 1 is practically
+    unreachable with it. ``conflict_stores=("fact",)``, ``trigger="session"`` and ``answer_prompt="shared"`` are
+    declared the same way.
+
+    Declined (reasons): per-store caps for the small profile's sweep (reviews/ama.md §2.3) and routing forget
+    requests to the Judge in probe mode: either changes the small profile's recorded calls, and the paper profile
+    has no sweep; re-calling the Retriever on Retry, or filtering the exhausted budget's context: the paper is
+    silent; SQLite: no effect on behaviour."""
 
     name = "ama"
     title = "AMA"
@@ -134,36 +164,77 @@ class AMA(MemoryMethod):
                  "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"},
         "conflict_stores": {("fact",): "only the fact store is checked and edited at ingestion; the paper's "
                                         "Refresher may edit raw, fact and episode entries"},
-        "ingest_retriever": {False: "a new turn is checked against its nearest stored entries directly; the paper "
-                                    "runs the Retriever on every input first (one call per turn saved)"},
         "trigger": {"session": "episodes close at session ends with no trigger call; the paper asks the LLM"},
         "answer_prompt": fair_arena_note}
     prompt_modules = ("ama.method", "ama.agents", "ama.prompts", "ama.census", "ama.how_it_works")
+    # the paper profile's prompts (App. C, every instruction, neutral placeholders): hashed only for that profile
+    profile_prompt_modules = {"paper": ("ama.paper_prompts",)}
+    # [ours] the question date goes to the reader on LoCoMo and LongMemEval: the paper gives no answer prompt and
+    # no code is public; the other methods' papers or code give it on LongMemEval only
+    question_date_datasets = frozenset({"locomo", "longmemeval"})
+    # issue #39: the paper's method (no public code, so a gap the paper leaves keeps ours in both profiles, said in
+    # the parameter comments and the docstring) and the offline models' tuned configuration, which is today's
+    profiles = {
+        "paper": {"prompts": "paper",  # App. C, Figs. 6-11 (paper_prompts.py)
+                  "ingest_retriever": True,  # §3, Fig. 2: Retriever -> Judge -> Refresher -> Constructor per input
+                  "conflict_candidates": "routed",  # §3.2-3.3: the Judge checks the routed H_t
+                  "refresh_on_query": True,  # §3.3-3.4: a Refresh verdict on a question edits memory
+                  "trigger_history": "window"},  # §3.1, Fig. 7: T_t = Constructor(u_t, W_t || P_tri)
+        "small": {"prompts": "small", "ingest_retriever": False, "conflict_candidates": "sweep",
+                  "refresh_on_query": False, "trigger_history": "buffer"},
+    }
+    profile_notes = {
+        "prompts": "prompts.py: App. C's prompts shortened for the offline 1.5B/0.5B models, with filled-in JSON "
+                   "examples instead of the figures' alternatives (the 1.5B copies them: 22 of 22 recorded "
+                   "Retriever replies equal the example's store and K_dyn, 12 of 12 Refresher replies say "
+                   "'Update', reviews/ama.md §2.1), the turn before its context in P_con (context first, the 0.5B "
+                   "copied the first context line as the fact of most turns, sample-1), bounded lists (facts <= 10, "
+                   "related_id <= 3: the 0.5B listed ids until the 512-token cap cut the JSON), a greetings rule, "
+                   "the turn's facts in the ingestion Judge and a question-time rule in P_ref",
+        "ingest_retriever": "the Retriever is skipped at ingestion (one call per turn saved): on the offline models "
+                            "its routing never varied (22 of 22 recorded replies named the example's fact store and "
+                            "K_dyn 5, reviews/ama.md §2.1), so routing each turn bought nothing",
+        "conflict_candidates": "the ingestion Judge sees the nearest stored entries of every store in conflict_stores "
+                               "to the turn and to each of its facts (conflict_k per query and store, ranked "
+                               "across stores into one cap of k_dyn_max), not the routed H_t: with the Retriever "
+                               "skipped this finds a contradicted fact directly (issue #18)",
+        "refresh_on_query": "a Refresh verdict on a question leaves memory unchanged (the conflicting entries go to "
+                            "the reader newest first), so answers do not depend on question order (digest §10.3); "
+                            "the offline models' question Judge never answered Refresh (Retry on 38 of 38 demo "
+                            "rounds, reviews/ama.md §4)",
+        "trigger_history": "the episode trigger sees the current episode's own turns (its last window_turns), not "
+                           "W_t, so a boundary is judged against the episode it would close; a design choice with "
+                           "no recorded measurement behind it, kept so the offline recordings replay",
+    }
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
                  use_raw: bool = True,  # paper Table 3 (RT)
                  use_fact: bool = True,  # paper Table 3 (FK)
                  use_episode: bool = True,  # paper Table 3 (EP)
                  refresher: bool = True,  # paper Table 3 (RF)
                  k_r: int = 2,  # paper §4.1: retrieval round limit K_r (total rounds; 1 = no Retry)
-                 k_m: int = 5,  # paper §3.2 K_m, value not given; [ours] 5 (digest §10.6)
+                 k_m: int = 5,  # paper §3.2 K_m, value not given (no public code); [ours] 5 (digest §10.6)
                  k_dyn_max: int = 20,  # [ours]: paper says "small integer"; clip K_dyn to [1, 20]
                  window_turns: int = 10,  # [ours]: W_t size not given; last 10 turns of the session
                  episode_max_turns: int = 20,  # [ours]: "saturation" threshold not given (digest §10.5)
                  episode_at_session_end: bool = True,  # [ours]: close the episode at each session end
                  trigger: Literal["llm", "session"] = "llm",  # paper §3.1 P_tri; "session" [ours] no call
-                 ingest_retriever: bool = False,  # [ours]: paper runs P_ret on every input; off saves a call
-                 conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn)
+                 trigger_history: Literal["window", "buffer"] = PROFILE,  # paper Fig. 7: P_tri sees W_t
+                 prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py (App. C) | prompts.py (small)
+                 ingest_retriever: bool = PROFILE,  # paper §3/Fig. 2: P_ret on every input (True)
+                 conflict_candidates: Literal["routed", "sweep"] = PROFILE,  # paper §3.3: the routed H_t
+                 conflict_k: int = 3,  # [ours]: nearest stored entries per new fact (and per turn), "sweep" only
                  conflict_min_sim: float | None = None,  # [ours]: cosine gate before the conflict Judge
                  conflict_check: Literal["judge", "probe"] = "judge",  # "judge" = paper P_jud; "probe" [ours]
                  conflict_stores: tuple[str, ...] = ("fact", "raw", "episode"),  # paper §3.4: all it may edit
-                 refresh_on_query: bool = False,  # paper §3.4 edits memory at question time; digest §10.3: off
+                 refresh_on_query: bool = PROFILE,  # paper §3.3-3.4: a Refresh verdict edits memory (True)
                  max_retention_days: float | None = None,  # paper §3.4 retention limit; value not given
                  retry_expand: Literal["both", "relations", "granularity"] = "both",  # paper §3.3 names both
                  filter_relevant: bool = True,  # paper §3.3: H_r, the relevant subset, is passed on
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
         self.use_raw = use_raw
         self.use_fact = use_fact
         self.use_episode = use_episode
@@ -175,8 +246,11 @@ class AMA(MemoryMethod):
         self.episode_max_turns = episode_max_turns
         self.episode_at_session_end = episode_at_session_end
         self.trigger = trigger
+        self.trigger_history = trigger_history
+        self.prompts = prompts
         self.conflict_stores = conflict_stores
         self.ingest_retriever = ingest_retriever
+        self.conflict_candidates = conflict_candidates
         self.conflict_k = conflict_k
         self.conflict_min_sim = conflict_min_sim
         self.conflict_check = conflict_check
@@ -185,6 +259,7 @@ class AMA(MemoryMethod):
         self.retry_expand = retry_expand
         self.filter_relevant = filter_relevant
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -198,6 +273,15 @@ class AMA(MemoryMethod):
             raise ValueError("window_turns must be >= 0")
         if self.trigger not in ("llm", "session"):
             raise ValueError(f"trigger must be 'llm' or 'session', got {self.trigger!r}")
+        if self.trigger_history not in ("window", "buffer"):
+            raise ValueError(f"trigger_history must be 'window' or 'buffer', got {self.trigger_history!r}")
+        if self.prompts not in ("paper", "small"):
+            raise ValueError(f"prompts must be 'paper' or 'small', got {self.prompts!r}")
+        if self.conflict_candidates not in ("routed", "sweep"):
+            raise ValueError(f"conflict_candidates must be 'routed' or 'sweep', got {self.conflict_candidates!r}")
+        if self.conflict_candidates == "routed" and not self.ingest_retriever:
+            raise ValueError("conflict_candidates='routed' checks the Retriever's hits for each turn: it needs "
+                             "ingest_retriever=True (or conflict_candidates='sweep')")
         if self.conflict_check not in ("judge", "probe"):
             raise ValueError(f"conflict_check must be 'judge' or 'probe', got {self.conflict_check!r}")
         if not self.conflict_stores or not set(self.conflict_stores) <= {"fact", "raw", "episode"}:
@@ -219,7 +303,8 @@ class AMA(MemoryMethod):
     @property
     def order_dependent(self) -> bool:
         """True when answering can edit memory (``refresh_on_query``): each answer then depends on the
-        questions answered before it on the same ingested memory (the run manifest states this)."""
+        questions answered before it on the same ingested memory (the run's parameters show ``refresh_on_query``;
+        the run manifest does not yet record this property itself)."""
         return bool(self.refresher and self.refresh_on_query)
 
     @property
@@ -253,11 +338,19 @@ class AMA(MemoryMethod):
                 self._advance(1)
 
     def _ingest_turn(self, turn: Turn, window: list[Turn], closing: bool) -> None:
-        """Construct -> conflict check (Judge) -> Refresher -> store -> episode gate, for one turn."""
+        """One turn. ``conflict_candidates="sweep"`` (small): Construct -> conflict check (Judge) on the turn and
+        its facts -> Refresher -> store -> episode gate. ``"routed"`` (paper, Fig. 2): Retriever -> Judge on H_t ->
+        Refresher -> Constructor with H_t* (the routed entries after the Refresher's edits) -> store -> gate."""
         steps: list = []
         vec = self._embed([format_turn(turn)])[0]
         plan_units = self._ingest_plan(turn, window, steps) if self.ingest_retriever else []
-        refs = plan_units or self._reference_units(vec, {t.id for t in window})
+        paper_order = self.conflict_candidates == "routed"
+        if paper_order:
+            if self.refresher:
+                self._ingest_conflicts(turn, [], vec, np.zeros((0, len(vec)), dtype=np.float32), plan_units, steps)
+            refs = [u for u in (self._unit(p.id) for p in plan_units) if u is not None]  # H_t*
+        else:
+            refs = plan_units or self._reference_units(vec, {t.id for t in window})
         with self.step(steps, "construct", f"Constructor on {turn.id}") as s:
             con = A.construct(self, turn, window, refs, self.turns_)
             s.data.update(turn_id=turn.id, speaker=turn.speaker, facts=[{"content": c, "pattern": p}
@@ -266,11 +359,11 @@ class AMA(MemoryMethod):
                           references=[u.id for u in refs], error=con["error"])
         facts = [c for c, _ in con["facts"]]
         fact_vecs = self._embed(facts) if facts else np.zeros((0, len(vec)), dtype=np.float32)
-        if self.refresher:
+        if self.refresher and not paper_order:
             self._ingest_conflicts(turn, facts, vec, fact_vecs, plan_units, steps)
         self._store_turn(turn, con, vec, fact_vecs)
         if self.use_episode:
-            self._episode_gate(turn, steps, closing)
+            self._episode_gate(turn, steps, closing, window)
         self.turns_[turn.id] = turn
         self.turn_steps_[turn.id] = tuple(steps)
 
@@ -319,10 +412,12 @@ class AMA(MemoryMethod):
         """Check the new turn and its facts against their nearest stored entries of every editable
         granularity (``conflict_k`` per query and store); Refresh on conflict."""
         names = self._conflict_stores()
+        if self.conflict_candidates == "routed":  # the paper's H_t, in the stores the Refresher may edit here
+            plan_units = [u for u in plan_units if u.kind in names]
         # one probe call per candidate, so "probe" checks only the conflict_k nearest entries per store
         cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
         best: dict[str, float] = {}
-        for name in names:
+        for name in names if self.conflict_candidates == "sweep" else ():  # "routed": the Retriever's H_t only
             found: dict[str, float] = {}
             for q in [vec, *fact_vecs]:
                 for h in self.stores_[name].search_vector(q, self.conflict_k):
@@ -338,6 +433,8 @@ class AMA(MemoryMethod):
             s.hits = [u.hit(best[u.id]) for u in units]
             s.data.update(stores=names, queries=1 + len(facts), k_per_query=self.conflict_k,
                           min_sim=self.conflict_min_sim)
+            if self.conflict_candidates == "routed":
+                s.data.update(candidates="routed", queries=1, k_per_query=None)
         with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
             if self.conflict_check == "probe":
                 verdict = A.judge_probe(self, units, turn)
@@ -397,15 +494,17 @@ class AMA(MemoryMethod):
                            store="fact", why=f"fact ({u.meta['pattern']}) extracted by the Constructor")
 
     # -- episodes -----------------------------------------------------------------------------
-    def _episode_gate(self, turn: Turn, steps: list, closing: bool) -> None:
-        """T_t: saturation or an empty buffer decide in code; otherwise P_tri (trigger="llm")."""
+    def _episode_gate(self, turn: Turn, steps: list, closing: bool, window: list[Turn] = ()) -> None:
+        """T_t: saturation or an empty buffer decide in code; otherwise P_tri (trigger="llm") on the history
+        ``trigger_history`` names (the episode buffer, or W_t as in the paper; empty history gives T_t = 0)."""
+        history = self.buffer_ if self.trigger_history == "buffer" else list(window)
         with self.step(steps, "trigger", f"Episode trigger on {turn.id}") as s:
-            if not self.buffer_:
+            if not self.buffer_ or not history:
                 out = {"T_t": 0, "reason": "empty history", "source": "rule"}
             elif len(self.buffer_) >= self.episode_max_turns:
                 out = {"T_t": 1, "reason": f"window saturation ({len(self.buffer_)} turns)", "source": "saturation"}
             elif self.trigger == "llm":
-                out = {**A.trigger(self, self.buffer_, turn, self.window_turns), "source": "llm"}
+                out = {**A.trigger(self, history, turn, self.window_turns), "source": "llm"}
             else:
                 out = {"T_t": 0, "reason": "trigger='session': boundaries only at session end", "source": "rule"}
             s.data.update(buffer=[t.id for t in self.buffer_], **out)

@@ -1,5 +1,7 @@
-"""Prompts of AMA (Huang et al., arXiv 2601.20352), App. C, Figs. 6-11, reworded in our own words and
-shortened for small local models. JSON keys follow the paper's figures; the additions are marked.
+"""The small profile's prompts of AMA (Huang et al., arXiv 2601.20352), App. C, Figs. 6-11, reworded in our own
+words and shortened for small local models; the paper profile's are in ``paper_prompts.py``. JSON keys follow the
+paper's figures; the additions are marked. The JSON examples fill in one value where the figures list the
+alternatives (a small model copies them: reviews/ama.md §2.1); kept so the offline recordings replay.
 
 Roles: ``ama.retrieve`` (P_ret), ``ama.judge`` (P_jud at question time), ``ama.judge_ingest`` (P_jud
 during ingestion, conflict check only), ``ama.refresh`` (P_ref), ``ama.construct`` (P_con),
@@ -10,7 +12,8 @@ from ..baselines.simple_prompts import ANSWER_FROM_CONTEXT
 
 # AMA Fig. 6, Constructor P_con (reworded). [ours]: each fact carries its sentence pattern (the digest's
 # dashboard tag; the paper's text and prompt list slightly different pattern sets, so all six are allowed);
-# the "source" key is dropped because the speaker comes from the data (digest §10.4). The turn comes
+# the "source" key is dropped because the speaker comes from the data (digest §10.4); "greetings and small talk
+# give an empty list" and at most 3 related ids are ours (the second: the 0.5B listed ids until the token cap). The turn comes
 # first and the context after it, marked as not-a-source: with the context first, the offline 0.5B
 # model copied the first context line as the "fact" of most turns (sample-1, sessions 1-4).
 CONSTRUCT = """Extract atomic facts from ONE conversation turn, for a memory store.
@@ -128,8 +131,10 @@ RETRIEVE_SCHEMA = {
 
 # AMA Fig. 10, Judge P_jud (reworded). [ours]: relevant_ids (H_r) and conflict_ids (C_err) are added to the
 # output, because the paper's text uses both sets but its prompt returns neither (digest §10.9).
-# The example reply's "Pass" does not steer the offline 0.5B model: with a neutral example it answered
-# exactly the same (benchmarks/bench_ama_judge_example.py), so both Judge prompts keep it.
+# The example reply's "Pass" is kept for the small profile's recordings. Its only measurement is partial: on
+# 6 ingestion cases the 0.5B answered the same with a neutral example (benchmarks/results/ama_judge_example.json,
+# "complete": false; the question Judge was not measured), and the 0.5B question Judge answered "Pass" on 5 of 6
+# calls in sample-1. The paper profile's prompts (paper_prompts.py) show placeholders instead.
 JUDGE = """Check the retrieved memories against a question.
 
 Memories (id, date, text; may be empty):
