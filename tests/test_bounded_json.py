@@ -179,3 +179,24 @@ def test_app_shows_a_results_line_with_infinity_as_a_problem(demo_run, tmp_path)
     problems = " ".join(str(p.object) for p in app.problems.objects)
     assert "results.jsonl:2: Infinity is not a JSON number" in problems
     assert f"results.jsonl:{len(rows)}: integer 888888888888...(5000 digits) out of range" in problems
+
+
+def test_a_reply_that_takes_none_of_the_allowed_shapes_is_sent_back():
+    """MemR3's paper schema requires the chosen action's text through ``oneOf``: a reply without it is a
+    ``ParseError`` naming what is missing (so the client asks for a repair), not a silent skip."""
+    import pytest
+
+    from workbench.llm.errors import ParseError
+    from workbench.llm.jsonparse import check_schema
+
+    schema = {"type": "object", "required": ["action"],
+              "properties": {"action": {"type": "string", "enum": ["retrieve", "answer"]},
+                             "query": {"type": "string"}, "draft": {"type": "string"}},
+              "oneOf": [{"properties": {"action": {"enum": ["retrieve"]}}, "required": ["query"]},
+                        {"properties": {"action": {"enum": ["answer"]}}, "required": ["draft"]}]}
+    check_schema({"action": "retrieve", "query": "when?"}, schema)
+    with pytest.raises(ParseError, match="matches none of the 2 allowed shapes.*missing required key 'query'"):
+        check_schema({"action": "retrieve"}, schema)
+    check_schema("a gap", {"anyOf": [{"type": "string"}, {"type": "array"}]})
+    with pytest.raises(ParseError, match="allowed shapes"):
+        check_schema(3, {"anyOf": [{"type": "string"}, {"type": "array"}]})

@@ -69,7 +69,9 @@ def extract_json(text: str) -> Any:
 # The keywords replies are checked against: those the methods' schemas rely on for structure.
 # Bounds (maxItems, minimum, ...) stay hints for the model (llama.cpp's grammar enforces them
 # locally); a reply over a bound is trimmed by the method, not sent back for repair.
-CHECKED_KEYWORDS = ("type", "enum", "required", "properties", "items")
+# "oneOf"/"anyOf": a reply must take one of the allowed shapes (MemR3's paper schema: the chosen action's text
+# is required), else an API model could skip the payload without being asked to repair it.
+CHECKED_KEYWORDS = ("type", "enum", "required", "properties", "items", "oneOf", "anyOf")
 # JSON's "integer" is an int, never 1.0 or a bool (jsonschema's default accepts 1.0).
 _TYPE_CHECKER = Draft202012Validator.TYPE_CHECKER.redefine(
     "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
@@ -103,6 +105,10 @@ def _message(error) -> str:
     if error.validator == "required":
         missing = next(k for k in expected if k not in value)
         return f"{path}: missing required key {missing!r}"
+    if error.validator in ("oneOf", "anyOf"):
+        reasons = sorted({_message(e) for e in error.context or ()})
+        why = f" ({'; '.join(reasons[:3])})" if reasons else ""
+        return f"{path}: matches none of the {len(expected)} allowed shapes{why}"
     return f"{path}: {error.message}"
 
 
