@@ -202,3 +202,20 @@ def test_an_unknown_profile_or_variant_is_a_usage_error(paths, capsys, cassette)
     assert "unknown profile '9b'" in capsys.readouterr().err
     assert cli.main(["eval", "--method", "ama[nope]", "--profile", "1.5b", *replay, "--no-progress"]) == 2
     assert "unknown variant 'ama[nope]'" in capsys.readouterr().err
+
+
+def test_the_method_profile_is_named_by_a_demo_profile_and_chosen_by_the_model_otherwise(paths):
+    """Issue #39 item 1: the recorded demo profiles name ``small``; without one, ``auto`` picks ``paper`` for a
+    model that is not an offline one (this cassette's model is "scripted"), and ``--param profile=...`` moves
+    every profile parameter (through ``set_params``) in every path alike."""
+    from workbench.methods import REGISTRY
+
+    eff, manifest = paths("ama", ["--embedder", "minilm", "--profile", "1.5b"])["thread"]
+    assert eff["config"]["profile"] == "small" and eff["config"]["prompts"] == "small"
+    got = paths("ama", [])
+    assert got["thread"][0]["config"]["profile"] == "paper"
+    _same_as_thread(got)
+    got = paths("ama", ["--param", 'profile="small"'])
+    small = {k: list(v) if isinstance(v, tuple) else v for k, v in REGISTRY["ama"].profiles["small"].items()}
+    assert {k: got["thread"][0]["config"][k] for k in small} == small
+    _same_as_thread(got)
