@@ -64,10 +64,12 @@ def dataset_preset(cls, kind: str | None) -> dict:
     except ValueError:
         return {}
     params = probe.get_params()
-    defaults = cls._defaults()
+    # what the preset changes is measured against the same profile's plain instance (a method with profiles:
+    # its PROFILE defaults resolved), and the profile itself is the run's to choose, never the preset's
+    defaults = cls(profile=probe.profile).get_params() if getattr(cls, "profiles", None) else cls._defaults()
     table = getattr(sys.modules[cls.__module__], "DATASET_PRESETS", {}) or {}
     keys = set(table.get(kind, {})) | {k for k, v in params.items() if k not in SERVICE_PARAMS and v != defaults.get(k)}
-    return {k: params[k] for k in sorted(keys) if k in params and k not in SERVICE_PARAMS}
+    return {k: params[k] for k in sorted(keys) if k in params and k not in SERVICE_PARAMS and k != "profile"}
 
 
 def resolve_calibration(choice: str | None, embedder, data: str | None = None) -> dict | None:
@@ -95,11 +97,13 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
     preset = dataset_preset(cls, kind)
     accepted = inspect.signature(cls.__init__).parameters
     services = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if k in accepted}
+    explicit = dict(params or {})
+    if "profile" in explicit and "profile" in accepted:  # the profile first, so its values are the base
+        services["profile"] = explicit["profile"]
     method = cls(**services, **preset)
     cal = (calibration if isinstance(calibration, dict) or calibration is None
            else resolve_calibration(calibration, embedder, data))
     method, applied = apply_calibration(method, cal, dataset=kind)
-    explicit = dict(params or {})
     if explicit:
         method.set_params(**explicit)
     effective = {k: v for k, v in applied.items() if k not in explicit}  # explicit parameters win
