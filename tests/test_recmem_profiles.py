@@ -24,7 +24,7 @@ PROFILES = ("paper", "small")
 # method_prompt_hash(RecMem(profile="small")) on main before the profiles (c93cd04): the small profile sends
 # exactly the prompts it sent then, so its rows and cassettes keep their hash.
 SMALL_PROMPT_HASH = "f9dc5685303f"
-AIDS = {"prompts", "timestamps", "cluster_order", "embed_text", "on_failure", "stable_episode_ids", "dedupe_facts",
+AIDS = {"prompts", "text_format", "cluster_order", "embed_text", "on_failure", "stable_episode_ids", "dedupe_facts",
         "refine_k"}
 
 
@@ -69,11 +69,11 @@ def test_auto_is_small_for_the_offline_models_and_paper_for_any_other():
     assert RecMem(llm=ScriptedLLM([])).profile == "small"
     assert RecMem(llm=Remote()).profile == "paper" and RecMem().profile == "paper"
     small = RecMem(profile="small")
-    assert (small.prompts, small.timestamps, small.cluster_order, small.embed_text, small.on_failure,
+    assert (small.prompts, small.text_format, small.cluster_order, small.embed_text, small.on_failure,
             small.stable_episode_ids, small.dedupe_facts, small.refine_k) == (
         "small", "workbench", "time_arrival", "units", "buffer", True, True, 10)  # the defaults before #39
     paper = RecMem(profile="paper")
-    assert (paper.prompts, paper.timestamps, paper.cluster_order, paper.embed_text, paper.on_failure,
+    assert (paper.prompts, paper.text_format, paper.cluster_order, paper.embed_text, paper.on_failure,
             paper.stable_episode_ids, paper.dedupe_facts, paper.refine_k) == (
         "paper", "code", "time_similarity", "all", "drop", False, False, None)
 
@@ -192,12 +192,17 @@ def chat_conv():
     return Conversation("lme", ("user", "assistant"), (Session("S1", when, turns),))
 
 
-def test_paper_profile_writes_dates_as_the_authors_code():
+def test_paper_profile_writes_dates_and_captions_as_the_authors_code():
     paper, small = RecMem(profile="paper"), RecMem(profile="small")
     (u,) = paper.subconscious_units(conv_of(["alpha"]))
     assert u.text.startswith("[Message Timestamp]: 2023-05-01T10:00:00 [Message]: [Ann]: alpha u0")  # LoCoMo: ISO
     assert small.subconscious_units(conv_of(["alpha"]))[0].text.startswith(
         "[Message Timestamp]: 10:00 am on 1 May 2023 [Message]")
+    when = datetime(2023, 5, 1, 10)
+    img = Conversation("img", ("Ann", "Bob"), (Session("S1", when, (
+        Turn("a", "Ann", "look", "S1", when, {"blip_caption": "a red kite"}), Turn("b", "Bob", "nice", "S1", when))),))
+    assert "[Ann]: look [Showing Image]: a red kite\n[Bob]: nice" in paper.subconscious_units(img)[0].text  # [code]
+    assert "[Ann]: look [shares an image: a red kite]\n[Bob]: nice" in small.subconscious_units(img)[0].text
     (lme,) = paper.subconscious_units(chat_conv())
     assert lme.text.startswith("[Message Timestamp]: 2023/05/30 23:40 (Tue) [Message]: [user]: alpha plan")
     llm = ScriptedLLM({"recmem.answer": "x"})

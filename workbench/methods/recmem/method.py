@@ -134,15 +134,16 @@ class RecMem(MemoryMethod):
     # the configuration tuned for the offline 0.5B/1.5B, whose every departure profile_notes explains.
     profiles = {
         "paper": {"prompts": "paper",  # App. F, Figs. 6-16 (paper_prompts.py), sent as system messages [code]
-                  "timestamps": "code",  # [code] run_experiments.py:422-424 (LoCoMo ISO), conv_loader.py:170-173 (LME)
+                  "text_format": "code",  # [code] run_experiments.py:422-424 (LoCoMo ISO), conv_loader.py:13-20,170-173
                   "cluster_order": "time_similarity",  # [code] rec_mem.py:281-291: stable sort on time, s_i last
                   "embed_text": "all",  # [code] embedding/openai.py:70,116: every embedded text on one line
                   "on_failure": "drop",  # [code] rec_mem.py:298-302: the trigger unit is lost, R stays
                   "stable_episode_ids": False,  # [code] episodic_memory.py:189-230: delete + insert a new uuid
                   "dedupe_facts": False,  # paper §3.4 append-only; [code] semantic_memory.py add_memories
                   "refine_k": None},  # [code] rec_mem.py:183-188,427-431: one --semantic_memory_topk for both
-        "small": {"prompts": "small", "timestamps": "workbench", "cluster_order": "time_arrival", "embed_text": "units",
-                  "on_failure": "buffer", "stable_episode_ids": True, "dedupe_facts": True, "refine_k": 10},
+        "small": {"prompts": "small", "text_format": "workbench", "cluster_order": "time_arrival",
+                  "embed_text": "units", "on_failure": "buffer", "stable_episode_ids": True, "dedupe_facts": True,
+                  "refine_k": 10},
     }
     profile_notes = {
         "prompts": "short reworded prompts (prompts.py, about a third of the paper's length, user messages) so the "
@@ -152,9 +153,11 @@ class RecMem(MemoryMethod):
                    "single-message, merge-preference, skip-a-thin-subtopic, coarse-range and long-list rules "
                    "(Figs. 6-8), 'MUST be one of' the fact types and the 8-10 candidate selection (Figs. 9-11), "
                    "the APPROACH block and the paper's section order (Figs. 15-16)",
-        "timestamps": "unit and question dates in the workbench's spelled-out form ('4:04 pm on 20 January 2023', "
-                      "the form the small prompts' own examples use) instead of [code]'s ISO (LoCoMo) / "
-                      "'YYYY/MM/DD HH:MM (Day)' (LongMemEval); every recorded small cassette's prompts carry it",
+        "text_format": "unit and question dates in the workbench's spelled-out form ('4:04 pm on 20 January 2023', "
+                       "the form the small prompts' own examples use) instead of [code]'s ISO (LoCoMo) / "
+                       "'YYYY/MM/DD HH:MM (Day)' (LongMemEval), and image captions as the workbench's "
+                       "'[shares an image: ...]' (every method's form) instead of [code]'s '[Showing Image]: ...'; "
+                       "every recorded small cassette's prompts carry these texts",
         "cluster_order": "ties of one session's time are told in conversation order (ours, digest §10.6), not "
                          "[code]'s similarity order with the trigger last, so a small model reads a session's "
                          "exchanges as they were said; the recorded cassettes' clusters are in this order",
@@ -193,7 +196,7 @@ class RecMem(MemoryMethod):
 
     def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
                  prompts: Literal["paper", "small"] = PROFILE,  # paper: App. F Figs. 6-16 (paper_prompts.py)
-                 timestamps: Literal["code", "workbench"] = PROFILE,  # [code] run_experiments.py:422-424
+                 text_format: Literal["code", "workbench"] = PROFILE,  # dates, captions: [code] conv_loader.py
                  cluster_order: Literal["time_similarity", "time_arrival"] = PROFILE,  # [code] rec_mem.py:281-291
                  embed_text: Literal["all", "units"] = PROFILE,  # [code] embedding/openai.py:70,116: newlines -> spaces
                  theta_sim: float = 0.7,  # paper §4: 0.7 LoCoMo / 0.6 LongMemEval (text-embedding-3-small)
@@ -223,7 +226,7 @@ class RecMem(MemoryMethod):
         self.embedder = embedder
         self.profile = profile
         self.prompts = prompts
-        self.timestamps = timestamps
+        self.text_format = text_format
         self.cluster_order = cluster_order
         self.embed_text = embed_text
         self.theta_sim = theta_sim
@@ -272,7 +275,7 @@ class RecMem(MemoryMethod):
         if int(self.theta_count) != self.theta_count or self.theta_count < 1:
             raise ValueError(f"theta_count must be a positive integer, got {self.theta_count}")
         check_gate_k(self.theta_count, self.gate_k, self.count_self)
-        for name, allowed in (("prompts", ("paper", "small")), ("timestamps", ("code", "workbench")),
+        for name, allowed in (("prompts", ("paper", "small")), ("text_format", ("code", "workbench")),
                               ("cluster_order", ("time_similarity", "time_arrival")), ("embed_text", ("all", "units"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -311,15 +314,22 @@ class RecMem(MemoryMethod):
         """The units ``ingest`` would store for ``conv``: one per exchange, with the stored text ([code]
         template, timestamp first, digest §2). Needs no LLM and no embedder, so tools (threshold
         calibration, notebook 07) can embed exactly what RecMem embeds."""
-        units = []
+        units, code = [], self.text_format == "code"
         for s in conv.sessions:
-            when = self._stamp(s.date_time, conv) if self.timestamps == "code" else format_date(s.date_time, clock=True)
+            when = self._stamp(s.date_time, conv) if code else format_date(s.date_time, clock=True)
             for ex in exchanges(s):
-                body = "\n".join(f"[{t.speaker}]: {t.content}" for t in ex)
+                body = "\n".join(f"[{t.speaker}]: {self._said(t) if code else t.content}" for t in ex)
                 units.append(MemoryUnit(f"unit-{len(units)}", "subconscious",
                                         f"[Message Timestamp]: {when} [Message]: {body}",
                                         tuple(t.id for t in ex), s.date_time, {"session_id": s.id}))
         return units
+
+    @staticmethod
+    def _said(turn) -> str:
+        """A turn's text as [code] writes it: an image's caption after " [Showing Image]: " (conv_loader.py:13-20),
+        where the workbench's ``Turn.content`` appends " [shares an image: ...]"."""
+        caption = turn.extras.get("blip_caption") if turn.extras else None
+        return f"{turn.text} [Showing Image]: {caption}" if caption else turn.text
 
     @staticmethod
     def _stamp(when, conv: Conversation | None = None, *, question: bool = False) -> str:
@@ -609,7 +619,7 @@ class RecMem(MemoryMethod):
     # -- answering (paper §3.5) -------------------------------------------------------------------
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
         steps = []
-        when = now and (self._stamp(now, question=True) if self.timestamps == "code" else format_date(now))
+        when = now and (self._stamp(now, question=True) if self.text_format == "code" else format_date(now))
         query = question if now is None else f"{question}\nThe date of the question is {when}"  # [code]
         qvec = self._embed([query])[0]
         plan = [("episode", self.epi_, self.k_epi, self.use_episodes, None),
