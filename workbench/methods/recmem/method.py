@@ -97,28 +97,64 @@ class RecMem(MemoryMethod):
     earlier variant (no episodes, hence no merges; the fact call replaces the episode call and an empty
     fact list is a failed consolidation): not the paper's, since the gate then sees other clusters.
 
+    Profiles (issue #39, ``workbench.methods.profile``): ``profile="paper"`` is the paper's method with its
+    hyperparameters, the App. F prompts (``paper_prompts``) and, where the paper is silent, the authors' code;
+    ``profile="small"`` is the configuration tuned for the offline 0.5B/1.5B (``prompts``), each aid in
+    ``profile_notes`` with the recorded evidence; ``"auto"`` (default) is ``small`` for the offline models and
+    scripted test LLMs and ``paper`` otherwise. ``param_notes`` lists what an instance changes from the paper
+    profile (empty for ``profile="paper"``). Review: ../shared/reviews/recmem.md; closure: docs/reviews/recmem.md.
+
     Departures from the paper (and the authors' code):
-    - Unit timestamps use the workbench date format ("9:00 am on 5 June 2023"), not ISO [code].
-    - The cluster is ordered by (session time, arrival), not by a stable sort on similarity order
-      (digest §10.6).
-    - Failed or empty episode generation never loses the triggering unit: it joins the buffer and the
-      cluster stays (``on_failure="buffer"``; [code] drops it, ``"drop"``). A failed merge call counts
-      as "no"; a failed refinement keeps the episode without facts. All are recorded in ``failures_``.
-    - Episodes keep a stable id, a lineage id and their raw unit ids through merges ([code] inserts a
-      new id and loses the links; ``stable_episode_ids=False`` renews the id but keeps lineage).
-    - Exact duplicates (after normalising case and punctuation) of a stored fact are not stored again;
-      the old fact's provenance is extended instead (UPDATE event). The paper leaves novelty to the
-      prompt alone (``dedupe_facts=False``). Otherwise facts stay append-only, as in [code].
-    - Episodes and facts carry their source times as metadata (digest §10.9); fact provenance is the
-      turns of the raw reference R it was refined against.
-    - The gate searches the buffer exactly in numpy (the code uses exact qdrant search: same result);
-      all units are embedded in one batch up front (the embedding of a unit does not depend on state).
-    - JSON replies get one repair and one retry (the workbench client), not json_repair + 3 retries.
+
+    Paper profile: only where the paper is silent or contradicts itself (decided as [code] decides, each a switch
+    for the other reading) or where the workbench forces it.
+    - [code] over the paper's text: the count is |R_i|+1 (Eq. 5 writes |R_i|; Fig. 3 and [code] count the new
+      unit, ``count_self``); the gate keeps cos > theta_sim (Eq. 5 writes >=; ``strict_gate``); consolidated units
+      leave S_sub and the trigger or merged unit is never indexed (Eq. 4 and §6 keep every unit;
+      ``retain_consolidated``); the gate's top-k is 2 * theta_count (unstated; ``gate_k``); merge-first has its own
+      threshold, None = theta_sim as in the README runs (``theta_merge``); a merged episode is refined again with
+      R = the merged unit (paper silent; ``refine_after_merge``); the refiner's old-fact budget is the QA fact
+      budget and its floor the QA floor (one --semantic_memory_topk / _threshold; ``refine_k=None``,
+      ``refine_min_score``).
+    - [code] where the paper is silent: units dated ISO on LoCoMo and "YYYY/MM/DD HH:MM (Day)" on LongMemEval,
+      the question date appended to the question as "YYYY/MM/DD (Day) HH:MM", image captions as
+      "[Showing Image]: ..." (``text_format``); a cluster is R in similarity order stably sorted by time with
+      s_i last (``cluster_order``); every embedded text has its newlines as spaces (``embed_text``); a failed
+      episode call loses the trigger unit and leaves R (``on_failure="drop"``); a merged episode gets a new id
+      (``stable_episode_ids=False``, lineage kept as metadata); every prompt is a system message; a failed merge
+      call counts as "no", "yes" with no text is no merge, a failed refinement keeps its episode without facts
+      (all as [code]; recorded in ``failures_``).
+    - Forced by the workbench: the gate searches the buffer exactly in numpy ([code] exact qdrant search: same
+      result) and all units are embedded in one batch up front; episodes and facts carry source turns, times and
+      lineage as metadata (provenance contract; no prompt sees them); JSON replies get the shared client's one
+      repair and one retry at temperature >= 0.3 ([code]: json_repair once, 3 retries on API errors only);
+      ``OpenAIChat`` caps replies at its ``max_tokens`` (1024 by default; [code] sets none) and
+      ``OpenAIEmbedder`` does not truncate a text past 8191 tokens ([code] does); the workbench's default
+      embedder is MiniLM, whose thresholds come from a calibration file (the paper's cosines are
+      text-embedding-3-small's: pass ``--embedder openai:text-embedding-3-small`` for the paper's); a paper run
+      must leave ``--bounded-outputs`` off (its 300-character, 8-item caps are the small runs' aid); dataset
+      presets and calibration reach ``workbench eval``'s thread executor only, not ``--executor ray``,
+      ``workbench build`` or ``ask`` (reviews/recmem.md B2; harness code, issue #39 item 5).
     - The "direct extraction" ablation answers without episodes, as the paper says (§4.3); [code]'s
-      ``--disable_semantic_refinement`` changes construction only and still retrieves episodes.
+      ``--disable_semantic_refinement`` changes construction only and still retrieves episodes. Its
+      construction is [code]'s (above); ``refine_with_episode="no_episodes"`` is the workbench's earlier,
+      non-paper variant (``value_notes``).
+
+    Small profile: the paper profile's choices above, and these aids (``profile_notes`` gives each one's evidence):
+    - ``prompts="small"``: the short reworded prompts of ``prompts`` as user messages (the answer's sections in
+      the order episodes, facts, raw, the rules after the memories, "asked on <date>" for the question date).
+    - ``text_format="workbench"``: dates as "9:00 am on 5 June 2023" for units and questions (the weekday and, for
+      questions, the time are lost), captions as every method sees them ("[shares an image: ...]").
+    - ``cluster_order="time_arrival"``: a cluster in (session time, arrival) order (digest §10.6).
+    - ``embed_text="units"``: only unit texts are embedded on one line; episodes, facts and questions as written.
+    - ``on_failure="buffer"``: a failed or empty episode call keeps the trigger unit in the buffer.
+    - ``stable_episode_ids=True``: a merged episode keeps its id.
+    - ``dedupe_facts=True``: an exact restatement (after case and punctuation) of a stored fact is not stored
+      again; the old fact's provenance is extended instead (UPDATE event).
+    - ``refine_k=10``: the refiner's old-fact budget does not follow ``k_sem`` (same value at the defaults).
 
     Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
-    the native prompt (paper Figs. 15-16) describes the three stores (episodes may repeat facts,
+    the native prompt (the paper profile's keeps every instruction of Figs. 15-16; the small one) describes the three stores (episodes may repeat facts,
     raw timestamps are when it was said), asks to build on the speakers' words for advice questions,
     allows general knowledge when nothing relevant exists, abstains only if nothing relevant is
     there, and takes its length rule from ``answer_length`` ("free" for LongMemEval). The shared
