@@ -300,3 +300,19 @@ def test_each_fig_2_row_is_the_profiles_configuration_plus_the_row(profile, name
     assert m.get_params() == {**RecMem(profile=profile).get_params(), **RecMem.ablations[name].params}
     extra = set(m.param_notes) - (AIDS if profile == "small" else set())
     assert extra == set(RecMem.ablations[name].params)  # the row's own switches are its only other departures
+
+
+# -- the harness's dataset preset (workbench/eval/presets.py, outside this folder) --------------------------------
+@pytest.mark.xfail(strict=True, reason="presets.dataset_preset compares the probe's resolved profile values with "
+                   "the PROFILE placeholders and so hands every run the paper profile: the fix is in "
+                   "docs/reviews/recmem.md ('Outside the method'); drop this marker when it lands")
+def test_a_run_built_for_the_offline_model_keeps_the_small_profile():
+    from workbench.eval.presets import prepare_method
+
+    setup = prepare_method("recmem", ScriptedLLM([]), HashEmbedder(dim=128), data="locomo", calibration="off",
+                           warn=False)
+    assert setup.method.profile == "small" and setup.method.prompts == "small"
+    assert not set(setup.preset) & (AIDS | {"profile"})  # the preset is theta_sim/theta_count/answer_length only
+    remote = prepare_method("recmem", Remote(), HashEmbedder(dim=128), data="longmemeval", calibration="off",
+                            warn=False)
+    assert remote.method.profile == "paper" and (remote.method.theta_sim, remote.method.theta_count) == (0.6, 4)
