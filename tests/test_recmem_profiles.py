@@ -316,3 +316,25 @@ def test_a_run_built_for_the_offline_model_keeps_the_small_profile():
     remote = prepare_method("recmem", Remote(), HashEmbedder(dim=128), data="longmemeval", calibration="off",
                             warn=False)
     assert remote.method.profile == "paper" and (remote.method.theta_sim, remote.method.theta_count) == (0.6, 4)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_fig_2_row_runs_its_steps_in_either_profile(profile):
+    """Paper §4.3: one construction (merge-first included) for every row; Direct Extraction changes only the fact
+    call; the rows differ in the stores the answer reads."""
+    layers = {}
+    for name in RecMem.ablations:
+        llm = merge_llm(**{"recmem.refine": {"facts": ["Ann likes alpha."]},
+                           "recmem.refine_direct": {"facts": ["Ann likes alpha."]}, "recmem.answer": "alpha"})
+        m = RecMem.ablation(name, llm=llm, embedder=TopicEmbedder(), profile=profile, theta_sim=0.7, theta_count=3)
+        ans = m.ingest(conv_of(["alpha", "alpha", "alpha", "alpha", "beta"])).answer("What does Ann like?")
+        assert outcomes(m) == ["buffered", "buffered", "triggered", "merged", "buffered"], name
+        direct = name == "direct extraction"
+        assert llm.roles()[:4] == ["recmem.consolidate", "recmem.refine_direct" if direct else "recmem.refine",
+                                   "recmem.merge", "recmem.refine_direct" if direct else "recmem.refine_merge"]
+        assert {msg["role"] for r in llm.requests for msg in r["messages"]} == {
+            "system" if profile == "paper" else "user"}
+        layers[name] = {s.data["layer"] for s in ans.steps if s.kind == "retrieve"}
+    assert layers == {"full": {"subconscious", "episode", "fact"}, "w/o subconscious": {"episode", "fact"},
+                      "w/o episodic": {"subconscious", "fact"}, "w/o semantic": {"subconscious", "episode"},
+                      "direct extraction": {"subconscious", "fact"}}
