@@ -154,8 +154,9 @@ class RecMem(MemoryMethod):
     - ``refine_k=10``: the refiner's old-fact budget does not follow ``k_sem`` (same value at the defaults).
 
     Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
-    the native prompt (the paper profile's keeps every instruction of Figs. 15-16; the small one) describes the three stores (episodes may repeat facts,
-    raw timestamps are when it was said), asks to build on the speakers' words for advice questions,
+    the native prompt (the paper profile's keeps every instruction of Figs. 15-16; the small profile's is
+    shorter) describes the three stores (episodes may repeat facts, raw timestamps are when it was said),
+    asks to build on the speakers' words for advice questions,
     allows general knowledge when nothing relevant exists, abstains only if nothing relevant is
     there, and takes its length rule from ``answer_length`` ("free" for LongMemEval). The shared
     prompt gets the same three lists under bare headings, one fixed length rule (about six words)
