@@ -44,10 +44,9 @@ ROWS = [pytest.param(c, n, id=f"{c.__name__}-{n}") for c in METHODS for n in c.a
 def test_each_ablation_is_its_parameters_and_passes_the_contract(cls, name):
     row = cls.ablations[name]
     assert isinstance(row, Ablation) and row.source.startswith("paper")
-    m = cls.ablation(name)
-    # a PROFILE default takes the resolved profile's value (no LLM named: the paper profile, workbench.methods.profile)
-    profiled = {**cls.profiles[m.profile], "profile": m.profile} if cls.profiles else {}
-    assert m.get_params() == {**cls._defaults(), **profiled, **row.params}
+    m = cls.ablation(name)  # no LLM named: the paper profile (workbench.methods.profile)
+    base = cls(profile=m.profile).get_params() if cls.profiles else cls._defaults()
+    assert m.get_params() == {**base, **row.params}
     check_method(cls, make=lambda: build(cls, name), checks=CHEAP)
 
 

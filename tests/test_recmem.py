@@ -373,7 +373,7 @@ def test_construction_breakdown_by_operation():
 
 def test_subconscious_units_are_what_ingest_stores(tiny_conv):
     m = make_default()
-    preview = RecMem(llm=None, embedder=None).subconscious_units(tiny_conv)  # no services needed
+    preview = RecMem(llm=None, embedder=None, profile=m.profile).subconscious_units(tiny_conv)  # no services needed
     m.ingest(tiny_conv)
     assert [(u.id, u.text, u.source_ids) for u in preview] == \
         [(u.id, u.text, u.source_ids) for u in m.units_.values()]

@@ -100,7 +100,9 @@ def unit_vectors(data: CalibrationData) -> list[np.ndarray]:
     """RecMem's own unit texts (one per exchange), embedded, per conversation (computed once per data)."""
     from ..registry import get_method  # the class, without importing its module from here (a cycle)
 
-    units = get_method("recmem")().subconscious_units
+    # the small profile's unit texts (spelled-out dates): the calibrated encoders are the offline runs' ones, and the
+    # shipped calibration stays as measured; the paper profile's ISO dates change only each text's timestamp prefix
+    units = get_method("recmem")(profile="small").subconscious_units
     return data.cached("recmem.unit_vectors", lambda: [data.embed([u.text for u in units(c)]) for c in data.convs])
 
 

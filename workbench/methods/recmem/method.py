@@ -23,12 +23,14 @@ from ...llm.ledger import track
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..common import exchanges, format_date, question_date_line
 from ..store import MemoryUnit, MergedRetriever, UnitStore
 from .census import CENSUS
 from .calibration import CALIBRATION
 from .structures import CLUSTER_HOOKS
 from . import inspection
+from . import paper_prompts as PP
 from . import prompts as P
 from .inspection import LAYERS
 from .trigger import TriggerDecision, check_gate_k, cosines, decide
@@ -95,29 +97,66 @@ class RecMem(MemoryMethod):
     earlier variant (no episodes, hence no merges; the fact call replaces the episode call and an empty
     fact list is a failed consolidation): not the paper's, since the gate then sees other clusters.
 
+    Profiles (issue #39, ``workbench.methods.profile``): ``profile="paper"`` is the paper's method with its
+    hyperparameters, the App. F prompts (``paper_prompts``) and, where the paper is silent, the authors' code;
+    ``profile="small"`` is the configuration tuned for the offline 0.5B/1.5B (``prompts``), each aid in
+    ``profile_notes`` with the recorded evidence; ``"auto"`` (default) is ``small`` for the offline models and
+    scripted test LLMs and ``paper`` otherwise. ``param_notes`` lists what an instance changes from the paper
+    profile (empty for ``profile="paper"``). Review: ../shared/reviews/recmem.md; closure: docs/reviews/recmem.md.
+
     Departures from the paper (and the authors' code):
-    - Unit timestamps use the workbench date format ("9:00 am on 5 June 2023"), not ISO [code].
-    - The cluster is ordered by (session time, arrival), not by a stable sort on similarity order
-      (digest §10.6).
-    - Failed or empty episode generation never loses the triggering unit: it joins the buffer and the
-      cluster stays (``on_failure="buffer"``; [code] drops it, ``"drop"``). A failed merge call counts
-      as "no"; a failed refinement keeps the episode without facts. All are recorded in ``failures_``.
-    - Episodes keep a stable id, a lineage id and their raw unit ids through merges ([code] inserts a
-      new id and loses the links; ``stable_episode_ids=False`` renews the id but keeps lineage).
-    - Exact duplicates (after normalising case and punctuation) of a stored fact are not stored again;
-      the old fact's provenance is extended instead (UPDATE event). The paper leaves novelty to the
-      prompt alone (``dedupe_facts=False``). Otherwise facts stay append-only, as in [code].
-    - Episodes and facts carry their source times as metadata (digest §10.9); fact provenance is the
-      turns of the raw reference R it was refined against.
-    - The gate searches the buffer exactly in numpy (the code uses exact qdrant search: same result);
-      all units are embedded in one batch up front (the embedding of a unit does not depend on state).
-    - JSON replies get one repair and one retry (the workbench client), not json_repair + 3 retries.
+
+    Paper profile: only where the paper is silent or contradicts itself (decided as [code] decides, each a switch
+    for the other reading) or where the workbench forces it.
+    - [code] over the paper's text: the count is |R_i|+1 (Eq. 5 writes |R_i|; Fig. 3 and [code] count the new
+      unit, ``count_self``); the gate keeps cos > theta_sim (Eq. 5 writes >=; ``strict_gate``); consolidated units
+      leave S_sub and the trigger or merged unit is never indexed (Eq. 4 and §6 keep every unit;
+      ``retain_consolidated``); the gate's top-k is 2 * theta_count (unstated; ``gate_k``); merge-first has its own
+      threshold, None = theta_sim as in the README runs (``theta_merge``); a merged episode is refined again with
+      R = the merged unit (paper silent; ``refine_after_merge``); the refiner's old-fact budget is the QA fact
+      budget and its floor the QA floor (one --semantic_memory_topk / _threshold; ``refine_k=None``,
+      ``refine_min_score``).
+    - [code] where the paper is silent: units dated ISO on LoCoMo and "YYYY/MM/DD HH:MM (Day)" on LongMemEval,
+      the question date appended to the question as "YYYY/MM/DD (Day) HH:MM", image captions as
+      "[Showing Image]: ..." (``text_format``); a cluster is R in similarity order stably sorted by time with
+      s_i last (``cluster_order``); every embedded text has its newlines as spaces (``embed_text``); a failed
+      episode call loses the trigger unit and leaves R (``on_failure="drop"``); a merged episode gets a new id
+      (``stable_episode_ids=False``, lineage kept as metadata); every prompt is a system message; a failed merge
+      call counts as "no", "yes" with no text is no merge, a failed refinement keeps its episode without facts
+      (all as [code]; recorded in ``failures_``).
+    - Forced by the workbench: the gate searches the buffer exactly in numpy ([code] exact qdrant search: same
+      result) and all units are embedded in one batch up front; episodes and facts carry source turns, times and
+      lineage as metadata (provenance contract; no prompt sees them); JSON replies get the shared client's one
+      repair and one retry at temperature >= 0.3 ([code]: json_repair once, 3 retries on API errors only);
+      ``OpenAIChat`` caps replies at its ``max_tokens`` (1024 by default; [code] sets none) and
+      ``OpenAIEmbedder`` does not truncate a text past 8191 tokens ([code] does); the workbench's default
+      embedder is MiniLM, whose thresholds come from a calibration file (the paper's cosines are
+      text-embedding-3-small's: pass ``--embedder openai:text-embedding-3-small`` for the paper's); a paper run
+      must leave ``--bounded-outputs`` off (its 300-character, 8-item caps are the small runs' aid); dataset
+      presets and calibration reach ``workbench eval``'s thread executor only, not ``--executor ray``,
+      ``workbench build`` or ``ask`` (reviews/recmem.md B2; harness code, issue #39 item 5).
     - The "direct extraction" ablation answers without episodes, as the paper says (§4.3); [code]'s
-      ``--disable_semantic_refinement`` changes construction only and still retrieves episodes.
+      ``--disable_semantic_refinement`` changes construction only and still retrieves episodes. Its
+      construction is [code]'s (above); ``refine_with_episode="no_episodes"`` is the workbench's earlier,
+      non-paper variant (``value_notes``).
+
+    Small profile: the paper profile's choices above, and these aids (``profile_notes`` gives each one's evidence):
+    - ``prompts="small"``: the short reworded prompts of ``prompts`` as user messages (the answer's sections in
+      the order episodes, facts, raw, the rules after the memories, "asked on <date>" for the question date).
+    - ``text_format="workbench"``: dates as "9:00 am on 5 June 2023" for units and questions (the weekday and, for
+      questions, the time are lost), captions as every method sees them ("[shares an image: ...]").
+    - ``cluster_order="time_arrival"``: a cluster in (session time, arrival) order (digest §10.6).
+    - ``embed_text="units"``: only unit texts are embedded on one line; episodes, facts and questions as written.
+    - ``on_failure="buffer"``: a failed or empty episode call keeps the trigger unit in the buffer.
+    - ``stable_episode_ids=True``: a merged episode keeps its id.
+    - ``dedupe_facts=True``: an exact restatement (after case and punctuation) of a stored fact is not stored
+      again; the old fact's provenance is extended instead (UPDATE event).
+    - ``refine_k=10``: the refiner's old-fact budget does not follow ``k_sem`` (same value at the defaults).
 
     Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
-    the native prompt (paper Figs. 15-16) describes the three stores (episodes may repeat facts,
-    raw timestamps are when it was said), asks to build on the speakers' words for advice questions,
+    the native prompt (the paper profile's keeps every instruction of Figs. 15-16; the small profile's is
+    shorter) describes the three stores (episodes may repeat facts, raw timestamps are when it was said),
+    asks to build on the speakers' words for advice questions,
     allows general knowledge when nothing relevant exists, abstains only if nothing relevant is
     there, and takes its length rule from ``answer_length`` ("free" for LongMemEval). The shared
     prompt gets the same three lists under bare headings, one fixed length rule (about six words)
@@ -128,13 +167,59 @@ class RecMem(MemoryMethod):
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     name = "recmem"
     title = "RecMem"
+    # issue #39: the paper's method (its hyperparameters; where it is silent the authors' code, cited [code]) and
+    # the configuration tuned for the offline 0.5B/1.5B, whose every departure profile_notes explains.
+    profiles = {
+        "paper": {"prompts": "paper",  # App. F, Figs. 6-16 (paper_prompts.py), sent as system messages [code]
+                  "text_format": "code",  # [code] run_experiments.py:422-424 (LoCoMo ISO), conv_loader.py:13-20,170-173
+                  "cluster_order": "time_similarity",  # [code] rec_mem.py:281-291: stable sort on time, s_i last
+                  "embed_text": "all",  # [code] embedding/openai.py:70,116: every embedded text on one line
+                  "on_failure": "drop",  # [code] rec_mem.py:298-302: the trigger unit is lost, R stays
+                  "stable_episode_ids": False,  # [code] episodic_memory.py:189-230: delete + insert a new uuid
+                  "dedupe_facts": False,  # paper §3.4 append-only; [code] semantic_memory.py add_memories
+                  "refine_k": None},  # [code] rec_mem.py:183-188,427-431: one --semantic_memory_topk for both
+        "small": {"prompts": "small", "text_format": "workbench", "cluster_order": "time_arrival",
+                  "embed_text": "units", "on_failure": "buffer", "stable_episode_ids": True, "dedupe_facts": True,
+                  "refine_k": 10},
+    }
+    profile_notes = {
+        "prompts": "short reworded prompts (prompts.py, a fifth to a third of the paper's length: 1,148 vs 4,871 "
+                   "characters for the episode prompt; user messages) so the "
+                   "0.5B/1.5B keep to the JSON within their context: even with them the 0.5B needed a repair and a "
+                   "retry for 2 of 26 consolidation replies and repeated 95 of its 158 episodes word for word "
+                   "(sample_data/cassettes/locomo/recmem-conv-30.jsonl, reviews/recmem.md run 4); dropped: the "
+                   "single-message, merge-preference, skip-a-thin-subtopic, coarse-range and long-list rules "
+                   "(Figs. 6-8), 'MUST be one of' the fact types and the 8-10 candidate selection (Figs. 9-11), "
+                   "the APPROACH block and the paper's section order (Figs. 15-16)",
+        "text_format": "unit and question dates in the workbench's spelled-out form ('4:04 pm on 20 January 2023', "
+                       "the form the small prompts' own examples use) instead of [code]'s ISO (LoCoMo) / "
+                       "'YYYY/MM/DD HH:MM (Day)' (LongMemEval), and image captions as the workbench's "
+                       "'[shares an image: ...]' (every method's form) instead of [code]'s '[Showing Image]: ...'; "
+                       "every recorded small cassette's prompts carry these texts",
+        "cluster_order": "ties of one session's time are told in conversation order (ours, digest §10.6), not "
+                         "[code]'s similarity order with the trigger last, so a small model reads a session's "
+                         "exchanges as they were said; the recorded cassettes' clusters are in this order",
+        "embed_text": "only unit texts are embedded with newlines as spaces; episodes, facts and questions as "
+                      "written ([code] flattens every text): the recorded runs retrieved with these embeddings",
+        "on_failure": "a cluster whose episode call fails keeps its trigger unit in the buffer ([code] loses it): "
+                      "the 0.5B's consolidation replies failed the first parse in 2 of 26 calls "
+                      "(recmem.consolidate.repair/.retry in sample_data/cassettes/locomo/recmem-conv-30.jsonl)",
+        "stable_episode_ids": "a merged episode keeps its id and lineage ([code] re-inserts it under a new uuid), "
+                              "so the app's traces, lineage and census follow one episode through its merges; "
+                              "retrieval is identical (reviews/recmem.md run 2)",
+        "dedupe_facts": "an exact restatement (after case and punctuation) of a stored fact is not stored again, "
+                        "its provenance is extended: the 0.5B's 85 recorded refinement replies return 626 facts of "
+                        "which 88 are distinct (sample_data/cassettes/locomo/recmem-conv-30.jsonl), which would "
+                        "fill the k_sem=10 fact slots with copies",
+        "refine_k": "the refinement's old-fact budget is fixed at 10 instead of following the QA fact budget "
+                    "k_sem as [code]'s one --semantic_memory_topk does (the same value at the defaults; a budget "
+                    "sweep moves only the answer's budget)",
+    }
     value_notes = {
-        "dedupe_facts": {True: "an exact restatement of a stored fact is not stored again (ours); the paper and "
-                               "the authors' code append every refined fact"},
-        "on_failure": {"buffer": "a cluster whose episode call fails stays in the buffer (ours); the authors' code "
-                                 "drops it"},
-        "stable_episode_ids": {True: "a merged episode keeps its id (ours); the authors' code gives it a new one"},
+        "refine_with_episode": {"no_episodes": "the workbench's earlier Direct Extraction (no episodes, hence no "
+                                               "merge-first): not the paper's nor the authors' ablation"},
         "answer_prompt": fair_arena_note}
+    profile_prompt_modules = {"paper": ("recmem.paper_prompts",)}  # hashed for the paper profile only
     how_it_works = HOW_IT_WORKS
     calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
     structure_view = "clusters"
@@ -147,7 +232,11 @@ class RecMem(MemoryMethod):
                       "recmem.how_it_works")
     question_date_datasets = frozenset({"longmemeval"})  # [code] appends the question date on LongMemEval only
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
+                 prompts: Literal["paper", "small"] = PROFILE,  # paper: App. F Figs. 6-16 (paper_prompts.py)
+                 text_format: Literal["code", "workbench"] = PROFILE,  # dates, captions: [code] conv_loader.py
+                 cluster_order: Literal["time_similarity", "time_arrival"] = PROFILE,  # [code] rec_mem.py:281-291
+                 embed_text: Literal["all", "units"] = PROFILE,  # [code] embedding/openai.py:70,116: newlines -> spaces
                  theta_sim: float = 0.7,  # paper §4: 0.7 LoCoMo / 0.6 LongMemEval (text-embedding-3-small)
                  theta_count: int = 5,  # paper §4: 5 LoCoMo / 4 LongMemEval
                  theta_merge: float | None = None,  # paper Eq. 6: None = theta_sim; [code] separate arg
@@ -158,11 +247,11 @@ class RecMem(MemoryMethod):
                  retain_consolidated: bool = False,  # [code] deletes promoted units; paper §6 keeps them
                  refine_after_merge: bool = True,  # [code]; paper silent (digest §10.5)
                  refine_with_episode: bool | Literal["no_episodes"] = True,  # False = Direct Extraction [code]
-                 on_failure: Literal["buffer", "drop"] = "buffer",  # [ours] digest §10.12; "drop" = [code]
-                 stable_episode_ids: bool = True,  # [ours] digest §10.13; False = new id per merge [code]
-                 dedupe_facts: bool = True,  # [ours]: exact duplicates not stored twice (see Departures)
-                 refine_k: int = 10,  # [code] --semantic_memory_topk (paper Eq. 8 "TopK_k")
-                 refine_min_score: float = 0.0,  # [code] --semantic_memory_threshold, cos > 0.0
+                 on_failure: Literal["buffer", "drop"] = PROFILE,  # "drop" = [code] rec_mem.py:298-302
+                 stable_episode_ids: bool = PROFILE,  # False = [code] episodic_memory.py: new id per merge
+                 dedupe_facts: bool = PROFILE,  # False = [code] semantic_memory.py: every fact appended
+                 refine_k: int | None = PROFILE,  # [code] --semantic_memory_topk; None = the QA fact budget
+                 refine_min_score: float = 0.0,  # [code] --semantic_memory_threshold, cos > 0.0 (refine and QA)
                  k_sub: int = 10,  # paper §3.6, App. C.2
                  k_epi: int = 5,  # paper §3.6, App. C.2
                  k_sem: int | None = None,  # paper §3.5: None = 2 * k_epi
@@ -173,6 +262,11 @@ class RecMem(MemoryMethod):
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
+        self.prompts = prompts
+        self.text_format = text_format
+        self.cluster_order = cluster_order
+        self.embed_text = embed_text
         self.theta_sim = theta_sim
         self.theta_count = theta_count
         self.theta_merge = theta_merge
@@ -196,6 +290,7 @@ class RecMem(MemoryMethod):
         self.use_facts = use_facts
         self.answer_length = answer_length
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     @classmethod
     def for_dataset(cls, dataset: str, **params) -> "RecMem":
@@ -218,7 +313,12 @@ class RecMem(MemoryMethod):
         if int(self.theta_count) != self.theta_count or self.theta_count < 1:
             raise ValueError(f"theta_count must be a positive integer, got {self.theta_count}")
         check_gate_k(self.theta_count, self.gate_k, self.count_self)
-        if min(self.k_sub, self.k_epi, self.refine_k, self.k_sem if self.k_sem is not None else 0) < 0:
+        for name, allowed in (("prompts", ("paper", "small")), ("text_format", ("code", "workbench")),
+                              ("cluster_order", ("time_similarity", "time_arrival")), ("embed_text", ("all", "units"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if min(self.k_sub, self.k_epi, 0 if self.refine_k is None else self.refine_k,
+               self.k_sem if self.k_sem is not None else 0) < 0:
             raise ValueError("k_sub, k_epi, k_sem and refine_k must be >= 0")
         if self.answer_length not in P.LENGTH_RULES:
             raise ValueError(f"answer_length must be one of {sorted(P.LENGTH_RULES)}, got {self.answer_length!r}")
@@ -252,15 +352,55 @@ class RecMem(MemoryMethod):
         """The units ``ingest`` would store for ``conv``: one per exchange, with the stored text ([code]
         template, timestamp first, digest §2). Needs no LLM and no embedder, so tools (threshold
         calibration, notebook 07) can embed exactly what RecMem embeds."""
-        units = []
+        units, code = [], self.text_format == "code"
         for s in conv.sessions:
-            when = format_date(s.date_time, clock=True)
+            when = self._stamp(s.date_time, conv) if code else format_date(s.date_time, clock=True)
             for ex in exchanges(s):
-                body = "\n".join(f"[{t.speaker}]: {t.content}" for t in ex)
+                body = "\n".join(f"[{t.speaker}]: {self._said(t) if code else t.content}" for t in ex)
                 units.append(MemoryUnit(f"unit-{len(units)}", "subconscious",
                                         f"[Message Timestamp]: {when} [Message]: {body}",
                                         tuple(t.id for t in ex), s.date_time, {"session_id": s.id}))
         return units
+
+    @staticmethod
+    def _said(turn) -> str:
+        """A turn's text as [code] writes it: an image's caption after " [Showing Image]: " (conv_loader.py:13-20),
+        where the workbench's ``Turn.content`` appends " [shares an image: ...]"."""
+        caption = turn.extras.get("blip_caption") if turn.extras else None
+        return f"{turn.text} [Showing Image]: {caption}" if caption else turn.text
+
+    @staticmethod
+    def _stamp(when, conv: Conversation | None = None, *, question: bool = False) -> str:
+        """A date as [code] writes it: ISO on LoCoMo (run_experiments.py:422-424); on LongMemEval (a user/assistant
+        conversation) "YYYY/MM/DD HH:MM (Day)" for units (conv_loader.py:170-173) and the dataset's own
+        "YYYY/MM/DD (Day) HH:MM" for the question date (run_experiments.py:505-506)."""
+        if isinstance(when, str):
+            try:
+                when = datetime.fromisoformat(when)
+            except ValueError:
+                return when
+        if when is None:
+            return "unknown date"
+        chat = question or (conv is not None and {t.speaker for t in conv.turns} <= {"user", "assistant"})
+        if not chat:
+            return when.isoformat()
+        day, clock = when.strftime("%Y/%m/%d"), when.strftime("%H:%M")
+        return f"{day} ({when.strftime('%a')}) {clock}" if question else f"{day} {clock} ({when.strftime('%a')})"
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed as [code] does: newlines become spaces, for every text (``embed_text="all"``) or, in the small
+        profile, for unit texts only (the caller flattens them; other texts go as written)."""
+        texts = [t.replace("\n", " ") for t in texts] if self.embed_text == "all" else list(texts)
+        return np.asarray(self.embedder(texts), dtype=np.float32)
+
+    def _send(self, prompt: str):
+        """The paper profile sends each prompt as the system message, as [code] does (rec_mem.py:234,451,484,
+        episodic_memory.py:62,206); the small profile as the user message."""
+        return [{"role": "system", "content": prompt}] if self.prompts == "paper" else prompt
+
+    @property
+    def _P(self):
+        return PP if self.prompts == "paper" else P
 
     def _build(self, conv: Conversation) -> None:
         units = self.subconscious_units(conv)
@@ -322,8 +462,8 @@ class RecMem(MemoryMethod):
         if not passed:
             return False
         try:
-            out = self.llm.complete(P.MERGE.format(new_memory=unit.text, past_memory=hit.text),
-                                    schema=P.MERGE_SCHEMA, role="recmem.merge").parsed
+            out = self.llm.complete(self._send(self._P.MERGE.format(new_memory=unit.text, past_memory=hit.text)),
+                                    schema=self._P.MERGE_SCHEMA, role="recmem.merge").parsed
         except LLMError as exc:  # recorded; the unit goes on to the gate as if the answer were "no"
             attempt["error"] = str(exc)
             self.failures_.append({"stage": "merge", "unit_id": unit.id, "episode_id": hit.unit_id, "error": str(exc)})
@@ -344,12 +484,15 @@ class RecMem(MemoryMethod):
         meta = {**old.meta, "version": old.meta["version"] + 1, "raw_ids": [*old.meta["raw_ids"], unit.id],
                 "last_time": unit.time}
         source_ids = _union(old.source_ids, unit.source_ids)
+        vector = self._embed([text]) if self.embed_text == "all" else None
         if self.stable_episode_ids:
             new = self.epi_.update(old.id, text=text, source_ids=source_ids, time=unit.time or old.time, meta=meta)
+            if vector is not None:
+                self.epi_.index.add([old.id], vector)
         else:  # [code]: the merged episode replaces the old point under a new id
             self.epi_.delete(old.id)
             new = self.epi_.add([MemoryUnit(self._next_id("epi"), "episode", text, source_ids, unit.time or old.time,
-                                            {**meta, "replaces": old.id})])[0]
+                                            {**meta, "replaces": old.id})], vector)[0]
         self._emit("MERGE", new.id, before=old.text, after=text,
                    cause=f"{unit.id} merged (cos {cos:.3f}, theta {theta})",
                    source_ids=unit.source_ids, time=unit.time, unit=unit.id, cos=cos, lineage=meta["lineage"],
@@ -359,8 +502,11 @@ class RecMem(MemoryMethod):
 
     # -- recurrence-triggered consolidation (paper §3.2-3.3, Eq. 7) --------------------------------
     def _consolidate(self, pos: int, unit: MemoryUnit, d: TriggerDecision) -> TriggerDecision:
-        members = sorted([self.units_[i] for i in d.relevant_ids] + [unit],
-                         key=lambda u: (u.time or "", self.unit_order_.index(u.id)))
+        if self.cluster_order == "time_similarity":  # [code] stable sort of R (similarity order) on time, s_i last
+            members = sorted([self.units_[i] for i in d.relevant_ids], key=lambda u: u.time or "") + [unit]
+        else:
+            members = sorted([self.units_[i] for i in d.relevant_ids] + [unit],
+                             key=lambda u: (u.time or "", self.unit_order_.index(u.id)))
         cluster = {"id": self._next_id("cluster"), "trigger": unit.id, "members": [m.id for m in members],
                    "cosines": {i: c for i, c in d.neighbours if i in d.relevant_ids},
                    "text": "\n".join(f"- {m.text}" for m in members),
@@ -371,7 +517,8 @@ class RecMem(MemoryMethod):
         texts, error = self._generate_episodes(cluster)
         if not texts:
             return self._fail(pos, unit, d, cluster, error)
-        episodes = self.epi_.add(self._episode(t, cluster) for t in texts)
+        new = [self._episode(t, cluster) for t in texts]
+        episodes = self.epi_.add(new, self._embed([e.text for e in new]) if self.embed_text == "all" else None)
         for e in episodes:
             self._emit("CONSOLIDATE", e.id, after=e.text, cause=f"recurrence: count {d.count} >= {self.theta_count}",
                        source_ids=e.source_ids, time=e.time, cluster=cluster["id"], trigger=unit.id,
@@ -392,8 +539,8 @@ class RecMem(MemoryMethod):
 
     def _generate_episodes(self, cluster: dict) -> tuple[list[str], str]:
         try:
-            out = self.llm.complete(P.EPISODES.format(cluster=cluster["text"]), schema=P.EPISODES_SCHEMA,
-                                    role="recmem.consolidate").parsed
+            out = self.llm.complete(self._send(self._P.EPISODES.format(cluster=cluster["text"])),
+                                    schema=self._P.EPISODES_SCHEMA, role="recmem.consolidate").parsed
         except LLMError as exc:
             return [], str(exc)
         texts = [str(e).strip() for e in out.get("episodes", []) if str(e).strip()]
@@ -441,18 +588,19 @@ class RecMem(MemoryMethod):
         role = {"new_episode": "recmem.refine", "after_merge": "recmem.refine_merge", "direct": "recmem.refine_direct",
                 "direct_cluster": "recmem.refine_direct", "direct_merge": "recmem.refine_direct"}
         if episode is not None:
-            old = [h for h in self.sem_.search_vector(self.epi_.vector(episode.id), self.refine_k)
+            old = [h for h in self.sem_.search_vector(self.epi_.vector(episode.id), self._refine_k())
                    if h.score > self.refine_min_score]
-            prompt = P.REFINE.format(episode=episode.text, raw=cluster["text"], old_facts=_bullets(h.text for h in old))
+            prompt = self._P.REFINE.format(episode=episode.text, raw=cluster["text"],
+                                           old_facts=_bullets(h.text for h in old))
         else:  # [code] Direct Extraction: neither E nor S
-            old, prompt = [], P.REFINE_DIRECT.format(raw=cluster["text"])
+            old, prompt = [], self._P.REFINE_DIRECT.format(raw=cluster["text"])
         record = {"episode_id": episode.id if episode else None, "mode": mode, "cluster": cluster["id"],
                   "source_unit_ids": list(cluster["members"]), "V": [[h.unit_id, h.score] for h in old],
                   "returned": 0, "new_fact_ids": [], "duplicates": [], "tokens": 0, "error": None}
         self.refinements_.append(record)
         with track() as calls:
             try:
-                out = self.llm.complete(prompt, schema=P.FACTS_SCHEMA, role=role[mode]).parsed
+                out = self.llm.complete(self._send(prompt), schema=self._P.FACTS_SCHEMA, role=role[mode]).parsed
             except LLMError as exc:  # recorded; the episode stays, without facts from this call
                 out, record["error"] = None, str(exc)
         record["tokens"] = sum(c.prompt_tokens + c.completion_tokens for c in calls)
@@ -466,6 +614,14 @@ class RecMem(MemoryMethod):
         self._store_facts(facts, cluster, record)
         return record
 
+    def _refine_k(self) -> int:
+        """Old facts V shown to the refiner: ``refine_k``, or with None the QA fact budget ([code] uses one
+        --semantic_memory_topk for both, rec_mem.py:183-188,427-431)."""
+        return self._k_sem() if self.refine_k is None else self.refine_k
+
+    def _k_sem(self) -> int:
+        return 2 * self.k_epi if self.k_sem is None else self.k_sem
+
     def _store_facts(self, facts: list[str], cluster: dict, record: dict) -> None:
         new: list[MemoryUnit] = []
         for text in facts:
@@ -478,7 +634,7 @@ class RecMem(MemoryMethod):
                               {"episode": record["episode_id"], "mode": record["mode"], "cluster": cluster["id"]})
             self.fact_keys_.setdefault(key, unit.id)
             new.append(unit)
-        for u in self.sem_.add(new):
+        for u in self.sem_.add(new, self._embed([u.text for u in new]) if self.embed_text == "all" and new else None):
             record["new_fact_ids"].append(u.id)
             self._emit("ADD", u.id, after=u.text, cause=f"refined ({record['mode']}) from "
                        f"{record['episode_id'] or cluster['id']}", source_ids=u.source_ids, time=u.time,
@@ -501,11 +657,12 @@ class RecMem(MemoryMethod):
     # -- answering (paper §3.5) -------------------------------------------------------------------
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
         steps = []
-        query = question if now is None else f"{question}\nThe date of the question is {format_date(now)}"  # [code]
-        qvec = np.asarray(self.embedder([query]), dtype=np.float32)[0]
-        k_sem = 2 * self.k_epi if self.k_sem is None else self.k_sem
+        when = now and (self._stamp(now, question=True) if self.text_format == "code" else format_date(now))
+        query = question if now is None else f"{question}\nThe date of the question is {when}"  # [code]
+        qvec = self._embed([query])[0]
         plan = [("episode", self.epi_, self.k_epi, self.use_episodes, None),
-                ("fact", self.sem_, k_sem, self.use_facts, 0.0),  # [code] facts need cos > 0.0
+                # [code] rec_mem.py:183-188: facts need cos > --semantic_memory_threshold (refine_min_score, 0.0)
+                ("fact", self.sem_, self._k_sem(), self.use_facts, self.refine_min_score),
                 ("subconscious", self.sub_, self.k_sub, self.use_subconscious, None)]
         hits: dict[str, list[Hit]] = {}
         for layer, store, k, used, floor in plan:
@@ -523,6 +680,12 @@ class RecMem(MemoryMethod):
                                       (("episode", "Episodes"), ("fact", "Facts"), ("subconscious", "Raw exchanges")))
                 prompt = shared_prompt(context, question, now)
                 s.data["answer_prompt"] = "shared"
+            elif self.prompts == "paper":  # [code] rec_mem.py:225-234: the question carries its date (LongMemEval)
+                prompt = self._send(PP.ANSWER.format(
+                    episodic=_bullets(h.text for h in hits["episode"]),
+                    subconscious=_bullets(h.text for h in hits["subconscious"]),
+                    semantic=_bullets(h.text for h in hits["fact"]), question=query,
+                    length_step=PP.LENGTH_STEPS[self.answer_length]))
             else:
                 prompt = P.ANSWER.format(episodic=_bullets(h.text for h in hits["episode"]),
                                          semantic=_bullets(h.text for h in hits["fact"]),
