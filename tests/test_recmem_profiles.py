@@ -303,9 +303,6 @@ def test_each_fig_2_row_is_the_profiles_configuration_plus_the_row(profile, name
 
 
 # -- the harness's dataset preset (workbench/eval/presets.py, outside this folder) --------------------------------
-@pytest.mark.xfail(strict=True, reason="presets.dataset_preset compares the probe's resolved profile values with "
-                   "the PROFILE placeholders and so hands every run the paper profile: the fix is in "
-                   "docs/reviews/recmem.md ('Outside the method'); drop this marker when it lands")
 def test_a_run_built_for_the_offline_model_keeps_the_small_profile():
     from workbench.eval.presets import prepare_method
 
