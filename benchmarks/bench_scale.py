@@ -200,7 +200,7 @@ def hmem_stats(built: dict) -> dict:
 def recmem_units(conv):
     from workbench.methods.recmem import RecMem
 
-    return RecMem(**RECMEM_THETA).subconscious_units(conv)
+    return RecMem(**RECMEM_THETA, profile="small").subconscious_units(conv)  # the offline recordings' unit texts
 
 
 def trigger_replay(vectors, ids):

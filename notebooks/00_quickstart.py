@@ -70,8 +70,10 @@ for q in demo_qs:
 # %% [markdown]
 # ## 2. Build two memories
 #
-# `demo_methods(llm, emb)` returns every registered method with its paper defaults; building a method
-# from it with the same parameters is what makes its prompts match the recorded ones.
+# `demo_methods(llm, emb)` returns every registered method configured as the demo recorded it: each paper
+# method's `small` profile (tuned for the offline models; `profile="paper"` is the paper's own method, the
+# default for any other model) with the demo's overrides. Building a method with the same parameters is what
+# makes its prompts match the recorded ones.
 # `ingest(conversation)` builds the memory (the gold QA is stripped before the method sees it).
 
 # %%

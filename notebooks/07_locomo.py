@@ -130,7 +130,8 @@ RECMEM_MINILM = UNCALIBRATED["params"]["recmem"]  # the hand-set MiniLM threshol
 if conv is None:
     print(NOTE)
 else:
-    units = RecMem(llm=no_llm, embedder=emb).subconscious_units(conv)   # the exact unit texts RecMem stores
+    # the exact unit texts RecMem stores under the small profile, the one the offline recordings ran with
+    units = RecMem(llm=no_llm, embedder=emb, profile="small").subconscious_units(conv)
     vectors = emb([u.text.replace("\n", " ") for u in units])
     ids = [u.id for u in units]
     for theta_sim, theta_count in [(RECMEM_MINILM["theta_sim"], RECMEM_MINILM["theta_count"]), (0.7, 5)]:
