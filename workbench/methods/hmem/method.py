@@ -303,10 +303,11 @@ class HMem(MemoryMethod):
 
     # -- tree -----------------------------------------------------------------------------------
     def _add_events(self, unit: MemoryUnit, when: datetime, events: list) -> None:
-        items = []
+        items, seen = [], set()
         for e in events:
             text = " ".join(str(e.get("text", "")).split()) if isinstance(e, dict) else ""
-            if text:
+            if text and text.lower() not in seen:  # [ours] an event repeated within one fragment is one leaf
+                seen.add(text.lower())
                 items.append((text, event_time(e.get("date"), when)))
         if not items:
             return
@@ -321,7 +322,8 @@ class HMem(MemoryMethod):
     def _summarize(self, node: TreeNode, children: list[TreeNode]) -> str:
         """LLM#4 consolidation; fallback: the children's texts joined (recorded in ``failures_``)."""
         kids = sorted(children, key=lambda c: (c.anchor, c.id))[-self.max_summary_children:]
-        notes = "\n".join(f"- [{format_date(c.start)}] {c.text}" for c in kids)
+        notes = "\n".join(f"- [{format_date(c.start)}{f'; about {format_date(c.refers[0])}' if c.refers else ''}] "
+                          f"{c.text}" for c in kids)
         prompt = P.CONSOLIDATE.format(window=self.tree_.window_name(node.level), label=node.window, notes=notes,
                                       max_words=self.summary_words)
         try:
@@ -510,7 +512,7 @@ class HMem(MemoryMethod):
             rows.append({"id": r["id"], "kind": "event" if r["level"] == 1 else "summary", "text": r["summary"],
                          "source_ids": r["source_ids"], "time": r["start"],
                          **{k: r[k] for k in ("level", "parent", "children", "window", "start", "end", "n_m",
-                                              "r_m", "fragment_ids", "copy_of_child")}})
+                                              "r_m", "fragment_ids", "copy_of_child", "refers_to")}})
         for node, a in self.kg_.graph.nodes(data=True):
             profile = a["profile"]
             rows.append({"id": node, "kind": "entity", "text": a["name"], "source_ids": list(a["source_ids"]),
