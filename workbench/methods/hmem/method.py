@@ -19,6 +19,7 @@ prompts.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal, Sequence
 
@@ -29,10 +30,12 @@ from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
 from .calibration import CALIBRATION
+from . import paper_prompts as PP
 from . import prompts as P
 from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
 from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, retrieve, sub_answer, synthesize
@@ -113,26 +116,83 @@ class HMem(MemoryMethod):
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"},
         "answer_prompt": fair_arena_note}
+    # issue #39: the paper's configuration and the one tuned for the offline models (workbench.methods.profile)
+    profiles = {
+        "paper": {"prompts": "paper",  # paper_prompts.py: every instruction of §3.2/§3.3/A.2/A.4/B, placeholders
+                  "cluster_similarity": "parent",  # §3.2: alpha_l is the node-to-parent similarity threshold
+                  "summarize_single": True,  # §3.2: a new parent z is created "with a memory summary"
+                  "max_summary_children": None,  # paper sets no bound on what a summary reads
+                  "summary_words": None,  # paper sets no length for a summary
+                  "profile_scopes": ("LONG", "MIXED"),  # §3.3: SHORT is fragments + leaf events only
+                  "followup_seeds": "followup",  # App. B: the follow-up query names the bridge to seed from
+                  "leaf_time": "said",  # §3.2: placed by its timestamp (review B1 fixed)
+                  "dedupe_events": True},  # [ours] paper silent; a guard against an extractor loop (review B9)
+        "small": {"prompts": "small", "cluster_similarity": "max", "summarize_single": False,
+                  "max_summary_children": 12, "summary_words": 80, "profile_scopes": ("SHORT", "LONG", "MIXED"),
+                  "followup_seeds": "subquery", "leaf_time": "referenced", "dedupe_events": False},
+    }
+    profile_notes = {
+        "prompts": "short prompts for the 0.5B/1.5B offline models (16k context): fewer instructions, entity "
+                   "records of name and type only and relations without confidence, concrete example values in the "
+                   "JSON templates (the planner's shows scope \"SHORT\": the 1.5B chose SHORT for 17 of 17 demo "
+                   "sub-queries, sample_data/cassettes/demo.jsonl, review §2), answers capped at about six words",
+        "cluster_similarity": "single linkage (a node joins when any member reaches alpha), the setting the MiniLM "
+                              "calibration was fitted with; the paper's parent-summary similarity left the 1.5B demo "
+                              "tree almost without multi-child parents before calibration (review §2: with the "
+                              "calibrated alphas it joins 0.78 of leaves at L1->L2 against Table 7's 0.43)",
+        "summarize_single": "a new single-child parent copies its child's text instead of an LLM summary: one "
+                            "consolidation call less per new parent (11 of the demo tree's 25 parents are such "
+                            "copies; consolidation already costs 144 calls, 77% of H-Mem's construction tokens)",
+        "max_summary_children": "a summary reads at most the 12 most recent children, to keep the consolidation "
+                                "prompt inside the offline model's 16k context (the demo year node has 53 updates)",
+        "summary_words": "summaries capped at 80 words: the 1.5B's unbounded summaries of summaries drift and grow "
+                         "(review §2: 'Priya is a drummer', single-child re-summaries of the year node 53 times)",
+        "profile_scopes": "profiles join the evidence under every scope, SHORT included: the 1.5B planner chose SHORT "
+                          "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (19 profile "
+                          "items in the demo's sub-answers, review B7)",
+        "followup_seeds": "the follow-up retrieval reuses the sub-query's planner entities (the recorded "
+                          "configuration; all 4 demo follow-up queries repeated the sub-query and were skipped, "
+                          "review B5/B8), so the offline cassettes replay",
+        "leaf_time": "NOT AN AID -- review B1's bug, kept only until the offline cassettes are re-recorded: leaves "
+                     "are placed and labelled by the date the extractor resolved, not when the turn was said (future "
+                     "week nodes; 'Is Tomasz running the Manchester half?' answered 'Yes' from a March plan dated "
+                     "October). The fix changes about 150 recorded demo calls (consolidations, sub-answers), which "
+                     "took 2-3 minutes each on the shared CPU, so the small profile switches to 'said' with the "
+                     "re-recording",
+        "dedupe_events": "recorded without the guard: an event the 1.5B repeats within one fragment stays several "
+                         "leaves (5 copies of one retraction in the demo, review B9); switches on with the "
+                         "re-recording of the offline cassettes",
+        "alphas": "alpha_2..alpha_4 calibrated for the MiniLM embedder (workbench calibrate; calibration.py: Table 7's "
+                  "join shares on a proxy tree) instead of the paper's 0.8/0.7/0.6 for Qwen3-Embedding-4B; on the "
+                  "1.5B demo they join 0.78 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
+    }
+    profile_prompt_modules = {"paper": ("hmem.paper_prompts",)}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
                       "hmem.calibration", "hmem.how_it_works")
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",  # workbench.methods.profile
+                 prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py | prompts.py
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
+                 # paper §3.2: a leaf is placed "according to its timestamp", i.e. when it was said (review B1)
+                 leaf_time: Literal["said", "referenced"] = PROFILE,
+                 dedupe_events: bool = PROFILE,  # [ours] an event repeated within one fragment is one leaf (B9)
                  levels: int = 4,  # paper App. A.2: four levels
                  windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
                  alphas: tuple = (0.8, 0.7, 0.6),  # paper App. A.2: alpha_2..alpha_4
                  activate_by_age: bool = True,  # paper App. A.2: <7 d L1-L2, 7-30 d L1-L3, else L1-L4
                  window_reading: Literal["parent", "child"] = "parent",  # digest §10.2
-                 cluster_similarity: Literal["max", "parent", "centroid"] = "max",  # digest §10.4
+                 # paper §3.2: "alpha_l is the similarity threshold between a node and its child node"
+                 cluster_similarity: Literal["max", "parent", "centroid"] = PROFILE,
                  propagate_summaries: bool = True,  # paper §3.2: repeat "until we reach the root"
-                 summarize_single: bool = False,  # [ours] digest §3: copy a single child's text
-                 max_summary_children: int = 12,  # [ours] paper silent; bounds the consolidation prompt
-                 summary_words: int = 80,  # [ours] paper silent
+                 summarize_single: bool = PROFILE,  # paper §3.2: a new parent z gets "a memory summary"
+                 max_summary_children: int | None = PROFILE,  # paper: no bound (None: every child)
+                 summary_words: int | None = PROFILE,  # paper: no word limit (None)
                  fuzzy_threshold: float = 0.9,  # [ours] paper: "bounded fuzzy matching", no value (digest §10.12)
                  token_overlap: float = 0.5,  # [ours] token Jaccard (digest §10.12)
                  overlap_edges: bool = True,  # paper App. A.2: graph repair by prefix/suffix
                  use_profiles: bool = True,  # paper §3.2; Table 5 "w/o entity profile"
+                 profile_scopes: tuple = PROFILE,  # scopes whose evidence includes profiles (paper: LONG, MIXED)
                  profile_types: tuple = ("person", "organization", "location"),  # paper §3.2
                  profile_min_links: int = 3,  # [ours] paper: "number of fragment-entity links", no value
                  top_k: int = 10,  # [ours] paper sweeps 5-50 (Fig. 3), default unstated; short prompts
@@ -150,6 +210,8 @@ class HMem(MemoryMethod):
                  eps: float = 1.0,  # [ours] seconds; "small constant" (digest §10.9)
                  max_subqueries: int = 4,  # [ours] paper averages 1.15-1.58 per question
                  max_followups: int = 1,  # paper App. A.4: one targeted follow-up
+                 # where a follow-up retrieval's seed entities come from (paper App. B: the follow-up query's)
+                 followup_seeds: Literal["followup", "subquery"] = PROFILE,
                  retrieval: Literal["hybrid", "flat"] = "hybrid",  # [ours] ablation
                  scope_policy: Literal["planner", "short", "long", "mixed"] = "planner",  # App. A.4 fixed-MIXED
                  use_graph: bool = True,  # Table 5 "w/o graph"
@@ -161,8 +223,12 @@ class HMem(MemoryMethod):
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
+        self.prompts = prompts
         self.fragment = fragment
         self.fragment_turns = fragment_turns
+        self.leaf_time = leaf_time
+        self.dedupe_events = dedupe_events
         self.levels = levels
         self.windows = windows
         self.alphas = alphas
@@ -177,6 +243,8 @@ class HMem(MemoryMethod):
         self.token_overlap = token_overlap
         self.overlap_edges = overlap_edges
         self.use_profiles = use_profiles
+        # a saved run's JSON list back to the tuple the profiles give (load converts only tuple-default params)
+        self.profile_scopes = tuple(profile_scopes) if isinstance(profile_scopes, list) else profile_scopes
         self.profile_types = profile_types
         self.profile_min_links = profile_min_links
         self.top_k = top_k
@@ -194,6 +262,7 @@ class HMem(MemoryMethod):
         self.eps = eps
         self.max_subqueries = max_subqueries
         self.max_followups = max_followups
+        self.followup_seeds = followup_seeds
         self.retrieval = retrieval
         self.scope_policy = scope_policy
         self.use_graph = use_graph
@@ -203,11 +272,14 @@ class HMem(MemoryMethod):
         self.use_robustness = use_robustness
         self.use_missing_info = use_missing_info
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     # -- parameters -----------------------------------------------------------------------------
     def _validate_params(self) -> None:
         super()._validate_params()
-        choices = {"fragment": ("turn", "window", "session"), "window_reading": ("parent", "child"),
+        choices = {"prompts": ("paper", "small"), "followup_seeds": ("followup", "subquery"),
+                   "leaf_time": ("said", "referenced"),
+                   "fragment": ("turn", "window", "session"), "window_reading": ("parent", "child"),
                    "cluster_similarity": ("max", "parent", "centroid"), "retrieval": ("hybrid", "flat"),
                    "scope_policy": ("planner", "short", "long", "mixed")}
         for name, allowed in choices.items():
@@ -220,16 +292,25 @@ class HMem(MemoryMethod):
             raise ValueError(f"windows must be increasing and taken from {WINDOWS}")
         if len(self.theta) != 3 or min(self.theta) < 0:
             raise ValueError("theta must be three non-negative weights")
+        if any(s not in P.SCOPES for s in self.profile_scopes):
+            raise ValueError(f"profile_scopes must be taken from {P.SCOPES}")
         positive = ("fragment_turns", "top_k", "evidence_k", "max_subqueries", "max_summary_children", "summary_words")
-        if any(getattr(self, n) < 1 for n in positive) or self.tau_days <= 0 or self.eps <= 0 or self.eta < 0:
+        if any(getattr(self, n) is not None and getattr(self, n) < 1 for n in positive) \
+                or self.tau_days <= 0 or self.eps <= 0 or self.eta < 0:
             raise ValueError(f"{', '.join(positive)}, tau_days and eps must be positive; eta non-negative")
         if not 0 <= self.lam <= 1 or min(self.hops, self.seed_k, self.max_followups, self.fanout) < 0:
             raise ValueError("lam must lie in [0, 1]; hops, seed_k, fanout and max_followups must be >= 0")
 
+    @property
+    def prompt_set(self):
+        """The prompt module this instance sends: ``paper_prompts`` (profile "paper") or ``prompts`` ("small")."""
+        return PP if self.prompts == "paper" else P
+
     # -- building -------------------------------------------------------------------------------
     def _reset(self) -> None:
         self.tree_ = HTree(self.windows[:self.levels], self.alphas[:self.levels - 1],
-                           window_reading=self.window_reading, cluster_similarity=self.cluster_similarity)
+                           window_reading=self.window_reading, cluster_similarity=self.cluster_similarity,
+                           leaf_time=self.leaf_time)
         self.kg_ = EntityGraph(fuzzy_threshold=self.fuzzy_threshold, token_overlap=self.token_overlap)
         self.fragments_ = UnitStore(self.embedder, "fragments")
         self.entities_ = UnitStore(self.embedder, "entities")  # entity-name vectors for seed search
@@ -290,9 +371,10 @@ class HMem(MemoryMethod):
 
     def _extract(self, unit: MemoryUnit, when: datetime) -> dict:
         """LLM#1/#2 of the digest as one call. Fallback on failure: one event per turn, rule-based entities."""
-        prompt = P.extraction_prompt(events=self.use_tree, graph=self.use_graph).format(
+        prompts = self.prompt_set
+        prompt = prompts.extraction_prompt(events=self.use_tree, graph=self.use_graph).format(
             date=format_date(when), fragment=self._body(unit))
-        schema = P.extraction_schema(events=self.use_tree, graph=self.use_graph)
+        schema = prompts.extraction_schema(events=self.use_tree, graph=self.use_graph)
         try:
             return self.llm.complete(prompt, schema=schema, role="hmem.extract").parsed
         except LLMError as exc:
@@ -306,7 +388,7 @@ class HMem(MemoryMethod):
         items, seen = [], set()
         for e in events:
             text = " ".join(str(e.get("text", "")).split()) if isinstance(e, dict) else ""
-            if text and text.lower() not in seen:  # [ours] an event repeated within one fragment is one leaf
+            if text and not (self.dedupe_events and text.lower() in seen):  # [ours] a repeat is one leaf
                 seen.add(text.lower())
                 items.append((text, event_time(e.get("date"), when)))
         if not items:
@@ -321,13 +403,17 @@ class HMem(MemoryMethod):
 
     def _summarize(self, node: TreeNode, children: list[TreeNode]) -> str:
         """LLM#4 consolidation; fallback: the children's texts joined (recorded in ``failures_``)."""
-        kids = sorted(children, key=lambda c: (c.anchor, c.id))[-self.max_summary_children:]
+        kids = sorted(children, key=lambda c: (c.anchor, c.id))[-(self.max_summary_children or len(children)):]
         notes = "\n".join(f"- [{format_date(c.start)}{f'; about {format_date(c.refers[0])}' if c.refers else ''}] "
                           f"{c.text}" for c in kids)
-        prompt = P.CONSOLIDATE.format(window=self.tree_.window_name(node.level), label=node.window, notes=notes,
-                                      max_words=self.summary_words)
+        window = self.tree_.window_name(node.level)
+        if self.prompts == "paper":
+            limit = PP.CONSOLIDATE_LIMIT.format(max_words=self.summary_words) if self.summary_words else ""
+            prompt = PP.CONSOLIDATE.format(window=window, label=node.window, notes=notes, limit=limit)
+        else:
+            prompt = P.CONSOLIDATE.format(window=window, label=node.window, notes=notes, max_words=self.summary_words)
         try:
-            text = " ".join(str(self.llm.complete(prompt, schema=P.CONSOLIDATE_SCHEMA,
+            text = " ".join(str(self.llm.complete(prompt, schema=self.prompt_set.CONSOLIDATE_SCHEMA,
                                                   role="hmem.consolidate").parsed["summary"]).split())
             if text:
                 return text
@@ -362,14 +448,20 @@ class HMem(MemoryMethod):
             ents, origin = fallback_entities(self._body(unit), unit.meta.get("speakers", ())), "fallback"
         local: dict[str, str] = {}
         for e in ents:
-            self._entity(e["name"], e.get("type", "other"), unit, t, local, origin)
+            node = self._entity(e["name"], e.get("type", "other"), unit, t, local, origin)
+            if node and isinstance(e.get("salience"), (int, float)):  # paper profile: App. A.2's salience score
+                attrs = self.kg_.graph.nodes[node]
+                attrs["salience"] = max(attrs.get("salience", 0.0), min(1.0, max(0.0, float(e["salience"]))))
         for r in payload.get("relations", []):
             label = " ".join(str(r.get("relation", "")).split()) if isinstance(r, dict) else ""
             u = self._entity(r.get("source", ""), "other", unit, t, local, "relation") if label else None
             v = self._entity(r.get("target", ""), "other", unit, t, local, "relation") if u else None
             if not v or u == v:
                 continue
-            new = self.kg_.add_relation(u, label, v, fragment_id=unit.id, source_ids=unit.source_ids, time=t)
+            conf = r.get("confidence")  # paper profile: App. A.2's relation confidence; else 1.0
+            conf = min(1.0, max(0.0, float(conf))) if isinstance(conf, (int, float)) else 1.0
+            new = self.kg_.add_relation(u, label, v, fragment_id=unit.id, source_ids=unit.source_ids, time=t,
+                                        confidence=conf)
             self._emit("LINK", f"{u}->{v}", after=label, cause=f"relation from {unit.id}", source_ids=unit.source_ids,
                        time=when, source=u, target=v, relation=label.lower(), new=new, fragment=unit.id)
         return set(local.values())
@@ -413,11 +505,12 @@ class HMem(MemoryMethod):
         leaves = [self.tree_.nodes[x].text for f in frags for x in self.fragment_leaves_.get(f.id, [])]
         mentions = leaves or [self._body(f) for f in frags]
         when = datetime.fromisoformat(frags[-1].time)
-        prompt = P.PROFILE.format(name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
-                                  recent=old["recent"] or "(none)", date=format_date(when),
-                                  mentions="\n".join(f"- {m}" for m in mentions[-8:]))
+        prompt = self.prompt_set.PROFILE.format(
+            name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
+            recent=old["recent"] or "(none)", date=format_date(when),
+            mentions="\n".join(f"- {m}" for m in mentions[-8:]))
         try:
-            parsed = self.llm.complete(prompt, schema=P.PROFILE_SCHEMA, role="hmem.profile").parsed
+            parsed = self.llm.complete(prompt, schema=self.prompt_set.PROFILE_SCHEMA, role="hmem.profile").parsed
             persistent, recent = str(parsed["persistent"]).strip(), str(parsed["recent"]).strip()
         except LLMError as exc:
             self.failures_.append({"stage": "profile", "unit": node, "error": str(exc),
@@ -458,7 +551,10 @@ class HMem(MemoryMethod):
                 if not follow:
                     break
                 seen = {c.id for c in chain}
-                extra = retrieve(self, sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
+                # paper App. B: the follow-up query's own entities seed it (lexical + vector on its text);
+                # "subquery" (the recorded small profile) reuses the sub-query's planner entities
+                seed_sq = sq if self.followup_seeds == "subquery" else replace(sq, entities=())
+                extra = retrieve(self, seed_sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
                 chain = chain + [c for c in extra if c.id not in seen]
                 text, missing = sub_answer(self, sq, chain, answers, {s.id: s for s in plan}, t, steps)
                 if not missing:

@@ -148,11 +148,13 @@ class HTree:
     """
 
     def __init__(self, windows: Sequence[str] = WINDOWS, alphas: Sequence[float] = (0.8, 0.7, 0.6), *,
-                 l_max: int | None = None, window_reading: str = "parent", cluster_similarity: str = "max"):
+                 l_max: int | None = None, window_reading: str = "parent", cluster_similarity: str = "max",
+                 leaf_time: str = "said"):
         self.windows, self.alphas = tuple(windows), tuple(alphas)
         self.l_max = l_max or len(self.windows)
         self.window_reading = window_reading
         self.cluster_similarity = cluster_similarity
+        self.leaf_time = leaf_time  # "said" (paper §3.2) | "referenced" (before the B1 fix; recorded cassettes)
         self.nodes: dict[str, TreeNode] = {}
         self.vectors: dict[str, np.ndarray] = {}
         self._groups: dict[tuple[int, str], list[str]] = {}
@@ -198,10 +200,11 @@ class HTree:
 
         The leaf is placed, dated and windowed by ``mention_time`` (when it was said: paper §3.2, "according
         to its timestamp"); ``time`` (the date the event refers to) is kept as ``refers`` when it is another day."""
-        start, end = day_interval(mention_time)
+        placed = mention_time if self.leaf_time == "said" else time  # "referenced": review B1's bug, kept for replay
+        start, end = day_interval(placed)
         refers = day_interval(time)
-        leaf = TreeNode(self._new_id(1), 1, text, naive(mention_time), start, end, naive(mention_time), 0,
-                        bucket(mention_time, self.windows[0]), None, [], list(source_ids), list(fragment_ids),
+        leaf = TreeNode(self._new_id(1), 1, text, naive(placed), start, end, naive(mention_time), 0,
+                        bucket(placed, self.windows[0]), None, [], list(source_ids), list(fragment_ids),
                         refers=refers if refers[0] != start else None)
         self._put(leaf, vector)
         ops = [{"op": "ADD", "node": leaf.id, "level": 1}]
