@@ -73,3 +73,46 @@ def test_b9_an_event_repeated_within_one_fragment_is_one_leaf(tiny_conv):
     assert leaves(profile="paper") == 1  # one per fragment, not four
     assert leaves(profile="small", dedupe_events=True) == 1
     assert leaves(profile="small") == 4  # the recorded configuration, until re-recording (profile_notes)
+
+
+def test_b4_the_calibration_replay_keeps_every_parent_the_mean_of_its_children(monkeypatch):
+    """Review B4: the replay's summary key repeated for a node re-summarised with the same child count and the same
+    number of pending vectors, so ``HTree`` saw unchanged text and kept a stale parent vector."""
+    from workbench.methods.hmem import calibration, tree
+
+    built = []
+    original = tree.HTree.__init__
+
+    def keep(self, *a, **kw):
+        original(self, *a, **kw)
+        built.append(self)
+
+    monkeypatch.setattr(tree.HTree, "__init__", keep)
+    rng = np.random.default_rng(0)
+    leaves = []
+    for i in range(60):
+        v = rng.normal(size=16)
+        leaves.append((datetime(2023, 3, 1 + i // 6), v / np.linalg.norm(v)))
+    calibration.replay(leaves, (0.3, 0.25, 0.25))
+    (t,) = built
+    stale = 0
+    for node in t.nodes.values():
+        if node.level >= 2 and len(node.children) > 1:
+            mean = np.mean([t.vectors[c] for c in node.children], axis=0)
+            stale += not np.allclose(t.vectors[node.id], mean / np.linalg.norm(mean), atol=1e-5)
+    assert stale == 0
+
+
+def test_b5_summary_stats_count_skipped_follow_ups_as_flags_not_follow_ups(tiny_conv):
+    """Review B5: the demo's 4 follow-up queries all repeated their sub-query and were skipped, yet the report
+    said "followups: 4" next to the census's 0."""
+    repeat = json.dumps({"query": "Where does Noor live?"})
+    llm = ScriptedLLM({"hmem.subanswer": json.dumps({"answer": "Lyon", "missing_info": True}),
+                       "hmem.missing": repeat,
+                       "hmem.plan": json.dumps({"subqueries": [{"query": "Where does Noor live?", "depends_on": [],
+                                                                "scope": "SHORT", "time": "", "entities": []}]})},
+                      default="auto")
+    m = HMem(llm=llm, embedder=HashEmbedder(dim=128), profile="small").ingest(tiny_conv)
+    stats = HMem.summary_stats([m.answer("Where does Noor live?")])
+    assert (stats["followups"], stats["followup_rate"]) == (0, 0.0)
+    assert (stats["missing_info_flags"], stats["trigger_ratio"]) == (1, 1.0)

@@ -623,14 +623,19 @@ class HMem(MemoryMethod):
 
     @staticmethod
     def summary_stats(answers: Sequence[Answer]) -> dict:
-        """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate)."""
+        """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate):
+        ``followups`` counts the follow-up retrievals that ran, ``missing_info_flags`` / ``trigger_ratio`` the
+        sub-answers that asked for one (a follow-up query that merely repeats its sub-query is skipped)."""
         plans = [s for a in answers for s in a.steps if s.kind == "plan"]
         subs = [q for p in plans for q in p.data.get("subqueries", [])]
-        follow = [s for a in answers for s in a.steps if s.kind == "followup"]
+        flagged = [s for a in answers for s in a.steps if s.kind == "followup"]  # a sub-answer flagged missing info
+        follow = [s for s in flagged if not s.data.get("skipped")]  # review B5: a skipped query retrieves nothing
         chains = [len(s.data.get("evidence_chain", [])) for a in answers for s in a.steps if s.kind == "retrieve"]
         scopes = {sc: sum(q["scope"] == sc for q in subs) for sc in P.SCOPES}
         return {"questions": len(answers), "subqueries": len(subs),
                 "subqueries_per_question": len(subs) / len(plans) if plans else 0.0,
                 "scope_counts": scopes, "followups": len(follow),
                 "followup_rate": len(follow) / len(subs) if subs else 0.0,
+                # paper Table 9's trigger ratio: sub-queries whose first answer flagged missing information
+                "missing_info_flags": len(flagged), "trigger_ratio": len(flagged) / len(subs) if subs else 0.0,
                 "mean_evidence_chain": float(np.mean(chains)) if chains else 0.0}
