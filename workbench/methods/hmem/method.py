@@ -62,42 +62,86 @@ class HMem(MemoryMethod):
     Ablations (paper Table 5 and App. A.4), by name: ``HMem.ablation("w/o tree", llm=..., embedder=...)``
     (``HMem.ablations``: full, the six "w/o" rows of Table 5, and "fixed mixed", the fixed-Mixed scope policy).
 
-    Departures from the paper:
-    - Fragments are one message by default (the paper's setting); ``fragment="window"`` (windows
-      of ``fragment_turns`` turns of one session) and ``"session"`` are workbench options that cut
-      extraction calls for small local models.
-    - One extraction call returns events, entities and relations (the paper lists only an
-      extraction and a consolidation prompt; it may use one or two calls).
+    Profiles (issue #39, ``workbench.methods.profile``): ``profile="paper"`` is the paper's method;
+    ``profile="small"`` is the configuration the offline cassettes were recorded with; ``"auto"`` (default)
+    picks ``small`` for the offline local models and ``paper`` otherwise. ``profiles`` gives the values,
+    ``profile_notes`` the reason and evidence for each small value, ``param_notes`` an instance's departures.
+
+    Departures from the paper in BOTH profiles (the paper is silent, has no public code, or the workbench
+    contract forces them); review ../shared/reviews/hmem.md, its §4 items in brackets:
+    - One extraction call returns events, entities and relations (the paper names an extraction and a
+      consolidation prompt; it may use one or two calls). The paper prints only prompt titles (App. C), so
+      both prompt sets are ours, written from §3.2/§3.3/A.2/A.4/B.
     - spaCy NER fallback replaced by the speakers plus capitalised word runs (no NLP dependency);
-      lemmatisation is rule-based singularisation (not applied to person names).
-    - No reranker (the paper reranks with Qwen3-Reranker-4B); the evidence chain is ranked by F alone.
-    - A new single-child parent copies its child's text instead of an LLM summary
-      (``summarize_single=False``; digest §3), and summaries see at most ``max_summary_children``
-      children (the most recent). Such a copy is marked (``copy_of_child`` in ``tree_nodes()``,
-      ``memories()`` and ``structures()``; counted by ``tree_stats()``) until a second child or a
-      propagated summary gives it its own text.
-    - Levels are activated from the age of the whole history (offline indexing), digest §10.7.
-    - A week node straddling two months belongs to the month of its first event (calendar windows).
-    - Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
-    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+      lemmatisation is rule-based singularisation (not applied to person names). Resolution thresholds are
+      ours (token Jaccard >= ``token_overlap``, difflib >= ``fuzzy_threshold``); the type ``other`` is
+      compatible with every type, and a relation endpoint that is not in the fragment's entity list is
+      resolved as ``other`` [§4.6].
+    - Entity span/role/metadata are not stored: the paper profile asks for role and salience and keeps the
+      salience (``graph_.nodes[n]["salience"]``) and the relation confidence (edge ``confidence``); the
+      small prompt asks for name and type only, so its edges have confidence 1.0 [§4.5]. Salient = an
+      important type AND at least ``profile_min_links`` linked fragments (§3.2 "together with"; the
+      digest reads "or") [§4.4].
+    - No reranker (Qwen3-Reranker-4B in the paper): both profiles are Table 8's "embedding-only"
+      configuration (-1.9 F1 / -2.2 Acc there); no cross-encoder runs offline. The embedder is the harness's
+      (MiniLM offline, not Qwen3-Embedding-4B) [§4.10].
+    - Levels are activated from the age of the whole history (offline indexing), digest §10.7. A week node
+      straddling two months belongs to the month of its first child (calendar windows).
+    - After a join, y is not re-clustered one level up; its ancestors are re-summarised (single-child
+      ones included, by the LLM when ``propagate_summaries``), §3.2 "update ... until the root" [§4.3].
+    - The planner's retrieval workflow (§3.3) is asked for and recorded in the plan trace
+      (``workflows``, paper profile) but not executed: every sub-query runs the same fixed pipeline [§4.7].
     - Temporal hints are turned into intervals by a rule-based parser (``parse_time_hint``) rather than
-      by the planner LLM; relative cues resolve against the query time.
+      by the planner LLM; relative cues resolve against the query time. Eq. (1) takes the union as the
+      convex hull and clips T to [0, 1]; eq. (2) clips a future r_m to a gap of 0; lambda = 0.5 and
+      eps = 1 s are ours [§4.11]. A leaf's T uses the day its event refers to (``refers``), its place and
+      R use when it was said; fragments have n_m = 0, profiles n_m = updates - 1 [§4.8].
+    - The evidence chain reaches the reader in chronological order (by when it was said), not F order;
+      evidence with the same text as a better-ranked item is dropped [§4.8].
     - A dependent sub-query's retrieval query also carries its prerequisites' answers (the paper uses
-      them only when answering); evidence with the same text as a better-ranked item is dropped.
+      them only when answering). A follow-up query that merely repeats its sub-query is skipped [§4.9].
+      Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
+    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+    - ``top_k`` = ``evidence_k`` = 10, 2 hops, fan-out 10, 50 entities, ``seed_min_sim`` 0.3: ours (the
+      paper sweeps k = 5-50 in Fig. 3 without naming its default).
     - With the graph or the tree switched off, vector top-k over fragments stands in for the missing
-      entity -> fragment path, so every ablation still reaches the raw text.
-    - ``retrieval="flat"`` (one query, cosine top-k over fragments and all tree nodes, scored by F)
-      and ``scope_policy="short"`` / ``"long"`` are workbench ablations, not in the paper;
-      ``scope_policy="mixed"`` is App. A.4's fixed Mixed policy.
-    - Relation edges are not evidence items themselves: they are reached through their endpoints'
-      provenance fragments.
+      entity -> fragment path, so every ablation still reaches the raw text. ``retrieval="flat"`` and
+      ``scope_policy="short"`` / ``"long"`` are workbench ablations; ``scope_policy="mixed"`` is App.
+      A.4's fixed Mixed policy. Relation edges are reached through their endpoints' fragments.
+    - Answers are asked short (the paper shortens answers only for lexical F1, App. A.3; the workbench has
+      no simplification step, so F1 is not protocol-comparable with Tables 2-5, review B11).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the union of the final
       evidence chains of the sub-queries, the units their sub-answers were written from.
+    - Fragments are one message by default (the paper's setting); ``fragment="window"`` (the demo and
+      gallery) and ``"session"`` are workbench options that cut extraction calls (``value_notes``).
     - Fair arena (``answer_prompt="shared"``): the synthesis step always runs (also for one sub-query
       or ``retrieval="flat"``) with ``answer_prompt.SHARED_ANSWER`` over the sub-questions and their
       answers. The native synthesis prompt differs: it asks to combine sub-answers into one answer
       and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
       information) is then final; length and abstention rules are the same in other words.
+    - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; paper profile).
+
+    Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
+    - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers
+      capped at about six words; ``cluster_similarity="max"`` (single linkage; the paper's alpha is the
+      node-to-parent similarity, ``"parent"``) [§4.2]; ``summarize_single=False`` (a new single-child parent
+      copies its child's text, marked ``copy_of_child``); ``max_summary_children=12`` and ``summary_words=80``
+      (bounds); ``profile_scopes`` includes SHORT (profiles enter every scope; the paper's SHORT is
+      fragments + leaf events) [§4.4]; ``followup_seeds="subquery"`` (the follow-up retrieval reuses the
+      sub-query's planner entities) [§4.9].
+    - ``leaf_time="referenced"`` and ``dedupe_events=False``: NOT aids but review B1's bug and B9's missing
+      guard, kept only until the offline cassettes are re-recorded (leaves placed and labelled by the date the
+      extractor resolved, so plans said in March open October windows and read as the latest fact) [§4.1].
+    - ``workbench eval`` applies MiniLM-calibrated alphas whenever the embedder is MiniLM (``calibration.py``;
+      the class default and the paper profile's values are 0.8/0.7/0.6); shown as ``alphas`` in
+      ``param_notes``. On the demo they join 0.78 of leaves at L1->L2 against Table 7's 0.43 [§4.10].
+
+    Declined review items (../shared/reviews/hmem.md; docs/reviews/hmem.md has the full table): the reranker
+    (above); copying text for single-child ancestors (B6: the paper's "update until the root" re-summarises;
+    kept in both profiles, its cost shows in the token accounting); a whole-conversation LoCoMo recording
+    with a capable model and a MIXED/LONG demo case (B3, to-10 #7: no such model offline); answer
+    simplification and the demo's query time (B10, B11: harness, not the method); calibrating on extracted
+    events with a topical-coherence check and shipping LoCoMo-only calibrations (to-10 #3: not done).
     """
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
