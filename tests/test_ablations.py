@@ -47,7 +47,8 @@ def test_each_ablation_is_its_parameters_and_passes_the_contract(cls, name):
     row = cls.ablations[name]
     assert isinstance(row, Ablation) and row.source.startswith("paper")
     m = cls.ablation(name)
-    assert m.get_params() == {**cls._defaults(), **row.params}
+    profiled = {"profile": m.profile, **cls.profiles[m.profile]} if cls.profiles else {}  # a PROFILE default's value
+    assert m.get_params() == {**cls._defaults(), **profiled, **row.params}
     check_method(cls, make=lambda: build(cls, name), checks=CHEAP)
 
 
