@@ -116,3 +116,16 @@ def test_b5_summary_stats_count_skipped_follow_ups_as_flags_not_follow_ups(tiny_
     stats = HMem.summary_stats([m.answer("Where does Noor live?")])
     assert (stats["followups"], stats["followup_rate"]) == (0, 0.0)
     assert (stats["missing_info_flags"], stats["trigger_ratio"]) == (1, 1.0)
+
+
+def test_a_tree_saved_before_the_b1_fix_loads_and_keeps_its_placement():
+    from workbench.methods.hmem.tree import HTree
+
+    tree = HTree(leaf_time="said")
+    del tree.__dict__["leaf_time"]  # as unpickled from a memory saved before the fix
+    vec = np.ones(4) / 2
+    tree.add_leaf("plan", time=datetime(2023, 10, 1), mention_time=datetime(2023, 3, 14), vector=vec,
+                  source_ids=["D1:1"], fragment_ids=["frag0"], summarize=lambda n, c: n.text,
+                  embed=lambda texts: np.stack([vec] * len(texts)))
+    (leaf,) = [r for r in tree.rows() if r["level"] == 1]
+    assert leaf["window"] == "2023-10-01" and leaf["refers_to"] is None

@@ -147,6 +147,8 @@ class HTree:
     or the ``centroid`` of the members.
     """
 
+    leaf_time = "referenced"  # a tree saved before the B1 fix (no instance attribute) keeps its placement
+
     def __init__(self, windows: Sequence[str] = WINDOWS, alphas: Sequence[float] = (0.8, 0.7, 0.6), *,
                  l_max: int | None = None, window_reading: str = "parent", cluster_similarity: str = "max",
                  leaf_time: str = "said"):
