@@ -112,10 +112,10 @@ answers of the sub-queries it depends on; a question that needs no decomposition
 sub-query give:
 "query": the sub-query;
 "depends_on": the numbers (counting from 1) of the earlier sub-queries whose answers it needs, [] if none;
-"scope": the memory scope to search -- SHORT for short-term evidence (a specific moment, event or recent detail:
-the raw fragments and the memory events), LONG for long-term evidence (stable preferences, relationships,
-habits, things that recur or evolve over time: the memory events and the summaries of longer periods), MIXED
-when both kinds are needed;
+"scope": the memory scope to search -- SHORT for moment-specific evidence (a concrete event, a recent action, a
+fact tied to one time: the raw fragments and the memory events), LONG for stable or persistent memory (lasting
+preferences, relationships, facts that recur: the memory events and the summaries of longer periods), MIXED
+when the sub-query needs both fine-grained situational evidence and higher-level summaries;
 "time": the explicit temporal hint of the sub-query (a date, a period or a relative time expression as the
 question states it), "" if it has none;
 "entities": the entities (people, organizations, places, events, things) the sub-query mentions;
