@@ -168,3 +168,11 @@ def test_follow_up_retrieval_seeds(profile, seeded_by_planner, tiny_conv):
         is seeded_by_planner
     if not seeded_by_planner:  # the follow-up query's own names ("Geneva", "Noor") seed it
         assert "lexical:query" in hows
+
+
+def test_profile_values_are_validated(tiny_conv):
+    for bad in ({"prompts": "big"}, {"leaf_time": "later"}, {"followup_seeds": "none"},
+                {"profile_scopes": ("SHORT", "WIDE")}, {"profile": "small", "summary_words": None}):
+        with pytest.raises(ValueError):
+            HMem(llm=ScriptedLLM([], default="auto"), embedder=HashEmbedder(dim=32), **bad).ingest(tiny_conv)
+    assert HMem(profile="paper", summary_words=50).param_notes  # a bound on the paper prompt is a departure

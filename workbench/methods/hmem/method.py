@@ -336,6 +336,8 @@ class HMem(MemoryMethod):
             raise ValueError(f"windows must be increasing and taken from {WINDOWS}")
         if len(self.theta) != 3 or min(self.theta) < 0:
             raise ValueError("theta must be three non-negative weights")
+        if self.prompts == "small" and self.summary_words is None:
+            raise ValueError("prompts='small' states a summary length: summary_words must be a number")
         if any(s not in P.SCOPES for s in self.profile_scopes):
             raise ValueError(f"profile_scopes must be taken from {P.SCOPES}")
         positive = ("fragment_turns", "top_k", "evidence_k", "max_subqueries", "max_summary_children", "summary_words")
