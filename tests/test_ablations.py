@@ -3,6 +3,8 @@ configuration (``MemoryMethod.ablations``), and the steps that run differ as the
 LLMs and hash embedders, the tiny sample conversation."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from test_ama import construct
@@ -133,35 +135,61 @@ def test_ama_table_3_rows_keep_their_stores_and_refresher(name, profile, tiny_co
 
 
 # -- H-Mem, paper Table 5 and App. A.4 -------------------------------------------------------------------------
-def hmem_run(name, tiny_conv):
-    llm = ScriptedLLM({"hmem.extract": hmem_extract,
-                       "hmem.plan": _plan(("Where does Noor take violin lessons?", [], "SHORT", "", ["Noor"]))},
-                      default="auto")
-    m = build(HMem, name, llm=llm).ingest(tiny_conv)
+def hmem_paper_extract(messages):
+    """``hmem_extract``'s records completed with the fields the paper profile's schema requires (App. A.2)."""
+    out = json.loads(hmem_extract(messages))
+    for e in out["events"]:
+        e["date"] = ""
+    for e in out["entities"]:
+        e.update(role="mentioned", salience=0.5)
+    for r in out["relations"]:
+        r["confidence"] = 0.8
+    return json.dumps(out)
+
+
+def hmem_run(name, tiny_conv, profile="small"):
+    plan = _plan(("Where does Noor take violin lessons?", [], "SHORT", "", ["Noor"]))
+    if profile == "paper":  # the paper planner's schema requires the retrieval workflow (paper §3.3)
+        plan["subqueries"][0]["workflow"] = "start from Noor, look for violin lessons"
+    llm = ScriptedLLM({"hmem.extract": hmem_extract if profile == "small" else hmem_paper_extract,
+                       "hmem.plan": plan}, default="auto")
+    m = build(HMem, name, llm=llm, profile=profile).ingest(tiny_conv)
     return m, m.answer(tiny_conv.qa[0].question), llm
 
 
-def test_hmem_table_5_rows_switch_off_their_part(tiny_conv):
-    full, ans, llm = hmem_run("full", tiny_conv)
+@pytest.mark.parametrize("profile", ["paper", "small"])
+def test_hmem_rows_build_on_either_profile(profile):
+    """A row sets only its switch: the rest is the chosen profile's (the paper's values for profile="paper")."""
+    for name, row in HMem.ablations.items():
+        m = HMem.ablation(name, profile=profile)
+        assert m.get_params() == {**HMem(profile=profile).get_params(), **row.params}
+    assert HMem.ablation("w/o tree").profile == "paper"  # no model named: the paper's method
+
+
+@pytest.mark.parametrize("profile", ["paper", "small"])
+def test_hmem_table_5_rows_switch_off_their_part(tiny_conv, profile):
+    full, ans, llm = hmem_run("full", tiny_conv, profile)
     retrieve = steps(ans, "retrieve")[0].data
     assert full.tree_stats()["nodes"] > 0 and max(full.tree_stats()["per_level"]) > 1 and retrieve["seeds"]
     assert "hmem.profile" in llm.roles() and "followup" in kinds(ans) and retrieve["scope"] == "SHORT"
+    sent_paper_plan = any("<SHORT|LONG|MIXED>" in r["messages"][0]["content"] for r in llm.requests)
+    assert full.prompts == profile and sent_paper_plan is (profile == "paper")
     assert any(c["R"] > 0 for c in retrieve["candidates"]) and "event" in {c["kind"] for c in retrieve["candidates"]}
 
-    m, ans, _ = hmem_run("w/o tree", tiny_conv)
+    m, ans, _ = hmem_run("w/o tree", tiny_conv, profile)
     kinds_found = {c["kind"] for c in steps(ans, "retrieve")[0].data["candidates"]}
     assert m.tree_stats()["nodes"] == 0 and "event" not in kinds_found and "fragment" in kinds_found
-    m, ans, llm = hmem_run("w/o graph", tiny_conv)
+    m, ans, llm = hmem_run("w/o graph", tiny_conv, profile)
     assert steps(ans, "retrieve")[0].data["seeds"] == [] and "hmem.profile" not in llm.roles()
-    m, _, _ = hmem_run("w/o long memory", tiny_conv)
+    m, _, _ = hmem_run("w/o long memory", tiny_conv, profile)
     assert set(m.tree_stats()["per_level"]) == {1}
-    _, ans, _ = hmem_run("w/o memory robustness", tiny_conv)
+    _, ans, _ = hmem_run("w/o memory robustness", tiny_conv, profile)
     assert all(c["R"] == 0 for c in steps(ans, "retrieve")[0].data["candidates"])
-    _, ans, _ = hmem_run("w/o missing-info query", tiny_conv)
+    _, ans, _ = hmem_run("w/o missing-info query", tiny_conv, profile)
     assert "followup" not in kinds(ans)
-    _, ans, llm = hmem_run("w/o entity profile", tiny_conv)
+    _, ans, llm = hmem_run("w/o entity profile", tiny_conv, profile)
     assert "hmem.profile" not in llm.roles() and steps(ans, "retrieve")[0].data["seeds"]  # the graph stays
-    _, ans, _ = hmem_run("fixed mixed", tiny_conv)
+    _, ans, _ = hmem_run("fixed mixed", tiny_conv, profile)
     assert {s.data["scope"] for s in steps(ans, "retrieve")} == {"MIXED"}  # the planner said SHORT
 
 

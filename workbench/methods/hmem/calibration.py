@@ -41,10 +41,12 @@ def replay(leaves: Sequence[tuple[datetime, np.ndarray]], alphas: Sequence[float
     tree = HTree(WINDOWS[:levels], tuple(alphas)[:levels - 1], window_reading=window_reading,
                  cluster_similarity=cluster_similarity)
     pending: dict[str, np.ndarray] = {}
+    counter = iter(range(1 << 62))
 
     def summarize(node, children):
         v = np.mean([tree.vectors[c.id] for c in children], axis=0)
-        key = f"mean:{node.id}:{len(children)}:{len(pending)}"
+        # a fresh key per call (review B4): a repeated key reads as unchanged text and left the vector stale
+        key = f"mean:{node.id}:{next(counter)}"
         pending[key] = v / (np.linalg.norm(v) or 1.0)
         return key
 

@@ -19,6 +19,7 @@ prompts.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal, Sequence
 
@@ -29,10 +30,12 @@ from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
 from ..base import Ablation, MemoryMethod, fair_arena_note
+from ..profile import PROFILE
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
 from .calibration import CALIBRATION
+from . import paper_prompts as PP
 from . import prompts as P
 from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
 from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, retrieve, sub_answer, synthesize
@@ -59,42 +62,86 @@ class HMem(MemoryMethod):
     Ablations (paper Table 5 and App. A.4), by name: ``HMem.ablation("w/o tree", llm=..., embedder=...)``
     (``HMem.ablations``: full, the six "w/o" rows of Table 5, and "fixed mixed", the fixed-Mixed scope policy).
 
-    Departures from the paper:
-    - Fragments are one message by default (the paper's setting); ``fragment="window"`` (windows
-      of ``fragment_turns`` turns of one session) and ``"session"`` are workbench options that cut
-      extraction calls for small local models.
-    - One extraction call returns events, entities and relations (the paper lists only an
-      extraction and a consolidation prompt; it may use one or two calls).
+    Profiles (issue #39, ``workbench.methods.profile``): ``profile="paper"`` is the paper's method;
+    ``profile="small"`` is the configuration the offline cassettes were recorded with; ``"auto"`` (default)
+    picks ``small`` for the offline local models and ``paper`` otherwise. ``profiles`` gives the values,
+    ``profile_notes`` the reason and evidence for each small value, ``param_notes`` an instance's departures.
+
+    Departures from the paper in BOTH profiles (the paper is silent, has no public code, or the workbench
+    contract forces them); review ../shared/reviews/hmem.md, its §4 items in brackets:
+    - One extraction call returns events, entities and relations (the paper names an extraction and a
+      consolidation prompt; it may use one or two calls). The paper prints only prompt titles (App. C), so
+      both prompt sets are ours, written from §3.2/§3.3/A.2/A.4/B.
     - spaCy NER fallback replaced by the speakers plus capitalised word runs (no NLP dependency);
-      lemmatisation is rule-based singularisation (not applied to person names).
-    - No reranker (the paper reranks with Qwen3-Reranker-4B); the evidence chain is ranked by F alone.
-    - A new single-child parent copies its child's text instead of an LLM summary
-      (``summarize_single=False``; digest §3), and summaries see at most ``max_summary_children``
-      children (the most recent). Such a copy is marked (``copy_of_child`` in ``tree_nodes()``,
-      ``memories()`` and ``structures()``; counted by ``tree_stats()``) until a second child or a
-      propagated summary gives it its own text.
-    - Levels are activated from the age of the whole history (offline indexing), digest §10.7.
-    - A week node straddling two months belongs to the month of its first event (calendar windows).
-    - Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
-    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+      lemmatisation is rule-based singularisation (not applied to person names). Resolution thresholds are
+      ours (token Jaccard >= ``token_overlap``, difflib >= ``fuzzy_threshold``); the type ``other`` is
+      compatible with every type, and a relation endpoint that is not in the fragment's entity list is
+      resolved as ``other`` [§4.6].
+    - Entity span/role/metadata are not stored: the paper profile asks for role and salience and keeps the
+      salience (``graph_.nodes[n]["salience"]``) and the relation confidence (edge ``confidence``); the
+      small prompt asks for name and type only, so its edges have confidence 1.0 [§4.5]. Salient = an
+      important type AND at least ``profile_min_links`` linked fragments (§3.2 "together with"; the
+      digest reads "or") [§4.4].
+    - No reranker (Qwen3-Reranker-4B in the paper): both profiles are Table 8's "embedding-only"
+      configuration (-1.9 F1 / -2.2 Acc there); no cross-encoder runs offline. The embedder is the harness's
+      (MiniLM offline, not Qwen3-Embedding-4B) [§4.10].
+    - Levels are activated from the age of the whole history (offline indexing), digest §10.7. A week node
+      straddling two months belongs to the month of its first child (calendar windows).
+    - After a join, y is not re-clustered one level up; its ancestors are re-summarised (single-child
+      ones included, by the LLM when ``propagate_summaries``), §3.2 "update ... until the root" [§4.3].
+    - The planner's retrieval workflow (§3.3) is asked for and recorded in the plan trace
+      (``workflows``, paper profile) but not executed: every sub-query runs the same fixed pipeline [§4.7].
     - Temporal hints are turned into intervals by a rule-based parser (``parse_time_hint``) rather than
-      by the planner LLM; relative cues resolve against the query time.
+      by the planner LLM; relative cues resolve against the query time. Eq. (1) takes the union as the
+      convex hull and clips T to [0, 1]; eq. (2) clips a future r_m to a gap of 0; lambda = 0.5 and
+      eps = 1 s are ours [§4.11]. A leaf's T uses the day its event refers to (``refers``), its place and
+      R use when it was said; fragments have n_m = 0, profiles n_m = updates - 1 [§4.8].
+    - The evidence chain reaches the reader in chronological order (by when it was said), not F order;
+      evidence with the same text as a better-ranked item is dropped [§4.8].
     - A dependent sub-query's retrieval query also carries its prerequisites' answers (the paper uses
-      them only when answering); evidence with the same text as a better-ranked item is dropped.
+      them only when answering). A follow-up query that merely repeats its sub-query is skipped [§4.9].
+      Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
+    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+    - ``top_k`` = ``evidence_k`` = 10, 2 hops, fan-out 10, 50 entities, ``seed_min_sim`` 0.3: ours (the
+      paper sweeps k = 5-50 in Fig. 3 without naming its default).
     - With the graph or the tree switched off, vector top-k over fragments stands in for the missing
-      entity -> fragment path, so every ablation still reaches the raw text.
-    - ``retrieval="flat"`` (one query, cosine top-k over fragments and all tree nodes, scored by F)
-      and ``scope_policy="short"`` / ``"long"`` are workbench ablations, not in the paper;
-      ``scope_policy="mixed"`` is App. A.4's fixed Mixed policy.
-    - Relation edges are not evidence items themselves: they are reached through their endpoints'
-      provenance fragments.
+      entity -> fragment path, so every ablation still reaches the raw text. ``retrieval="flat"`` and
+      ``scope_policy="short"`` / ``"long"`` are workbench ablations; ``scope_policy="mixed"`` is App.
+      A.4's fixed Mixed policy. Relation edges are reached through their endpoints' fragments.
+    - Answers are asked short (the paper shortens answers only for lexical F1, App. A.3; the workbench has
+      no simplification step, so F1 is not protocol-comparable with Tables 2-5, review B11).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the union of the final
       evidence chains of the sub-queries, the units their sub-answers were written from.
+    - Fragments are one message by default (the paper's setting); ``fragment="window"`` (the demo and
+      gallery) and ``"session"`` are workbench options that cut extraction calls (``value_notes``).
     - Fair arena (``answer_prompt="shared"``): the synthesis step always runs (also for one sub-query
       or ``retrieval="flat"``) with ``answer_prompt.SHARED_ANSWER`` over the sub-questions and their
       answers. The native synthesis prompt differs: it asks to combine sub-answers into one answer
       and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
       information) is then final; length and abstention rules are the same in other words.
+    - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; paper profile).
+
+    Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
+    - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers
+      capped at about six words; ``cluster_similarity="max"`` (single linkage; the paper's alpha is the
+      node-to-parent similarity, ``"parent"``) [§4.2]; ``summarize_single=False`` (a new single-child parent
+      copies its child's text, marked ``copy_of_child``); ``max_summary_children=12`` and ``summary_words=80``
+      (bounds); ``profile_scopes`` includes SHORT (profiles enter every scope; the paper's SHORT is
+      fragments + leaf events) [§4.4]; ``followup_seeds="subquery"`` (the follow-up retrieval reuses the
+      sub-query's planner entities) [§4.9].
+    - ``leaf_time="referenced"`` and ``dedupe_events=False``: NOT aids but review B1's bug and B9's missing
+      guard, kept only until the offline cassettes are re-recorded (leaves placed and labelled by the date the
+      extractor resolved, so plans said in March open October windows and read as the latest fact) [§4.1].
+    - ``workbench eval`` applies MiniLM-calibrated alphas whenever the embedder is MiniLM (``calibration.py``;
+      the class default and the paper profile's values are 0.8/0.7/0.6); shown as ``alphas`` in
+      ``param_notes``. On the demo they join 0.78 of leaves at L1->L2 against Table 7's 0.43 [§4.10].
+
+    Declined review items (../shared/reviews/hmem.md; docs/reviews/hmem.md has the full table): the reranker
+    (above); copying text for single-child ancestors (B6: the paper's "update until the root" re-summarises;
+    kept in both profiles, its cost shows in the token accounting); a whole-conversation LoCoMo recording
+    with a capable model and a MIXED/LONG demo case (B3, to-10 #7: no such model offline); answer
+    simplification and the demo's query time (B10, B11: harness, not the method); calibrating on extracted
+    events with a topical-coherence check and shipping LoCoMo-only calibrations (to-10 #3: not done).
     """
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
@@ -113,26 +160,83 @@ class HMem(MemoryMethod):
                   "paper (fewer extraction calls for a small local model)",
         "session": "events are extracted from whole sessions, not from each message as in the paper"},
         "answer_prompt": fair_arena_note}
+    # issue #39: the paper's configuration and the one tuned for the offline models (workbench.methods.profile)
+    profiles = {
+        "paper": {"prompts": "paper",  # paper_prompts.py: every instruction of §3.2/§3.3/A.2/A.4/B, placeholders
+                  "cluster_similarity": "parent",  # §3.2: alpha_l is the node-to-parent similarity threshold
+                  "summarize_single": True,  # §3.2: a new parent z is created "with a memory summary"
+                  "max_summary_children": None,  # paper sets no bound on what a summary reads
+                  "summary_words": None,  # paper sets no length for a summary
+                  "profile_scopes": ("LONG", "MIXED"),  # §3.3: SHORT is fragments + leaf events only
+                  "followup_seeds": "followup",  # App. B: the follow-up query names the bridge to seed from
+                  "leaf_time": "said",  # §3.2: placed by its timestamp (review B1 fixed)
+                  "dedupe_events": True},  # [ours] paper silent; a guard against an extractor loop (review B9)
+        "small": {"prompts": "small", "cluster_similarity": "max", "summarize_single": False,
+                  "max_summary_children": 12, "summary_words": 80, "profile_scopes": ("SHORT", "LONG", "MIXED"),
+                  "followup_seeds": "subquery", "leaf_time": "referenced", "dedupe_events": False},
+    }
+    profile_notes = {
+        "prompts": "short prompts for the 0.5B/1.5B offline models (16k context): fewer instructions, entity "
+                   "records of name and type only and relations without confidence, concrete example values in the "
+                   "JSON templates (the planner's shows scope \"SHORT\": the 1.5B chose SHORT for 17 of 17 demo "
+                   "sub-queries, sample_data/cassettes/demo.jsonl, review §2), answers capped at about six words",
+        "cluster_similarity": "single linkage (a node joins when any member reaches alpha), the setting the MiniLM "
+                              "calibration was fitted with; the paper's parent-summary similarity left the 1.5B demo "
+                              "tree almost without multi-child parents before calibration (review §2: with the "
+                              "calibrated alphas it joins 0.78 of leaves at L1->L2 against Table 7's 0.43)",
+        "summarize_single": "a new single-child parent copies its child's text instead of an LLM summary: one "
+                            "consolidation call less per new parent (11 of the demo tree's 25 parents are such "
+                            "copies; consolidation already costs 144 calls, 77% of H-Mem's construction tokens)",
+        "max_summary_children": "a summary reads at most the 12 most recent children, to keep the consolidation "
+                                "prompt inside the offline model's 16k context (the demo year node has 53 updates)",
+        "summary_words": "summaries capped at 80 words: the 1.5B's unbounded summaries of summaries drift and grow "
+                         "(review §2: 'Priya is a drummer', single-child re-summaries of the year node 53 times)",
+        "profile_scopes": "profiles join the evidence under every scope, SHORT included: the 1.5B planner chose SHORT "
+                          "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (19 profile "
+                          "items in the demo's sub-answers, review B7)",
+        "followup_seeds": "the follow-up retrieval reuses the sub-query's planner entities (the recorded "
+                          "configuration; all 4 demo follow-up queries repeated the sub-query and were skipped, "
+                          "review B5/B8), so the offline cassettes replay",
+        "leaf_time": "NOT AN AID -- review B1's bug, kept only until the offline cassettes are re-recorded: leaves "
+                     "are placed and labelled by the date the extractor resolved, not when the turn was said (future "
+                     "week nodes; 'Is Tomasz running the Manchester half?' answered 'Yes' from a March plan dated "
+                     "October). The fix changes about 150 recorded demo calls (consolidations, sub-answers), which "
+                     "took 2-3 minutes each on the shared CPU, so the small profile switches to 'said' with the "
+                     "re-recording",
+        "dedupe_events": "recorded without the guard: an event the 1.5B repeats within one fragment stays several "
+                         "leaves (5 copies of one retraction in the demo, review B9); switches on with the "
+                         "re-recording of the offline cassettes",
+        "alphas": "alpha_2..alpha_4 calibrated for the MiniLM embedder (workbench calibrate; calibration.py: Table 7's "
+                  "join shares on a proxy tree) instead of the paper's 0.8/0.7/0.6 for Qwen3-Embedding-4B; on the "
+                  "1.5B demo they join 0.78 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
+    }
+    profile_prompt_modules = {"paper": ("hmem.paper_prompts",)}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
                       "hmem.calibration", "hmem.how_it_works")
 
-    def __init__(self, *, llm=None, embedder=None,
+    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",  # workbench.methods.profile
+                 prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py | prompts.py
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
+                 # paper §3.2: a leaf is placed "according to its timestamp", i.e. when it was said (review B1)
+                 leaf_time: Literal["said", "referenced"] = PROFILE,
+                 dedupe_events: bool = PROFILE,  # [ours] an event repeated within one fragment is one leaf (B9)
                  levels: int = 4,  # paper App. A.2: four levels
                  windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
                  alphas: tuple = (0.8, 0.7, 0.6),  # paper App. A.2: alpha_2..alpha_4
                  activate_by_age: bool = True,  # paper App. A.2: <7 d L1-L2, 7-30 d L1-L3, else L1-L4
                  window_reading: Literal["parent", "child"] = "parent",  # digest §10.2
-                 cluster_similarity: Literal["max", "parent", "centroid"] = "max",  # digest §10.4
+                 # paper §3.2: "alpha_l is the similarity threshold between a node and its child node"
+                 cluster_similarity: Literal["max", "parent", "centroid"] = PROFILE,
                  propagate_summaries: bool = True,  # paper §3.2: repeat "until we reach the root"
-                 summarize_single: bool = False,  # [ours] digest §3: copy a single child's text
-                 max_summary_children: int = 12,  # [ours] paper silent; bounds the consolidation prompt
-                 summary_words: int = 80,  # [ours] paper silent
+                 summarize_single: bool = PROFILE,  # paper §3.2: a new parent z gets "a memory summary"
+                 max_summary_children: int | None = PROFILE,  # paper: no bound (None: every child)
+                 summary_words: int | None = PROFILE,  # paper: no word limit (None)
                  fuzzy_threshold: float = 0.9,  # [ours] paper: "bounded fuzzy matching", no value (digest §10.12)
                  token_overlap: float = 0.5,  # [ours] token Jaccard (digest §10.12)
                  overlap_edges: bool = True,  # paper App. A.2: graph repair by prefix/suffix
                  use_profiles: bool = True,  # paper §3.2; Table 5 "w/o entity profile"
+                 profile_scopes: tuple = PROFILE,  # scopes whose evidence includes profiles (paper: LONG, MIXED)
                  profile_types: tuple = ("person", "organization", "location"),  # paper §3.2
                  profile_min_links: int = 3,  # [ours] paper: "number of fragment-entity links", no value
                  top_k: int = 10,  # [ours] paper sweeps 5-50 (Fig. 3), default unstated; short prompts
@@ -150,6 +254,8 @@ class HMem(MemoryMethod):
                  eps: float = 1.0,  # [ours] seconds; "small constant" (digest §10.9)
                  max_subqueries: int = 4,  # [ours] paper averages 1.15-1.58 per question
                  max_followups: int = 1,  # paper App. A.4: one targeted follow-up
+                 # where a follow-up retrieval's seed entities come from (paper App. B: the follow-up query's)
+                 followup_seeds: Literal["followup", "subquery"] = PROFILE,
                  retrieval: Literal["hybrid", "flat"] = "hybrid",  # [ours] ablation
                  scope_policy: Literal["planner", "short", "long", "mixed"] = "planner",  # App. A.4 fixed-MIXED
                  use_graph: bool = True,  # Table 5 "w/o graph"
@@ -161,8 +267,12 @@ class HMem(MemoryMethod):
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.profile = profile
+        self.prompts = prompts
         self.fragment = fragment
         self.fragment_turns = fragment_turns
+        self.leaf_time = leaf_time
+        self.dedupe_events = dedupe_events
         self.levels = levels
         self.windows = windows
         self.alphas = alphas
@@ -177,6 +287,8 @@ class HMem(MemoryMethod):
         self.token_overlap = token_overlap
         self.overlap_edges = overlap_edges
         self.use_profiles = use_profiles
+        # a saved run's JSON list back to the tuple the profiles give (load converts only tuple-default params)
+        self.profile_scopes = tuple(profile_scopes) if isinstance(profile_scopes, list) else profile_scopes
         self.profile_types = profile_types
         self.profile_min_links = profile_min_links
         self.top_k = top_k
@@ -194,6 +306,7 @@ class HMem(MemoryMethod):
         self.eps = eps
         self.max_subqueries = max_subqueries
         self.max_followups = max_followups
+        self.followup_seeds = followup_seeds
         self.retrieval = retrieval
         self.scope_policy = scope_policy
         self.use_graph = use_graph
@@ -203,11 +316,14 @@ class HMem(MemoryMethod):
         self.use_robustness = use_robustness
         self.use_missing_info = use_missing_info
         self.answer_prompt = answer_prompt
+        self._apply_profile(profile, llm)
 
     # -- parameters -----------------------------------------------------------------------------
     def _validate_params(self) -> None:
         super()._validate_params()
-        choices = {"fragment": ("turn", "window", "session"), "window_reading": ("parent", "child"),
+        choices = {"prompts": ("paper", "small"), "followup_seeds": ("followup", "subquery"),
+                   "leaf_time": ("said", "referenced"),
+                   "fragment": ("turn", "window", "session"), "window_reading": ("parent", "child"),
                    "cluster_similarity": ("max", "parent", "centroid"), "retrieval": ("hybrid", "flat"),
                    "scope_policy": ("planner", "short", "long", "mixed")}
         for name, allowed in choices.items():
@@ -220,16 +336,27 @@ class HMem(MemoryMethod):
             raise ValueError(f"windows must be increasing and taken from {WINDOWS}")
         if len(self.theta) != 3 or min(self.theta) < 0:
             raise ValueError("theta must be three non-negative weights")
+        if self.prompts == "small" and self.summary_words is None:
+            raise ValueError("prompts='small' states a summary length: summary_words must be a number")
+        if any(s not in P.SCOPES for s in self.profile_scopes):
+            raise ValueError(f"profile_scopes must be taken from {P.SCOPES}")
         positive = ("fragment_turns", "top_k", "evidence_k", "max_subqueries", "max_summary_children", "summary_words")
-        if any(getattr(self, n) < 1 for n in positive) or self.tau_days <= 0 or self.eps <= 0 or self.eta < 0:
+        if any(getattr(self, n) is not None and getattr(self, n) < 1 for n in positive) \
+                or self.tau_days <= 0 or self.eps <= 0 or self.eta < 0:
             raise ValueError(f"{', '.join(positive)}, tau_days and eps must be positive; eta non-negative")
         if not 0 <= self.lam <= 1 or min(self.hops, self.seed_k, self.max_followups, self.fanout) < 0:
             raise ValueError("lam must lie in [0, 1]; hops, seed_k, fanout and max_followups must be >= 0")
 
+    @property
+    def prompt_set(self):
+        """The prompt module this instance sends: ``paper_prompts`` (profile "paper") or ``prompts`` ("small")."""
+        return PP if self.prompts == "paper" else P
+
     # -- building -------------------------------------------------------------------------------
     def _reset(self) -> None:
         self.tree_ = HTree(self.windows[:self.levels], self.alphas[:self.levels - 1],
-                           window_reading=self.window_reading, cluster_similarity=self.cluster_similarity)
+                           window_reading=self.window_reading, cluster_similarity=self.cluster_similarity,
+                           leaf_time=self.leaf_time)
         self.kg_ = EntityGraph(fuzzy_threshold=self.fuzzy_threshold, token_overlap=self.token_overlap)
         self.fragments_ = UnitStore(self.embedder, "fragments")
         self.entities_ = UnitStore(self.embedder, "entities")  # entity-name vectors for seed search
@@ -290,9 +417,10 @@ class HMem(MemoryMethod):
 
     def _extract(self, unit: MemoryUnit, when: datetime) -> dict:
         """LLM#1/#2 of the digest as one call. Fallback on failure: one event per turn, rule-based entities."""
-        prompt = P.extraction_prompt(events=self.use_tree, graph=self.use_graph).format(
+        prompts = self.prompt_set
+        prompt = prompts.extraction_prompt(events=self.use_tree, graph=self.use_graph).format(
             date=format_date(when), fragment=self._body(unit))
-        schema = P.extraction_schema(events=self.use_tree, graph=self.use_graph)
+        schema = prompts.extraction_schema(events=self.use_tree, graph=self.use_graph)
         try:
             return self.llm.complete(prompt, schema=schema, role="hmem.extract").parsed
         except LLMError as exc:
@@ -303,10 +431,11 @@ class HMem(MemoryMethod):
 
     # -- tree -----------------------------------------------------------------------------------
     def _add_events(self, unit: MemoryUnit, when: datetime, events: list) -> None:
-        items = []
+        items, seen = [], set()
         for e in events:
             text = " ".join(str(e.get("text", "")).split()) if isinstance(e, dict) else ""
-            if text:
+            if text and not (self.dedupe_events and text.lower() in seen):  # [ours] a repeat is one leaf
+                seen.add(text.lower())
                 items.append((text, event_time(e.get("date"), when)))
         if not items:
             return
@@ -320,12 +449,17 @@ class HMem(MemoryMethod):
 
     def _summarize(self, node: TreeNode, children: list[TreeNode]) -> str:
         """LLM#4 consolidation; fallback: the children's texts joined (recorded in ``failures_``)."""
-        kids = sorted(children, key=lambda c: (c.anchor, c.id))[-self.max_summary_children:]
-        notes = "\n".join(f"- [{format_date(c.start)}] {c.text}" for c in kids)
-        prompt = P.CONSOLIDATE.format(window=self.tree_.window_name(node.level), label=node.window, notes=notes,
-                                      max_words=self.summary_words)
+        kids = sorted(children, key=lambda c: (c.anchor, c.id))[-(self.max_summary_children or len(children)):]
+        notes = "\n".join(f"- [{format_date(c.start)}{f'; about {format_date(c.refers[0])}' if c.refers else ''}] "
+                          f"{c.text}" for c in kids)
+        window = self.tree_.window_name(node.level)
+        if self.prompts == "paper":
+            limit = PP.CONSOLIDATE_LIMIT.format(max_words=self.summary_words) if self.summary_words else ""
+            prompt = PP.CONSOLIDATE.format(window=window, label=node.window, notes=notes, limit=limit)
+        else:
+            prompt = P.CONSOLIDATE.format(window=window, label=node.window, notes=notes, max_words=self.summary_words)
         try:
-            text = " ".join(str(self.llm.complete(prompt, schema=P.CONSOLIDATE_SCHEMA,
+            text = " ".join(str(self.llm.complete(prompt, schema=self.prompt_set.CONSOLIDATE_SCHEMA,
                                                   role="hmem.consolidate").parsed["summary"]).split())
             if text:
                 return text
@@ -360,14 +494,20 @@ class HMem(MemoryMethod):
             ents, origin = fallback_entities(self._body(unit), unit.meta.get("speakers", ())), "fallback"
         local: dict[str, str] = {}
         for e in ents:
-            self._entity(e["name"], e.get("type", "other"), unit, t, local, origin)
+            node = self._entity(e["name"], e.get("type", "other"), unit, t, local, origin)
+            if node and isinstance(e.get("salience"), (int, float)):  # paper profile: App. A.2's salience score
+                attrs = self.kg_.graph.nodes[node]
+                attrs["salience"] = max(attrs.get("salience", 0.0), min(1.0, max(0.0, float(e["salience"]))))
         for r in payload.get("relations", []):
             label = " ".join(str(r.get("relation", "")).split()) if isinstance(r, dict) else ""
             u = self._entity(r.get("source", ""), "other", unit, t, local, "relation") if label else None
             v = self._entity(r.get("target", ""), "other", unit, t, local, "relation") if u else None
             if not v or u == v:
                 continue
-            new = self.kg_.add_relation(u, label, v, fragment_id=unit.id, source_ids=unit.source_ids, time=t)
+            conf = r.get("confidence")  # paper profile: App. A.2's relation confidence; else 1.0
+            conf = min(1.0, max(0.0, float(conf))) if isinstance(conf, (int, float)) else 1.0
+            new = self.kg_.add_relation(u, label, v, fragment_id=unit.id, source_ids=unit.source_ids, time=t,
+                                        confidence=conf)
             self._emit("LINK", f"{u}->{v}", after=label, cause=f"relation from {unit.id}", source_ids=unit.source_ids,
                        time=when, source=u, target=v, relation=label.lower(), new=new, fragment=unit.id)
         return set(local.values())
@@ -411,11 +551,12 @@ class HMem(MemoryMethod):
         leaves = [self.tree_.nodes[x].text for f in frags for x in self.fragment_leaves_.get(f.id, [])]
         mentions = leaves or [self._body(f) for f in frags]
         when = datetime.fromisoformat(frags[-1].time)
-        prompt = P.PROFILE.format(name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
-                                  recent=old["recent"] or "(none)", date=format_date(when),
-                                  mentions="\n".join(f"- {m}" for m in mentions[-8:]))
+        prompt = self.prompt_set.PROFILE.format(
+            name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
+            recent=old["recent"] or "(none)", date=format_date(when),
+            mentions="\n".join(f"- {m}" for m in mentions[-8:]))
         try:
-            parsed = self.llm.complete(prompt, schema=P.PROFILE_SCHEMA, role="hmem.profile").parsed
+            parsed = self.llm.complete(prompt, schema=self.prompt_set.PROFILE_SCHEMA, role="hmem.profile").parsed
             persistent, recent = str(parsed["persistent"]).strip(), str(parsed["recent"]).strip()
         except LLMError as exc:
             self.failures_.append({"stage": "profile", "unit": node, "error": str(exc),
@@ -456,7 +597,10 @@ class HMem(MemoryMethod):
                 if not follow:
                     break
                 seen = {c.id for c in chain}
-                extra = retrieve(self, sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
+                # paper App. B: the follow-up query's own entities seed it (lexical + vector on its text);
+                # "subquery" (the recorded small profile) reuses the sub-query's planner entities
+                seed_sq = sq if self.followup_seeds == "subquery" else replace(sq, entities=())
+                extra = retrieve(self, seed_sq, follow, t, steps, f"Follow-up evidence for sub-query {sq.id}")
                 chain = chain + [c for c in extra if c.id not in seen]
                 text, missing = sub_answer(self, sq, chain, answers, {s.id: s for s in plan}, t, steps)
                 if not missing:
@@ -510,7 +654,7 @@ class HMem(MemoryMethod):
             rows.append({"id": r["id"], "kind": "event" if r["level"] == 1 else "summary", "text": r["summary"],
                          "source_ids": r["source_ids"], "time": r["start"],
                          **{k: r[k] for k in ("level", "parent", "children", "window", "start", "end", "n_m",
-                                              "r_m", "fragment_ids", "copy_of_child")}})
+                                              "r_m", "fragment_ids", "copy_of_child", "refers_to")}})
         for node, a in self.kg_.graph.nodes(data=True):
             profile = a["profile"]
             rows.append({"id": node, "kind": "entity", "text": a["name"], "source_ids": list(a["source_ids"]),
@@ -525,14 +669,19 @@ class HMem(MemoryMethod):
 
     @staticmethod
     def summary_stats(answers: Sequence[Answer]) -> dict:
-        """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate)."""
+        """Planner and follow-up figures from traces alone (paper App. A.4: scopes, Table 9 trigger rate):
+        ``followups`` counts the follow-up retrievals that ran, ``missing_info_flags`` / ``trigger_ratio`` the
+        sub-answers that asked for one (a follow-up query that merely repeats its sub-query is skipped)."""
         plans = [s for a in answers for s in a.steps if s.kind == "plan"]
         subs = [q for p in plans for q in p.data.get("subqueries", [])]
-        follow = [s for a in answers for s in a.steps if s.kind == "followup"]
+        flagged = [s for a in answers for s in a.steps if s.kind == "followup"]  # a sub-answer flagged missing info
+        follow = [s for s in flagged if not s.data.get("skipped")]  # review B5: a skipped query retrieves nothing
         chains = [len(s.data.get("evidence_chain", [])) for a in answers for s in a.steps if s.kind == "retrieve"]
         scopes = {sc: sum(q["scope"] == sc for q in subs) for sc in P.SCOPES}
         return {"questions": len(answers), "subqueries": len(subs),
                 "subqueries_per_question": len(subs) / len(plans) if plans else 0.0,
                 "scope_counts": scopes, "followups": len(follow),
                 "followup_rate": len(follow) / len(subs) if subs else 0.0,
+                # paper Table 9's trigger ratio: sub-queries whose first answer flagged missing information
+                "missing_info_flags": len(flagged), "trigger_ratio": len(flagged) / len(subs) if subs else 0.0,
                 "mean_evidence_chain": float(np.mean(chains)) if chains else 0.0}

@@ -16,7 +16,6 @@ from ...llm.errors import LLMError
 from ...trace import Hit
 from ..answer_prompt import shared_prompt
 from ..common import question_date_line
-from . import prompts as P
 from .graph import SubQuery, order_subqueries, parse_plan
 from .tree import (DAY, Candidate, candidate_from_node, candidate_from_unit, dedupe, format_evidence, parse_time_hint,
                    score_candidates)
@@ -27,9 +26,10 @@ NOT_FOUND = "Not mentioned in the conversation"
 
 def plan_subqueries(m, question: str, t: datetime, steps: list) -> list[SubQuery]:
     with m.step(steps, "plan", "Decompose into sub-queries") as s:
-        prompt = P.PLAN.format(now_line=question_date_line(t), question=question, max_n=m.max_subqueries)
+        prompts = m.prompt_set
+        prompt = prompts.PLAN.format(now_line=question_date_line(t), question=question, max_n=m.max_subqueries)
         try:
-            raw = m.llm.complete(prompt, schema=P.PLAN_SCHEMA, role="hmem.plan").parsed["subqueries"]
+            raw = m.llm.complete(prompt, schema=prompts.PLAN_SCHEMA, role="hmem.plan").parsed["subqueries"]
         except LLMError as exc:
             raw, s.data["error"] = [], str(exc)
         subs = parse_plan(raw, t, max_n=m.max_subqueries, parse_hint=parse_time_hint)
@@ -40,6 +40,9 @@ def plan_subqueries(m, question: str, t: datetime, steps: list) -> list[SubQuery
         if m.scope_policy != "planner":
             subs = [replace(sq, scope=m.scope_policy.upper()) for sq in subs]
         plan, dropped = order_subqueries(subs)
+        workflows = [str(x.get("workflow", "")) for x in raw if isinstance(x, dict) and x.get("workflow")]
+        if workflows:  # paper profile: the planner's retrieval workflow per sub-query, recorded (not executed)
+            s.data["workflows"] = workflows
         s.data.update(subqueries=[sq.to_dict() for sq in plan], order=[sq.id for sq in plan],
                       dropped_dependencies=dropped, scope_policy=m.scope_policy)
     return plan
@@ -77,7 +80,7 @@ def retrieve(m, sq: SubQuery, query: str, t: datetime, steps: list, title: str) 
             seeds = _seeds(m, query, sq.entities, qv)
             paths = m.kg_.expand([x["entity"] for x in seeds], hops=m.hops, fanout=m.fanout,
                                  max_entities=m.max_entities)
-            _entity_evidence(m, paths, qv, frag_ok, cands)
+            _entity_evidence(m, paths, qv, frag_ok, cands, profiles=sq.scope in m.profile_scopes)
         _vector_evidence(m, qv, frag_ok, cands)
         if m.use_tree and m.retrieval == "hybrid" and sq.scope in SCOPE_SUMMARIES:
             _climb(m, cands)
@@ -95,8 +98,9 @@ def retrieve(m, sq: SubQuery, query: str, t: datetime, steps: list, title: str) 
     return chain
 
 
-def _entity_evidence(m, paths: list[dict], qv: np.ndarray, frag_ok: bool, cands: dict) -> None:
-    """Entities -> provenance fragments (top-k by similarity) -> their leaf events; plus profiles."""
+def _entity_evidence(m, paths: list[dict], qv: np.ndarray, frag_ok: bool, cands: dict, *, profiles: bool) -> None:
+    """Entities -> provenance fragments (top-k by similarity) -> their leaf events; plus their profiles when the
+    sub-query's scope is one of ``m.profile_scopes``."""
     frag_ids = sorted({f for p in paths for f in m.kg_.graph.nodes[p["entity"]]["fragment_ids"]})
     ranked = sorted(frag_ids, key=lambda f: (-float(m.fragments_.vector(f) @ qv), f))[:m.top_k]
     for f in ranked:
@@ -104,7 +108,7 @@ def _entity_evidence(m, paths: list[dict], qv: np.ndarray, frag_ok: bool, cands:
             _add(cands, candidate_from_unit(m.fragments_[f], m.fragments_.vector(f)), "entity")
         for leaf in m.fragment_leaves_.get(f, []) if m.use_tree else ():
             _add(cands, node_candidate(m, leaf), "entity")
-    for p in paths if m.use_profiles else ():
+    for p in paths if m.use_profiles and profiles else ():
         pid = f"profile:{p['entity']}"
         if pid in m.profiles_:
             prof = m.kg_.graph.nodes[p["entity"]]["profile"]
@@ -148,10 +152,12 @@ def sub_answer(m, sq: SubQuery, chain: list[Candidate], answers: dict, by_id: di
                steps: list) -> tuple[str, bool]:
     with m.step(steps, "subanswer", f"Answer sub-query {sq.id}") as s:
         prior = "".join(f"- {by_id[d].text} -> {answers[d]}\n" for d in sq.depends_on if d in answers)
-        prompt = P.SUB_ANSWER.format(now_line=question_date_line(t), evidence=format_evidence(chain),
-                                     query=sq.text, prior=P.PRIOR_ANSWERS.format(answers=prior) if prior else "")
+        prompts = m.prompt_set
+        prompt = prompts.SUB_ANSWER.format(now_line=question_date_line(t), evidence=format_evidence(chain),
+                                           query=sq.text,
+                                           prior=prompts.PRIOR_ANSWERS.format(answers=prior) if prior else "")
         try:
-            parsed = m.llm.complete(prompt, schema=P.SUB_ANSWER_SCHEMA, role="hmem.subanswer").parsed
+            parsed = m.llm.complete(prompt, schema=prompts.SUB_ANSWER_SCHEMA, role="hmem.subanswer").parsed
             text, missing = str(parsed["answer"]).strip() or NOT_FOUND, bool(parsed["missing_info"])
         except LLMError as exc:
             text, missing, s.data["error"] = NOT_FOUND, False, str(exc)
@@ -162,9 +168,9 @@ def sub_answer(m, sq: SubQuery, chain: list[Candidate], answers: dict, by_id: di
 
 def follow_up(m, sq: SubQuery, chain: list[Candidate], answer: str, steps: list) -> str | None:
     with m.step(steps, "followup", f"Missing-information query for sub-query {sq.id}") as s:
-        prompt = P.MISSING_INFO.format(query=sq.text, answer=answer, evidence=format_evidence(chain))
+        prompt = m.prompt_set.MISSING_INFO.format(query=sq.text, answer=answer, evidence=format_evidence(chain))
         try:
-            query = " ".join(str(m.llm.complete(prompt, schema=P.MISSING_INFO_SCHEMA,
+            query = " ".join(str(m.llm.complete(prompt, schema=m.prompt_set.MISSING_INFO_SCHEMA,
                                                 role="hmem.missing").parsed["query"]).split())
         except LLMError as exc:
             query, s.data["error"] = "", str(exc)
@@ -187,7 +193,7 @@ def synthesize(m, question: str, plan: list[SubQuery], answers: dict, t: datetim
             prompt = shared_prompt(f"Sub-questions and their answers:\n{lines}", question, t)
             s.data["answer_prompt"] = "shared"
         else:
-            prompt = P.SYNTHESIZE.format(now_line=question_date_line(t), question=question, answers=lines)
+            prompt = m.prompt_set.SYNTHESIZE.format(now_line=question_date_line(t), question=question, answers=lines)
         try:
             text = m.llm.complete(prompt, role="hmem.synthesize").text.strip() or NOT_FOUND
         except LLMError as exc:

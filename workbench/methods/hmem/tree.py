@@ -47,7 +47,8 @@ def bucket(when: datetime, window: str) -> str:
 
 
 def event_time(value, default: datetime) -> datetime:
-    """An event's own date (YYYY-MM-DD, resolved by the extractor) or else the fragment's time."""
+    """The date an event refers to (YYYY-MM-DD, resolved by the extractor) or else the fragment's time.
+    Data only: a leaf is placed by when it was said (``HTree.add_leaf``); this date feeds T (eq. 1)."""
     try:
         return datetime.strptime(str(value or "")[:10], "%Y-%m-%d")
     except ValueError:
@@ -96,10 +97,13 @@ def evidence_score(s: float, t: float, r: float, theta: Sequence[float] = (0.70,
 class TreeNode:
     """A leaf (level 1: one memory event) or a summary (level >= 2) of the H-Mem tree.
 
-    ``anchor`` is the time used to put the node into its parent's window (a leaf's own time, a
-    summary's first child's anchor); ``start``/``end`` the interval it covers; ``n_m`` how often it
-    was consolidated and ``r_m`` when last (eq. 2). ``copy_of`` is the child id while a summary is
-    only its single child's text copied (``summarize_single=False``), else None.
+    ``anchor`` is the time used to put the node into its parent's window (a leaf's mention time, i.e.
+    when the turn was said -- paper §3.2 "according to its timestamp"; a summary's first child's anchor);
+    ``start``/``end`` the interval it covers (mention days); ``n_m`` how often it was consolidated and
+    ``r_m`` when last (eq. 2). ``copy_of`` is the child id while a summary is only its single child's
+    text copied (``summarize_single=False``), else None. ``refers`` is a leaf's referenced day (the date
+    the extractor resolved, e.g. a plan for October said in March) when it is not the mention day: data
+    for the temporal score T and the evidence label, never for placement.
     """
 
     id: str
@@ -116,13 +120,14 @@ class TreeNode:
     source_ids: list[str] = field(default_factory=list)
     fragment_ids: list[str] = field(default_factory=list)
     copy_of: str | None = None
+    refers: tuple[datetime, datetime] | None = None
 
     def row(self) -> dict:
         return {"id": self.id, "level": self.level, "parent": self.parent, "children": list(self.children),
                 "summary": self.text, "window": self.window, "start": self.start.isoformat(),
                 "end": self.end.isoformat(), "n_m": self.n_m, "r_m": self.r_m.isoformat(),
                 "source_ids": list(self.source_ids), "fragment_ids": list(self.fragment_ids),
-                "copy_of_child": self.copy_of}
+                "copy_of_child": self.copy_of, "refers_to": self.refers[0].isoformat() if self.refers else None}
 
 
 Summarize = Callable[[TreeNode, list[TreeNode]], str]
@@ -142,12 +147,16 @@ class HTree:
     or the ``centroid`` of the members.
     """
 
+    leaf_time = "referenced"  # a tree saved before the B1 fix (no instance attribute) keeps its placement
+
     def __init__(self, windows: Sequence[str] = WINDOWS, alphas: Sequence[float] = (0.8, 0.7, 0.6), *,
-                 l_max: int | None = None, window_reading: str = "parent", cluster_similarity: str = "max"):
+                 l_max: int | None = None, window_reading: str = "parent", cluster_similarity: str = "max",
+                 leaf_time: str = "said"):
         self.windows, self.alphas = tuple(windows), tuple(alphas)
         self.l_max = l_max or len(self.windows)
         self.window_reading = window_reading
         self.cluster_similarity = cluster_similarity
+        self.leaf_time = leaf_time  # "said" (paper §3.2) | "referenced" (before the B1 fix; recorded cassettes)
         self.nodes: dict[str, TreeNode] = {}
         self.vectors: dict[str, np.ndarray] = {}
         self._groups: dict[tuple[int, str], list[str]] = {}
@@ -189,10 +198,16 @@ class HTree:
     def add_leaf(self, text: str, *, time: datetime, mention_time: datetime, vector: np.ndarray,
                  source_ids: Sequence[str], fragment_ids: Sequence[str], summarize: Summarize, embed: Embed,
                  propagate: bool = True, summarize_single: bool = False) -> list[dict]:
-        """Insert one memory event bottom-up (paper §3.2). Returns the op records, in order."""
-        start, end = day_interval(time)
-        leaf = TreeNode(self._new_id(1), 1, text, naive(time), start, end, naive(mention_time), 0,
-                        bucket(time, self.windows[0]), None, [], list(source_ids), list(fragment_ids))
+        """Insert one memory event bottom-up (paper §3.2). Returns the op records, in order.
+
+        The leaf is placed, dated and windowed by ``mention_time`` (when it was said: paper §3.2, "according
+        to its timestamp"); ``time`` (the date the event refers to) is kept as ``refers`` when it is another day."""
+        placed = mention_time if self.leaf_time == "said" else time  # "referenced": review B1's bug, kept for replay
+        start, end = day_interval(placed)
+        refers = day_interval(time)
+        leaf = TreeNode(self._new_id(1), 1, text, naive(placed), start, end, naive(mention_time), 0,
+                        bucket(placed, self.windows[0]), None, [], list(source_ids), list(fragment_ids),
+                        refers=refers if refers[0] != start else None)
         self._put(leaf, vector)
         ops = [{"op": "ADD", "node": leaf.id, "level": 1}]
         self._insert(leaf, naive(mention_time), ops, summarize, embed, propagate, summarize_single)
@@ -314,6 +329,7 @@ class Candidate:
     vector: np.ndarray
     label: str = ""
     via: list[str] = field(default_factory=list)
+    refers: tuple[datetime, datetime] | None = None  # an event's referenced day: T uses it instead of start/end
     S: float = 0.0
     T: float = 0.0
     R: float = 0.0
@@ -340,11 +356,13 @@ def _date(when: datetime) -> str:
 def candidate_from_node(node: TreeNode, vector: np.ndarray, window_name: str) -> Candidate:
     if node.level == 1:
         kind, label = "event", _date(node.start)
+        if node.refers:  # said on one day about another: both, so the reader can order and date it
+            label = f"said {label}, about {_date(node.refers[0])}"
     else:
         last = node.end - timedelta(seconds=1)
         kind, label = "summary", f"L{node.level} {window_name} {node.window}: {_date(node.start)} to {_date(last)}"
     return Candidate(node.id, kind, node.text, tuple(node.source_ids), node.level, node.start, node.end, node.r_m,
-                     node.n_m, vector, label)
+                     node.n_m, vector, label, refers=node.refers)
 
 
 def candidate_from_unit(unit, vector: np.ndarray, *, kind: str = "fragment", n_m: int = 0) -> Candidate:
@@ -362,7 +380,8 @@ def score_candidates(cands: list[Candidate], qvec: np.ndarray, *, interval: tupl
     q = (seconds(interval[0]), seconds(interval[1])) if interval else None
     for c in cands:
         c.S = float(np.asarray(c.vector, dtype=np.float32) @ np.asarray(qvec, dtype=np.float32))
-        c.T = temporal_relevance((seconds(c.start), seconds(c.end)), q, lam=lam, eps=eps) if q else 0.0
+        start, end = c.refers or (c.start, c.end)  # an event's referenced day, else when it was said
+        c.T = temporal_relevance((seconds(start), seconds(end)), q, lam=lam, eps=eps) if q else 0.0
         c.R = robustness(t, seconds(c.r_m), c.n_m, tau=tau, eta=eta) if use_robustness else 0.0
         c.F = evidence_score(c.S, c.T, c.R, theta)
     return sorted(cands, key=lambda c: (-c.F, c.id))
