@@ -147,3 +147,18 @@ def test_a_memory_saved_before_profiles_loads_with_the_small_profile(tmp_path):
     (tmp_path / "m" / "params.json").write_text(json.dumps(meta))
     old = Toy.load(tmp_path / "m")
     assert (old.profile, old.threshold, old.bounded) == ("small", 0.8, True)
+
+
+def test_auto_calibration_leaves_the_paper_profiles_thresholds_alone():
+    """H-Mem helper's finding: calibrated thresholds are a small-model aid, so ``--calibration auto`` (the
+    default) applies none to a paper-profile build, while the small profile gets the shipped MiniLM calibration."""
+    from workbench.embed import MiniLMEmbedder
+    from workbench.eval.presets import prepare_method
+    from workbench.methods import REGISTRY
+
+    emb = MiniLMEmbedder()
+    paper = prepare_method("hmem", Remote(), emb, data="sample", warn=False)
+    small = prepare_method("hmem", ScriptedLLM([]), emb, data="sample", warn=False)
+    assert paper.method.profile == "paper" and paper.method.alphas == REGISTRY["hmem"].paper_params()["alphas"]
+    assert paper.method.param_notes == {}
+    assert small.method.profile == "small" and small.method.alphas != paper.method.alphas

@@ -91,7 +91,9 @@ def resolve_calibration(choice: str | None, embedder, data: str | None = None) -
 def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data: str | None = None,
                    calibration: str | dict | None = "auto", warn: bool = True) -> RunSetup:
     """Build method ``name`` for a run on ``data`` (a data spec or dataset name): defaults < dataset
-    preset < calibration < ``params``."""
+    preset < calibration < ``params``. ``calibration="auto"`` calibrates nothing for a method built with its
+    ``paper`` profile (calibrated thresholds are one of the small profile's aids); a file or dict given by name
+    is applied to either profile, and the paper profile's ``param_notes`` then lists the thresholds it moved."""
     cls = get_method(name)
     kind = dataset_kind(data)
     preset = dataset_preset(cls, kind)
@@ -101,6 +103,8 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
     if "profile" in explicit and "profile" in accepted:  # the profile first, so its values are the base
         services["profile"] = explicit["profile"]
     method = cls(**services, **preset)
+    if calibration == "auto" and getattr(method, "profile", None) == "paper":
+        calibration = None  # calibrated thresholds are a small-model aid: the paper profile keeps the paper's
     cal = (calibration if isinstance(calibration, dict) or calibration is None
            else resolve_calibration(calibration, embedder, data))
     method, applied = apply_calibration(method, cal, dataset=kind)
