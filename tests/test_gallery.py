@@ -55,3 +55,32 @@ def test_each_recorded_gallery_cassette_replays_with_no_miss(method, tmp_path):
 
     counts = census(tmp_path)["methods"][method]["counts"]
     assert counts["cassette_misses"] == 0 and counts["llm_errors"] == 0 and counts["construction_llm_errors"] == 0
+
+
+#: what the 1.5B did with each recorded paper profile (issue #39 item 6), read from the replay: the checked verdict
+#: of the mechanism, and the failures that show what the paper's own prompts cost a small model
+PAPER_RECORDED = {
+    # unbounded, the router's free-text reasoning ran into the 512-token cap (8 JSON retries over 2 questions);
+    # it never wrote a gap ("None"), so the gap mechanism has nothing to check
+    "memr3": ("did not fire", {"json_retry": 8}),
+}
+
+
+@pytest.mark.parametrize("method", sorted(gallery_methods()))
+def test_each_recorded_paper_profile_replays_with_no_miss(method, tmp_path):
+    """The paper profile's gallery cassettes (``<method>.paper.jsonl``) replay with 0 misses, under the paper
+    profile, and what the model did is what ``PAPER_RECORDED`` says."""
+    from workbench.eval.annotations import checked_verdict
+    from workbench.eval.mechanisms import census
+
+    cassette = record_gallery.CASSETTES / f"{method}.paper.jsonl"
+    if not cassette.exists():
+        pytest.skip(f"{method}'s paper profile is not recorded on its gallery example ({cassette.name})")
+    assert record_gallery.main(["--methods", method, "--profile", "paper", "--replay", "--out", str(tmp_path)]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines() if line.strip()]
+    assert rows and all(r["params"]["profile"] == "paper" and not r.get("error") for r in rows), rows
+    entry = census(tmp_path)["methods"][method]
+    assert entry["counts"]["cassette_misses"] == 0
+    word, kinds = PAPER_RECORDED[method]
+    assert checked_verdict(entry.get("checked"))[0] == word
+    assert {k: entry["counts"]["failure_kinds"].get(k) for k in kinds} == kinds
