@@ -198,3 +198,21 @@ def test_every_tab_that_lists_methods_links_them_to_their_page(gallery):
         pane._handle_msg(["method", "hmem"])
         assert app.tabs.active == list(app.views).index("How it works") and app.views["How it works"].method.value \
             == "hmem"
+
+
+def test_the_page_puts_the_paper_profile_next_to_the_small_one(tmp_path):
+    """Issue #39 item 6: with the paper profile's example recorded, the page shows both profiles' calls, tokens,
+    verdicts, answers and failures (by kind), and the small profile's aids; without it, how to record it."""
+    from workbench.gallery import cassette, run_gallery
+
+    if not cassette("memr3", "paper").exists():
+        pytest.skip("MemR3's paper profile is not recorded")
+    small = run_gallery(tmp_path / "gallery", ["memr3"])
+    paper = run_gallery(tmp_path / "gallery-paper", ["memr3"], profile="paper")
+    html = HowItWorksPage.from_run("memr3", REGISTRY["memr3"], small, paper).html()
+    section = html[html.index("The paper's method with a small model"):]
+    assert "small (tuned for the offline models)</td><td>4</td><td>2,009</td>" in section  # calls, tokens
+    assert "method)</td><td>16</td><td>19,840</td>" in section
+    assert "8 json retry" in section and "What the small profile changes (6)" in section
+    alone = HowItWorksPage.from_run("memr3", REGISTRY["memr3"], small).html()
+    assert "not recorded" in alone and "record_gallery.py --profile paper --methods memr3" in alone

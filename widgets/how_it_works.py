@@ -105,9 +105,14 @@ class GalleryExample:
         first = self.rows[0] if self.rows else {}
         calls = num(first, "construction_calls") + sum(num(r, "query_calls") for r in self.rows)
         tokens = num(first, "construction_tokens") + sum(num(r, "query_tokens") for r in self.rows)
-        failures = sum(len(r["failures"]) if isinstance(r.get("failures"), list) else 0 for r in self.rows)
-        failures += sum(1 for r in self.rows if r.get("error"))
-        return {"calls": int(calls), "tokens": int(tokens), "failures": failures}
+        kinds: dict[str, int] = {}
+        for r in self.rows:
+            for f in r["failures"] if isinstance(r.get("failures"), list) else ():
+                kind = str(f.get("kind") or "failure") if isinstance(f, dict) else "failure"
+                kinds[kind] = kinds.get(kind, 0) + 1
+            if r.get("error"):
+                kinds["error"] = kinds.get("error", 0) + 1
+        return {"calls": int(calls), "tokens": int(tokens), "failures": sum(kinds.values()), "kinds": kinds}
 
     @property
     def profile(self) -> str | None:
@@ -195,11 +200,12 @@ def profiles_html(name: str, cls: type, small: GalleryExample | None, paper: Gal
             rows.append(f"<tr><td>{esc(label)}</td><td colspan='5' class='wb-muted'>not recorded</td></tr>")
             continue
         cost, (word, line), (ok, n) = ex.cost(), ex.verdict, ex.answers_right()
+        kinds = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(cost["kinds"].items()))
         rows.append(f"<tr><td>{esc(label)}</td><td>{cost['calls']}</td><td>{cost['tokens']:,}</td>"
                     f"<td>{verdict_chip(word)} <small>{esc(line)}</small></td><td>{ok} of {n}</td>"
-                    f"<td>{cost['failures']}</td></tr>")
+                    f"<td>{cost['failures']}{f' <small>({esc(kinds)})</small>' if kinds else ''}</td></tr>")
     table = ("<table><tr><th>profile</th><th>LLM calls</th><th>tokens</th><th>the mechanism</th>"
-             "<th>answers right (checker)</th><th>failures</th></tr>" + "".join(rows) + "</table>")
+             "<th>answers right (checker)</th><th>failures recorded</th></tr>" + "".join(rows) + "</table>")
     try:
         aids = cls(profile="small").param_notes
     except Exception as exc:  # a plugin's constructor may need services: say so instead of listing nothing
