@@ -63,6 +63,13 @@ PAPER_RECORDED = {
     # unbounded, the router's free-text reasoning ran into the 512-token cap (8 JSON retries over 2 questions);
     # it never wrote a gap ("None"), so the gap mechanism has nothing to check
     "memr3": ("did not fire", {"json_retry": 8}),
+    # the paper's prompts and the authors' code's selection batch: the two-hop question went deep and the light
+    # tier did not escalate elsewhere (the small profile missed this escalation); both answers right
+    "hymem": ("right", {}),
+    # the first consolidate reply held no episode (one recorded construction failure, counted on each of the 2
+    # rows); the next consolidate call built the episode on the planted recurrence; the refinement wrote no fact,
+    # and both answers came right from the episode (the small profile's answers were both wrong)
+    "recmem": ("right", {"construction": 2}),
 }
 
 
