@@ -70,6 +70,9 @@ PAPER_RECORDED = {
     # rows); the next consolidate call built the episode on the planted recurrence; the refinement wrote no fact,
     # and both answers came right from the episode (the small profile's answers were both wrong)
     "recmem": ("right", {"construction": 2}),
+    # the paper's clustering (similarity to the parent's summary) at the paper's thresholds, uncalibrated on
+    # MiniLM, joined nothing: 16 parents with one child each, so no grouping to check; 0 of 2 answers right
+    "hmem": ("did not fire", {}),
 }
 
 
