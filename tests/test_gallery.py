@@ -73,6 +73,10 @@ PAPER_RECORDED = {
     # the paper's clustering (similarity to the parent's summary) at the paper's thresholds, uncalibrated on
     # MiniLM, joined nothing: 16 parents with one child each, so no grouping to check; 0 of 2 answers right
     "hmem": ("did not fire", {}),
+    # the paper's pipeline (Retriever on every turn, Judge on its hits, Refresher) with neutral prompts: all 12
+    # Refresher verdicts at ingestion were No-Op, so Dev's new workplace never replaced the old one (the small
+    # profile edited, wrongly); the stale workplace answered the first question
+    "ama": ("missed", {"construction": 2}),
 }
 
 
