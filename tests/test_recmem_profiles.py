@@ -149,13 +149,15 @@ def test_paper_schemas_require_every_field_the_method_reads():
 def test_paper_prompts_keep_the_instructions_the_small_ones_drop_and_carry_no_example_values():
     """reviews/recmem.md rows 11, 14, 19: what the short prompts drop is in the paper profile's."""
     kept = {PP.EPISODES: ["merely repeat one message", "Prefer combining related events", "leave it without an "
-                          "episode", "Coarse ranges", "long lists", "at least TWO different message timestamps",
-                          "1 to 3 episodes", "3 to 6 sentences", "background"],
-            PP.REFINE: ["MUST be of one of these types", "USER_EVENT", "USER_CONSTRAINT_OR_PREFERENCE",
+                          "episode", "A loose span", "long enumeration", "at least TWO different message timestamps",
+                          "1 to 3 episodes", "three to six sentences", "background"],
+            PP.REFINE: ["fall under exactly one of the following kinds", "USER_EVENT", "USER_CONSTRAINT_OR_PREFERENCE",
                         "TIME_ANCHORED_UPDATE", "ENTITY_RELATION", "more than 8 to 10 candidate facts",
-                        "sum a list up", "NOT new when it means the same as any item of S", "fewer than 10 facts"],
-            PP.REFINE_DIRECT: ["MUST be of one of these types", "general world knowledge", "Raw Reference"],
-            PP.MERGE: ["Special case", "assistant-only", "prefer \"no\"", "ground truth", "not a list of bullet"],
+                        "fold them into one short fact", "NOT new when it means the same as any item of S",
+                        "fewer than 10 facts"],
+            PP.REFINE_DIRECT: ["fall under exactly one of the following kinds", "general world knowledge",
+                               "Raw Reference"],
+            PP.MERGE: ["Special case", "assistant-only", "prefer \"no\"", "ground truth", "with no bullets"],
             PP.ANSWER: ["APPROACH", "twice", "most recent", "Abstain only", "final timestamp"]}
     for prompt, phrases in kept.items():
         for phrase in phrases:

@@ -77,8 +77,8 @@ Newly added message:
 Set T_t to 1 when at least one of these conditions holds:
 1. Topic shift: the new message brings a topic, event or task that does not depend on the current conversation,
    or the dialogue turns to an unrelated question or situation.
-2. Explicit transition: the speaker openly signals a move to a new topic or request, such as starting a new
-   question or changing what the discussion is about.
+2. Explicit transition: the speaker says outright that they are moving on, for instance by raising a fresh
+   question or switching the subject of the discussion.
 3. Context saturation: the current topic has been discussed enough or has come to a close, or the dialogue now
    covers more than one coherent episode reasonably can.
 Otherwise set T_t to 0.

@@ -161,8 +161,8 @@ Evidence:
 
 Write one follow-up retrieval query for the missing information. It must ask for the missing slot itself (the
 unnamed entity, the missing date, the bridge between two facts, the choice among candidates), not restate or
-paraphrase the sub-query, and it must contain at least one concrete anchor (a name, object or event) taken
-from the first-pass evidence.
+paraphrase the sub-query, and it has to name something specific (a person, object or event) found in the
+first-pass evidence.
 Reply with one JSON object of this form only: {{"query": "<follow-up query>"}}"""
 MISSING_INFO_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 

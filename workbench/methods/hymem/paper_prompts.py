@@ -46,7 +46,7 @@ What you must do:
   invent facts or give wrong answers. In all of these cases set "finished" to 2: a more precise retrieval
   will then supply fuller memory.
 - Only when a standard (gold) answer to the question is plainly present in the {kind_plural}, write it in
-  "answer" and set "finished" to 0. The answer must be complete and specific. For questions about time,
+  "answer" and set "finished" to 0, giving an answer that is full and precise. For questions about time,
   say what any relative time expression is relative to, so it cannot be misread: an answer of the form
   "<relative time>" should read "The current year is <year>, so the answer is <relative time>."
 
@@ -64,9 +64,9 @@ LIGHT_SCHEMA = {"type": "object",
 
 # [paper] App. B.4 (retriever f_gamma): every instruction kept, reworded; the example keeps its shape with
 # placeholders instead of the paper's names, dates and ids.
-SELECT = """You are a text retriever.
+SELECT = """Your job is retrieval.
 
-You are given a question and a list of memory indices. Each index is {kind_entry} of the memory
+Below are a question and a list of memory indices. Each index is {kind_entry} of the memory
 content it points to.
 
 Your job: from the question, find the ids of the indices most likely to give the context needed to

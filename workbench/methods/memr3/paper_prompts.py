@@ -58,7 +58,7 @@ ROUTER_USER = """# Question
 {last_query}
 
 # INSTRUCTIONS
-1. Update the evidence as a JSON ARRAY of short factual bullets that help answer the question directly (keep the important numbers, names and time references; give the most specific verified detail and do not speculate).
+1. Rewrite the evidence list as a JSON ARRAY of brief factual bullets that help answer the question directly (keep the important numbers, names and time references; give the most specific verified detail and do not speculate).
 2. Update the gaps: take out what is now resolved, add any missing specifics that still block a full answer, and write "None" once nothing is lacking.
 3. If you write a retrieval_query, it must not repeat the previous query.
 4. Pick the next action; reply with the JSON object defined in the system prompt and NOTHING else."""

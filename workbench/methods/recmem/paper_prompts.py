@@ -46,19 +46,19 @@ Instructions:
 - A message's timestamp is when the speaker said it. It is NOT necessarily when the event described took place.
 - When a message uses a relative time such as "yesterday", "two days ago" or "next week", write it in the episode as an explicit expression tied to the timestamp, in forms like "the day before <date>", "two days after <date>" or "later in the same week as <date>".
 - You do NOT have to work out calendar dates (turning "the day before <date>" into the actual date is not needed).
-- IMPORTANT: your output must NEVER contain a vague relative time without an anchor. Do not use words like "yesterday", "tomorrow", "last week", "next week" or "in two days" unless you state clearly which timestamp or date they are counted from.
-- Coarse ranges such as "later that week" or "over the following days after <date>" are acceptable, as long as the order in time stays clear.
+- IMPORTANT: your output must NEVER contain a vague relative time without an anchor. A word such as "tomorrow", "last week" or "in two days" may appear only together with the timestamp or date it is counted from.
+- A loose span ("later that week", "in the days after <date>") is fine provided the sequence of events is unambiguous.
 
 4. Write episodic narratives, not separate facts
 - The aim is narrative episodes: what happened, how it developed, and why it matters to the user.
-- Concentrate on the outer conversation between the two speakers: their goals, decisions, preferences, constraints, and what was explained to them.
-- When a speaker tells a long story, gives an extended example or pastes long outside text, sum it up very briefly (in a form like "the <speaker> told a story about <topic> to illustrate <point>") unless its detail is central to the speakers' own situation.
+- Focus on the two speakers' own exchange: what they aim for, decide, like or are limited by, and what they were told.
+- A long anecdote, a drawn-out example or a block of pasted text from elsewhere gets a one-line summary (in a form like "the <speaker> told a story about <topic> to illustrate <point>"), unless its details matter to the speakers' own situation.
 - Do NOT try to list every lasting preference or stable fact about the user; a separate semantic memory extractor takes care of persistent facts and knowledge.
 - You may mention an important preference or fact inside an episode when it helps to understand the story, but completeness is not the goal.
 
 5. Style and output format
-- Write each episode as a short, well-formed paragraph of 3 to 6 sentences in clear, neutral language.
-- Keep episodes compact. Do not reproduce long fictional plots, full technical explanations or long lists; mention them briefly when needed.
+- Each episode is one short paragraph of three to six sentences, written plainly and without judgement.
+- Episodes stay brief: a story's plot, a technical walkthrough or a long enumeration gets a one-line mention at most, never a retelling.
 - Prefer combining related events into one episode over splitting them into many small ones.
 - When a subtopic lacks enough coherent information, you may leave it without an episode.
 
@@ -78,7 +78,7 @@ EPISODES_SCHEMA = {"type": "object",
 
 # [paper] App. F, Figs. 9-11 (semantic memory generation, Eqs. 8-9): every instruction kept, reworded; placeholders,
 # no example values. Slots in Fig. 11's order (E, R, S); the fact types keep the paper's "MUST be one of".
-REFINE = """Role: you extract semantic memory for a long-term memory system.
+REFINE = """Role: you write semantic memory (lasting facts) into a long-term memory store.
 
 Inputs:
 - Subconscious memory R: the original, detailed messages on a related topic.
@@ -89,24 +89,24 @@ Goal:
 Extract NEW facts of HIGH UTILITY that will help to answer future questions about the users. IMPORTANT: put first the concrete details of R that E leaves out or compresses heavily.
 
 Core principles:
-1) USER-CENTRIC: centre on the user's goals, preferences, constraints, decisions, actions and recurring plans.
+1) USER-CENTRIC: the user comes first: what they want, like, must work around, choose, do, and plan again and again.
 2) TIME-GROUNDED: give events and changes an explicit date anchor whenever one is available.
 3) COMPACT BUT USEFUL: return fewer than 10 facts. A few valuable facts beat many weak ones.
 
-Every fact MUST be of one of these types:
+Each fact must fall under exactly one of the following kinds:
 1) USER_EVENT
-- The user asked for something, attended something, began or ended something, or took a concrete decision.
+- Something the user did: made a request, went to an event, started or stopped something, or settled on a firm decision.
 - Take a date anchor from R where possible, in a form like "On <date>, the user ...".
 2) USER_CONSTRAINT_OR_PREFERENCE
 - A fairly stable preference, constraint or recurring plan (for instance long-term goals, the choice of a platform, a budget range, limits on time, preferences of content or style).
 3) TIME_ANCHORED_UPDATE
 - A change in behaviour, preferences, tools, roles, budgets, relationships and the like.
-- Give the new value and, when known, the old value or state, with a clear time anchor.
+- State the new value, the previous one too when it is known, and when the change happened.
 4) ENTITY_RELATION (RELEVANT TO THE USER)
 - A specific relation between named entities that concerns the user (for instance the user's roles, organisations, projects, courses, tools, places, or other people the user deals with).
 - Keep such a fact only when it is specific and likely to matter for later reasoning about the user.
 
-Do NOT return generic best-practice tips, long checklists or broad explanations unless they are clearly presented as what this user did, is doing or plans to do.
+Leave out general advice, checklists and textbook explanations, except where the conversation presents them as the user's own past, current or planned actions.
 
 Time handling:
 - Express time with explicit or anchored expressions, in forms like "in <month and year>", "on <date>", "two days after <date>", "later in the same week as <date>".
@@ -124,9 +124,9 @@ When you have more than 8 to 10 candidate facts, choose the ones that are:
 
 Style:
 - One sentence per fact.
-- A neutral, factual tone.
-- Do NOT speculate beyond what E, R and S support.
-- Avoid long lists; where possible sum a list up in one concise fact.
+- Plain and matter-of-fact wording.
+- Claim nothing that E, R and S do not back up.
+- Rather than enumerating many items, fold them into one short fact where you can.
 
 Output format:
 Return ONLY a JSON object:
@@ -150,7 +150,7 @@ FACTS_SCHEMA = {"type": "object",
 # [code] recmem/prompt.py:370-453 (SEMANTIC_EXTRACTION_PROMPT_ABLATION, the Direct Extraction ablation of paper §4.3,
 # Fig. 2; the paper prints no prompt for it): REFINE's instructions without E and S, every one kept, reworded;
 # placeholders, no example values. Sent once per consolidation (the cluster R) and once per merge (the unit alone).
-REFINE_DIRECT = """Role: you extract semantic memory for a long-term memory system.
+REFINE_DIRECT = """Role: you write semantic memory (lasting facts) into a long-term memory store.
 
 Input:
 - Raw reference R: the original, detailed messages on a related topic.
@@ -159,25 +159,25 @@ Goal:
 Extract NEW facts of HIGH UTILITY that will help to answer future questions about the users.
 
 Core principles:
-1) USER-CENTRIC: centre on the user's goals, preferences, constraints, decisions, actions and recurring plans.
+1) USER-CENTRIC: the user comes first: what they want, like, must work around, choose, do, and plan again and again.
 2) TIME-GROUNDED: give events and changes an explicit date anchor whenever one is available.
 3) COMPACT BUT USEFUL: return fewer than 10 facts. A few valuable facts beat many weak ones.
 
-Every fact MUST be of one of these types:
+Each fact must fall under exactly one of the following kinds:
 1) USER_EVENT
-- The user asked for something, attended something, began or ended something, or took a concrete decision.
+- Something the user did: made a request, went to an event, started or stopped something, or settled on a firm decision.
 - Take a date anchor from R where possible, in a form like "On <date>, the user ...".
 2) USER_CONSTRAINT_OR_PREFERENCE
 - A fairly stable preference, constraint or recurring plan (for instance long-term goals, the choice of a platform, a budget range, limits on time, preferences of content or style).
 3) TIME_ANCHORED_UPDATE
 - A change in behaviour, preferences, tools, roles, budgets, relationships and the like.
-- Give the new value and, when known, the old value or state, with a clear time anchor.
+- State the new value, the previous one too when it is known, and when the change happened.
 4) ENTITY_RELATION (RELEVANT TO THE USER)
 - A specific relation between named entities that concerns the user (for instance the user's roles, organisations, projects, courses, tools, places, or other people the user deals with).
 - Keep such a fact only when it is specific and likely to matter for later reasoning about the user.
 - Do NOT store general world knowledge that is not grounded in the user.
 
-Do NOT return generic best-practice tips, long checklists or broad explanations unless they are clearly presented as what this user did, is doing or plans to do.
+Leave out general advice, checklists and textbook explanations, except where the conversation presents them as the user's own past, current or planned actions.
 
 Time handling:
 - Express time with explicit or anchored expressions, in forms like "in <month and year>", "on <date>", "two days after <date>", "later in the same week as <date>".
@@ -189,8 +189,8 @@ When you have more than 8 to 10 candidate facts, choose the ones that are the mo
 Style:
 - One sentence per fact.
 - A neutral, factual tone.
-- Do NOT speculate beyond what R supports.
-- Avoid long lists; where possible sum a list up in one concise fact.
+- Claim nothing that R does not back up.
+- Rather than enumerating many items, fold them into one short fact where you can.
 
 Output format:
 Return ONLY a JSON object:
@@ -203,7 +203,7 @@ Raw Reference:
 
 # [paper] App. F, Figs. 12-14 (episodic merging, Eq. 6): every instruction kept, reworded; placeholders, no example
 # values. Slots at the end, as in Fig. 14.
-MERGE = """Role: you merge episodic memories for a long-term memory system.
+MERGE = """Role: you decide whether two episodic memories of a long-term store should become one, and write the result.
 
 General principles:
 - Centre on the users: the real people holding the conversation (the main user and the assistant, or the other named speakers).
@@ -223,14 +223,14 @@ Your tasks:
 When to merge:
 Count the two pieces as strongly related (should_merge = "yes") when MOST of these hold:
 - They describe the same continuing situation, goal, project, problem or life event of the same main person or people of the conversation (the user, the assistant, or other real participants), not merely similar fictional stories or generic examples.
-- The new piece plainly adds follow-up details, clarifications, corrections or outcomes to what the past piece already says, rather than opening a new, separate topic.
+- The new piece clearly continues the past one (more detail, a clarification, a correction or how it turned out) instead of starting an unrelated topic.
 - A human reader who saw only these two pieces would naturally call them parts of one story about those participants, not two unrelated stories.
 
 Special case: a new piece that comes only from the assistant
 - The new piece sometimes holds mainly a long answer or explanation of the assistant, with little or no text from the user.
 - If such an assistant-only piece is mostly generic background, universal tips, or a long example or story that could fit many people, and it does NOT clearly update or settle the specific situation of the past piece, do NOT merge.
 - You may still merge an assistant-only piece when it plainly continues the same concrete situation as the past piece (for instance by referring to the same plan, constraint or earlier decision of the user and giving the next step, a revision or the outcome for it).
-- If the two pieces share only surface elements (for instance the same domain or concept, but different problems of the user or different episodes), or if what they share is mainly similar example stories, hypothetical scenarios or generic explanations that do not change the speakers' own situation, do NOT merge.
+- If the two pieces share only surface elements (for instance the same domain or concept, but different problems of the user or different episodes), or if what they share is mainly look-alike anecdotes, what-if cases or general explanations that do not change the speakers' own situation, do NOT merge.
 - When you are unsure whether they concern the same continuing topic, prefer "no" for should_merge.
 
 How to merge (when related):
@@ -238,14 +238,14 @@ How to merge (when related):
 - Arrange the merged memory in time order, so that the narrative is easy to follow.
 - Stress how the speakers' situation, plans, beliefs or preferences change over time, rather than reproducing long inner stories or technical explanations.
 - Make the logical link explicit with words such as "later", "afterwards", "as a result", "eventually".
-- Keep the merged memory compact. Do not copy long fictional plots, full technical explanations or long lists; mention them briefly when needed (in a form like "the <speaker> told a story about <topic> to illustrate <point>").
+- The merged memory stays short: a story's plot, a technical walkthrough or a long enumeration gets a brief mention at most (in a form like "the <speaker> told a story about <topic> to illustrate <point>").
 - Treat time expressions with care:
   - Numeric timestamps and explicit dates are the ground truth: do not change their values.
   - Rewrite vague relative words such as "yesterday", "last week", "tomorrow", "next month" or "in two days" as expressions anchored to a date given in the input, in forms like "the day before <date>", "two days after <date>", "later in the same week as <date>".
   - Calendar arithmetic is NOT required (turning "the day before <date>" into the actual date is not needed).
 - Do NOT invent events or details that neither piece supports.
 
-The merged memory stays one coherent paragraph of episodic narrative, not a list of bullet points.
+Write the merged memory as a single flowing narrative paragraph, with no bullets.
 
 Output format:
 Return ONLY a JSON object of this form:
@@ -278,7 +278,7 @@ You can read memories of a conversation between two speakers. They carry timesta
 The memories are of three types:
 1. Episodic Memories: refined summaries of related turns of the conversation on one topic.
 2. Semantic Memories: short, fact-like items extracted from the conversation.
-3. Subconscious Memories: unprocessed snippets of the conversation between the two speakers.
+3. Subconscious Memories: raw, unprocessed excerpts of what the two speakers said.
 
 Context rules:
 1. Episodic and semantic memories may cover the same content (a summary of an event against single facts). Do not count the same evidence twice.
@@ -288,7 +288,7 @@ Context rules:
 INSTRUCTIONS
 1. Read every memory given carefully.
 2. Pay close attention to the timestamps whenever time matters.
-3. When the question asks about a specific event or fact (who / where / when / what), look for direct, explicit evidence in the memories.
+3. For a question about one particular event or fact (who, where, when, what), search the memories for a passage that states it outright.
 4. When the question asks for advice, recommendations, or the kind of response the user would prefer:
    - first find the user's own preferences, habits, constraints or past actions in the memories,
    - then ground the suggestion mainly on these signals about the user,
@@ -303,7 +303,7 @@ APPROACH (reason step by step, silently)
 2. Collect every memory that is clearly related to the question.
 3. Use timestamps and content to find the most reliable and most recent information.
 4. For a factual question, locate the explicit dates, times, places, entities or events that answer it directly.
-5. For a question of advice or preference, work out what the user has already done, bought, liked, disliked or limited, and build a tailored answer on these.
+5. For a question of advice or preference, work out the user's own history (what they did, bought, enjoyed, disliked or ruled out), and build a tailored answer on these.
 6. When temporal reasoning or a simple calculation is needed, do it silently and give the result as a concrete, explicit date or span of time.
 7. Write a precise, concise answer that addresses the question directly and rests fully on the memories and on reasonable inferences from them.{length_step}
 
