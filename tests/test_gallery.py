@@ -60,9 +60,9 @@ def test_each_recorded_gallery_cassette_replays_with_no_miss(method, tmp_path):
 #: what the 1.5B did with each recorded paper profile (issue #39 item 6), read from the replay: the checked verdict
 #: of the mechanism, and the failures that show what the paper's own prompts cost a small model
 PAPER_RECORDED = {
-    # unbounded, the router's free-text reasoning ran into the 512-token cap (8 JSON retries over 2 questions);
-    # it never wrote a gap ("None"), so the gap mechanism has nothing to check
-    "memr3": ("did not fire", {"json_retry": 8}),
+    # unbounded, a router reply ran into the 512-token cap (2 JSON retries; with the earlier wording of the paper
+    # prompts 8) and the router never wrote a gap, so the gap mechanism has nothing to check; 1 of 2 answers right
+    "memr3": ("did not fire", {"json_retry": 2}),
     # the light tier judged the first pass sufficient, so the two-hop question never went deep (missed, as the small
     # profile); both answers right anyway. One sample at the authors' temperature 0.5: a recording with the
     # earlier wording of the paper prompts did escalate, so one example is not a property of the profile

@@ -212,7 +212,7 @@ def test_the_page_puts_the_paper_profile_next_to_the_small_one(tmp_path):
     html = HowItWorksPage.from_run("memr3", REGISTRY["memr3"], small, paper).html()
     section = html[html.index("The paper's method with a small model"):]
     assert "small (tuned for the offline models)</td><td>4</td><td>2,009</td>" in section  # calls, tokens
-    assert "method)</td><td>16</td><td>19,840</td>" in section
-    assert "8 json retry" in section and "What the small profile changes (6)" in section
+    assert "method)</td><td>6</td><td>6,222</td>" in section
+    assert "2 json retry" in section and "What the small profile changes (6)" in section
     alone = HowItWorksPage.from_run("memr3", REGISTRY["memr3"], small).html()
     assert "not recorded" in alone and "record_gallery.py --profile paper --methods memr3" in alone
