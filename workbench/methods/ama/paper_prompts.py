@@ -299,16 +299,5 @@ Reply with exactly one JSON object and nothing else:
 "datalist": [{{"id": "<memory id>", "new_content": "<the updated entry>"}}],
 "timestamp": "<normalised date and time> or empty", "reason": "<short justification>"}}"""
 
-REFRESH_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "Action": {"type": "string", "enum": ["Update", "Delete", "No-Op"]},
-        "memory_type": {"type": "string", "enum": ["raw", "fact", "episode"]},
-        "datalist": {"type": "array", "items": {
-            "type": "object", "properties": {"id": {"type": "string"}, "new_content": {"type": "string"}},
-            "required": ["id", "new_content"]}},
-        "timestamp": {"type": "string"},
-        "reason": {"type": "string"},
-    },
-    "required": ["Action", "memory_type", "datalist", "timestamp", "reason"],
-}
+# the Refresher replies in the same fields under both profiles: one schema (prompts.py), required there too
+from .prompts import REFRESH_SCHEMA  # noqa: E402,F401
