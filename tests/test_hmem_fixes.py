@@ -29,9 +29,9 @@ def _extract_with_future_plan(messages):
 
 @pytest.mark.parametrize("profile", ["paper", "small"])
 def test_b1_leaves_are_placed_by_when_the_turn_was_said_not_by_the_resolved_date(tiny_conv, profile):
-    """The paper profile's default; the small profile's once its cassettes are re-recorded (profile_notes)."""
+    """The default of both profiles since the 1.5B demo was re-recorded with the fix."""
     llm = ScriptedLLM({"hmem.extract": _extract_with_future_plan}, default="auto")
-    m = HMem(llm=llm, embedder=HashEmbedder(dim=128), profile=profile, leaf_time="said").ingest(tiny_conv)
+    m = HMem(llm=llm, embedder=HashEmbedder(dim=128), profile=profile).ingest(tiny_conv)
     rows = m.tree_nodes()
     plan = next(r for r in rows if "cat show" in r["summary"] and r["level"] == 1)
     # placed on the day it was said (session 1, 5 June 2023); the October date is kept as data
@@ -49,13 +49,13 @@ def test_b1_leaves_are_placed_by_when_the_turn_was_said_not_by_the_resolved_date
                                  interval=(datetime(2023, 10, 1), datetime(2023, 10, 2)), now=last,
                                  theta=m.theta, lam=m.lam, eps=m.eps, tau=m.tau_days * 86400, eta=m.eta)
     assert scored.T > 0.9
-    assert HMem(profile="paper").leaf_time == "said"
+    assert HMem(profile="paper").leaf_time == HMem(profile="small").leaf_time == "said"
 
 
-def test_b1_the_referenced_placement_is_the_recorded_one(tiny_conv):
-    """``leaf_time="referenced"`` (the small profile until re-recording) is the old placement, byte for byte."""
+def test_b1_the_referenced_placement_is_the_old_recordings(tiny_conv):
+    """``leaf_time="referenced"`` (the 0.5B demo recording's override) is the old placement, byte for byte."""
     llm = ScriptedLLM({"hmem.extract": _extract_with_future_plan}, default="auto")
-    m = HMem(llm=llm, embedder=HashEmbedder(dim=128), profile="small").ingest(tiny_conv)
+    m = HMem(llm=llm, embedder=HashEmbedder(dim=128), profile="small", leaf_time="referenced").ingest(tiny_conv)
     plan = next(r for r in m.tree_nodes() if "cat show" in r["summary"] and r["level"] == 1)
     assert plan["window"] == "2023-10-01" and plan["refers_to"] is None
 
@@ -71,8 +71,8 @@ def test_b9_an_event_repeated_within_one_fragment_is_one_leaf(tiny_conv):
         return len([r for r in m.tree_nodes() if r["level"] == 1]) / len(m.fragments_)
 
     assert leaves(profile="paper") == 1  # one per fragment, not four
-    assert leaves(profile="small", dedupe_events=True) == 1
-    assert leaves(profile="small") == 4  # the recorded configuration, until re-recording (profile_notes)
+    assert leaves(profile="small") == 1
+    assert leaves(profile="small", dedupe_events=False) == 4  # the 0.5B demo recording's override
 
 
 def test_b4_the_calibration_replay_keeps_every_parent_the_mean_of_its_children(monkeypatch):

@@ -71,16 +71,16 @@ def test_the_paper_profile_has_no_departures_and_the_small_one_lists_every_aid()
     paper, small = HMem(profile="paper"), HMem(profile="small")
     assert paper.param_notes == {}
     aids = {"prompts", "cluster_similarity", "summarize_single", "max_summary_children", "summary_words",
-            "profile_scopes", "followup_seeds", "leaf_time", "dedupe_events"}
+            "profile_scopes"}
     assert set(small.param_notes) == aids
     assert all(small.param_notes[k] == HMem.profile_notes[k] for k in aids)
-    # the paper's values (App. A.2, §3.2, §3.3) and the recorded ones (unchanged defaults of before #39)
+    # the paper's values (App. A.2, §3.2, §3.3) and the recorded ones; review B1, B8 and B9 are fixed in both
     assert (paper.alphas, paper.cluster_similarity, paper.summarize_single, paper.max_summary_children,
             paper.summary_words, paper.profile_scopes, paper.followup_seeds, paper.leaf_time, paper.dedupe_events) == (
         (0.8, 0.7, 0.6), "parent", True, None, None, ("LONG", "MIXED"), "followup", "said", True)
     assert (small.alphas, small.cluster_similarity, small.summarize_single, small.max_summary_children,
             small.summary_words, small.profile_scopes, small.followup_seeds, small.leaf_time, small.dedupe_events) == (
-        (0.8, 0.7, 0.6), "max", False, 12, 80, ("SHORT", "LONG", "MIXED"), "subquery", "referenced", False)
+        (0.8, 0.7, 0.6), "max", False, 12, 80, ("SHORT", "LONG", "MIXED"), "followup", "said", True)
     # a calibrated run (workbench eval applies MiniLM alphas) says so too
     assert "alphas" in HMem(profile="small", alphas=(0.31, 0.25, 0.25)).param_notes
     assert set(HMem(profile="paper", alphas=(0.31, 0.25, 0.25)).param_notes) == {"alphas"}
@@ -157,9 +157,11 @@ def test_profiles_join_short_scope_evidence_only_in_the_small_profile(profile, s
     assert ("profile" in kinds["SHORT"]) is short_has_profiles
 
 
-@pytest.mark.parametrize("profile, seeded_by_planner", [("paper", False), ("small", True)])
-def test_follow_up_retrieval_seeds(profile, seeded_by_planner, tiny_conv):
-    m = built(profile, tiny_conv)
+@pytest.mark.parametrize("profile, kw, seeded_by_planner", [("paper", {}, False), ("small", {}, False),
+                                                            ("small", {"followup_seeds": "subquery"}, True)])
+def test_follow_up_retrieval_seeds(profile, kw, seeded_by_planner, tiny_conv):
+    """Review B8, fixed in both profiles; ``"subquery"`` is the 0.5B demo recording's override."""
+    m = built(profile, tiny_conv, **kw)
     ans = m.answer("In which city does Noor take violin lessons now?")
     follow = [s for s in ans.steps if s.kind == "retrieve" and s.title.startswith("Follow-up")]
     assert follow

@@ -18,8 +18,6 @@ HOW_IT_WORKS = HowItWorks(
     ),
     mechanism="consolidation into a parent, and a planner scope above SHORT",
     gallery="gallery-hmem",
-    # review B1/B9 fixed for the recording (the small profile keeps them off until the demo is re-recorded)
-    gallery_params={"leaf_time": "said", "dedupe_events": True},
     right_outcome=("Ana's move runs over three sessions in one week (books packed on 11 June, D1:1; the van loaded "
                    "on 14 June, D2:1; the keys handed back on 16 June, D3:1). A correct tree puts those events under"
                    " one parent whose summary tells the move, and for \"How did Ana's move go, from packing to "

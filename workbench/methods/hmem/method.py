@@ -119,7 +119,7 @@ class HMem(MemoryMethod):
       answers. The native synthesis prompt differs: it asks to combine sub-answers into one answer
       and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
       information) is then final; length and abstention rules are the same in other words.
-    - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; paper profile).
+    - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; both profiles).
 
     Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
     - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers
@@ -127,11 +127,7 @@ class HMem(MemoryMethod):
       node-to-parent similarity, ``"parent"``) [§4.2]; ``summarize_single=False`` (a new single-child parent
       copies its child's text, marked ``copy_of_child``); ``max_summary_children=12`` and ``summary_words=80``
       (bounds); ``profile_scopes`` includes SHORT (profiles enter every scope; the paper's SHORT is
-      fragments + leaf events) [§4.4]; ``followup_seeds="subquery"`` (the follow-up retrieval reuses the
-      sub-query's planner entities) [§4.9].
-    - ``leaf_time="referenced"`` and ``dedupe_events=False``: NOT aids but review B1's bug and B9's missing
-      guard, kept only until the offline cassettes are re-recorded (leaves placed and labelled by the date the
-      extractor resolved, so plans said in March open October windows and read as the latest fact) [§4.1].
+      fragments + leaf events) [§4.4].
     - ``workbench eval`` applies MiniLM-calibrated alphas whenever the embedder is MiniLM (``calibration.py``;
       the class default and the paper profile's values are 0.8/0.7/0.6); shown as ``alphas`` in
       ``param_notes``. On the demo they join 0.78 of leaves at L1->L2 against Table 7's 0.43 [§4.10].
@@ -167,13 +163,9 @@ class HMem(MemoryMethod):
                   "summarize_single": True,  # §3.2: a new parent z is created "with a memory summary"
                   "max_summary_children": None,  # paper sets no bound on what a summary reads
                   "summary_words": None,  # paper sets no length for a summary
-                  "profile_scopes": ("LONG", "MIXED"),  # §3.3: SHORT is fragments + leaf events only
-                  "followup_seeds": "followup",  # App. B: the follow-up query names the bridge to seed from
-                  "leaf_time": "said",  # §3.2: placed by its timestamp (review B1 fixed)
-                  "dedupe_events": True},  # [ours] paper silent; a guard against an extractor loop (review B9)
+                  "profile_scopes": ("LONG", "MIXED")},  # §3.3: SHORT is fragments + leaf events only
         "small": {"prompts": "small", "cluster_similarity": "max", "summarize_single": False,
-                  "max_summary_children": 12, "summary_words": 80, "profile_scopes": ("SHORT", "LONG", "MIXED"),
-                  "followup_seeds": "subquery", "leaf_time": "referenced", "dedupe_events": False},
+                  "max_summary_children": 12, "summary_words": 80, "profile_scopes": ("SHORT", "LONG", "MIXED")},
     }
     profile_notes = {
         "prompts": "short prompts for the 0.5B/1.5B offline models (16k context): fewer instructions, entity "
@@ -194,18 +186,6 @@ class HMem(MemoryMethod):
         "profile_scopes": "profiles join the evidence under every scope, SHORT included: the 1.5B planner chose SHORT "
                           "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (19 profile "
                           "items in the demo's sub-answers, review B7)",
-        "followup_seeds": "the follow-up retrieval reuses the sub-query's planner entities (the recorded "
-                          "configuration; all 4 demo follow-up queries repeated the sub-query and were skipped, "
-                          "review B5/B8), so the offline cassettes replay",
-        "leaf_time": "NOT AN AID -- review B1's bug, kept only until the offline cassettes are re-recorded: leaves "
-                     "are placed and labelled by the date the extractor resolved, not when the turn was said (future "
-                     "week nodes; 'Is Tomasz running the Manchester half?' answered 'Yes' from a March plan dated "
-                     "October). The fix changes about 150 recorded demo calls (consolidations, sub-answers), which "
-                     "took 2-3 minutes each on the shared CPU, so the small profile switches to 'said' with the "
-                     "re-recording",
-        "dedupe_events": "recorded without the guard: an event the 1.5B repeats within one fragment stays several "
-                         "leaves (5 copies of one retraction in the demo, review B9); switches on with the "
-                         "re-recording of the offline cassettes",
         "alphas": "alpha_2..alpha_4 calibrated for the MiniLM embedder (workbench calibrate; calibration.py: Table 7's "
                   "join shares on a proxy tree) instead of the paper's 0.8/0.7/0.6 for Qwen3-Embedding-4B; on the "
                   "1.5B demo they join 0.78 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
@@ -219,8 +199,10 @@ class HMem(MemoryMethod):
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
                  # paper §3.2: a leaf is placed "according to its timestamp", i.e. when it was said (review B1)
-                 leaf_time: Literal["said", "referenced"] = PROFILE,
-                 dedupe_events: bool = PROFILE,  # [ours] an event repeated within one fragment is one leaf (B9)
+                 # §3.2: a leaf sits at the time its turn was said (review B1); "referenced" (the date the extractor
+                 # resolved) is the bug as the 0.5B demo recording has it, kept so that recording replays
+                 leaf_time: Literal["said", "referenced"] = "said",
+                 dedupe_events: bool = True,  # [ours] an event repeated within one fragment is one leaf (B9)
                  levels: int = 4,  # paper App. A.2: four levels
                  windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
                  alphas: tuple = (0.8, 0.7, 0.6),  # paper App. A.2: alpha_2..alpha_4
@@ -255,7 +237,9 @@ class HMem(MemoryMethod):
                  max_subqueries: int = 4,  # [ours] paper averages 1.15-1.58 per question
                  max_followups: int = 1,  # paper App. A.4: one targeted follow-up
                  # where a follow-up retrieval's seed entities come from (paper App. B: the follow-up query's)
-                 followup_seeds: Literal["followup", "subquery"] = PROFILE,
+                 # App. B: the follow-up query's own entities seed it (review B8); "subquery" reuses the sub-query's
+                 # planner entities (the 0.5B demo recording)
+                 followup_seeds: Literal["followup", "subquery"] = "followup",
                  retrieval: Literal["hybrid", "flat"] = "hybrid",  # [ours] ablation
                  scope_policy: Literal["planner", "short", "long", "mixed"] = "planner",  # App. A.4 fixed-MIXED
                  use_graph: bool = True,  # Table 5 "w/o graph"
