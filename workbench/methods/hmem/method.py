@@ -128,9 +128,10 @@ class HMem(MemoryMethod):
       copies its child's text, marked ``copy_of_child``); ``max_summary_children=12`` and ``summary_words=80``
       (bounds); ``profile_scopes`` includes SHORT (profiles enter every scope; the paper's SHORT is
       fragments + leaf events) [§4.4].
-    - ``workbench eval`` applies MiniLM-calibrated alphas whenever the embedder is MiniLM (``calibration.py``;
-      the class default and the paper profile's values are 0.8/0.7/0.6); shown as ``alphas`` in
-      ``param_notes``. On the demo they join 0.78 of leaves at L1->L2 against Table 7's 0.43 [§4.10].
+    - ``workbench eval`` applies MiniLM-calibrated alphas to a small build whenever the embedder is MiniLM
+      (``calibration.py``; ``--calibration auto`` leaves a paper build at the paper's 0.8/0.7/0.6); shown as
+      ``alphas`` in ``param_notes``. On the demo they join 0.80 of leaves at L1->L2 (0.78 when the review
+      read it) against Table 7's 0.43 [§4.10].
 
     Declined review items (../shared/reviews/hmem.md; docs/reviews/hmem.md has the full table): the reranker
     (above); copying text for single-child ancestors (B6: the paper's "update until the root" re-summarises;
@@ -174,21 +175,22 @@ class HMem(MemoryMethod):
                    "sub-queries, sample_data/cassettes/demo.jsonl, review §2), answers capped at about six words",
         "cluster_similarity": "single linkage (a node joins when any member reaches alpha), the setting the MiniLM "
                               "calibration was fitted with; the paper's parent-summary similarity left the 1.5B demo "
-                              "tree almost without multi-child parents before calibration (review §2: with the "
-                              "calibrated alphas it joins 0.78 of leaves at L1->L2 against Table 7's 0.43)",
+                              "tree almost without multi-child parents before calibration (with the calibrated alphas "
+                              "the demo tree joins 0.80 of leaves at L1->L2 against Table 7's 0.43; review §2 read "
+                              "0.78 before the B1 fix)",
         "summarize_single": "a new single-child parent copies its child's text instead of an LLM summary: one "
-                            "consolidation call less per new parent (11 of the demo tree's 25 parents are such "
-                            "copies; consolidation already costs 144 calls, 77% of H-Mem's construction tokens)",
+                            "consolidation call less per new parent (7 of the demo tree's 19 parents are such "
+                            "copies; consolidation already costs 134 calls, 75% of H-Mem's construction tokens)",
         "max_summary_children": "a summary reads at most the 12 most recent children, to keep the consolidation "
-                                "prompt inside the offline model's 16k context (the demo year node has 53 updates)",
+                                "prompt inside the offline model's 16k context (the demo year node has 49 updates)",
         "summary_words": "summaries capped at 80 words: the 1.5B's unbounded summaries of summaries drift and grow "
                          "(review §2: 'Priya is a drummer', single-child re-summaries of the year node 53 times)",
         "profile_scopes": "profiles join the evidence under every scope, SHORT included: the 1.5B planner chose SHORT "
-                          "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (19 profile "
+                          "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (15 profile "
                           "items in the demo's sub-answers, review B7)",
         "alphas": "alpha_2..alpha_4 calibrated for the MiniLM embedder (workbench calibrate; calibration.py: Table 7's "
                   "join shares on a proxy tree) instead of the paper's 0.8/0.7/0.6 for Qwen3-Embedding-4B; on the "
-                  "1.5B demo they join 0.78 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
+                  "1.5B demo they join 0.80 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
     }
     profile_prompt_modules = {"paper": ("hmem.paper_prompts",)}
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
