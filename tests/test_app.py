@@ -647,6 +647,18 @@ def test_header_says_which_recorded_setting_is_not_the_papers():
     assert departure_notes(["ama"], {}.get) == []
 
 
+def test_header_groups_departures_under_each_method_with_its_count():
+    from widgets.app import departures_by_method
+
+    html = departures_by_method(["hmem: prompts = 'small': short prompts.", "hmem: summary_words = 80: a bound.",
+                                 "ama: conflict_check = 'probe': question <probes>."])
+    assert html.count("<details") == 2 and "<b>hmem</b>: 2 departures from its paper" in html
+    assert "<b>ama</b>: 1 departure from its paper" in html
+    assert "<li class='wb-muted'>summary_words = 80: a bound.</li>" in html
+    assert "&lt;probes&gt;" in html and "<probes>" not in html  # model and param text stays escaped
+    assert departures_by_method([]) == ""
+
+
 def test_memories_table_cells_read_as_words_and_empty_columns_are_left_out():
     df = appmod.memories_frame([{"id": "u1", "kind": "episode", "text": "t", "source_ids": ["D1:1", "D1:2"],
                                  "member_ids": ["unit-0", "unit-3"], "scores": {"cos": 0.5}, "blank": None},
