@@ -76,19 +76,9 @@ EPISODES_SCHEMA = {"type": "object",
                    "properties": {"episodes": {"type": "array", "items": {"type": "string"}}},
                    "required": ["episodes"]}
 
-# [paper] App. F, Figs. 9-11 (semantic memory generation, Eqs. 8-9): every instruction kept, reworded; placeholders,
-# no example values. Slots in Fig. 11's order (E, R, S); the fact types keep the paper's "MUST be one of".
-REFINE = """Role: you write semantic memory (lasting facts) into a long-term memory store.
-
-Inputs:
-- Subconscious memory R: the original, detailed messages on a related topic.
-- Episodic memory E: a short narrative summary written from R.
-- Old semantic memories S: facts already stored about the topic that E relates to.
-
-Goal:
-Extract NEW facts of HIGH UTILITY that will help to answer future questions about the users. IMPORTANT: put first the concrete details of R that E leaves out or compresses heavily.
-
-Core principles:
+# The blocks REFINE and REFINE_DIRECT share (the Direct Extraction ablation keeps every instruction of REFINE
+# that does not read E or S): the fact kinds, the time handling and the output format.
+_FACT_KINDS = """Core principles:
 1) USER-CENTRIC: the user comes first: what they want, like, must work around, choose, do, and plan again and again.
 2) TIME-GROUNDED: give events and changes an explicit date anchor whenever one is available.
 3) COMPACT BUT USEFUL: return fewer than 10 facts. A few valuable facts beat many weak ones.
@@ -105,14 +95,41 @@ Each fact must fall under exactly one of the following kinds:
 4) ENTITY_RELATION (RELEVANT TO THE USER)
 - A specific relation between named entities that concerns the user (for instance the user's roles, organisations, projects, courses, tools, places, or other people the user deals with).
 - Keep such a fact only when it is specific and likely to matter for later reasoning about the user.
+"""
 
-Leave out general advice, checklists and textbook explanations, except where the conversation presents them as the user's own past, current or planned actions.
+_TIME_HANDLING = """Leave out general advice, checklists and textbook explanations, except where the conversation presents them as the user's own past, current or planned actions.
 
 Time handling:
 - Express time with explicit or anchored expressions, in forms like "in <month and year>", "on <date>", "two days after <date>", "later in the same week as <date>".
 - Calendar arithmetic is NOT required; an offset such as "two days after <date>" is fine.
 - IMPORTANT: the final facts must NEVER contain vague relative time words without an anchor, such as "yesterday", "tomorrow", "last week", "next week", "next month" or "in two days", unless you state clearly which date or event they are counted from.
+"""
 
+_FACTS_OUTPUT = """Output format:
+Return ONLY a JSON object:
+{{"facts": ["<first new fact>", "<second new fact>"]}}
+When there are no new facts, return:
+{{"facts": []}}
+"""
+
+# [paper] App. F, Figs. 9-11 (semantic memory generation, Eqs. 8-9): every instruction kept, reworded; placeholders,
+# no example values. Slots in Fig. 11's order (E, R, S); the fact types keep the paper's "MUST be one of".
+REFINE = ("""Role: you write semantic memory (lasting facts) into a long-term memory store.
+
+Inputs:
+- Subconscious memory R: the original, detailed messages on a related topic.
+- Episodic memory E: a short narrative summary written from R.
+- Old semantic memories S: facts already stored about the topic that E relates to.
+
+Goal:
+Extract NEW facts of HIGH UTILITY that will help to answer future questions about the users. IMPORTANT: put first the concrete details of R that E leaves out or compresses heavily.
+
+"""
+    + _FACT_KINDS
+    + """
+"""
+    + _TIME_HANDLING
+    + """
 Novelty and updates:
 - A fact is NOT new when it means the same as any item of S, even in other words.
 - Keep a fact only when it is specific, self-contained (no unclear pronouns), plausibly useful for later reasoning, and not equivalent in meaning to an item of S.
@@ -128,12 +145,9 @@ Style:
 - Claim nothing that E, R and S do not back up.
 - Rather than enumerating many items, fold them into one short fact where you can.
 
-Output format:
-Return ONLY a JSON object:
-{{"facts": ["<first new fact>", "<second new fact>"]}}
-When there are no new facts, return:
-{{"facts": []}}
-
+"""
+    + _FACTS_OUTPUT
+    + """
 Episodic Memory:
 {episode}
 
@@ -141,7 +155,7 @@ Subconscious Memory Reference:
 {raw}
 
 Old Semantic Memories:
-{old_facts}"""
+{old_facts}""")
 
 FACTS_SCHEMA = {"type": "object",
                 "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
@@ -150,7 +164,7 @@ FACTS_SCHEMA = {"type": "object",
 # [code] recmem/prompt.py:370-453 (SEMANTIC_EXTRACTION_PROMPT_ABLATION, the Direct Extraction ablation of paper §4.3,
 # Fig. 2; the paper prints no prompt for it): REFINE's instructions without E and S, every one kept, reworded;
 # placeholders, no example values. Sent once per consolidation (the cluster R) and once per merge (the unit alone).
-REFINE_DIRECT = """Role: you write semantic memory (lasting facts) into a long-term memory store.
+REFINE_DIRECT = ("""Role: you write semantic memory (lasting facts) into a long-term memory store.
 
 Input:
 - Raw reference R: the original, detailed messages on a related topic.
@@ -158,32 +172,13 @@ Input:
 Goal:
 Extract NEW facts of HIGH UTILITY that will help to answer future questions about the users.
 
-Core principles:
-1) USER-CENTRIC: the user comes first: what they want, like, must work around, choose, do, and plan again and again.
-2) TIME-GROUNDED: give events and changes an explicit date anchor whenever one is available.
-3) COMPACT BUT USEFUL: return fewer than 10 facts. A few valuable facts beat many weak ones.
+"""
+    + _FACT_KINDS
+    + """- Do NOT store general world knowledge that is not grounded in the user.
 
-Each fact must fall under exactly one of the following kinds:
-1) USER_EVENT
-- Something the user did: made a request, went to an event, started or stopped something, or settled on a firm decision.
-- Take a date anchor from R where possible, in a form like "On <date>, the user ...".
-2) USER_CONSTRAINT_OR_PREFERENCE
-- A fairly stable preference, constraint or recurring plan (for instance long-term goals, the choice of a platform, a budget range, limits on time, preferences of content or style).
-3) TIME_ANCHORED_UPDATE
-- A change in behaviour, preferences, tools, roles, budgets, relationships and the like.
-- State the new value, the previous one too when it is known, and when the change happened.
-4) ENTITY_RELATION (RELEVANT TO THE USER)
-- A specific relation between named entities that concerns the user (for instance the user's roles, organisations, projects, courses, tools, places, or other people the user deals with).
-- Keep such a fact only when it is specific and likely to matter for later reasoning about the user.
-- Do NOT store general world knowledge that is not grounded in the user.
-
-Leave out general advice, checklists and textbook explanations, except where the conversation presents them as the user's own past, current or planned actions.
-
-Time handling:
-- Express time with explicit or anchored expressions, in forms like "in <month and year>", "on <date>", "two days after <date>", "later in the same week as <date>".
-- Calendar arithmetic is NOT required; an offset such as "two days after <date>" is fine.
-- IMPORTANT: the final facts must NEVER contain vague relative time words without an anchor, such as "yesterday", "tomorrow", "last week", "next week", "next month" or "in two days", unless you state clearly which date or event they are counted from.
-
+"""
+    + _TIME_HANDLING
+    + """
 When you have more than 8 to 10 candidate facts, choose the ones that are the most firmly anchored in time.
 
 Style:
@@ -192,14 +187,11 @@ Style:
 - Claim nothing that R does not back up.
 - Rather than enumerating many items, fold them into one short fact where you can.
 
-Output format:
-Return ONLY a JSON object:
-{{"facts": ["<first new fact>", "<second new fact>"]}}
-When there are no new facts, return:
-{{"facts": []}}
-
+"""
+    + _FACTS_OUTPUT
+    + """
 Raw Reference:
-{raw}"""
+{raw}""")
 
 # [paper] App. F, Figs. 12-14 (episodic merging, Eq. 6): every instruction kept, reworded; placeholders, no example
 # values. Slots at the end, as in Fig. 14.
