@@ -9,6 +9,8 @@ neutral placeholders in their JSON templates instead of example values, set no w
 require every field the method reads. Hashed only for the paper profile (``HMem.profile_prompt_modules``).
 """
 from .graph import ENTITY_TYPES, SCOPES
+# the replies read the same fields in both profiles: one schema each, defined with the small prompts
+from .prompts import CONSOLIDATE_SCHEMA, MISSING_INFO_SCHEMA, PROFILE_SCHEMA, SUB_ANSWER_SCHEMA  # noqa: F401
 
 # -- construction ---------------------------------------------------------------------------------
 # [paper] App. C.1 "Memory extraction prompt" (title only): instructions from §3.2 (atomic memory events,
@@ -84,7 +86,6 @@ Consolidate the child memories into one memory summary for this node. Keep the p
 recurs across the children into a pattern instead of repeating it, keep the dates that matter, and name people
 explicitly. Use only what the children say.{limit}
 Reply with one JSON object of this form only: {{"summary": "<summary>"}}"""
-CONSOLIDATE_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
 CONSOLIDATE_LIMIT = " Use at most {max_words} words."  # only when summary_words is set (the paper sets none)
 
 # [paper] §3.2 (profiles of salient entities keep both persistent and recent memory data; no prompt printed).
@@ -97,8 +98,6 @@ Update the profile. "persistent": the stable memory data about {name} (identity,
 preferences, long-running situations), kept unless the new memories change it. "recent": the memory data about
 {name} from these latest memories.
 Reply with one JSON object of this form only: {{"persistent": "<text>", "recent": "<text>"}}"""
-PROFILE_SCHEMA = {"type": "object", "properties": {"persistent": {"type": "string"}, "recent": {"type": "string"}},
-                  "required": ["persistent", "recent"]}
 
 # -- retrieval ------------------------------------------------------------------------------------
 # [paper] App. C.3 "Subquery planner prompt" (title only): instructions from §3.3 step 1 (sub-queries with
@@ -148,8 +147,6 @@ the conversation".
 described but not named, a reference stays vague, a temporal anchor is missing, the event is underspecified, or
 several candidates remain plausible; otherwise false.
 Reply with one JSON object of this form only: {{"answer": "<answer>", "missing_info": <true|false>}}"""
-SUB_ANSWER_SCHEMA = {"type": "object", "required": ["answer", "missing_info"],
-                     "properties": {"answer": {"type": "string"}, "missing_info": {"type": "boolean"}}}
 PRIOR_ANSWERS = "Answers of the sub-queries this one depends on:\n{answers}\n"
 
 # [paper] App. C.3 "Missing-information query prompt" (title only): instructions from App. A.4 (ask for the
@@ -164,7 +161,6 @@ unnamed entity, the missing date, the bridge between two facts, the choice among
 paraphrase the sub-query, and it has to name something specific (a person, object or event) found in the
 first-pass evidence.
 Reply with one JSON object of this form only: {{"query": "<follow-up query>"}}"""
-MISSING_INFO_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 
 # [paper] §3.3 step 3 (the synthesis Psi combines the sub-answers into the final answer). No word cap: the
 # paper shortens answers only for lexical F1 (App. A.3), a step of its evaluation, not of the method.
