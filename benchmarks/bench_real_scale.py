@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -142,7 +143,15 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
     vo = {r["method"]: r for r in verdict[verdict["category"] == "overall"].to_dict(orient="records")}
     answerable = df[df["category"].astype(str).isin(["1", "2", "3", "4"])]
     per_conv = answerable.groupby(["method", "conv_id"])["checker"].agg(["mean", "count"])
-    fc = answerable[answerable["method"] == "full_context"].groupby("conv_id")["query_tokens"].mean()
+    fc_rows = answerable[answerable["method"] == "full_context"].groupby("conv_id")
+    fc = {col: fc_rows[col].mean() for col in ("query_tokens", "query_prompt_tokens")}
+
+    def fc_ratio(method, c, col):
+        """``method``'s mean ``col`` on conversation ``c`` ÷ Full-Context's there (None without both)."""
+        mine = answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)][col].mean()
+        ref = fc[col].get(c)
+        return _num(mine / ref) if ref and not math.isnan(ref) else None
+
     lines = []
     for method in dict.fromkeys(r["method"] for r in replays):
         mine = [r for r in replays if r["method"] == method]
@@ -158,8 +167,9 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
             c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
                 "query_tokens": _num(answerable[(answerable["method"] == method)
                                                 & (answerable["conv_id"] == c)]["query_tokens"].mean()),
-                "fc_token_ratio": _num(answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)]
-                                       ["query_tokens"].mean() / fc[c]) if c in fc.index and fc[c] else None}
+                "fc_token_ratio": fc_ratio(method, c, "query_tokens"),
+                # prompt tokens only, as AMA's Table 4 counts ("input tokens"); None for rows without usage
+                "fc_prompt_ratio": fc_ratio(method, c, "query_prompt_tokens")}
             for c in line["conversations"] if (method, c) in per_conv.index}
         attribution_counts: Counter = Counter()
         for r in mine:
@@ -212,7 +222,10 @@ def anchors_markdown(lines: list[dict]) -> str:
             per = " · ".join(f"{c}: {p['fc_token_ratio']:.3f}" for c, p in (x.get("per_conversation") or {}).items()
                              if p.get("fc_token_ratio") is not None)
             per = per or "no Full-Context on the same conversation"
-            out.append(f"- **{x['method']}** query tokens ÷ Full-Context's: {per} "
+            prompt = " · ".join(f"{c}: {p['fc_prompt_ratio']:.3f}" for c, p in (x.get("per_conversation") or {}).items()
+                                if p.get("fc_prompt_ratio") is not None)
+            prompt = f"; prompt tokens only (the papers' input tokens): {prompt}" if prompt else ""
+            out.append(f"- **{x['method']}** query tokens ÷ Full-Context's: {per}{prompt} "
                        f"(paper: {anchor['fc_token_ratio']:.3f}, {anchor['text']})")
         if "construction_vs_mem0" in x:
             out.append(f"- **recmem** construction tokens vs Mem0-style's on the same turns: "

@@ -265,3 +265,16 @@ def test_a_question_time_update_is_dated_by_the_question(tiny_conv):
     m.answer("Where does Noor live now?", now=datetime(2023, 7, 1, 12, 0))
     unit = m.stores_["fact"].units["fact:3"]
     assert unit.text == "Noor lives in Geneva" and unit.meta["updated_at"] == "2023-07-01T12:00:00"
+
+
+def test_the_run_manifest_records_whether_answers_depend_on_question_order(tiny_conv, tmp_path):
+    """Review §2.6: the property was documented as "run manifests state it" while no manifest did."""
+    from workbench.data.types import Dataset
+    from workbench.eval import evaluate
+
+    data = Dataset("tiny", (tiny_conv,))
+    pas = {"Action": "Pass", "reason": "ok", "confidence": 0.9, "relevant_ids": [], "conflict_ids": []}
+    for profile, expected in (("paper", True), ("small", False)):
+        m = AMA(llm=scripted(**{"ama.judge": pas, "ama.judge_ingest": pas}), embedder=emb(), profile=profile)
+        res = evaluate(m, data, store=tmp_path / f"{profile}.jsonl", questions=[tiny_conv.qa[0].id], progress=False)
+        assert res.manifest["order_dependent"] is expected == m.order_dependent

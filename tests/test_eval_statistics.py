@@ -36,6 +36,25 @@ def row(method, qa, conv, judge, f1, *, judge_error=None, key="jk", cat=4, ctok=
 
 
 # -- statistics -------------------------------------------------------------------------------------
+def test_prompt_only_tokens_and_their_full_context_ratio_come_from_each_answers_usage():
+    """AMA's Table 4 and HyMem's efficiency figures count input tokens; ``query_tokens`` adds the completions,
+    which a multi-agent method writes many of (AMA review §2.8). A row saved without its answer has none."""
+    def with_usage(method, qa, prompt, completion):
+        r = row(method, qa, "c1", 1.0, 1.0, qtok=prompt + completion)
+        r["answer"] = {"usage": {"prompt_tokens": prompt, "completion_tokens": completion, "calls": 1}}
+        return r
+
+    rows = [with_usage("full_context", f"q{i}", 1000, 10) for i in range(3)]
+    rows += [with_usage("ama", f"q{i}", 150, 250) for i in range(3)]
+    rows += [row("old", f"q{i}", "c1", 1.0, 1.0, qtok=99) for i in range(3)]  # saved without the answer
+    t = summary_table(results_frame(rows), metric="judge")
+    t = t[t["category"] == "overall"].set_index("method")
+    assert t.loc["ama", "query_prompt_tokens"] == 150 and t.loc["ama", "fc_prompt_ratio"] == pytest.approx(0.15)
+    assert t.loc["ama", "fc_token_ratio"] == pytest.approx(400 / 1010)  # completions counted: 2.6x the prompt ratio
+    assert math.isnan(t.loc["old", "query_prompt_tokens"]) and math.isnan(t.loc["old", "fc_prompt_ratio"])
+    assert t.loc["old", "fc_token_ratio"] == pytest.approx(99 / 1010)
+
+
 def test_judge_failures_are_out_of_the_mean_and_counted():
     rows = [row("m", f"q{i}", "c1", 1.0, 1.0) for i in range(6)]
     rows += [row("m", f"e{i}", "c1", None, 0.0, judge_error="ParseError: garbage") for i in range(4)]

@@ -626,3 +626,14 @@ def test_demo_replay_census_is_unchanged(demo_run):
     expected = json.loads((GOLDEN / "demo_census.json").read_text(encoding="utf-8"))
     assert json.loads(json.dumps(value, sort_keys=True)) == expected
     assert census_markdown(value) == (GOLDEN / "demo_census.md").read_text(encoding="utf-8")
+
+
+def test_the_census_names_the_probe_not_the_judge_when_probes_checked_the_conflicts(demo_run):
+    """Review §2.5 (AMA): the demo's AMA checks conflicts with question probes; its census said "the ingestion
+    Judge answered", attributing the probes' verdicts to the paper's agent. The paper-Judge run beside it keeps
+    the Judge's name."""
+    methods = census(demo_run)["methods"]
+    probe = methods["ama"]["why_zero"]["deletes_at_ingestion"]
+    judge = methods["ama[paper-judge]"]["why_zero"]["deletes_at_ingestion"]
+    assert probe.startswith("the question probes (conflict_check='probe'") and "ingestion Judge" not in probe
+    assert judge.startswith("the ingestion Judge answered")

@@ -446,8 +446,33 @@ def test_real_scale_table_has_per_conversation_verdicts_and_a_clustered_ci(tmp_p
     assert line["verdict"] == pytest.approx(0.6) and line["n"] == 10
     assert line["per_conversation"]["conv-30"]["verdict"] == pytest.approx(0.4)
     assert line["per_conversation"]["conv-26"] == {"verdict": pytest.approx(0.8), "n": 5, "query_tokens": 100.0,
-                                                   "fc_token_ratio": None}
+                                                   "fc_token_ratio": None, "fc_prompt_ratio": None}
     assert line["attribution"] == {"correct": 4}
     lo, hi = line["verdict_ci"]
     assert lo is not None and lo <= 0.6 <= hi
     assert "conv-30: 0.400 (n 5) · conv-26: 0.800 (n 5)" in to_markdown([line])
+
+
+def test_the_anchors_give_the_prompt_only_ratio_beside_the_total_when_answers_kept_their_usage(tmp_path):
+    """AMA's Table 4 counts input tokens; the anchor line shows the prompt-only ratio beside the total one."""
+    from benchmarks.bench_real_scale import anchors_markdown, table
+
+    rows = []
+    for method, prompt, completion in (("full_context", 1000, 10), ("ama", 150, 250)):
+        for i in range(5):
+            rows.append({"method": method, "params_hash": method, "dataset": "locomo10_dev", "conv_id": "conv-30",
+                         "qa_id": f"q{i}", "category": 4, "category_name": "single-hop", "question": "q?",
+                         "gold": "g", "prediction": "p", "scores": {"f1": 0.0, "checker": 1.0},
+                         "query_tokens": prompt + completion, "construction_tokens": 0, "judge_label": None,
+                         "evidence_recall": 0.5, "session_recall": 1.0,
+                         "answer": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}})
+    path = tmp_path / "real_scale.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    replays = [{"method": m, "conversation": "conv-30", "status": "ok", "misses": {}, "construction_calls": 0}
+               for m in ("full_context", "ama")]
+    lines = table(path, replays, {})
+    ama = next(x for x in lines if x["method"] == "ama")
+    assert ama["per_conversation"]["conv-30"]["fc_prompt_ratio"] == pytest.approx(0.15)
+    assert ama["per_conversation"]["conv-30"]["fc_token_ratio"] == pytest.approx(0.396, abs=1e-3)
+    text = anchors_markdown(lines)
+    assert "conv-30: 0.396; prompt tokens only (the papers' input tokens): conv-30: 0.150 (paper: 0.194" in text

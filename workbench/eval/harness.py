@@ -485,6 +485,8 @@ def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int,
         "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "method": ctx.method, "class": type(method).__name__, "params_hash": ctx.params_hash, "params": ctx.params,
         "profile": getattr(method, "profile", None), "departures": type(method).departures(ctx.params),
+        # answering can edit the memory later questions read (AMA's refresh_on_query): the order of questions matters
+        "order_dependent": bool(getattr(method, "order_dependent", False)),
         "llm_model": ctx.llm_model, "llm": llm_spec(getattr(method, "llm", None)),
         "embedder": _model(getattr(method, "embedder", None)),
         "embedder_info": embedder_spec(getattr(method, "embedder", None)),

@@ -84,6 +84,10 @@ def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
         scores = d.pop("scores", None) or {}
+        # prompt-only query tokens, read from the answer's usage (the papers' "input tokens", e.g. AMA's Table 4)
+        usage = (d.get("answer") or {}).get("usage") if isinstance(d.get("answer"), dict) else None
+        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        d["query_prompt_tokens"] = float(prompt) if isinstance(prompt, (int, float)) else np.nan
         if not answers:
             d.pop("answer", None)
         d["params"] = json.dumps(d.get("params") or {}, sort_keys=True)
@@ -186,19 +190,21 @@ def _mean(s: pd.Series) -> float:
     return float(s.mean()) if len(s) else math.nan
 
 
-def _fc_tokens(df: pd.DataFrame) -> pd.Series:
+def _fc_tokens(df: pd.DataFrame, col: str = "query_tokens") -> pd.Series:
     fc = df[df["method"] == reference_method()].drop_duplicates(["dataset", "qa_id"])
-    return fc.set_index(["dataset", "qa_id"])["query_tokens"].astype(float)
+    return fc.set_index(["dataset", "qa_id"])[col].astype(float).dropna()
 
 
-def _ratio(g: pd.DataFrame, fc: pd.Series) -> float:
+def _ratio(g: pd.DataFrame, fc: pd.Series, col: str = "query_tokens") -> float:
+    """Mean ``col`` of ``g`` ÷ the reference method's on the questions both answered (and both counted)."""
     if fc.empty:
         return math.nan
+    g = g[g[col].notna()]
     idx = pd.MultiIndex.from_frame(g[["dataset", "qa_id"]])
     common = idx[idx.isin(fc.index)]
     if len(common) == 0:
         return math.nan
-    mine = g.set_index(["dataset", "qa_id"])["query_tokens"].astype(float)
+    mine = g.set_index(["dataset", "qa_id"])[col].astype(float)
     denominator = fc.loc[common].mean()
     return float(mine.loc[common].mean() / denominator) if denominator else math.nan
 
@@ -225,9 +231,10 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     ``judge_accuracy`` / ``judge_false_accept`` / ``judge_reliable`` put the judge's audit next to
     its accuracy; ``metric`` defaults to the judge only when it is reliable (``auto_metric``).
     ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
-    ``errors``: rows where the method raised or an LLM call made while answering failed, a replay
-    cassette's miss included (``row_failed``; before issue 20 only rows that raised were counted, so
-    a MemR3 answer written from its draft after a failed call showed 0); ``flagged``: rows carrying
+    ``query_prompt_tokens`` / ``fc_prompt_ratio``: prompt tokens only (the papers' "input tokens"), NaN for rows
+    saved without their answer's usage. ``errors``: rows where the method raised or an LLM call made while
+    answering failed, a replay cassette's miss included (``row_failed``; before issue 20 only rows that raised
+    were counted, so a MemR3 answer written from its draft after a failed call showed 0); ``flagged``: rows carrying
     any failure or fallback at all (construction failures, unusable replies, JSON repairs too).
     """
     if df.empty:
@@ -238,7 +245,9 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     status = judge_status(df, audits)
     df = df.assign(method_label=method_labels(df), _acc=_accuracy_values(df, metric),
                    _judge=_accuracy_values(df, "judge"))
-    fc = _fc_tokens(df)
+    if "query_prompt_tokens" not in df.columns:  # a frame not built by results_frame
+        df = df.assign(query_prompt_tokens=np.nan)
+    fc, fc_prompt = _fc_tokens(df), _fc_tokens(df, "query_prompt_tokens")
     out = []
     for (dataset, label), mg in df.groupby(["dataset", "method_label"], sort=False):
         mine = judge_status(mg, audits)
@@ -261,7 +270,11 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                 "query_tokens": _mean(g["query_tokens"].astype(float)),
                 "construction_tokens": _per_conversation(g, "construction_tokens"),
                 "conversations": int(g["conv_id"].nunique()),
-                "fc_token_ratio": _ratio(g, fc), "errors": _errors(g),
+                "fc_token_ratio": _ratio(g, fc),
+                # prompt tokens only, both sides: what AMA's Table 4 and HyMem's efficiency figures count
+                "query_prompt_tokens": _mean(g["query_prompt_tokens"].astype(float)),
+                "fc_prompt_ratio": _ratio(g, fc_prompt, "query_prompt_tokens"),
+                "errors": _errors(g),
                 "judge_errors": int(g["judge_error"].notna().sum()) if "judge_error" in g else 0,
                 "flagged": _flagged(g),
                 "params": g["params"].iloc[0],

@@ -32,7 +32,11 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
         if params.get("refresher") is False:
             why = "refresher=False in the run's parameters: no conflict check at ingestion"
         elif not absent:
-            why = (f"the ingestion Judge answered {K.fmt_counter(dict(verdicts))} on {len(judges)} checks"
+            # with question probes standing in for the paper's Judge (conflict_check="probe"), the verdicts are the
+            # probes' (review §2.5: naming the Judge attributed them to the paper's agent)
+            checker = ("the question probes (conflict_check='probe', in place of the paper's Judge)"
+                       if params.get("conflict_check") == "probe" else "the ingestion Judge")
+            why = (f"{checker} answered {K.fmt_counter(dict(verdicts))} on {len(judges)} checks"
                    + (f"; Refresher: {K.fmt_counter(dict(refreshes))}" if refreshes else ""))
         if not K.events_lacking(c, mems, names_ev):
             c.put("updates_at_ingestion", kinds["UPDATE"], "events.jsonl", why)

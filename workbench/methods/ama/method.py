@@ -303,8 +303,8 @@ class AMA(MemoryMethod):
     @property
     def order_dependent(self) -> bool:
         """True when answering can edit memory (``refresh_on_query``): each answer then depends on the
-        questions answered before it on the same ingested memory (the run's parameters show ``refresh_on_query``;
-        the run manifest does not yet record this property itself)."""
+        questions answered before it on the same ingested memory (the run manifest records it as
+        ``order_dependent``)."""
         return bool(self.refresher and self.refresh_on_query)
 
     @property
