@@ -120,7 +120,10 @@ class AMA(MemoryMethod):
       (``question_date_datasets``; neither paper nor code says).
     - With question-time Refresh (``refresh_on_query``, on in the paper profile) answers depend on the questions
       answered before (``order_dependent``); edits hold ``write_lock``, and with several workers the order of
-      edits is the order in which threads finish. Memory lives in dicts and FAISS indexes, pickled (no SQLite).
+      edits is the order in which threads finish; the run manifest records it. Memory lives in dicts and FAISS
+      indexes, pickled (no SQLite).
+    - The embedder is the caller's (the paper uses text-embedding-3-large; offline runs MiniLM); a method never
+      picks one, so ``--embedder openai:text-embedding-3-large`` is how a run matches the paper.
 
     In the small profile only (``param_notes`` lists each with its evidence, ``profile_notes``):
     - ``prompts="small"``: shortened prompts with filled-in JSON examples, bounded lists (facts <= 10,
@@ -145,7 +148,7 @@ class AMA(MemoryMethod):
     Declined (reasons): per-store caps for the small profile's sweep (reviews/ama.md §2.3) and routing forget
     requests to the Judge in probe mode: either changes the small profile's recorded calls, and the paper profile
     has no sweep; re-calling the Retriever on Retry, or filtering the exhausted budget's context: the paper is
-    silent; SQLite: no effect on behaviour."""
+    silent; SQLite: no effect on behaviour; a method-chosen embedder: the harness passes one to every method."""
 
     name = "ama"
     title = "AMA"

@@ -135,6 +135,12 @@ class HyMem(MemoryMethod):
     light answer as tier ``"deep_failed"``, which ``last_deep`` skips; an empty summary keeps the
     raw event as its Level-1 item), ``embed_dates=True``, ``on_round_limit="last_deep"`` and
     ``temperature=0.0``.
+
+    Declined review items (docs/reviews/hymem.md): near-duplicate Level-1 items across overlapping events are
+    kept (the paper and the code keep even identical ones; ``dedupe_level1`` drops identical ones of one event);
+    the App. B prompts are not copied word for word (project rule: the paper profile keeps each instruction in
+    our words); a strong-model run with the Qwen3 embedder (deep share 0.2-0.3, about 0.8k light tokens) cannot
+    run offline: the 1.5B's paper-profile recording of the gallery example is what the repository holds.
     """
 
     category_labels = {1: "single-hop", 2: "multi-hop", 3: "open-domain", 4: "temporal", 5: "(not scored)"}

@@ -184,6 +184,11 @@ class MemR3(MemoryMethod):
       choice) and over Alg. 1, which only checks the last batch.
     - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
       model's step-by-step work; token F1 is not meaningful for it, the paper scores only the LLM judge.
+
+    Declined review items (docs/reviews/memr3.md): a rerank stage (above); [code]-exact chunking (the chunks are
+    the retrieval backend's, NaiveRAG's, not the controller's); a strong-model validation run (GPT-4o-mini, Fig. 5's
+    histogram, gap and payload rates: no API model offline); the small schema's optional payload (kept: every
+    offline recording was made with it, and ``payload_share`` reports how often it was written).
     """
 
     # The two configurations (workbench.methods.profile): "paper" is App. A's prompts and schema with [code]'s

@@ -133,8 +133,9 @@ class RecMem(MemoryMethod):
       embedder is MiniLM, whose thresholds come from a calibration file (the paper's cosines are
       text-embedding-3-small's: pass ``--embedder openai:text-embedding-3-small`` for the paper's); a paper run
       must leave ``--bounded-outputs`` off (its 300-character, 8-item caps are the small runs' aid); dataset
-      presets and calibration reach ``workbench eval``'s thread executor only, not ``--executor ray``,
-      ``workbench build`` or ``ask`` (reviews/recmem.md B2; harness code, issue #39 item 5).
+      presets and calibration reach every path alike (thread and Ray executors, ``build``, ``ask``, the app;
+      ``eval.settings.build_method``, reviews/recmem.md B2), and ``--calibration auto`` leaves a paper build's
+      thresholds alone.
     - The "direct extraction" ablation answers without episodes, as the paper says (§4.3); [code]'s
       ``--disable_semantic_refinement`` changes construction only and still retrieves episodes. Its
       construction is [code]'s (above); ``refine_with_episode="no_episodes"`` is the workbench's earlier,
