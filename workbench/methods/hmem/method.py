@@ -138,7 +138,11 @@ class HMem(MemoryMethod):
     kept in both profiles, its cost shows in the token accounting); a whole-conversation LoCoMo recording
     with a capable model and a MIXED/LONG demo case (B3, to-10 #7: no such model offline); answer
     simplification and the demo's query time (B10, B11: harness, not the method); calibrating on extracted
-    events with a topical-coherence check and shipping LoCoMo-only calibrations (to-10 #3: not done).
+    events with a topical-coherence check and shipping LoCoMo-only calibrations (to-10 #3: the paper profile runs
+    at the paper's alphas and is never calibrated; the calibration is a small-profile aid fitted on a proxy tree,
+    and coherence needs topic labels that only the planted sample has, where the census checks it: 0 of the
+    demo's 9 multi-child parents hold one planted topic); executing the planner's retrieval workflow (every
+    sub-query runs one fixed pipeline; the workflow is asked for and recorded, the paper gives no executor).
     """
 
     per_session_roles = frozenset({"profile"})  # entity profiles refresh once per session
