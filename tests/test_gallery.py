@@ -73,9 +73,11 @@ PAPER_RECORDED = {
     # the paper's clustering (similarity to the parent's summary) at the paper's thresholds, uncalibrated on
     # MiniLM, joined nothing: 16 parents with one child each, so no grouping to check; 0 of 2 answers right
     "hmem": ("did not fire", {}),
-    # the paper's pipeline (Retriever on every turn, Judge on its hits, Refresher) with neutral prompts: all 12
-    # Refresher verdicts at ingestion were No-Op, so Dev's new workplace never replaced the old one (the small
-    # profile edited, wrongly); the stale workplace answered the first question
+    # the paper's pipeline (Retriever on every turn, Judge on its hits, Refresher) with neutral prompts: the Judge
+    # answered Refresh on all 12 ingestion checks, each naming a degenerate fact the Constructor had filled into
+    # the paper's sentence patterns ("Dev is the subject", "Rosa is Dev's new flat"), and the Refresher answered
+    # No-Op to all 12, so Dev's new workplace (D2:3) never replaced the old one (the small profile edited, wrongly);
+    # the stale workplace answered the first question, the start date the second (1 of 2 right)
     "ama": ("missed", {"construction": 2}),
 }
 
