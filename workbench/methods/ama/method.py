@@ -148,7 +148,9 @@ class AMA(MemoryMethod):
     Declined (reasons): per-store caps for the small profile's sweep (reviews/ama.md §2.3) and routing forget
     requests to the Judge in probe mode: either changes the small profile's recorded calls, and the paper profile
     has no sweep; re-calling the Retriever on Retry, or filtering the exhausted budget's context: the paper is
-    silent; SQLite: no effect on behaviour; a method-chosen embedder: the harness passes one to every method."""
+    silent; SQLite: no effect on behaviour; a method-chosen embedder: the harness passes one to every method; a
+    recording with an API model (none offline: the 1.5B's paper-profile recording of the gallery example is what
+    the repository holds, on the How it works page)."""
 
     name = "ama"
     title = "AMA"
