@@ -71,7 +71,10 @@ PAPER_RECORDED = {
     # (the longest run answered 25 km, not 32 km; the judge accepted both)
     "recmem": ("right", {}),
     # the paper's clustering (similarity to the parent's summary) at the paper's thresholds, uncalibrated on
-    # MiniLM, joined nothing: 16 parents with one child each, so no grouping to check; 0 of 2 answers right
+    # MiniLM, joined nothing: 16 parents with one child each, so no grouping to check; the planner, with no example
+    # scope in its prompt, still chose SHORT for both sub-queries (review B3: no summary reached a reader), the
+    # move question narrowed to "What did Ana do with the keys?"; 0 of 2 answers right by the checker (the judge
+    # accepted the partial "Ana handed the old keys back to the landlord")
     "hmem": ("did not fire", {}),
     # the paper's pipeline (Retriever on every turn, Judge on its hits, Refresher) with neutral prompts: the Judge
     # answered Refresh on all 12 ingestion checks, each naming a degenerate fact the Constructor had filled into
