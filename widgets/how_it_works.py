@@ -166,11 +166,16 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
-def _counts_html(method: str, census_entry: dict) -> str:
+def _counts_items(method: str, census_entry: dict, *, why: bool = False) -> list[str]:
+    """The census headline's counts of one method, each marked when it did not fire (``why``: with the census's
+    reason for the zero, e.g. "all 16 parents (level >= 2) have a single child")."""
     heads = [h for h in headline({"methods": {method: census_entry}}) if h["method"] == method]
-    if not heads:
-        return ""
-    items = [item_text(i) + ("" if i["fired"] else " (not fired)") for i in heads[0]["items"]]
+    return [item_text(i) + ("" if i["fired"] else f" (not fired{': ' + i['note'] if why and i.get('note') else ''})")
+            for i in heads[0]["items"]] if heads else []
+
+
+def _counts_html(method: str, census_entry: dict) -> str:
+    items = _counts_items(method, census_entry)
     return ("<p><b>Recorded:</b> " + esc("; ".join(items)) + "</p>") if items else ""
 
 
@@ -201,8 +206,12 @@ def profiles_html(name: str, cls: type, small: GalleryExample | None, paper: Gal
             continue
         cost, (word, line), (ok, n) = ex.cost(), ex.verdict, ex.answers_right()
         kinds = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(cost["kinds"].items()))
+        # the counts behind the verdict, so a "did not fire" or a zero says what the model did instead
+        counts = _counts_items(ex.method, ex.census, why=True)
+        counts = ("<details><summary><small>the counts recorded</small></summary><ul>"
+                  + "".join(f"<li><small>{esc(c)}</small></li>" for c in counts) + "</ul></details>") if counts else ""
         rows.append(f"<tr><td>{esc(label)}</td><td>{cost['calls']}</td><td>{cost['tokens']:,}</td>"
-                    f"<td>{verdict_chip(word)} <small>{esc(line)}</small></td><td>{ok} of {n}</td>"
+                    f"<td>{verdict_chip(word)} <small>{esc(line)}</small>{counts}</td><td>{ok} of {n}</td>"
                     f"<td>{cost['failures']}{f' <small>({esc(kinds)})</small>' if kinds else ''}</td></tr>")
     table = ("<table><tr><th>profile</th><th>LLM calls</th><th>tokens</th><th>the mechanism</th>"
              "<th>answers right (checker)</th><th>failures recorded</th></tr>" + "".join(rows) + "</table>")
