@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "ama_refresh", "verdicts", "real_scale", "overhead", "scale", "core", "hmem_build",
-         "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "ama_refresh", "memr3_ab", "verdicts", "real_scale", "overhead", "scale", "core",
+         "hmem_build", "harness_replay", "ui", "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
@@ -98,6 +98,13 @@ def step_ama_refresh(cfg: dict, results: Path, opts) -> None:
     from benchmarks import bench_ama_refresh
 
     bench_ama_refresh.run(live=False, results_dir=results)
+
+
+def step_memr3_ab(cfg: dict, results: Path, opts) -> None:
+    """MemR3's paper and small profiles on the demo's questions, replayed (record with bench_memr3_ab --live)."""
+    from benchmarks import bench_memr3_ab
+
+    bench_memr3_ab.run(live=False, results_dir=results)
 
 
 def step_verdicts(cfg: dict, results: Path, opts) -> None:
@@ -313,6 +320,32 @@ def _sec_ama_refresh(a: dict | None) -> list[str]:
                        f"{e['before']!r}{after} ({e['why']})")
     if not any(r["refresh_events"] for r in a["runs"]):
         out.append("- none")
+    return out + [""]
+
+
+def _sec_memr3_ab(a: dict | None) -> list[str]:
+    """MemR3's two profiles on the demo's questions (benchmarks/bench_memr3_ab.py)."""
+    out = ["## MemR3: paper and small profiles on the demo's questions", ""]
+    if not a:
+        return out + ["(not run)", ""]
+    rows = [{"profile": name, "right": f"{p['checker_right']} of {p['questions']}", "judge": p["judge_right"],
+             "calls": p["query_calls"], "tokens": p["query_tokens"], "steps": p["router_steps"],
+             "gap_q": p["questions_with_a_gap"], "gaps": p["gaps_written"],
+             "failures": ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(p["failure_kinds"].items())) or "0",
+             "payload": ", ".join(f"{k} {v:.0%}" for k, v in sorted((p.get("payload_share") or {}).items())),
+             "misses": p["cassette_misses"]}
+            for name, p in a["profiles"].items() if p.get("available") is not False]
+    out += [f"{a['slice']}, model `{a['model']}`. `small` is the demo's MemR3 (replayed from the demo cassette); "
+            "`paper` is `profile=\"paper\"` with no calibration and no output bounds. A gap counts when it is open "
+            "(a copied \"No gaps noted.\" is none).", "",
+            _md(rows, {"profile": "profile", "right": "right (checker)", "judge": "judge right", "calls": "LLM calls",
+                       "tokens": "tokens", "steps": "router steps", "gap_q": "questions with a gap",
+                       "gaps": "gaps written",
+                       "payload": "payload written (per action)", "failures": "failures recorded",
+                       "misses": "cassette misses"}), ""]
+    for name, p in a["profiles"].items():
+        if p.get("gap_examples"):
+            out.append(f"- {name} gaps, as written: " + "; ".join(repr(g) for g in p["gap_examples"]))
     return out + [""]
 
 
@@ -557,7 +590,8 @@ def render(meta: dict, load) -> str:
     lines += _sec_compare(compare) + _sec_construction(load("construction.json"))
     from benchmarks.bench_verdicts import markdown as verdicts_markdown
 
-    lines += _sec_ama_refresh(load("ama_refresh.json")) + verdicts_markdown(load("verdicts.json"))
+    lines += _sec_ama_refresh(load("ama_refresh.json")) + _sec_memr3_ab(load("memr3_ab.json"))
+    lines += verdicts_markdown(load("verdicts.json"))
     lines += _sec_real_scale(load("real_scale.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))

@@ -1,0 +1,39 @@
+"""MemR3's paper and small profiles on the demo's 12 questions (benchmarks/bench_memr3_ab.py, issue #39; review
+../shared/reviews/memr3.md §4): both replay with no call missing, and what the 1.5B did is what the recording holds.
+
+If a MemR3 prompt or schema changes, this fails until the paper profile is re-recorded with
+``python -m benchmarks.bench_memr3_ab --live`` (about 35 minutes on 2 cores).
+"""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_memr3_ab import CASSETTE
+
+pytestmark = pytest.mark.skipif(not CASSETTE.exists(), reason="no MemR3 A/B cassette")
+
+
+@pytest.fixture(scope="module")
+def ab(tmp_path_factory):
+    from benchmarks import bench_memr3_ab
+
+    return bench_memr3_ab.run(live=False, results_dir=tmp_path_factory.mktemp("memr3_ab"))["profiles"]
+
+
+def test_both_profiles_replay_every_question(ab):
+    for name in ("small", "paper"):
+        p = ab[name]
+        assert p["profile"] == name and p["questions"] == 12 and p["cassette_misses"] == 0 and p["row_errors"] == 0
+
+
+def test_the_paper_wording_did_not_make_the_15b_write_a_gap(ab):
+    """The paper profile restores "gaps will do that", "missing specifics" and the "None"-once rule and requires
+    the payload: the 1.5B looped more (24 router steps against 15) and its unbounded replies ran into the token cap
+    (10 JSON retries), but it wrote no open gap in any of the 12 questions, as the small profile did not."""
+    small, paper = ab["small"], ab["paper"]
+    assert (small["router_steps"], paper["router_steps"]) == (15, 24)
+    assert small["questions_with_a_gap"] == paper["questions_with_a_gap"] == 0
+    assert paper["failure_kinds"].get("json_retry") == 10 and not small["failure_kinds"]
+    assert small["payload_share"] == {"answer": 1.0, "reflect": 1.0, "retrieve": 1.0}
+    assert paper["payload_share"]["answer"] == 1.0 and paper["payload_share"]["retrieve"] == pytest.approx(2 / 3)
+    assert (small["checker_right"], paper["checker_right"]) == (4, 5)
