@@ -176,10 +176,10 @@ class MemR3(MemoryMethod):
 
     Departures of the paper profile (the paper and [code] are silent, or disagree):
     - The gaps type is "a string or a list" and the payload is required through ``oneOf`` branches on the
-      decision (forced action: its key in ``required``). The workbench's reply check reads type, enum, required,
-      properties and items only, so a free-text model that skips the payload under the default directive is
-      not sent back for repair (a grammar-constrained or JSON-schema decoder is bound by ``oneOf``);
-      ``payload_share`` shows it.
+      decision (forced action: its key in ``required``). The workbench's reply check enforces ``oneOf`` too
+      (``llm.jsonparse.CHECKED_KEYWORDS``), so a reply that skips the payload is sent back for repair, then
+      retried; ``payload_share`` shows how often the payload was written (the 1.5B A/B on the demo's questions:
+      2 of 3 retrieves and reflects, ``benchmarks/results/memr3_ab.json``).
     - ``nothing_left="reflect"`` follows App. A.1 ("no useful retrieval remains" -> reflect) over [code] (LLM's
       choice) and over Alg. 1, which only checks the last batch.
     - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
