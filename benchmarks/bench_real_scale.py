@@ -146,11 +146,14 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
     fc_rows = answerable[answerable["method"] == "full_context"].groupby("conv_id")
     fc = {col: fc_rows[col].mean() for col in ("query_tokens", "query_prompt_tokens")}
 
+    def conv_mean(method, c, col):
+        """``method``'s mean ``col`` over its answerable questions of conversation ``c``."""
+        return answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)][col].mean()
+
     def fc_ratio(method, c, col):
         """``method``'s mean ``col`` on conversation ``c`` ÷ Full-Context's there (None without both)."""
-        mine = answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)][col].mean()
         ref = fc[col].get(c)
-        return _num(mine / ref) if ref and not math.isnan(ref) else None
+        return _num(conv_mean(method, c, col) / ref) if ref and not math.isnan(ref) else None
 
     lines = []
     for method in dict.fromkeys(r["method"] for r in replays):
@@ -165,8 +168,7 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
                      "conversations": [r.get("conversation", CONVERSATION) for r in mine]})
         line["per_conversation"] = {
             c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
-                "query_tokens": _num(answerable[(answerable["method"] == method)
-                                                & (answerable["conv_id"] == c)]["query_tokens"].mean()),
+                "query_tokens": _num(conv_mean(method, c, "query_tokens")),
                 "fc_token_ratio": fc_ratio(method, c, "query_tokens"),
                 # prompt tokens only, as AMA's Table 4 counts ("input tokens"); None for rows without usage
                 "fc_prompt_ratio": fc_ratio(method, c, "query_prompt_tokens")}

@@ -204,9 +204,8 @@ class HMem(MemoryMethod):
                  prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py | prompts.py
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
-                 # paper §3.2: a leaf is placed "according to its timestamp", i.e. when it was said (review B1)
-                 # §3.2: a leaf sits at the time its turn was said (review B1); "referenced" (the date the extractor
-                 # resolved) is the bug as the 0.5B demo recording has it, kept so that recording replays
+                 # paper §3.2: a leaf is placed "according to its timestamp", i.e. when it was said (review B1);
+                 # "referenced" (the date the extractor resolved) is the bug the 0.5B demo was recorded with
                  leaf_time: Literal["said", "referenced"] = "said",
                  dedupe_events: bool = True,  # [ours] an event repeated within one fragment is one leaf (B9)
                  levels: int = 4,  # paper App. A.2: four levels
@@ -242,9 +241,8 @@ class HMem(MemoryMethod):
                  eps: float = 1.0,  # [ours] seconds; "small constant" (digest §10.9)
                  max_subqueries: int = 4,  # [ours] paper averages 1.15-1.58 per question
                  max_followups: int = 1,  # paper App. A.4: one targeted follow-up
-                 # where a follow-up retrieval's seed entities come from (paper App. B: the follow-up query's)
-                 # App. B: the follow-up query's own entities seed it (review B8); "subquery" reuses the sub-query's
-                 # planner entities (the 0.5B demo recording)
+                 # paper App. B: the follow-up query's own entities seed its retrieval (review B8); "subquery"
+                 # reuses the sub-query's planner entities, as the 0.5B demo was recorded
                  followup_seeds: Literal["followup", "subquery"] = "followup",
                  retrieval: Literal["hybrid", "flat"] = "hybrid",  # [ours] ablation
                  scope_policy: Literal["planner", "short", "long", "mixed"] = "planner",  # App. A.4 fixed-MIXED
