@@ -211,7 +211,9 @@ class MemR3(MemoryMethod):
                     "'gaps will do that', 'missing specifics', the cautious-inference clause of detailed_answer, 'if "
                     "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as "
                     "the closed gaps value and give concrete examples; every recording (conv-30: 405 router calls, "
-                    "demo: 27) was made with them; no A/B against the paper's wording was run (reviews/memr3.md §4)"),
+                    "demo: 27) was made with them; on the demo's 12 questions the 1.5B wrote no open gap under "
+                    "either wording, and under the paper's it looped more (24 router steps against 15) and ran into "
+                    "the token cap 10 times (benchmarks/results/memr3_ab.json, reviews/memr3.md §4)"),
         "schema": ("payload keys optional and gaps a JSON array: under grammar decoding the 0.5B closed the object "
                    "after 'decision' (conv-30: no retrieval_query in 153 of 153 retrieves, no reasoning in 158 of 159 "
                    "reflects, no draft in 80 of 80 answers; gaps [] in 391 of 394 replies); kept only because the "
