@@ -92,6 +92,16 @@ def test_rows_scores_and_costs(sample_data):
     assert len(adversarial) == 2 and len(jl.ledger.calls) == 8
 
 
+def test_rows_keep_their_prompt_only_tokens_without_the_answer(sample_data):
+    """The papers' "input tokens" are a row field, so a run saved without its answers still has them."""
+    res = evaluate(rag(method_llm()), sample_data, questions=mixed(sample_data), progress=False, keep_answers=False)
+    rows = [r for r in res if not r.error]
+    assert rows and all(r.answer is None for r in rows)
+    assert all(0 < r.query_prompt_tokens < r.query_tokens for r in rows)
+    frame = results_frame(rows)
+    assert list(frame["query_prompt_tokens"]) == [r.query_prompt_tokens for r in rows]
+
+
 def test_answer_failure_is_a_row_not_a_crash(tiny_conv):
     def flaky(messages):
         if "Question: " + tiny_conv.qa[1].question in messages[-1]["content"]:

@@ -101,6 +101,20 @@ def test_numbers_yes_no_and_lists():
                             "pottery").correct
 
 
+def test_a_list_answer_that_denies_the_other_items_is_wrong():
+    """Half a list is right under the protocol only when none is wrong: "only one name: Biscuit" for gold
+    "Biscuit, Pilot" denies Pilot (the MemR3 A/B's paper-profile answer the checker used to accept at 50 %)."""
+    q, gold = "What names has Tomasz's greyhound had?", "Biscuit, Pilot"
+    denied = check_answer(q, gold, "Tomasz's greyhound has had only one name: Biscuit.")
+    assert (denied.correct, denied.kind) == (False, "contradicts") and "only one" in denied.reason
+    assert not check_answer(q, gold, "Just one: Biscuit").correct
+    assert check_answer(q, gold, "Biscuit").correct  # half the list, nothing denied: right (lenient)
+    assert check_answer(q, gold, "Two names only: Biscuit and Pilot").correct  # every item given
+    assert check_answer(q, gold, "Biscuit, until just one week ago; now Pilot").correct  # a time, not a count
+    assert not check_answer("Which hobbies?", "pottery, camping, painting",
+                            "She only does pottery and camping, just two hobbies.").correct
+
+
 def test_attribution_no_longer_calls_a_wrong_day_correct_because_of_f1():
     row = {"category": 2, "question": Q16, "gold": "13 May 2023", "prediction": "21 May 2023",
            "scores": {"f1": 0.67}, "evidence_recall": 1.0}

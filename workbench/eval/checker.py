@@ -16,7 +16,10 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``.
 5. **yes / no**: a gold that opens with yes or no (or "likely yes"): an answer stating the opposite is
    ``wrong_value``, one stating the same is right; one stating neither goes on to the content rule.
-6. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
+6. **lists**: a list gold of n items answered with a claim that there are fewer ("only one name: Biscuit" for
+   "Biscuit, Pilot") and without every item is ``contradicts``: the protocol's list rule wants half the items
+   *and none wrong*, and denying the rest is wrong however much of the list it holds.
+7. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
    own words left out) that the answer contains; a list gold counts items, an item being present when most of its
    words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
 
@@ -219,6 +222,30 @@ def _polarity_rule(gold: str, prediction: str, question: str = "") -> Check | No
     return Check(True, "right", f"answers {'yes' if want else 'no'} like the gold")
 
 
+#: a count word not followed by a unit of time or "of" ("just one week ago", "only one of them" are no item counts)
+_COUNT = (r"(one|two|three|four|five|six|seven|eight|nine|ten|\d+|a single)"
+          r"(?!\s+(?:times?|days?|weeks?|months?|years?|hours?|minutes?|ago|more|of)\b)")
+_FEWER = re.compile(rf"\b(?:only|just|exactly|solely)\s+(?:(?:ever\s+)?(?:had|has|have|been|was|were|is|are)\s+)*"
+                    rf"{_COUNT}\b|\b{_COUNT}\s+(?:\w+\s+)?only\b|\bonly\s+ever\s+{_COUNT}\b", re.I)
+
+
+def _list_count_rule(gold: str, prediction: str, question: str = "") -> Check | None:
+    """A list gold answered with "only one ..." / "just two ...": fewer items than the gold lists, and the
+    answer does not hold them all (an answer that names every item and miscounts is left to content)."""
+    items = _items(gold)
+    if len(items) < 2:
+        return None
+    m = _FEWER.search(prediction)
+    if m is None:
+        return None
+    word = next(g for g in m.groups() if g).lower()
+    count = 1 if word == "a single" else int(_NUMBER_WORDS.get(word, word)) if (
+        word in _NUMBER_WORDS or word.isdigit()) else None
+    if count is None or count >= len(items) or content_recall(gold, prediction, question) == 1.0:
+        return None
+    return Check(False, "contradicts", f"says {m.group(0).strip()!r} where the gold lists {len(items)}")
+
+
 def _restates(question: str, prediction: str) -> bool:
     """The answer repeats most of the question's own content words (an affirmative restatement)."""
     asked = set(_content(question))
@@ -240,7 +267,8 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
     for rule in (lambda: _date_rule(question, gold, prediction),
                  lambda: _entity_rule(question, gold, prediction, entities),
                  lambda: _number_rule(question, gold, prediction),
-                 lambda: _polarity_rule(gold, prediction, question)):
+                 lambda: _polarity_rule(gold, prediction, question),
+                 lambda: _list_count_rule(gold, prediction, question)):
         found = rule()
         if found is not None:
             return Check(found.correct, found.kind, found.reason, recall)

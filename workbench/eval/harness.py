@@ -82,6 +82,8 @@ class QuestionResult:
     attribution: str | None = None  # attribution.attribute() with an untrusted judge (see there)
     check: dict | None = None  # the deterministic checker's verdict, kind and reason (checker.check_dict)
     query_tokens: int = 0
+    # prompt tokens only (the papers' "input tokens", e.g. AMA's Table 4); None on rows written before it was kept
+    query_prompt_tokens: int | None = None
     query_calls: int = 0
     construction_tokens: int = 0
     construction_calls: int = 0
@@ -447,8 +449,9 @@ def run_question(built: _Built, conv: Conversation, qa: QA, ctx: _Ctx) -> Questi
         session_recall=session_recall(qa, source_ids) if answer is not None else None,
         turns_shown=turns_shown(source_ids) if answer is not None else None,
         evidence_precision=evidence_precision(qa.evidence, source_ids) if answer is not None else None,
-        query_tokens=usage.total_tokens, query_calls=usage.calls, construction_tokens=built.tokens,
-        construction_calls=built.calls, construction_tokens_per_question=built.per_question,
+        query_tokens=usage.total_tokens, query_prompt_tokens=usage.prompt_tokens, query_calls=usage.calls,
+        construction_tokens=built.tokens, construction_calls=built.calls,
+        construction_tokens_per_question=built.per_question,
         latency_s=round(latency, 6), error=error, abstention=is_abstention(qa), llm_model=ctx.llm_model,
         judge_model=ctx.judge.model if ctx.judge else None, judge_key=ctx.judge_key, prompt_hash=ctx.prompt_hash,
         params=ctx.params,

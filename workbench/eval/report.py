@@ -84,9 +84,12 @@ def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
         scores = d.pop("scores", None) or {}
-        # prompt-only query tokens, read from the answer's usage (the papers' "input tokens", e.g. AMA's Table 4)
-        usage = (d.get("answer") or {}).get("usage") if isinstance(d.get("answer"), dict) else None
-        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        # prompt-only query tokens (the papers' "input tokens", e.g. AMA's Table 4): the row's own field, else
+        # (rows written before the harness kept it) the answer's usage
+        prompt = d.get("query_prompt_tokens")
+        if not isinstance(prompt, (int, float)) or isinstance(prompt, bool):
+            usage = (d.get("answer") or {}).get("usage") if isinstance(d.get("answer"), dict) else None
+            prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         d["query_prompt_tokens"] = float(prompt) if isinstance(prompt, (int, float)) else np.nan
         if not answers:
             d.pop("answer", None)
@@ -232,8 +235,8 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     its accuracy; ``metric`` defaults to the judge only when it is reliable (``auto_metric``).
     ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
     ``query_prompt_tokens`` / ``fc_prompt_ratio``: prompt tokens only (the papers' "input tokens"), NaN for rows
-    saved without their answer's usage. ``errors``: rows where the method raised or an LLM call made while
-    answering failed, a replay cassette's miss included (``row_failed``; before issue 20 only rows that raised
+    written before the harness kept them and saved without their answer's usage. ``errors``: rows where the
+    method raised or an LLM call made while answering failed, a replay cassette's miss included (``row_failed``; before issue 20 only rows that raised
     were counted, so a MemR3 answer written from its draft after a failed call showed 0); ``flagged``: rows carrying
     any failure or fallback at all (construction failures, unusable replies, JSON repairs too).
     """
