@@ -236,9 +236,10 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
     ``query_prompt_tokens`` / ``fc_prompt_ratio``: prompt tokens only (the papers' "input tokens"), NaN for rows
     written before the harness kept them and saved without their answer's usage. ``errors``: rows where the
-    method raised or an LLM call made while answering failed, a replay cassette's miss included (``row_failed``; before issue 20 only rows that raised
-    were counted, so a MemR3 answer written from its draft after a failed call showed 0); ``flagged``: rows carrying
-    any failure or fallback at all (construction failures, unusable replies, JSON repairs too).
+    method raised or an LLM call made while answering failed, a replay cassette's miss included (``row_failed``;
+    before issue 20 only rows that raised were counted, so a MemR3 answer written from its draft after a failed
+    call showed 0); ``flagged``: rows carrying any failure or fallback at all (construction failures, unusable
+    replies, JSON repairs too).
     """
     if df.empty:
         return pd.DataFrame()
