@@ -591,6 +591,42 @@ def test_a_run_without_annotations_is_not_checkable_rather_than_silent():
     assert checked["checkable"] is False and "conv-30" in checked["why"]
 
 
+def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_none():
+    """Real-scale runs are checkable where a LoCoMo conversation is annotated (read, not planted: the line says
+    so); conv-30 stays unannotated, kept apart for the verdicts."""
+    from workbench.eval.annotations import (LOCOMO_ANNOTATIONS, check_run, checked_text, checked_verdict,
+                                            load_annotations, shipped_annotations)
+
+    ann = shipped_annotations()
+    assert ann["conv-26"].origin == ann["conv-41"].origin == "annotated" and "conv-30" not in ann
+    assert ann["sample-1"].origin == "planted"
+    assert load_annotations(LOCOMO_ANNOTATIONS).keys() == {"conv-26", "conv-41"}
+    multi = [m["qa_id"] for m in ann["conv-26"].multi_hop]
+    single = "conv-26/q3"  # one turn answers it: the annotators dropped it from the dataset's multi-hop set
+    assert len(multi) >= 20 and single not in multi
+    conv_of = {q: "conv-26" for q in (*multi[:3], single)}
+    deep = {multi[0]: True, multi[1]: True, multi[2]: False, single: True}
+    checked = check_run("escalations", deep, ann, convs={"conv-26"}, conv_of=conv_of, entry={})
+    assert (checked["deep_on_multi_hop"], checked["deep_elsewhere"], checked["multi_hop_not_escalated"]) == (2, 1, 1)
+    assert checked["phenomena"] == "annotated" and "annotated multi-hop questions" in checked_text(checked)
+    assert checked_verdict(checked)[0] == "partly right"
+    episodes = {"conv-26": [{"id": "e1", "source_ids": list(ann["conv-26"].recurring[0]["turns"][:1])
+                             + [t for t in ann["conv-26"].recurring[0]["turns"] if not t.startswith(
+                                 ann["conv-26"].recurring[0]["turns"][0].split(":")[0] + ":")][:1]}]}
+    rec = check_run("recurrence", episodes, ann, convs={"conv-26"}, conv_of={}, entry={})
+    assert rec["on_planted_recurrence"] == 1 and "an annotated recurrence" in checked_text(rec)
+    off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
+                    entry={})
+    assert off["checkable"] is False and "conv-30 is kept apart" in off["why"]
+
+
+def test_the_locomo_annotations_point_at_turns_and_questions_that_exist(locomo_dev_path):
+    from workbench.data import load_locomo
+    from workbench.eval.annotations import LOCOMO_ANNOTATIONS, load_annotations
+
+    load_annotations(LOCOMO_ANNOTATIONS, dataset=load_locomo(locomo_dev_path))  # raises naming the entry otherwise
+
+
 @pytest.mark.parametrize("mutate, where", [
     (lambda d: d["conversations"]["sample-1"]["updates"][0].pop("new"), "updates[0]"),
     (lambda d: d["conversations"]["sample-1"]["forgets"][0].update(keywords=[]), "forgets[0]"),

@@ -20,7 +20,12 @@ input from the run, and ``check_run`` dispatches (the methods named below are th
 - ``gaps`` (MemR3): gaps are free text; with no gap written there is nothing to check, and written gaps are listed
   for reading.
 
-A run over data with no annotations (LoCoMo) gets ``{"checkable": False, "why": ...}``, never a silent omission.
+LoCoMo conversations have no planted phenomena, but two of them (``conv-26``, ``conv-41``) carry *annotated* ones
+(``sample_data/labels/locomo_phenomena.json``, careful readings under CC BY-NC like the data): recurring topics, the
+questions that need two or more turns, genuine updates, groups of turns about one event and relative dates, so the
+same checks run at real scale. ``conv-30`` is never annotated: its answers are kept apart as the independent check
+of the verdicts. Every check says which it rests on (``phenomena``: "planted" or "annotated"). A run over a
+conversation with neither gets ``{"checkable": False, "why": ...}``, never a silent omission.
 """
 from __future__ import annotations
 
@@ -36,6 +41,9 @@ from ..data import DatasetError
 ANNOTATIONS = Path(__file__).resolve().parents[1] / "sample_data" / "annotations.json"  # an installed wheel
 if not ANNOTATIONS.is_file():  # a checkout
     ANNOTATIONS = Path(__file__).resolve().parents[2] / "sample_data" / "annotations.json"
+#: phenomena read out of LoCoMo conversations (not planted: "annotated"), beside the labelled answers and their licence
+LOCOMO_ANNOTATIONS = ANNOTATIONS.parent / "labels" / "locomo_phenomena.json"
+ORIGINS = ("planted", "annotated")
 _TURN_ID = re.compile(r"^D\d+:\d+$")  # an edit caused by one turn (AMA's Refresher), as the event log writes it
 KINDS = ("updates", "forgets", "recurring", "multi_hop", "relative_times", "groups")
 
@@ -62,7 +70,8 @@ class Forget:
 
 @dataclass(frozen=True)
 class ConversationAnnotations:
-    """The planted phenomena of one conversation."""
+    """The phenomena of one conversation: planted (the project wrote the conversation around them) or annotated
+    (read out of a conversation someone else wrote, LoCoMo's), ``origin``."""
 
     conv_id: str
     updates: tuple[Update, ...] = ()
@@ -72,6 +81,7 @@ class ConversationAnnotations:
     relative_times: tuple[Mapping, ...] = ()  # {"turn", "phrase", "date"}
     groups: tuple[Mapping, ...] = ()  # {"id", "by": "topic" | "time", "turns"}
     extra: Mapping = field(default_factory=dict, compare=False)
+    origin: str = field(default="planted", compare=False)
 
     def topics(self) -> list[tuple[str, set[str]]]:
         """(id, turns) of every recurring topic and group of events."""
@@ -94,7 +104,7 @@ def _strings(path, where, entry, names):
             _fail(path, where, f"field {n!r} must be a non-empty string")
 
 
-def _conversation(path, conv_id: str, body) -> ConversationAnnotations:
+def _conversation(path, conv_id: str, body, origin: str = "planted") -> ConversationAnnotations:
     if not isinstance(body, dict):
         _fail(path, f"conversations.{conv_id}", "must be an object")
     unknown = set(body) - set(KINDS)
@@ -142,7 +152,7 @@ def _conversation(path, conv_id: str, body) -> ConversationAnnotations:
         if dup:
             _fail(path, f"conversations.{conv_id}.{kind}", f"repeated id(s) {dup}")
         out[kind] = tuple(parsed)
-    return ConversationAnnotations(conv_id, **out)
+    return ConversationAnnotations(conv_id, **out, origin=origin)
 
 
 def load_annotations(path: str | Path = ANNOTATIONS, *, dataset=None) -> dict[str, ConversationAnnotations]:
@@ -155,7 +165,10 @@ def load_annotations(path: str | Path = ANNOTATIONS, *, dataset=None) -> dict[st
         raise DatasetError(str(path), "file", f"not a readable JSON file ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("conversations"), dict):
         _fail(path, "top level", "expected {'schema': 1, 'conversations': {conv_id: {...}}}")
-    out = {cid: _conversation(path, cid, body) for cid, body in data["conversations"].items()}
+    origin = data.get("origin", "planted")
+    if origin not in ORIGINS:
+        _fail(path, "origin", f"must be one of {list(ORIGINS)}, not {origin!r}")
+    out = {cid: _conversation(path, cid, body, origin) for cid, body in data["conversations"].items()}
     if dataset is not None:
         convs = {c.id: c for c in dataset}
         for cid, ann in out.items():
@@ -187,21 +200,31 @@ _CACHE: dict = {}
 
 
 def shipped_annotations() -> dict[str, ConversationAnnotations]:
-    """The annotations shipped with the package (empty when the file is absent), read once per file version."""
-    if not ANNOTATIONS.is_file():
-        return {}
-    key = ANNOTATIONS.stat().st_mtime
+    """The annotations shipped with the package: the sample conversations' planted phenomena and the annotated
+    LoCoMo ones (either file may be absent), read once per file version."""
+    files = [p for p in (ANNOTATIONS, LOCOMO_ANNOTATIONS) if p.is_file()]
+    key = tuple((str(p), p.stat().st_mtime) for p in files)
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = load_annotations(ANNOTATIONS)
+        merged: dict[str, ConversationAnnotations] = {}
+        for p in files:
+            merged.update(load_annotations(p))
+        _CACHE[key] = merged
     return _CACHE[key]
 
 
 def not_checkable(conv_ids: Iterable[str]) -> dict:
     ids = sorted(set(conv_ids))
     return {"checkable": False,
-            "why": f"no planted-phenomena annotations for {', '.join(ids) or 'this run'} (only the project's own "
-                   "sample conversations are annotated: sample_data/annotations.json)"}
+            "why": f"no phenomena annotated for {', '.join(ids) or 'this run'} (annotated: the project's own "
+                   "sample conversations, sample_data/annotations.json, and LoCoMo conv-26 and conv-41, "
+                   "sample_data/labels/locomo_phenomena.json; conv-30 is kept apart)"}
+
+
+def phenomena_word(ann: Mapping[str, ConversationAnnotations], convs: Iterable[str]) -> str:
+    """"planted", "annotated" or "planted or annotated": what the conversations of a check rest on."""
+    found = sorted({ann[c].origin for c in convs if c in ann})
+    return " or ".join(found) or "planted"
 
 
 def _session(turn: str) -> str:
@@ -231,16 +254,16 @@ def edit_verdict(e: Mapping, conv_id: str | None) -> tuple[bool | None, str]:
     (None, why) where the conversation has none or the edit happened at question time."""
     ann = shipped_annotations().get(conv_id or "")
     if ann is None:
-        return None, "not checkable: no planted-phenomena annotations for this conversation"
+        return None, "not checkable: no phenomena annotated for this conversation"
     if str(e.get("cause", "")).startswith("question:"):
-        return None, "a question-time edit: not checked against the planted phenomena"
+        return None, f"a question-time edit: not checked against the {ann.origin} phenomena"
     if not _TURN_ID.match(str(e.get("cause", ""))):
         return None, "not caused by a turn (e.g. a profile rewritten after a session): not a knowledge-update edit"
     found = planted_edit(e, ann)
     if found is not None:
-        return True, f"carries out the planted {'update' if isinstance(found, Update) else 'forget request'} " \
+        return True, f"carries out the {ann.origin} {'update' if isinstance(found, Update) else 'forget request'} " \
                      f"{found.id!r}"
-    return False, "no planted update or forget request at this turn writes this: a corrupted fact"
+    return False, f"no {ann.origin} update or forget request at this turn writes this: a corrupted fact"
 
 
 def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations]) -> dict:
@@ -269,7 +292,8 @@ def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[st
                            for u in a.updates if u.new_turn in seen and u.id not in hit]
         missed_forgets += [{"conversation": cid, "planted": f.id, "turn": f.turn, "what": f.about}
                            for f in a.forgets if f.turn in seen and f.id not in hit]
-    return {"checkable": True, "edits_right": len(right), "edits_wrong": len(wrong),
+    return {"checkable": True, "phenomena": phenomena_word(ann, convs),
+            "edits_right": len(right), "edits_wrong": len(wrong),
             "missed_updates": len(missed_updates), "missed_forgets": len(missed_forgets),
             "right": right, "wrong": wrong, "missed": missed_updates + missed_forgets}
 
@@ -283,7 +307,8 @@ def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str
         return not_checkable(set(asked.values()) - {None})
     multi = {m["qa_id"] for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
     deep = {q for q, d in deep_by_question.items() if d}
-    return {"checkable": True, "deep_on_multi_hop": len(deep & multi), "deep_elsewhere": len(deep - multi),
+    return {"checkable": True, "phenomena": phenomena_word(ann, set(asked.values())),
+            "deep_on_multi_hop": len(deep & multi), "deep_elsewhere": len(deep - multi),
             "multi_hop_not_escalated": len((multi & set(deep_by_question)) - deep),
             "multi_hop_asked": len(multi & set(deep_by_question)),
             "deep_elsewhere_ids": sorted(deep - multi), "missed_ids": sorted((multi & set(deep_by_question)) - deep)}
@@ -315,7 +340,8 @@ def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
             item = {"conversation": cid, "episode": ep.get("id"), "turns": len(turns), "topic": best[0],
                     "shared": sorted(best[1]), "share": round(len(best[1]) / len(turns), 2) if turns else 0}
             (on if len(best[1]) >= 2 and len({_session(t) for t in best[1]}) >= 2 else off).append(item)
-    return {"checkable": True, "on_planted_recurrence": len(on), "off_planted_recurrence": len(off),
+    return {"checkable": True, "phenomena": phenomena_word(ann, convs), "on_planted_recurrence": len(on),
+            "off_planted_recurrence": len(off),
             "on": on, "off": off}
 
 
@@ -338,7 +364,8 @@ def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[s
             item = {"conversation": cid, "node": n.get("id"), "level": n.get("level"), "children": len(kids),
                     "turns": len(turns), "topic": topic, "share": round(len(shared) / len(turns), 2) if turns else 0}
             (coherent if turns and len(shared) / len(turns) >= share else mixed).append(item)
-    return {"checkable": True, "coherent_parents": len(coherent), "mixed_parents": len(mixed),
+    return {"checkable": True, "phenomena": phenomena_word(ann, convs),
+            "coherent_parents": len(coherent), "mixed_parents": len(mixed),
             "coherent": coherent, "mixed": mixed}
 
 
@@ -362,7 +389,7 @@ def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, co
         if not any(c in ann for c in convs):
             return not_checkable(convs)
         gaps = (entry.get("counts") or {}).get("gaps_opened")
-        return {"checkable": True, "gaps_opened": gaps,
+        return {"checkable": True, "phenomena": phenomena_word(ann, convs), "gaps_opened": gaps,
                 "note": ("no gap was written: nothing to check against the planted items" if not gaps else
                          "gaps are free text: read them in the trace stepper against the planted items")}
     raise ValueError(f"unknown mechanism check {kind!r}")
@@ -374,22 +401,24 @@ def checked_text(checked: Mapping | None) -> str:
         return ""
     if not checked.get("checkable"):
         return "not checkable: " + str(checked.get("why", "no annotations"))
+    w = str(checked.get("phenomena") or "planted")
     if "edits_right" in checked:
         n = checked["edits_right"] + checked["edits_wrong"]
-        return (f"{checked['edits_right']} of {n} edits match a planted update or forget request; missed "
-                f"{checked['missed_updates']} planted update(s) and {checked['missed_forgets']} forget request(s)")
+        return (f"{checked['edits_right']} of {n} edits match a {w} update or forget request; missed "
+                f"{checked['missed_updates']} {w} update(s) and {checked['missed_forgets']} forget request(s)")
     if "deep_on_multi_hop" in checked:
-        return (f"{checked['deep_on_multi_hop']} deep escalations on planted multi-hop questions, "
+        return (f"{checked['deep_on_multi_hop']} deep escalations on {w} multi-hop questions, "
                 f"{checked['deep_elsewhere']} elsewhere; {checked['multi_hop_not_escalated']} of "
                 f"{checked['multi_hop_asked']} multi-hop questions not escalated")
     if "on_planted_recurrence" in checked:
         shares = [x.get("share", 0) for x in checked.get("on", [])]
-        purity = f" (planted topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" if shares \
-            else ""
-        return (f"{checked['on_planted_recurrence']} episodes on a planted recurrence{purity}, "
+        purity = f" ({w} topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" \
+            if shares else ""
+        article = "an" if w[0] == "a" else "a"
+        return (f"{checked['on_planted_recurrence']} episodes on {article} {w} recurrence{purity}, "
                 f"{checked['off_planted_recurrence']} off")
     if "coherent_parents" in checked:
-        return (f"{checked['coherent_parents']} multi-child parents hold one planted topic or group (>= 60 % of "
+        return (f"{checked['coherent_parents']} multi-child parents hold one {w} topic or group (>= 60 % of "
                 f"their turns), {checked['mixed_parents']} are mixed")
     return str(checked.get("note", ""))
 

@@ -440,8 +440,14 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
                                 [False, False, False, False, False]) if rows else "(no methods in this run)")
     checked = [(h["method"], h["checked"]) for h in headline(value) if h.get("checked")]
     if checked:
-        lines += ["", "Did each firing do the right thing? Checked against the planted phenomena of the conversation "
-                  "(`sample_data/annotations.json`, `workbench.eval.annotations`):", ""]
+        annotated = any("annotated" in str((e.get("checked") or {}).get("phenomena", ""))
+                        for e in (value.get("methods") or {}).values() if isinstance(e, dict))
+        where = ("the phenomena planted in the project's conversations or annotated in LoCoMo's "
+                 "(`sample_data/annotations.json`, `sample_data/labels/locomo_phenomena.json`, "
+                 "`workbench.eval.annotations`)" if annotated else
+                 "the planted phenomena of the conversation (`sample_data/annotations.json`, "
+                 "`workbench.eval.annotations`)")
+        lines += ["", f"Did each firing do the right thing? Checked against {where}:", ""]
         lines += [f"- **{m}**: {_cut(t, 300)}" for m, t in checked]
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
