@@ -253,20 +253,23 @@ def verdict_markdown() -> str:
 
 
 def mechanisms_markdown(replays: list[dict]) -> str:
-    """What each method's own mechanism did at real scale, one line per method, from the replay's census
-    (``workbench.eval.mechanisms.headline``): counts with a zero marked *not fired* and its recorded reason."""
+    """What each method's own mechanism did at real scale, one line per method and conversation, from the replay's
+    census (``workbench.eval.mechanisms.headline``): counts with a zero marked *not fired* and its recorded reason."""
     from workbench.eval.mechanisms import headline, item_text
 
-    value = {"methods": {r["method"]: r["mechanisms"] for r in replays if isinstance(r.get("mechanisms"), dict)}}
     out = []
-    for h in headline(value):
-        bits = [item_text(i) + (f" (not fired: {i['note']})" if i["fired"] is False and i["note"] else
-                                " (not fired)" if i["fired"] is False else "") for i in h["items"]]
-        bits += [item_text(f) for f in h["failures"]]
-        if h.get("checked"):
-            bits.append(f"right? {h['checked']}")
-        if bits:
-            out.append(f"- **{h['method']}** ({h['questions'] or 0} questions): " + "; ".join(bits))
+    for r in replays:  # one census per replay (method x conversation): a conversation's census is its own
+        if not isinstance(r.get("mechanisms"), dict):
+            continue
+        for h in headline({"methods": {r["method"]: r["mechanisms"]}}):
+            bits = [item_text(i) + (f" (not fired: {i['note']})" if i["fired"] is False and i["note"] else
+                                    " (not fired)" if i["fired"] is False else "") for i in h["items"]]
+            bits += [item_text(f) for f in h["failures"]]
+            if h.get("checked"):
+                bits.append(f"right? {h['checked']}")
+            if bits:
+                where = f" over {r['conversation']}" if r.get("conversation") else ""
+                out.append(f"- **{h['method']}**{where} ({h['questions'] or 0} questions): " + "; ".join(bits))
     return "\n".join(out) or "_no method-specific mechanism among the replayed methods_"
 
 

@@ -371,6 +371,9 @@ def test_real_scale_mechanisms_are_listed_per_method_with_the_reason_for_a_zero(
     assert "0 forced by budget (not fired: every question answered before the step budget)" in lines[0]
     assert lines[0].endswith("2 fallback answers")
     assert mechanisms_markdown([{"method": "naive_rag", "mechanisms": naive}]).startswith("_no method-specific")
+    two = mechanisms_markdown([{"method": "memr3", "conversation": c, "mechanisms": memr3}
+                               for c in ("conv-30", "conv-26")])
+    assert [ln.split(" (")[0] for ln in two.splitlines()] == ["- **memr3** over conv-30", "- **memr3** over conv-26"]
 
 
 def test_real_scale_replay_uses_the_bounds_the_recorder_ran_under():
