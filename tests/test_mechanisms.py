@@ -618,6 +618,13 @@ def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_no
     off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
                     entry={})
     assert off["checkable"] is False and "conv-30 is kept apart" in off["why"]
+    # a run over an annotated and an unannotated conversation: the latter's firings are left out, and named
+    held = {"conv-30/q0": "conv-30", "conv-30/q1": "conv-30"}
+    both = check_run("escalations", {**deep, **dict.fromkeys(held, True)}, ann, convs={"conv-26", "conv-30"},
+                     conv_of={**conv_of, **held}, entry={})
+    assert (both["deep_on_multi_hop"], both["deep_elsewhere"]) == (2, 1) and both["unchecked"] == ["conv-30"]
+    assert checked_text(both).endswith("(not checked: conv-30, no phenomena annotated)")
+    assert "unchecked" not in checked
 
 
 def test_the_locomo_annotations_point_at_turns_and_questions_that_exist(locomo_dev_path):

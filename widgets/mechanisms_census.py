@@ -64,7 +64,8 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
                   if i["fired"] is not True and i["note"]]
     if rows:
         body = ("<table><tr><th>method</th><th>fired</th><th>did not fire (zero in this run)</th>"
-                "<th>failures</th><th>right? (against the planted or annotated phenomena)</th></tr>" + "".join(rows) + "</table>")
+                "<th>failures</th><th>right? (against the planted or annotated phenomena)</th></tr>"
+                + "".join(rows) + "</table>")
     else:
         body = '<span class="wb-muted">no method mechanism recorded in this run</span>'
     scripted = ('<b>Scripted run</b>: these counts show the plumbing, not a model. ' if value.get("scripted") else "")

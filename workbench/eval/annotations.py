@@ -223,7 +223,7 @@ def not_checkable(conv_ids: Iterable[str]) -> dict:
 
 def phenomena_word(ann: Mapping[str, ConversationAnnotations], convs: Iterable[str]) -> str:
     """"planted", "annotated" or "planted or annotated": what the conversations of a check rest on."""
-    found = sorted({ann[c].origin for c in convs if c in ann})
+    found = [o for o in ORIGINS if any(c in ann and ann[c].origin == o for c in convs)]
     return " or ".join(found) or "planted"
 
 
@@ -286,7 +286,7 @@ def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[st
                 hit.add(found.id)
                 right.append({**item, "planted": found.id})
             else:
-                wrong.append({**item, "why": "no planted update or forget request at this turn writes this"})
+                wrong.append({**item, "why": f"no {a.origin} update or forget request at this turn writes this"})
         missed_updates += [{"conversation": cid, "planted": u.id, "turn": u.new_turn,
                             "what": f"{u.entity}'s {u.attribute}: {u.old} -> {u.new}"}
                            for u in a.updates if u.new_turn in seen and u.id not in hit]
@@ -305,6 +305,8 @@ def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str
     asked = {q: conv_of.get(q) for q in deep_by_question}
     if not any(c in ann for c in asked.values()):
         return not_checkable(set(asked.values()) - {None})
+    # only the questions of annotated conversations: a deep escalation elsewhere is unchecked, not "unneeded"
+    deep_by_question = {q: d for q, d in deep_by_question.items() if asked[q] in ann}
     multi = {m["qa_id"] for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
     deep = {q for q, d in deep_by_question.items() if d}
     return {"checkable": True, "phenomena": phenomena_word(ann, set(asked.values())),
@@ -378,25 +380,40 @@ def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, co
     reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations."""
     convs = set(convs)
     if kind == "edits":
-        return check_edits(data, ann) if data else not_checkable(convs)
+        return _unchecked(check_edits(data, ann), convs, ann) if data else not_checkable(convs)
     if kind == "escalations":
-        return check_escalations(data or {}, conv_of, ann)
+        return _unchecked(check_escalations(data or {}, conv_of, ann), convs, ann)
     if kind == "recurrence":
-        return check_recurrence(data, ann) if data else not_checkable(convs)
+        return _unchecked(check_recurrence(data, ann), convs, ann) if data else not_checkable(convs)
     if kind == "grouping":
-        return check_grouping(data, ann) if data else not_checkable(convs)
+        return _unchecked(check_grouping(data, ann), convs, ann) if data else not_checkable(convs)
     if kind == "gaps":
         if not any(c in ann for c in convs):
             return not_checkable(convs)
         gaps = (entry.get("counts") or {}).get("gaps_opened")
-        return {"checkable": True, "phenomena": phenomena_word(ann, convs), "gaps_opened": gaps,
-                "note": ("no gap was written: nothing to check against the planted items" if not gaps else
-                         "gaps are free text: read them in the trace stepper against the planted items")}
+        w = phenomena_word(ann, convs)
+        return {"checkable": True, "phenomena": w, "gaps_opened": gaps,
+                "note": (f"no gap was written: nothing to check against the {w} items" if not gaps else
+                         f"gaps are free text: read them in the trace stepper against the {w} items")}
     raise ValueError(f"unknown mechanism check {kind!r}")
 
 
+def _unchecked(result: dict, convs: Iterable[str], ann: Mapping[str, ConversationAnnotations]) -> dict:
+    """A checkable result over a run that also holds unannotated conversations names them (``unchecked``): their
+    firings were left out of the check, not counted right or wrong."""
+    left = sorted(c for c in set(convs) if c and c != "None" and c not in ann)
+    return {**result, "unchecked": left} if result.get("checkable") and left else result
+
+
 def checked_text(checked: Mapping | None) -> str:
-    """One line saying how many firings were right, wrong or missed (for headers, reports and the terminal)."""
+    """One line saying how many firings were right, wrong or missed (for headers, reports and the terminal), and
+    which conversations of the run were left out for want of annotations."""
+    line = _checked_line(checked)
+    left = (checked or {}).get("unchecked") if (checked or {}).get("checkable") else None
+    return line + (f" (not checked: {', '.join(map(str, left))}, no phenomena annotated)" if left else "")
+
+
+def _checked_line(checked: Mapping | None) -> str:
     if not checked:
         return ""
     if not checked.get("checkable"):

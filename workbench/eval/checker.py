@@ -10,7 +10,8 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    notation (a relative phrase with its anchor counts: "the Sunday before 25 May 2023" is 21 May); a period gold
    (a week, a weekend, a month, a year) needs a day or period inside it. An answer whose dates all fall outside is
    ``wrong_date``; a "when" question answered with no date, or with a coarser one ("May 2023" for 13 May), is
-   ``vague``. A right date decides: right.
+   ``vague``. A right date decides: right. Known gap: a relative word anchored by a session the answer names
+   ("yesterday, in the 8 May 2023 chat", right under the protocol) is read as the session's own date.
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``.
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``.
@@ -18,13 +19,16 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    ``wrong_value``, one stating the same is right; one stating neither goes on to the content rule.
 6. **lists**: a list gold of n items answered with a claim that there are fewer ("only one name: Biscuit" for
    "Biscuit, Pilot") and without every item is ``contradicts``: the protocol's list rule wants half the items
-   *and none wrong*, and denying the rest is wrong however much of the list it holds.
+   *and none wrong*, and denying the rest is wrong however much of the list it holds. What is counted must be the
+   question's own noun, or nothing ("Just one: Biscuit"). It fires on none of the labelled answers: it rests on
+   the protocol's wording and the MemR3 A/B answer that prompted it, not on a measured rate.
 7. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
    own words left out) that the answer contains; a list gold counts items, an item being present when most of its
    words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
 
-The threshold and every rule are measured against the labelled real answers (``workbench judge-audit``, the
-"checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the independent check.
+The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
+judge-audit``, the "checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the
+independent check.
 """
 from __future__ import annotations
 
@@ -222,28 +226,34 @@ def _polarity_rule(gold: str, prediction: str, question: str = "") -> Check | No
     return Check(True, "right", f"answers {'yes' if want else 'no'} like the gold")
 
 
-#: a count word not followed by a unit of time or "of" ("just one week ago", "only one of them" are no item counts)
-_COUNT = (r"(one|two|three|four|five|six|seven|eight|nine|ten|\d+|a single)"
-          r"(?!\s+(?:times?|days?|weeks?|months?|years?|hours?|minutes?|ago|more|of)\b)")
-_FEWER = re.compile(rf"\b(?:only|just|exactly|solely)\s+(?:(?:ever\s+)?(?:had|has|have|been|was|were|is|are)\s+)*"
-                    rf"{_COUNT}\b|\b{_COUNT}\s+(?:\w+\s+)?only\b|\bonly\s+ever\s+{_COUNT}\b", re.I)
+_COUNT_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a single"
+#: "only / just / exactly (had) N", then what is counted: a colon, the end of a clause, or a noun; "N <noun> only"
+_FEWER = re.compile(rf"(?<!\bnot )\b(?:only|just|exactly|solely)\s+(?:(?:ever\s+)?(?:had|has|have|been|was|were|is|are)"
+                    rf"\s+)*(?P<n>{_COUNT_WORDS}|\d+)(?![\d.,]\d)(?:\s*(?P<stop>[:;]|[.,](?!\d)|$)|\s+(?P<noun>[a-z]+))"
+                    rf"|\b(?P<n2>{_COUNT_WORDS}|\d+)\s+(?P<noun2>[a-z]+)\s+only\b", re.I)
 
 
 def _list_count_rule(gold: str, prediction: str, question: str = "") -> Check | None:
-    """A list gold answered with "only one ..." / "just two ...": fewer items than the gold lists, and the
-    answer does not hold them all (an answer that names every item and miscounts is left to content)."""
+    """A list gold answered with "only one name: ..." / "just two hobbies": fewer items than the gold lists, of
+    the thing the question asks about, and the answer does not hold them all (an answer that names every item and
+    miscounts is left to content). What is counted must be the question's own noun ("names" in "What names has
+    ...?") or nothing ("Just one: Biscuit"), so "just one week ago", "exactly one sitting" or "only 2 pm" are no
+    claim about the list; a count after "not" ("not just one") is none either."""
     items = _items(gold)
     if len(items) < 2:
         return None
-    m = _FEWER.search(prediction)
-    if m is None:
-        return None
-    word = next(g for g in m.groups() if g).lower()
-    count = 1 if word == "a single" else int(_NUMBER_WORDS.get(word, word)) if (
-        word in _NUMBER_WORDS or word.isdigit()) else None
-    if count is None or count >= len(items) or content_recall(gold, prediction, question) == 1.0:
-        return None
-    return Check(False, "contradicts", f"says {m.group(0).strip()!r} where the gold lists {len(items)}")
+    asked = set(_content(question))
+    for m in _FEWER.finditer(prediction):
+        word = (m.group("n") or m.group("n2")).lower()
+        noun = m.group("noun") or m.group("noun2")
+        if noun is not None and _stem(noun.lower()) not in asked:
+            continue
+        count = 1 if word == "a single" else int(_NUMBER_WORDS.get(word, word)) if (
+            word in _NUMBER_WORDS or word.isdigit()) else None
+        if count is None or count >= len(items) or content_recall(gold, prediction, question) == 1.0:
+            continue
+        return Check(False, "contradicts", f"says {m.group(0).strip()!r} where the gold lists {len(items)}")
+    return None
 
 
 def _restates(question: str, prediction: str) -> bool:

@@ -214,8 +214,8 @@ def _common(c: _Counts, rows: list[dict], traces: list[_Trace | None]) -> None:
 
 
 def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str]) -> dict | None:
-    """Which firings of a method's mechanism were right, against the planted phenomena of the conversations
-    (``workbench.eval.annotations.check_run``, the generic check the method's census names);
+    """Which firings of a method's mechanism were right, against the planted (or annotated) phenomena of the
+    conversations (``workbench.eval.annotations.check_run``, the generic check the method's census names);
     ``{"checkable": False, ...}`` where a run's data carries none; None for a method with no check."""
     from .annotations import check_run, not_checkable, shipped_annotations
 
@@ -224,7 +224,7 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
     try:
         ann = shipped_annotations()
     except ValueError as exc:  # a damaged annotations file: say so, count nothing against it
-        problems.append(f"planted-phenomena annotations unreadable: {exc}")
+        problems.append(f"phenomena annotations unreadable: {exc}")
         return not_checkable([])
     convs = {str(r.get("conv_id")) for r in rows} | set(mems)
     kind, pick = spec.check

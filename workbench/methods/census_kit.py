@@ -14,8 +14,9 @@ counts what every method has (questions, failures), then runs the counters a met
 - small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape.
 
 A ``CensusSpec`` also names the counts the app header shows (``headline``), the model-output problems it lists
-beside failures (``problems``), and how the run is checked against planted phenomena (``check``: one of the
-generic checks in ``workbench.eval.annotations``, with a function that picks its input from the run).
+beside failures (``problems``), and how the run is checked against planted (or, for LoCoMo conv-26 and conv-41,
+annotated) phenomena (``check``: one of the generic checks in ``workbench.eval.annotations``, with a function that
+picks its input from the run).
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-#: the generic mechanism checks against planted phenomena (``workbench.eval.annotations``), by what they judge:
-#: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations`` (questions that went
-#: deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
+#: the generic mechanism checks against planted or annotated phenomena (``workbench.eval.annotations``), by what
+#: they judge: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations``
+#: (questions that went deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
 #: ``grouping`` (parents of a hierarchy vs planted topics and time groups), ``gaps`` (free-text gaps, listed
 #: for reading)
 CHECK_KINDS = ("edits", "escalations", "recurrence", "grouping", "gaps")
