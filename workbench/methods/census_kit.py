@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-#: the generic mechanism checks against planted or annotated phenomena (``workbench.eval.annotations``), by what
-#: they judge: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations``
-#: (questions that went deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
-#: ``grouping`` (parents of a hierarchy vs planted topics and time groups), ``gaps`` (free-text gaps, listed
-#: for reading)
+#: the generic mechanism checks against planted or annotated phenomena (``workbench.eval.annotations``), by what they
+#: judge: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations`` (questions that
+#: went deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
+#: ``grouping`` (parents of a hierarchy vs planted topics and time groups), ``gaps`` (free-text gaps, listed for
+#: reading)
 CHECK_KINDS = ("edits", "escalations", "recurrence", "grouping", "gaps")
 
 
