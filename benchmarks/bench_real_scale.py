@@ -147,7 +147,10 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
     fc = {col: fc_rows[col].mean() for col in ("query_tokens", "query_prompt_tokens")}
 
     def conv_mean(method, c, col):
-        """``method``'s mean ``col`` over its answerable questions of conversation ``c``."""
+        """``method``'s mean ``col`` over its answerable questions of conversation ``c`` (NaN for a column the rows
+        lack)."""
+        if col not in answerable.columns:
+            return math.nan
         return answerable[(answerable["method"] == method) & (answerable["conv_id"] == c)][col].mean()
 
     def fc_ratio(method, c, col):
@@ -169,6 +172,9 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
         line["per_conversation"] = {
             c: {"verdict": _num(per_conv.loc[(method, c), "mean"]), "n": int(per_conv.loc[(method, c), "count"]),
                 "query_tokens": _num(conv_mean(method, c, "query_tokens")),
+                # every row of a conversation carries that conversation's construction cost: the mean is it
+                "construction_tokens": _num(conv_mean(method, c, "construction_tokens")),
+                "construction_calls": _num(conv_mean(method, c, "construction_calls")),
                 "fc_token_ratio": fc_ratio(method, c, "query_tokens"),
                 # prompt tokens only, as AMA's Table 4 counts ("input tokens"); None for rows without usage
                 "fc_prompt_ratio": fc_ratio(method, c, "query_prompt_tokens")}
@@ -183,10 +189,25 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
                      "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
     by = {x["method"]: x for x in lines}
-    if by.get("recmem", {}).get("construction_tokens") and by.get("mem0_style", {}).get("construction_tokens"):
-        by["recmem"]["construction_vs_mem0"] = round(by["recmem"]["construction_tokens"]
-                                                     / by["mem0_style"]["construction_tokens"] - 1, 4)
+    if "recmem" in by and "mem0_style" in by:
+        vs = construction_vs_mem0(by["recmem"]["per_conversation"], by["mem0_style"]["per_conversation"])
+        if vs:
+            by["recmem"]["construction_vs_mem0"] = vs
     return lines
+
+
+def construction_vs_mem0(recmem: dict, mem0: dict) -> dict:
+    """RecMem's construction tokens and calls relative to Mem0-style's, per conversation both were recorded on
+    (``{conv: {"tokens": -0.53, "calls": ...}}``): on the same turns, never a mean over different conversations."""
+    out = {}
+    for c, r in recmem.items():
+        m = mem0.get(c) or {}
+        if not (r.get("construction_tokens") and m.get("construction_tokens")):
+            continue
+        calls = r.get("construction_calls"), m.get("construction_calls")
+        out[c] = {"tokens": round(r["construction_tokens"] / m["construction_tokens"] - 1, 4),
+                  "calls": round(calls[0] / calls[1] - 1, 4) if all(calls) else None}
+    return out
 
 
 def to_markdown(lines: list[dict]) -> str:
@@ -229,9 +250,12 @@ def anchors_markdown(lines: list[dict]) -> str:
             prompt = f"; prompt tokens only (the papers' input tokens): {prompt}" if prompt else ""
             out.append(f"- **{x['method']}** query tokens ÷ Full-Context's: {per}{prompt} "
                        f"(paper: {anchor['fc_token_ratio']:.3f}, {anchor['text']})")
-        if "construction_vs_mem0" in x:
-            out.append(f"- **recmem** construction tokens vs Mem0-style's on the same turns: "
-                       f"{x['construction_vs_mem0']:+.1%} (paper: {anchor.get('text', 'up to -87 %')})")
+        if x.get("construction_vs_mem0"):
+            per = " · ".join(f"{c}: {d['tokens']:+.1%} tokens" + (f", {d['calls']:+.1%} calls" if d.get("calls")
+                                                                   is not None else "")
+                             for c, d in x["construction_vs_mem0"].items())
+            out.append(f"- **recmem** construction vs Mem0-style's on the same turns (the conversations both were "
+                       f"recorded on): {per} (paper: {anchor.get('text', 'up to -87 %')})")
     return "\n".join(out) or "_no method with a paper anchor among the replayed ones_"
 
 

@@ -449,7 +449,8 @@ def test_real_scale_table_has_per_conversation_verdicts_and_a_clustered_ci(tmp_p
     assert line["verdict"] == pytest.approx(0.6) and line["n"] == 10
     assert line["per_conversation"]["conv-30"]["verdict"] == pytest.approx(0.4)
     assert line["per_conversation"]["conv-26"] == {"verdict": pytest.approx(0.8), "n": 5, "query_tokens": 100.0,
-                                                   "fc_token_ratio": None, "fc_prompt_ratio": None}
+                                                   "fc_token_ratio": None, "fc_prompt_ratio": None,
+                                                   "construction_tokens": 0.0, "construction_calls": None}
     assert line["attribution"] == {"correct": 4}
     lo, hi = line["verdict_ci"]
     assert lo is not None and lo <= 0.6 <= hi
@@ -479,3 +480,19 @@ def test_the_anchors_give_the_prompt_only_ratio_beside_the_total_when_answers_ke
     assert ama["per_conversation"]["conv-30"]["fc_token_ratio"] == pytest.approx(0.396, abs=1e-3)
     text = anchors_markdown(lines)
     assert "conv-30: 0.396; prompt tokens only (the papers' input tokens): conv-30: 0.150 (paper: 0.194" in text
+
+
+def test_recmem_against_mem0_style_is_measured_only_on_the_conversations_both_have():
+    """RecMem recorded over conv-30 and conv-26, Mem0-style over conv-30 only: the ratio is conv-30's, not RecMem's
+    two-conversation mean over Mem0-style's one (which had moved it from -53.1 % to -55.7 %)."""
+    from benchmarks.bench_real_scale import anchors_markdown, construction_vs_mem0
+
+    rec = {"conv-30": {"construction_tokens": 225167, "construction_calls": 194},
+           "conv-26": {"construction_tokens": 199793, "construction_calls": 158}}
+    mem0 = {"conv-30": {"construction_tokens": 479977, "construction_calls": 763}}
+    vs = construction_vs_mem0(rec, mem0)
+    assert list(vs) == ["conv-30"] and vs["conv-30"]["tokens"] == pytest.approx(225167 / 479977 - 1, abs=1e-4)
+    assert vs["conv-30"]["calls"] == pytest.approx(194 / 763 - 1, abs=1e-4)
+    md = anchors_markdown([{"method": "recmem", "construction_vs_mem0": vs}])
+    assert "conv-30: -53.1% tokens, -74.6% calls" in md and "conv-26" not in md
+    assert construction_vs_mem0(rec, {}) == {}
