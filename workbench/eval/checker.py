@@ -226,7 +226,7 @@ def _polarity_rule(gold: str, prediction: str, question: str = "") -> Check | No
     return Check(True, "right", f"answers {'yes' if want else 'no'} like the gold")
 
 
-_COUNT_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a single"
+_COUNT_WORDS = "|".join(w for w in _NUMBER_WORDS if w != "zero") + "|a single"  # the number rule's words
 #: "only / just / exactly (had) N", then what is counted: a colon, the end of a clause, or a noun; "N <noun> only"
 _FEWER = re.compile(rf"(?<!\bnot )\b(?:only|just|exactly|solely)\s+(?:(?:ever\s+)?(?:had|has|have|been|was|were|is|are)"
                     rf"\s+)*(?P<n>{_COUNT_WORDS}|\d+)(?![\d.,]\d)(?:\s*(?P<stop>[:;]|[.,](?!\d)|$)|\s+(?P<noun>[a-z]+))"
