@@ -591,6 +591,16 @@ def test_a_run_without_annotations_is_not_checkable_rather_than_silent():
     assert checked["checkable"] is False and "conv-30" in checked["why"]
 
 
+def test_the_not_checkable_reason_names_the_annotated_conversations_it_read():
+    from workbench.eval.annotations import ConversationAnnotations, not_checkable
+
+    ann = {"conv-99": ConversationAnnotations("conv-99", origin="annotated"),
+           "s1": ConversationAnnotations("s1", origin="planted")}
+    why = not_checkable(["conv-7"], ann)["why"]
+    assert "for conv-7" in why and "annotated: conv-99" in why and "planted: s1" in why
+    assert "could not be read" in not_checkable(["conv-7"])["why"]
+
+
 def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_none():
     """Real-scale runs are checkable where a LoCoMo conversation is annotated (read, not planted: the line says
     so); conv-30 stays unannotated, kept apart for the verdicts."""

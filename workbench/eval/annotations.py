@@ -213,12 +213,17 @@ def shipped_annotations() -> dict[str, ConversationAnnotations]:
     return _CACHE[key]
 
 
-def not_checkable(conv_ids: Iterable[str]) -> dict:
-    ids = sorted(set(conv_ids))
-    return {"checkable": False,
-            "why": f"no phenomena annotated for {', '.join(ids) or 'this run'} (annotated: the project's own "
-                   "sample conversations, sample_data/annotations.json, and LoCoMo conv-26 and conv-41, "
-                   "sample_data/labels/locomo_phenomena.json; conv-30 is kept apart)"}
+def not_checkable(conv_ids: Iterable[str], ann: Mapping[str, ConversationAnnotations] | None = None) -> dict:
+    """The check result of a run none of whose conversations carries phenomena; its reason names the
+    conversations that do (read from ``ann``), or says the annotation files could not be read (``ann`` None)."""
+    ids = ", ".join(sorted(set(conv_ids))) or "this run"
+    if ann is None:
+        return {"checkable": False, "why": f"no phenomena checked for {ids}: the annotation files could not be read"}
+    by_origin = {o: sorted(c for c, a in ann.items() if a.origin == o) for o in ORIGINS}
+    files = {"planted": "sample_data/annotations.json", "annotated": "sample_data/labels/locomo_phenomena.json"}
+    named = "; ".join(f"{o}: {', '.join(cs) if len(cs) <= 3 else f'{len(cs)} conversations'} in {files[o]}"
+                      for o, cs in by_origin.items() if cs) or "none"
+    return {"checkable": False, "why": f"no phenomena annotated for {ids} ({named}; LoCoMo conv-30 is kept apart)"}
 
 
 def phenomena_word(ann: Mapping[str, ConversationAnnotations], convs: Iterable[str]) -> str:
@@ -270,7 +275,7 @@ def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[st
     """Right / wrong edits at ingestion and missed updates / forget requests (see the module docstring)."""
     convs = [c for c in events_by_conv if c in ann]
     if not convs:
-        return not_checkable(events_by_conv)
+        return not_checkable(events_by_conv, ann)
     right, wrong, missed_updates, missed_forgets = [], [], [], []
     for cid in convs:
         a, events = ann[cid], events_by_conv[cid]
@@ -304,7 +309,7 @@ def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str
     the light path answered alone (missed). ``deep_by_question``: qa id -> went deep."""
     asked = {q: conv_of.get(q) for q in deep_by_question}
     if not any(c in ann for c in asked.values()):
-        return not_checkable(set(asked.values()) - {None})
+        return not_checkable(set(asked.values()) - {None}, ann)
     # only the questions of annotated conversations: a deep escalation elsewhere is unchecked, not "unneeded"
     deep_by_question = {q: d for q, d in deep_by_question.items() if asked[q] in ann}
     multi = {m["qa_id"] for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
@@ -331,7 +336,7 @@ def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
     """Episodes on a planted recurrence or off it (see the module docstring)."""
     convs = [c for c in episodes_by_conv if c in ann]
     if not convs:
-        return not_checkable(episodes_by_conv)
+        return not_checkable(episodes_by_conv, ann)
     on, off = [], []
     for cid in convs:
         a = ann[cid]
@@ -353,7 +358,7 @@ def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[s
     not (mixed)."""
     convs = [c for c in tree_by_conv if c in ann]
     if not convs:
-        return not_checkable(tree_by_conv)
+        return not_checkable(tree_by_conv, ann)
     coherent, mixed = [], []
     for cid in convs:
         nodes = {n.get("id"): n for n in tree_by_conv[cid] if isinstance(n, Mapping)}
@@ -380,16 +385,16 @@ def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, co
     reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations."""
     convs = set(convs)
     if kind == "edits":
-        return _unchecked(check_edits(data, ann), convs, ann) if data else not_checkable(convs)
+        return _unchecked(check_edits(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "escalations":
         return _unchecked(check_escalations(data or {}, conv_of, ann), convs, ann)
     if kind == "recurrence":
-        return _unchecked(check_recurrence(data, ann), convs, ann) if data else not_checkable(convs)
+        return _unchecked(check_recurrence(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "grouping":
-        return _unchecked(check_grouping(data, ann), convs, ann) if data else not_checkable(convs)
+        return _unchecked(check_grouping(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "gaps":
         if not any(c in ann for c in convs):
-            return not_checkable(convs)
+            return not_checkable(convs, ann)
         gaps = (entry.get("counts") or {}).get("gaps_opened")
         w = phenomena_word(ann, convs)
         return {"checkable": True, "phenomena": w, "gaps_opened": gaps,
