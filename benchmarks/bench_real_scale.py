@@ -273,7 +273,37 @@ def verdict_markdown() -> str:
         lines.append("- " + verdict_note(f"{model} as judge (its recorded verdicts)",
                                          audit_on_labels([a for a in labels if a.judge_model == model],
                                                          recorded_judge)))
+    per = per_method_audit(labels)
+    if per:
+        judges = ", ".join(sorted({a.judge_model for a in labels if a.source == "real_scale" and a.judge_model}))
+        lines += ["", "Per method, on its own labelled answers at real scale (a judge that accepts more of one "
+                  "method's wrong answers than another's reorders them):", "",
+                  "| method | labelled answers (conversations) | right by the readers | checker: accepts wrong · "
+                  f"rejects right | judge ({judges}, recorded): accepts wrong · rejects right | "
+                  "F1 >= 0.5: accepts wrong · rejects right |",
+                  "|---|---|---|---|---|---|"]
+        frac = lambda d: f"{d['k']}/{d['n']}" + (f" ({d['k'] / d['n']:.0%})" if d["n"] else "")  # noqa: E731
+        for m, r in per.items():
+            cells = [f"{frac(r[s]['false_accept'])} · {frac(r[s]['false_reject'])}" for s in ("checker", "judge", "f1")]
+            lines.append(f"| {m} | {r['n']} ({', '.join(r['conversations'])}) | {r['right']} | " + " | ".join(cells)
+                         + " |")
     return "\n".join(lines)
+
+
+def per_method_audit(labels) -> dict:
+    """Each method's labelled real-scale answers audited separately: the checker, the recorded judge and F1 >= 0.5
+    (``{method: {"n", "right", "conversations", "checker"|"judge"|"f1": audit}}``)."""
+    from workbench.eval.label_audit import (audit_on_labels, checker_source, f1_source, recorded_judge,
+                                            shipped_entities)
+
+    sources = {"checker": checker_source(shipped_entities()), "judge": recorded_judge, "f1": f1_source()}
+    out = {}
+    for m in sorted({a.method for a in labels if a.source == "real_scale"}):
+        mine = [a for a in labels if a.source == "real_scale" and a.method == m]
+        out[m] = {"n": len(mine), "right": sum(a.right for a in mine),
+                  "conversations": sorted({a.conv_id for a in mine}),
+                  **{k: audit_on_labels(mine, src) for k, src in sources.items()}}
+    return out
 
 
 def mechanisms_markdown(replays: list[dict]) -> str:

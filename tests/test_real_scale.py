@@ -496,3 +496,27 @@ def test_recmem_against_mem0_style_is_measured_only_on_the_conversations_both_ha
     md = anchors_markdown([{"method": "recmem", "construction_vs_mem0": vs}])
     assert "conv-30: -53.1% tokens, -74.6% calls" in md and "conv-26" not in md
     assert construction_vs_mem0(rec, {}) == {}
+
+
+def test_each_method_s_labelled_answers_are_audited_on_their_own():
+    """A judge that accepts one method's wrong answers more often than another's shows it per method."""
+    from benchmarks.bench_real_scale import per_method_audit
+    from workbench.eval.labels import LabelledAnswer
+
+    def a(i, method, right, judge):
+        return LabelledAnswer(id=f"real_scale/{method}/c/q{i}", source="real_scale", dataset="d", conv_id="c",
+                              qa_id=f"c/q{i}", category=1, question="Who came?", gold="Anna",
+                              prediction="Anna" if right else "Bob", method=method,
+                              lenient="right" if right else "wrong", strict="right" if right else "wrong",
+                              kind="right" if right else "wrong_entity", judge_label=judge, judge_model="m")
+
+    labels = [a(0, "x", False, "CORRECT"), a(1, "x", False, "CORRECT"), a(2, "x", True, "CORRECT"),
+              a(3, "y", False, "WRONG"), a(4, "y", False, "CORRECT"), a(5, "y", True, "WRONG"),
+              LabelledAnswer(id="demo/z/s/q0", source="demo", dataset="d", conv_id="s", qa_id="s/q0", category=1,
+                             question="q", gold="g", prediction="p", method="z", lenient="wrong", strict="wrong",
+                             kind="vague")]
+    per = per_method_audit(labels)
+    assert list(per) == ["x", "y"]  # the demo's answers are not real scale
+    assert (per["x"]["judge"]["false_accept"]["k"], per["x"]["judge"]["false_accept"]["n"]) == (2, 2)
+    assert (per["y"]["judge"]["false_accept"]["k"], per["y"]["judge"]["false_reject"]["k"]) == (1, 1)
+    assert per["x"]["checker"]["false_accept"]["k"] == 0 and per["y"]["right"] == 1
