@@ -5,9 +5,9 @@ deterministic checker (the default offline verdict, ``workbench.eval.checker``),
 rule), gold content recall alone, each LLM judge from the verdicts it recorded when the answers were made, and the
 judge-and-checker variant. Per source: agreement with the lenient labels, false-accept and false-reject rates with
 Wilson 95 % intervals, the rank correlation of methods (Spearman, per run), false accepts per kind of wrong answer,
-and the cost per verdict. Also per source of answers (the demo, the 0.5B demo, each LoCoMo conversation), so a
-conversation labelled after the checker's rules were written reads as the held-out figure it is, and the agreement
-of the blind second readings.
+and the cost per verdict. Also per source of answers (the demo, the 0.5B demo, each method over each LoCoMo
+conversation), so a batch labelled after the checker's rules were written reads as the held-out figure it is, and
+the agreement of the blind second readings.
 
 Writes ``benchmarks/results/verdicts.json``; ``run_all`` puts its table in SUMMARY.md.
 Usage: python -m benchmarks.bench_verdicts
@@ -38,7 +38,7 @@ def run() -> dict:
     checker = checker_source(shipped_entities())
     groups: dict[str, list] = {}
     for a in labels:
-        key = a.source if a.source != "real_scale" else f"LoCoMo {a.conv_id}"
+        key = a.source if a.source != "real_scale" else f"LoCoMo {a.conv_id}, {a.method}"  # one labelled batch
         groups.setdefault(key, []).append(a)
     by_group = []
     for key, items in sorted(groups.items()):
