@@ -101,6 +101,15 @@ def test_numbers_yes_no_and_lists():
                             "pottery").correct
 
 
+def test_a_possessive_of_the_question_s_own_name_is_not_gold_content():
+    """Gold "Melanie's daughter" for "Whose birthday did Melanie celebrate?": the name is asked, the daughter is the
+    answer; "Melanie's birthday" held 50 % of the gold while "Melanie's" counted as a word of its own."""
+    q, gold = "Whose birthday did Melanie celebrate recently?", "Melanie's daughter"
+    assert not check_answer(q, gold, "Melanie's birthday was celebrated with a concert.").correct
+    assert check_answer(q, gold, "Her daughter's birthday.").correct
+    assert content_recall("Caroline’s mom", "her mom", "Who visited Caroline?") == 1.0  # curly apostrophe too
+
+
 def test_a_list_answer_that_denies_the_other_items_is_wrong():
     """Half a list is right under the protocol only when none is wrong: "only one name: Biscuit" for gold
     "Biscuit, Pilot" denies Pilot (the MemR3 A/B's paper-profile answer the checker used to accept at 50 %)."""

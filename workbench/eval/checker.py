@@ -23,7 +23,7 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    question's own noun, or nothing ("Just one: Biscuit"). It fires on none of the labelled answers: it rests on
    the protocol's wording and the MemR3 A/B answer that prompted it, not on a measured rate.
 7. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
-   own words left out) that the answer contains; a list gold counts items, an item being present when most of its
+   own words left out, a possessive read as its noun: "Melanie's" is Melanie) that the answer contains; a list gold counts items, an item being present when most of its
    words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
 
 The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
@@ -97,8 +97,11 @@ def abstains(text: str) -> bool:
     return says_abstain(text) and len(_content(text)) <= 12
 
 
+_POSSESSIVE = re.compile(r"['’]s$")  # "Melanie's" is Melanie: the question's own name, not new content
+
+
 def _content(text: str, drop: frozenset = frozenset()) -> list[str]:
-    words = [w.strip("'\"`;:()[]{}*-") for w in simple_tokenize(text)]
+    words = [_POSSESSIVE.sub("", w).strip("'’\"`;:()[]{}*-") for w in simple_tokenize(text)]
     words = [_NUMBER_WORDS.get(w, w) for w in words]
     return [_stem(w) for w in words if w and w not in _STOP and _stem(w) not in drop]
 
