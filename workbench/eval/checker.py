@@ -23,8 +23,9 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    question's own noun, or nothing ("Just one: Biscuit"). It fires on none of the labelled answers: it rests on
    the protocol's wording and the MemR3 A/B answer that prompted it, not on a measured rate.
 7. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
-   own words left out, a possessive read as its noun: "Melanie's" is Melanie) that the answer contains; a list gold counts items, an item being present when most of its
-   words are. Right when recall >= ``RECALL_THRESHOLD``, else ``vague``.
+   own words left out, a possessive read as its noun: "Melanie's" is Melanie) that the answer contains; a list
+   gold counts items, an item being present when most of its words are. Right when recall >=
+   ``RECALL_THRESHOLD``, else ``vague``.
 
 The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
 judge-audit``, the "checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the
