@@ -185,6 +185,11 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
         line.update({"construction_calls": sum(r["construction_calls"] for r in mine),
                      "attribution": dict(attribution_counts), "misses": sum(sum(r["misses"].values()) for r in mine),
                      "recording_wall_s": sum(r.get("wall_s") or 0 for r in recs) or None,
+                     # CPU seconds of the recorder's subprocesses; a recording begun before the recorder measured
+                     # them (or without a figure) makes the sum a lower bound
+                     "recording_cpu_s": sum(r.get("cpu_s") or 0 for r in recs) or None,
+                     # (an entry from before the recorder said whether its count is whole is taken as partial)
+                     "recording_cpu_partial": any(not r.get("cpu_s") or r.get("cpu_partial", True) for r in recs),
                      "recording_calls": sum(r.get("cassette_entries") or 0 for r in recs) or None,
                      "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
@@ -217,12 +222,14 @@ def to_markdown(lines: list[dict]) -> str:
     head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | judge acc. (audited FA) | "
             "evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | "
             "failure attribution | "
-            "recorded in | paper's anchor |")
+            "recorded in: wall (CPU) | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
     for x in lines:
         fa = "" if x["judge_false_accept"] is None else f" ({x['judge_false_accept']:.0%})"
         wall = "–" if not x["recording_wall_s"] else f"{x['recording_wall_s'] / 60:.0f} min"
+        if x.get("recording_cpu_s"):
+            wall += f" (CPU {'>= ' if x.get('recording_cpu_partial') else ''}{x['recording_cpu_s'] / 60:.0f} min)"
         lo, hi = x.get("verdict_ci") or [None, None]
         ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
         per = " · ".join(f"{c}: {fmt(p['verdict'])} (n {p['n']})" for c, p in (x.get("per_conversation") or {}).items())

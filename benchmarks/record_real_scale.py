@@ -20,8 +20,9 @@ whose every planned question has a stored row is published: its cassette is copi
 figures (wall time summed over sessions, calls, live calls) go to
 ``benchmarks/results/real_scale_recordings.json``. Committing is left to the person running it.
 
-Wall time survives a killed session: a heartbeat adds the elapsed seconds to ``runs/real_scale/wall.json``
-every minute.
+Wall and CPU time survive a killed session: a heartbeat adds the elapsed seconds to ``runs/real_scale/wall.json``
+and the running subprocess's CPU seconds to ``runs/real_scale/cpu.json`` every minute. A recording begun before
+its CPU was sampled this way publishes ``cpu_partial`` (its CPU figure is a lower bound).
 
 Usage: python -m benchmarks.record_real_scale [--methods naive_rag full_context ...] [--model NAME]
 """
@@ -45,6 +46,7 @@ PUBLISHED = ROOT / "sample_data" / "cassettes" / "locomo"
 RECORDINGS = ROOT / "benchmarks" / "results" / "real_scale_recordings.json"
 CONVERSATION = "conv-30"  # the first conversation recorded; ``--conversation`` records another (main sets this)
 CATEGORIES = "1,2,3,4"
+FROM_START = "_measured_from_start"  # cpu.json: the run tags whose CPU seconds were sampled from their first call
 #: the issue's staged order: cheap to build first, then RecMem with the Mem0-style reference, then AMA
 ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_style", "ama")
 
@@ -88,13 +90,27 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 class Heartbeat:
-    """Adds elapsed wall seconds for ``method`` to ``wall.json`` every ``every`` s and at stop."""
+    """Adds elapsed wall seconds for ``method`` to ``wall.json`` every ``every`` s and at stop, and the CPU seconds
+    of the subprocess it watches (``watch``) to ``cpu.json``: both survive a session killed mid-recording."""
 
     def __init__(self, method: str, every: float = 60.0):
         self.method, self.every = method, every
         self._last = time.monotonic()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._seen = 0.0  # CPU seconds of the watched process already added
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def watch(self, pid: int) -> None:
+        with self._lock:
+            self._pid, self._seen = pid, 0.0
+
+    def unwatch(self) -> float:
+        """Stop sampling; the CPU seconds already added for the process (the rest is the caller's to add)."""
+        with self._lock:
+            self._pid, seen, self._seen = None, self._seen, 0.0
+        return seen
 
     def _flush(self) -> None:
         now = time.monotonic()
@@ -104,6 +120,11 @@ class Heartbeat:
         data[key] = round(data.get(key, 0.0) + now - self._last, 1)
         self._last = now
         _write_json(path, data)
+        with self._lock:
+            cpu = _process_cpu(self._pid) if self._pid is not None else None
+            if cpu is not None and cpu > self._seen:
+                _add_cpu(self.method, cpu - self._seen)
+                self._seen = cpu
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
@@ -117,6 +138,18 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         self._flush()
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system, with its waited-for children) a running process has used so far, read from
+    ``/proc`` (Linux); None where there is no ``/proc`` or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        ticks = sum(int(x) for x in fields[11:15])  # fields 14-17 of proc(5): utime stime cutime cstime
+    except (OSError, IndexError, ValueError):
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def cassette_counts(path: Path) -> int:
@@ -167,6 +200,8 @@ def record(method: str, model: str | None) -> int:
     status, else 0."""
     cassette = WORK / "cassettes" / cassette_name(method)
     cassette.parent.mkdir(parents=True, exist_ok=True)
+    if not cassette.exists() and not (PUBLISHED / partial_name(method)).exists():
+        _mark_cpu_from_start(method)  # a fresh recording: its CPU is counted from its first call
     seeded = seed_cassette(method)
     if seeded:
         print(f"{method}: cassette seeded from {seeded.name}", flush=True)
@@ -182,14 +217,17 @@ def record(method: str, model: str | None) -> int:
     from workbench.llm.default import STATE_CACHE_ENV
 
     env = {k: v for k, v in os.environ.items() if k != STATE_CACHE_ENV}  # see the docstring: not for long runs
-    with Heartbeat(method):
+    with Heartbeat(method) as beat:
         for extra in (["--out", str((WORK / f"{run_tag(method)}-answers").relative_to(ROOT))],
                       ["--out", str((WORK / run_tag(method)).relative_to(ROOT)), "--judge", "same"]):
             cmd = base + extra
             print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
             before = _children_cpu()
-            rc = subprocess.call(cmd, env=env, cwd=ROOT)
-            _add_cpu(method, _children_cpu() - before)
+            proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+            beat.watch(proc.pid)
+            rc = proc.wait()
+            seen = beat.unwatch()  # what the heartbeat already added while it ran
+            _add_cpu(method, max(0.0, _children_cpu() - before - seen))
             if rc != 0:
                 return rc
     return 0
@@ -201,6 +239,15 @@ def _children_cpu() -> float:
 
     use = resource.getrusage(resource.RUSAGE_CHILDREN)
     return use.ru_utime + use.ru_stime
+
+
+def _mark_cpu_from_start(method: str) -> None:
+    """Note in ``cpu.json`` that ``method``'s recording is measured from its start (``FROM_START``); one begun
+    before the recorder measured CPU, or before it sampled a running subprocess, publishes ``cpu_partial``."""
+    path = WORK / "cpu.json"
+    data = _load_json(path)
+    data[FROM_START] = sorted({*data.get(FROM_START, []), run_tag(method)})
+    _write_json(path, data)
 
 
 def _add_cpu(method: str, seconds: float) -> None:
@@ -242,6 +289,7 @@ def publish(method: str, model: str | None) -> dict:
              "questions": len(stored_ids(method)), "model": ", ".join(cassette_models(dst)) or model or "unknown",
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(run_tag(method)),
              "cpu_s": _load_json(WORK / "cpu.json").get(run_tag(method)),
+             "cpu_partial": run_tag(method) not in _load_json(WORK / "cpu.json").get(FROM_START, []),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "machine": {"cpu_count": os.cpu_count()},

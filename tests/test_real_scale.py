@@ -3,7 +3,9 @@ outputs, and the MiniLM batch path giving the same vectors as before."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 import types
 
 import numpy as np
@@ -261,10 +263,13 @@ def test_real_scale_table_markdown_names_model_audit_and_anchor():
             "attribution": {"correct": 20, "retrieval_miss": 41, "reading_miss": 20},
             "paper_anchor": ANCHORS["hymem"]["text"]}
     md = to_markdown([line, {**line, "method": "naive_rag", "model": None, "accuracy": None,
-                             "judge_false_accept": None, "recording_wall_s": None, "paper_anchor": None}])
+                             "judge_false_accept": None, "recording_wall_s": None, "paper_anchor": None},
+                      {**line, "method": "recmem", "recording_cpu_s": 3000, "recording_cpu_partial": False},
+                      {**line, "method": "ama", "recording_cpu_s": 1200, "recording_cpu_partial": True}])
     rows = md.splitlines()
-    assert len(rows) == 4 and all(r.count("|") == rows[0].count("|") for r in rows)
+    assert len(rows) == 6 and all(r.count("|") == rows[0].count("|") for r in rows)
     assert "qwen2.5-coder-0.5b" in rows[2] and "0.500 (45%)" in rows[2] and "90 min" in rows[2]
+    assert "| 90 min (CPU 50 min) |" in rows[4] and "| 90 min (CPU >= 20 min) |" in rows[5]
     assert "7.0 %" in rows[2] and "0.251" in rows[2]
     assert "retrieval_miss 41 · correct 20 · reading_miss 20" in rows[2]
     assert "| – |" in rows[3]  # no judge accuracy: a dash, not 0
@@ -326,7 +331,16 @@ def test_real_scale_recordings_bound_the_loop_prone_roles(monkeypatch):
     monkeypatch.setattr(rrs.Heartbeat, "__enter__", lambda self: self)
     monkeypatch.setattr(rrs.Heartbeat, "__exit__", lambda self, *exc: None)
     calls = []
-    monkeypatch.setattr(rrs.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 0)
+
+    class FakeChild:
+        def __init__(self, cmd, **kw):
+            calls.append(cmd)
+            self.pid = -1
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(rrs.subprocess, "Popen", FakeChild)
     try:
         assert rrs.record("memr3", None) == 0
     finally:
@@ -520,3 +534,38 @@ def test_each_method_s_labelled_answers_are_audited_on_their_own():
     assert (per["x"]["judge"]["false_accept"]["k"], per["x"]["judge"]["false_accept"]["n"]) == (2, 2)
     assert (per["y"]["judge"]["false_accept"]["k"], per["y"]["judge"]["false_reject"]["k"]) == (1, 1)
     assert per["x"]["checker"]["false_accept"]["k"] == 0 and per["y"]["right"] == 1
+
+
+def test_the_recorders_cpu_seconds_are_sampled_while_a_subprocess_runs(recorder, monkeypatch):
+    """A session killed mid-recording keeps the CPU seconds sampled so far (they used to be added only when the
+    subprocess ended); a recording begun before that publishes its CPU figure as a lower bound."""
+    rrs, answered = recorder
+    rrs.WORK.mkdir(parents=True, exist_ok=True)
+    used = iter([2.0, 5.0, 5.0])
+    monkeypatch.setattr(rrs, "_process_cpu", lambda pid: next(used))
+    beat = rrs.Heartbeat("hmem")
+    beat.watch(1234)
+    beat._flush()
+    beat._flush()
+    assert json.loads((rrs.WORK / "cpu.json").read_text())["hmem"] == 5.0
+    assert beat.unwatch() == 5.0  # record() adds only what the finished process used beyond it
+    beat._flush()  # nothing watched: nothing added
+    assert json.loads((rrs.WORK / "cpu.json").read_text())["hmem"] == 5.0
+    rrs._mark_cpu_from_start("naive_rag")
+    answered["naive_rag"] = answered["hmem"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "naive_rag", "hmem"]) == 0
+    rec = json.loads(rrs.RECORDINGS.read_text())["recordings"]
+    assert rec["naive_rag"]["cpu_partial"] is False and rec["hmem"]["cpu_partial"] is True
+    assert rec["hmem"]["cpu_s"] == 5.0
+
+
+def test_a_running_process_cpu_is_read_from_proc():
+    from benchmarks import record_real_scale as rrs
+
+    if not os.path.exists(f"/proc/{os.getpid()}/stat"):
+        pytest.skip("no /proc on this system")
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.2:
+        pass
+    assert rrs._process_cpu(os.getpid()) >= 0.15
+    assert rrs._process_cpu(2 ** 22 + 12345) is None  # no such process
