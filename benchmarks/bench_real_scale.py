@@ -51,6 +51,8 @@ ANCHORS = {
     "ama": {"fc_token_ratio": 0.194, "text": "~19.4 % of Full-Context's tokens (3,613 of 18,625, K_r=2)"},
     "recmem": {"construction_vs_mem0": -0.87, "text": "up to 87 % fewer construction tokens than Mem0"},
 }
+#: labelled wrong answers of a method needed before its own judge false-accept rate is shown beside the overall one
+MIN_OWN_WRONG = 30
 COLUMNS = ["n", "f1", "accuracy", "judge_false_accept", "evidence_recall", "turns_shown", "query_tokens",
            "fc_token_ratio", "construction_tokens", "errors"]
 
@@ -194,6 +196,12 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
                      "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
     by = {x["method"]: x for x in lines}
+    from workbench.eval.label_audit import shipped_labels
+
+    for m, audit in per_method_audit(shipped_labels()).items():  # the judge on this method's own wrong answers
+        fa = audit["judge"]["false_accept"]
+        if m in by and fa["n"] >= MIN_OWN_WRONG:
+            by[m]["judge_false_accept_own"] = {"rate": fa["rate"], "k": fa["k"], "n": fa["n"]}
     if "recmem" in by and "mem0_style" in by:
         vs = construction_vs_mem0(by["recmem"]["per_conversation"], by["mem0_style"]["per_conversation"])
         if vs:
@@ -219,14 +227,16 @@ def to_markdown(lines: list[dict]) -> str:
     """The real-scale table as Markdown (SUMMARY.md and the README quote it)."""
     if not lines:
         return "_no whole-conversation recording published yet_"
-    head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | judge acc. (audited FA) | "
-            "evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | "
+    head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | "
+            "judge acc. (audited FA; on its own labelled answers) | evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | "
             "failure attribution | "
             "recorded in: wall (CPU) | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
     for x in lines:
-        fa = "" if x["judge_false_accept"] is None else f" ({x['judge_false_accept']:.0%})"
+        fa = "" if x["judge_false_accept"] is None else f" ({x['judge_false_accept']:.0%}"
+        own = x.get("judge_false_accept_own")
+        fa += (f"; its own: {own['rate']:.0%} of {own['n']} wrong)" if own else ")") if fa else ""
         wall = "–" if not x["recording_wall_s"] else f"{x['recording_wall_s'] / 60:.0f} min"
         if x.get("recording_cpu_s"):
             wall += f" (CPU {'>= ' if x.get('recording_cpu_partial') else ''}{x['recording_cpu_s'] / 60:.0f} min)"

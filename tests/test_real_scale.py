@@ -265,11 +265,13 @@ def test_real_scale_table_markdown_names_model_audit_and_anchor():
     md = to_markdown([line, {**line, "method": "naive_rag", "model": None, "accuracy": None,
                              "judge_false_accept": None, "recording_wall_s": None, "paper_anchor": None},
                       {**line, "method": "recmem", "recording_cpu_s": 3000, "recording_cpu_partial": False},
-                      {**line, "method": "ama", "recording_cpu_s": 1200, "recording_cpu_partial": True}])
+                      {**line, "method": "ama", "recording_cpu_s": 1200, "recording_cpu_partial": True,
+                       "judge_false_accept_own": {"rate": 0.89, "k": 105, "n": 118}}])
     rows = md.splitlines()
     assert len(rows) == 6 and all(r.count("|") == rows[0].count("|") for r in rows)
     assert "qwen2.5-coder-0.5b" in rows[2] and "0.500 (45%)" in rows[2] and "90 min" in rows[2]
     assert "| 90 min (CPU 50 min) |" in rows[4] and "| 90 min (CPU >= 20 min) |" in rows[5]
+    assert "0.500 (45%; its own: 89% of 118 wrong)" in rows[5] and "0.500 (45%) |" in rows[4]
     assert "7.0 %" in rows[2] and "0.251" in rows[2]
     assert "retrieval_miss 41 · correct 20 · reading_miss 20" in rows[2]
     assert "| – |" in rows[3]  # no judge accuracy: a dash, not 0
