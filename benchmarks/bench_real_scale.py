@@ -228,9 +228,8 @@ def to_markdown(lines: list[dict]) -> str:
     if not lines:
         return "_no whole-conversation recording published yet_"
     head = ("| method | model | n | verdict [95% CI] | per conversation | F1 | "
-            "judge acc. (audited FA; on its own labelled answers) | evidence recall | query tok/q | ÷ Full-Context | construction tok (calls) | errors | "
-            "failure attribution | "
-            "recorded in: wall (CPU) | paper's anchor |")
+            "judge acc. (audited FA; on its own labelled answers) | evidence recall | query tok/q | ÷ Full-Context | "
+            "construction tok (calls) | errors | failure attribution | recorded in: wall (CPU) | paper's anchor |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
     for x in lines:
