@@ -196,9 +196,9 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
                      "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
     by = {x["method"]: x for x in lines}
-    from workbench.eval.label_audit import shipped_labels
+    from workbench.eval.label_audit import audit_by_method, shipped_labels
 
-    for m, audit in per_method_audit(shipped_labels()).items():  # the judge on this method's own wrong answers
+    for m, audit in audit_by_method(shipped_labels()).items():  # the judge on this method's own wrong answers
         fa = audit["judge"]["false_accept"]
         if m in by and fa["n"] >= MIN_OWN_WRONG:
             by[m]["judge_false_accept_own"] = {"rate": fa["rate"], "k": fa["k"], "n": fa["n"]}
@@ -277,8 +277,8 @@ def anchors_markdown(lines: list[dict]) -> str:
 
 def verdict_markdown() -> str:
     """How far the table's verdict and its alternatives agree with careful readers (the labelled set)."""
-    from workbench.eval.label_audit import (audit_on_labels, checker_audit, f1_source, recorded_judge,
-                                            shipped_labels, verdict_note)
+    from workbench.eval.label_audit import (audit_by_method, audit_on_labels, checker_audit, f1_source,
+                                            recorded_judge, shipped_labels, verdict_note)
 
     labels = shipped_labels()
     if not labels:
@@ -289,7 +289,7 @@ def verdict_markdown() -> str:
         lines.append("- " + verdict_note(f"{model} as judge (its recorded verdicts)",
                                          audit_on_labels([a for a in labels if a.judge_model == model],
                                                          recorded_judge)))
-    per = per_method_audit(labels)
+    per = audit_by_method(labels)
     if per:
         judges = ", ".join(sorted({a.judge_model for a in labels if a.source == "real_scale" and a.judge_model}))
         lines += ["", "Per method, on its own labelled answers at real scale (a judge that accepts more of one "
@@ -304,22 +304,6 @@ def verdict_markdown() -> str:
             lines.append(f"| {m} | {r['n']} ({', '.join(r['conversations'])}) | {r['right']} | " + " | ".join(cells)
                          + " |")
     return "\n".join(lines)
-
-
-def per_method_audit(labels) -> dict:
-    """Each method's labelled real-scale answers audited separately: the checker, the recorded judge and F1 >= 0.5
-    (``{method: {"n", "right", "conversations", "checker"|"judge"|"f1": audit}}``)."""
-    from workbench.eval.label_audit import (audit_on_labels, checker_source, f1_source, recorded_judge,
-                                            shipped_entities)
-
-    sources = {"checker": checker_source(shipped_entities()), "judge": recorded_judge, "f1": f1_source()}
-    out = {}
-    for m in sorted({a.method for a in labels if a.source == "real_scale"}):
-        mine = [a for a in labels if a.source == "real_scale" and a.method == m]
-        out[m] = {"n": len(mine), "right": sum(a.right for a in mine),
-                  "conversations": sorted({a.conv_id for a in mine}),
-                  **{k: audit_on_labels(mine, src) for k, src in sources.items()}}
-    return out
 
 
 def mechanisms_markdown(replays: list[dict]) -> str:

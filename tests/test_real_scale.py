@@ -516,7 +516,7 @@ def test_recmem_against_mem0_style_is_measured_only_on_the_conversations_both_ha
 
 def test_each_method_s_labelled_answers_are_audited_on_their_own():
     """A judge that accepts one method's wrong answers more often than another's shows it per method."""
-    from benchmarks.bench_real_scale import per_method_audit
+    from workbench.eval.label_audit import audit_by_method
     from workbench.eval.labels import LabelledAnswer
 
     def a(i, method, right, judge):
@@ -531,7 +531,7 @@ def test_each_method_s_labelled_answers_are_audited_on_their_own():
               LabelledAnswer(id="demo/z/s/q0", source="demo", dataset="d", conv_id="s", qa_id="s/q0", category=1,
                              question="q", gold="g", prediction="p", method="z", lenient="wrong", strict="wrong",
                              kind="vague")]
-    per = per_method_audit(labels)
+    per = audit_by_method(labels)
     assert list(per) == ["x", "y"]  # the demo's answers are not real scale
     assert (per["x"]["judge"]["false_accept"]["k"], per["x"]["judge"]["false_accept"]["n"]) == (2, 2)
     assert (per["y"]["judge"]["false_accept"]["k"], per["y"]["judge"]["false_reject"]["k"]) == (1, 1)
