@@ -14,12 +14,14 @@
 # ---
 
 # %% [markdown]
-# # 07 · LoCoMo: the benchmark, and retrieval without an LLM
+# # 07 · LoCoMo: the benchmark, retrieval without an LLM, and the whole-conversation recordings
 #
 # LoCoMo (Maharana et al., 2024) has 10 long two-person conversations with about 200 questions each. This
 # notebook reads a local copy, shows its statistics and how papers label its question categories, and then
 # measures two things that need no language model: how often Naive RAG's top-10 retrieval contains the
-# gold evidence turns, and how RecMem's recurrence gate fires over a full conversation.
+# gold evidence turns, and how RecMem's recurrence gate fires over a full conversation. Section 4 reads what the
+# recorded whole-conversation runs of the offline model scored, how far each verdict source can be trusted on
+# each method's answers, and what each method's mechanism did there.
 #
 # The benchmark is not part of this repository. Download the public `locomo10.json` from
 # github.com/snap-research/locomo (`data/locomo10.json`) and set `LOCOMO_PATH` below to it. By default the
@@ -153,6 +155,72 @@ else:
     if first:
         print("\nfirst trigger:", first.unit_id, "with", list(first.relevant_ids))
         print(next(u.text for u in units if u.id == first.unit_id)[:300])
+
+# %% [markdown]
+# ## 4. Whole conversations with the offline model: what the recordings show
+#
+# `python -m benchmarks.record_real_scale` records one method at a time over whole LoCoMo conversations with
+# Qwen2.5-Coder-0.5B on two CPU cores (hours per method), and `make bench` replays the published cassettes into
+# `benchmarks/results/real_scale.json`. The cells below only read that file and the labelled answers: no model
+# call. The verdict is the deterministic checker's, because the 0.5B judge fails its audit on real answers; its
+# confidence interval is a bootstrap clustered by conversation, so a method recorded on one conversation has a
+# one-cluster interval. Read the per-conversation rows before the pooled one: conversations differ more than the
+# methods do.
+
+# %%
+import json
+
+REAL_SCALE = REPO / "benchmarks" / "results" / "real_scale.json"
+rs = json.loads(REAL_SCALE.read_text()) if REAL_SCALE.exists() else {}
+if rs.get("status") != "ok":
+    print(f"note: no replayed real-scale table at {REAL_SCALE} (run `make bench` with the LoCoMo copy present)")
+else:
+    rows = []
+    for x in rs["table"]:
+        for c, p in (x.get("per_conversation") or {}).items():
+            rows.append({"method": x["method"], "conversation": c, "n": p["n"], "verdict": p["verdict"],
+                         "query tokens / question": p["query_tokens"], "÷ Full-Context": p["fc_token_ratio"]})
+        lo, hi = x["verdict_ci"]
+        rows.append({"method": x["method"], "conversation": "pooled", "n": int(x["n"]), "verdict": x["verdict"],
+                     "95% CI (by conversation)": f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "–",
+                     "query tokens / question": x["query_tokens"], "÷ Full-Context": x["fc_token_ratio"]})
+    real = pd.DataFrame(rows).set_index(["method", "conversation"])
+    real["query tokens / question"] = real["query tokens / question"].round(0).astype("Int64")
+    display(real.round(3).fillna(""))
+
+# %% [markdown]
+# How far each verdict source agrees with careful readers on **each method's own** labelled answers (LoCoMo
+# conv-26 and conv-41, read one by one under `sample_data/labels/PROTOCOL.md`; conv-30 is never labelled, it is
+# kept apart as an independent check). A judge that accepts most wrong answers makes every method look good; one
+# that accepts more of one method's wrong answers than of another's also reorders them.
+
+# %%
+from workbench.eval.label_audit import audit_by_method, shipped_labels
+
+
+def share(d):
+    return f"{d['k']}/{d['n']}" + (f" ({d['k'] / d['n']:.0%})" if d["n"] else "")
+
+
+labels = shipped_labels()
+judges = ", ".join(sorted({a.judge_model for a in labels if a.source == "real_scale" and a.judge_model}))
+SOURCES = {"checker": "checker (the verdict)", "judge": f"judge {judges} (recorded)", "f1": "token F1 >= 0.5"}
+per_method = audit_by_method(labels)
+audit_table = pd.DataFrame({m: {("labelled", "answers"): r["n"], ("labelled", "right by the readers"): r["right"],
+                                **{(name, what): share(r[s][key]) for s, name in SOURCES.items()
+                                   for what, key in (("accepts wrong", "false_accept"),
+                                                     ("rejects right", "false_reject"))}}
+                            for m, r in per_method.items()}).T
+display(audit_table)
+
+# %% [markdown]
+# What each method's own mechanism did over a whole conversation, counted from the replayed traces, and, where the
+# conversation's phenomena were annotated (conv-26, conv-41), whether it fired on them.
+
+# %%
+from IPython.display import Markdown
+
+display(Markdown(rs.get("mechanisms_markdown") or "_no replayed real-scale run_"))
 
 # %%
 # NBVAL_CHECK_OUTPUT
