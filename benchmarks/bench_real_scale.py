@@ -129,9 +129,10 @@ def _sibling(results: Path, kind: str) -> Path:
     return Path(results).with_name(f"{Path(results).stem}.{kind}.jsonl")
 
 
-def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
+def table(path: Path, replays: list[dict], recordings: dict, labels=None) -> list[dict]:
     """One line per method over every conversation it was replayed on: the verdict (checker) with its clustered
-    CI and per-conversation figures, F1, the judge's accuracy with its audit, replay and recording facts."""
+    CI and per-conversation figures, F1, the judge's accuracy with its audit (and on the method's own ``labels``,
+    default the shipped set), replay and recording facts."""
     if not path.exists() or not path.stat().st_size:
         return []
     from workbench.eval import load_results, summary_table
@@ -198,10 +199,12 @@ def table(path: Path, replays: list[dict], recordings: dict) -> list[dict]:
     by = {x["method"]: x for x in lines}
     from workbench.eval.label_audit import audit_by_method, shipped_labels
 
-    for m, audit in audit_by_method(shipped_labels()).items():  # the judge on this method's own wrong answers
-        fa = audit["judge"]["false_accept"]
-        if m in by and fa["n"] >= MIN_OWN_WRONG:
-            by[m]["judge_false_accept_own"] = {"rate": fa["rate"], "k": fa["k"], "n": fa["n"]}
+    labels = shipped_labels() if labels is None else labels
+    for x in lines:  # the line's judge on this method's own labelled wrong answers
+        own = audit_by_method(labels, judge_model=x["model"] or None).get(x["method"])  # judge = reader here
+        fa = own["judge"]["false_accept"] if own else None
+        if fa and fa["n"] >= MIN_OWN_WRONG:
+            x["judge_false_accept_own"] = {"rate": fa["rate"], "k": fa["k"], "n": fa["n"]}
     if "recmem" in by and "mem0_style" in by:
         vs = construction_vs_mem0(by["recmem"]["per_conversation"], by["mem0_style"]["per_conversation"])
         if vs:
@@ -293,7 +296,7 @@ def verdict_markdown() -> str:
     if per:
         judges = ", ".join(sorted({a.judge_model for a in labels if a.source == "real_scale" and a.judge_model}))
         lines += ["", "Per method, on its own labelled answers at real scale (a judge that accepts more of one "
-                  "method's wrong answers than another's reorders them):", "",
+                  "method's wrong answers than another's can reorder them):", "",
                   "| method | labelled answers (conversations) | right by the readers | checker: accepts wrong · "
                   f"rejects right | judge ({judges}, recorded): accepts wrong · rejects right | "
                   "F1 >= 0.5: accepts wrong · rejects right |",

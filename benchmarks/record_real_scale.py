@@ -20,9 +20,11 @@ whose every planned question has a stored row is published: its cassette is copi
 figures (wall time summed over sessions, calls, live calls) go to
 ``benchmarks/results/real_scale_recordings.json``. Committing is left to the person running it.
 
-Wall and CPU time survive a killed session: a heartbeat adds the elapsed seconds to ``runs/real_scale/wall.json``
-and the running subprocess's CPU seconds to ``runs/real_scale/cpu.json`` every minute. A recording begun before
-its CPU was sampled this way publishes ``cpu_partial`` (its CPU figure is a lower bound).
+Wall and CPU time survive a killed session (to within the last minute): a heartbeat adds the elapsed seconds to
+``runs/real_scale/wall.json`` and, on Linux (``/proc``), the running subprocess's CPU seconds to
+``runs/real_scale/cpu.json`` every minute. Only a recording sampled this way from its first call publishes
+``cpu_partial: false``; one seeded from a committed cassette, begun before the sampling, or run where ``/proc`` is
+absent publishes ``cpu_partial: true`` (its CPU figure is a lower bound).
 
 Usage: python -m benchmarks.record_real_scale [--methods naive_rag full_context ...] [--model NAME]
 """
@@ -90,8 +92,9 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 class Heartbeat:
-    """Adds elapsed wall seconds for ``method`` to ``wall.json`` every ``every`` s and at stop, and the CPU seconds
-    of the subprocess it watches (``watch``) to ``cpu.json``: both survive a session killed mid-recording."""
+    """Adds elapsed wall seconds for ``method`` to ``wall.json`` every ``every`` s and at stop, and (on Linux) the CPU
+    seconds of the subprocess it watches (``watch``) to ``cpu.json``: both survive a session killed mid-recording,
+    but for the seconds since the last beat."""
 
     def __init__(self, method: str, every: float = 60.0):
         self.method, self.every = method, every
@@ -200,9 +203,10 @@ def record(method: str, model: str | None) -> int:
     status, else 0."""
     cassette = WORK / "cassettes" / cassette_name(method)
     cassette.parent.mkdir(parents=True, exist_ok=True)
-    if not cassette.exists() and not (PUBLISHED / partial_name(method)).exists():
-        _mark_cpu_from_start(method)  # a fresh recording: its CPU is counted from its first call
+    fresh = not cassette.exists()
     seeded = seed_cassette(method)
+    if fresh and seeded is None and _process_cpu(os.getpid()) is not None:
+        _mark_cpu_from_start(method)  # a fresh recording where /proc is read: its CPU counts from its first call
     if seeded:
         print(f"{method}: cassette seeded from {seeded.name}", flush=True)
     data = os.path.relpath(LOCOMO, ROOT)  # relative: the run manifests name no machine's paths
@@ -223,10 +227,16 @@ def record(method: str, model: str | None) -> int:
             cmd = base + extra
             print(f"[{datetime.now(timezone.utc):%H:%M:%S}] recording {method}: {' '.join(cmd[2:])}", flush=True)
             before = _children_cpu()
-            proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-            beat.watch(proc.pid)
-            rc = proc.wait()
-            seen = beat.unwatch()  # what the heartbeat already added while it ran
+            with subprocess.Popen(cmd, env=env, cwd=ROOT) as proc:
+                beat.watch(proc.pid)
+                try:
+                    rc = proc.wait()
+                except BaseException:  # the recorder interrupted: no orphan left writing the cassette
+                    proc.kill()
+                    proc.wait()
+                    raise
+                finally:
+                    seen = beat.unwatch()  # what the heartbeat already added while it ran
             _add_cpu(method, max(0.0, _children_cpu() - before - seen))
             if rc != 0:
                 return rc

@@ -162,10 +162,11 @@ else:
 # `python -m benchmarks.record_real_scale` records one method at a time over whole LoCoMo conversations with
 # Qwen2.5-Coder-0.5B on two CPU cores (hours per method), and `make bench` replays the published cassettes into
 # `benchmarks/results/real_scale.json`. The cells below only read that file and the labelled answers: no model
-# call. The verdict is the deterministic checker's, because the 0.5B judge fails its audit on real answers; its
-# confidence interval is a bootstrap clustered by conversation, so a method recorded on one conversation has a
-# one-cluster interval. Read the per-conversation rows before the pooled one: conversations differ more than the
-# methods do.
+# call. The verdict is the deterministic checker's, because the 0.5B judge fails its audit on real answers. Its
+# confidence interval is a bootstrap clustered by conversation; for a method recorded on one conversation it falls
+# back to resampling that conversation's questions, which says nothing of how another conversation would go (one
+# method's verdict moved from 0.18 to 0.31 between conversations). Read the per-conversation rows beside the
+# pooled one.
 
 # %%
 import json
@@ -181,7 +182,7 @@ else:
             rows.append({"method": x["method"], "conversation": c, "n": p["n"], "verdict": p["verdict"],
                          "query tokens / question": p["query_tokens"], "÷ Full-Context": p["fc_token_ratio"]})
         lo, hi = x["verdict_ci"]
-        rows.append({"method": x["method"], "conversation": "pooled", "n": int(x["n"]), "verdict": x["verdict"],
+        rows.append({"method": x["method"], "conversation": "pooled", "n": int(x["n"] or 0), "verdict": x["verdict"],
                      "95% CI (by conversation)": f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "–",
                      "query tokens / question": x["query_tokens"], "÷ Full-Context": x["fc_token_ratio"]})
     real = pd.DataFrame(rows).set_index(["method", "conversation"])
@@ -192,7 +193,7 @@ else:
 # How far each verdict source agrees with careful readers on **each method's own** labelled answers (LoCoMo
 # conv-26 and conv-41, read one by one under `sample_data/labels/PROTOCOL.md`; conv-30 is never labelled, it is
 # kept apart as an independent check). A judge that accepts most wrong answers makes every method look good; one
-# that accepts more of one method's wrong answers than of another's also reorders them.
+# that accepts more of one method's wrong answers than of another's can also reorder them.
 
 # %%
 from workbench.eval.label_audit import audit_by_method, shipped_labels

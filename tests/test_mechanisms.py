@@ -588,7 +588,7 @@ def test_a_run_without_annotations_is_not_checkable_rather_than_silent():
     mems = {"ama": {"conv-30": {"events": [{"kind": "UPDATE", "cause": "D1:2", "before": "a", "after": "b"}],
                                 "structures": {}}}}
     checked = census(rows, memories=mems)["methods"]["ama"]["checked"]
-    assert checked["checkable"] is False and "conv-30" in checked["why"]
+    assert checked["checkable"] is False and "for conv-30" in checked["why"]
 
 
 def test_the_not_checkable_reason_names_the_annotated_conversations_it_read():
@@ -599,6 +599,7 @@ def test_the_not_checkable_reason_names_the_annotated_conversations_it_read():
     why = not_checkable(["conv-7"], ann)["why"]
     assert "for conv-7" in why and "annotated: conv-99" in why and "planted: s1" in why
     assert "could not be read" in not_checkable(["conv-7"])["why"]
+    assert "no conversation carries any" in not_checkable(["conv-7"], {})["why"]
 
 
 def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_none():
@@ -627,7 +628,7 @@ def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_no
     assert rec["on_planted_recurrence"] == 1 and "an annotated recurrence" in checked_text(rec)
     off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
                     entry={})
-    assert off["checkable"] is False and "conv-30 is kept apart" in off["why"]
+    assert off["checkable"] is False and "for conv-30 (" in off["why"] and "conv-30 is kept apart" in off["why"]
     # a run over an annotated and an unannotated conversation: the latter's firings are left out, and named
     held = {"conv-30/q0": "conv-30", "conv-30/q1": "conv-30"}
     both = check_run("escalations", {**deep, **dict.fromkeys(held, True)}, ann, convs={"conv-26", "conv-30"},

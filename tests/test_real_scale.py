@@ -339,6 +339,12 @@ def test_real_scale_recordings_bound_the_loop_prone_roles(monkeypatch):
             calls.append(cmd)
             self.pid = -1
 
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
         def wait(self):
             return 0
 
@@ -461,7 +467,7 @@ def test_real_scale_table_has_per_conversation_verdicts_and_a_clustered_ci(tmp_p
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     replays = [{"method": "naive_rag", "conversation": c, "status": "ok", "misses": {}, "construction_calls": 0,
                 "attribution": {"correct": 2}} for c in ("conv-30", "conv-26")]
-    (line,) = table(path, replays, {})
+    (line,) = table(path, replays, {}, labels=[])
     assert line["verdict"] == pytest.approx(0.6) and line["n"] == 10
     assert line["per_conversation"]["conv-30"]["verdict"] == pytest.approx(0.4)
     assert line["per_conversation"]["conv-26"] == {"verdict": pytest.approx(0.8), "n": 5, "query_tokens": 100.0,
@@ -490,7 +496,7 @@ def test_the_anchors_give_the_prompt_only_ratio_beside_the_total_when_answers_ke
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     replays = [{"method": m, "conversation": "conv-30", "status": "ok", "misses": {}, "construction_calls": 0}
                for m in ("full_context", "ama")]
-    lines = table(path, replays, {})
+    lines = table(path, replays, {}, labels=[])
     ama = next(x for x in lines if x["method"] == "ama")
     assert ama["per_conversation"]["conv-30"]["fc_prompt_ratio"] == pytest.approx(0.15)
     assert ama["per_conversation"]["conv-30"]["fc_token_ratio"] == pytest.approx(0.396, abs=1e-3)
@@ -569,5 +575,48 @@ def test_a_running_process_cpu_is_read_from_proc():
     t0 = time.process_time()
     while time.process_time() - t0 < 0.2:
         pass
-    assert rrs._process_cpu(os.getpid()) >= 0.15
+    t = os.times()  # user + system, this process and its waited-for children: what /proc's fields 14-17 hold
+    assert rrs._process_cpu(os.getpid()) == pytest.approx(t.user + t.system + t.children_user + t.children_system,
+                                                          abs=0.05)
     assert rrs._process_cpu(2 ** 22 + 12345) is None  # no such process
+
+
+def test_record_adds_only_the_cpu_the_heartbeat_did_not_and_marks_only_a_fresh_recording(monkeypatch, tmp_path):
+    """The heartbeat's samples and the finished subprocess's rusage add up to the subprocess's CPU, once; a
+    recording seeded from a committed cassette is not marked as measured from its start."""
+    from benchmarks import record_real_scale as rrs
+
+    for name, value in {"ROOT": tmp_path, "WORK": tmp_path / "work", "PUBLISHED": tmp_path / "published"}.items():
+        monkeypatch.setattr(rrs, name, value)
+    (tmp_path / "published").mkdir()
+    clock = {"children": 10.0}
+
+    class Beat(rrs.Heartbeat):
+        def watch(self, pid):
+            super().watch(pid)
+            self._flush()  # one beat while the subprocess runs
+
+    class Child:
+        def __init__(self, cmd, **kw):
+            self.pid = 4321
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def wait(self):
+            clock["children"] += 7.0  # the finished subprocess used 7 s in all
+            return 0
+
+    monkeypatch.setattr(rrs, "Heartbeat", Beat)
+    monkeypatch.setattr(rrs.subprocess, "Popen", Child)
+    monkeypatch.setattr(rrs, "_process_cpu", lambda pid: 4.0)  # 4 s of them seen by the beat
+    monkeypatch.setattr(rrs, "_children_cpu", lambda: clock["children"])
+    assert rrs.record("naive_rag", None) == 0
+    cpu = json.loads((rrs.WORK / "cpu.json").read_text())
+    assert cpu["naive_rag"] == 14.0 and cpu[rrs.FROM_START] == ["naive_rag"]  # two passes of 7 s
+    (rrs.PUBLISHED / rrs.partial_name("hmem")).write_text('{"key": "a"}\n')
+    assert rrs.record("hmem", None) == 0
+    assert "hmem" not in json.loads((rrs.WORK / "cpu.json").read_text())[rrs.FROM_START]  # seeded: partial

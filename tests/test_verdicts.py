@@ -107,6 +107,7 @@ def test_a_possessive_of_the_question_s_own_name_is_not_gold_content():
     q, gold = "Whose birthday did Melanie celebrate recently?", "Melanie's daughter"
     assert not check_answer(q, gold, "Melanie's birthday was celebrated with a concert.").correct
     assert check_answer(q, gold, "Her daughter's birthday.").correct
+    assert content_recall('"Melanie\'s" daughter', "Melanie's birthday", q) == 0.0  # quoted: the same word
     assert content_recall("Caroline’s mom", "her mom", "Who visited Caroline?") == 1.0  # curly apostrophe too
 
 

@@ -220,9 +220,11 @@ def not_checkable(conv_ids: Iterable[str], ann: Mapping[str, ConversationAnnotat
     if ann is None:
         return {"checkable": False, "why": f"no phenomena checked for {ids}: the annotation files could not be read"}
     by_origin = {o: sorted(c for c, a in ann.items() if a.origin == o) for o in ORIGINS}
-    files = {"planted": "sample_data/annotations.json", "annotated": "sample_data/labels/locomo_phenomena.json"}
+    root = ANNOTATIONS.parents[1]
+    files = {o: p.relative_to(root).as_posix() for o, p in (("planted", ANNOTATIONS),
+                                                             ("annotated", LOCOMO_ANNOTATIONS))}
     named = "; ".join(f"{o}: {', '.join(cs) if len(cs) <= 3 else f'{len(cs)} conversations'} in {files[o]}"
-                      for o, cs in by_origin.items() if cs) or "none"
+                      for o, cs in by_origin.items() if cs) or "no conversation carries any"
     return {"checkable": False, "why": f"no phenomena annotated for {ids} ({named}; LoCoMo conv-30 is kept apart)"}
 
 

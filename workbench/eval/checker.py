@@ -25,7 +25,8 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
 7. **gold content recall**: the share of the gold's content words (Porter-stemmed, stop words and the question's
    own words left out, a possessive read as its noun: "Melanie's" is Melanie) that the answer contains; a list
    gold counts items, an item being present when most of its words are. Right when recall >=
-   ``RECALL_THRESHOLD``, else ``vague``.
+   ``RECALL_THRESHOLD``, else ``vague``. (The possessive reading came from a false accept in RecMem's conv-26
+   batch, labelled after the other rules: "Melanie's birthday" for "Melanie's daughter".)
 
 The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
 judge-audit``, the "checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the
@@ -99,10 +100,11 @@ def abstains(text: str) -> bool:
 
 
 _POSSESSIVE = re.compile(r"['’]s$")  # "Melanie's" is Melanie: the question's own name, not new content
+_EDGES = "'’\"`;:()[]{}*-"  # quotes and brackets around a word
 
 
 def _content(text: str, drop: frozenset = frozenset()) -> list[str]:
-    words = [_POSSESSIVE.sub("", w).strip("'’\"`;:()[]{}*-") for w in simple_tokenize(text)]
+    words = [_POSSESSIVE.sub("", w.strip(_EDGES)).strip(_EDGES) for w in simple_tokenize(text)]
     words = [_NUMBER_WORDS.get(w, w) for w in words]
     return [_stem(w) for w in words if w and w not in _STOP and _stem(w) not in drop]
 

@@ -223,16 +223,19 @@ def verdict_note(metric: str, audit: dict | None) -> str:
             f"(accepts {fa['k']}/{fa['n']} wrong, rejects {fr['k']}/{fr['n']} right)")
 
 
-def audit_by_method(labels: Sequence[LabelledAnswer], source: str = "real_scale") -> dict:
+def audit_by_method(labels: Sequence[LabelledAnswer], source: str = "real_scale",
+                    judge_model: str | None = None) -> dict:
     """Each method's labelled answers of one ``source`` audited on their own: the checker, the judge's recorded
-    verdicts and F1 >= 0.5 (``{method: {"n", "right", "conversations", "checker" | "judge" | "f1": audit}}``).
-    Why: a judge that accepts more of one method's wrong answers than another's reorders the methods, which the
-    pooled rate hides (the 0.5B judge at real scale: 60 % of Full-Context's wrong answers, 89 % of RecMem's)."""
-    sources = {"checker": checker_source(shipped_entities()), "judge": recorded_judge, "f1": f1_source()}
+    verdicts (only ``judge_model``'s when given) and F1 >= 0.5 (``{method: {"n", "right", "conversations",
+    "checker" | "judge" | "f1": audit}}``). Why: a judge that accepts more of one method's wrong answers than
+    another's can reorder the methods, which its pooled false-accept rate hides."""
+    sources = {"checker": checker_source(shipped_entities()), "f1": f1_source()}
     out = {}
     for m in sorted({a.method for a in labels if a.source == source}):
         mine = [a for a in labels if a.source == source and a.method == m]
+        judged = [a for a in mine if judge_model is None or a.judge_model == judge_model]
         out[m] = {"n": len(mine), "right": sum(a.right for a in mine),
                   "conversations": sorted({a.conv_id for a in mine}),
-                  **{k: audit_on_labels(mine, src) for k, src in sources.items()}}
+                  **{k: audit_on_labels(mine, src) for k, src in sources.items()},
+                  "judge": audit_on_labels(judged, recorded_judge)}
     return out
