@@ -400,7 +400,8 @@ def _sec_real_scale(r: dict | None) -> list[str]:
                   f"cassette in `sample_data/cassettes/locomo/` (CC BY-NC 4.0); reader and judge are the named model. "
                   "The verdict is the headline: the deterministic checker (`workbench.eval.checker`), because the "
                   "small judge's audit on labelled real answers fails; its CI is a bootstrap clustered by "
-                  "conversation (one cluster where a method has one conversation). The judge's accuracy stands "
+                  "conversation (over one conversation's questions alone where a method has one: blind to how "
+                  "another conversation would go). The judge's accuracy stands "
                   "beside its audited false-accept rate, and token F1 for comparison with papers. "
                   f"Replays: {replays}.", "", r["markdown"], "",
                   "How far each verdict source agrees with careful readers, on the labelled real answers "
