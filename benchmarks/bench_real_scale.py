@@ -200,8 +200,9 @@ def table(path: Path, replays: list[dict], recordings: dict, labels=None) -> lis
     from workbench.eval.label_audit import audit_by_method, shipped_labels
 
     labels = shipped_labels() if labels is None else labels
-    for x in lines:  # the line's judge on this method's own labelled wrong answers
-        own = audit_by_method(labels, judge_model=x["model"] or None).get(x["method"])  # judge = reader here
+    audits = {m: audit_by_method(labels, judge_model=m or None) for m in {x["model"] for x in lines}}
+    for x in lines:  # the line's judge (= its reader here) on this method's own labelled wrong answers
+        own = audits[x["model"]].get(x["method"])
         fa = own["judge"]["false_accept"] if own else None
         if fa and fa["n"] >= MIN_OWN_WRONG:
             x["judge_false_accept_own"] = {"rate": fa["rate"], "k": fa["k"], "n": fa["n"]}
