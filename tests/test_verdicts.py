@@ -32,7 +32,7 @@ def names():
     ("2023-05-13", "2023-05-13", "2023-05-13"),
     ("The sunday before 25 May 2023", "2023-05-21", "2023-05-21"),
     ("the Friday before 15 July 2023", "2023-07-14", "2023-07-14"),
-    ("The week before 9 June 2023", "2023-06-02", "2023-06-08"),
+    ("The week before 9 June 2023", "2023-05-29", "2023-06-08"),  # 7 days before, or the calendar week
     ("the weekend before 17 July 2023", "2023-07-15", "2023-07-16"),
     ("two weekends before 17 July 2023", "2023-07-08", "2023-07-09"),
     ("The week of 23 August 2023", "2023-08-21", "2023-08-27"),
@@ -248,3 +248,16 @@ def test_the_verdicts_benchmark_measures_every_source_on_the_shipped_set():
     assert sum(g["n"] for g in r["checker_by_answers"]) == r["n"]
     text = "\n".join(markdown(r))
     assert "| checker |" in text and "Blind second reading" in text and "conv-30" in text
+
+
+def test_the_week_before_a_date_accepts_either_reading_and_nothing_beyond():
+    """HyMem conv-26 q21: a reader took "27 June 2023" as right for "the week before 6 July 2023" (a Thursday),
+    reading the calendar week before (26 June-2 July); the checker read only the seven days before (29 June-5 July)
+    and rejected it. Both readings are accepted now; a day outside both is still wrong."""
+    q = "When did Caroline go to the LGBTQ conference?"
+    for day in ("26 June 2023", "27 June 2023", "5 July 2023"):
+        assert check_answer(q, "The week before 6 July 2023", day).correct, day
+    for day in ("25 June 2023", "6 July 2023"):
+        assert check_answer(q, "The week before 6 July 2023", day).kind == "wrong_date", day
+    (two,) = find_periods("two weeks before 6 July 2023")  # the same union, one week further back
+    assert (str(two.start), str(two.end)) == ("2023-06-19", "2023-06-28")

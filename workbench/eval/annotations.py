@@ -420,6 +420,10 @@ def checked_text(checked: Mapping | None) -> str:
     return line + (f" (not checked: {', '.join(map(str, left))}, no phenomena annotated)" if left else "")
 
 
+def _plural(n: int, noun: str) -> str:
+    return noun if n == 1 else noun + "s"
+
+
 def _checked_line(checked: Mapping | None) -> str:
     if not checked:
         return ""
@@ -431,9 +435,10 @@ def _checked_line(checked: Mapping | None) -> str:
         return (f"{checked['edits_right']} of {n} edits match a {w} update or forget request; missed "
                 f"{checked['missed_updates']} {w} update(s) and {checked['missed_forgets']} forget request(s)")
     if "deep_on_multi_hop" in checked:
-        return (f"{checked['deep_on_multi_hop']} deep escalations on {w} multi-hop questions, "
+        deep, asked = checked["deep_on_multi_hop"], checked["multi_hop_asked"]
+        return (f"{deep} deep {_plural(deep, 'escalation')} on {w} multi-hop questions, "
                 f"{checked['deep_elsewhere']} elsewhere; {checked['multi_hop_not_escalated']} of "
-                f"{checked['multi_hop_asked']} multi-hop questions not escalated")
+                f"{asked} multi-hop {_plural(asked, 'question')} not escalated")
     if "on_planted_recurrence" in checked:
         shares = [x.get("share", 0) for x in checked.get("on", [])]
         purity = f" ({w} topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" \

@@ -1,10 +1,10 @@
 """Dates written in answers and gold answers, as the periods they denote (issue: verdicts, item 3).
 
 A temporal gold such as "The sunday before 25 May 2023" is a day (21 May 2023); "The week before 9 June 2023" is a
-period (2-8 June); "2022" a year. Token F1 treats them as words, so "21 May 2023" against "13 May 2023" scores
-0.67 and "13th of May" 0.33: backwards. ``find_periods`` reads every date expression of a text into ``Period``
-objects (an inclusive day range with its precision), so a checker can ask whether the answer names the gold's day
-or a day inside the gold's period, whatever the notation.
+period (29 May-8 June: the seven days before, or the calendar week before); "2022" a year. Token F1 treats them as
+words, so "21 May 2023" against "13 May 2023" scores 0.67 and "13th of May" 0.33: backwards. ``find_periods``
+reads every date expression of a text into ``Period`` objects (an inclusive day range with its precision), so a
+checker can ask whether the answer names the gold's day or a day inside the gold's period, whatever the notation.
 
 Understood: "7 May 2023", "7th of May, 2023", "May 7th 2023", "2023-05-07", "7 May" and "May 7" (year open),
 "May 2023", "2023-05", "in May" (year open), "2022"; relative to an anchor written in the same text: "the Sunday
@@ -139,6 +139,16 @@ def _weekday_before(anchor: date, weekday: int) -> date:
     return anchor - timedelta(days=back)
 
 
+def _week_before(anchor: date, n: int, text: str) -> Period:
+    """"The week before D" has two readings: the seven days before D, and the calendar (Monday-Sunday) week
+    before D's week. LoCoMo's golds come from a turn dated D saying "last week", which speakers use in both
+    senses, and a reader of HyMem's answers took "27 June" as right for "the week before 6 July" (a Thursday) by
+    the calendar reading. So the period spans both: from the Monday n calendar weeks before D's week through
+    D - 7n + 6 (D's eve when n = 1); 7 to 13 days in all."""
+    monday = anchor - timedelta(days=anchor.weekday())
+    return Period(monday - timedelta(days=7 * n), anchor - timedelta(days=7 * n - 6), "week", text)
+
+
 def _resolve(m: re.Match, anchor: Period) -> Period | None:
     """The period a relative phrase denotes, given the absolute date written after it."""
     if not anchor.is_day or not anchor.year_known:
@@ -162,8 +172,8 @@ def _resolve(m: re.Match, anchor: Period) -> Period | None:
         day = a + timedelta(days=sign * n)
         return Period(day, day, "day", text)
     if unit == "week":
-        if before:
-            return Period(a - timedelta(days=7 * n), a - timedelta(days=7 * n - 6), "week", text)
+        if before:  # either reading of "the week before D" (see _week_before)
+            return _week_before(a, n, text)
         return Period(a + timedelta(days=7 * n - 6), a + timedelta(days=7 * n), "week", text)
     if unit == "weekend":
         sat = _weekday_before(a, 5) if before else a + timedelta(days=(5 - a.weekday()) % 7 or 7)
