@@ -493,7 +493,7 @@ def test_app_header_shows_the_census(run_dir, tmp_path):
     write_census(run_dir)
     a = appmod.build_app(run_dir)
     html = header_text(a)
-    assert "(mechanisms.json)" in html and "cassette misses" in html
+    assert "(mechanisms.json)" in html and "1 cassette miss" in html  # one miss, singular
 
 
 def test_census_html_escapes_what_the_run_holds(counted):
@@ -691,3 +691,17 @@ def test_the_census_names_the_probe_not_the_judge_when_probes_checked_the_confli
     judge = methods["ama[paper-judge]"]["why_zero"]["deletes_at_ingestion"]
     assert probe.startswith("the question probes (conflict_check='probe'") and "ingestion Judge" not in probe
     assert judge.startswith("the ingestion Judge answered")
+
+
+def test_a_failed_construction_step_is_listed_and_a_count_of_one_is_singular():
+    """RecMem over conv-26 recorded one failed refinement while building its memory; the census counted it
+    (``construction_method_failures``) but the headline left it out, and "1 judge errors" read badly."""
+    from workbench.eval.mechanisms import headline, summary_line
+
+    value = {"methods": {"recmem": {"counts": {"questions": 152, "construction_method_failures": 1, "judge_errors": 1,
+                                               "fallback_answers": 2}}}}
+    (h,) = headline(value)
+    assert [f["name"] for f in h["failures"]] == ["fallback_answers", "construction_method_failures", "judge_errors"]
+    line = summary_line(value)
+    assert "2 fallback answers" in line and "1 failed construction step" in line and "1 judge error" in line
+    assert "1 judge errors" not in line and "steps" not in line

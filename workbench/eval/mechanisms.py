@@ -339,7 +339,11 @@ def _problems_of(method: str) -> tuple[tuple[str, str], ...]:
 
 _FAILURES = (("row_errors", "raised"), ("fallback_answers", "fallback answers"), ("cassette_misses", "cassette misses"),
              ("llm_errors", "failed LLM calls"), ("construction_llm_errors", "failed construction calls"),
-             ("judge_errors", "judge errors"))
+             ("construction_method_failures", "failed construction steps"), ("judge_errors", "judge errors"))
+#: the failure labels above for a count of one ("1 judge error", not "1 judge errors")
+_ONE = {"fallback answers": "fallback answer", "cassette misses": "cassette miss",
+        "failed LLM calls": "failed LLM call", "failed construction calls": "failed construction call",
+        "failed construction steps": "failed construction step", "judge errors": "judge error"}
 
 
 def value_text(value) -> str:
@@ -359,7 +363,8 @@ def item_text(item: dict) -> str:
         return f"{item['label']} {value_text(item['value'])}"
     if isinstance(item["value"], dict):
         return f"{item['label']}: {value_text(item['value'])}"
-    return f"{value_text(item['value'])} {item['label']}"
+    label = _ONE.get(item["label"], item["label"]) if item["value"] == 1 else item["label"]
+    return f"{value_text(item['value'])} {label}"
 
 
 def headline(value: dict) -> list[dict]:
