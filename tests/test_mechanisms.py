@@ -705,3 +705,26 @@ def test_a_failed_construction_step_is_listed_and_a_count_of_one_is_singular():
     line = summary_line(value)
     assert "2 fallback answers" in line and "1 failed construction step" in line and "1 judge error" in line
     assert "1 judge errors" not in line and "steps" not in line
+
+
+def test_the_escalation_check_says_how_many_answers_of_each_group_were_right():
+    """A multi-hop question the light path answered alone is a missed escalation, but if its answer was right
+    anyway the reader should see that (HyMem over conv-26: 29 of 30 not escalated, some of them right)."""
+    from workbench.eval.annotations import check_run, checked_text, shipped_annotations
+
+    ann = shipped_annotations()
+    multi = [m["qa_id"] for m in ann["conv-26"].multi_hop][:3]
+    single = "conv-26/q3"
+    conv_of = dict.fromkeys((*multi, single), "conv-26")
+    deep = {multi[0]: True, multi[1]: False, multi[2]: False, single: True}
+    right_of = {multi[0]: 0.0, multi[1]: 1.0, multi[2]: None, single: 1.0}
+    checked = check_run("escalations", deep, ann, convs={"conv-26"}, conv_of=conv_of, entry={}, right_of=right_of)
+    assert checked["answers"] == {"deep_on_multi_hop": {"right": 0, "decided": 1},
+                                  "deep_elsewhere": {"right": 1, "decided": 1},
+                                  "multi_hop_not_escalated": {"right": 1, "decided": 1}}
+    text = checked_text(checked)
+    assert "1 deep escalation on annotated multi-hop questions (0 answered right)" in text
+    assert "1 elsewhere (1 answered right)" in text
+    assert "2 of 3 multi-hop questions not escalated (1 of the 1 with a verdict answered right by the light" in text
+    plain = check_run("escalations", deep, ann, convs={"conv-26"}, conv_of=conv_of, entry={})
+    assert "answers" not in plain and "answered right" not in checked_text(plain)

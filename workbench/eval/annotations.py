@@ -306,9 +306,11 @@ def check_edits(events_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[st
 
 
 def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str, str],
-                ann: Mapping[str, ConversationAnnotations]) -> dict:
+                ann: Mapping[str, ConversationAnnotations], right_of: Mapping[str, float | None] | None = None) -> dict:
     """Deep escalations on planted multi-hop questions (right), elsewhere (unneeded), and multi-hop questions
-    the light path answered alone (missed). ``deep_by_question``: qa id -> went deep."""
+    the light path answered alone (missed). ``deep_by_question``: qa id -> went deep. ``right_of`` (qa id -> the
+    row's verdict, 1.0 right, 0.0 wrong, None undecided) adds how many answers of each group were right, so a
+    missed escalation whose light answer was right anyway reads as such."""
     asked = {q: conv_of.get(q) for q in deep_by_question}
     if not any(c in ann for c in asked.values()):
         return not_checkable(set(asked.values()) - {None}, ann)
@@ -316,11 +318,18 @@ def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str
     deep_by_question = {q: d for q, d in deep_by_question.items() if asked[q] in ann}
     multi = {m["qa_id"] for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
     deep = {q for q, d in deep_by_question.items() if d}
-    return {"checkable": True, "phenomena": phenomena_word(ann, set(asked.values())),
-            "deep_on_multi_hop": len(deep & multi), "deep_elsewhere": len(deep - multi),
-            "multi_hop_not_escalated": len((multi & set(deep_by_question)) - deep),
-            "multi_hop_asked": len(multi & set(deep_by_question)),
-            "deep_elsewhere_ids": sorted(deep - multi), "missed_ids": sorted((multi & set(deep_by_question)) - deep)}
+    missed = (multi & set(deep_by_question)) - deep
+    out = {"checkable": True, "phenomena": phenomena_word(ann, set(asked.values())),
+           "deep_on_multi_hop": len(deep & multi), "deep_elsewhere": len(deep - multi),
+           "multi_hop_not_escalated": len(missed), "multi_hop_asked": len(multi & set(deep_by_question)),
+           "deep_elsewhere_ids": sorted(deep - multi), "missed_ids": sorted(missed)}
+    if right_of is not None:
+        def right(ids):  # answers of ``ids`` with a verdict, and how many of them were right
+            decided = [right_of[q] for q in ids if right_of.get(q) is not None]
+            return {"right": sum(v >= 0.5 for v in decided), "decided": len(decided)}
+        out["answers"] = {"deep_on_multi_hop": right(deep & multi), "deep_elsewhere": right(deep - multi),
+                          "multi_hop_not_escalated": right(missed)}
+    return out
 
 
 def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None, set[str]]:
@@ -379,17 +388,18 @@ def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[s
 
 
 def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, convs: Iterable[str],
-              conv_of: Mapping[str, str], entry: Mapping) -> dict:
+              conv_of: Mapping[str, str], entry: Mapping, right_of: Mapping[str, float | None] | None = None) -> dict:
     """The generic check ``kind`` (``workbench.methods.census_kit.CHECK_KINDS``) of one method's run, on the
     input its census picked (``data``): ``edits`` (conversation -> events), ``escalations`` (question id ->
     went deep), ``recurrence`` (conversation -> consolidated units with ``source_ids``), ``grouping``
     (conversation -> hierarchy nodes with ``children``), ``gaps`` (nothing: free-text gaps are listed for
-    reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations."""
+    reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations; ``right_of``: each
+    question's verdict, which ``escalations`` reports per group (see ``check_escalations``)."""
     convs = set(convs)
     if kind == "edits":
         return _unchecked(check_edits(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "escalations":
-        return _unchecked(check_escalations(data or {}, conv_of, ann), convs, ann)
+        return _unchecked(check_escalations(data or {}, conv_of, ann, right_of), convs, ann)
     if kind == "recurrence":
         return _unchecked(check_recurrence(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "grouping":
@@ -436,9 +446,21 @@ def _checked_line(checked: Mapping | None) -> str:
                 f"{checked['missed_updates']} {w} update(s) and {checked['missed_forgets']} forget request(s)")
     if "deep_on_multi_hop" in checked:
         deep, asked = checked["deep_on_multi_hop"], checked["multi_hop_asked"]
-        return (f"{deep} deep {_plural(deep, 'escalation')} on {w} multi-hop questions, "
-                f"{checked['deep_elsewhere']} elsewhere; {checked['multi_hop_not_escalated']} of "
-                f"{asked} multi-hop {_plural(asked, 'question')} not escalated")
+        answers = checked.get("answers") if isinstance(checked.get("answers"), Mapping) else {}
+
+        def right(group: str, words: str) -> str:  # " (2 of them answered right)", when verdicts were given
+            a = answers.get(group)
+            if not isinstance(a, Mapping) or not checked.get(group):
+                return ""
+            if not a["decided"]:
+                return " (none with a verdict)"
+            some = f" of the {a['decided']} with a verdict" if a["decided"] < checked[group] else ""
+            return f" ({a['right']}{some} {words})"
+        return (f"{deep} deep {_plural(deep, 'escalation')} on {w} multi-hop questions"
+                f"{right('deep_on_multi_hop', 'answered right')}, {checked['deep_elsewhere']} elsewhere"
+                f"{right('deep_elsewhere', 'answered right')}; {checked['multi_hop_not_escalated']} of "
+                f"{asked} multi-hop {_plural(asked, 'question')} not escalated"
+                f"{right('multi_hop_not_escalated', 'answered right by the light path alone')}")
     if "on_planted_recurrence" in checked:
         shares = [x.get("share", 0) for x in checked.get("on", [])]
         purity = f" ({w} topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" \

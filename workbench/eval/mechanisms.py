@@ -58,6 +58,7 @@ from ..methods.census_kit import text as _text
 from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from ..untrusted import markdown_text, terminal_json, terminal_text
+from .checker import row_score
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -229,7 +230,9 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
     convs = {str(r.get("conv_id")) for r in rows} | set(mems)
     kind, pick = spec.check
     conv_of = {str(r.get("qa_id")): str(r.get("conv_id")) for r in rows}
-    return check_run(kind, pick(rows, traces, mems), ann, convs=convs, conv_of=conv_of, entry=entry)
+    right_of = {str(r.get("qa_id")): row_score(r) for r in rows}
+    return check_run(kind, pick(rows, traces, mems), ann, convs=convs, conv_of=conv_of, entry=entry,
+                     right_of=right_of)
 
 
 # ================================================================================================
