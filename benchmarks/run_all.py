@@ -401,7 +401,9 @@ def _sec_real_scale(r: dict | None) -> list[str]:
                   "The verdict is the headline: the deterministic checker (`workbench.eval.checker`), because the "
                   "small judge's audit on labelled real answers fails; its CI is a bootstrap clustered by "
                   "conversation (over one conversation's questions alone where a method has one: blind to how "
-                  "another conversation would go). The judge's accuracy stands "
+                  "another conversation would go; with two or three conversations there are few clusters to "
+                  "resample, so the interval is itself rough: read it with the per-conversation column). The "
+                  "judge's accuracy stands "
                   "beside its audited false-accept rate, and token F1 for comparison with papers. "
                   f"Replays: {replays}.", "", r["markdown"], "",
                   "How far each verdict source agrees with careful readers, on the labelled real answers "

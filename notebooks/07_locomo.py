@@ -165,7 +165,8 @@ else:
 # call. The verdict is the deterministic checker's, because the 0.5B judge fails its audit on real answers. Its
 # confidence interval is a bootstrap clustered by conversation; for a method recorded on one conversation it falls
 # back to resampling that conversation's questions, which says nothing of how another conversation would go (one
-# method's verdict moved from 0.18 to 0.31 between conversations). Read the per-conversation rows beside the
+# method's verdict moved from 0.18 to 0.31 between conversations). With two or three conversations the clustered
+# bootstrap has few clusters to draw, so its interval is itself rough. Read the per-conversation rows beside the
 # pooled one.
 
 # %%
