@@ -213,8 +213,9 @@ def test_the_shipped_set_holds_no_held_out_conversation_and_pins_its_audit():
     # the measured ordering the views rely on: the checker agrees with the readers more than F1 or the judges
     assert checker["agreement"]["rate"] > max(f1["agreement"]["rate"], judge["agreement"]["rate"])
     # false rejects were 16/162 (9.9 %) before HyMem's 152 answers over conv-26 were labelled (after the checker's
-    # rules): 5 of their 20 right answers are rejected (paraphrases, and one "week before" read as the calendar
-    # week), 23/216 (10.6 %) in all. The bound guards against regressions; lowering it back needs a better checker.
+    # rules): 5 of their 20 right answers were rejected (paraphrases, and one "week before" read as the calendar
+    # week, which the checker now accepts), 23/216 (10.6 %) in all; with RecMem's conv-41 answers, 23/239 (9.6 %).
+    # The bound guards against regressions; lowering it back needs a better checker.
     assert checker["false_accept"]["rate"] <= 0.10 and checker["false_reject"]["rate"] <= 0.12
     assert checker_source(shipped_entities())(labels[0]) in (True, False)
 
