@@ -262,3 +262,19 @@ def test_the_week_before_a_date_accepts_either_reading_and_nothing_beyond():
         assert check_answer(q, "The week before 6 July 2023", day).kind == "wrong_date", day
     (two,) = find_periods("two weeks before 6 July 2023")  # the same union, one week further back
     assert (str(two.start), str(two.end)) == ("2023-06-19", "2023-06-28")
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("first weekend of August 2023", "2023-08-05", "2023-08-06"),
+    ("the last week of September 2023", "2023-09-24", "2023-09-30"),
+    ("first week of May 2023", "2023-05-01", "2023-05-07"),
+    ("the first Sunday of May 2023", "2023-05-07", "2023-05-07"),
+    ("Last week before 13 October 2022", "2022-10-03", "2022-10-12"),  # the ordinal adds nothing to "week before"
+])
+def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_not_the_month(text, start, end):
+    """RecMem conv-41 q56: "9 August 2023" was accepted for "first weekend of August 2023", read as all August."""
+    (p,) = find_periods(text)
+    assert (str(p.start), str(p.end)) == (start, end)
+    q = "When did John run a 5K?"
+    assert check_answer(q, "first weekend of August 2023", "9 August 2023").kind == "wrong_date"
+    assert check_answer(q, "first weekend of August 2023", "on 6 August 2023").correct

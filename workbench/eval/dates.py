@@ -9,8 +9,8 @@ checker can ask whether the answer names the gold's day or a day inside the gold
 Understood: "7 May 2023", "7th of May, 2023", "May 7th 2023", "2023-05-07", "7 May" and "May 7" (year open),
 "May 2023", "2023-05", "in May" (year open), "2022"; relative to an anchor written in the same text: "the Sunday
 before 25 May 2023", "the week/weekend before ...", "two weekends before ...", "the week of ...", "N days/weeks
-before ...". Relative phrases with no anchor in the text ("last Saturday") are not resolved: the answer does not
-say which Saturday it means.
+before ...", "the first/last week/weekend/Sunday of <month year>". Relative phrases with no anchor in the text
+("last Saturday") are not resolved: the answer does not say which Saturday it means.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ _ABSOLUTE = [
 _COUNT = r"(?P<count>\d+|one|two|three|four|five|six|a|an)"
 # relative phrases whose anchor is an absolute date written right after them
 _RELATIVE = re.compile(
-    rf"\b(?:the\s+|on\s+the\s+|in\s+the\s+|during\s+the\s+)?(?:"
+    rf"\b(?:the\s+|on\s+the\s+|in\s+the\s+|during\s+the\s+)?(?:(?P<ord>first|second|third|fourth|last)\s+)?(?:"
     rf"(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     rf"(?P<unit_week>week(?!end))|(?P<unit_weekend>weekend)|"
     rf"{_COUNT}\s+(?P<unit>days?|weeks?|weekends?|months?))"
@@ -149,8 +149,35 @@ def _week_before(anchor: date, n: int, text: str) -> Period:
     return Period(monday - timedelta(days=7 * n), anchor - timedelta(days=7 * n - 6), "week", text)
 
 
+def _nth_of_month(m: re.Match, anchor: Period) -> Period | None:
+    """"The first/second/third/fourth/last week, weekend or weekday of <month year>": the Nth seven days of the
+    month (the last week: its last seven days), the Nth Saturday-Sunday whose Saturday falls in it, or its Nth
+    such weekday. Read as the
+    whole month before, so "9 August 2023" was accepted for "first weekend of August 2023" (RecMem conv-41 q56)."""
+    if anchor.precision != "month" or not anchor.year_known or m.group("rel").lower() != "of" \
+            or not (m.group("unit_week") or m.group("unit_weekend") or m.group("weekday")):
+        return None
+    first, last = anchor.start, anchor.end
+    nth = m.group("ord").lower()
+    text = m.group(0) + anchor.text
+    if m.group("unit_week"):
+        if nth == "last":
+            return Period(last - timedelta(days=6), last, "week", text)
+        start = first + timedelta(days=7 * ("first second third fourth".split().index(nth)))
+        return Period(start, start + timedelta(days=6), "week", text)
+    wd = WEEKDAYS.index(m.group("weekday").lower()) if m.group("weekday") else 5
+    days = [d for d in (first + timedelta(days=i) for i in range((last - first).days + 1)) if d.weekday() == wd]
+    day = days[-1] if nth == "last" else days["first second third fourth".split().index(nth)]
+    if m.group("weekday"):  # "the first Sunday of May 2023"
+        return Period(day, day, "day", text)
+    return Period(day, day + timedelta(days=1), "weekend", text)
+
+
 def _resolve(m: re.Match, anchor: Period) -> Period | None:
     """The period a relative phrase denotes, given the absolute date written after it."""
+    nth = _nth_of_month(m, anchor) if m.group("ord") else None  # "the first weekend of August 2023"
+    if nth is not None:
+        return nth  # otherwise the ordinal is read as nothing ("last week before 13 October": the week before)
     if not anchor.is_day or not anchor.year_known:
         return None
     a, rel = anchor.start, m.group("rel").lower()
