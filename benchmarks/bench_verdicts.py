@@ -77,9 +77,11 @@ def markdown(r: dict | None) -> list[str]:
     out += ["", "The checker per labelled batch (the demo's answers, or one method over one LoCoMo conversation). A "
             "batch labelled after the checker's rules were written is a held-out figure, until a rule is changed "
             "because of it: the possessive rule came from RecMem's conv-26 batch (3/118 false accepts when it was "
-            "labelled, 2/118 after), and the reading of \"the week before D\" as either the seven days before or "
+            "labelled, 2/118 after); the reading of \"the week before D\" as either the seven days before or "
             "the calendar week before from HyMem's conv-26 batch (5/20 false rejects when it was labelled, 4/20 "
-            "after). The closing notes of the verdicts issue say which batch is which.", "",
+            "after); and the reading of \"the first weekend of <month>\" as that weekend, not the month, from "
+            "RecMem's conv-41 batch (7/129 false accepts when it was labelled, 6/129 after). The closing notes of "
+            "the verdicts issue say which batch is which.", "",
             "| answers | n | right by the readers | checker agreement | false accepts | false rejects |",
             "|---|---|---|---|---|---|"]
     for g in r["checker_by_answers"]:
