@@ -725,6 +725,6 @@ def test_the_escalation_check_says_how_many_answers_of_each_group_were_right():
     text = checked_text(checked)
     assert "1 deep escalation on annotated multi-hop questions (0 answered right)" in text
     assert "1 elsewhere (1 answered right)" in text
-    assert "2 of 3 multi-hop questions not escalated (1 of the 1 with a verdict answered right by the light" in text
+    assert "2 of 3 multi-hop questions not escalated (1 of 1 with a verdict answered right by the light" in text
     plain = check_run("escalations", deep, ann, convs={"conv-26"}, conv_of=conv_of, entry={})
     assert "answers" not in plain and "answered right" not in checked_text(plain)

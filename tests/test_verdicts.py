@@ -214,7 +214,8 @@ def test_the_shipped_set_holds_no_held_out_conversation_and_pins_its_audit():
     assert checker["agreement"]["rate"] > max(f1["agreement"]["rate"], judge["agreement"]["rate"])
     # false rejects were 16/162 (9.9 %) before HyMem's 152 answers over conv-26 were labelled (after the checker's
     # rules): 5 of their 20 right answers were rejected (paraphrases, and one "week before" read as the calendar
-    # week, which the checker now accepts), 23/216 (10.6 %) in all; with RecMem's conv-41 answers, 23/239 (9.6 %).
+    # week), 23/216 (10.6 %) in all; 22/216 after the checker accepted that reading; with RecMem's conv-41 answers
+    # (1 of their 23 right rejected), 23/239 (9.6 %).
     # The bound guards against regressions; lowering it back needs a better checker.
     assert checker["false_accept"]["rate"] <= 0.10 and checker["false_reject"]["rate"] <= 0.12
     assert checker_source(shipped_entities())(labels[0]) in (True, False)
@@ -260,8 +261,8 @@ def test_the_week_before_a_date_accepts_either_reading_and_nothing_beyond():
         assert check_answer(q, "The week before 6 July 2023", day).correct, day
     for day in ("25 June 2023", "6 July 2023"):
         assert check_answer(q, "The week before 6 July 2023", day).kind == "wrong_date", day
-    (two,) = find_periods("two weeks before 6 July 2023")  # the same union, one week further back
-    assert (str(two.start), str(two.end)) == ("2023-06-19", "2023-06-28")
+    (two,) = find_periods("two weeks before 6 July 2023")  # a counted phrase keeps its seven days
+    assert (str(two.start), str(two.end)) == ("2023-06-22", "2023-06-28")
 
 
 @pytest.mark.parametrize("text, start, end", [
@@ -269,12 +270,18 @@ def test_the_week_before_a_date_accepts_either_reading_and_nothing_beyond():
     ("the last week of September 2023", "2023-09-24", "2023-09-30"),
     ("first week of May 2023", "2023-05-01", "2023-05-07"),
     ("the first Sunday of May 2023", "2023-05-07", "2023-05-07"),
-    ("Last week before 13 October 2022", "2022-10-03", "2022-10-12"),  # the ordinal adds nothing to "week before"
+    ("The first weekend in August 2023", "2023-08-05", "2023-08-06"),
+    ("Last week before 13 October 2022", "2022-10-03", "2022-10-12"),  # "last" adds nothing to "week before"
+    ("second week before 9 June 2023", "2023-05-26", "2023-06-01"),  # two weeks back
+    ("the second Sunday before 9 June 2023", "2023-05-28", "2023-05-28"),
 ])
 def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_not_the_month(text, start, end):
-    """RecMem conv-41 q56: "9 August 2023" was accepted for "first weekend of August 2023", read as all August."""
     (p,) = find_periods(text)
     assert (str(p.start), str(p.end)) == (start, end)
+
+
+def test_a_day_outside_the_first_weekend_of_a_month_is_a_wrong_date():
+    """RecMem conv-41 q56: "9 August 2023" was accepted for "first weekend of August 2023", read as all August."""
     q = "When did John run a 5K?"
     assert check_answer(q, "first weekend of August 2023", "9 August 2023").kind == "wrong_date"
     assert check_answer(q, "first weekend of August 2023", "on 6 August 2023").correct

@@ -454,7 +454,8 @@ def _checked_line(checked: Mapping | None) -> str:
                 return ""
             if not a["decided"]:
                 return " (none with a verdict)"
-            some = f" of the {a['decided']} with a verdict" if a["decided"] < checked[group] else ""
+            some = "" if a["decided"] >= checked[group] else \
+                " of 1 with a verdict" if a["decided"] == 1 else f" of the {a['decided']} with a verdict"
             return f" ({a['right']}{some} {words})"
         return (f"{deep} deep {_plural(deep, 'escalation')} on {w} multi-hop questions"
                 f"{right('deep_on_multi_hop', 'answered right')}, {checked['deep_elsewhere']} elsewhere"

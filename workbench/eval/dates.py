@@ -45,7 +45,7 @@ _RELATIVE = re.compile(
     rf"(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     rf"(?P<unit_week>week(?!end))|(?P<unit_weekend>weekend)|"
     rf"{_COUNT}\s+(?P<unit>days?|weeks?|weekends?|months?))"
-    rf"\s+(?P<rel>before|after|of|prior to)\s+(?:the\s+)?", re.I)
+    rf"\s+(?P<rel>before|after|of|in|prior to)\s+(?:the\s+)?", re.I)
 
 
 @dataclass(frozen=True)
@@ -139,22 +139,22 @@ def _weekday_before(anchor: date, weekday: int) -> date:
     return anchor - timedelta(days=back)
 
 
-def _week_before(anchor: date, n: int, text: str) -> Period:
+def _week_before(anchor: date, text: str) -> Period:
     """"The week before D" has two readings: the seven days before D, and the calendar (Monday-Sunday) week
     before D's week. LoCoMo's golds come from a turn dated D saying "last week", which speakers use in both
     senses, and a reader of HyMem's answers took "27 June" as right for "the week before 6 July" (a Thursday) by
-    the calendar reading. So the period spans both: from the Monday n calendar weeks before D's week through
-    D - 7n + 6 (D's eve when n = 1); 7 to 13 days in all."""
+    the calendar reading. So the period spans both: from the Monday of the calendar week before D's week through
+    D's eve, 7 to 13 days. Only the uncounted phrase: "two weeks before D" keeps its seven days."""
     monday = anchor - timedelta(days=anchor.weekday())
-    return Period(monday - timedelta(days=7 * n), anchor - timedelta(days=7 * n - 6), "week", text)
+    return Period(monday - timedelta(days=7), anchor - timedelta(days=1), "week", text)
 
 
 def _nth_of_month(m: re.Match, anchor: Period) -> Period | None:
     """"The first/second/third/fourth/last week, weekend or weekday of <month year>": the Nth seven days of the
     month (the last week: its last seven days), the Nth Saturday-Sunday whose Saturday falls in it, or its Nth
-    such weekday. Read as the
-    whole month before, so "9 August 2023" was accepted for "first weekend of August 2023" (RecMem conv-41 q56)."""
-    if anchor.precision != "month" or not anchor.year_known or m.group("rel").lower() != "of" \
+    such weekday ("in" reads as "of": "the first weekend in August 2023"). Such phrases were once read as the whole
+    month, so "9 August 2023" was accepted for "first weekend of August 2023" (RecMem conv-41 q56)."""
+    if anchor.precision != "month" or not anchor.year_known or m.group("rel").lower() not in ("of", "in") \
             or not (m.group("unit_week") or m.group("unit_weekend") or m.group("weekday")):
         return None
     first, last = anchor.start, anchor.end
@@ -177,9 +177,14 @@ def _resolve(m: re.Match, anchor: Period) -> Period | None:
     """The period a relative phrase denotes, given the absolute date written after it."""
     nth = _nth_of_month(m, anchor) if m.group("ord") else None  # "the first weekend of August 2023"
     if nth is not None:
-        return nth  # otherwise the ordinal is read as nothing ("last week before 13 October": the week before)
-    if not anchor.is_day or not anchor.year_known:
-        return None
+        return nth
+    if not anchor.is_day or not anchor.year_known or m.group("rel").lower() == "in":
+        return None  # "in" relates an ordinal to a month only
+    ordinal = (m.group("ord") or "").lower()
+    # "first"/"last" add nothing ("last week before 13 October": the week before); "the second week (or Sunday)
+    # before D": two weeks (Sundays) back; beside a count ("second 3 weeks") the ordinal is ignored
+    n = ("first second third fourth".split().index(ordinal) + 1) \
+        if ordinal in ("second", "third", "fourth") and not m.group("count") else None
     a, rel = anchor.start, m.group("rel").lower()
     text = m.group(0) + anchor.text
     if rel == "of":  # "the week of 23 August": the Monday-Sunday week holding it
@@ -191,16 +196,20 @@ def _resolve(m: re.Match, anchor: Period) -> Period | None:
     if m.group("weekday"):
         wd = WEEKDAYS.index(m.group("weekday").lower())
         day = _weekday_before(a, wd) if before else a + timedelta(days=(wd - a.weekday()) % 7 or 7)
+        day += timedelta(days=(-7 if before else 7) * ((n or 1) - 1))
         return Period(day, day, "day", text)
     unit = (m.group("unit") or ("week" if m.group("unit_week") else "weekend")).lower().rstrip("s")
-    n = _count(m.group("count"))
+    counted = n is not None or m.group("count") is not None
+    n = n or _count(m.group("count"))
     sign = -1 if before else 1
     if unit == "day":
         day = a + timedelta(days=sign * n)
         return Period(day, day, "day", text)
     if unit == "week":
-        if before:  # either reading of "the week before D" (see _week_before)
-            return _week_before(a, n, text)
+        if before and not counted:  # either reading of "the week before D" (see _week_before)
+            return _week_before(a, text)
+        if before:  # "two weeks before D": the seven days seven n days back
+            return Period(a - timedelta(days=7 * n), a - timedelta(days=7 * n - 6), "week", text)
         return Period(a + timedelta(days=7 * n - 6), a + timedelta(days=7 * n), "week", text)
     if unit == "weekend":
         sat = _weekday_before(a, 5) if before else a + timedelta(days=(5 - a.weekday()) % 7 or 7)

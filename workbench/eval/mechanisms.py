@@ -343,10 +343,10 @@ def _problems_of(method: str) -> tuple[tuple[str, str], ...]:
 _FAILURES = (("row_errors", "raised"), ("fallback_answers", "fallback answers"), ("cassette_misses", "cassette misses"),
              ("llm_errors", "failed LLM calls"), ("construction_llm_errors", "failed construction calls"),
              ("construction_method_failures", "failed construction steps"), ("judge_errors", "judge errors"))
-#: the failure labels above for a count of one ("1 judge error", not "1 judge errors")
-_ONE = {"fallback answers": "fallback answer", "cassette misses": "cassette miss",
-        "failed LLM calls": "failed LLM call", "failed construction calls": "failed construction call",
-        "failed construction steps": "failed construction step", "judge errors": "judge error"}
+#: the failure labels above for a count of one, by count name ("1 judge error", not "1 judge errors")
+_ONE = {"fallback_answers": "fallback answer", "cassette_misses": "cassette miss", "llm_errors": "failed LLM call",
+        "construction_llm_errors": "failed construction call",
+        "construction_method_failures": "failed construction step", "judge_errors": "judge error"}
 
 
 def value_text(value) -> str:
@@ -366,7 +366,7 @@ def item_text(item: dict) -> str:
         return f"{item['label']} {value_text(item['value'])}"
     if isinstance(item["value"], dict):
         return f"{item['label']}: {value_text(item['value'])}"
-    label = _ONE.get(item["label"], item["label"]) if item["value"] == 1 else item["label"]
+    label = _ONE.get(item.get("name", ""), item["label"]) if item["value"] == 1 else item["label"]
     return f"{value_text(item['value'])} {label}"
 
 
