@@ -285,3 +285,11 @@ def test_a_day_outside_the_first_weekend_of_a_month_is_a_wrong_date():
     q = "When did John run a 5K?"
     assert check_answer(q, "first weekend of August 2023", "9 August 2023").kind == "wrong_date"
     assert check_answer(q, "first weekend of August 2023", "on 6 August 2023").correct
+
+
+def test_a_period_straddling_the_gold_is_vague_and_named_as_overlapping_not_coarser():
+    q = "When did Maria start volunteering?"
+    coarse = check_answer(q, "13 May 2023", "Sometime in May 2023")
+    assert coarse.kind == "vague" and "coarser than" in coarse.reason
+    straddle = check_answer(q, "last week of May 2023", "the week of 29 May 2023")  # 29 May-4 June vs 25-31 May
+    assert straddle.kind == "vague" and "overlapping, not inside" in straddle.reason and "29 May" in straddle.reason

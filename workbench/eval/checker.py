@@ -155,8 +155,10 @@ def _date_rule(question: str, gold: str, prediction: str) -> Check | None:
     if any(p.within(g) for p in said):
         return Check(True, "right", f"names {g.text!r} ({_span(g)})")
     when = bool(_WHEN.search(question))
-    if any(p.overlaps(g) for p in said):  # coarser than the gold ("May 2023" for 13 May), not outside it
-        return Check(False, "vague", f"says {said[0].text!r}, coarser than the gold's {_span(g)}")
+    o = next((p for p in said if p.overlaps(g)), None)
+    if o is not None:  # coarser than the gold ("May 2023" for 13 May), or straddling its edge: not outside it
+        how = "coarser than" if g.within(o) else "overlapping, not inside,"
+        return Check(False, "vague", f"says {o.text!r}, {how} the gold's {_span(g)}")
     if said and (when or g.precision in ("day", "week", "weekend")):
         return Check(False, "wrong_date", f"says {said[0].text!r}, outside the gold's {_span(g)}")
     if when:
