@@ -21,6 +21,7 @@ from datetime import date, timedelta
 MONTHS = ("january february march april may june july august september october november december").split()
 _MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
 WEEKDAYS = ("monday tuesday wednesday thursday friday saturday sunday").split()
+ORDINALS = ("first", "second", "third", "fourth")  # "last" is read apart: counted from the end
 _NUMBER_WORDS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 _MON = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|" \
@@ -41,7 +42,7 @@ _ABSOLUTE = [
 _COUNT = r"(?P<count>\d+|one|two|three|four|five|six|a|an)"
 # relative phrases whose anchor is an absolute date written right after them
 _RELATIVE = re.compile(
-    rf"\b(?:the\s+|on\s+the\s+|in\s+the\s+|during\s+the\s+)?(?:(?P<ord>first|second|third|fourth|last)\s+)?(?:"
+    rf"\b(?:the\s+|on\s+the\s+|in\s+the\s+|during\s+the\s+)?(?:(?P<ord>{'|'.join(ORDINALS)}|last)\s+)?(?:"
     rf"(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     rf"(?P<unit_week>week(?!end))|(?P<unit_weekend>weekend)|"
     rf"{_COUNT}\s+(?P<unit>days?|weeks?|weekends?|months?))"
@@ -163,11 +164,11 @@ def _nth_of_month(m: re.Match, anchor: Period) -> Period | None:
     if m.group("unit_week"):
         if nth == "last":
             return Period(last - timedelta(days=6), last, "week", text)
-        start = first + timedelta(days=7 * ("first second third fourth".split().index(nth)))
+        start = first + timedelta(days=7 * (ORDINALS.index(nth)))
         return Period(start, start + timedelta(days=6), "week", text)
     wd = WEEKDAYS.index(m.group("weekday").lower()) if m.group("weekday") else 5
     days = [d for d in (first + timedelta(days=i) for i in range((last - first).days + 1)) if d.weekday() == wd]
-    day = days[-1] if nth == "last" else days["first second third fourth".split().index(nth)]
+    day = days[-1] if nth == "last" else days[ORDINALS.index(nth)]
     if m.group("weekday"):  # "the first Sunday of May 2023"
         return Period(day, day, "day", text)
     return Period(day, day + timedelta(days=1), "weekend", text)
@@ -183,8 +184,8 @@ def _resolve(m: re.Match, anchor: Period) -> Period | None:
     ordinal = (m.group("ord") or "").lower()
     # "first"/"last" add nothing ("last week before 13 October": the week before); "the second week (or Sunday)
     # before D": two weeks (Sundays) back; beside a count ("second 3 weeks") the ordinal is ignored
-    n = ("first second third fourth".split().index(ordinal) + 1) \
-        if ordinal in ("second", "third", "fourth") and not m.group("count") else None
+    n = (ORDINALS.index(ordinal) + 1) \
+        if ordinal in ORDINALS[1:] and not m.group("count") else None
     a, rel = anchor.start, m.group("rel").lower()
     text = m.group(0) + anchor.text
     if rel == "of":  # "the week of 23 August": the Monday-Sunday week holding it
