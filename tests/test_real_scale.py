@@ -254,6 +254,24 @@ def test_recorder_skips_published_methods_and_resumes_the_rest(recorder, monkeyp
     assert calls == ["hmem"]  # naive_rag was published and complete: not recorded again
 
 
+def test_a_fresh_machine_does_not_record_a_published_method_again(recorder, monkeypatch):
+    """Its run folders are gone, but the cassette and its entry are committed: recording again would replay the
+    cassette and overwrite the recording's wall and CPU time with the replay's."""
+    import shutil
+
+    rrs, answered = recorder
+    answered["naive_rag"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "naive_rag"]) == 0
+    entry = __import__("json").loads(rrs.RECORDINGS.read_text())["recordings"]["naive_rag"]
+    shutil.rmtree(rrs.WORK)
+    calls = []
+    monkeypatch.setattr(rrs, "record", lambda m, model: calls.append(m) or 0)
+    assert rrs.main(["--methods", "naive_rag"]) == 0 and calls == []
+    assert __import__("json").loads(rrs.RECORDINGS.read_text())["recordings"]["naive_rag"] == entry
+    rrs.RECORDINGS.write_text('{"recordings": {}}')  # a cassette with no entry was not published by the recorder
+    assert rrs.main(["--methods", "naive_rag"]) == 1 and calls == ["naive_rag"]
+
+
 def test_real_scale_table_markdown_names_model_audit_and_anchor():
     from benchmarks.bench_real_scale import ANCHORS, to_markdown
 
