@@ -77,6 +77,8 @@ def test_a_malformed_declaration_is_refused_with_what_is_wrong():
     ({"checkable": True, "deep_on_multi_hop": 0, "deep_elsewhere": 0, "multi_hop_not_escalated": 1,
       "multi_hop_asked": 1}, "missed"),
     ({"checkable": True, "on_planted_recurrence": 0, "off_planted_recurrence": 3}, "wrong"),
+    ({"checkable": True, "on_planted_recurrence": 2, "mixed_planted_recurrence": 1, "off_planted_recurrence": 0},
+     "partly right"),
     ({"checkable": True, "coherent_parents": 2, "mixed_parents": 1}, "partly right"),
     ({"checkable": True, "gaps_opened": 2, "note": "read them"}, "to read"),
     ({"checkable": True, "gaps_opened": 0, "note": "none"}, "did not fire"),

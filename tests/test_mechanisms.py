@@ -577,8 +577,11 @@ def test_the_demo_census_says_which_firings_were_right(demo_run):
     hm = m["hmem"]["checked"]
     assert hm["coherent_parents"] + hm["mixed_parents"] == m["hmem"]["counts"]["multi_child_parents"]
     assert hm["coherent_parents"] == 0
-    assert m["recmem"]["checked"]["on_planted_recurrence"] + m["recmem"]["checked"]["off_planted_recurrence"] \
+    rec = m["recmem"]["checked"]
+    assert rec["on_planted_recurrence"] + rec["mixed_planted_recurrence"] + rec["off_planted_recurrence"] \
         == m["recmem"]["counts"]["episodes_produced"]
+    every = rec["on"] + rec["mixed"] + rec["off"]  # the share is over the exchanges each episode was made of
+    assert all(x["parts"] < x["turns"] for x in every), every
     assert m["memr3"]["checked"]["gaps_opened"] == 0 and "nothing to check" in m["memr3"]["checked"]["note"]
     assert "0 of 7 edits match a planted update" in summary_line(read_census(demo_run))
 
@@ -626,6 +629,19 @@ def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_no
                                  ann["conv-26"].recurring[0]["turns"][0].split(":")[0] + ":")][:1]}]}
     rec = check_run("recurrence", episodes, ann, convs={"conv-26"}, conv_of={}, entry={})
     assert rec["on_planted_recurrence"] == 1 and "an annotated recurrence" in checked_text(rec)
+    # the same two turns among two others of no recurring topic: 50 % is under the 60 % an episode needs
+    topical = {t for r in ann["conv-26"].recurring for t in r["turns"]}
+    others = [f"D1:{i}" for i in range(1, 40) if f"D1:{i}" not in topical][:2]
+    diluted = {"conv-26": [{"id": "e2", "source_ids": episodes["conv-26"][0]["source_ids"] + others}]}
+    mixed = check_run("recurrence", diluted, ann, convs={"conv-26"}, conv_of={}, entry={})
+    assert (mixed["on_planted_recurrence"], mixed["mixed_planted_recurrence"], mixed["off_planted_recurrence"]) \
+        == (0, 1, 0) and mixed["mixed"][0]["share"] == 0.5
+    assert "1 mixed (in fewer)" in checked_text(mixed) and checked_verdict(mixed)[0] == "wrong"
+    # as two exchanges (each a topic turn and its reply), the same four turns are wholly on the topic
+    pairs = [[t, o] for t, o in zip(episodes["conv-26"][0]["source_ids"], others)]
+    exchanges = check_run("recurrence", {"conv-26": [{**diluted["conv-26"][0], "parts": pairs}]}, ann,
+                          convs={"conv-26"}, conv_of={}, entry={})
+    assert exchanges["on_planted_recurrence"] == 1 and exchanges["on"][0]["share"] == 1.0
     off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
                     entry={})
     assert off["checkable"] is False and "for conv-30 (" in off["why"] and "conv-30 is kept apart" in off["why"]

@@ -14,7 +14,12 @@ input from the run, and ``check_run`` dispatches (the methods named below are th
 - ``escalations`` (HyMem): a deep escalation is *right* on a planted multi-hop question, *unneeded* elsewhere; a
   multi-hop question answered by the light path alone is *missed*.
 - ``recurrence`` (RecMem): a consolidated unit (episode) is *on a planted recurrence* when at least two of its source
-  turns, from two sessions or more, belong to one planted recurring topic; else *off*.
+  turns, from two sessions or more, belong to one planted recurring topic and that topic touches at least 60 % of
+  the parts it was made of (the share H-Mem's grouping check asks of a parent); *mixed* when the topic's turns are
+  there, from two sessions, but touch fewer of its parts (an episode of eight exchanges, one of them on the topic in
+  each of two sessions, is not a consolidated recurrence); else *off*. The parts are the exchanges the method
+  clustered (``parts``: their source turns), else single turns: the annotations mark the turns that name the topic,
+  often not the partner's reply, so a share over turns would halve an exchange that is wholly on it.
 - ``grouping`` (H-Mem): a parent with two or more children is *coherent* when at least 60 % of its children's source
   turns belong to one planted topic or group of events; else *mixed*.
 - ``gaps`` (MemR3): gaps are free text; with no gap written there is nothing to check, and written gaps are listed
@@ -343,24 +348,30 @@ def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None,
 
 
 def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
-                 ann: Mapping[str, ConversationAnnotations]) -> dict:
-    """Episodes on a planted recurrence or off it (see the module docstring)."""
+                     ann: Mapping[str, ConversationAnnotations], share: float = 0.6) -> dict:
+    """Episodes on a planted recurrence, mixed (the recurrence's turns are there among parts on other things) or off
+    it (see the module docstring). An episode may name its ``parts`` (lists of source turns, one per exchange it was
+    made of); the share is over those, else over its turns."""
     convs = [c for c in episodes_by_conv if c in ann]
     if not convs:
         return not_checkable(episodes_by_conv, ann)
-    on, off = [], []
+    on, mixed, off = [], [], []
     for cid in convs:
         a = ann[cid]
         recurring = [(r["id"], set(r["turns"])) for r in a.recurring]
         for ep in episodes_by_conv[cid]:
             turns = {str(t) for t in (ep.get("source_ids") or ())}
+            parts = [{str(t) for t in p} for p in (ep.get("parts") or ()) if p] or [{t} for t in sorted(turns)]
             best = max(((rid, turns & rt) for rid, rt in recurring), key=lambda x: len(x[1]), default=(None, set()))
-            item = {"conversation": cid, "episode": ep.get("id"), "turns": len(turns), "topic": best[0],
-                    "shared": sorted(best[1]), "share": round(len(best[1]) / len(turns), 2) if turns else 0}
-            (on if len(best[1]) >= 2 and len({_session(t) for t in best[1]}) >= 2 else off).append(item)
+            touched = sum(1 for p in parts if p & best[1])
+            item = {"conversation": cid, "episode": ep.get("id"), "turns": len(turns), "parts": len(parts),
+                    "topic": best[0], "shared": sorted(best[1]),
+                    "share": round(touched / len(parts), 2) if parts else 0}
+            recurs = len(best[1]) >= 2 and len({_session(t) for t in best[1]}) >= 2
+            (off if not recurs else on if touched >= share * len(parts) else mixed).append(item)
     return {"checkable": True, "phenomena": phenomena_word(ann, convs), "on_planted_recurrence": len(on),
-            "off_planted_recurrence": len(off),
-            "on": on, "off": off}
+            "mixed_planted_recurrence": len(mixed), "off_planted_recurrence": len(off), "share": share,
+            "on": on, "mixed": mixed, "off": off}
 
 
 def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations],
@@ -463,12 +474,11 @@ def _checked_line(checked: Mapping | None) -> str:
                 f"{asked} multi-hop {_plural(asked, 'question')} not escalated"
                 f"{right('multi_hop_not_escalated', 'answered right by the light path alone')}")
     if "on_planted_recurrence" in checked:
-        shares = [x.get("share", 0) for x in checked.get("on", [])]
-        purity = f" ({w} topic's share of their turns: median {sorted(shares)[len(shares) // 2]:.0%})" \
-            if shares else ""
         article = "an" if w[0] == "a" else "a"
-        return (f"{checked['on_planted_recurrence']} episodes on {article} {w} recurrence{purity}, "
-                f"{checked['off_planted_recurrence']} off")
+        mixed = checked.get("mixed_planted_recurrence", 0)
+        cut = f"{checked.get('share', 0.6):.0%}"
+        return (f"{checked['on_planted_recurrence']} episodes on {article} {w} recurrence (the topic in >= {cut} "
+                f"of their exchanges), {mixed} mixed (in fewer), {checked['off_planted_recurrence']} off")
     if "coherent_parents" in checked:
         return (f"{checked['coherent_parents']} multi-child parents hold one {w} topic or group (>= 60 % of "
                 f"their turns), {checked['mixed_parents']} are mixed")
@@ -493,7 +503,8 @@ def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
     elif "deep_on_multi_hop" in checked:
         good, bad, missed = checked["deep_on_multi_hop"], checked["deep_elsewhere"], checked["multi_hop_not_escalated"]
     elif "on_planted_recurrence" in checked:
-        good, bad, missed = checked["on_planted_recurrence"], checked["off_planted_recurrence"], 0
+        good, missed = checked["on_planted_recurrence"], 0
+        bad = checked["off_planted_recurrence"] + checked.get("mixed_planted_recurrence", 0)
     elif "coherent_parents" in checked:
         good, bad, missed = checked["coherent_parents"], checked["mixed_parents"], 0
     else:  # gaps: free text, listed for reading
