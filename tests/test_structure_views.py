@@ -472,6 +472,41 @@ def test_consolidations_get_distinct_markers_and_their_episodes():
     assert len(stars) == 2  # the two trigger units
 
 
+def test_episodes_say_whether_they_are_on_a_recurring_topic_when_the_conversation_has_them():
+    """sample-1 plants recurring topics (sample_data/annotations.json): each episode of the clusters view says whether
+    it is on one (the topic in >= 60 % of the exchanges it was made of), mixed or off, and the line above counts them;
+    a conversation with none, or none given, gets no such column."""
+    from workbench.eval.annotations import shipped_annotations
+    from widgets.cluster_view import ClusterState
+
+    pumpkin = [t for r in shipped_annotations()["sample-1"].recurring if r["id"] == "allotment-pumpkin"
+               for t in r["turns"]]  # D1:3, D1:5, D2:8, ...: the turns that name it, not the replies
+    a, b, c = pumpkin[1], pumpkin[2], pumpkin[3]
+    reply = lambda t: t.split(":")[0] + ":" + str(int(t.split(":")[1]) + 1)  # noqa: E731
+    units = [{"id": "u0", "text": "pumpkin", "source_ids": [a, reply(a)]},
+             {"id": "u1", "text": "pumpkin again", "source_ids": [b, reply(b)]},
+             {"id": "u2", "text": "and again", "source_ids": [c, reply(c)]},
+             {"id": "u3", "text": "something else", "source_ids": ["D9:20", "D9:21"]},
+             {"id": "u4", "text": "and else", "source_ids": ["D9:22", "D9:23"]},
+             {"id": "u5", "text": "still else", "source_ids": ["D9:24", "D9:25"]}]
+    log = [{"unit_id": "u2", "position": 2, "count": 3, "fired": True, "outcome": "triggered",
+            "relevant_ids": ["u0", "u1"]}]
+    episodes = [{"id": "epi-0", "cluster": "c1", "member_ids": ["u0", "u1", "u2"], "text": "the pumpkin",
+                 "source_ids": sorted({t for u in units[:3] for t in u["source_ids"]})},
+                {"id": "epi-1", "cluster": "c2", "member_ids": ["u0", "u1", "u3", "u4", "u5"], "text": "a bit of it",
+                 "source_ids": sorted({t for u in units[:2] + units[3:] for t in u["source_ids"]})},
+                {"id": "epi-2", "cluster": "c3", "member_ids": ["u3", "u4"], "text": "other",
+                 "source_ids": ["D9:20", "D9:21", "D9:22", "D9:23"]}]
+    structures = {"units": units, "trigger_log": log, "episodes": episodes, "params": {"theta_count": 3}}
+    html = ClusterState(structures, conversation="sample-1").episodes_html
+    assert "1 on one (the topic in >= 60% of the exchanges" in html and "1 mixed (in fewer), 1 off" in html
+    assert "✓ on allotment-pumpkin (100% of its exchanges)" in html  # half its turns, every one of its exchanges
+    assert "~ mixed: allotment-pumpkin in 40% of its exchanges" in html and "✗ off every recurring topic" in html
+    for conv in (None, "tiny-1"):
+        plain = ClusterState(structures, conversation=conv).episodes_html
+        assert "right?" not in plain and "Right?" not in plain
+
+
 def test_notebook_and_app_shells_show_the_same_rendering(hmem, recmem, tiny_conv):
     """Both shells are bindings of one state: after the same action every part is the same HTML/figure."""
     from widgets.cluster_view import ClusterState

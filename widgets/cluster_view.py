@@ -12,7 +12,8 @@ State and rendering are written once here (``ClusterState``: no ipywidgets, no P
 ``ClusterView`` is the notebook shell and ``widgets.structure_views.ClusterPanel`` the app's.
 
     ClusterView(recmem)                               # a built RecMem (uses recmem.structures())
-    ClusterView(run.structures("recmem", cid))        # structures.json of a saved run
+    ClusterView(run.structures("recmem", cid), conversation=cid)   # structures.json of a saved run; with the
+                                                      # conversation, episodes are checked against its topics
     cv.set_thresholds(0.5, 3); cv.trigger_count, cv.live_trigger_count
 
 What the replay can and cannot show (see ``workbench.methods.recmem.trigger``): whether an LLM would have merged a unit
@@ -29,7 +30,7 @@ import numpy as np
 
 from .html import box, clip, esc, short, source_ids_html, table_html
 from .notebook_shell import NotebookShell
-from .structures import structures_of
+from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
 
 #: consolidation colours: saturated, told apart on white, none grey (greys mean "not consolidated")
@@ -83,11 +84,13 @@ def membership(decisions: Sequence[Any]) -> dict[str, str]:
 class ClusterData:
     """The replayable state of one RecMem memory, from its structures dict (pure; no widgets)."""
 
-    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None):
+    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None,
+                 conversation_id: str | None = None):
         # the replay, the gate check, the trigger-log reader and the copy finder come from the method that
         # declares this kind of view (``structure_hooks``), so this view never imports a method by name
         self.hooks = declared_hooks("clusters") if hooks is None else dict(hooks)
         self.structures = structures
+        self.conversation_id = conversation_id
         self.units = list(structures.get("units") or [])
         self.ids = [u["id"] for u in self.units]
         self.params = dict(structures.get("params") or {})
@@ -251,6 +254,42 @@ def consolidation_groups(data: ClusterData) -> list[dict]:
     return sorted(groups.values(), key=lambda g: (_label_order(g["label"]), g["cluster"]))
 
 
+def recurrence_check(data: ClusterData) -> dict | None:
+    """The episodes checked against the conversation's planted or annotated recurring topics
+    (``annotations.check_recurrence``), or None when the conversation carries none or is not known."""
+    from workbench.eval.annotations import check_recurrence, shipped_annotations
+
+    ann = shipped_annotations()
+    cid, checkable = data.conversation_id, data.hooks.get("checkable")
+    if not cid or cid not in ann or not ann[cid].recurring or checkable is None:
+        return None
+    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})
+
+
+def _verdicts(checked: dict | None) -> dict[str, str]:
+    """Episode id -> whether it is on a recurring topic, in words."""
+    if not checked:
+        return {}
+    out = {}
+    for x in checked["on"]:
+        out[x["episode"]] = f"✓ on {x['topic']} ({x['share']:.0%} of its exchanges)"
+    for x in checked["mixed"]:
+        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['share']:.0%} of its exchanges"
+    for x in checked["off"]:
+        out[x["episode"]] = "✗ off every recurring topic"
+    return out
+
+
+def _checked_line(checked: dict | None) -> str:
+    if not checked:
+        return ""
+    word = checked["phenomena"]
+    return (f"<p><b>Right?</b> Against the {esc(word)} recurring topics: {checked['on_planted_recurrence']} on one "
+            f"(the topic in >= {checked['share']:.0%} of the exchanges the episode was made of, from two sessions or "
+            f"more), {checked['mixed_planted_recurrence']} mixed (in fewer), {checked['off_planted_recurrence']} "
+            "off every one.</p>")
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
@@ -260,6 +299,9 @@ def episodes_html(data: ClusterData) -> str:
     thresholds, trigger unit, counts), opening onto its member units' texts and the episodes it wrote."""
     units = {u["id"]: u for u in data.units}
     groups = consolidation_groups(data)
+    checked = recurrence_check(data)
+    right = _verdicts(checked)
+    ep_cols = ["episode", "turns", "right?", "text"] if checked else ["episode", "turns", "text"]
     lines = []
     for n, g in enumerate(groups):
         members = [units[m] for m in g["members"] if m in units]
@@ -268,7 +310,7 @@ def episodes_html(data: ClusterData) -> str:
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
         copies = data.hooks["repeated"](g["episodes"])
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
-                    "turns": source_ids_html(e.get("source_ids") or [], limit=8),
+                    "turns": source_ids_html(e.get("source_ids") or [], limit=8), "right?": right.get(e["id"], ""),
                     "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
         copied = f" ({len(copies)} a word-for-word copy)" if len(copies) == 1 else (
             f" ({len(copies)} word-for-word copies)" if copies else "")
@@ -279,7 +321,7 @@ def episodes_html(data: ClusterData) -> str:
             f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
             f"{_n(len(g['episodes']), 'episode')}{copied} · {_n(len(turns), 'turn')}</summary>"
             f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"
-            f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ['episode', 'turns', 'text'], raw=('turns', 'text'))}"
+            f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ep_cols, raw=('turns', 'text'))}"
             "</details>")
     in_groups = {m for g in groups for m in g["members"]}
     waiting = [u for u in data.ids if u not in in_groups]
@@ -291,7 +333,7 @@ def episodes_html(data: ClusterData) -> str:
                "line-height: 1.7;}</style>"
                f"<h5>Episodes of the live run ({len(data.episodes)}), by the consolidation that wrote them "
                f"({len(groups)})</h5><p class='wb-muted'>Markers as in the scatter at the live thresholds. Click a "
-               "line for its member units and its episodes.</p>" + "".join(lines) + rest)
+               "line for its member units and its episodes.</p>" + _checked_line(checked) + "".join(lines) + rest)
 
 
 NO_EMBEDDINGS = box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")
@@ -308,9 +350,12 @@ class ClusterState(ViewState):
     layout = (("sim_slider", "count_slider", "reset_button"), "message", "counts", "plot", "timeline_plot",
               "episodes")
 
-    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None):
+    def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None,
+                 conversation=None):
         super().__init__()
-        self.data = ClusterData(structures, live_outcomes=live_outcomes, hooks=hooks)
+        cid = conversation if isinstance(conversation, str) or conversation is None else \
+            getattr(conversation, "id", None)
+        self.data = ClusterData(structures, live_outcomes=live_outcomes, hooks=hooks, conversation_id=cid)
         self.live_trigger_count = fired_count(self.data.live)
         sim, count = self.data.live_thresholds
         off = not self.data.can_replay
@@ -360,8 +405,9 @@ class ClusterState(ViewState):
 class ClusterView(NotebookShell):
     """The clusters in a notebook (``ClusterState`` bound to ipywidgets)."""
 
-    def __init__(self, method_or_structures: Any, *, live_outcomes: bool = True):
-        super().__init__(ClusterState(structures_of(method_or_structures), live_outcomes=live_outcomes))
+    def __init__(self, method_or_structures: Any, *, live_outcomes: bool = True, conversation=None):
+        super().__init__(ClusterState(structures_of(method_or_structures), live_outcomes=live_outcomes,
+                                      conversation=conversation_of(method_or_structures, conversation)))
 
     def set_thresholds(self, theta_sim: float | None = None, theta_count: int | None = None) -> "ClusterView":
         """Replay the gate at these thresholds (None keeps the current one) and redraw."""

@@ -35,7 +35,7 @@ class ClusterPanel(PanelShell):
     """RecMem's clusters and threshold replay in the app."""
 
     def __init__(self, structures: Mapping, conversation=None):
-        super().__init__(ClusterState(structures))
+        super().__init__(ClusterState(structures, conversation=conversation))
 
 
 def _missing(what: str):

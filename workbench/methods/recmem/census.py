@@ -6,6 +6,7 @@ from collections import Counter
 
 from .. import census_kit as K
 from .inspection import repeated_episodes
+from .structures import episodes_with_parts
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -107,14 +108,6 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
               "no refinement call ran" if not no_refinements and not refinements else None)
 
 
-def _episodes_with_parts(structures: dict) -> list[dict]:
-    """The saved episodes, each with ``parts``: the source turns of each exchange it was made of (its member units,
-    merged ones included), which the recurrence check counts its topic share over (``annotations.check_recurrence``)."""
-    units = {u.get("id"): u.get("source_ids") or [] for u in structures.get("units") or () if isinstance(u, dict)}
-    return [{**e, "parts": [units[i] for i in e.get("member_ids") or () if i in units]}
-            for e in structures.get("episodes") or () if isinstance(e, dict)]
-
-
 CENSUS = K.CensusSpec(
     count,
     headline=(("trigger_firings", "trigger firings"), ("consolidations", "consolidations"),
@@ -122,5 +115,5 @@ CENSUS = K.CensusSpec(
     problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
             ("refinements_of_repeats", "refinement calls spent on those repeats:")),
     check=("recurrence", lambda rows, traces, mems: {
-        cid: _episodes_with_parts(m.structures) for cid, m in mems.items() if isinstance(m.structures, dict)}),
+        cid: episodes_with_parts(m.structures) for cid, m in mems.items() if isinstance(m.structures, dict)}),
 )

@@ -22,6 +22,17 @@ def _replay(vectors: Any, *args: Any, **kwargs: Any) -> list[TriggerDecision]:
     return replay_triggers(vectors, None, *args, **kwargs)
 
 
+def episodes_with_parts(structures: Mapping) -> list[dict]:
+    """The saved episodes, each with ``parts``: the source turns of each exchange it was made of (its member units,
+    merged ones included), which the recurrence check counts its topic share over (``annotations.check_recurrence``:
+    an annotation marks the turns that name a topic, often not the partner's reply in the same exchange)."""
+    units = {u.get("id"): u.get("source_ids") or [] for u in structures.get("units") or () if isinstance(u, Mapping)}
+    return [{**e, "parts": [units[i] for i in e.get("member_ids") or () if i in units]}
+            for e in structures.get("episodes") or () if isinstance(e, Mapping)]
+
+
 #: decision: a trigger-log row as a decision; replay: the gate replayed on stored vectors; check: whether a
-#: (theta_count, gate_k) pair is valid; repeated: episodes that copy an earlier one word for word
-CLUSTER_HOOKS = {"decision": decision_of, "replay": _replay, "check": check_gate_k, "repeated": repeated_episodes}
+#: (theta_count, gate_k) pair is valid; repeated: episodes that copy an earlier one word for word; checkable:
+#: the episodes in the form the recurrence check reads (the view checks them against the annotated topics)
+CLUSTER_HOOKS = {"decision": decision_of, "replay": _replay, "check": check_gate_k, "repeated": repeated_episodes,
+                 "checkable": episodes_with_parts}
