@@ -80,7 +80,9 @@ def markdown(r: dict | None) -> list[str]:
             "labelled, 2/118 after); the reading of \"the week before D\" as either the seven days before or "
             "the calendar week before from HyMem's conv-26 batch (5/20 false rejects when it was labelled, 4/20 "
             "after); and the reading of \"the first weekend of <month>\" as that weekend, not the month, from "
-            "RecMem's conv-41 batch (7/129 false accepts when it was labelled, 6/129 after). The closing notes of "
+            "RecMem's conv-41 batch (7/129 false accepts when it was labelled, 6/129 after), as is the reading "
+            "of \"a few\" or \"several\" where the gold counts (\"a few times a week\" for three times: 5/129 "
+            "after). The closing notes of "
             "the verdicts issue say which batch is which.", "",
             "| answers | n | right by the readers | checker agreement | false accepts | false rejects |",
             "|---|---|---|---|---|---|"]

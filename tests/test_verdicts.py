@@ -110,6 +110,21 @@ def test_numbers_yes_no_and_lists():
                             "pottery").correct
 
 
+def test_a_count_answered_with_no_number_is_vague_and_twice_is_two():
+    """RecMem's conv-41 batch: "John works a few times a week" for "Three times a week" held the gold's content
+    words ("times", "week") and was accepted; readers call a quantity that names no number vague."""
+    q, gold = "How often does John work out with his family?", "Three times a week"
+    assert check_answer(q, gold, "John works a few times a week.").kind == "vague"
+    assert check_answer(q, gold, "They work out several times a week.").kind == "vague"
+    assert check_answer(q, gold, "John works out with his family twice a week.").kind == "wrong_value"
+    assert check_answer(q, gold, "Three times every week, with his kids.").correct
+    assert check_answer(q, "twice a week", "He does it twice a week.").correct
+    assert check_answer(q, "a few times a week", "a few times a week").correct  # the gold is no count itself
+    # a date is not a count: the date rule decides, not "some"
+    assert check_answer("When did Maria take up community work?", "August 4, 2023",
+                        "On 4 August 2023 she took up some community work.").correct
+
+
 def test_a_possessive_of_the_question_s_own_name_is_not_gold_content():
     """Gold "Melanie's daughter" for "Whose birthday did Melanie celebrate?": the name is asked, the daughter is the
     answer; "Melanie's birthday" held 50 % of the gold while "Melanie's" counted as a word of its own."""

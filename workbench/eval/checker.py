@@ -14,7 +14,9 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    ("yesterday, in the 8 May 2023 chat", right under the protocol) is read as the session's own date.
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``.
-4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``.
+4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``
+   ("twice" counts as 2); while it gives none, only a quantity that names none ("a few times a week" for three
+   times): ``vague`` (from RecMem's conv-41 batch, labelled after the other rules).
 5. **yes / no**: a gold that opens with yes or no (or "likely yes"): an answer stating the opposite is
    ``wrong_value``, one stating the same is right; one stating neither goes on to the content rule.
 6. **lists**: a list gold of n items answered with a claim that there are fewer ("only one name: Biscuit" for
@@ -191,12 +193,21 @@ def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[s
     return None
 
 
+_TIMES = {"once": "1", "twice": "2", "thrice": "3"}  # "twice a week" counts, as "two times a week" does
+#: a quantity that names no number: "a few times a week" does not answer "three times a week" (the false accept
+#: that brought this in: RecMem's conv-41 batch, "John works a few times a week")
+_VAGUE_QUANTITY = re.compile(r"\b(?:a few|a couple(?: of)?|several|many|multiple|a number of|a lot of|lots of|"
+                             r"some|numerous|various|frequently|often|regularly|sometimes|occasionally)\b", re.I)
+
+
 def _numbers(text: str) -> set[str]:
-    words = {_NUMBER_WORDS[w] for w in simple_tokenize(text) if w in _NUMBER_WORDS}
+    words = {_NUMBER_WORDS.get(w) or _TIMES[w] for w in simple_tokenize(text) if w in _NUMBER_WORDS or w in _TIMES}
     return {n.replace(",", "") for n in _NUM.findall(text)} | words
 
 
 def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
+    """A gold number the answer lacks: another number is ``wrong_value``; no number, only a quantity that names
+    none ("a few", "several", "often"), is ``vague``."""
     wanted = _numbers(gold) - _numbers(question)
     if not wanted:
         return None
@@ -205,6 +216,9 @@ def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
         return None
     if said - _numbers(question):
         return Check(False, "wrong_value", f"says {', '.join(sorted(said))}, not {', '.join(sorted(wanted))}")
+    vague = _VAGUE_QUANTITY.search(prediction)
+    if vague and not _VAGUE_QUANTITY.search(gold) and not find_periods(gold):  # a date's day is not a count
+        return Check(False, "vague", f"says {vague.group(0)!r} where the gold counts {', '.join(sorted(wanted))}")
     return None
 
 
