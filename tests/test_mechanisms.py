@@ -642,6 +642,15 @@ def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_no
     exchanges = check_run("recurrence", {"conv-26": [{**diluted["conv-26"][0], "parts": pairs}]}, ann,
                           convs={"conv-26"}, conv_of={}, entry={})
     assert exchanges["on_planted_recurrence"] == 1 and exchanges["on"][0]["share"] == 1.0
+    # a topic's turns from one session are no recurrence, and a turn in no exchange is a part of its own
+    first = ann["conv-26"].recurring[0]["turns"]
+    one_session = [t for t in first if t.split(":")[0] == first[0].split(":")[0]][:2]
+    alone = check_run("recurrence", {"conv-26": [{"id": "e3", "source_ids": one_session}]}, ann,
+                      convs={"conv-26"}, conv_of={}, entry={})
+    assert alone["off"][0]["why"] == "its recurring topic's turns are from one session"
+    loose = check_run("recurrence", {"conv-26": [{**diluted["conv-26"][0], "parts": pairs[:1]}]}, ann,
+                      convs={"conv-26"}, conv_of={}, entry={})
+    assert loose["on"][0]["parts"] == 3 and loose["on"][0]["parts_on_topic"] == 2  # 2 of 3: on
     off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
                     entry={})
     assert off["checkable"] is False and "for conv-30 (" in off["why"] and "conv-30 is kept apart" in off["why"]

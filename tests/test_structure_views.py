@@ -499,12 +499,16 @@ def test_episodes_say_whether_they_are_on_a_recurring_topic_when_the_conversatio
                  "source_ids": ["D9:20", "D9:21", "D9:22", "D9:23"]}]
     structures = {"units": units, "trigger_log": log, "episodes": episodes, "params": {"theta_count": 3}}
     html = ClusterState(structures, conversation="sample-1").episodes_html
-    assert "1 on one (the topic in >= 60% of the exchanges" in html and "1 mixed (in fewer), 1 off" in html
-    assert "✓ on allotment-pumpkin (100% of its exchanges)" in html  # half its turns, every one of its exchanges
-    assert "~ mixed: allotment-pumpkin in 40% of its exchanges" in html and "✗ off every recurring topic" in html
-    for conv in (None, "tiny-1"):
-        plain = ClusterState(structures, conversation=conv).episodes_html
-        assert "right?" not in plain and "Right?" not in plain
+    assert "1 on one (its turns from two sessions or more, in at least 60% of the exchanges" in html
+    assert "1 mixed (in fewer), 1 not a recurrence" in html
+    assert "✓ on allotment-pumpkin (3 of its 3 exchanges)" in html  # half its turns, every one of its exchanges
+    assert "~ mixed: allotment-pumpkin in 2 of its 5 exchanges" in html
+    assert "✗ not a recurrence: none of its turns is on a recurring topic" in html
+    conv = __import__("types").SimpleNamespace(id="sample-1")  # a Conversation object as the app passes it
+    assert ClusterState(structures, conversation=conv).episodes_html == html
+    for other in (None, "tiny-1"):
+        plain = ClusterState(structures, conversation=other).episodes_html
+        assert "recurring topic" not in plain
 
 
 def test_notebook_and_app_shells_show_the_same_rendering(hmem, recmem, tiny_conv):

@@ -10,7 +10,7 @@ from workbench.data import DatasetError, load_sample
 from workbench.eval.attribution import attribute
 from workbench.eval.audit import label_probes
 from workbench.eval.checker import conversation_entities
-from workbench.eval.checker import check_answer, content_recall
+from workbench.eval.checker import _number_rule, check_answer, content_recall
 from workbench.eval.dates import find_periods
 from workbench.eval.label_audit import (audit_on_labels, checker_audit, checker_source, f1_source, judge_real_audit,
                                         recorded_judge, shipped_entities, shipped_labels)
@@ -120,9 +120,17 @@ def test_a_count_answered_with_no_number_is_vague_and_twice_is_two():
     assert check_answer(q, gold, "Three times every week, with his kids.").correct
     assert check_answer(q, "twice a week", "He does it twice a week.").correct
     assert check_answer(q, "a few times a week", "a few times a week").correct  # the gold is no count itself
-    # a date is not a count: the date rule decides, not "some"
-    assert check_answer("When did Maria take up community work?", "August 4, 2023",
-                        "On 4 August 2023 she took up some community work.").correct
+    # "a couple" is often two: the quantity rule leaves it to the others
+    assert "where the gold counts" not in check_answer("How many times has she gone?", "2", "A couple of times").reason
+    assert check_answer("How many times has she gone to the beach?", "15", "Fifteen times, some of them alone.").correct
+    # only where a count is asked, and a date's day is no count
+    assert check_answer("What does Melanie do with her family?", "Her husband and 2 kids",
+                        "Melanie often goes camping with her husband and kids.").correct
+    assert _number_rule("How long has Maria volunteered?", "Since August 4, 2023", "For some time now.") is None
+    assert _number_rule("How long has Maria volunteered?", "Four years", "For some time now.").kind == "vague"
+    # "once" the conjunction is no count; "once a month" is one
+    assert check_answer("When did she take up painting?", "Once she retired", "After she retired in 2020.").correct
+    assert check_answer("How often does she paint?", "Once a month", "Twice a month.").kind == "wrong_value"
 
 
 def test_a_possessive_of_the_question_s_own_name_is_not_gold_content():

@@ -272,22 +272,22 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
         return {}
     out = {}
     for x in checked["on"]:
-        out[x["episode"]] = f"✓ on {x['topic']} ({x['share']:.0%} of its exchanges)"
+        out[x["episode"]] = f"✓ on {x['topic']} ({x['parts_on_topic']} of its {x['parts']} exchanges)"
     for x in checked["mixed"]:
-        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['share']:.0%} of its exchanges"
+        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['parts_on_topic']} of its {x['parts']} exchanges"
     for x in checked["off"]:
-        out[x["episode"]] = "✗ off every recurring topic"
+        out[x["episode"]] = f"✗ not a recurrence: {x['why']}"
     return out
 
 
 def _checked_line(checked: dict | None) -> str:
     if not checked:
         return ""
-    word = checked["phenomena"]
-    return (f"<p><b>Right?</b> Against the {esc(word)} recurring topics: {checked['on_planted_recurrence']} on one "
-            f"(the topic in >= {checked['share']:.0%} of the exchanges the episode was made of, from two sessions or "
-            f"more), {checked['mixed_planted_recurrence']} mixed (in fewer), {checked['off_planted_recurrence']} "
-            "off every one.</p>")
+    return (f"<p><b>On a recurring topic?</b> Checked against the conversation's {esc(checked['phenomena'])} "
+            f"recurring topics: {checked['on_planted_recurrence']} on one (its turns from two sessions or more, in "
+            f"at least {checked['threshold']:.0%} of the exchanges the episode was made of), "
+            f"{checked['mixed_planted_recurrence']} mixed (in fewer), {checked['off_planted_recurrence']} not a "
+            "recurrence.</p>")
 
 
 def _n(count: int, noun: str) -> str:
@@ -300,8 +300,8 @@ def episodes_html(data: ClusterData) -> str:
     units = {u["id"]: u for u in data.units}
     groups = consolidation_groups(data)
     checked = recurrence_check(data)
-    right = _verdicts(checked)
-    ep_cols = ["episode", "turns", "right?", "text"] if checked else ["episode", "turns", "text"]
+    verdicts = _verdicts(checked)
+    ep_cols = ["episode", "turns", "on a recurring topic?", "text"] if checked else ["episode", "turns", "text"]
     lines = []
     for n, g in enumerate(groups):
         members = [units[m] for m in g["members"] if m in units]
@@ -310,7 +310,8 @@ def episodes_html(data: ClusterData) -> str:
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
         copies = data.hooks["repeated"](g["episodes"])
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
-                    "turns": source_ids_html(e.get("source_ids") or [], limit=8), "right?": right.get(e["id"], ""),
+                    "turns": source_ids_html(e.get("source_ids") or [], limit=8),
+                    "on a recurring topic?": verdicts.get(e["id"], ""),
                     "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
         copied = f" ({len(copies)} a word-for-word copy)" if len(copies) == 1 else (
             f" ({len(copies)} word-for-word copies)" if copies else "")

@@ -348,29 +348,38 @@ def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None,
 
 
 def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
-                     ann: Mapping[str, ConversationAnnotations], share: float = 0.6) -> dict:
+                     ann: Mapping[str, ConversationAnnotations], threshold: float = 0.6) -> dict:
     """Episodes on a planted recurrence, mixed (the recurrence's turns are there among parts on other things) or off
     it (see the module docstring). An episode may name its ``parts`` (lists of source turns, one per exchange it was
-    made of); the share is over those, else over its turns."""
+    made of; a source turn in none is a part of its own); the share is over those, else over its turns. Of the
+    topics that recur in it (two turns or more, from two sessions or more) the one touching most parts is judged;
+    an off episode says why (``why``: no recurring topic's turns, or only one session's)."""
     convs = [c for c in episodes_by_conv if c in ann]
     if not convs:
         return not_checkable(episodes_by_conv, ann)
     on, mixed, off = [], [], []
     for cid in convs:
-        a = ann[cid]
-        recurring = [(r["id"], set(r["turns"])) for r in a.recurring]
+        recurring = [(r["id"], set(r["turns"])) for r in ann[cid].recurring]
         for ep in episodes_by_conv[cid]:
             turns = {str(t) for t in (ep.get("source_ids") or ())}
-            parts = [{str(t) for t in p} for p in (ep.get("parts") or ()) if p] or [{t} for t in sorted(turns)]
-            best = max(((rid, turns & rt) for rid, rt in recurring), key=lambda x: len(x[1]), default=(None, set()))
-            touched = sum(1 for p in parts if p & best[1])
+            parts = [{str(t) for t in p} for p in (ep.get("parts") or ()) if p]
+            covered = set().union(*parts) if parts else set()
+            parts += [{t} for t in sorted(turns - covered)]
+            seen = [(rid, turns & rt, sum(1 for p in parts if p & rt)) for rid, rt in recurring if turns & rt]
+            recurs = [x for x in seen if len(x[1]) >= 2 and len({_session(t) for t in x[1]}) >= 2]
+            topic, shared, touched = max(recurs or seen, key=lambda x: (x[2], len(x[1])), default=(None, set(), 0))
             item = {"conversation": cid, "episode": ep.get("id"), "turns": len(turns), "parts": len(parts),
-                    "topic": best[0], "shared": sorted(best[1]),
+                    "topic": topic, "shared": sorted(shared), "parts_on_topic": touched,
                     "share": round(touched / len(parts), 2) if parts else 0}
-            recurs = len(best[1]) >= 2 and len({_session(t) for t in best[1]}) >= 2
-            (off if not recurs else on if touched >= share * len(parts) else mixed).append(item)
+            if not recurs:
+                item["why"] = ("none of its turns is on a recurring topic" if not seen else
+                               "its recurring topic's turns are from one session" if len(shared) >= 2 else
+                               "one turn of a recurring topic only")
+                off.append(item)
+            else:
+                (on if touched >= threshold * len(parts) else mixed).append(item)
     return {"checkable": True, "phenomena": phenomena_word(ann, convs), "on_planted_recurrence": len(on),
-            "mixed_planted_recurrence": len(mixed), "off_planted_recurrence": len(off), "share": share,
+            "mixed_planted_recurrence": len(mixed), "off_planted_recurrence": len(off), "threshold": threshold,
             "on": on, "mixed": mixed, "off": off}
 
 
@@ -476,9 +485,11 @@ def _checked_line(checked: Mapping | None) -> str:
     if "on_planted_recurrence" in checked:
         article = "an" if w[0] == "a" else "a"
         mixed = checked.get("mixed_planted_recurrence", 0)
-        cut = f"{checked.get('share', 0.6):.0%}"
-        return (f"{checked['on_planted_recurrence']} episodes on {article} {w} recurrence (the topic in >= {cut} "
-                f"of their exchanges), {mixed} mixed (in fewer), {checked['off_planted_recurrence']} off")
+        cut = f"{checked.get('threshold', 0.6):.0%}"
+        on = checked["on_planted_recurrence"]
+        return (f"{on} {_plural(on, 'episode')} on {article} {w} recurrence (the topic in >= {cut} of the "
+                f"exchanges {'it was' if on == 1 else 'they were'} made of), {mixed} mixed"
+                f"{' (in fewer)' if mixed else ''}, {checked['off_planted_recurrence']} off")
     if "coherent_parents" in checked:
         return (f"{checked['coherent_parents']} multi-child parents hold one {w} topic or group (>= 60 % of "
                 f"their turns), {checked['mixed_parents']} are mixed")

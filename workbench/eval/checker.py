@@ -15,8 +15,9 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``.
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``
-   ("twice" counts as 2); while it gives none, only a quantity that names none ("a few times a week" for three
-   times): ``vague`` (from RecMem's conv-41 batch, labelled after the other rules).
+   ("twice" counts as 2); where the question asks how many, often, long or much and the answer gives no number,
+   only a quantity that names none ("a few times a week" for three times): ``vague`` (from RecMem's conv-41
+   batch, labelled after the other rules).
 5. **yes / no**: a gold that opens with yes or no (or "likely yes"): an answer stating the opposite is
    ``wrong_value``, one stating the same is right; one stating neither goes on to the content rule.
 6. **lists**: a list gold of n items answered with a claim that there are fewer ("only one name: Biscuit" for
@@ -58,7 +59,8 @@ _YES = re.compile(r"^\W*(?:likely\s+|probably\s+|most likely\s+)?yes\b", re.I)
 _NO = re.compile(r"^\W*(?:likely\s+|probably\s+|most likely\s+)?no\b(?!\s+(?:one|longer|more)\b)", re.I)
 _NEG = re.compile(r"\b(?:no|not|never|n't|neither|nor|unlikely)\b", re.I)
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
 _NUM = re.compile(r"\b\d+(?:[.,]\d+)?\b")
 _CAP = re.compile(r"\b[A-Z][a-z]{2,}\b")
 
@@ -193,21 +195,27 @@ def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[s
     return None
 
 
-_TIMES = {"once": "1", "twice": "2", "thrice": "3"}  # "twice a week" counts, as "two times a week" does
+#: "twice a week" counts, as "two times a week" does; "once" only as a count ("once a month", "once or twice"),
+#: not as the conjunction ("once she retired")
+_TIMES = re.compile(r"\b(?:(once)(?=\s+(?:a|an|per|every|each|or|more|again|in\s+\d)\b|\s*[.,;!?]|\s*$)|"
+                    r"(twice)|(thrice))\b", re.I)
 #: a quantity that names no number: "a few times a week" does not answer "three times a week" (the false accept
-#: that brought this in: RecMem's conv-41 batch, "John works a few times a week")
-_VAGUE_QUANTITY = re.compile(r"\b(?:a few|a couple(?: of)?|several|many|multiple|a number of|a lot of|lots of|"
-                             r"some|numerous|various|frequently|often|regularly|sometimes|occasionally)\b", re.I)
+#: that brought this in: RecMem's conv-41 batch, "John works a few times a week"). "A couple" is left out: it is
+#: often two. Asked only of a question that asks for a count (``_COUNT_QUESTION``).
+_VAGUE_QUANTITY = re.compile(r"\b(?:a few|several|many|multiple|a number of|a lot of|lots of|some|numerous|various|"
+                             r"frequently|often|regularly|sometimes|occasionally)\b", re.I)
+_COUNT_QUESTION = re.compile(r"\bhow (?:many|much|often|long|frequently)\b|\bnumber of\b|\bhow old\b", re.I)
 
 
 def _numbers(text: str) -> set[str]:
-    words = {_NUMBER_WORDS.get(w) or _TIMES[w] for w in simple_tokenize(text) if w in _NUMBER_WORDS or w in _TIMES}
-    return {n.replace(",", "") for n in _NUM.findall(text)} | words
+    words = {_NUMBER_WORDS[w] for w in simple_tokenize(text) if w in _NUMBER_WORDS}
+    times = {"1" if m.group(1) else "2" if m.group(2) else "3" for m in _TIMES.finditer(text)}
+    return {n.replace(",", "") for n in _NUM.findall(text)} | words | times
 
 
 def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
-    """A gold number the answer lacks: another number is ``wrong_value``; no number, only a quantity that names
-    none ("a few", "several", "often"), is ``vague``."""
+    """A gold number the answer lacks: another number is ``wrong_value``; where the question asks for a count, no
+    number but a quantity that names none ("a few", "several", "often") is ``vague``."""
     wanted = _numbers(gold) - _numbers(question)
     if not wanted:
         return None
@@ -216,7 +224,7 @@ def _number_rule(question: str, gold: str, prediction: str) -> Check | None:
         return None
     if said - _numbers(question):
         return Check(False, "wrong_value", f"says {', '.join(sorted(said))}, not {', '.join(sorted(wanted))}")
-    vague = _VAGUE_QUANTITY.search(prediction)
+    vague = _VAGUE_QUANTITY.search(prediction) if _COUNT_QUESTION.search(question) else None
     if vague and not _VAGUE_QUANTITY.search(gold) and not find_periods(gold):  # a date's day is not a count
         return Check(False, "vague", f"says {vague.group(0)!r} where the gold counts {', '.join(sorted(wanted))}")
     return None

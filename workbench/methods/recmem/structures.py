@@ -1,5 +1,6 @@
-"""What RecMem hands the views' ``clusters`` kind: the functions its threshold replay needs (the view calls them
-through ``MemoryMethod.structure_hooks`` and never imports RecMem by name)."""
+"""What RecMem hands the views' ``clusters`` kind: the functions its threshold replay needs, and its episodes in the
+form the recurrence check reads (the view calls them through ``MemoryMethod.structure_hooks`` and never imports
+RecMem by name)."""
 from __future__ import annotations
 
 from typing import Any, Mapping
