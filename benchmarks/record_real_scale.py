@@ -343,7 +343,10 @@ def main(argv=None) -> int:
     plan = set(planned_ids())
     for method in args.methods:
         if already_published(method, plan):
-            print(f"{method}: already published, skipped", flush=True)
+            entry = (_load_json(RECORDINGS).get("recordings") or {}).get(run_tag(method)) or {}
+            print(f"{method}: already published, skipped ({PUBLISHED / cassette_name(method)}, recorded with "
+                  f"{entry.get('model', 'a model not noted')}; delete its entry in {RECORDINGS.name} to record "
+                  "it again)", flush=True)
             continue
         rc = record(method, args.model)
         missing = plan - stored_ids(method)
