@@ -579,7 +579,8 @@ def test_the_demo_census_says_which_firings_were_right(demo_run):
     assert hm["coherent_parents"] == 0
     rec = m["recmem"]["checked"]
     assert rec["on_planted_recurrence"] + rec["mixed_planted_recurrence"] + rec["off_planted_recurrence"] \
-        == m["recmem"]["counts"]["episodes_produced"]
+        + rec["repeated_episodes"] == m["recmem"]["counts"]["episodes_produced"]
+    assert rec["repeated_episodes"] == m["recmem"]["counts"]["episodes_repeated"]  # a copy is judged, as counted
     every = rec["on"] + rec["mixed"] + rec["off"]  # the share is over the exchanges each episode was made of
     assert all(x["parts"] < x["turns"] for x in every), every
     assert m["memr3"]["checked"]["gaps_opened"] == 0 and "nothing to check" in m["memr3"]["checked"]["note"]
@@ -651,6 +652,12 @@ def test_locomo_conversations_26_and_41_carry_annotated_phenomena_and_conv_30_no
     loose = check_run("recurrence", {"conv-26": [{**diluted["conv-26"][0], "parts": pairs[:1]}]}, ann,
                       convs={"conv-26"}, conv_of={}, entry={})
     assert loose["on"][0]["parts"] == 3 and loose["on"][0]["parts_on_topic"] == 2  # 2 of 3: on
+    # a word-for-word copy of another episode of its consolidation is a repeat, wrong whatever its topic
+    copied = check_run("recurrence", {"conv-26": [*episodes["conv-26"], {**episodes["conv-26"][0], "id": "e9",
+                                                                         "copy_of": "e1"}]},
+                       ann, convs={"conv-26"}, conv_of={}, entry={})
+    assert (copied["on_planted_recurrence"], copied["repeated_episodes"]) == (1, 1)
+    assert checked_verdict(copied)[0] == "partly right" and "1 more is a word-for-word copy" in checked_text(copied)
     off = check_run("escalations", {"conv-30/q0": True}, ann, convs={"conv-30"}, conv_of={"conv-30/q0": "conv-30"},
                     entry={})
     assert off["checkable"] is False and "for conv-30 (" in off["why"] and "conv-30 is kept apart" in off["why"]

@@ -504,6 +504,9 @@ def test_episodes_say_whether_they_are_on_a_recurring_topic_when_the_conversatio
     assert "✓ on allotment-pumpkin (3 of its 3 exchanges)" in html  # half its turns, every one of its exchanges
     assert "~ mixed: allotment-pumpkin in 2 of its 5 exchanges" in html
     assert "✗ not a recurrence: none of its turns is on a recurring topic" in html
+    copy = {**episodes[0], "id": "epi-9"}  # the same consolidation writes the same text again
+    repeated = ClusterState({**structures, "episodes": [*episodes, copy]}, conversation="sample-1").episodes_html
+    assert "✗ a copy of epi-0: one recurrence, one episode" in repeated and "; 1 word-for-word copy of" in repeated
     conv = __import__("types").SimpleNamespace(id="sample-1")  # a Conversation object as the app passes it
     assert ClusterState(structures, conversation=conv).episodes_html == html
     for other in (None, "tiny-1"):

@@ -263,7 +263,7 @@ def recurrence_check(data: ClusterData) -> dict | None:
     cid, checkable = data.conversation_id, data.hooks.get("checkable")
     if not cid or cid not in ann or not ann[cid].recurring or checkable is None:
         return None
-    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})
+    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})  # copies found as the list shows
 
 
 def _verdicts(checked: dict | None) -> dict[str, str]:
@@ -277,6 +277,8 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
         out[x["episode"]] = f"~ mixed: {x['topic']} in {x['parts_on_topic']} of its {x['parts']} exchanges"
     for x in checked["off"]:
         out[x["episode"]] = f"✗ not a recurrence: {x['why']}"
+    for x in checked.get("repeats", []):
+        out[x["episode"]] = f"✗ a copy of {x['copy_of']}: one recurrence, one episode"
     return out
 
 
@@ -287,7 +289,9 @@ def _checked_line(checked: dict | None) -> str:
             f"recurring topics: {checked['on_planted_recurrence']} on one (its turns from two sessions or more, in "
             f"at least {checked['threshold']:.0%} of the exchanges the episode was made of), "
             f"{checked['mixed_planted_recurrence']} mixed (in fewer), {checked['off_planted_recurrence']} not a "
-            "recurrence.</p>")
+            f"recurrence" + (f"; {checked['repeated_episodes']} word-for-word "
+                             f"{'copy' if checked['repeated_episodes'] == 1 else 'copies'} of another episode, "
+                             "counted wrong" if checked.get("repeated_episodes") else "") + ".</p>")
 
 
 def _n(count: int, noun: str) -> str:

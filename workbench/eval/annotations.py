@@ -19,7 +19,9 @@ input from the run, and ``check_run`` dispatches (the methods named below are th
   there, from two sessions, but touch fewer of its parts (an episode of eight exchanges, one of them on the topic in
   each of two sessions, is not a consolidated recurrence); else *off*. The parts are the exchanges the method
   clustered (``parts``: their source turns), else single turns: the annotations mark the turns that name the topic,
-  often not the partner's reply, so a share over turns would halve an exchange that is wholly on it.
+  often not the partner's reply, so a share over turns would halve an exchange that is wholly on it. An episode
+  that repeats another of the same consolidation word for word (``copy_of``) is a *repeat*, wrong whatever its
+  topic: one recurrence should give one episode, not copies of it.
 - ``grouping`` (H-Mem): a parent with two or more children is *coherent* when at least 60 % of its children's source
   turns belong to one planted topic or group of events; else *mixed*.
 - ``gaps`` (MemR3): gaps are free text; with no gap written there is nothing to check, and written gaps are listed
@@ -357,10 +359,13 @@ def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
     convs = [c for c in episodes_by_conv if c in ann]
     if not convs:
         return not_checkable(episodes_by_conv, ann)
-    on, mixed, off = [], [], []
+    on, mixed, off, repeats = [], [], [], []
     for cid in convs:
         recurring = [(r["id"], set(r["turns"])) for r in ann[cid].recurring]
         for ep in episodes_by_conv[cid]:
+            if ep.get("copy_of"):  # one recurrence, one episode: a word-for-word copy is not a second one
+                repeats.append({"conversation": cid, "episode": ep.get("id"), "copy_of": ep["copy_of"]})
+                continue
             turns = {str(t) for t in (ep.get("source_ids") or ())}
             parts = [{str(t) for t in p} for p in (ep.get("parts") or ()) if p]
             covered = set().union(*parts) if parts else set()
@@ -379,8 +384,9 @@ def check_recurrence(episodes_by_conv: Mapping[str, Sequence[Mapping]],
             else:
                 (on if touched >= threshold * len(parts) else mixed).append(item)
     return {"checkable": True, "phenomena": phenomena_word(ann, convs), "on_planted_recurrence": len(on),
-            "mixed_planted_recurrence": len(mixed), "off_planted_recurrence": len(off), "threshold": threshold,
-            "on": on, "mixed": mixed, "off": off}
+            "mixed_planted_recurrence": len(mixed), "off_planted_recurrence": len(off),
+            "repeated_episodes": len(repeats), "threshold": threshold,
+            "on": on, "mixed": mixed, "off": off, "repeats": repeats}
 
 
 def check_grouping(tree_by_conv: Mapping[str, Sequence[Mapping]], ann: Mapping[str, ConversationAnnotations],
@@ -487,9 +493,12 @@ def _checked_line(checked: Mapping | None) -> str:
         mixed = checked.get("mixed_planted_recurrence", 0)
         cut = f"{checked.get('threshold', 0.6):.0%}"
         on = checked["on_planted_recurrence"]
+        rep = checked.get("repeated_episodes", 0)
         return (f"{on} {_plural(on, 'episode')} on {article} {w} recurrence (the topic in >= {cut} of the "
                 f"exchanges {'it was' if on == 1 else 'they were'} made of), {mixed} mixed"
-                f"{' (in fewer)' if mixed else ''}, {checked['off_planted_recurrence']} off")
+                f"{' (in fewer)' if mixed else ''}, {checked['off_planted_recurrence']} off"
+                + (f"; {rep} more {'is a word-for-word copy' if rep == 1 else 'are word-for-word copies'} of "
+                   "another episode of the same consolidation" if rep else ""))
     if "coherent_parents" in checked:
         return (f"{checked['coherent_parents']} multi-child parents hold one {w} topic or group (>= 60 % of "
                 f"their turns), {checked['mixed_parents']} are mixed")
@@ -515,7 +524,8 @@ def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
         good, bad, missed = checked["deep_on_multi_hop"], checked["deep_elsewhere"], checked["multi_hop_not_escalated"]
     elif "on_planted_recurrence" in checked:
         good, missed = checked["on_planted_recurrence"], 0
-        bad = checked["off_planted_recurrence"] + checked.get("mixed_planted_recurrence", 0)
+        bad = checked["off_planted_recurrence"] + checked.get("mixed_planted_recurrence", 0) + \
+            checked.get("repeated_episodes", 0)
     elif "coherent_parents" in checked:
         good, bad, missed = checked["coherent_parents"], checked["mixed_parents"], 0
     else:  # gaps: free text, listed for reading

@@ -9,6 +9,19 @@ from .inspection import repeated_episodes
 from .structures import episodes_with_parts
 
 
+def written_copies(events) -> dict[str, str]:
+    """Episode id -> the earlier episode of the same consolidation whose text it repeats word for word, as the
+    CONSOLIDATE events wrote them (before any merge changed a text)."""
+    written: dict = {}
+    for e in events:
+        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if e.get("kind") == "CONSOLIDATE":
+            cluster = data.get("cluster")  # read from a run directory: any JSON value
+            key = cluster if isinstance(cluster, (str, int, type(None))) else repr(cluster)
+            written.setdefault(key, []).append({"id": e.get("unit_id"), "text": e.get("after")})
+    return {eid: first for eps in written.values() for eid, first in repeated_episodes(eps).items()}
+
+
 def count(c: K.Counts, rows, traces, mems, params) -> None:
     """This method's counts (``CensusSpec.count``)."""
     names = ("trigger_checks", "trigger_firings", "trigger_outcomes", "consolidations", "episodes_produced",
@@ -17,7 +30,6 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
         return
     decisions, absent = [], []
     consolidate, merges, refined_facts = [], 0, 0
-    written: dict = {}  # (conversation, cluster) -> the episodes its consolidation wrote
     attempts, refinements, no_attempts, no_refinements = [], [], [], []
     theta = {}
     for conv, mem in mems.items():
@@ -43,13 +55,11 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
             data = e.get("data") if isinstance(e.get("data"), dict) else {}
             if e["kind"] == "CONSOLIDATE":
                 consolidate.append((conv, e.get("unit_id"), data.get("cluster")))
-                written.setdefault((conv, data.get("cluster")), []).append({"id": e.get("unit_id"),
-                                                                            "text": e.get("after")})
             elif e["kind"] == "MERGE":
                 merges += 1
             elif e["kind"] == "ADD" and data.get("mode"):
                 refined_facts += 1
-    repeats = {(conv, eid) for (conv, _), eps in written.items() for eid in repeated_episodes(eps)}
+    repeats = {(conv, eid) for conv, mem in mems.items() for eid in written_copies(mem.events)}
     src_ev = "events.jsonl"
     clusters = {(conv, cl if cl is not None else uid) for conv, uid, cl in consolidate}
     episodes = sum(1 for _, uid, cl in consolidate if cl is None or uid != cl)  # direct mode: unit_id = cluster
@@ -115,5 +125,6 @@ CENSUS = K.CensusSpec(
     problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
             ("refinements_of_repeats", "refinement calls spent on those repeats:")),
     check=("recurrence", lambda rows, traces, mems: {
-        cid: episodes_with_parts(m.structures) for cid, m in mems.items() if isinstance(m.structures, dict)}),
+        cid: episodes_with_parts(m.structures, written_copies(m.events)) for cid, m in mems.items()
+        if isinstance(m.structures, dict)}),
 )

@@ -23,13 +23,21 @@ def _replay(vectors: Any, *args: Any, **kwargs: Any) -> list[TriggerDecision]:
     return replay_triggers(vectors, None, *args, **kwargs)
 
 
-def episodes_with_parts(structures: Mapping) -> list[dict]:
+def episodes_with_parts(structures: Mapping, copies: Mapping[str, str] | None = None) -> list[dict]:
     """The saved episodes, each with ``parts``: the source turns of each exchange it was made of (its member units,
     merged ones included), which the recurrence check counts its topic share over (``annotations.check_recurrence``:
-    an annotation marks the turns that name a topic, often not the partner's reply in the same exchange)."""
+    an annotation marks the turns that name a topic, often not the partner's reply in the same exchange); and
+    ``copy_of`` for an episode that repeats an earlier one of its consolidation word for word (``copies``, else
+    found from the saved texts, consolidation by consolidation)."""
     units = {u.get("id"): u.get("source_ids") or [] for u in structures.get("units") or () if isinstance(u, Mapping)}
-    return [{**e, "parts": [units[i] for i in e.get("member_ids") or () if i in units]}
-            for e in structures.get("episodes") or () if isinstance(e, Mapping)]
+    episodes = [e for e in structures.get("episodes") or () if isinstance(e, Mapping)]
+    if copies is None:
+        by_cluster: dict = {}
+        for e in episodes:
+            by_cluster.setdefault(str(e.get("cluster") or e.get("id")), []).append(e)
+        copies = {i: first for eps in by_cluster.values() for i, first in repeated_episodes(eps).items()}
+    return [{**e, "parts": [units[i] for i in e.get("member_ids") or () if i in units],
+             **({"copy_of": copies[e.get("id")]} if e.get("id") in copies else {})} for e in episodes]
 
 
 #: decision: a trigger-log row as a decision; replay: the gate replayed on stored vectors; check: whether a
