@@ -116,6 +116,24 @@ def test_each_page_holds_the_example_against_its_right_outcome_with_the_recorded
     assert "0 of 1 edits match" in HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
 
 
+def test_recmem_copies_are_the_same_in_the_census_and_the_clusters_view(gallery):
+    """The gallery's reply wrote 8 episodes, 5 repeating one; two merges then changed texts. The census (from the
+    CONSOLIDATE events) and the clusters view (from structures.json) must name the same copies: RecMem records
+    ``copy_of`` when it writes an episode."""
+    import json
+
+    from workbench.eval.mechanisms import census
+    from widgets.cluster_view import ClusterState, recurrence_check
+
+    checked = census(gallery)["methods"]["recmem"]["checked"]
+    structures = json.loads(next((gallery / "memories" / "recmem").glob("*/structures.json")).read_text())
+    state = ClusterState(structures, conversation="gallery-recmem")
+    view = recurrence_check(state.data)
+    assert checked["repeated_episodes"] == view["repeated_episodes"] == 5
+    assert {x["episode"] for x in checked["repeats"]} == {x["episode"] for x in view["repeats"]}
+    assert "; 5 word-for-word copies of another episode, counted wrong" in state.episodes_html
+
+
 def test_a_page_without_its_example_says_how_to_get_it(tmp_path):
     page = HowItWorksPage.from_run("ama", REGISTRY["ama"], tmp_path / "nothing")
     assert page.example is None and "record_gallery.py --replay" in page.html()

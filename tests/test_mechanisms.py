@@ -760,3 +760,18 @@ def test_the_escalation_check_says_how_many_answers_of_each_group_were_right():
     assert "2 of 3 multi-hop questions not escalated (1 of 1 with a verdict answered right by the light" in text
     plain = check_run("escalations", deep, ann, convs={"conv-26"}, conv_of=conv_of, entry={})
     assert "answers" not in plain and "answered right" not in checked_text(plain)
+
+
+def test_recmem_episodes_with_odd_saved_values_are_read_without_a_crash():
+    """structures.json is untrusted: ids that are no ids, member lists that are no lists, a dict for a cluster."""
+    from workbench.methods.recmem.census import written_copies
+    from workbench.methods.recmem.structures import episodes_with_parts
+
+    odd = {"units": [{"id": {"x": 1}, "source_ids": "D1:1"}, {"id": "u1", "source_ids": ["D1:1", {"t": 2}]}],
+           "episodes": [{"id": ["e"], "text": "a"}, {"id": "e1", "member_ids": 7, "text": "a", "cluster": {"c": 1}},
+                        {"id": "e2", "member_ids": ["u1", {"u": 2}], "text": " A ", "cluster": {"c": 1}}, "junk"]}
+    eps = episodes_with_parts(odd)
+    assert [e["id"] for e in eps] == ["e1", "e2"] and eps[1]["parts"] == [["D1:1"]] and eps[1]["copy_of"] == "e1"
+    events = [{"kind": "CONSOLIDATE", "unit_id": "e1", "after": "a", "data": {"cluster": {"c": 1}}},
+              {"kind": "CONSOLIDATE", "unit_id": ["e2"], "after": "a", "data": {"cluster": {"c": 1}}}]
+    assert written_copies(events) == {}  # the second id is no id: nothing named

@@ -259,11 +259,19 @@ def recurrence_check(data: ClusterData) -> dict | None:
     (``annotations.check_recurrence``), or None when the conversation carries none or is not known."""
     from workbench.eval.annotations import check_recurrence, shipped_annotations
 
-    ann = shipped_annotations()
+    try:
+        ann = shipped_annotations()
+    except ValueError:  # a damaged annotations file: the census says so; the view checks nothing
+        return None
     cid, checkable = data.conversation_id, data.hooks.get("checkable")
     if not cid or cid not in ann or not ann[cid].recurring or checkable is None:
         return None
     return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})  # copies found as the list shows
+
+
+def named_copies(episodes: Sequence[Mapping]) -> dict[str, str]:
+    """Episode id -> the episode it repeats word for word, as the method named it when it wrote them."""
+    return {e["id"]: e["copy_of"] for e in episodes if e.get("copy_of")}
 
 
 def _verdicts(checked: dict | None) -> dict[str, str]:
@@ -272,9 +280,9 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
         return {}
     out = {}
     for x in checked["on"]:
-        out[x["episode"]] = f"✓ on {x['topic']} ({x['parts_on_topic']} of its {x['parts']} exchanges)"
+        out[x["episode"]] = f"✓ on {x['topic']} ({x['parts_on_topic']} of its {_n(x['parts'], 'exchange')})"
     for x in checked["mixed"]:
-        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['parts_on_topic']} of its {x['parts']} exchanges"
+        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['parts_on_topic']} of its {_n(x['parts'], 'exchange')}"
     for x in checked["off"]:
         out[x["episode"]] = f"✗ not a recurrence: {x['why']}"
     for x in checked.get("repeats", []):
@@ -285,10 +293,11 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
 def _checked_line(checked: dict | None) -> str:
     if not checked:
         return ""
+    mixed = checked["mixed_planted_recurrence"]
     return (f"<p><b>On a recurring topic?</b> Checked against the conversation's {esc(checked['phenomena'])} "
             f"recurring topics: {checked['on_planted_recurrence']} on one (its turns from two sessions or more, in "
             f"at least {checked['threshold']:.0%} of the exchanges the episode was made of), "
-            f"{checked['mixed_planted_recurrence']} mixed (in fewer), {checked['off_planted_recurrence']} not a "
+            f"{mixed} mixed{' (in fewer)' if mixed else ''}, {checked['off_planted_recurrence']} not a "
             f"recurrence" + (f"; {checked['repeated_episodes']} word-for-word "
                              f"{'copy' if checked['repeated_episodes'] == 1 else 'copies'} of another episode, "
                              "counted wrong" if checked.get("repeated_episodes") else "") + ".</p>")
@@ -312,7 +321,8 @@ def episodes_html(data: ClusterData) -> str:
         unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
                       "turns": source_ids_html(u.get("source_ids") or [], limit=6),
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
-        copies = data.hooks["repeated"](g["episodes"])
+        copies = named_copies(g["episodes"]) if any("copy_of" in e for e in data.episodes) else \
+            data.hooks["repeated"](g["episodes"])  # an older run: found in the saved texts
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
                     "turns": source_ids_html(e.get("source_ids") or [], limit=8),
                     "on a recurring topic?": verdicts.get(e["id"], ""),

@@ -18,7 +18,8 @@ input from the run, and ``check_run`` dispatches (the methods named below are th
   the parts it was made of (the share H-Mem's grouping check asks of a parent); *mixed* when the topic's turns are
   there, from two sessions, but touch fewer of its parts (an episode of eight exchanges, one of them on the topic in
   each of two sessions, is not a consolidated recurrence); else *off*. The parts are the exchanges the method
-  clustered (``parts``: their source turns), else single turns: the annotations mark the turns that name the topic,
+  clustered (``parts``: their source turns; a source turn in none is a part of its own), else single turns: the
+  annotations mark the turns that name the topic,
   often not the partner's reply, so a share over turns would halve an exchange that is wholly on it. An episode
   that repeats another of the same consolidation word for word (``copy_of``) is a *repeat*, wrong whatever its
   topic: one recurrence should give one episode, not copies of it.

@@ -231,8 +231,14 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
     kind, pick = spec.check
     conv_of = {str(r.get("qa_id")): str(r.get("conv_id")) for r in rows}
     right_of = {str(r.get("qa_id")): row_score(r) for r in rows}
-    return check_run(kind, pick(rows, traces, mems), ann, convs=convs, conv_of=conv_of, entry=entry,
-                     right_of=right_of)
+    try:
+        return check_run(kind, pick(rows, traces, mems), ann, convs=convs, conv_of=conv_of, entry=entry,
+                         right_of=right_of)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the check did not foresee
+        problems.append(f"the {kind} check stopped at an unexpected value in the run ({type(exc).__name__}: {exc}); "
+                        "nothing was checked")
+        return {"checkable": False, "why": f"the saved memory holds a value the {kind} check cannot read "
+                                           f"({type(exc).__name__})"}
 
 
 # ================================================================================================

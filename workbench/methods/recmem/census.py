@@ -15,9 +15,8 @@ def written_copies(events) -> dict[str, str]:
     written: dict = {}
     for e in events:
         data = e.get("data") if isinstance(e.get("data"), dict) else {}
-        if e.get("kind") == "CONSOLIDATE":
-            cluster = data.get("cluster")  # read from a run directory: any JSON value
-            key = cluster if isinstance(cluster, (str, int, type(None))) else repr(cluster)
+        if e.get("kind") == "CONSOLIDATE":  # read from a run directory: the cluster may be any JSON value
+            key = str(data.get("cluster") if data.get("cluster") is not None else e.get("unit_id"))
             written.setdefault(key, []).append({"id": e.get("unit_id"), "text": e.get("after")})
     return {eid: first for eps in written.values() for eid, first in repeated_episodes(eps).items()}
 

@@ -26,6 +26,7 @@ def structures(m) -> dict:
               "time": m.units_[uid].time, "order": pos, "session_id": m.units_[uid].meta.get("session_id"),
               **m.unit_fate_.get(uid, {})} for pos, uid in enumerate(m.unit_order_)]
     episodes = [{"id": e.id, "text": e.text, "member_ids": list(e.meta.get("raw_ids", [])),
+                 "copy_of": e.meta.get("copy_of"),  # an earlier episode of the same reply it repeats
                  "source_ids": list(e.source_ids), "time": e.time, "cluster": e.meta.get("cluster"),
                  "lineage": e.meta.get("lineage"), "version": e.meta.get("version")} for e in m.epi_]
     facts = [{"id": f.id, "text": f.text, "source_ids": list(f.source_ids), "time": f.time,
@@ -90,11 +91,14 @@ def repeated_episodes(episodes) -> dict[str, str]:
     first: dict[str, str] = {}
     copies: dict[str, str] = {}
     for e in episodes:
+        eid = e.get("id")
+        if not isinstance(eid, (str, int)):  # read from a run directory: an id that is no id names nothing
+            continue
         key = " ".join(str(e.get("text") or "").lower().split())
         if key in first:
-            copies[e["id"]] = first[key]
+            copies[eid] = first[key]
         else:
-            first[key] = e["id"]
+            first[key] = eid
     return copies
 
 

@@ -27,17 +27,30 @@ def episodes_with_parts(structures: Mapping, copies: Mapping[str, str] | None = 
     """The saved episodes, each with ``parts``: the source turns of each exchange it was made of (its member units,
     merged ones included), which the recurrence check counts its topic share over (``annotations.check_recurrence``:
     an annotation marks the turns that name a topic, often not the partner's reply in the same exchange); and
-    ``copy_of`` for an episode that repeats an earlier one of its consolidation word for word (``copies``, else
-    found from the saved texts, consolidation by consolidation)."""
-    units = {u.get("id"): u.get("source_ids") or [] for u in structures.get("units") or () if isinstance(u, Mapping)}
-    episodes = [e for e in structures.get("episodes") or () if isinstance(e, Mapping)]
-    if copies is None:
+    ``copy_of`` for an episode that repeats an earlier one of its consolidation word for word: as RecMem named it
+    when it wrote the episode (saved since copies are judged), else ``copies`` (the census finds them in the
+    CONSOLIDATE events of an older run), else found in the saved texts, consolidation by consolidation."""
+    def ids(value) -> list:  # read from a run directory: keep what can be an id
+        return [i for i in value if isinstance(i, (str, int))] if isinstance(value, list) else []
+
+    units = {u.get("id"): ids(u.get("source_ids")) for u in _list(structures.get("units"))
+             if isinstance(u, Mapping) and isinstance(u.get("id"), (str, int))}
+    episodes = [e for e in _list(structures.get("episodes")) if isinstance(e, Mapping)
+                and isinstance(e.get("id"), (str, int))]
+    if any("copy_of" in e for e in episodes):  # named when it was written (runs since copies were judged)
+        copies = {e["id"]: e["copy_of"] for e in episodes if e.get("copy_of")}
+    elif copies is None:
         by_cluster: dict = {}
         for e in episodes:
             by_cluster.setdefault(str(e.get("cluster") or e.get("id")), []).append(e)
         copies = {i: first for eps in by_cluster.values() for i, first in repeated_episodes(eps).items()}
-    return [{**e, "parts": [units[i] for i in e.get("member_ids") or () if i in units],
-             **({"copy_of": copies[e.get("id")]} if e.get("id") in copies else {})} for e in episodes]
+    return [{**e, "source_ids": ids(e.get("source_ids")), "parts": [units[i] for i in ids(e.get("member_ids"))
+                                                                    if i in units],
+             **({"copy_of": copies[e["id"]]} if e["id"] in copies else {})} for e in episodes]
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 #: decision: a trigger-log row as a decision; replay: the gate replayed on stored vectors; check: whether a
