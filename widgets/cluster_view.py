@@ -266,12 +266,18 @@ def recurrence_check(data: ClusterData) -> dict | None:
     cid, checkable = data.conversation_id, data.hooks.get("checkable")
     if not cid or cid not in ann or not ann[cid].recurring or checkable is None:
         return None
-    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})  # copies found as the list shows
+    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})
 
 
-def named_copies(episodes: Sequence[Mapping]) -> dict[str, str]:
-    """Episode id -> the episode it repeats word for word, as the method named it when it wrote them."""
-    return {e["id"]: e["copy_of"] for e in episodes if e.get("copy_of")}
+def _copies(data: ClusterData, episodes: Sequence[Mapping]) -> dict[str, str]:
+    """Episode id -> the episode of the same consolidation it repeats word for word: as the ``checkable`` hook
+    reads them (the names the method saved, the same the recurrence check judges), else the ``repeated`` hook."""
+    checkable = data.hooks.get("checkable")
+    if checkable is None:
+        return data.hooks["repeated"](episodes)
+    ids = {e.get("id") for e in episodes}
+    return {e["id"]: e["copy_of"] for e in checkable({**data.structures, "episodes": list(episodes)})
+            if e.get("copy_of") and e["id"] in ids}
 
 
 def _verdicts(checked: dict | None) -> dict[str, str]:
@@ -321,8 +327,7 @@ def episodes_html(data: ClusterData) -> str:
         unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
                       "turns": source_ids_html(u.get("source_ids") or [], limit=6),
                       "text": clip(short(u.get("text", ""), 400))} for u in members]
-        copies = named_copies(g["episodes"]) if any("copy_of" in e for e in data.episodes) else \
-            data.hooks["repeated"](g["episodes"])  # an older run: found in the saved texts
+        copies = _copies(data, g["episodes"])
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
                     "turns": source_ids_html(e.get("source_ids") or [], limit=8),
                     "on a recurring topic?": verdicts.get(e["id"], ""),

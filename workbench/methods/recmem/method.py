@@ -519,9 +519,9 @@ class RecMem(MemoryMethod):
         if not texts:
             return self._fail(pos, unit, d, cluster, error)
         new = [self._episode(t, cluster) for t in texts]
+        # a reply that repeats a paragraph: each copy is kept and refined (as the authors' code does), and named
         copies = inspection.repeated_episodes([{"id": e.id, "text": e.text} for e in new])
         new = [replace(e, meta={**e.meta, "copy_of": copies[e.id]}) if e.id in copies else e for e in new]
-        # a reply that repeats a paragraph: each copy is kept and refined (as the authors' code does), and named
         episodes = self.epi_.add(new, self._embed([e.text for e in new]) if self.embed_text == "all" else None)
         for e in episodes:
             self._emit("CONSOLIDATE", e.id, after=e.text, cause=f"recurrence: count {d.count} >= {self.theta_count}",
