@@ -10,7 +10,7 @@ from workbench.data import DatasetError, load_sample
 from workbench.eval.attribution import attribute
 from workbench.eval.audit import label_probes
 from workbench.eval.checker import conversation_entities
-from workbench.eval.checker import _number_rule, check_answer, content_recall
+from workbench.eval.checker import _extra_name_rule, _number_rule, check_answer, content_recall
 from workbench.eval.dates import find_periods
 from workbench.eval.label_audit import (audit_on_labels, checker_audit, checker_source, f1_source, judge_real_audit,
                                         recorded_judge, shipped_entities, shipped_labels)
@@ -82,6 +82,25 @@ def test_a_wrong_person_or_pet_is_wrong(names):
     assert check_answer(q, "Pilot", "He renamed him Pilot.", entities=names).correct
     assert check_answer("Who plays drums in The Low Tides?", "Ola", "Dev plays the drums.", entities=names).kind \
         == "wrong_entity"
+
+
+def test_a_list_of_names_with_another_name_of_the_conversation_added_is_wrong():
+    """Naive RAG's and RecMem's conv-41 batches: "Coco and Max" for "Coco, Shadow" (Max is John's dog) and "Maria,
+    Cindy, John, Laura" for "Cindy, Laura" held every gold name or half of them and were accepted; the protocol's list
+    rule wants none wrong."""
+    conv = ("John", "Maria", "Max", "England", "London")
+    q = "What are Maria's dogs' names?"
+    bad = check_answer(q, "Coco, Shadow", "Maria's dogs' names are Coco and Max.", entities=conv)
+    assert not bad.correct and bad.kind == "wrong_entity" and "Max" in bad.reason
+    assert check_answer(q, "Coco, Shadow", "Coco and Shadow.", entities=conv).correct  # Maria is the question's
+    who = "Who have written notes of gratitude to Maria?"
+    assert check_answer(who, "Cindy, Laura", "Maria, Cindy, John, Laura, and Laura.", entities=conv).kind \
+        == "wrong_entity"
+    assert check_answer(who, "Cindy and Laura", "Cindy and Laura wrote to Maria.", entities=conv).correct
+    # a gold listing no names goes on to the content rule: Melanie is one of her friends
+    assert _extra_name_rule("Who supports Caroline?", "Her mentors, family, and friends",
+                            "Melanie and her family", ("Caroline", "Melanie")) is None
+    assert _extra_name_rule(q, "Coco", "Coco and Max", conv) is None  # one name: the entity rule's case
 
 
 def test_an_unrelated_answer_and_an_abstention_are_wrong(names):

@@ -13,7 +13,11 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    ``vague``. A right date decides: right. Known gap: a relative word anchored by a session the answer names
    ("yesterday, in the 8 May 2023 chat", right under the protocol) is read as the session's own date.
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
-   of the gold's but another one of the conversation: ``wrong_entity``.
+   of the gold's but another one of the conversation: ``wrong_entity``. When the gold is a list of names ("Coco,
+   Shadow") and the answer adds a name of the conversation that is neither in the gold nor in the question ("Coco
+   and Max", Max being John's dog): ``wrong_entity``, since the protocol's list rule wants none wrong. Only a list
+   of capitalised names counts, so "her mentors, family and friends" answered "Melanie" goes on to the content
+   rule (from the Naive RAG and RecMem conv-41 batches, labelled after the other rules).
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``
    ("twice" counts as 2); where the question asks how many, often, long or much and the answer gives no number,
    only a quantity that names none ("a few times a week" for three times): ``vague`` (from RecMem's conv-41
@@ -195,6 +199,20 @@ def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[s
     return None
 
 
+_NAME_ITEM = re.compile(r"^[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*$")
+
+
+def _extra_name_rule(question: str, gold: str, prediction: str, entities: Sequence[str]) -> Check | None:
+    """A gold that lists names, answered with a name of the conversation outside the gold and the question."""
+    items = [re.sub(r"^(?:and|or)\s+", "", i) for i in _items(gold)]
+    if not entities or len(items) < 2 or not all(_NAME_ITEM.match(i) for i in items):
+        return None
+    extra = _names(prediction, entities) - _names(question, entities) - set(_CAP.findall(gold))
+    if extra:
+        return Check(False, "wrong_entity", f"adds {', '.join(sorted(extra))} to the gold's names ({gold})")
+    return None
+
+
 #: "twice a week" counts, as "two times a week" does; "once" only as a count ("once a month", "once or twice"),
 #: not as the conjunction ("once she retired")
 _TIMES = re.compile(r"\b(?:(once)(?=\s+(?:a|an|per|every|each|or|more|again|in\s+\d)\b|\s*[.,;!?]|\s*$)|"
@@ -306,6 +324,7 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
         return Check(False, "abstain", "says the information is missing", recall)
     for rule in (lambda: _date_rule(question, gold, prediction),
                  lambda: _entity_rule(question, gold, prediction, entities),
+                 lambda: _extra_name_rule(question, gold, prediction, entities),
                  lambda: _number_rule(question, gold, prediction),
                  lambda: _polarity_rule(gold, prediction, question),
                  lambda: _list_count_rule(gold, prediction, question)):
