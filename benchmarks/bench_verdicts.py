@@ -82,7 +82,10 @@ def markdown(r: dict | None) -> list[str]:
             "after); and the reading of \"the first weekend of <month>\" as that weekend, not the month, from "
             "RecMem's conv-41 batch (7/129 false accepts when it was labelled, 6/129 after), as is the reading "
             "of \"a few\" or \"several\" where the gold counts (\"a few times a week\" for three times: 5/129 "
-            "after). The closing notes of "
+            "after); a list of names answered with another name of the conversation (\"Coco and Max\" for "
+            "\"Coco, Shadow\") is wrong since Naive RAG's and RecMem's conv-41 batches (3/108 and 5/129 before, "
+            "2/108 and 4/129 after). HyMem's conv-41 batch was labelled after all of these: its figure is held "
+            "out. The closing notes of "
             "the verdicts issue say which batch is which.", "",
             "| answers | n | right by the readers | checker agreement | false accepts | false rejects |",
             "|---|---|---|---|---|---|"]
