@@ -188,7 +188,9 @@ else:
                      "query tokens / question": x["query_tokens"], "÷ Full-Context": x["fc_token_ratio"]})
     real = pd.DataFrame(rows).set_index(["method", "conversation"])
     real["query tokens / question"] = real["query tokens / question"].round(0).astype("Int64")
-    display(real.round(3).fillna(""))
+    for col in ("verdict", "÷ Full-Context"):  # Python's rounding, as SUMMARY.md and the README print them
+        real[col] = real[col].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    display(real.fillna(""))
 
 # %% [markdown]
 # How far each verdict source agrees with careful readers on **each method's own** labelled answers (LoCoMo

@@ -504,7 +504,9 @@ def gold_html(state: QuestionState) -> str:
 def _checker_note() -> str:
     from workbench.eval.label_audit import checker_audit, verdict_note
 
-    return verdict_note("it", checker_audit())
+    audit = checker_audit()
+    # verdict_note names its source first ("checker: agrees ..."); here the sentence already named it
+    return "the checker " + verdict_note("checker", audit).split(": ", 1)[1] if audit else "the checker is not audited"
 
 
 def judge_notes_html(state: QuestionState) -> str:
@@ -514,7 +516,7 @@ def judge_notes_html(state: QuestionState) -> str:
     if untrusted:
         return ('<div class="wb-note" role="note"><b>Judge labels are not trustworthy here.</b> '
                 + esc("; ".join(untrusted)) + ". Verdicts and attribution below come from the deterministic "
-                "checker, not the judge: " + esc(_checker_note()) + "; hover a verdict for the rule that decided it. "
+                "checker, not the judge; " + esc(_checker_note()) + "; hover a verdict for the rule that decided it. "
                 "⚠ marks rows where judge and F1 flatly disagree.</div>")
     return f"<p class='wb-muted'><small>{esc('; '.join(state.judge_notes))}</small></p>"
 
