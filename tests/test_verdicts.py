@@ -101,6 +101,15 @@ def test_a_list_of_names_with_another_name_of_the_conversation_added_is_wrong():
     assert _extra_name_rule("Who supports Caroline?", "Her mentors, family, and friends",
                             "Melanie and her family", ("Caroline", "Melanie")) is None
     assert _extra_name_rule(q, "Coco", "Coco and Max", conv) is None  # one name: the entity rule's case
+    # only a name listed beside a gold one counts: a speaker named elsewhere in the answer, a place in brackets, a
+    # short form of the question's own name, and a list with no gold name in it are left to the other rules
+    assert _extra_name_rule("What martial arts has John done?", "Kickboxing, Taekwondo",
+                            "Kickboxing and Taekwondo, as John told Maria", conv) is None
+    assert _extra_name_rule("What European countries has Maria been to?", "Spain, England",
+                            "Spain and England (London)", conv) is None
+    assert _extra_name_rule("Which classical musicians does Melanie enjoy?", "Bach and Mozart",
+                            "Mel enjoys Bach, Mozart and Mel's own playlists", ("Caroline", "Melanie", "Mel")) is None
+    assert _extra_name_rule(who, "Cindy, Laura", "Maria, John, volunteering, gratitude", conv) is None
 
 
 def test_an_unrelated_answer_and_an_abstention_are_wrong(names):

@@ -14,10 +14,11 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    ("yesterday, in the 8 May 2023 chat", right under the protocol) is read as the session's own date.
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``. When the gold is a list of names ("Coco,
-   Shadow") and the answer adds a name of the conversation that is neither in the gold nor in the question ("Coco
-   and Max", Max being John's dog): ``wrong_entity``, since the protocol's list rule wants none wrong. Only a list
-   of capitalised names counts, so "her mentors, family and friends" answered "Melanie" goes on to the content
-   rule (from the Naive RAG and RecMem conv-41 batches, labelled after the other rules).
+   Shadow") and the answer lists one of them beside another name of the conversation that is neither in the gold
+   nor in the question ("Coco and Max", Max being John's dog): ``wrong_entity``, since the protocol's list rule
+   wants none wrong. The gold's items must all be capitalised words, so "her mentors, family and friends"
+   answered "Melanie" goes on to the content rule, and the other name must sit in the same run of names
+   ("A, B and C") as a gold one (from the Naive RAG and RecMem conv-41 batches, labelled after the other rules).
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``
    ("twice" counts as 2); where the question asks how many, often, long or much and the answer gives no number,
    only a quantity that names none ("a few times a week" for three times): ``vague`` (from RecMem's conv-41
@@ -199,17 +200,31 @@ def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[s
     return None
 
 
-_NAME_ITEM = re.compile(r"^[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*$")
+_NAME = r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*"
+_NAME_ITEM = re.compile(rf"^{_NAME}$")
+#: names run together as one list: "Coco and Max", "Maria, Cindy, John, Laura, and Laura"
+_NAME_RUN = re.compile(rf"{_NAME}(?:(?:\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+){_NAME})+")
+_RUN_SEP = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
 
 
 def _extra_name_rule(question: str, gold: str, prediction: str, entities: Sequence[str]) -> Check | None:
-    """A gold that lists names, answered with a name of the conversation outside the gold and the question."""
+    """A gold that lists names, answered with a list that holds one of them beside another name of the conversation
+    ("Coco and Max" for "Coco, Shadow"). Only a name in the same run of names as a gold one counts, so "Kickboxing
+    and Taekwondo, as John told Maria" or "Spain and England (London)" are left to the other rules; a name that is
+    the question's own or a short form of it ("Mel" for Melanie) never counts."""
     items = [re.sub(r"^(?:and|or)\s+", "", i) for i in _items(gold)]
     if not entities or len(items) < 2 or not all(_NAME_ITEM.match(i) for i in items):
         return None
-    extra = _names(prediction, entities) - _names(question, entities) - set(_CAP.findall(gold))
-    if extra:
-        return Check(False, "wrong_entity", f"adds {', '.join(sorted(extra))} to the gold's names ({gold})")
+    known, gold_words = set(entities), set(_CAP.findall(gold))
+    asked = set(_CAP.findall(question))
+    for run in _NAME_RUN.finditer(prediction):
+        words = {_POSSESSIVE.sub("", w.strip(".")) for part in _RUN_SEP.split(run.group(0)) for w in part.split()}
+        if not words & gold_words:
+            continue
+        extra = {w for w in words & known if w not in gold_words
+                 and not any(q.startswith(w) or w.startswith(q) for q in asked)}
+        if extra:
+            return Check(False, "wrong_entity", f"lists {', '.join(sorted(extra))} beside the gold's names ({gold})")
     return None
 
 
