@@ -401,6 +401,11 @@ def test_the_events_table_says_whether_each_edit_was_right():
     assert html.count("✓ right") == 2 and html.count("✗ wrong") == 1
     assert "greyhound-name" in html and "half-marathon" in html
     assert "✓" not in events_table_html([rename], conv_id="conv-30") and "✗" not in events_table_html([corrupt])
+    # the header counts them too, so it never shows edits as fired without how many were right
+    from widgets.event_timeline import edit_tally_html
+    tally = edit_tally_html([rename, corrupt, forget], "sample-1")
+    assert "2 right" in tally and "1 wrong" in tally and "not checkable" not in tally
+    assert edit_tally_html([rename], "conv-30") == "" and edit_tally_html([rename], None) == ""
 
 
 def test_an_edit_not_caused_by_a_turn_is_not_marked():

@@ -25,6 +25,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, show_figure, source_ids_html
 
+try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
+    # evaluation package there while a view builds here raced (KeyError: 'IPython' in the app's header)
+    from workbench.eval.annotations import edit_verdict
+except ImportError:  # the views work without the evaluation package
+    edit_verdict = None
+
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
 
@@ -352,13 +358,33 @@ def event_row(e, placement: Placement | None = None, *, links: bool = False, con
             "sources": source_ids_html(e.source_ids, limit=8, links=links), "_refresh": is_refresh(e)}
 
 
+def _edit_verdict(e, conv_id: str) -> tuple[bool | None, str]:
+    """Whether one edit was right (``workbench.eval.annotations.edit_verdict``); (None, why) where it cannot be
+    checked or the evaluation package is absent (the views work without it)."""
+    if edit_verdict is None:
+        return None, "no evaluation package"
+    return edit_verdict({"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after}, conv_id)
+
+
+def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
+    """" · checked: 0 right, 7 wrong" for the refresh events of a conversation with planted or annotated
+    updates, so the header never counts edits as fired without saying how many were right; "" where none is
+    checkable."""
+    if not conv_id:
+        return ""
+    verdicts = [_edit_verdict(e, conv_id)[0] for e in events if is_refresh(e)]
+    right, wrong = verdicts.count(True), verdicts.count(False)
+    if not right + wrong:
+        return ""
+    rest = len(verdicts) - right - wrong
+    more = f", {rest} not checkable" if rest else ""
+    return (f" · checked against the conversation's updates: <b style='color:#237032'>{right} right</b>, "
+            f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}")
+
+
 def _edit_mark(e, conv_id: str) -> str:
     """✓ / ✗ under an edit, with why on hover; nothing where it cannot be checked."""
-    try:
-        from workbench.eval.annotations import edit_verdict
-    except ImportError:  # the views work without the evaluation package
-        return ""
-    right, why = edit_verdict({"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after}, conv_id)
+    right, why = _edit_verdict(e, conv_id)
     if right is None:
         return ""
     word, colour = ("✓ right", "#237032") if right else ("✗ wrong", "#c92a2a")
@@ -463,7 +489,8 @@ class EventLog:
         shown_refresh = sum(is_refresh(e) for e in self.filtered)
         silent = f" · no events logged by: {esc(', '.join(self.silent))}" if self.silent else ""
         return (f"{len(self.filtered)} of {len(self.events)} events · "
-                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}{silent}")
+                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}"
+                f"{edit_tally_html(self.refresh_events, self.conv_id)}{silent}")
 
     @property
     def table_html(self) -> str:
@@ -568,6 +595,6 @@ class EventTimeline(DisplaysWidget):
         return f"EventTimeline({len(self.filtered)}/{len(self.events)} events, {self.refresh_count} refresh)"
 
 
-__all__ = ["EventLog", "EventTimeline", "KIND_ORDER", "REFRESH_KINDS", "conversation_axis", "events_of",
-           "events_table_html", "filter_events", "is_question_time", "is_refresh", "method_colours",
+__all__ = ["EventLog", "EventTimeline", "KIND_ORDER", "REFRESH_KINDS", "conversation_axis", "edit_tally_html",
+           "events_of", "events_table_html", "filter_events", "is_question_time", "is_refresh", "method_colours",
            "place_events", "timeline_figure"]
