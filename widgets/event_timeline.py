@@ -429,6 +429,8 @@ class EventLog:
         self.colours = method_colours(self.methods)
         self.kinds = [k for k in KIND_ORDER if any(e.kind == k for e in self.events)]
         self.refresh_events = [e for e in self.events if is_refresh(e)]
+        #: the edits' verdicts do not change with the filters: checked once, not on every redraw
+        self.edit_tally = edit_tally_html(self.refresh_events, self.conv_id)
         self.kind_filter: list[str] | None = None
         self.method_filter: list[str] | None = None
         self.text_filter = ""
@@ -490,7 +492,7 @@ class EventLog:
         silent = f" · no events logged by: {esc(', '.join(self.silent))}" if self.silent else ""
         return (f"{len(self.filtered)} of {len(self.events)} events · "
                 f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}"
-                f"{edit_tally_html(self.refresh_events, self.conv_id)}{silent}")
+                f"{self.edit_tally}{silent}")
 
     @property
     def table_html(self) -> str:
