@@ -228,7 +228,8 @@ q, a = demo_qs[i], answers[i]
 why = ("the first answer that reached the deep module" if went_deep else
        f"no answer reached the deep module, so the one with the longest trace ({len(tiers(a).split())} rounds)")
 display(Markdown(f"Shown: **{q.id}** ({q.question}), {why}. Its steps: {', '.join(s.kind for s in a.steps)}."))
-TraceStepper(a, conversation=conv, gold_evidence=q.evidence)
+# memories: the deep candidates past the few whose text the trace keeps are shown with their text too
+TraceStepper(a, conversation=conv, gold_evidence=q.evidence, memories=mem)
 
 # %%
 deep = next((s for s in a.steps if s.kind == "deep"), None)

@@ -46,7 +46,8 @@ print(conv_id, sorted(rows))
 GALLERY = {
     "trace_stepper": (("hymem",), """\
 row, ans = first("hymem", lambda r, a: len(a.steps) > 1)
-widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
+widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()),
+                     memories=run.memories("hymem", conv_id))"""),
     # MemR3 or a variant of it (memr3[one-chunk]): the answer whose router listed the most gaps, then the longest
     "evidence_gap": (("memr3",), """\
 def gaps(ans):

@@ -113,6 +113,7 @@ def test_each_page_holds_the_example_against_its_right_outcome_with_the_recorded
         stepper = page.stepper()
         assert stepper is not None and stepper.n_steps >= 1 and stepper.answer.question == page.example.rows[0][
             "question"]
+        assert {str(r["id"]) for r in page.example.memories} <= set(stepper.timeline.refs.units), name
     assert "0 of 1 edits match" in HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
 
 

@@ -284,6 +284,9 @@ def test_notebook_question_view_selects_and_shows_the_trace(flagged_run):
     view.method.value = "memr3"
     assert view.selected == "memr3" and "<details open>" in view.body.value
     assert view.trace.children == (view.stepper.widget,) and view.stepper.answer.method == "memr3"
+    view.method.value = "naive_rag"  # a method the run saved memories for: every saved id has its text
+    saved = RunDir(flagged_run).memories("naive_rag", view.state.row("naive_rag").row["conv_id"])
+    assert saved and {str(r["id"]) for r in saved} <= set(view.stepper.timeline.refs.units)
     view.method.value = None
     assert view.trace.children == () and "<details open>" not in view.body.value
 

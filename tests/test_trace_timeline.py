@@ -183,6 +183,17 @@ def test_ids_are_shown_with_the_text_they_stand_for():
     assert "<b>chunk-1</b> “Priya: The flat has a balcony.”" in snippets
 
 
+def test_a_methods_memories_dataframe_gives_text_to_ids_the_trace_does_not_keep():
+    """A notebook holds ``method.memories()`` as a DataFrame; passed as it is, the deep candidates past the few
+    whose text HyMem's trace keeps are shown with their text, not "(no text saved for this id)"."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame([{"id": "L1-186", "kind": "L1", "text": "Tomasz plays bass", "source_ids": ["D1:2"],
+                           "time": None}])
+    refs = Refs.build(memr3_answer(), conversation=conv(), memories=frame)
+    assert "Tomasz plays bass" in refs.ref("L1-186") and "D1:2" in refs.ref("L1-186")
+    assert "no text saved for this id" in refs.ref("L1-187")
+
+
 def test_text_is_escaped_everywhere():
     steps = (Step("construct", f"Constructor {PAYLOAD}", {"note": PAYLOAD, "ids": ["D1:2"],
                                                           "rows": [{"k": PAYLOAD}]}),)

@@ -15,7 +15,7 @@ method: everything comes from the declaration, the annotations and the run. All 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,7 @@ class GalleryExample:
     annotations: Any  # ConversationAnnotations or None
     census: dict
     rows: list[dict]
+    memories: list = field(default_factory=list)  # saved memory rows: text for ids a trace names but does not keep
 
     @classmethod
     def load(cls, run_dir, method: str, conv_id: str) -> "GalleryExample | None":
@@ -83,7 +84,8 @@ class GalleryExample:
             return None
         value, _ = load_census(run)  # mechanisms.json, else counted from the run's files
         entry = ((value or {}).get("methods") or {}).get(method) or {}
-        return cls(method, rd.conversation(conv_id), shipped_annotations().get(conv_id), entry, rows)
+        return cls(method, rd.conversation(conv_id), shipped_annotations().get(conv_id), entry, rows,
+                   rd.memories(method, conv_id))
 
     @property
     def verdict(self) -> tuple[str, str]:
@@ -324,4 +326,4 @@ class HowItWorksPage:
         row = self.example.rows[question]
         gold = next((q.evidence for q in self.example.conversation.qa if q.id == row.get("qa_id")), ())
         return TraceStepper(Answer.from_dict(row["answer"]), conversation=self.example.conversation,
-                            gold_evidence=gold)
+                            gold_evidence=gold, memories=self.example.memories)

@@ -1,7 +1,7 @@
 """``QuestionView``: the Question view in a notebook (ipywidgets over ``widgets.question``'s state and HTML)."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from workbench.trace import Answer
 
@@ -15,15 +15,20 @@ class QuestionView(DisplaysWidget):
     ``question_state`` / ``question_html``; this class only wires ipywidgets to them.
 
         QuestionView(run.results(), conversations={c: run.conversation(c) for c in run.conversation_ids()},
-                     audits=audits)
+                     audits=audits, memories=run.memories)   # memories: ids the trace holds no text for
+
+    ``memories(method, conv_id)`` gives a method's saved memory rows, so the stepper shows the text of ids the
+    trace names without keeping (HyMem's deep candidates past the first few); ``from_run`` passes the run's.
     """
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], *, conversations: Mapping[str, Any] | None = None,
-                 audits: Mapping[str, Any] | str | None = "auto", qa_id: str | None = None):
+                 audits: Mapping[str, Any] | str | None = "auto", qa_id: str | None = None,
+                 memories: Callable[[str, str], Iterable[Mapping]] | None = None):
         from .cost_accuracy import resolve_audits
 
         self.rows = [dict(r) for r in rows]
         self.conversations = dict(conversations or {})
+        self.memories = memories
         self.audits = resolve_audits(self.rows, audits) if audits is not None else {}
         self.options = question_options(self.rows)
         self.qa_id = qa_id or next(iter(self.options.values()), None)
@@ -41,6 +46,7 @@ class QuestionView(DisplaysWidget):
         run = RunDir(run_dir)
         rows = run.results()
         convs = {c: run.conversation(c) for c in run.conversation_ids()}
+        kw.setdefault("memories", run.memories)
         return cls(rows, conversations=convs, audits=kw.pop("audits", run_audits(run.manifest(), rows)), **kw)
 
     def select(self, qa_id: str | None, method: str | None = None) -> "QuestionView":
@@ -87,8 +93,10 @@ class QuestionView(DisplaysWidget):
         m = self.state.row(self.selected) if self.state and self.selected else None
         self.stepper = None
         if m is not None and isinstance(m.row.get("answer"), Mapping):
+            conv_id = m.row.get("conv_id")
+            saved = self.memories(self.selected, conv_id) if self.memories and conv_id else ()
             self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=self._conversation(),
-                                        gold_evidence=self.state.evidence)
+                                        gold_evidence=self.state.evidence, memories=saved)
         self.trace.children = [self.stepper.widget] if self.stepper else []
 
     def _conversation(self):

@@ -44,6 +44,8 @@ class Refs:
     def build(cls, answer, *, conversation=None, gold: Iterable[str] = (), memories: Iterable[Mapping] = ()
               ) -> "Refs":
         units: dict[str, UnitRef] = {}
+        if hasattr(memories, "to_dict"):  # a method's ``memories()`` DataFrame, as the notebooks hold it
+            memories = memories.to_dict("records")
         for row in memories or ():
             if isinstance(row, Mapping) and row.get("id") is not None:
                 src = row.get("source_ids") or ()
