@@ -217,7 +217,8 @@ def deep_tier_card(c: Ctx) -> str:
     cand_rows = "".join(
         f'<tr class="{"wb-gold" if c.refs.is_gold(str(u)) else ""}">'
         f'<td class="wb-num">{_score(scores.get(str(u)))}</td>'
-        f'<td style="white-space:nowrap">{"✔ selected" if u in sel else ""}</td><td>{c.refs.ref(u)}</td></tr>' for u in cands[:MAX_ROWS])
+        f'<td style="white-space:nowrap">{"✔ selected" if u in sel else ""}</td>'
+        f'<td>{c.refs.ref(u)}</td></tr>' for u in cands[:MAX_ROWS])
     more = f'<p class="wb-muted">… and {len(cands) - MAX_ROWS} more candidates</p>' if len(cands) > MAX_ROWS else ""
     table = f"<table><tr><th>score</th><th>LLM</th><th>candidate</th></tr>{cand_rows}</table>{more}"
     dropped = _list(d.get("dropped"))
