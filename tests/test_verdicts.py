@@ -112,6 +112,39 @@ def test_a_list_of_names_with_another_name_of_the_conversation_added_is_wrong():
     assert _extra_name_rule(who, "Cindy, Laura", "Maria, John, volunteering, gratitude", conv) is None
 
 
+def test_a_list_of_names_with_a_name_the_conversation_never_uses_added_is_wrong_too():
+    """HyMem's conv-41 batch: "France, Germany, Italy, and Spain" for "Spain, England" was accepted, since France,
+    Germany and Italy are no names of the conversation; listed beside a gold name they are wrong items all the same.
+    Months, weekdays and sentence words in the run are no names."""
+    conv = ("John", "Maria", "England", "Spain")
+    q = "What European countries has Maria been to?"
+    bad = check_answer(q, "Spain, England", "The European countries Maria has been to are France, Germany, Italy, "
+                       "and Spain.", entities=conv)
+    assert not bad.correct and bad.kind == "wrong_entity" and "France, Germany, Italy" in bad.reason
+    assert check_answer(q, "Spain, England", "Spain and England, in May and June", entities=conv).correct
+    assert check_answer("Which classical musicians does Melanie enjoy listening to?", "Bach and Mozart",
+                        "Melanie enjoys classical like Bach and Mozart, as well as modern music like Ed Sheeran's "
+                        "\"Perfect\".", entities=("Melanie", "Caroline")).correct
+
+
+def test_an_answer_that_denies_the_golds_content_is_wrong():
+    """HyMem's conv-41 batch: "John does not live close to a beach or the mountains" for "beach" holds the gold's
+    word and was accepted; it says the opposite. A denial reaches to the end of its clause, and "not only", "can't
+    wait", "never misses" or a denial of something else deny nothing the gold says."""
+    bad = check_answer("Does John live close to a beach or the mountains?", "beach",
+                       "John does not live close to a beach or the mountains.")
+    assert not bad.correct and bad.kind == "wrong_value" and "not live close to a beach" in bad.reason
+    assert not check_answer("What did she paint?", "a sunset", "She never painted a sunset.").correct
+    for q, gold, said in [("Where does she want to go?", "the beach", "She can't wait to go to the beach."),
+                          ("What does she make?", "pottery", "Not only paintings, but also pottery."),
+                          ("What instrument does he play?", "bass", "Bass, not guitar."),
+                          ("What does he do on Sundays?", "beach days", "He never misses his beach days."),
+                          ("Which shelter?", "the homeless shelter", "Not the dog shelter but the homeless shelter."),
+                          ("What did she paint?", "a sunset", "I'm not sure, but I think she painted a sunset."),
+                          ("What did he give up?", "not eating meat", "He is not eating meat any more.")]:
+        assert check_answer(q, gold, said).correct, said
+
+
 def test_an_unrelated_answer_and_an_abstention_are_wrong(names):
     q = "What instrument does Tomasz play in The Low Tides?"
     assert not check_answer(q, "Bass", "Priya grows tomatoes on her allotment.", entities=names).correct

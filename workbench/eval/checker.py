@@ -14,11 +14,12 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    ("yesterday, in the 8 May 2023 chat", right under the protocol) is read as the session's own date.
 3. **entities**: when the gold names a person, pet, place or object of the conversation and the answer names none
    of the gold's but another one of the conversation: ``wrong_entity``. When the gold is a list of names ("Coco,
-   Shadow") and the answer lists one of them beside another name of the conversation that is neither in the gold
-   nor in the question ("Coco and Max", Max being John's dog): ``wrong_entity``, since the protocol's list rule
-   wants none wrong. The gold's items must all be capitalised words, so "her mentors, family and friends"
-   answered "Melanie" goes on to the content rule, and the other name must sit in the same run of names
-   ("A, B and C") as a gold one (from the Naive RAG and RecMem conv-41 batches, labelled after the other rules).
+   Shadow") and the answer lists one of them beside another name that is neither in the gold nor in the question
+   ("Coco and Max", Max being John's dog; "France, Germany, Italy, and Spain" for "Spain, England"):
+   ``wrong_entity``, since the protocol's list rule wants none wrong. The gold's items must all be capitalised
+   words, so "her mentors, family and friends" answered "Melanie" goes on to the content rule, and the other name
+   must sit in the same run of names ("A, B and C") as a gold one (from the Naive RAG and RecMem conv-41 batches;
+   names the conversation never uses, from HyMem's conv-41 batch; both labelled after the other rules).
 4. **numbers**: a gold number ("151 kg", "4 years") the answer lacks while it gives another: ``wrong_value``
    ("twice" counts as 2); where the question asks how many, often, long or much and the answer gives no number,
    only a quantity that names none ("a few times a week" for three times): ``vague`` (from RecMem's conv-41
@@ -34,7 +35,9 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    own words left out, a possessive read as its noun: "Melanie's" is Melanie) that the answer contains; a list
    gold counts items, an item being present when most of its words are. Right when recall >=
    ``RECALL_THRESHOLD``, else ``vague``. (The possessive reading came from a false accept in RecMem's conv-26
-   batch, labelled after the other rules: "Melanie's birthday" for "Melanie's daughter".)
+   batch, labelled after the other rules: "Melanie's birthday" for "Melanie's daughter".) An answer that reaches
+   the threshold only with words inside a denial ("does not live close to a beach" for "beach"; a denial reaches
+   to the end of its clause) is ``wrong_value`` (from HyMem's conv-41 batch, labelled after the other rules).
 
 The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
 judge-audit``, the "checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the
@@ -208,20 +211,22 @@ _RUN_SEP = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
 
 
 def _extra_name_rule(question: str, gold: str, prediction: str, entities: Sequence[str]) -> Check | None:
-    """A gold that lists names, answered with a list that holds one of them beside another name of the conversation
-    ("Coco and Max" for "Coco, Shadow"). Only a name in the same run of names as a gold one counts, so "Kickboxing
-    and Taekwondo, as John told Maria" or "Spain and England (London)" are left to the other rules; a name that is
-    the question's own or a short form of it ("Mel" for Melanie) never counts."""
+    """A gold that lists names, answered with a list that holds one of them beside another name ("Coco and Max" for
+    "Coco, Shadow"; "France, Germany, Italy, and Spain" for "Spain, England", names the conversation never uses,
+    count as well; months and weekdays do not). Only a name in the same run of names as a gold one counts, so
+    "Kickboxing and Taekwondo, as John told Maria" or "Spain and England (London)" are left to the other rules; a name
+    that is the question's own or a short form of it ("Mel" for Melanie) never counts. ``entities`` only switch the
+    rule on: without them (a row scored without its conversation) it is skipped, as the entity rule is."""
     items = [re.sub(r"^(?:and|or)\s+", "", i) for i in _items(gold)]
     if not entities or len(items) < 2 or not all(_NAME_ITEM.match(i) for i in items):
         return None
-    known, gold_words = set(entities), set(_CAP.findall(gold))
+    gold_words = set(_CAP.findall(gold))
     asked = set(_CAP.findall(question))
     for run in _NAME_RUN.finditer(prediction):
         words = {_POSSESSIVE.sub("", w.strip(".")) for part in _RUN_SEP.split(run.group(0)) for w in part.split()}
         if not words & gold_words:
             continue
-        extra = {w for w in words & known if w not in gold_words
+        extra = {w for w in words if _CAP.fullmatch(w) and w not in _NOT_ENTITIES and w not in gold_words
                  and not any(q.startswith(w) or w.startswith(q) for q in asked)}
         if extra:
             return Check(False, "wrong_entity", f"lists {', '.join(sorted(extra))} beside the gold's names ({gold})")
@@ -319,6 +324,40 @@ def _list_count_rule(gold: str, prediction: str, question: str = "") -> Check | 
     return None
 
 
+#: a negation that denies what follows it; "not only", "can't wait", "never misses", "couldn't be happier" deny
+#: nothing the gold says
+_DENIAL = re.compile(r"(?:\b(?:not|never|no longer|neither|nor|none of)\b|n['’]t\b)(?!\s+(?:only|just|merely|"
+                     r"wait|stop|stopped|stops|help|resist|forget|forgot|believe|miss|missed|misses|fail|failed|fails|"
+                     r"be\s+(?:happier|prouder|more|better))\b)", re.I)
+#: where a denial's reach ends: a clause boundary
+_CLAUSE_END = re.compile(r"[.;:!?,]|\b(?:but|because|which|instead|rather|so)\b", re.I)
+
+
+def _denial_rule(question: str, gold: str, prediction: str, threshold: float) -> Check | None:
+    """The answer holds the gold's content only inside a denial ("John does not live close to a beach or the
+    mountains" for "beach"): it says the opposite of the gold, so it is ``wrong_value`` however much of the gold it
+    repeats. A denial reaches to the end of its clause; a gold that itself denies something is left alone (from
+    HyMem's conv-41 batch, labelled after the other rules)."""
+    if _NEG.search(gold):
+        return None
+    kept, pos, denied = [], 0, []
+    for m in _DENIAL.finditer(prediction):
+        if m.start() < pos:
+            continue
+        end = _CLAUSE_END.search(prediction, m.end())
+        stop = end.start() if end else len(prediction)
+        kept.append(prediction[pos:m.start()])
+        denied.append(prediction[m.start():stop].strip())
+        pos = stop
+    if not denied:
+        return None
+    kept.append(prediction[pos:])
+    recall = content_recall(gold, " ".join(kept), question)
+    if recall is None or recall >= threshold:
+        return None
+    return Check(False, "wrong_value", f"says the gold's content only where it denies it: {denied[0]!r}")
+
+
 def _restates(question: str, prediction: str) -> bool:
     """The answer repeats most of the question's own content words (an affirmative restatement)."""
     asked = set(_content(question))
@@ -349,6 +388,9 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
     if recall is None:
         return Check(False, "vague", "the gold has no content word to look for", None)
     if recall >= threshold:
+        denial = _denial_rule(question, gold, prediction, threshold)
+        if denial is not None:
+            return Check(denial.correct, denial.kind, denial.reason, recall)
         return Check(True, "right", f"holds {recall:.0%} of the gold's content", recall)
     return Check(False, "vague", f"holds {recall:.0%} of the gold's content", recall)
 
