@@ -121,7 +121,71 @@ def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> 
             "questions": len(rows),
             "replay_wall_s": wall, "hits": probe.hits, "misses": dict(probe.misses),
             "construction_calls": rows[0]["construction_calls"] if rows else 0,
-            "attribution": dict(Counter(r.get("attribution") or "–" for r in rows)), "mechanisms": entry}
+            "attribution": dict(Counter(r.get("attribution") or "–" for r in rows)), "mechanisms": entry,
+            "capped": capped_replies(PUBLISHED / f"{name}-{conversation}.jsonl")}
+
+
+def capped_replies(cassette: Path) -> dict:
+    """How many of a recording's replies ran into their token cap (``completion_tokens`` at the call's
+    ``max_tokens``, the local backend's default where the call named none), and what they cost: such a reply is
+    cut mid-JSON, so the LLM boundary follows it with a repair and often a retry. Counted per base role
+    (``hymem.reflect`` holds its repairs and retries), from the cassette records; a record that is not a mapping
+    with numeric fields is skipped and counted as unreadable."""
+    from workbench.llm.bounds import base_role
+    from workbench.llm.llamacpp import DEFAULT_MAX_TOKENS
+    from workbench.rundir import read_jsonl_rows
+
+    problems: list = []
+    roles: dict[str, dict] = {}
+    total = {"calls": 0, "capped": 0, "completion_tokens": 0, "capped_tokens": 0, "latency_s": 0.0,
+             "capped_latency_s": 0.0}
+    for rec in read_jsonl_rows(Path(cassette), problems):
+        done, cap, lat = rec.get("completion_tokens"), rec.get("max_tokens"), rec.get("latency_s")
+        if not isinstance(done, int) or isinstance(done, bool):
+            problems.append(f"{cassette}: a record without completion_tokens")
+            continue
+        cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_MAX_TOKENS
+        lat = float(lat) if isinstance(lat, (int, float)) and not isinstance(lat, bool) else 0.0
+        hit = done >= cap
+        role = roles.setdefault(base_role(str(rec.get("role") or "?")), {"calls": 0, "capped": 0, "first": 0,
+                                                                           "first_capped": 0})
+        first = ".repair" not in str(rec.get("role")) and ".retry" not in str(rec.get("role"))
+        role["calls"] += 1
+        role["capped"] += hit
+        role["first"] += first
+        role["first_capped"] += hit and first
+        total["calls"] += 1
+        total["capped"] += hit
+        total["completion_tokens"] += done
+        total["capped_tokens"] += done if hit else 0
+        total["latency_s"] += lat
+        total["capped_latency_s"] += lat if hit else 0.0
+    total["latency_s"], total["capped_latency_s"] = round(total["latency_s"], 1), round(total["capped_latency_s"], 1)
+    return {**total, "roles": roles, "unreadable": len(problems)}
+
+
+def capped_markdown(replays: list[dict]) -> str:
+    """One line per recording: the replies cut at the token cap, their share of the completion tokens and of the
+    recorded call time, and the roles where most of them fell (first replies, then repairs and retries)."""
+    out = []
+    for r in replays:
+        c = r.get("capped")
+        if not isinstance(c, dict) or not c.get("calls"):
+            continue
+        head = (f"- **{r['method']}** over {r.get('conversation')}: {c['capped']} of {c['calls']} replies "
+                f"({c['capped'] / c['calls']:.0%}) ran into the cap")
+        if not c["capped"]:
+            out.append(head)
+            continue
+        tok = c["capped_tokens"] / c["completion_tokens"] if c["completion_tokens"] else 0
+        time_share = c["capped_latency_s"] / c["latency_s"] if c["latency_s"] else 0
+        worst = sorted(((k, v) for k, v in c["roles"].items() if v["capped"]), key=lambda kv: -kv[1]["capped"])[:3]
+        where = "; ".join(f"`{k}` {v['first_capped']} of {v['first']} first replies" + (
+            f" ({v['capped'] - v['first_capped']} of their {v['calls'] - v['first']} repairs and retries)"
+            if v["calls"] > v["first"] else "") for k, v in worst)
+        out.append(f"{head}: {tok:.0%} of its completion tokens, {time_share:.0%} of the recorded call time; "
+                   f"{where}")
+    return "\n".join(out) or "_no recording replayed_"
 
 
 def _sibling(results: Path, kind: str) -> Path:
@@ -365,6 +429,7 @@ def run(results_dir: Path = RESULTS, methods=None) -> dict:
     lines = table(path, replays, recordings)
     return {**out, "status": "ok", "results_file": repo_relative(path), "replays": replays, "table": lines,
             "markdown": to_markdown(lines), "mechanisms_markdown": mechanisms_markdown(replays), "anchors": ANCHORS,
+            "capped_markdown": capped_markdown(replays),
             "conversations": sorted({c for _, c in names}), "verdict_markdown": verdict_markdown(),
             "anchors_markdown": anchors_markdown(lines)}
 

@@ -412,7 +412,18 @@ def _sec_real_scale(r: dict | None) -> list[str]:
                   "Against the papers' efficiency anchors, per conversation:", "",
                   r.get("anchors_markdown") or "(not computed)", "", *_memr3_recall_note(r),
                   "What each method's own mechanism did here, counted from the replayed traces and built memories "
-                  "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", ""]
+                  "(`workbench mechanisms`):", "", r.get("mechanisms_markdown") or "(not counted)", "",
+                  *_capped_note(r)]
+
+
+def _capped_note(r: dict) -> list[str]:
+    """Replies cut at the token cap, per recording (absent from results written before it was counted)."""
+    if not r.get("capped_markdown"):
+        return []
+    return ["Replies the 0.5B ran into the token cap while recording, read from the cassettes (a JSON reply cut "
+            "there is followed by a repair call and often a retry; the three roles with the most are named). Where "
+            "the share of call time is large, a bound on that role's output (`workbench.llm.bounds`) would have "
+            "saved it; a bound changes the cassette key, so it needs a new recording:", "", r["capped_markdown"], ""]
 
 
 def _memr3_recall_note(r: dict) -> list[str]:

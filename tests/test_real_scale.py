@@ -416,6 +416,33 @@ def test_real_scale_mechanisms_are_listed_per_method_with_the_reason_for_a_zero(
     assert [ln.split(" (")[0] for ln in two.splitlines()] == ["- **memr3** over conv-30", "- **memr3** over conv-26"]
 
 
+def test_replies_cut_at_the_token_cap_are_counted_per_role_from_the_cassette(tmp_path):
+    """A reply whose completion reaches its call's max_tokens (512 where the call named none) was cut there; its
+    repair and retry count under the same role, and a damaged record is skipped and counted, not fatal."""
+    import json
+
+    from benchmarks.bench_real_scale import capped_markdown, capped_replies
+
+    recs = [{"role": "hymem.reflect", "completion_tokens": 512, "max_tokens": None, "latency_s": 30.0},
+            {"role": "hymem.reflect.repair", "completion_tokens": 512, "max_tokens": None, "latency_s": 30.0},
+            {"role": "hymem.reflect.retry", "completion_tokens": 20, "max_tokens": None, "latency_s": 2.0},
+            {"role": "hymem.reflect", "completion_tokens": 40, "max_tokens": None, "latency_s": 3.0},
+            {"role": "hymem.segment", "completion_tokens": 448, "max_tokens": 448, "latency_s": 25.0},
+            {"role": "hymem.light", "completion_tokens": 300, "max_tokens": 448, "latency_s": 10.0},
+            {"role": "hymem.light", "completion_tokens": "many"}]
+    path = tmp_path / "hymem-conv-30.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n{not json\n")
+    c = capped_replies(path)
+    assert (c["calls"], c["capped"], c["unreadable"]) == (6, 3, 2)
+    assert c["roles"]["hymem.reflect"] == {"calls": 4, "capped": 2, "first": 2, "first_capped": 1}
+    assert c["roles"]["hymem.segment"]["capped"] == 1 and c["roles"]["hymem.light"]["capped"] == 0
+    assert c["capped_tokens"] == 512 + 512 + 448 and c["capped_latency_s"] == 85.0
+    line = capped_markdown([{"method": "hymem", "conversation": "conv-30", "capped": c}])
+    assert line.startswith("- **hymem** over conv-30: 3 of 6 replies (50%) ran into the cap: ")
+    assert "`hymem.reflect` 1 of 2 first replies (1 of their 2 repairs and retries)" in line
+    assert "`hymem.segment` 1 of 1 first replies" in line and "hymem.light" not in line
+
+
 def test_real_scale_replay_uses_the_bounds_the_recorder_ran_under():
     """A bound is part of the cassette key: replaying MemR3's bounded router calls without the bounds
     missed 567 of 588 calls."""

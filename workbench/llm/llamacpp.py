@@ -32,11 +32,13 @@ from .errors import LLMError
 
 #: chat-template tokens per message (role markers, separators) on top of the content's own tokens
 TEMPLATE_TOKENS_PER_MESSAGE = 8
+#: the reply cap of a call that names none (a cassette records ``max_tokens: null`` for it)
+DEFAULT_MAX_TOKENS = 512
 
 
 class LlamaCpp(BaseLLM):
     def __init__(self, model_path: str | os.PathLike, *, name: str | None = None, n_ctx: int = 16384,
-                 max_ctx: int | None = None, n_threads: int | None = None, max_tokens: int = 512,
+                 max_ctx: int | None = None, n_threads: int | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  flash_attn: bool = True, seed: int = 0, state_cache_mb: int = 0):
         super().__init__()
         self.model_path = Path(model_path)
