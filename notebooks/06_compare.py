@@ -76,10 +76,12 @@ overall = table[table["category"] == "overall"][cols].set_index("method")
 overall.round(3)
 
 # %% [markdown]
-# Per question: the judge's label for each method (`None`: not judged, category 5).
+# Per question: the checker's verdict for each method, `right` or `wrong` with the kind of error (`wrong_date`,
+# `vague`, `abstain`, ...; empty: not checked, an adversarial question of category 5). The judge's own labels are
+# in the frame's `judge_label` column; they are not shown here, since the judge's audit above fails.
 
 # %%
-frame.pivot(index="qa_id", columns="method", values="judge_label")
+frame.pivot(index="qa_id", columns="method", values="verdict").fillna("")
 
 # %% [markdown]
 # ### Which offline judge could be trusted?
@@ -135,12 +137,12 @@ from widgets import compare
 
 q = qa["sample-1/q4"]
 answers = {r.method: Answer.from_dict(r.answer) for r in rows if r.qa_id == q.id and r.answer}
-comparison = compare(answers, q.question, gold=q.answer, evidence=q.evidence)
+comparison = compare(answers, qa=q, conversation=conv)  # the gold, evidence and category from the question
 comparison
 
 # %%
 # NBVAL_CHECK_OUTPUT
-comparison.to_frame()[["method", "answer", "query_tokens", "calls", "evidence_recall"]].set_index("method")
+comparison.to_frame()[["method", "answer", "verdict", "query_tokens", "calls", "evidence_recall"]].set_index("method")
 
 # %% [markdown]
 # The last cell is a guard. A cache miss means a prompt changed since the cassette was recorded; the

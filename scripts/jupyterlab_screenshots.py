@@ -70,11 +70,14 @@ widgets.LifecycleView.from_run(run.path, conv_id, turn="D4:3")"""),
 widgets.ClusterView(run.structures("recmem", conv_id))"""),
     "cost_accuracy": ((), """\
 widgets.CostAccuracyChart(run.results())"""),
+    # the first question the methods disagree on (some right, some wrong by the checker), else the first
     "compare": ((), """\
-qid = run.results()[0]["qa_id"]
+def verdicts(qid):
+    return {(r.get("check") or {}).get("correct") for r in run.results() if r["qa_id"] == qid}
+qids = list(dict.fromkeys(r["qa_id"] for r in run.results()))
+qid = next((q for q in qids if {True, False} <= verdicts(q)), qids[0])
 same = [(r, a) for m in rows for r, a in rows[m] if r["qa_id"] == qid]
-widgets.compare({r["method"]: a for r, a in same}, same[0][0]["question"], gold=same[0][0]["gold"],
-                evidence=evidence.get(qid, ()))"""),
+widgets.compare({r["method"]: a for r, a in same}, qa=next(q for q in conv.qa if q.id == qid), conversation=conv)"""),
 }
 
 

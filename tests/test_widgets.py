@@ -329,6 +329,40 @@ def test_compare_built_methods_records_failures(tiny_conv):
     assert len(cmp.to_frame()) == 3 and WIDGET_MIME in cmp._repr_mimebundle_()
 
 
+def test_compare_leads_with_the_checkers_verdict_not_f1():
+    """Review R1c: "21 May 2023" scores the higher F1 against "13 May 2023" but is the wrong day; "13th of May"
+    is right. The comparison says so in its verdict column, with the reason on hover, before f1."""
+    from workbench.data import QA
+    from workbench.trace import Answer
+
+    answers = {"a": Answer("When?", "21 May 2023"), "b": Answer("When?", "On the 13th of May, 2023.")}
+    cmp = compare(answers, "When did Priya sow the tomatoes?", gold="13 May 2023")
+    by = {r["method"]: r for r in cmp.rows}
+    assert by["a"]["verdict"] == "wrong: wrong_date" and by["b"]["verdict"] == "right"
+    assert by["a"]["f1"] > by["b"]["f1"]  # what the verdict corrects
+    head = cmp.html.split("<tbody>")[0] if "<tbody>" in cmp.html else cmp.html
+    assert head.index(">verdict<") < head.index(">f1<")
+    assert "✗ wrong: wrong_date" in cmp.html and 'title="' in cmp.html
+    adversarial = QA("s/q9", "What did Tomasz name his cat?", "Not mentioned", 5, ())
+    assert compare(answers, qa=adversarial).rows[0]["verdict"] == "not checked"
+    with pytest.raises(TypeError):
+        compare(answers)
+
+
+def test_results_frame_has_the_checkers_verdict_in_words():
+    from workbench.eval.report import results_frame
+
+    rows = [{"method": "m", "qa_id": "q1", "category": 2, "question": "When?", "gold": "13 May 2023",
+             "prediction": "21 May 2023", "scores": {"checker": 0.0},
+             "check": {"correct": False, "kind": "wrong_date", "reason": "another day"}},
+            {"method": "m", "qa_id": "q2", "category": 4, "question": "What?", "gold": "Bass", "prediction": "Bass",
+             "scores": {}},  # written before the check field: its verdict from the row's own text
+            {"method": "m", "qa_id": "q3", "category": 5, "question": "What?", "gold": None, "prediction": "x",
+             "scores": {}, "check": None}]
+    got = results_frame(rows)["verdict"]
+    assert list(got[:2]) == ["wrong: wrong_date", "right"] and got.isna().iloc[2]  # category 5: not checked
+
+
 def test_esc_handles_any_value():
     assert esc(None) == "" and esc(3) == "3" and esc('"><script>') == "&quot;&gt;&lt;script&gt;"
 

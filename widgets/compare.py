@@ -3,9 +3,15 @@
     compare({"naive_rag": rag, "hymem": hymem}, "Where did Priya move?", gold="Lisbon")
     compare(saved_answers_by_method, question)      # precomputed Answers: no LLM involved
 
-Columns: answer, context size (units and tokens), query tokens and calls, and, when a gold answer
-is given, token F1 (mem0-style, ``workbench.eval.metrics.token_f1``) and whether the normalised
-gold appears in the answer. That is a lexical check, not a judge verdict, and is labelled so.
+    compare(answers, qa=q, conversation=conv)         # a dataset question: its gold, evidence and category
+
+Columns: answer, context size (units and tokens), query tokens and calls, and, when a gold answer is given, the
+deterministic checker's verdict (``workbench.eval.checker``: right, or wrong with its kind and reason; the
+conversation, when given, supplies the names its entity rules need), then token F1 (mem0-style,
+``workbench.eval.metrics.token_f1``) and whether the normalised gold appears in the answer, for comparison with
+papers. F1 and containment are lexical checks that get dates backwards ("21 May 2023" scores higher than "13th of
+May" against "13 May 2023"), so the verdict comes first. An adversarial question (LoCoMo category 5) is not
+checked.
 """
 from __future__ import annotations
 
@@ -60,8 +66,9 @@ class Comparison:
     """The side-by-side result. State: ``answers`` (name -> Answer or exception), ``rows``, ``html``."""
 
     def __init__(self, question: str, answers: dict[str, Any], *, gold: str | None = None,
-                 evidence: Iterable[str] = ()):
+                 evidence: Iterable[str] = (), category: Any = None, entities: Iterable[str] = ()):
         self.question, self.answers, self.gold, self.evidence = question, answers, gold, tuple(evidence)
+        self.category, self.entities = category, tuple(entities)
         self.rows = [self._row(name, a) for name, a in answers.items()]
         self.html = self._html()
         self._widget = None
@@ -74,6 +81,9 @@ class Comparison:
                "query_tokens": a.usage.total_tokens, "calls": a.usage.calls, "steps": len(a.steps),
                "sources": list(a.source_ids), "error": a.error or ""}
         if self.gold is not None:
+            check = self._check(a)
+            row["verdict"] = "not checked" if check is None else "right" if check.correct else f"wrong: {check.kind}"
+            row["verdict_reason"] = "" if check is None else check.reason
             row["f1"] = round(_token_f1(a.text, self.gold), 3)
             row["contains_gold"] = bool(_norm(self.gold)) and _norm(self.gold) in _norm(a.text)
         if self.evidence:
@@ -81,18 +91,45 @@ class Comparison:
             row["evidence_recall"] = round(sum(e in got for e in self.evidence) / len(self.evidence), 3)
         return row
 
+    def _check(self, a):
+        """The checker's verdict on ``a`` (None for an adversarial question, which has no answer to hold)."""
+        from workbench.eval.checker import check_answer
+
+        if str(self.category) == "5":
+            return None
+        if a.error:
+            from workbench.eval.checker import Check
+
+            return Check(False, "failed", "the method failed to answer", 0.0)
+        return check_answer(self.question, str(self.gold), a.text, entities=self.entities)
+
     def _html(self) -> str:
-        cols = ["method", "answer", "context_units", "context_tokens", "query_tokens", "calls", "steps"]
+        """The table: the verdict beside the answer, then the lexical score, the evidence reached, what the
+        answer cost and its sources (``contains_gold`` stays in ``rows``; the error column only when a row has
+        one)."""
+        cols = ["method", "answer"]
         if self.gold is not None:
-            cols += ["f1", "contains_gold"]
+            cols += ["verdict", "f1"]
         if self.evidence:
             cols += ["evidence_recall"]
-        cols += ["sources", "error"]
-        rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence, limit=SOURCES_SHOWN)}
-                for r in self.rows]
+        cols += ["context", "query", "steps", "sources"]
+        if any(r.get("error") for r in self.rows):
+            cols += ["error"]
+        def calls(n):
+            return f"{n or 0} call{'' if n == 1 else 's'}"
+
+        rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence, limit=SOURCES_SHOWN),
+                 "context": f"{r.get('context_units', 0)} units · {r.get('context_tokens', 0)} tok",
+                 "query": f"{r.get('query_tokens', 0)} tok · {calls(r.get('calls'))}"} for r in self.rows]
         escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
-        gold = "" if self.gold is None else (f"<br><b>gold:</b> {esc(self.gold)} "
-                                             "<small>(f1 / contains_gold are lexical checks, not a judge)</small>")
+        for r, e in zip(self.rows, escaped):  # the verdict with its reason on hover
+            if "verdict" in r:
+                mark = "✓" if r["verdict"] == "right" else "–" if r["verdict"] == "not checked" else "✗"
+                e["verdict"] = (f'<span title="{esc(r.get("verdict_reason") or "")}" style="white-space:nowrap">'
+                                f'{mark} {esc(r["verdict"])}</span>')
+        gold = "" if self.gold is None else (
+            f"<br><b>gold:</b> {esc(self.gold)} <small>(verdict: the deterministic checker, hover for why; "
+            "f1 is a lexical score, for comparison with papers)</small>")
         return box(f"<p><b>Q:</b> {esc(self.question)}{gold}</p>" + table_html(escaped, cols, raw=cols))
 
     @property
@@ -120,9 +157,24 @@ class Comparison:
         return f"Comparison({self.question!r}, methods={list(self.answers)})"
 
 
-def compare(methods_or_answers, question: str, *, gold: str | None = None, evidence: Iterable[str] = (),
-            now=None) -> Comparison:
-    """Answer ``question`` with each built method (or take precomputed Answers) and tabulate them."""
+def compare(methods_or_answers, question: str | None = None, *, gold: str | None = None,
+            evidence: Iterable[str] = (), now=None, qa=None, conversation=None) -> Comparison:
+    """Answer ``question`` with each built method (or take precomputed Answers) and tabulate them. ``qa``, a
+    dataset question, gives the question, gold, evidence and category not passed; ``conversation`` gives the
+    checker the conversation's names."""
+    category = None
+    if qa is not None:
+        question = question if question is not None else qa.question
+        gold = gold if gold is not None else qa.answer
+        evidence = evidence or qa.evidence
+        category = qa.category
+    if question is None:
+        raise TypeError("compare() needs a question (or qa=)")
+    entities = ()
+    if conversation is not None:
+        from workbench.eval.checker import conversation_entities
+
+        entities = conversation_entities(conversation)
     named = _named(methods_or_answers)
     return Comparison(question, {k: _answer_of(v, question, now) for k, v in named.items()}, gold=gold,
-                      evidence=evidence)
+                      evidence=evidence, category=category, entities=entities)

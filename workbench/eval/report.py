@@ -77,9 +77,18 @@ def category_translation() -> pd.DataFrame:
 
 # -- frames ------------------------------------------------------------------------------------------
 
+def verdict_text(check) -> str | None:
+    """A row's checker verdict in words: ``right``, or ``wrong: <kind>`` (``wrong: wrong_date``); None where the
+    checker does not apply (category 5, LongMemEval) or the field is not a readable ``check`` dict."""
+    if not isinstance(check, dict) or not isinstance(check.get("correct"), bool):
+        return None
+    return "right" if check["correct"] else f"wrong: {check.get('kind') or 'wrong'}"
+
+
 def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
     """Rows (dicts or ``QuestionResult``) as a DataFrame; each score becomes a column, plus
-    ``judge_f1_disagree`` (see ``judge_f1_disagreement``)."""
+    ``judge_f1_disagree`` (see ``judge_f1_disagreement``) and ``verdict``, the checker's in words
+    (``verdict_text``)."""
     records = []
     for r in rows:
         d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
@@ -95,8 +104,11 @@ def results_frame(rows: Iterable, *, answers: bool = False) -> pd.DataFrame:
             d.pop("answer", None)
         d["params"] = json.dumps(d.get("params") or {}, sort_keys=True)
         d["judge_f1_disagree"] = judge_f1_disagreement(d.get("judge_label"), scores.get("f1"))
+        d["verdict"] = verdict_text(d.get("check"))
         if "checker" not in scores:  # a row written before the checker: its verdict from the row's own text
             scores = {**scores, "checker": row_score({**d, "scores": scores})}
+        if d["verdict"] is None and scores.get("checker") in (0.0, 1.0):  # no check field: the score, in words
+            d["verdict"] = "right" if scores["checker"] == 1.0 else "wrong"
         records.append({**d, **{k: (np.nan if v is None else v) for k, v in scores.items()}})
     df = pd.DataFrame.from_records(records)
     for col in SCORE_COLUMNS:
