@@ -4,7 +4,9 @@ Quirks handled (see DATA.md §1.4): ``session_<N>_date_time`` keys beyond the la
 (we iterate the ``session_<N>`` keys that hold lists), integer answers (cast with ``str``),
 category-5 items with only ``adversarial_answer`` (answer ``""``, trap kept in ``extras``),
 malformed evidence strings (split on ``;`` and whitespace, invalid ids dropped and counted),
-and image turns (``blip_caption``/``query``/``img_url`` kept in ``Turn.extras``).
+and image turns (``blip_caption``/``query``/``img_url`` kept in ``Turn.extras``). A question asked twice is kept
+twice, as the file has it (MemR3's appendix drops 12 such repeats from the full LoCoMo; in the dev copy, conv-30
+asks one as single-hop and again as adversarial).
 
 Foreign files are checked, not trusted. Refused with a ``DatasetError`` naming file, record and
 field: duplicate ``sample_id`` or ``dia_id``, a ``dia_id`` in the wrong session, an empty or

@@ -77,7 +77,8 @@ class HMem(MemoryMethod):
       ours (token Jaccard >= ``token_overlap``, difflib >= ``fuzzy_threshold``); the type ``other`` is
       compatible with every type, and a relation endpoint that is not in the fragment's entity list is
       resolved as ``other`` [§4.6].
-    - Entity span/role/metadata are not stored: the paper profile asks for role and salience and keeps the
+    - Entity span/role/metadata and a relation's ``span`` are not stored: the paper profile asks for role and
+      salience (and a span for each relation) and keeps the
       salience (``graph_.nodes[n]["salience"]``) and the relation confidence (edge ``confidence``); the
       small prompt asks for name and type only, so its edges have confidence 1.0 [§4.5]. Salient = an
       important type AND at least ``profile_min_links`` linked fragments (§3.2 "together with"; the
@@ -120,6 +121,8 @@ class HMem(MemoryMethod):
       and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
       information) is then final; length and abstention rules are the same in other words.
     - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; both profiles).
+    - A JSON reply that fails to parse gets the shared client's one repair call and then a retry at temperature
+      >= 0.3 (``workbench.llm.base``; the paper states temperature 0 and no retry), so a retried call samples.
 
     Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
     - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers

@@ -126,6 +126,9 @@ class MemR3(MemoryMethod):
       raises; the contract asks a method to answer every question); a decision outside the enum also falls back
       to reflect ([code]). Both are recorded in the step. The client's parse retry runs at temperature 0.3
       (``llm/base.py``, shared by every method; [code] retries at 0).
+    - The LoCoMo loader keeps questions the dataset asks twice; the paper drops 12 (App., "Repeated questions").
+      In the dev copy only conv-30 has one, asked as single-hop and as adversarial (the paper drops the
+      adversarial copy); the workbench's category 1-4 runs leave that copy out, so its counts match there.
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
     - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of

@@ -117,8 +117,9 @@ def router_schema(actions, forced: str | None = None) -> dict:
     ``gaps`` is free text or a list (the paper's prompt gives it no type; "None" closes it). Under a guard
     (``forced``) the forced action's payload key is required outright; otherwise ``oneOf`` has one branch per
     decision offered, each requiring that decision's payload, so a grammar-constrained decoder (llama.cpp) or a
-    JSON-schema API cannot close the object after ``decision``. (The workbench's own reply check reads
-    ``type``/``enum``/``required`` only, so it enforces the forced case; ``oneOf`` binds the decoder.)"""
+    JSON-schema API cannot close the object after ``decision``. The workbench's own reply check
+    (``workbench.llm.jsonparse.CHECKED_KEYWORDS``) reads ``oneOf`` too, so a reply from a backend without grammar
+    support that leaves out its decision's payload is rejected and repaired, not accepted."""
     gaps = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 
     def props(decisions) -> dict:
