@@ -158,6 +158,29 @@ def test_expanded_context_highlights_gold_turns_and_escapes_text(tiny_conv):
     assert "<details" not in Q.question_html(state, contexts=False)
 
 
+def test_a_wrong_verdict_by_the_checker_names_its_kind_under_it():
+    """Review R1b: a wrong date read "reading_miss by checker" unless one hovered; the kind now shows."""
+    wrong = {**row(prediction="21 May 2023"), "gold": "13 May 2023",
+             "check": {"correct": False, "kind": "wrong_date", "reason": "another day"}, "scores": {"checker": 0.0}}
+    m = Q.method_row(wrong, evidence=[])
+    assert m.attribution.basis == "checker" and Q.verdict_basis(m) == "checker · wrong date"
+    assert "checker · wrong date" in Q._verdict_html(m)
+    right = {**row(prediction="Pilot"), "check": {"correct": True, "kind": "right", "reason": "holds it"},
+             "scores": {"checker": 1.0}}
+    assert Q.verdict_basis(Q.method_row(right, evidence=[])) == "checker"
+
+
+def test_the_readers_context_says_when_it_is_not_in_score_order():
+    """Review R5c: HyMem's small profile shows its events in time order, so scores read 0.41, 0.62, 0.38; the
+    context says the method re-sorted them, rather than leave a non-monotonic column unexplained."""
+    ranked = Q.method_row(row(context=[hit("u1", "D1:1", score=0.9), hit("u2", "D1:2", score=0.4)]), evidence=[])
+    resorted = Q.method_row(row(context=[hit("u1", "D1:1", score=0.4), hit("u2", "D1:2", score=0.9)]), evidence=[])
+    flat = Q.method_row(row(context=[hit("u1", "D1:1", score=0.0), hit("u2", "D1:2", score=0.0)]), evidence=[])
+    assert "highest score first" in Q.context_order_note(ranked)
+    assert "not score order" in Q.context_order_note(resorted)
+    assert "same score" in Q.context_order_note(flat)
+
+
 def test_highlight_marks_every_occurrence_and_keeps_a_late_needle():
     out = Q.highlight("a <b> Pilot and Pilot", ["Pilot"])
     assert out == 'a &lt;b&gt; <mark class="wb-gold">Pilot</mark> and <mark class="wb-gold">Pilot</mark>'

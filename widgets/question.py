@@ -392,7 +392,24 @@ def _verdict_html(m: MethodRow) -> str:
         return '<span class="wb-muted" title="no verdict source applies to this question">–</span>'
     word, cls = ("right", "wb-right") if correct else ("wrong", "wb-wrong")
     return (f'<span class="{cls}" title="{esc(verdict_reason(m))}">{word}</span>'
-            f"<br><small class='wb-muted'>{esc(m.attribution.basis)}</small>")
+            f"<br><small class='wb-muted'>{esc(verdict_basis(m))}</small>")
+
+
+#: a checker kind as the Question view names it under a wrong verdict (PROTOCOL.md's kinds)
+KIND_WORDS = {"wrong_date": "wrong date", "wrong_entity": "wrong name", "wrong_value": "wrong value",
+              "vague": "vague", "abstain": "abstained", "partial": "partial", "unrelated": "unrelated",
+              "contradicts": "contradicts", "failed": "failed"}
+
+
+def verdict_basis(m: MethodRow) -> str:
+    """What decided the verdict, under it: the source, and for a wrong answer by the checker the kind of error
+    ("checker · wrong date"), so a temporal failure is visible without hovering."""
+    basis = m.attribution.basis
+    check = m.row.get("check") if isinstance(m.row.get("check"), Mapping) else None
+    if basis == "checker" and m.attribution.correct is False and check and check.get("kind"):
+        kind = _text(check.get("kind"))
+        return f"checker · {KIND_WORDS.get(kind, kind.replace('_', ' '))}"
+    return basis
 
 
 def _f1_text(m: MethodRow) -> str:
@@ -474,7 +491,22 @@ def context_html(m: MethodRow, state: QuestionState) -> str:
     table = table_html(rows, ["#", "unit", "kind", "score", "text", "source turns"],
                        raw=("unit", "kind", "text", "source turns"),
                        row_class=lambda r: "wb-has-gold" if r["_gold"] else "")
-    return f'<div class="wb-ctxbox">{table}</div>'
+    return f'<div class="wb-ctxbox"><p><small class="wb-muted">{esc(context_order_note(m))}</small></p>{table}</div>'
+
+
+def context_order_note(m: MethodRow) -> str:
+    """How the reader's units are ordered, read from their scores: a method that re-sorts what its reader sees
+    after ranking (HyMem's small profile puts events in time order) shows scores out of order, which looks like a
+    bug unless it is said."""
+    scores = [h.score for h in m.context]
+    if len(set(scores)) <= 1:
+        return "In the order the reader saw them; every unit has the same score (no ranking: e.g. the whole " \
+               "conversation)."
+    if all(a >= b for a, b in zip(scores, scores[1:])):
+        return "In the order the reader saw them: highest score first (score: what the method recorded when it " \
+               "ranked the unit)."
+    return ("In the order the reader saw them, which is not score order: the method re-sorted its units after "
+            "ranking them (e.g. by when they were said). Score: what the method recorded when it ranked the unit.")
 
 
 def _summary(m: MethodRow) -> str:
@@ -546,8 +578,8 @@ LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first 
           "the units in front of the method's final reader (Answer.context; for a reader given the whole "
           "conversation, its order), or <b>missed</b> · turns shown: distinct turns those units cover · verdict: "
           "right or wrong by "
-          "the source named under it (checker: dates as days, names as entities, gold content; hover for the "
-          "rule) · attribution: why the answer "
+          "the source named under it, with the kind of error when the checker says wrong (checker: dates as days, "
+          "names as entities, gold content; hover for the rule) · attribution: why the answer "
           "came out as it did (workbench.eval.attribution; hover for the reason) · ⚠ fallback answer: an LLM call "
           "failed and the method wrote a stand-in, which is not its reader's reply</small></p>")
 
@@ -587,7 +619,7 @@ def question_markdown(state: QuestionState) -> str:
              "|---|---|---|---|---|---|---|"]
     for m in state.rows:
         verdict = {True: "right", False: "wrong", None: "–"}[m.attribution.correct]
-        lines.append(f"| {cell(m.method)} | {cell(m.answer_text[:300])} | {verdict} ({cell(m.attribution.basis)}) | "
+        lines.append(f"| {cell(m.method)} | {cell(m.answer_text[:300])} | {verdict} ({cell(verdict_basis(m))}) | "
                      f"{cell(m.judge_label or '–')} | {_f1_text(m)} | {cell(m.attribution.label)} | "
                      f"{cell(rank_text(m))} |")
     return "\n".join(lines) + "\n"
