@@ -302,6 +302,8 @@ def test_small_cells_show_counts_not_intervals(run):
     r = small.iloc[0]
     html = cost_accuracy.summary_table_html(chart.table, chart.metric, chart.headline)
     assert cost_accuracy.estimate_cell(r) in html and "[" not in cost_accuracy.estimate_cell(r)
+    labels = [t.text[0] for t in chart.figure.data if t.text]
+    assert labels and all(lab.endswith(f"(n={len(few)})") for lab in labels)  # a dot without an interval says n
 
 
 # -- compare ---------------------------------------------------------------------------------------

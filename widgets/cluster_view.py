@@ -186,9 +186,12 @@ def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = 
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=esc(TRIGGER_NOTE), hoverinfo="skip",
                                  marker=dict(size=15, symbol="star", color="#ffffff", line=dict(width=1.5,
                                                                                                 color="#333"))))
-    fig.update_layout(height=440, margin=dict(l=40, r=10, t=40, b=40), xaxis_title="PC 1", yaxis_title="PC 2",
+    # the axes have no units of their own: say what they are and what nearness means (review T4c)
+    fig.update_layout(height=440, margin=dict(l=40, r=10, t=40, b=40),
+                      xaxis_title="PC 1: the direction in which the units' embeddings differ most",
+                      yaxis_title="PC 2: the next",
                       legend=dict(title="units by the consolidation they joined"),
-                      title=esc(title or "Units (PCA of their embeddings), coloured by consolidation"))
+                      title=esc(title or "Units by consolidation (PCA of their embeddings: near = similar text)"))
     return fig
 
 

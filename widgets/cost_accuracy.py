@@ -536,7 +536,8 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
             zero.append(str(r["label"]))
         fig.add_trace(go.Scatter(
             x=[None if off_axis else r["tokens"]], y=[None if off_axis else r["accuracy"]], mode="markers+text",
-            name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else ""), text=[esc(r["label"])],
+            name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else ""),
+            text=[esc(r["label"]) + _small_n(r)],
             textposition=positions.get(i, LABEL_POSITIONS[0]), hovertext=[hover], hoverinfo="text",
             marker=dict(size=16 if ref else 12, symbol="star" if ref else "circle"),
             error_y=dict(type="data", symmetric=False, array=[r["ci_high"] - r["accuracy"]],
@@ -555,6 +556,14 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
                       yaxis_title=ci_axis_title(metric, drawn), height=440,
                       margin=dict(l=50, r=20, t=70, b=50))
     return fig
+
+
+def _small_n(r) -> str:
+    """`` (n=3)`` beside a point drawn without an interval (too few questions for one), so a bare dot never
+    passes for a measured accuracy of the same weight as its neighbours' (review R2b)."""
+    n = r.get("n") if hasattr(r, "get") else None
+    no_ci = not (r.get("ci_low") == r.get("ci_low")) if hasattr(r, "get") else False  # NaN: no interval
+    return f" (n={int(n)})" if no_ci and isinstance(n, (int, float)) and n == n else ""
 
 
 def points_table_html(frame: pd.DataFrame, *, x: str = "query_tokens", metric: str = "judge") -> str:

@@ -29,7 +29,8 @@ pn.extension("tabulator", *(() if in_server_session() else ("plotly",)), notific
 
 DEFAULT_RUN = "runs/demo"
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
-TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold", "judge_reasoning")
+TEXT_COLUMNS = ("text", "before", "after", "cause", "question", "prediction", "gold", "judge_reasoning",
+                "source_ids")  # source ids wrap: a summary over 20 turns must not run off the table's right edge
 CELL_LIMIT = 1000  # characters of a table cell; the full text is one click away (the unit's detail)
 
 #: embeddings of memory texts for semantic search, shared by every session of this process:
@@ -132,7 +133,7 @@ def plain_formatters(df: pd.DataFrame) -> dict:
 def text_table(df: pd.DataFrame, **kw):
     """A read-only Tabulator whose every column renders as plain text (Tabulator escapes it)."""
     opts = dict(disabled=True, show_index=False, pagination="remote", page_size=15, formatters=plain_formatters(df),
-                sizing_mode="stretch_width", layout="fit_data_stretch", widths={"text": 520})
+                sizing_mode="stretch_width", layout="fit_data_stretch", widths={"text": 520, "source_ids": 200})
     return pn.widgets.Tabulator(df, **{**opts, **kw})
 
 
