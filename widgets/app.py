@@ -225,10 +225,13 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
         conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="", width=220, margin=(4, 10))
-        self.header = pn.Column(pn.Row(html_pane(self.header_html()), pn.pane.HTML("conversation", margin=(10, 0)),
+        self.presenting = False
+        self._runline = html_pane(self.header_html())
+        self._census = census_pane(self.store.run_dir, on_link=self.follow)
+        self._zoom = pn.Column(height=0, margin=0)  # holds PageZoom in presentation mode
+        self.header = pn.Column(pn.Row(self._runline, pn.pane.HTML("conversation", margin=(10, 0)),
                                        conv, sizing_mode="stretch_width"),
-                                census_pane(self.store.run_dir, on_link=self.follow), self.problems,
-                                sizing_mode="stretch_width")
+                                self._census, self.problems, sizing_mode="stretch_width")
 
     def _build_view(self, name: str):
         view = dict(TABS)[name](self.store)
@@ -283,8 +286,21 @@ class WorkbenchApp(pn.viewable.Viewer):
         thread.start()
         return thread
 
+    def present(self, on: bool = True) -> "WorkbenchApp":
+        """Presentation mode (``?present=1``): the header keeps its one run line, without the details and the
+        mechanisms census, and the whole page is drawn at ``page_zoom.PRESENT_ZOOM``, for a projector. Problems
+        reading the run stay shown."""
+        from widgets.page_zoom import PageZoom
+
+        self.presenting = bool(on)
+        self._census.visible = not self.presenting
+        self._runline.object = self.header_html()
+        self._zoom.objects = [PageZoom(height=0, margin=0)] if self.presenting else []
+        return self
+
     def header_html(self) -> str:
-        """Run, methods and what produced them, read from the manifest (``workbench.eval.manifest.run_summary``)."""
+        """Run, methods and what produced them, read from the manifest (``workbench.eval.manifest.run_summary``);
+        in presentation mode the run line alone."""
         from workbench.eval.manifest import run_summary
 
         m = self.store.manifest
@@ -308,6 +324,10 @@ class WorkbenchApp(pn.viewable.Viewer):
                              for n in variant_notes(self.store.methods, self.store.params)))
         departures = f" · {len(notes)} departure{'s' if len(notes) != 1 else ''} from the papers" if notes else ""
         # one line on first paint (a 1280x720 projector shows the tabs and their content); the rest one click away
+        if getattr(self, "presenting", False):
+            return box(f"<div class='wb-runline'><b style='font-size:17px'>Memory Workbench</b> · run "
+                       f"<code title='{esc(run)}'>{esc(run.name)}</code> · {esc(s['llm'])} · judge: "
+                       f"{esc(s['judge'])}{esc(judge_note)}</div>{scripted}")
         return box(f"<div class='wb-runline'><b style='font-size:17px'>Memory Workbench</b> · run "
                    f"<code title='{esc(run)}'>{esc(run.name)}</code> · {esc(s['llm'])} · judge: {esc(s['judge'])}"
                    f"{esc(judge_note)}</div>{scripted}<details><summary class='wb-muted'>details: "
@@ -365,7 +385,7 @@ class WorkbenchApp(pn.viewable.Viewer):
 
                 self.url = UrlState(self, pn.state.location)  # the view in the page's URL, both ways
         return pn.Column(self.header, self.tabs, TabKeys(label="Memory Workbench views", height=0, margin=0),
-                         self.plotly, sizing_mode="stretch_width")
+                         self.plotly, self._zoom, sizing_mode="stretch_width")
 
 
 def page_lacks_plotly() -> bool:

@@ -4,7 +4,9 @@
 
 holds the conversation, the tab, the question and method (the Question tab's, or the Traces tab's
 when that tab is shown), the trace step (1-based, as on screen) and, when two traces are side by
-side, the compared method and its step. ``UrlState`` binds an app to Panel's ``pn.state.location``
+side, the compared method and its step; ``present=1`` opens the app in presentation mode
+(``WorkbenchApp.present``: one header line, the page drawn larger, for a projector). ``UrlState`` binds an
+app to Panel's ``pn.state.location``
 (a served page's ``window.location``): opening such a URL restores each part, and every change of
 tab, conversation, question, method or step writes the query again (the browser's address bar and
 history follow, through Panel's ``Location`` model).
@@ -22,7 +24,7 @@ from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode
 
 #: query keys, in the order they are written
-KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep")
+KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "present")
 #: the longest value looked at (ids in a run are far shorter; a longer one cannot match and is dropped)
 MAX_VALUE = 500
 #: the longest query parsed at all
@@ -81,6 +83,8 @@ def apply_state(app, state: Mapping[str, str]) -> None:
     """Show what ``state`` (``parse_query``'s strings) names in ``app`` (a ``WorkbenchApp``); each part
     that names nothing the app offers is ignored."""
     store = app.store
+    if state.get("present") == "1" and hasattr(app, "present"):  # presentation mode: for a projector
+        app.present(True)
     if state.get("conv") in (store.param["conv_id"].objects or ()):
         store.conv_id = state["conv"]
     q, method = state.get("q"), state.get("method")
@@ -123,6 +127,8 @@ def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
         state.update(q=question.question.value or "", method=question.selected or "")
     else:
         state.update({k: before[k] for k in ("q", "method") if before and before.get(k)})
+    if getattr(app, "presenting", False):
+        state["present"] = "1"
     return {k: str(v) for k, v in state.items() if v}
 
 
