@@ -342,6 +342,7 @@ def main(argv=None) -> None:
     ap.add_argument("--compare", default="", metavar="METHOD[:STEP]",
                     help="Traces tab: show METHOD's trace beside the first --trace (compare with), at STEP")
     ap.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
+    ap.add_argument("--present", action="store_true", help="open the app in presentation mode (?present=1)")
     a = ap.parse_args(argv)
     from widgets.app import free_port, serve
 
@@ -352,7 +353,7 @@ def main(argv=None) -> None:
         try:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
-            for path in shoot(url, Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
+            for path in shoot(url + ("?present=1" if a.present else ""), Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
                               question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
                               picks=a.pick, traces=a.trace, compare=a.compare, how=a.how):
