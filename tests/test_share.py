@@ -95,6 +95,45 @@ def test_a_url_restores_the_tab_question_method_and_steps_and_changes_write_it_b
     assert url.state == parse_query(loc.search)
 
 
+def test_a_url_opens_a_turn_or_units_lifecycle_and_a_methods_page(run):
+    """Review R4a: a case study links straight to "unit X's lifecycle" or to one method's structures or How it works
+    page; following a link inside Lifecycle writes the new target back. Ids the run does not hold are ignored."""
+    from workbench.rundir import RunDir
+
+    rd = RunDir(run)
+    conv = rd.conversation_ids()[0]
+    turn = rd.conversation(conv).turns[2].id
+    unit = str(rd.memories("naive_rag", conv)[0]["id"])
+    app = appmod.build_app(run)
+    loc = Location(search=f"?conv={conv}&tab=Lifecycle&turn={turn}")
+    UrlState(app, loc)
+    life = app.views["Lifecycle"]
+    assert life.target == ("turn", turn) and parse_query(loc.search)["turn"] == turn
+    life.show(("unit", "naive_rag", unit))  # a link followed inside the tab
+    assert {k: parse_query(loc.search).get(k) for k in ("method", "unit")} == {"method": "naive_rag", "unit": unit}
+    assert "turn" not in parse_query(loc.search)
+
+    other = appmod.build_app(run)
+    UrlState(other, Location(search=f"?conv={conv}&tab=Lifecycle&method=naive_rag&unit={unit}"))
+    assert other.views["Lifecycle"].target == ("unit", "naive_rag", unit)
+    bad = appmod.build_app(run)
+    UrlState(bad, Location(search=f"?conv={conv}&tab=Lifecycle&method=naive_rag&unit=nope&turn=D99:99"))
+    assert bad.views["Lifecycle"].target == appmod.build_app(run).views["Lifecycle"].target  # as it opens
+
+    pages = appmod.build_app(run)
+    loc = Location(search="?tab=Structures&page=full_context")
+    UrlState(pages, loc)
+    assert pages.views["Structures"].method.value == "full_context" and parse_query(loc.search)["page"] == \
+        "full_context"
+    pages.views["Structures"].method.value = "naive_rag"
+    assert parse_query(loc.search)["page"] == "naive_rag"
+    how = appmod.build_app(run)
+    loc = Location(search="?tab=How+it+works&page=memr3")
+    UrlState(how, loc)
+    assert how.views["How it works"].method.value == "memr3" and parse_query(loc.search)["page"] == "memr3"
+    UrlState(appmod.build_app(run), Location(search="?tab=How+it+works&page=%3Cscript%3E"))  # ignored, no error
+
+
 def test_present_1_opens_the_app_in_presentation_mode_and_keeps_it_in_the_url(run):
     """Review T1: a teacher's link opens with one header line (no details, no census) and the page drawn larger;
     the mode stays in the URL as the view changes. Any other value of ``present`` is ignored."""

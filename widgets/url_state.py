@@ -4,7 +4,9 @@
 
 holds the conversation, the tab, the question and method (the Question tab's, or the Traces tab's
 when that tab is shown), the trace step (1-based, as on screen) and, when two traces are side by
-side, the compared method and its step; ``present=1`` opens the app in presentation mode
+side, the compared method and its step; on the Lifecycle tab the turn (``turn=``) or the unit
+(``unit=`` with ``method=``) shown, on Structures and How it works the method's page (``page=``);
+``present=1`` opens the app in presentation mode
 (``WorkbenchApp.present``: one header line, the page drawn larger, for a projector). ``UrlState`` binds an
 app to Panel's ``pn.state.location``
 (a served page's ``window.location``): opening such a URL restores each part, and every change of
@@ -24,7 +26,9 @@ from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode
 
 #: query keys, in the order they are written
-KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "present")
+KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "turn", "unit", "page", "present")
+#: tabs whose one picker is a method's page (``page=``): its structures, or how it works
+PAGE_TABS = ("Structures", "How it works")
 #: the longest value looked at (ids in a run are far shorter; a longer one cannot match and is dropped)
 MAX_VALUE = 500
 #: the longest query parsed at all
@@ -103,8 +107,25 @@ def apply_state(app, state: Mapping[str, str]) -> None:
         i = step_number(state.get("step"), traces.main.n_steps)
         if i is not None:
             traces.main.goto(i)
+    name = list(app.slots)[tab] if tab is not None else None
+    if name == "Lifecycle":
+        _show_lifecycle(app.views["Lifecycle"], state)
+    elif name in PAGE_TABS:
+        _pick(app.views[name].method, state.get("page"))
     if tab is not None:
         app.tabs.active = tab
+
+
+def _show_lifecycle(life, state: Mapping[str, str]) -> None:
+    """``unit=`` (with ``method=``) opens that unit's lifecycle, else ``turn=`` that turn's; an id the run does not
+    hold is ignored."""
+    index, method, unit, turn = life.index, state.get("method"), state.get("unit"), state.get("turn")
+    if index is None:
+        return
+    if unit and method in (life.method.options or ()) and index.has_unit(method, unit):
+        life.show(("unit", method, unit))
+    elif turn and turn in life.turn.options.values():
+        life.show(("turn", turn))
 
 
 def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
@@ -127,6 +148,14 @@ def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
         state.update(q=question.question.value or "", method=question.selected or "")
     else:
         state.update({k: before[k] for k in ("q", "method") if before and before.get(k)})
+        if tab == "Lifecycle" and app.views.built("Lifecycle"):
+            target = app.views["Lifecycle"].target
+            if target and target[0] == "turn":
+                state["turn"] = target[1]
+            elif target and target[0] == "unit":
+                state.update(method=target[1], unit=target[2])
+        elif tab in PAGE_TABS and app.views.built(tab):
+            state["page"] = app.views[tab].method.value or ""
     if getattr(app, "presenting", False):
         state["present"] = "1"
     return {k: str(v) for k, v in state.items() if v}
@@ -166,6 +195,13 @@ class UrlState:
             for pane in (t.main, t.other):
                 pane.area.param.watch(lambda e: self._changed(), "index")
             self._watched.add("Traces")
+        if "Lifecycle" not in self._watched and views.built("Lifecycle"):  # every show() redraws its body
+            views["Lifecycle"].body.param.watch(lambda e: self._changed(), "object")
+            self._watched.add("Lifecycle")
+        for name in PAGE_TABS:
+            if name not in self._watched and views.built(name):
+                views[name].method.param.watch(lambda e: self._changed(), "value")
+                self._watched.add(name)
 
     def _changed(self) -> None:
         self._watch_views()
