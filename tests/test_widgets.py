@@ -266,6 +266,16 @@ def test_cost_accuracy_chart_one_trace_per_method_with_error_bars(run):
     assert chart.category == cat and set(chart.frame["category"]) == {cat}
     built = CostAccuracyChart(run.results(), x="construction_tokens").frame.set_index("method")["tokens"]
     assert built["eager_facts"] > 0 and built["naive_rag"] == 0
+    # review R2c: per question, query tokens plus the build shared over the conversation's questions; none is 0
+    per_q = CostAccuracyChart(run.results(), x="amortised_tokens")
+    amort, query = per_q.frame.set_index("method")["tokens"], chart.frame.set_index("method")["tokens"]
+    assert amort["naive_rag"] == query["naive_rag"] and amort["eager_facts"] > query["eager_facts"]
+    rows = [r for r in run.results() if r["method"] == "eager_facts"]
+    asked = {c: sum(r["conv_id"] == c for r in rows) for c in {r["conv_id"] for r in rows}}
+    want = sum(r["query_tokens"] + r["construction_tokens"] / asked[r["conv_id"]] for r in rows) / len(rows)
+    overall = per_q.table[(per_q.table["method"] == "eager_facts") & (per_q.table["category"] == "overall")]
+    assert overall["amortised_tokens"].iloc[0] == pytest.approx(want)
+    assert "amortised tokens: query tokens +" in per_q.figure.layout.title.text
 
 
 def test_cost_accuracy_chart_local_fallback(run, monkeypatch):
@@ -274,6 +284,7 @@ def test_cost_accuracy_chart_local_fallback(run, monkeypatch):
     assert chart.source.startswith("local") and len(chart.figure.data) == 3
     again = CostAccuracyChart(run.results(), n_boot=200, seed=3)
     assert chart.frame["ci_low"].tolist() == again.frame["ci_low"].tolist()  # seeded
+    assert CostAccuracyChart(run.results(), x="amortised_tokens").frame["tokens"].notna().all()
     lo, hi = cost_accuracy.bootstrap_ci([0, 1, 1, 1], n_boot=500, seed=0)
     assert 0 <= lo <= 0.75 <= hi <= 1
 

@@ -48,7 +48,10 @@ def _reference_title() -> str:
 
 
 REFERENCE_TITLE = _reference_title()
-X_CHOICES = ("query_tokens", "construction_tokens")
+X_CHOICES = ("query_tokens", "construction_tokens", "amortised_tokens")
+#: what a cost axis that is not self-explaining counts, under the chart's title
+X_NOTES = {"amortised_tokens": "amortised tokens: query tokens + the conversation's construction tokens ÷ the "
+                               "questions asked of it"}
 ALL = "all"
 
 
@@ -117,12 +120,16 @@ def local_summary(df: pd.DataFrame, *, metric: str = "judge", n_boot: int = 1000
     """Fallback for ``report.summary_table``: per method x category (plus ``all``): n, accuracy, CI,
     mean query and construction tokens, params. Every row counts (no category is set apart)."""
     cols = ["dataset", "method", "params_hash", "category", "n", "accuracy", "ci_low", "ci_high", "query_tokens",
-            "construction_tokens", "params"]
+            "construction_tokens", "amortised_tokens", "params"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     per_q = "construction_tokens_per_question" if "construction_tokens_per_question" in df.columns \
         else "construction_tokens"
     df = df.assign(_acc=metric_values(df, metric).values, _label=_labels(df).values)
+    built = pd.to_numeric(df[per_q], errors="coerce").fillna(0.0) if per_q in df.columns else 0.0
+    if per_q == "construction_tokens" and "conv_id" in df.columns:  # a conversation's total, shared by its rows
+        built = built / df.groupby(["_label", "conv_id"], sort=False)["_label"].transform("size")
+    df = df.assign(_amortised=pd.to_numeric(df.get("query_tokens"), errors="coerce") + built)
     out = []
     for label, mg in df.groupby("_label", sort=True):
         for cat, g in [(ALL, mg)] + [(str(c), gc) for c, gc in mg.groupby("category_name", sort=True)]:
@@ -130,7 +137,7 @@ def local_summary(df: pd.DataFrame, *, metric: str = "judge", n_boot: int = 1000
             out.append({"dataset": g["dataset"].iloc[0], "method": label, "params_hash": g["params_hash"].iloc[0],
                         "category": cat, "n": int(g["_acc"].notna().sum()), "accuracy": float(g["_acc"].mean()),
                         "ci_low": lo, "ci_high": hi, "query_tokens": _mean(g, "query_tokens"),
-                        "construction_tokens": _mean(g, per_q),
+                        "construction_tokens": _mean(g, per_q), "amortised_tokens": _mean(g, "_amortised"),
                         "params": json.dumps(g["params"].iloc[0], sort_keys=True, default=str)
                         if "params" in g.columns else ""})
     return pd.DataFrame(out, columns=cols)
@@ -547,7 +554,8 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     ticks, ticktext = log_ticks(drawn["tokens"].tolist()) if log_x else ([], [])
     head = title or f"{metric} vs mean {x} per {_per(x)}"
     has_ref = (frame["method"] == REFERENCE_METHOD).any()
-    notes = ([f"dashed line: the {REFERENCE_TITLE} level"] if has_ref else []) + \
+    notes = ([X_NOTES[x]] if x in X_NOTES else []) + \
+        ([f"dashed line: the {REFERENCE_TITLE} level"] if has_ref else []) + \
             ([f"0 tokens (not drawn): {', '.join(zero)}"] if zero else [])
     fig.update_layout(title=esc(head) + (f"<br><sup>{esc(' · '.join(notes))}</sup>" if notes else ""),
                       xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),

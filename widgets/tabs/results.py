@@ -6,6 +6,7 @@ import panel as pn
 
 from widgets.cost_accuracy import (
     ALL,
+    X_CHOICES,
     cost_accuracy_figure,
     headline,
     judge_banner_html,
@@ -44,7 +45,7 @@ class ResultsView:
         auto = self.auto_metric()
         self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"],
                                         value=auto if auto in metrics else (metrics or ["judge"])[0])
-        self.x = pn.widgets.Select(label="cost axis", options=["query_tokens", "construction_tokens"])
+        self.x = pn.widgets.Select(label="cost axis", options=list(X_CHOICES))
         self.category = pn.widgets.Select(label="chart category", options=[ALL])
         self.banner = html_pane("")
         self.follow = None  # set by WorkbenchApp: a method's name opens its How it works page

@@ -236,6 +236,19 @@ def _per_conversation(g: pd.DataFrame, col: str) -> float:
     return _mean(g.drop_duplicates("conv_id")[col].astype(float))
 
 
+def _amortised_tokens(df: pd.DataFrame) -> pd.Series:
+    """Per row: its query tokens plus its conversation's construction tokens shared over the questions the method
+    answered there, i.e. what one answer cost when the memory was built for these questions alone. It puts an
+    eager method (a costly build, cheap questions) and a lazy one on one axis, and leaves none off it: construction
+    tokens alone are 0 for Full-Context and Naive RAG, which a log axis cannot draw."""
+    q = pd.to_numeric(df["query_tokens"], errors="coerce")
+    if "construction_tokens" not in df.columns:
+        return q
+    built = pd.to_numeric(df["construction_tokens"], errors="coerce").fillna(0.0)
+    asked = df.groupby(["dataset", "method_label", "conv_id"], sort=False)["conv_id"].transform("size")
+    return q + built / asked
+
+
 def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0,
                   level: float = 0.95, audits: dict | None = None) -> pd.DataFrame:
     """Per dataset x method x category (official names, plus ``overall``).
@@ -245,7 +258,9 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
     wrong. ``ci_low``/``ci_high``: bootstrap clustered by conversation, NaN when n < 5.
     ``judge_accuracy`` / ``judge_false_accept`` / ``judge_reliable`` put the judge's audit next to
     its accuracy; ``metric`` defaults to the judge only when it is reliable (``auto_metric``).
-    ``construction_tokens`` is the mean per conversation built (``conversations``), not per question.
+    ``construction_tokens`` is the mean per conversation built (``conversations``), not per question;
+    ``amortised_tokens`` is per question: query tokens plus the conversation's construction tokens shared over the
+    questions the method answered there (``_amortised_tokens``).
     ``query_prompt_tokens`` / ``fc_prompt_ratio``: prompt tokens only (the papers' "input tokens"), NaN for rows
     written before the harness kept them and saved without their answer's usage. ``errors``: rows where the
     method raised or an LLM call made while answering failed, a replay cassette's miss included (``row_failed``;
@@ -263,6 +278,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                    _judge=_accuracy_values(df, "judge"))
     if "query_prompt_tokens" not in df.columns:  # a frame not built by results_frame
         df = df.assign(query_prompt_tokens=np.nan)
+    df = df.assign(_amortised=_amortised_tokens(df))
     fc, fc_prompt = _fc_tokens(df), _fc_tokens(df, "query_prompt_tokens")
     out = []
     for (dataset, label), mg in df.groupby(["dataset", "method_label"], sort=False):
@@ -285,6 +301,7 @@ def summary_table(df: pd.DataFrame, *, metric: str | None = None, n_boot: int = 
                 **_shown_columns(g),
                 "query_tokens": _mean(g["query_tokens"].astype(float)),
                 "construction_tokens": _per_conversation(g, "construction_tokens"),
+                "amortised_tokens": _mean(g["_amortised"].astype(float)),
                 "conversations": int(g["conv_id"].nunique()),
                 "fc_token_ratio": _ratio(g, fc),
                 # prompt tokens only, both sides: what AMA's Table 4 and HyMem's efficiency figures count
