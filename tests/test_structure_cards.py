@@ -94,6 +94,10 @@ def test_ama_card_shows_stores_timeline_and_log(run_dir, tiny_conv):
     assert re.search(r"Every one of the \d+ Judge verdicts was <b>Pass</b>", log)
     assert "the Refresher never ran" in log
     assert "shown as JSON" not in html
+    # review T2c: the settings in words, the parameter on hover, never "trigger=llm" as the text
+    settings = html.split("settings of this run")[1].split("</details>")[0]
+    assert "what closes an episode</td><td><b>the LLM decides, turn by turn</b>" in settings
+    assert 'title="trigger=llm"' in settings and ">trigger=" not in settings
 
 
 def test_ama_log_counts_verdicts_and_refresher_actions():

@@ -125,9 +125,56 @@ def _notes(notes: Sequence[str]) -> str:
     return "".join(f"<p class='wb-forced'>{esc(n)}</p>" for n in notes)
 
 
+#: what a card's settings do, in words a class can read (review T2c: "trigger=llm · conflict_stores=['fact']" was
+#: code); the parameter's own name stays in the row's tooltip for whoever sets it
+SETTING_WORDS = {
+    # AMA
+    "trigger": "what closes an episode", "conflict_check": "how a new turn's conflicts are found",
+    "conflict_stores": "stores checked for conflicts", "refresher": "conflicting entries are edited",
+    "window_turns": "recent turns kept as context", "episode_max_turns": "longest episode (turns)",
+    "episode_at_session_end": "an episode also closes at each session end",
+    # HyMem
+    "segmentation": "how a session is split into events", "level1_granularity": "one key item per",
+    "levels": "levels kept", "top_k": "key sentences the light module reads", "deep_top_n":
+    "candidates the deep module weighs", "max_rounds": "most answer rounds (reflection)",
+    # Full-Context
+    "answer_prompt": "answer prompt",
+    # MemR3
+    "n_chk": "snippets per retrieval", "n_max": "most router steps", "n_cap": "most reflections in a row",
+    "mask": "snippets already seen are not retrieved again", "delta_query": "retrieval uses the refined query",
+    "reflect": "the router may reflect without retrieving", "retriever_options": "retriever options",
+}
+#: values in words, per setting (a value not listed is shown as it is)
+VALUE_WORDS = {
+    "trigger": {"llm": "the LLM decides, turn by turn", "session": "the session's end (no LLM call)"},
+    "conflict_check": {"judge": "the Judge LLM call (the paper's)", "probe": "question probes (ours)"},
+    "segmentation": {"llm": "the LLM, by topic", "window": "fixed windows of turns", "session": "whole sessions"},
+    "level1_granularity": {"sentence": "sentence", "event": "event"},
+    "levels": {"both": "key sentences and raw events", "L1": "key sentences only", "L2": "raw events only"},
+    "answer_prompt": {"native": "the method's own", "shared": "the shared fair-arena prompt"},
+}
+
+
+def _value_words(key: str, value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+    return VALUE_WORDS.get(key, {}).get(value, str(value)) if isinstance(value, str) else str(value)
+
+
 def _settings(params: Mapping, keys: Sequence[str]) -> str:
-    shown = [f"{esc(k)}={esc('none' if params[k] is None else params[k])}" for k in keys if k in params]
-    return f"<p><small>settings: {' · '.join(shown)}</small></p>" if shown else ""
+    """The card's settings as a small two-column table in words (``SETTING_WORDS``), the parameter's name and raw
+    value on hover."""
+    rows = "".join(f'<tr title="{esc(k)}={esc("none" if params[k] is None else params[k])}">'
+                   f"<td>{esc(SETTING_WORDS.get(k, k))}</td>"
+                   f"<td><b>{esc(_value_words(k, params[k]))}</b></td></tr>" for k in keys if k in params)
+    return (f"<details class='wb-settings'><summary><small>settings of this run (hover a row for its parameter)"
+            f"</small></summary><table>{rows}</table></details>") if rows else ""
 
 
 def declared_view(method: str) -> str | None:
