@@ -589,6 +589,8 @@ def test_warm_reads_ahead_what_the_tabs_show(good_run):
     results = app.views["Results"]  # built now: it reuses what the worker computed
     assert results.metric.value == metric and results.summary is store.summary(metric)[0]
     assert results.paired is store.paired(metric) and store.errors == []
+    # the first semantic search (the Memories tab opens on the first method) finds its vectors ready
+    assert store.has_vectors(store.methods[0])
 
 
 def test_header_says_what_a_labelled_variant_changes():

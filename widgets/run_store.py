@@ -147,6 +147,22 @@ class RunStore(param.Parameterized):
             self.structures(m)
             self.params(m)
             self.params(m, backend=True)
+        self.warm_search()
+
+    def warm_search(self) -> None:
+        """Load the embedder and embed the memories of the method the Memories tab opens on (the first), so the
+        first semantic search does not wait seconds for the model (usability review B7); other methods' memories
+        are embedded on their first search. An embedder this machine cannot rebuild is left for the search to
+        report."""
+        from workbench.embed import EmbedderUnavailable
+
+        if not self.methods:
+            return
+        try:
+            self.embedder(self.methods[0])
+        except EmbedderUnavailable:
+            return
+        self.vectors(self.methods[0])
 
     # -- readers ---------------------------------------------------------------------------------
     def conversation(self, conv_id=None):
