@@ -121,6 +121,8 @@ def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "
             box.fill("what is the greyhound called now")
             box.press("Enter")
             page.get_by_text("ranked by score").first.wait_for(timeout=60000)
+            # the note is drawn before the table's new rows: wait for the score column the ranked rows bring
+            page.locator(".tabulator-col", has_text="score").first.wait_for(timeout=60000)
         page.locator(".tabulator-row").first.click()
         page.get_by_text("Event history").first.wait_for(timeout=20000)
     if tab == "Lifecycle" and turn and select_option(page, f"{turn} "):

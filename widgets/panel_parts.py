@@ -125,15 +125,33 @@ export function render({ model, el }) {
             self.on_link(target)
 
 
+#: a column whose cells run longer than this wraps (``textarea``), whatever its name: a method's own list columns
+#: (H-Mem's children, a summary's 20 source turns) must not push the table past its right edge
+WRAP_AFTER_CHARS = 32
+
+
+def _wraps(df: pd.DataFrame, c) -> bool:
+    if c in TEXT_COLUMNS:
+        return True
+    if pd.api.types.is_numeric_dtype(df[c]) or df.empty:
+        return False
+    return bool(df[c].astype(str).str.len().max() > WRAP_AFTER_CHARS)
+
+
+def column_widths(df: pd.DataFrame) -> dict:
+    """The text column wide, every other wrapping column narrow (its long values wrap instead of widening it)."""
+    return {c: (520 if c == "text" else 200) for c in df.columns if c == "text" or _wraps(df, c)}
+
+
 def plain_formatters(df: pd.DataFrame) -> dict:
     """Tabulator formatters that escape: ``textarea`` (wrapping) for long text, else ``plaintext``."""
-    return {c: {"type": "textarea" if c in TEXT_COLUMNS else "plaintext"} for c in df.columns}
+    return {c: {"type": "textarea" if _wraps(df, c) else "plaintext"} for c in df.columns}
 
 
 def text_table(df: pd.DataFrame, **kw):
     """A read-only Tabulator whose every column renders as plain text (Tabulator escapes it)."""
     opts = dict(disabled=True, show_index=False, pagination="remote", page_size=15, formatters=plain_formatters(df),
-                sizing_mode="stretch_width", layout="fit_data_stretch", widths={"text": 520, "source_ids": 200})
+                sizing_mode="stretch_width", layout="fit_data_stretch", widths=column_widths(df))
     return pn.widgets.Tabulator(df, **{**opts, **kw})
 
 
@@ -152,6 +170,7 @@ def show_frame(table, df: pd.DataFrame) -> None:
         if not pd.api.types.is_numeric_dtype(shown[c]):
             shown[c] = shown[c].map(cap_cell)
     table.formatters = plain_formatters(shown)
+    table.widths = column_widths(shown)
     table.value = shown
 
 
