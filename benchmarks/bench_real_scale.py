@@ -125,20 +125,24 @@ def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> 
             "capped": capped_replies(PUBLISHED / f"{name}-{conversation}.jsonl")}
 
 
+def _tally() -> dict:
+    return {"calls": 0, "capped": 0, "completion_tokens": 0, "capped_tokens": 0, "latency_s": 0.0,
+            "capped_latency_s": 0.0}
+
+
 def capped_replies(cassette: Path) -> dict:
     """How many of a recording's replies ran into their token cap (``completion_tokens`` at the call's
-    ``max_tokens``, the local backend's default where the call named none), and what they cost: such a reply is
-    cut mid-JSON, so the LLM boundary follows it with a repair and often a retry. Counted per base role
-    (``hymem.reflect`` holds its repairs and retries), from the cassette records; a record that is not a mapping
-    with numeric fields is skipped and counted as unreadable."""
+    ``max_tokens``: a role's bound, or the local backend's default where the call named none), and what they cost:
+    a JSON reply cut there is followed by a repair and often a retry. The method's own calls are counted apart from
+    the judge's (``judge.*``, under ``judge``); per base role too (``hymem.reflect`` holds its repairs and retries).
+    Read from the cassette records; a record without numeric fields is skipped and counted as unreadable."""
     from workbench.llm.bounds import base_role
     from workbench.llm.llamacpp import DEFAULT_MAX_TOKENS
     from workbench.rundir import read_jsonl_rows
 
     problems: list = []
     roles: dict[str, dict] = {}
-    total = {"calls": 0, "capped": 0, "completion_tokens": 0, "capped_tokens": 0, "latency_s": 0.0,
-             "capped_latency_s": 0.0}
+    own, judge = _tally(), _tally()
     for rec in read_jsonl_rows(Path(cassette), problems):
         done, cap, lat = rec.get("completion_tokens"), rec.get("max_tokens"), rec.get("latency_s")
         if not isinstance(done, int) or isinstance(done, bool):
@@ -146,45 +150,50 @@ def capped_replies(cassette: Path) -> dict:
             continue
         cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_MAX_TOKENS
         lat = float(lat) if isinstance(lat, (int, float)) and not isinstance(lat, bool) else 0.0
-        hit = done >= cap
-        role = roles.setdefault(base_role(str(rec.get("role") or "?")), {"calls": 0, "capped": 0, "first": 0,
-                                                                           "first_capped": 0})
-        first = ".repair" not in str(rec.get("role")) and ".retry" not in str(rec.get("role"))
+        hit, name = done >= cap, str(rec.get("role") or "?")
+        role = roles.setdefault(base_role(name), {"calls": 0, "capped": 0, "first": 0, "first_capped": 0})
+        first = ".repair" not in name and ".retry" not in name
         role["calls"] += 1
         role["capped"] += hit
         role["first"] += first
         role["first_capped"] += hit and first
+        total = judge if name.startswith("judge.") else own
         total["calls"] += 1
         total["capped"] += hit
         total["completion_tokens"] += done
         total["capped_tokens"] += done if hit else 0
         total["latency_s"] += lat
         total["capped_latency_s"] += lat if hit else 0.0
-    total["latency_s"], total["capped_latency_s"] = round(total["latency_s"], 1), round(total["capped_latency_s"], 1)
-    return {**total, "roles": roles, "unreadable": len(problems)}
+    for t in (own, judge):
+        t["latency_s"], t["capped_latency_s"] = round(t["latency_s"], 1), round(t["capped_latency_s"], 1)
+    return {**own, "judge": judge, "roles": roles, "unreadable": len(problems)}
 
 
 def capped_markdown(replays: list[dict]) -> str:
-    """One line per recording: the replies cut at the token cap, their share of the completion tokens and of the
-    recorded call time, and the roles where most of them fell (first replies, then repairs and retries)."""
+    """One line per recording: the method's own replies cut at their cap, their share of its completion tokens and
+    of its recorded call time ("no call time recorded" where the cassette kept none), the roles where most of them
+    fell (first replies, then repairs and retries), and the judge's apart."""
     out = []
     for r in replays:
         c = r.get("capped")
         if not isinstance(c, dict) or not c.get("calls"):
             continue
-        head = (f"- **{r['method']}** over {r.get('conversation')}: {c['capped']} of {c['calls']} replies "
-                f"({c['capped'] / c['calls']:.0%}) ran into the cap")
+        j = c.get("judge") if isinstance(c.get("judge"), dict) else {}
+        judged = f" (the judge's: {j['capped']} of {j['calls']})" if j.get("calls") else ""
+        head = (f"- **{r['method']}** over {r.get('conversation')}: {c['capped']} of its {c['calls']} own replies "
+                f"({c['capped'] / c['calls']:.0%}) ran into their cap{judged}")
         if not c["capped"]:
             out.append(head)
             continue
         tok = c["capped_tokens"] / c["completion_tokens"] if c["completion_tokens"] else 0
-        time_share = c["capped_latency_s"] / c["latency_s"] if c["latency_s"] else 0
-        worst = sorted(((k, v) for k, v in c["roles"].items() if v["capped"]), key=lambda kv: -kv[1]["capped"])[:3]
+        time_share = (f"{c['capped_latency_s'] / c['latency_s']:.0%} of its recorded call time" if c["latency_s"]
+                      else "no call time recorded")
+        worst = sorted(((k, v) for k, v in c["roles"].items() if v["capped"] and not k.startswith("judge.")),
+                       key=lambda kv: -kv[1]["capped"])[:3]
         where = "; ".join(f"`{k}` {v['first_capped']} of {v['first']} first replies" + (
             f" ({v['capped'] - v['first_capped']} of their {v['calls'] - v['first']} repairs and retries)"
             if v["calls"] > v["first"] else "") for k, v in worst)
-        out.append(f"{head}: {tok:.0%} of its completion tokens, {time_share:.0%} of the recorded call time; "
-                   f"{where}")
+        out.append(f"{head}: {tok:.0%} of its completion tokens, {time_share}; {where}")
     return "\n".join(out) or "_no recording replayed_"
 
 

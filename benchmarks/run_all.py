@@ -420,8 +420,9 @@ def _capped_note(r: dict) -> list[str]:
     """Replies cut at the token cap, per recording (absent from results written before it was counted)."""
     if not r.get("capped_markdown"):
         return []
-    return ["Replies the 0.5B ran into the token cap while recording, read from the cassettes (a JSON reply cut "
-            "there is followed by a repair call and often a retry; the three roles with the most are named). Where "
+    return ["Replies the 0.5B ran into their cap while recording (512 tokens, or the role's bound), read from the "
+            "cassettes, the method's own calls apart from the judge's (a JSON reply cut there is followed by a "
+            "repair call and often a retry; the three roles with the most are named). Where "
             "the share of call time is large, a bound on that role's output (`workbench.llm.bounds`) would have "
             "saved it; a bound changes the cassette key, so it needs a new recording:", "", r["capped_markdown"], ""]
 

@@ -429,7 +429,9 @@ def test_replies_cut_at_the_token_cap_are_counted_per_role_from_the_cassette(tmp
             {"role": "hymem.reflect", "completion_tokens": 40, "max_tokens": None, "latency_s": 3.0},
             {"role": "hymem.segment", "completion_tokens": 448, "max_tokens": 448, "latency_s": 25.0},
             {"role": "hymem.light", "completion_tokens": 300, "max_tokens": 448, "latency_s": 10.0},
-            {"role": "hymem.light", "completion_tokens": "many"}]
+            {"role": "hymem.light", "completion_tokens": "many"},
+            {"role": "judge.locomo", "completion_tokens": 512, "max_tokens": None, "latency_s": 5.0},
+            {"role": "judge.locomo", "completion_tokens": 30, "max_tokens": None}]
     path = tmp_path / "hymem-conv-30.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n{not json\n")
     c = capped_replies(path)
@@ -438,7 +440,12 @@ def test_replies_cut_at_the_token_cap_are_counted_per_role_from_the_cassette(tmp
     assert c["roles"]["hymem.segment"]["capped"] == 1 and c["roles"]["hymem.light"]["capped"] == 0
     assert c["capped_tokens"] == 512 + 512 + 448 and c["capped_latency_s"] == 85.0
     line = capped_markdown([{"method": "hymem", "conversation": "conv-30", "capped": c}])
-    assert line.startswith("- **hymem** over conv-30: 3 of 6 replies (50%) ran into the cap: ")
+    assert c["judge"]["calls"] == 2 and c["judge"]["capped"] == 1  # the judge's calls are counted apart
+    assert line.startswith("- **hymem** over conv-30: 3 of its 6 own replies (50%) ran into their cap (the judge's: "
+                           "1 of 2): ")
+    assert "of its recorded call time" in line and "judge.locomo" not in line
+    timeless = {**c, "latency_s": 0.0, "capped_latency_s": 0.0}
+    assert "no call time recorded" in capped_markdown([{"method": "m", "conversation": "c", "capped": timeless}])
     assert "`hymem.reflect` 1 of 2 first replies (1 of their 2 repairs and retries)" in line
     assert "`hymem.segment` 1 of 1 first replies" in line and "hymem.light" not in line
 

@@ -127,6 +127,36 @@ def test_a_list_of_names_with_a_name_the_conversation_never_uses_added_is_wrong_
                         "\"Perfect\".", entities=("Melanie", "Caroline")).correct
 
 
+NAMES = ("John", "Maria", "Max", "Coco", "Shadow", "Toronto", "Spain", "England", "Melanie", "Caroline", "Seattle")
+
+
+@pytest.mark.parametrize("question, gold, said", [
+    # a full stop ends a name: the next sentence's first word is no list item
+    ("What are Maria's dogs' names?", "Coco, Shadow", "Coco and Shadow. She adopted them last year."),
+    ("What are Maria's dogs' names?", "Coco, Shadow", "Coco and Shadow. Both are dogs."),
+    ("What martial arts has John done?", "Kickboxing, Taekwondo", "Kickboxing and Taekwondo. Recently he boxes."),
+    # a gold item under a longer name of its own
+    ("Which cities has John been to?", "Seattle, Chicago, New York, and Paris.",
+     "Seattle, Chicago, New York City, and Paris."),
+    ("Which classical musicians does Melanie enjoy?", "Bach and Mozart",
+     "Johann Sebastian Bach and Wolfgang Amadeus Mozart"),
+    # a name the conversation never uses, beside every gold item: a qualifier, not a wrong item
+    ("Which cities?", "Paris, Rome", "Paris, France and Rome, Italy"),
+    ("Where does he live?", "Toronto, Canada", "Toronto, Ontario, Canada"),
+    # a question or gold that denies, a denial that ends at "and", negations that affirm
+    ("What does Jon tell Gina he won't do?", "quit", "He won't quit."),
+    ("What type of beer does John not like?", "dark beer", "John does not like dark beer."),
+    ("Which pets suit her?", "Hairless cats or pigs, since they don't have fur",
+     "Hairless cats or pigs wouldn't cause discomfort, since they don't have fur."),
+    ("What did she do after the fall?", "kept running", "She decided not to give up and kept running."),
+    ("What did she keep doing?", "painting", "She never gave up painting."),
+    ("What did he start?", "a food truck", "Not long after losing his job he started a food truck."),
+])
+def test_right_answers_the_list_and_denial_rules_leave_alone(question, gold, said):
+    """A review of the two rules found each of these right answers rejected; none may be."""
+    assert check_answer(question, gold, said, entities=NAMES).correct, said
+
+
 def test_an_answer_that_denies_the_golds_content_is_wrong():
     """HyMem's conv-41 batch: "John does not live close to a beach or the mountains" for "beach" holds the gold's
     word and was accepted; it says the opposite. A denial reaches to the end of its clause, and "not only", "can't

@@ -338,7 +338,7 @@ def test_compare_built_methods_records_failures(tiny_conv):
     by = {r["method"]: r for r in cmp.rows}
     assert by["rag"]["answer"] == "Geneva" and by["rag"]["contains_gold"] and by["rag"]["f1"] == 1.0
     assert by["fc"]["contains_gold"] is False
-    assert "NotIngestedError" in by["unbuilt"]["error"]
+    assert "NotIngestedError" in by["unbuilt"]["error"] and by["unbuilt"]["verdict"] == "wrong: failed"
     assert len(cmp.to_frame()) == 3 and WIDGET_MIME in cmp._repr_mimebundle_()
 
 

@@ -281,6 +281,10 @@ class WorkbenchApp(pn.viewable.Viewer):
                 prefetch_views(self.store)
             except Exception as exc:  # nobody would see it in a worker thread: shown in the header
                 self.store.note(f"reading the run ahead of its tabs: {type(exc).__name__}: {exc}")
+            try:  # last: the model and one method's vectors, for the first semantic search
+                self.store.warm_search()
+            except Exception as exc:  # shown in the header, as above; search reports its own failure again
+                self.store.note(f"preparing semantic search: {type(exc).__name__}: {exc}")
 
         thread = threading.Thread(target=work, name="workbench-warm", daemon=True)
         thread.start()

@@ -66,16 +66,18 @@ class Comparison:
     """The side-by-side result. State: ``answers`` (name -> Answer or exception), ``rows``, ``html``."""
 
     def __init__(self, question: str, answers: dict[str, Any], *, gold: str | None = None,
-                 evidence: Iterable[str] = (), category: Any = None, entities: Iterable[str] = ()):
+                 evidence: Iterable[str] = (), category: Any = None, entities: Iterable[str] = (), qa=None):
         self.question, self.answers, self.gold, self.evidence = question, answers, gold, tuple(evidence)
-        self.category, self.entities = category, tuple(entities)
+        self.category, self.entities, self.qa = category, tuple(entities), qa
         self.rows = [self._row(name, a) for name, a in answers.items()]
         self.html = self._html()
         self._widget = None
 
     def _row(self, name: str, a) -> dict:
-        if isinstance(a, BaseException):
-            return {"method": name, "answer": "", "error": f"{type(a).__name__}: {a}"}
+        if isinstance(a, BaseException):  # the method raised: no answer, which is wrong where a gold is given
+            failed = {} if self.gold is None else {"verdict": "wrong: failed",
+                                                   "verdict_reason": "the method failed to answer"}
+            return {"method": name, "answer": "", **failed, "error": f"{type(a).__name__}: {a}"}
         row = {"method": name, "answer": a.text, "context_units": len(a.context),
                "context_tokens": sum(_count_tokens(h.text) for h in a.context),
                "query_tokens": a.usage.total_tokens, "calls": a.usage.calls, "steps": len(a.steps),
@@ -92,14 +94,18 @@ class Comparison:
         return row
 
     def _check(self, a):
-        """The checker's verdict on ``a`` (None for an adversarial question, which has no answer to hold)."""
-        from workbench.eval.checker import check_answer
+        """The checker's verdict on ``a``, as the harness gives it (``check_qa`` for a dataset question: None for an
+        adversarial one, a LongMemEval one or a gold that is no short answer); a failed call is wrong."""
+        from workbench.eval.checker import Check, check_answer, check_qa
 
+        if self.qa is not None and self.gold == self.qa.answer:
+            check = check_qa(self.qa, a.text, error=a.error or None)
+            if check is not None and self.entities and check.kind not in ("failed",):
+                check = check_answer(self.question, str(self.gold), a.text, entities=self.entities)
+            return check
         if str(self.category) == "5":
             return None
         if a.error:
-            from workbench.eval.checker import Check
-
             return Check(False, "failed", "the method failed to answer", 0.0)
         return check_answer(self.question, str(self.gold), a.text, entities=self.entities)
 
@@ -177,4 +183,4 @@ def compare(methods_or_answers, question: str | None = None, *, gold: str | None
         entities = conversation_entities(conversation)
     named = _named(methods_or_answers)
     return Comparison(question, {k: _answer_of(v, question, now) for k, v in named.items()}, gold=gold,
-                      evidence=evidence, category=category, entities=entities)
+                      evidence=evidence, category=category, entities=entities, qa=qa)

@@ -126,9 +126,15 @@ def local_summary(df: pd.DataFrame, *, metric: str = "judge", n_boot: int = 1000
     per_q = "construction_tokens_per_question" if "construction_tokens_per_question" in df.columns \
         else "construction_tokens"
     df = df.assign(_acc=metric_values(df, metric).values, _label=_labels(df).values)
-    built = pd.to_numeric(df[per_q], errors="coerce").fillna(0.0) if per_q in df.columns else 0.0
-    if per_q == "construction_tokens" and "conv_id" in df.columns:  # a conversation's total, shared by its rows
-        built = built / df.groupby(["_label", "conv_id"], sort=False)["_label"].transform("size")
+    # as report._amortised_tokens: a conversation's construction total shared over the rows answered there; a
+    # per-question figure only where the rows carry no per-conversation total to share
+    if "construction_tokens" in df.columns and "conv_id" in df.columns:
+        built = pd.to_numeric(df["construction_tokens"], errors="coerce").fillna(0.0) / df.groupby(
+            ["_label", "conv_id"], sort=False)["_label"].transform("size")
+    elif per_q in df.columns:
+        built = pd.to_numeric(df[per_q], errors="coerce").fillna(0.0)
+    else:
+        built = 0.0
     df = df.assign(_amortised=pd.to_numeric(df.get("query_tokens"), errors="coerce") + built)
     out = []
     for label, mg in df.groupby("_label", sort=True):

@@ -499,6 +499,8 @@ def context_order_note(m: MethodRow) -> str:
     after ranking (HyMem's small profile puts events in time order) shows scores out of order, which looks like a
     bug unless it is said."""
     scores = [h.score for h in m.context]
+    if len(scores) == 1:
+        return "The one unit the reader saw (score: what the method recorded when it ranked it)."
     if len(set(scores)) <= 1:
         return "In the order the reader saw them; every unit has the same score (no ranking: e.g. the whole " \
                "conversation)."

@@ -147,13 +147,12 @@ class RunStore(param.Parameterized):
             self.structures(m)
             self.params(m)
             self.params(m, backend=True)
-        self.warm_search()
 
     def warm_search(self) -> None:
         """Load the embedder and embed the memories of the method the Memories tab opens on (the first), so the
         first semantic search does not wait seconds for the model (usability review B7); other methods' memories
         are embedded on their first search. An embedder this machine cannot rebuild is left for the search to
-        report."""
+        report. The app runs it last in its warm-up thread, after the tabs' own data."""
         from workbench.embed import EmbedderUnavailable
 
         if not self.methods:

@@ -131,7 +131,7 @@ SETTING_WORDS = {
     # AMA
     "trigger": "what closes an episode", "conflict_check": "how a new turn's conflicts are found",
     "conflict_stores": "stores checked for conflicts", "refresher": "conflicting entries are edited",
-    "window_turns": "recent turns kept as context", "episode_max_turns": "longest episode (turns)",
+    "window_turns": "recent turns the episode trigger sees (W_t)", "episode_max_turns": "longest episode (turns)",
     "episode_at_session_end": "an episode also closes at each session end",
     # HyMem
     "segmentation": "how a session is split into events", "level1_granularity": "one key item per",

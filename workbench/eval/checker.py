@@ -203,7 +203,9 @@ def _entity_rule(question: str, gold: str, prediction: str, entities: Sequence[s
     return None
 
 
-_NAME = r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*"
+#: a capitalised word, or initials ("R.R."): a full stop ends a name, so "Shadow. They" is two sentences, not a name
+_NAME_WORD = r"(?:[A-Z]\.)+|[A-Z][\w'’-]*"
+_NAME = rf"(?:{_NAME_WORD})(?:\s+(?:{_NAME_WORD}))*"
 _NAME_ITEM = re.compile(rf"^{_NAME}$")
 #: names run together as one list: "Coco and Max", "Maria, Cindy, John, Laura, and Laura"
 _NAME_RUN = re.compile(rf"{_NAME}(?:(?:\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+){_NAME})+")
@@ -213,21 +215,30 @@ _RUN_SEP = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
 def _extra_name_rule(question: str, gold: str, prediction: str, entities: Sequence[str]) -> Check | None:
     """A gold that lists names, answered with a list that holds one of them beside another name ("Coco and Max" for
     "Coco, Shadow"; "France, Germany, Italy, and Spain" for "Spain, England", names the conversation never uses,
-    count as well; months and weekdays do not). Only a name in the same run of names as a gold one counts, so
+    count as well when the answer leaves out a gold item, so "Paris, France and Rome, Italy" for "Paris, Rome" does
+    not; months and weekdays never do). Only a name in the same run of names as a gold one counts, and not one
+    inside a gold item's own longer name ("New York City"), so
     "Kickboxing and Taekwondo, as John told Maria" or "Spain and England (London)" are left to the other rules; a name
     that is the question's own or a short form of it ("Mel" for Melanie) never counts. ``entities`` only switch the
     rule on: without them (a row scored without its conversation) it is skipped, as the entity rule is."""
     items = [re.sub(r"^(?:and|or)\s+", "", i) for i in _items(gold)]
     if not entities or len(items) < 2 or not all(_NAME_ITEM.match(i) for i in items):
         return None
-    gold_words = set(_CAP.findall(gold))
+    known, gold_words = set(entities), set(_CAP.findall(gold))
     asked = set(_CAP.findall(question))
+    misses = None  # whether the answer leaves out a gold item, computed once if needed
     for run in _NAME_RUN.finditer(prediction):
-        words = {_POSSESSIVE.sub("", w.strip(".")) for part in _RUN_SEP.split(run.group(0)) for w in part.split()}
-        if not words & gold_words:
+        parts = [{_POSSESSIVE.sub("", w.strip(".")) for w in part.split()} for part in _RUN_SEP.split(run.group(0))]
+        if not any(p & gold_words for p in parts):
             continue
-        extra = {w for w in words if _CAP.fullmatch(w) and w not in _NOT_ENTITIES and w not in gold_words
+        # a part holding a gold word is that gold item, however named ("New York City", "Johann Sebastian Bach")
+        words = {w for p in parts if not p & gold_words for w in p
+                 if _CAP.fullmatch(w) and w not in _NOT_ENTITIES and w not in gold_words
                  and not any(q.startswith(w) or w.startswith(q) for q in asked)}
+        extra = words & known
+        if words - known:  # a name the conversation never uses counts only in place of a gold item it lacks
+            misses = (content_recall(gold, prediction, question) or 0) < 1 if misses is None else misses
+            extra |= (words - known) if misses else set()
         if extra:
             return Check(False, "wrong_entity", f"lists {', '.join(sorted(extra))} beside the gold's names ({gold})")
     return None
@@ -327,18 +338,22 @@ def _list_count_rule(gold: str, prediction: str, question: str = "") -> Check | 
 #: a negation that denies what follows it; "not only", "can't wait", "never misses", "couldn't be happier" deny
 #: nothing the gold says
 _DENIAL = re.compile(r"(?:\b(?:not|never|no longer|neither|nor|none of)\b|n['’]t\b)(?!\s+(?:only|just|merely|"
-                     r"wait|stop|stopped|stops|help|resist|forget|forgot|believe|miss|missed|misses|fail|failed|fails|"
+                     r"wait|stop\w*|help|resist|forget\w*|believe|miss\w*|fail\w*|let|hide|express|long|surpris\w*|"
+                     r"(?:give|gave|given|giving)\s+up|get\s+enough|rule\s+out|have\s+been|"
                      r"be\s+(?:happier|prouder|more|better))\b)", re.I)
-#: where a denial's reach ends: a clause boundary
-_CLAUSE_END = re.compile(r"[.;:!?,]|\b(?:but|because|which|instead|rather|so)\b", re.I)
+#: a negation anywhere, contractions included ("don't"): a gold or a question that denies is left to other rules
+_ANY_NEGATION = re.compile(r"\b(?:no|not|never|neither|nor|none|without)\b|n['’]t\b", re.I)
+#: where a denial's reach ends: a clause boundary ("and" starts another clause as often as it joins objects)
+_CLAUSE_END = re.compile(r"[.;:!?,]|\b(?:and|but|because|which|instead|rather|so)\b", re.I)
 
 
 def _denial_rule(question: str, gold: str, prediction: str, threshold: float) -> Check | None:
     """The answer holds the gold's content only inside a denial ("John does not live close to a beach or the
     mountains" for "beach"): it says the opposite of the gold, so it is ``wrong_value`` however much of the gold it
-    repeats. A denial reaches to the end of its clause; a gold that itself denies something is left alone (from
-    HyMem's conv-41 batch, labelled after the other rules)."""
-    if _NEG.search(gold):
+    repeats. A denial reaches to the end of its clause; a gold or a question that itself denies something is left
+    alone, and so are negations that affirm ("never gave up", "can't wait", "not only") (from HyMem's conv-41
+    batch, labelled after the other rules)."""
+    if _ANY_NEGATION.search(gold) or _ANY_NEGATION.search(question):  # "What won't he do?" "He won't quit."
         return None
     kept, pos, denied = [], 0, []
     for m in _DENIAL.finditer(prediction):

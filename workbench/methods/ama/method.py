@@ -124,8 +124,9 @@ class AMA(MemoryMethod):
       indexes, pickled (no SQLite).
     - The embedder is the caller's (the paper uses text-embedding-3-large; offline runs MiniLM); a method never
       picks one, so ``--embedder openai:text-embedding-3-large`` is how a run matches the paper.
-    - A JSON reply that fails to parse gets the shared client's one repair call and then a retry at temperature
-      >= 0.3 (``workbench.llm.base``; the paper states temperature 0 and no retry), so a retried call samples.
+    - A JSON reply that fails to parse gets the shared client's repair call (at the call's temperature) and, if
+      that fails too, a retry at temperature >= 0.3 (``workbench.llm.base``); the paper states temperature 0 and
+      says nothing of retries, so a retried call samples where the paper's would not.
 
     In the small profile only (``param_notes`` lists each with its evidence, ``profile_notes``):
     - ``prompts="small"``: shortened prompts with filled-in JSON examples, bounded lists (facts <= 10,

@@ -121,8 +121,9 @@ class HMem(MemoryMethod):
       and is skipped for a single sub-query, whose sub-answer (a JSON reply that also flags missing
       information) is then final; length and abstention rules are the same in other words.
     - [ours] An event repeated within one fragment is one leaf (``dedupe_events``, review B9; both profiles).
-    - A JSON reply that fails to parse gets the shared client's one repair call and then a retry at temperature
-      >= 0.3 (``workbench.llm.base``; the paper states temperature 0 and no retry), so a retried call samples.
+    - A JSON reply that fails to parse gets the shared client's repair call (at the call's temperature) and, if
+      that fails too, a retry at temperature >= 0.3 (``workbench.llm.base``); the paper states temperature 0 and
+      says nothing of retries, so a retried call samples where the paper's would not.
 
     Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
     - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers
