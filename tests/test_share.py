@@ -135,22 +135,19 @@ def test_a_url_opens_a_turn_or_units_lifecycle_and_a_methods_page(run):
 
 
 def test_present_1_opens_the_app_in_presentation_mode_and_keeps_it_in_the_url(run):
-    """Review T1: a teacher's link opens with one header line (no details, no census) and the page drawn larger;
-    the mode stays in the URL as the view changes. Any other value of ``present`` is ignored."""
-    from widgets.page_zoom import PRESENT_ZOOM, PageZoom
-
+    """Review T1: a teacher's link opens with one header line (no details, no census); the mode stays in the URL as
+    the view changes. Any other value of ``present`` is ignored."""
     app = appmod.build_app(run)
-    assert "<details>" in app._runline.object and app._census.visible and app._zoom.objects == []
+    assert "<details>" in app._runline.object and app._census.visible
     loc = Location(search="?present=1&tab=Results")
     UrlState(app, loc)
     assert app.presenting and not app._census.visible and "<details>" not in app._runline.object
     assert "Memory Workbench" in app._runline.object and "judge:" in app._runline.object  # the run line stays
-    assert [type(z) for z in app._zoom.objects] == [PageZoom] and app._zoom.objects[0].zoom == PRESENT_ZOOM
     assert parse_query(loc.search) == {"conv": app.store.conv_id, "tab": "Results", "present": "1"}
     app.tabs.active = list(app.slots).index("Question")
     assert parse_query(loc.search)["present"] == "1"
     app.present(False)
-    assert app._census.visible and "<details>" in app._runline.object and app._zoom.objects == []
+    assert app._census.visible and "<details>" in app._runline.object
     other = appmod.build_app(run)
     UrlState(other, Location(search="?present=yes"))
     assert not other.presenting

@@ -228,7 +228,6 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.presenting = False
         self._runline = html_pane(self.header_html())
         self._census = census_pane(self.store.run_dir, on_link=self.follow)
-        self._zoom = pn.Column(height=0, margin=0)  # holds PageZoom in presentation mode
         self.header = pn.Column(pn.Row(self._runline, pn.pane.HTML("conversation", margin=(10, 0)),
                                        conv, sizing_mode="stretch_width"),
                                 self._census, self.problems, sizing_mode="stretch_width")
@@ -292,14 +291,12 @@ class WorkbenchApp(pn.viewable.Viewer):
 
     def present(self, on: bool = True) -> "WorkbenchApp":
         """Presentation mode (``?present=1``): the header keeps its one run line, without the details and the
-        mechanisms census, and the whole page is drawn at ``page_zoom.PRESENT_ZOOM``, for a projector. Problems
-        reading the run stay shown."""
-        from widgets.page_zoom import PageZoom
-
+        mechanisms census, so that with the browser's own zoom at 125 % a 1280x720 projector still shows the tab
+        bar and the first answer row. Larger text is left to the browser's zoom: CSS ``zoom`` on the page (tried)
+        puts Plotly's hover targets out of place. Problems reading the run stay shown."""
         self.presenting = bool(on)
         self._census.visible = not self.presenting
         self._runline.object = self.header_html()
-        self._zoom.objects = [PageZoom(height=0, margin=0)] if self.presenting else []
         return self
 
     def header_html(self) -> str:
@@ -389,7 +386,7 @@ class WorkbenchApp(pn.viewable.Viewer):
 
                 self.url = UrlState(self, pn.state.location)  # the view in the page's URL, both ways
         return pn.Column(self.header, self.tabs, TabKeys(label="Memory Workbench views", height=0, margin=0),
-                         self.plotly, self._zoom, sizing_mode="stretch_width")
+                         self.plotly, sizing_mode="stretch_width")
 
 
 def page_lacks_plotly() -> bool:
