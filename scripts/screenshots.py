@@ -355,7 +355,8 @@ def main(argv=None) -> None:
         try:
             url = f"http://127.0.0.1:{port}/"
             wait_http(url)
-            for path in shoot(url + ("?present=1" if a.present else ""), Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
+            page = url + ("?present=1" if a.present else "")
+            for path in shoot(page, Path(a.out), a.chromium, height=a.height, width=a.width, tabs=a.tabs,
                               question=a.question,
                               method=a.method, turn=a.turn, full_page=a.full_page, structures=a.structure,
                               picks=a.pick, traces=a.trace, compare=a.compare, how=a.how):
