@@ -170,6 +170,21 @@ def test_a_wrong_verdict_by_the_checker_names_its_kind_under_it():
     assert Q.verdict_basis(Q.method_row(right, evidence=[])) == "checker"
 
 
+def test_an_answer_in_another_script_or_a_code_fence_is_flagged():
+    """Review B17: HyMem's answers over conv-26 hold "可爱" inside English sentences; a code fence or a JSON object
+    for an answer is as hard to read. The flags column and the trace header say which, with why on hover."""
+    q = "What did Melanie realize after the charity race?"
+    marks = Q.unreadable_marks("Mel realized it was 可爱, really rewarding.", q)
+    assert [f for f, _ in marks] == ["cjk script"] and "可 爱" in marks[0][1]
+    assert [f for f, _ in Q.unreadable_marks('```json\n{"answer": "x"}\n```', q)] == ["code fence"]
+    assert [f for f, _ in Q.unreadable_marks('{"answer": "Pilot"}', q)] == ["raw JSON"]
+    assert Q.unreadable_marks("Crème brûlée in Zürich, 2023.", q) == []  # Latin with accents is the same script
+    assert Q.unreadable_marks("可爱", "可爱吗?") == []  # the question's own script
+    m = Q.method_row({**row(prediction="It was 可爱."), "question": q}, evidence=[])
+    assert "⚠ cjk script" in Q._flags_html(m) and "⚠ cjk script" in Q.answer_flags_html(m)
+    assert "script" not in Q._flags_html(Q.method_row(row(prediction="Pilot"), evidence=[]))
+
+
 def test_the_readers_context_says_when_it_is_not_in_score_order():
     """Review R5c: HyMem's small profile shows its events in time order, so scores read 0.41, 0.62, 0.38; the
     context says the method re-sorted them, rather than leave a non-monotonic column unexplained."""

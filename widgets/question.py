@@ -343,12 +343,47 @@ def _judge_html(m: MethodRow) -> str:
     return out
 
 
+def _scripts(text: str) -> dict[str, list[str]]:
+    """The writing systems of ``text``'s letters (the first word of each letter's Unicode name: LATIN, CJK,
+    CYRILLIC, ...), each with up to five of its letters."""
+    import unicodedata
+
+    out: dict[str, list[str]] = {}
+    for ch in text:
+        if ch.isalpha():
+            letters = out.setdefault(unicodedata.name(ch, "UNKNOWN").split()[0], [])
+            if len(letters) < 5 and ch not in letters:
+                letters.append(ch)
+    return out
+
+
+def unreadable_marks(answer: str, question: str = "") -> list[tuple[str, str]]:
+    """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, letters
+    of a writing system the question does not use (the 0.5B wrote "可爱" into four English HyMem answers over
+    conv-26). A view shows the model's text as it is; these say so instead of leaving a reader to guess (usability
+    review B17)."""
+    marks = []
+    if "```" in answer:
+        marks.append(("code fence", "the answer holds a Markdown code fence"))
+    head = answer.lstrip()
+    if head.startswith("{") and '":' in head:
+        marks.append(("raw JSON", "the answer is a JSON object, not a sentence"))
+    asked = set(_scripts(question)) or {"LATIN"}
+    for script, letters in _scripts(answer).items():
+        if script not in asked:
+            marks.append((f"{script.lower()} script", f"letters of another writing system than the question's: "
+                                                      f"{' '.join(letters)} ({script})"))
+    return marks
+
+
 def _flags_html(m: MethodRow) -> str:
     flags = []
     if m.disagree:
         flags.append(f'<span class="wb-flag" title="judge {esc(m.judge_label)} but F1 = {m.f1:.2f}">'
                      "⚠ judge vs F1</span>")
-    return "".join(flags)
+    for flag, why in unreadable_marks(m.answer_text, _text(m.row.get("question"))):
+        flags.append(f'<span class="wb-flag" title="{esc(why)}">⚠ {esc(flag)}</span>')
+    return "<br>".join(flags)
 
 
 def _answer_html(m: MethodRow) -> str:
@@ -636,6 +671,8 @@ def answer_flags_html(m: MethodRow | None) -> str:
         parts.append(f'<span class="wb-fail">⚠ {esc(m.failure.text)}</span>')
     if m.disagree:
         parts.append(f'<span class="wb-flag">⚠ judge {esc(m.judge_label)} but F1 = {m.f1:.2f}</span>')
+    for flag, why in unreadable_marks(m.answer_text, _text(m.row.get("question"))):
+        parts.append(f'<span class="wb-flag" title="{esc(why)}">⚠ {esc(flag)}</span>')
     if m.judge_label and not m.judge_trusted:
         parts.append(f'<span class="wb-untrusted">{esc(m.judge_note)}</span>')
     return box(CSS + '<div class="wb-qv"><p>' + " ".join(parts) + "</p></div>") if parts else ""
