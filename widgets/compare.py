@@ -51,6 +51,18 @@ def _named(methods_or_answers) -> dict[str, Any]:
     return out
 
 
+def verdict_text(check):
+    from workbench.eval.report import verdict_text as words
+
+    return words(check)
+
+
+def check_dict(check):
+    from workbench.eval.checker import check_dict as as_dict
+
+    return as_dict(check)
+
+
 def _answer_of(obj, question: str, now):
     """An Answer as given, or a built method's answer to ``question``; an exception is returned
     (and shown in its row) rather than stopping the other methods."""
@@ -66,9 +78,10 @@ class Comparison:
     """The side-by-side result. State: ``answers`` (name -> Answer or exception), ``rows``, ``html``."""
 
     def __init__(self, question: str, answers: dict[str, Any], *, gold: str | None = None,
-                 evidence: Iterable[str] = (), category: Any = None, entities: Iterable[str] = (), qa=None):
+                 evidence: Iterable[str] = (), category: Any = None, entities: Iterable[str] = (), qa=None,
+                 conversation=None):
         self.question, self.answers, self.gold, self.evidence = question, answers, gold, tuple(evidence)
-        self.category, self.entities, self.qa = category, tuple(entities), qa
+        self.category, self.entities, self.qa, self.conversation = category, tuple(entities), qa, conversation
         self.rows = [self._row(name, a) for name, a in answers.items()]
         self.html = self._html()
         self._widget = None
@@ -84,7 +97,7 @@ class Comparison:
                "sources": list(a.source_ids), "error": a.error or ""}
         if self.gold is not None:
             check = self._check(a)
-            row["verdict"] = "not checked" if check is None else "right" if check.correct else f"wrong: {check.kind}"
+            row["verdict"] = verdict_text(check_dict(check)) or "not checked"
             row["verdict_reason"] = "" if check is None else check.reason
             row["f1"] = round(_token_f1(a.text, self.gold), 3)
             row["contains_gold"] = bool(_norm(self.gold)) and _norm(self.gold) in _norm(a.text)
@@ -99,10 +112,8 @@ class Comparison:
         from workbench.eval.checker import Check, check_answer, check_qa
 
         if self.qa is not None and self.gold == self.qa.answer:
-            check = check_qa(self.qa, a.text, error=a.error or None)
-            if check is not None and self.entities and check.kind not in ("failed",):
-                check = check_answer(self.question, str(self.gold), a.text, entities=self.entities)
-            return check
+            # the harness's own call, with the conversation for the names (no second check_answer)
+            return check_qa(self.qa, a.text, error=a.error or None, conversation=self.conversation)
         if str(self.category) == "5":
             return None
         if a.error:
@@ -183,4 +194,4 @@ def compare(methods_or_answers, question: str | None = None, *, gold: str | None
         entities = conversation_entities(conversation)
     named = _named(methods_or_answers)
     return Comparison(question, {k: _answer_of(v, question, now) for k, v in named.items()}, gold=gold,
-                      evidence=evidence, category=category, entities=entities, qa=qa)
+                      evidence=evidence, category=category, entities=entities, qa=qa, conversation=conversation)
