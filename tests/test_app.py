@@ -236,7 +236,8 @@ def test_memory_selection_shows_provenance_and_history(app):
 
 def test_traces_tab_steps_forward(app):
     v = app.views["Traces"]
-    assert set(v.method.options) == {"naive_rag", "full_context", "eager_facts"}
+    assert set(v.method.values) == {"naive_rag", "full_context", "eager_facts"}
+    assert set(v.method.labels) == {"Naive RAG", "Full-Context", "Eager floor"}  # titles, not code identifiers
     v.method.value = "naive_rag"
     assert v.index == 0 and "step <b class='wb-step-pos'>1</b> / 2" in v.position.object
     before = v.html
@@ -327,11 +328,15 @@ def test_structures_tab_registry(good_run, monkeypatch):
     how._handle_msg(["method", "naive_rag"])
     assert app.tabs.active == list(app.views).index("How it works")
     assert app.views["How it works"].method.value == "naive_rag"
-    assert view.headings() == ["eager_facts", "full_context", "naive_rag"] == list(view.method.options)
+    assert list(view.method.values) == ["eager_facts", "full_context", "naive_rag"]
+    # the picker and each heading say the method's title; the heading keeps the run's name beside it, in grey
+    assert list(view.method.labels) == ["Eager floor", "Full-Context", "Naive RAG"]
+    assert view.headings() == ["Eager floor eager_facts", "Full-Context full_context", "Naive RAG naive_rag"]
+    assert 'how Eager floor works' in how.object
     cards = []
-    for m in view.method.options:  # one method's structures at a time, chosen with the picker
+    for m in view.method.values:  # one method's structures at a time, chosen with the picker
         view.method.value = m
-        assert len(view.panel.objects) == 4 and view.panel.objects[3].objects[0].object.endswith(f">{m}</h3>")
+        assert len(view.panel.objects) == 4 and view.panel.objects[3].objects[0].object.endswith(f">{m}</code></h3>")
         cards.append(view.panel.objects[3])
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
     html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
@@ -365,7 +370,7 @@ def test_conversation_switch_updates_every_tab(good_run):
 def test_injection_renders_as_text_everywhere(app):
     v = app.views["Traces"]
     v.question.value = next(q for q in v.question.options.values() if q.endswith("/inject"))
-    for method in v.method.options:
+    for method in v.method.values:
         v.method.value = method
         v.goto(1 if method != "full_context" else 0)
         html = all_html(app)

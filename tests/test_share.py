@@ -169,7 +169,7 @@ def test_a_malformed_url_is_ignored_and_the_app_opens_as_usual(run, search):
     if app.views.built("Traces"):  # tab=Traces was valid: the rest was not
         traces = app.views["Traces"]
         assert traces.question.value == default.views["Traces"].question.value
-        assert traces.index == 0 and traces.method.value in traces.method.options
+        assert traces.index == 0 and traces.method.value in traces.method.values
     assert app.store.errors == []
 
 
@@ -216,7 +216,7 @@ def test_two_methods_side_by_side_each_with_its_own_stepper(run):
     traces = appmod.build_app(run).views["Traces"]
     traces.question.value = "sample-1/q1"
     traces.method.value = "naive_rag"
-    assert traces.compare.options == ["none", "full_context", "eager_facts"]  # every other method
+    assert traces.compare.values == ["none", "full_context", "eager_facts"]  # every other method
     assert len(traces.body.objects) == 1 and not traces.other.export.visible
     traces.compare.value = "eager_facts"
     main, other = traces.main, traces.other
@@ -235,5 +235,5 @@ def test_two_methods_side_by_side_each_with_its_own_stepper(run):
         pane.goto(1)
         assert not any(p in pane.html for p in RAW_PAYLOADS) and "&lt;script&gt;" in pane.html
     traces.method.value = "eager_facts"  # the compared method picked as the main one: the comparison ends
-    assert traces.compared is None and "eager_facts" not in traces.compare.options
+    assert traces.compared is None and "eager_facts" not in traces.compare.values
     assert traces.body.objects == [main.column]

@@ -200,7 +200,8 @@ def test_app_structures_tab_uses_the_cards(run_dir, tiny_conv):
     app = appmod.build_app(run_dir)
     assert app.store.errors == []
     view = app.views["Structures"]
-    assert view.headings() == ["ama", "eager_floor", "full_context", "hymem", "memr3", "naive_rag"]
+    assert view.headings() == ["AMA ama", "Eager floor eager_floor", "Full-Context full_context", "HyMem hymem",
+                               "MemR3 memr3", "Naive RAG naive_rag"]
     for method, marker in (("ama", "Noor lives in Lyon"), ("hymem", "L1 says: Sam: Hi Noor!"),
                            ("memr3", "<b>naive_rag</b> (NaiveRAG)"), ("full_context", "Nothing is stored"),
                            ("naive_rag", "one chunk per turn"), ("eager_floor", "Sam has a kitten called Miso.")):

@@ -312,7 +312,7 @@ def test_app_structures_tab_renders_hmem_and_recmem(run_dir):
     app = appmod.build_app(run_dir)
     assert app.store.errors == []
     view = app.views["Structures"]
-    assert view.headings() == ["hmem", "recmem"]
+    assert view.headings() == ["H-Mem hmem", "RecMem recmem"]
     for method in ("hmem", "recmem"):
         section = view.sections[method][0]
         assert not isinstance(section, pn.pane.Alert), section.object

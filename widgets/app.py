@@ -339,7 +339,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         """Show ``method``'s trace of ``qa_id`` in the Traces tab and switch to it."""
         traces = self.views["Traces"]
         traces.question.value = qa_id
-        if method in traces.method.options:
+        if method in traces.method.values:
             traces.method.value = method
         self.tabs.active = list(self.views).index("Traces")
 
@@ -365,7 +365,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         view = self.views["Question"]
         if qa_id in view.question.options.values():
             view.question.value = qa_id
-        if method in view.method.options:
+        if method in view.method.values:
             view.method.value = method
         self.tabs.active = list(self.views).index("Question")
 

@@ -304,10 +304,10 @@ def summary_table_html(summary: pd.DataFrame, metric: str, head: str, *, links: 
     row's quality and cost per method, one narrow table: related figures share a cell and every
     accuracy carries its own n, so the table fits a laptop screen. ``links`` (the app): each method's
     name links to its How it works page."""
-    from widgets.html import link_html
+    from widgets.html import method_title_html
 
-    def name(method):
-        return link_html(method, "method", str(method), title=f"how {method} works") if links else esc(method)
+    def name(method):  # its title, the run's name beside it in grey (usability review: code identifiers)
+        return method_title_html(method, link=links)
 
     cats = [head] + [c for c in dict.fromkeys(summary["category"]) if c != head]
     rows = []

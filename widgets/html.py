@@ -147,6 +147,20 @@ def turn_index(conversation) -> dict:
     return {t.id: t for t in conversation.turns}
 
 
+def method_title_html(name: Any, *, link: bool = False) -> str:
+    """A run's method as people read it (``display_name``: "AMA (paper judge)"), followed, when that differs,
+    by the run's own name in small grey code (``ama[paper-judge]``): what the command line, result files and
+    notebooks call it, so a researcher can still find it. ``link`` (the app): the title opens the method's How
+    it works page."""
+    from workbench.methods import display_name
+
+    shown = display_name(str(name))
+    head = link_html(shown, "method", str(name), title=f"how {shown} works") if link else esc(shown)
+    if shown == str(name):
+        return head
+    return f"{head} <code style='font-size:0.75em;color:#777;font-weight:normal'>{esc(name)}</code>"
+
+
 def link_html(label: Any, *target: str, title: str = "") -> str:
     """An in-app link: ``target`` is ``("turn", turn_id)``, ``("unit", method, unit_id)`` or
     ``("question", qa_id, method)``. The target travels as JSON in ``data-link`` (escaped, so an id

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from widgets.html import box, esc, link_html
+from widgets.html import box, esc, method_title_html
 from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.jsonl import DamagedFile
 
@@ -55,8 +55,8 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
         if not fired and not idle and not failures:
             continue
         checked = esc(h.get("checked") or "—")
-        name = (f"<b>{esc(h['method'])}</b>" if not links else  # the app: the name opens its How it works page
-                link_html(h["method"], "method", h["method"], title=f"how {h['method']} works"))
+        # its title (the run's name beside it in grey); in the app the title opens its How it works page
+        name = method_title_html(h["method"], link=links) if links else f"<b>{method_title_html(h['method'])}</b>"
         rows.append(f"<tr><td>{name}</td><td>{', '.join(fired) or '—'}</td>"
                     f"<td>{', '.join(idle) or '—'}</td><td>{', '.join(failures) or '—'}</td>"
                     f"<td><small>{checked}</small></td></tr>")

@@ -456,12 +456,13 @@ COLUMNS = ["method", "answer", "verdict", "judge", "F1", "flags", "attribution",
 
 
 def method_name_html(method: str, *, links: bool = False) -> str:
-    """A method's name in bold; with ``links`` (the app) followed by a link to its How it works page."""
-    if not links:
-        return f"<b>{esc(method)}</b>"
-    from widgets.html import link_html
+    """A method's title in bold (the run's name beside it in grey where they differ); with ``links`` (the app)
+    followed by a link to its How it works page."""
+    from widgets.html import link_html, method_title_html
 
-    return f"<b>{esc(method)}</b> " + link_html("how it works", "method", method,
+    if not links:
+        return f"<b>{method_title_html(method)}</b>"
+    return f"<b>{method_title_html(method)}</b> " + link_html("how it works", "method", method,
                                                  title=f"what {method} does, its pipeline and its gallery example")
 
 

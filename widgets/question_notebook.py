@@ -7,6 +7,7 @@ from workbench.trace import Answer
 
 from .html import DisplaysWidget, box
 from .question import (question_html, question_options, question_state)
+from workbench.methods import display_options
 
 # -- notebook shell --------------------------------------------------------------------------------------------
 class QuestionView(DisplaysWidget):
@@ -84,7 +85,7 @@ class QuestionView(DisplaysWidget):
         from .trace_stepper import TraceStepper
 
         methods = self.state.methods if self.state else []
-        opts = [("(none)", None)] + [(m, m) for m in methods]
+        opts = [("(none)", None)] + list(display_options(methods).items())
         if list(self.method.options) != opts:
             self.method.options = opts
         if self.method.value != self.selected:

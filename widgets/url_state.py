@@ -122,7 +122,7 @@ def _show_lifecycle(life, state: Mapping[str, str]) -> None:
     index, method, unit, turn = life.index, state.get("method"), state.get("unit"), state.get("turn")
     if index is None:
         return
-    if unit and method in (life.method.options or ()) and index.has_unit(method, unit):
+    if unit and method in (life.method.values or ()) and index.has_unit(method, unit):
         life.show(("unit", method, unit))
     elif turn and turn in life.turn.options.values():
         life.show(("turn", turn))

@@ -7,6 +7,7 @@ import panel as pn
 
 from widgets.event_timeline import KIND_ORDER, EventLog, timeline_figure
 from widgets.html import box, esc
+from workbench.methods import display_options
 from widgets.panel_parts import (
     LinkHTML,
     html_pane,
@@ -26,7 +27,8 @@ class EventsView:
         # the placeholders say what an empty filter means (blank boxes looked like text fields)
         self.kinds = pn.widgets.MultiChoice(label="filter kinds", options=list(KIND_ORDER),
                                             placeholder="all kinds")
-        self.methods = pn.widgets.MultiChoice(label="filter methods", options={esc(m): m for m in store.methods},
+        shown = display_options(store.methods)
+        self.methods = pn.widgets.MultiChoice(label="filter methods", options={esc(k): m for k, m in shown.items()},
                                               placeholder="all methods")
         self.search = pn.widgets.TextInput(label="search events", placeholder="text, unit id, cause")
         self.counts = html_pane("")

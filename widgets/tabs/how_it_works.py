@@ -118,7 +118,7 @@ class HowItWorksView:
             return []
         gallery.conv_id = page.how.gallery
         self.traces = TracesView(gallery)
-        if page.name in self.traces.method.options:
+        if page.name in self.traces.method.values:
             self.traces.method.value = page.name
         return [html_pane("<h4 style='font-family:system-ui,sans-serif;margin:10px 0 0 10px'>Step through the "
                           "example: the method's answer, one step at a time</h4>"), self.traces.panel]

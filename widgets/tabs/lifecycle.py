@@ -7,6 +7,7 @@ from typing import Callable
 import panel as pn
 
 from widgets.html import box, esc
+from workbench.methods import display_options
 from widgets.lifecycle import turn_html, unit_html
 from widgets.panel_parts import (
     LinkHTML,
@@ -23,7 +24,7 @@ class LifecycleTab:
         self.store = store
         self.open_question: Callable[[str, str], None] | None = None  # set by WorkbenchApp
         self.turn = pn.widgets.Select(label="turn", options={}, sizing_mode="stretch_width")
-        self.method = pn.widgets.Select(label="or a unit of method", options=store.methods, width=200)
+        self.method = pn.widgets.Select(label="or a unit of method", options=display_options(store.methods), width=200)
         self.unit = pn.widgets.Select(label="unit", options={"(pick a unit)": ""}, value="", width=260)
         self.back_button = pn.widgets.Button(label="◀ back", width=90, align="end", disabled=True)
         self.body = LinkHTML("", on_link=self.follow)
@@ -97,7 +98,7 @@ class LifecycleTab:
                     self.turn.value = target[1]
                 self.unit.value = ""
             else:
-                if target[1] in self.method.options:
+                if target[1] in self.method.values:
                     self.method.value = target[1]
                     self.unit.options = self._unit_options(target[1])
                 if target[2] in self.unit.options.values():

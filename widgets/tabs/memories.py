@@ -7,6 +7,7 @@ from typing import Callable
 import panel as pn
 
 from widgets.html import box, esc
+from workbench.methods import display_options
 from widgets.lifecycle import unit_html
 from widgets.panel_parts import (
     LinkHTML,
@@ -28,7 +29,7 @@ class MemoriesView:
         self.store = store
         self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a link was clicked
         self._embedding: set[str] = set()  # methods whose memories a worker thread is embedding
-        self.method = pn.widgets.Select(label="method", options=store.methods)
+        self.method = pn.widgets.Select(label="method", options=display_options(store.methods))
         self.kinds = pn.widgets.MultiChoice(label="filter kinds", options=[], placeholder="all kinds")
         self.query = pn.widgets.TextInput(label="search memories", placeholder="text (substring) or meaning")
         self.mode = pn.widgets.RadioButtonGroup(options=["text", "semantic"], value="text")

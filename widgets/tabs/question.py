@@ -16,6 +16,7 @@ from widgets.question import (
     question_state,
 )
 from widgets.run_store import RunStore
+from workbench.methods import display_options
 
 
 def _export_name(qa_id: str | None, ext: str) -> str:
@@ -86,7 +87,7 @@ class QuestionTab:
         self.state = (question_state(self.store.results(), qa_id, conversation=self.store.conversation(),
                                      audits=self.store.audits()) if qa_id else None)
         methods = self.state.methods if self.state else []
-        self.method.options = ["(none)"] + methods
+        self.method.options = {"(none)": "(none)", **display_options(methods)}
         if self.method.value not in methods:
             self.method.value = "(none)"
         self.render()

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import panel as pn
 
-from widgets.html import box, esc, json_html, link_html
+from widgets.html import box, json_html, link_html, method_title_html
 from widgets.panel_parts import (
     LinkHTML,
     html_pane,
@@ -18,7 +18,7 @@ from widgets.plotly_loader import defer
 from widgets.run_store import RunStore
 from widgets.structure_cards import CARDS as STRUCTURE_CARDS
 from widgets.structure_cards import declared_view
-from workbench.methods import method_base
+from workbench.methods import display_name, display_options, method_base
 
 #: method name -> function(structures: dict, conversation) -> panel object (the Structures tab)
 STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
@@ -102,7 +102,7 @@ class StructuresView:
             return
         names = list(self.sections)
         keep = self.method.value if self.method.value in names else names[0]
-        self.method.options = names
+        self.method.options = display_options(names)
         if self.method.value != keep:
             self.method.value = keep  # triggers show
         else:
@@ -114,7 +114,8 @@ class StructuresView:
         of the run, so the heading is escaped."""
         if m not in self.shown:
             self.shown[m] = pn.Column(
-                html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>{esc(m)}</h3>"),
+                html_pane(f"<h3 class='wb-structure-title' style='{STRUCTURE_TITLE_STYLE}'>"
+                          f"{method_title_html(m)}</h3>"),
                 defer(pn.Column(*self.sections[m], sizing_mode="stretch_width")),
                 sizing_mode="stretch_width", css_classes=["wb-structure"])
         return self.shown[m]
@@ -127,7 +128,8 @@ class StructuresView:
         chosen = self.method.value
         if chosen not in self.sections:
             return
-        how = link_html(f"how {chosen} works", "method", chosen, title="its description, pipeline and gallery example")
+        how = link_html(f"how {display_name(chosen)} works", "method", chosen,
+                        title="its description, pipeline and gallery example")
         self.how_link.object = box(f"<p style='margin:0 0 0 10px'>{how} →</p>")
         self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self.how_link, self._column(chosen)]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import panel as pn
 
-from widgets.html import box, esc
+from widgets.html import box, method_title_html
 from widgets.panel_parts import (
     LinkHTML,
     html_pane,
@@ -25,6 +25,7 @@ from widgets.tabs.question import _export_name
 from widgets.trace_area import TraceArea
 from widgets.trace_export import trace_page
 from widgets.trace_timeline import TraceTimeline, keys_html, timeline_html
+from workbench.methods import display_options
 
 #: the compare picker's first option: one trace only
 NO_COMPARE = "none"
@@ -59,7 +60,7 @@ class TracePane:
         """``method``'s ``answer`` (None: nothing to show) as a timeline at its first step; its saved
         memories resolve ids it did not retrieve."""
         self.method, self.state = method, state
-        self.title.object = box(f"<b style='font-size:15px'>{esc(method)}</b>") if method else ""
+        self.title.object = box(f"<b style='font-size:15px'>{method_title_html(method)}</b>") if method else ""
         self.timeline = None if answer is None else TraceTimeline.build(
             answer, conversation=self.store.conversation(), gold_evidence=qa.evidence if qa else (),
             memories=self.store.memory_rows(method))
@@ -182,7 +183,7 @@ class TracesView:
         self.state = (question_state(self.store.results(), self.question.value, conversation=self.store.conversation(),
                                      audits=self.store.audits()) if self.current else None)
         methods = list(self.current)
-        self.method.options = methods
+        self.method.options = display_options(methods)
         want = self.method.value if self.method.value in methods else (methods[0] if methods else None)
         if want != self.method.value:
             self.method.value = want  # triggers load_trace
@@ -218,7 +219,7 @@ class TracesView:
                        state=self.state)
         others = [m for m in self.current if m != self.method.value]
         keep = self.compare.value if self.compare.value in others else NO_COMPARE
-        self.compare.options = [NO_COMPARE, *others]
+        self.compare.options = {NO_COMPARE: NO_COMPARE, **display_options(others)}
         if keep != self.compare.value:
             self.compare.value = keep  # triggers load_compared
         else:

@@ -157,3 +157,23 @@ def get_method(name: str) -> type[MemoryMethod]:
         return REGISTRY[method_base(name)]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; available: {sorted(REGISTRY)}") from None
+
+
+def display_name(name: str) -> str:
+    """How views write a run's method name for people (usability review: "ama[paper-judge]" and "eager_floor"
+    are code identifiers, unreadable on a projector): the class's ``title`` ("Eager floor"), with a labelled
+    variant's label in words ("AMA (paper judge)"). A name no installed class has (a saved run of a plugin
+    not installed here) is shown as it is; the run's own name stays what pickers select and links carry."""
+    base = method_base(name)
+    cls = REGISTRY.get(base)
+    title = (cls.title or base) if cls is not None else base
+    variant = str(name)[len(base):].strip("[]")
+    return f"{title} ({variant.replace('-', ' ').replace('_', ' ')})" if variant else title
+
+
+def display_options(names) -> dict[str, str]:
+    """``{display_name: name}`` for a picker, in the given order; a display name two runs' names share (a plugin
+    titled like a built-in) keeps the run's name beside it, so every option stays distinct."""
+    names = list(names)
+    shown = [display_name(n) for n in names]
+    return {(s if shown.count(s) == 1 else f"{s} · {n}"): n for s, n in zip(shown, names)}
