@@ -33,9 +33,11 @@ app: setup
 # outputs nbval compares against are fresh (they replay the committed cassettes: no model needed).
 # No widget state is stored (and an old one is dropped): nbconvert and nbviewer draw a stored widget state in
 # preference to anything else, as a widget that can no longer run; without it they show each view's static
-# HTML (issue #42), as JupyterLab does for an untrusted notebook. Run the notebook for the live widgets.
+# HTML (issue #42). The widget views are dropped after the run too (a trusted notebook in JupyterLab would
+# say "model not found" for them): every page shows the static HTML. Run the notebook for the live widgets.
 notebooks: setup
 	cd notebooks && ../$(VENV)/bin/jupytext --sync [0-9][0-9]_*.py && \
-		../$(VENV)/bin/python -c "import sys, nbformat; [nbformat.write(nb, p) for p in sys.argv[1:] for nb in [nbformat.read(p, 4)] if nb.metadata.pop('widgets', None) is not None]" [0-9][0-9]_*.ipynb && \
+		../$(PY) ../scripts/ship_notebooks.py before [0-9][0-9]_*.ipynb && \
 		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
-			--ExecutePreprocessor.store_widget_state=False [0-9][0-9]_*.ipynb
+			--ExecutePreprocessor.store_widget_state=False [0-9][0-9]_*.ipynb && \
+		../$(PY) ../scripts/ship_notebooks.py after [0-9][0-9]_*.ipynb

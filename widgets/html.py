@@ -367,7 +367,9 @@ class DisplaysWidget:
         bundle = self.widget._repr_mimebundle_(**kwargs)
         html = self.static_html()
         if html and isinstance(bundle, dict):
-            bundle = {**bundle, "text/html": html}
+            # the plain-text form (a terminal, a text-only page) says what this is, not ``VBox(children=...``
+            bundle = {**bundle, "text/html": html,
+                      "text/plain": f"{type(self).__name__}: a live widget; run the cell to use it"}
         return bundle
 
     def _ipython_display_(self):
