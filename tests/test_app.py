@@ -339,7 +339,7 @@ def test_structures_tab_registry(good_run, monkeypatch):
         assert len(view.panel.objects) == 4 and view.panel.objects[3].objects[0].object.endswith(f">{m}</code></h3>")
         cards.append(view.panel.objects[3])
     # every method here has a structure card (widgets.structure_cards): no JSON dump, no empty card
-    html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML))
+    html = "\n".join(str(p.object) for c in cards for p in c.select(pn.pane.HTML) + c.select(appmod.LinkHTML))
     assert "no structure view for this method" not in html and "structures.json is empty" not in html
     assert "Nothing is stored: every question sees" in html and "chunks of the conversation" in html
     assert "<script>window.__pwned" not in html  # the injected turns are escaped in the cards too

@@ -246,8 +246,8 @@ def test_trace_timeline_steps_by_keyboard(page):
     trace (the shown step, its card and the highlighted waterfall row follow); a row click jumps."""
     expect = sync_api.expect
     open_tab(page, "Traces")
-    page.locator("select").filter(has=page.get_by_role("option", name="naive_rag", exact=True)).first.select_option(
-        label="naive_rag")
+    page.locator("select").filter(has=page.get_by_role("option", name="Naive RAG", exact=True)).first.select_option(
+        label="Naive RAG")  # pickers say the method's title
     area = page.locator(".wb-trace-area")
     area.locator(".wb-box", has_text="naive_rag · 2 steps").first.wait_for(timeout=20000)
     assert page.get_by_text("Keys, once the trace below has focus").count() == 1  # the keys are documented
@@ -554,7 +554,9 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
     # Pick a method in the app (its row highlighted, context opened), then open its trace.
     method = next(m for m in rows if m != shown)
     picker = page.locator("select").filter(has=page.locator("option", has_text="(none)")).first
-    picker.select_option(label=method)
+    from workbench.methods import display_name
+
+    picker.select_option(label=display_name(method))
     page.locator(f'tr.wb-method.wb-selected[data-method="{method}"]').wait_for(timeout=20000)
     page.get_by_role("button", name="open its trace in Traces ▶").click()
     page.locator(".bk-tab.bk-active", has_text="Traces").wait_for(timeout=20000)
@@ -606,10 +608,15 @@ def test_lifecycle_round_trip_turn_unit_answer(replay_demo, demo_page):
 
 # -- the Structures tab over the replayed demo ----------------------------------------------------------------
 def _card(page, method: str):
-    """``method``'s section of Structures, shown first with the tab's method picker (one method at a time)."""
-    page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$")).first.click()
+    """``method``'s section of Structures, shown first with the tab's method picker (one method at a time): the
+    picker says the method's title, the section's heading the title and the run's name."""
+    from workbench.methods import display_name
+
+    title = display_name(method)
+    page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first.click()
+    heading = rf"^\s*{re.escape(title)}(\s+{re.escape(method)})?\s*$"
     return page.locator(".wb-structure").filter(
-        has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(method)}\s*$"))).first
+        has=page.locator(".wb-structure-title", has_text=re.compile(heading))).first
 
 
 def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page):
@@ -627,6 +634,17 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
         assert "structures.json is empty" not in text and "no structure view" not in text, method
         assert len(text.split()) > 10, (method, text[:200])
         assert card.locator(".alert", has_text="failed").count() == 0, method
+
+    # AMA's card is several screens tall: its "jump to" line scrolls to a section inside the pane
+    ama = _card(page, "ama")
+    raw = ama.locator("h5", has_text="Raw store").first
+    raw.wait_for(timeout=30000)
+    assert raw.bounding_box()["y"] > 2 * page.viewport_size["height"]  # far below the fold at first
+    ama.locator("a.wb-jump", has_text="Raw store").first.click()
+    deadline = time.time() + 10
+    while time.time() < deadline and not 0 <= raw.bounding_box()["y"] < page.viewport_size["height"] / 2:
+        time.sleep(0.2)  # a smooth scroll
+    assert 0 <= raw.bounding_box()["y"] < page.viewport_size["height"] / 2
 
     hmem = _card(page, "hmem")
     tree = run.structures("hmem", "sample-1")["tree"]

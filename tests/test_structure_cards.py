@@ -84,6 +84,13 @@ def test_ama_card_shows_stores_timeline_and_log(run_dir, tiny_conv):
     assert "Sam adopted a kitten" in html and "Noor lives in Lyon" in html  # fact texts
     assert "<b>D1:6</b> Noor: Yes, still in Lyon for now." in html  # a fact's source turn, as text
     assert "Noor moved to Geneva &lt;img src=x" in html and XSS not in html  # escaped
+    # a long card: a "jump to" line naming each section, each heading with the id its link points at
+    jumps = re.search(r"<p class='wb-jumps'>(.*?)</p>", html).group(1)
+    ids = re.findall(r"href='#([\w-]+)' data-jump='\1'", jumps)
+    assert len(ids) == 4 and all(f"<h5 id='{i}'>" in html for i in ids), jumps
+    assert [re.sub(r"<[^>]+>", "", t).split(" (")[0] for t in jumps.split(" · ")] == [
+        "jump to: Episode timeline", "Fact store", "Raw store", "Ingestion log: the Judge and the Refresher, per turn"]
+    html = html.replace(jumps, "")
     # the episode timeline: one episode per session (episode_at_session_end), in order, with its turns
     timeline = html.split("Episode timeline")[1].split("Fact store")[0]
     assert "2 episodes, in conversation order" in timeline

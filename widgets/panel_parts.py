@@ -88,7 +88,8 @@ def html_pane(html: str, **kw):
 class LinkHTML(JSComponent):
     """An HTML pane whose in-app links (``widgets.html.link_html``: turn, unit and question ids)
     call back into Python: a click (or Enter on a focused link) sends the link's target, checked
-    by ``widgets.lifecycle.parse_link``, to ``on_link``. The HTML is set as the element's
+    by ``widgets.lifecycle.parse_link``, to ``on_link``; a structure card's "jump to" link
+    (``a.wb-jump``) scrolls to its section in the pane. The HTML is set as the element's
     ``innerHTML``, exactly like ``pn.pane.HTML``: everything in it is escaped where it is built."""
 
     object = param.String(default="", doc="the HTML shown (escaped where it was built)")
@@ -100,6 +101,13 @@ export function render({ model, el }) {
   div.innerHTML = model.object
   model.on("object", () => { div.innerHTML = model.object })
   const follow = (event) => {
+    const jump = event.target.closest("a.wb-jump[data-jump]")
+    if (jump) {  // a card's "jump to" link: its heading is in this pane (a page anchor cannot reach a shadow root)
+      event.preventDefault()
+      const head = div.querySelector("#" + CSS.escape(jump.dataset.jump))
+      if (head) { head.scrollIntoView({ behavior: "smooth", block: "start" }) }
+      return
+    }
     const a = event.target.closest("a.wb-link[data-link]")
     if (!a) { return }
     event.preventDefault()

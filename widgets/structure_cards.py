@@ -187,8 +187,30 @@ def declared_view(method: str) -> str | None:
         return None
 
 
+#: a card with at least this many sections gets a line of jump links under its lead
+JUMP_AFTER_SECTIONS = 3
+_SECTION = re.compile(r"<h5>(.*?)</h5>", re.S)
+
+
+def jump_links(title: str, body: str) -> tuple[str, str]:
+    """A long card's sections (its ``<h5>`` headings, e.g. AMA's ingestion log, episodes, facts and raw turns) as
+    a "jump to" line, and the body with an ``id`` on each heading (usability review: a card several screens tall
+    had no way to reach its last section but scrolling). The links are plain ``#id`` anchors, which a notebook
+    follows; the app's ``LinkHTML`` scrolls within its own pane. Fewer sections: no line, the body unchanged."""
+    heads = _SECTION.findall(body)
+    if len(heads) < JUMP_AFTER_SECTIONS:
+        return "", body
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "card"
+    ids = iter(f"wb-{slug}-{i}" for i in range(len(heads)))
+    body = _SECTION.sub(lambda m: f"<h5 id='{next(ids)}'>{m.group(1)}</h5>", body)
+    links = " · ".join(f"<a class='wb-jump' href='#wb-{slug}-{i}' data-jump='wb-{slug}-{i}'>"
+                       f"{re.sub(r'<[^>]+>', '', h)}</a>" for i, h in enumerate(heads))
+    return f"<p class='wb-jumps'><small>jump to: {links}</small></p>", body
+
+
 def _card(title: str, lead: str, body: str, notes: Sequence[str]) -> str:
-    return box(f"<h4>{esc(title)}</h4><p>{lead}</p>{_notes(notes)}{body}")
+    jumps, body = jump_links(title, body)
+    return box(f"<h4>{esc(title)}</h4><p>{lead}</p>{jumps}{_notes(notes)}{body}")
 
 
 def _no_conversation(conversation, notes: list[str]) -> None:

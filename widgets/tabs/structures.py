@@ -39,7 +39,7 @@ def register_structure_view(method: str, *, files: bool = False):
 def _card_view(card):
     """A structure card of ``widgets.structure_cards`` (HTML from the saved files) as a Panel view."""
     def view(structures, conversation, **files):
-        return html_pane(card(structures, conversation, **files))
+        return LinkHTML(card(structures, conversation, **files))  # its "jump to" links scroll within the pane
     view.__doc__ = card.__doc__
     return view
 
