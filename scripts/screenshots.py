@@ -51,9 +51,16 @@ def wait_http(url: str, timeout: float = 240.0) -> None:
             time.sleep(0.3)
 
 
+def display_name(method: str) -> str:
+    """The method's title, as the app's pickers and headings say it (imported late, like the app)."""
+    from workbench.methods import display_name as title
+
+    return title(method)
+
+
 def select_option(page, text: str) -> bool:
-    """Pick the first option containing ``text`` in the first <select> that has one; False if none has."""
-    select = page.locator("select").filter(has=page.locator("option", has_text=text)).first
+    """Pick the first option containing ``text`` in the first shown <select> that has one; False if none has."""
+    select = page.locator("select:visible").filter(has=page.locator("option", has_text=text)).first
     if not select.count():
         return False
     label = next(o for o in select.locator("option").all_inner_texts() if text in o)
@@ -67,16 +74,16 @@ def show_trace(page, question: str, method: str, step: int, compare: str = "") -
     second trace shown beside it ("compare with") at its own step."""
     if question:
         select_option(page, question)
-    picker = page.locator("select").filter(has=page.get_by_role("option", name=method, exact=True))
+    picker = page.locator("select").filter(has=page.get_by_role("option", name=display_name(method), exact=True))
     if not picker.count():
         print(f"no trace of {method!r} in this run")
         return
-    picker.first.select_option(label=method)
+    picker.first.select_option(label=display_name(method))  # pickers say the method's title
     page.locator(".wb-trace-area .wb-box", has_text=f"{method} · ").first.wait_for(timeout=20000)
     step_to(page, 0, step)
     if compare:
         c_method, _, c_step = compare.partition(":")
-        page.locator('select:has(> option[value="none"])').first.select_option(label=c_method)  # "compare with"
+        page.locator('select:has(> option[value="none"])').first.select_option(value=c_method)  # "compare with"
         page.locator(".wb-trace-area").nth(1).locator(".wb-box", has_text=f"{c_method} · ").first.wait_for(
             timeout=20000)
         step_to(page, 1, int(c_step or 1))
@@ -109,10 +116,10 @@ def prepare(page, tab: str, question: str = "", method: str = "", trace: str = "
         show_trace(page, t_question or question, t_method, int(t_step or 1), compare)
     if tab == "Question" and question and select_option(page, question):
         page.locator(".wb-qv", has_text=question).first.wait_for(timeout=20000)
-        if method and select_option(page, method):  # its row highlighted, the context its reader saw opened
+        if method and select_option(page, display_name(method)):  # its row highlighted, its context opened
             page.locator("details[open]").first.wait_for(timeout=20000)
     if tab == "Memories":
-        if select_option(page, "hmem"):  # a method with a structure: its units have events and readers
+        if select_option(page, display_name("hmem")):  # a method with a structure: its units have events and readers
             time.sleep(1.0)
         semantic = page.locator(".bk-btn", has_text="semantic")
         if semantic.count():  # semantic search with the run's own embedder, scores in the first column
@@ -185,9 +192,11 @@ def shoot_structures(page, out: Path, methods: Sequence[str], picks: Sequence[st
     saved = []
     for m in methods:
         # the tab shows one method at a time: pick it first
-        page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$")).first.click()
+        title = display_name(m)  # the picker says the title, the heading the title and the run's name
+        page.locator(".bk-btn-group button", has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first.click()
+        heading = rf"^\s*{re.escape(title)}(\s+{re.escape(m)})?\s*$"
         card = page.locator(".wb-structure").filter(
-            has=page.locator(".wb-structure-title", has_text=re.compile(rf"^\s*{re.escape(m)}\s*$"))).first
+            has=page.locator(".wb-structure-title", has_text=re.compile(heading))).first
         try:  # the picked method's section is drawn anew
             card.wait_for(timeout=30000)
         except PlaywrightError:

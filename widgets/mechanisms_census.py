@@ -14,6 +14,7 @@ from pathlib import Path
 from widgets.html import box, esc, method_title_html
 from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.jsonl import DamagedFile
+from workbench.methods import display_name
 
 NOT_FIRED = ' <span class="wb-forced" title="{why}">&nbsp;not fired&nbsp;</span>'
 
@@ -75,7 +76,7 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
     if problems:
         extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
-    summary = ", ".join(f"{h['method']}: {h['checked']}" for h in headline(value)
+    summary = ", ".join(f"{display_name(h['method'])}: {h['checked']}" for h in headline(value)
                         if h.get("checked") and "not checkable" not in h["checked"])
     line = f" <small class='wb-muted'>· right? {esc(_short(summary, 160))}</small>" if summary else ""
     # collapsed: one line on a projected page; the whole table one click away (issue: explorer, content first)

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.eval.attribution import Attribution, attribute
 from workbench.eval.audit import is_reliable, reliability_note
+from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
 from .html import box, clip, esc, source_ids_html, table_html
@@ -550,7 +551,7 @@ def context_order_note(m: MethodRow) -> str:
 def _summary(m: MethodRow) -> str:
     found = "" if not m.ranks else (" · gold at " + rank_text(m) if m.first_rank is not None else " · gold missed")
     fallback = " · the answer is a fallback" if m.failure.fallback else ""
-    return (f"what {esc(m.method)}'s reader saw: {len(m.context)} units covering "
+    return (f"what {esc(display_name(m.method))}'s reader saw: {len(m.context)} units covering "
             f"{'–' if m.turns_shown is None else m.turns_shown} turns{esc(found)}{fallback}")
 
 
