@@ -37,6 +37,7 @@ def names():
     ("two weekends before 17 July 2023", "2023-07-08", "2023-07-09"),
     ("The week of 23 August 2023", "2023-08-21", "2023-08-27"),
     ("June 2023", "2023-06-01", "2023-06-30"),
+    ("April.2023", "2023-04-01", "2023-04-30"),  # a LoCoMo gold (conv-41): read as the year alone, January passed
     ("Since 2016", "2016-01-01", "2016-12-31"),
     # an ordinal week or weekend of a month is that week, not the month (RecMem conv-41 q56)
     ("first weekend of August 2023", "2023-08-05", "2023-08-06"),
@@ -51,6 +52,13 @@ def names():
 def test_date_expressions_are_read_as_the_days_they_denote(text, start, end):
     (p,) = find_periods(text)
     assert (str(p.start), str(p.end)) == (start, end)
+
+
+def test_a_month_written_with_a_full_stop_before_its_year_is_that_month():
+    """Labelled set: "1 January 2023" was accepted for the gold "April.2023", read as 2023 alone."""
+    q = "When did John start boot camp with his family?"
+    assert check_answer(q, "April.2023", "1 January 2023").kind == "wrong_date"
+    assert check_answer(q, "April.2023", "He started in April 2023.").correct
 
 
 def test_may_the_verb_is_not_a_month():

@@ -34,7 +34,8 @@ _ABSOLUTE = [
     ("dmy", re.compile(rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MON}(?:,?\s+{_YEAR})?\b", re.I)),
     ("mdy", re.compile(rf"\b{_MON}\s+(?:the\s+)?{_DAY}(?![\d:])(?:,?\s+{_YEAR})?\b", re.I)),
     ("ym", re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<mon>\d{1,2})\b(?!-)")),
-    ("my", re.compile(rf"\b{_MON},?\s+{_YEAR}\b", re.I)),
+    # "May 2023", "May, 2023", and "April.2023" (a LoCoMo gold: the month's full stop, then the year, no space)
+    ("my", re.compile(rf"\b{_MON}(?:,?\s+|(?<=\.)){_YEAR}\b", re.I)),
     ("m", re.compile(r"\b(?:in|during|since|by|of|early|late|mid|end of|beginning of)\s+(?P<mon>january|february|"
                      r"march|april|may|june|july|august|september|october|november|december)\b(?!\s*\d)", re.I)),
     ("y", re.compile(r"(?<![\d:/-])\b(?P<year>(?:19|20)\d{2})\b(?![\d:/-])")),
