@@ -545,7 +545,7 @@ def test_first_semantic_search_in_a_served_page_says_what_it_embeds(good_run, mo
     mem.mode.value, mem.query.value = "semantic", "giant pumpkin"
     n = len(mem.store.memories("eager_facts"))
     assert started == ["eager_facts"] and mem.table.loading
-    assert f"embedding {n} memories of <b>eager_facts</b> with hash-256 for the first semantic search…" \
+    assert f"embedding {n} memories of <b>Eager floor</b> with hash-256 for the first semantic search…" \
         in mem.info.object
     # progress, not an error: the neutral status style with a spinner, never the pink of a refresh/error
     assert "class='wb-progress' role='status'" in mem.info.object and "wb-spin" in mem.info.object

@@ -24,11 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from workbench.methods import display_name
 from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
                              ordered_methods, place_events)
-from .html import DisplaysWidget, box, clip, esc, link_html, pre, source_ids_html, table_html
+from .html import DisplaysWidget, box, clip, esc, link_html, method_title_html, pre, source_ids_html, table_html
 
 #: unit status: in the saved memory, or only known from events (removed, or replaced by a new id)
 IN_MEMORY, REMOVED, EVENTS_ONLY = "in memory", "removed", "only in the event log"
@@ -290,10 +291,11 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
         cols = ["unit", "kind", "status", "text", "sources", "events", "seen by answers"]
         # long lists start folded so the other methods stay in view
         opened = " open" if len(units) <= OPEN_UP_TO else ""
-        parts.append(f"<details{opened} data-method=\"{esc(m)}\"><summary>{esc(m)} — {len(units)} "
+        parts.append(f"<details{opened} data-method=\"{esc(m)}\"><summary>{method_title_html(m)} — {len(units)} "
                      f"unit{'s' if len(units) != 1 else ''}</summary>{table_html(rows, cols, raw=cols)}</details>")
     if empty:
-        parts.append(f"<p class='wb-muted'>No unit derived from this turn in: {esc(', '.join(empty))}.</p>")
+        parts.append(f"<p class='wb-muted'>No unit derived from this turn in: "
+                     f"{esc(', '.join(display_name(m) for m in empty))}.</p>")
     return box(CSS + '<div class="wb-life">' + "".join(parts) + "</div>")
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 import panel as pn
 
 from widgets.html import box, esc
-from workbench.methods import display_options
+from workbench.methods import display_name, display_options
 from widgets.lifecycle import unit_html
 from widgets.panel_parts import (
     LinkHTML,
@@ -70,13 +70,14 @@ class MemoriesView:
             self.results = memories_frame([])
             show_frame(self.table, self.results)
             self.info.object = box(f"<p class='wb-refresh' style='padding:4px'><b>Semantic search is unavailable "
-                                   f"for {esc(self.method.value)}:</b> {esc(exc)}. Text search still works.</p>")
+                                   f"for {esc(display_name(self.method.value))}:</b> {esc(exc)}. "
+                                   "Text search still works.</p>")
             return
         show_frame(self.table, self.results)
         label = f" · {esc(self.store.embedder_label(self.method.value))}" if self.mode.value == "semantic" else ""
         ranked = " · ranked by score (first column)" if self.mode.value == "semantic" and self.query.value.strip() \
             else ""
-        self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(self.method.value)}</b>"
+        self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(display_name(self.method.value))}</b>"
                                f"{ranked}{label}")
 
     def embedding_status(self) -> str:
@@ -87,7 +88,8 @@ class MemoriesView:
         n = len(self.store.memories(method))
         # progress, not an error: neutral colours, a spinner, and a live region that screen readers announce
         return (f"<p class='wb-progress' role='status' aria-live='polite' style='padding:4px 8px'>"
-                f"<span class='wb-spin' aria-hidden='true'></span>embedding {n} memories of <b>{esc(method)}</b> "
+                f"<span class='wb-spin' aria-hidden='true'></span>embedding {n} memories of "
+                f"<b>{esc(display_name(method))}</b> "
                 f"with {esc(name)} for the first semantic search… <span class='wb-muted'>(once per method: later "
                 "searches reuse them)</span></p>")
 
