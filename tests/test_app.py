@@ -674,6 +674,10 @@ def test_memories_table_cells_read_as_words_and_empty_columns_are_left_out():
     assert df.loc[0, "source_ids"] == "D1:1 D1:2" and df.loc[0, "member_ids"] == "unit-0 unit-3"
     assert df.loc[0, "scores"] == "cos: 0.5" and "blank" not in df.columns
     assert not df.apply(lambda col: col.str.contains(r"\['")).any().any()
+    # a level some units lack (pandas makes the column float) reads "1", not "1.0"; a score keeps its fraction
+    df = appmod.memories_frame([{"id": "e", "kind": "event", "text": "t", "level": 1, "score": 0.5},
+                                {"id": "n", "kind": "entity", "text": "u"}])
+    assert list(df["level"]) == ["1", ""] and list(df["score"]) == ["0.5", ""]
 
 
 def test_conversations_tab_counts_the_questions_this_run_answered(good_run):

@@ -169,10 +169,11 @@ def test_timeline_lanes_and_refresh_markers_keep_the_method_colour(index):
     assert log.events[-1].cause.startswith("question:")  # question time sorts last
     fig = log.figure
     by_name = {t.name: t for t in fig.data}
-    assert by_name["ama"].marker.color == by_name["ama refresh (UPDATE/DELETE): 3"].marker.color
-    assert by_name["ama"].marker.color != by_name["naive_rag"].marker.color
+    # methods by title in the legend and the lanes (usability review: code names)
+    assert by_name["AMA"].marker.color == by_name["AMA refresh (UPDATE/DELETE): 3"].marker.color
+    assert by_name["AMA"].marker.color != by_name["Naive RAG"].marker.color
     lanes = list(fig.layout.yaxis.categoryarray)
-    assert lanes == ["ama · DELETE", "ama · UPDATE", "ama · ADD", "naive_rag · ADD"]  # the last one is drawn on top
+    assert lanes == ["AMA · DELETE", "AMA · UPDATE", "AMA · ADD", "Naive RAG · ADD"]  # the last one is drawn on top
     ticks = list(fig.layout.xaxis.ticktext)
     assert ticks[0] == "S1<br>14 Mar 2023" and ticks[-1] == "question<br>time"
     empty = timeline_figure([], axis=conversation_axis(_conv()))

@@ -775,3 +775,21 @@ def test_recmem_episodes_with_odd_saved_values_are_read_without_a_crash():
     events = [{"kind": "CONSOLIDATE", "unit_id": "e1", "after": "a", "data": {"cluster": {"c": 1}}},
               {"kind": "CONSOLIDATE", "unit_id": ["e2"], "after": "a", "data": {"cluster": {"c": 1}}}]
     assert written_copies(events) == {}  # the second id is no id: nothing named
+
+
+def test_the_header_line_says_checked_results_whole_by_title_and_leaves_empty_checks_to_the_table():
+    """Usability review: the one line over the census was cut mid-sentence, used code names and showed
+    "ama[paper-judge]: 0 of 0 edits match", which reads as a score. Now whole entries, by title, first clause only,
+    a check with nothing to check left out, and a count of what the table holds besides."""
+    from widgets.mechanisms_census import RIGHT_LINE_CHARS, _right_line
+
+    heads = [{"method": "ama", "checked": "0 of 7 edits match a planted update or forget request; missed 3"},
+             {"method": "ama[paper-judge]", "checked": "0 of 0 edits match a planted update or forget request"},
+             {"method": "full_context", "checked": "not checkable here"},
+             *({"method": f"hmem[v{i}]", "checked": f"{i} of 9 merges keep one entity"} for i in range(9))]
+    line = _right_line(heads)
+    assert "right? AMA: 0 of 7 edits match a planted update or forget request · H-Mem (v0): 0 of 9" in line
+    assert "missed 3" not in line and "paper judge" not in line and "Full-Context" not in line
+    shown = line.split("right? ")[1].split(" more in the table")[0]
+    assert len(shown) < RIGHT_LINE_CHARS + 30 and line.endswith("more in the table</small>")
+    assert _right_line(heads[1:3]) == ""

@@ -482,7 +482,7 @@ def test_event_timeline_static_html_draws_the_lanes_and_lists_the_page(run, conv
     tl = EventTimeline({"ama": ama_like_events(), "naive_rag": run.events("naive_rag", cid)}, conversation=conv,
                        page_size=3)
     tl.set_filter(kinds=["UPDATE", "DELETE"])
-    html = static_view(tl, "<svg", "kinds: <b>UPDATE, DELETE</b>", "ama · UPDATE", "ama · DELETE",
+    html = static_view(tl, "<svg", "kinds: <b>UPDATE, DELETE</b>", "AMA · UPDATE", "AMA · DELETE",
                        "Priya lives in <ins>Lisbon</ins>", "&lt;b&gt;nights&lt;/b&gt;")
     assert "<b>nights</b>" not in html and html.count("<circle") + html.count("<polygon") == 2  # two refresh diamonds
     tl.set_filter(kinds=[])

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from workbench.methods import display_name
+
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, show_figure, source_ids_html
 
 try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
@@ -237,7 +239,7 @@ def place_events(events: Sequence, axis: Axis | None) -> dict[tuple[str, int], P
 
 # -- figure ----------------------------------------------------------------------------------------------
 def _lane(e) -> str:
-    return f"{e.method} · {e.kind}"
+    return f"{display_name(e.method)} · {e.kind}"
 
 
 def legend_rows(names, width: float = 1000.0) -> int:
@@ -262,7 +264,8 @@ def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: M
     placements = placements if placements is not None else place_events(events, axis)
     methods = ordered_methods(e.method for e in events)
     colours = dict(colours or method_colours(methods))
-    lanes = [f"{m} · {k}" for m in methods for k in KIND_ORDER if any(e.method == m and e.kind == k for e in events)]
+    lanes = [f"{display_name(m)} · {k}" for m in methods for k in KIND_ORDER
+             if any(e.method == m and e.kind == k for e in events)]
     xs = _spread(events, placements)
     fig = go.Figure()
     for m in methods:
@@ -274,7 +277,8 @@ def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: M
                       if refresh else dict(size=8, color=colours.get(m), line=dict(width=0.5, color="white")))
             fig.add_trace(go.Scatter(
                 x=[xs[event_key(e)] for e in evs], y=[_lane(e) for e in evs], mode="markers", marker=marker,
-                name=esc(f"{m} refresh (UPDATE/DELETE): {len(evs)}" if refresh else m), legendgroup=esc(m),
+                name=esc(f"{display_name(m)} refresh (UPDATE/DELETE): {len(evs)}" if refresh else display_name(m)),
+                legendgroup=esc(m),
                 hovertext=[_hover(e, placements[event_key(e)]) for e in evs], hoverinfo="text"))
     rows = legend_rows([t.name for t in fig.data])
     height = 190 + 22 * max(len(lanes), 3) + 22 * (rows - 2)
@@ -353,7 +357,7 @@ def event_row(e, placement: Placement | None = None, *, links: bool = False, con
     kind = esc(e.kind)
     if is_refresh(e) and conv_id:
         kind += _edit_mark(e, conv_id)
-    return {"when": esc(when), "method": esc(e.method), "#": esc(e.seq), "kind": kind, "unit": unit,
+    return {"when": esc(when), "method": esc(display_name(e.method)), "#": esc(e.seq), "kind": kind, "unit": unit,
             "before": before, "after": after, "cause": clip(e.cause, limit=600),
             "sources": source_ids_html(e.source_ids, limit=8, links=links), "_refresh": is_refresh(e)}
 
@@ -489,7 +493,8 @@ class EventLog:
     @property
     def counts_html(self) -> str:
         shown_refresh = sum(is_refresh(e) for e in self.filtered)
-        silent = f" · no events logged by: {esc(', '.join(self.silent))}" if self.silent else ""
+        silent = (f" · no events logged by: {esc(', '.join(display_name(m) for m in self.silent))}"
+                  if self.silent else "")
         return (f"{len(self.filtered)} of {len(self.events)} events · "
                 f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}"
                 f"{self.edit_tally}{silent}")

@@ -9,6 +9,7 @@ shown is escaped: the file belongs to the run, and a run may come from someone e
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from widgets.html import box, esc, method_title_html
@@ -76,16 +77,36 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
     if problems:
         extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
-    summary = ", ".join(f"{display_name(h['method'])}: {h['checked']}" for h in headline(value)
-                        if h.get("checked") and "not checkable" not in h["checked"])
-    line = f" <small class='wb-muted'>· right? {esc(_short(summary, 160))}</small>" if summary else ""
+    line = _right_line(headline(value))
     # collapsed: one line on a projected page; the whole table one click away (issue: explorer, content first)
     return box(f"<details><summary><b>Mechanisms fired</b> <small class='wb-muted'>({esc(source)}) counted "
                f"from what the run recorded</small>{line}</summary>{scripted}{body}{extra}</details>")
 
 
-def _short(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+#: how many characters of checked results the one-line summary over the census table holds
+RIGHT_LINE_CHARS = 150
+
+
+def _right_line(heads) -> str:
+    """One line over the census table: per method whose mechanism was checked, the first clause of its check
+    ("AMA: 0 of 7 edits match a planted update or forget request"), whole entries only, then how many more the
+    table holds. A check with nothing to check ("0 of 0 edits") is left to the table: on one line it reads as a
+    score (usability review)."""
+    entries = []
+    for h in heads:
+        checked = str(h.get("checked") or "")
+        if not checked or "not checkable" in checked or re.match(r"\s*0 of 0\b", checked):
+            continue
+        entries.append(f"{display_name(h['method'])}: {checked.split(';')[0].strip()}")
+    shown = []
+    for e in entries:
+        if shown and len(" · ".join(shown + [e])) > RIGHT_LINE_CHARS:
+            break
+        shown.append(e)
+    if not shown:
+        return ""
+    more = f" · {len(entries) - len(shown)} more in the table" if len(entries) > len(shown) else ""
+    return f" <small class='wb-muted'>· right? {esc(' · '.join(shown))}{more}</small>"
 
 
 def census_pane(run_dir, on_link=None):

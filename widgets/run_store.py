@@ -392,5 +392,14 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
     df = df[lead + extra]
     # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
     df.columns = [esc(c) for c in df.columns]
-    return df.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else
-                  (v if isinstance(v, str) else str(v)))
+    return df.map(_cell_text)
+
+
+def _cell_text(v) -> str:
+    """A cell as the table shows it: blank for missing; a whole number without ".0" (a column with gaps, such as
+    H-Mem's ``level``, is float in pandas: "1.0" read as a fraction, usability review)."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return v if isinstance(v, str) else str(v)
