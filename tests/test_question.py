@@ -2,6 +2,8 @@
 rendering; its app tab and the Traces/Results fixes (in-process, no browser)."""
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 from pathlib import Path
@@ -131,7 +133,11 @@ def test_a_fallback_answer_after_cassette_misses_is_marked():
     html = Q.methods_html(Q.QuestionState("c/q4", "q", "Pilot", "", ("D4:3",), {}, (m,), ()))
     assert "⚠ fallback answer" in html and "judge failed (cassette miss)" in html
     assert "⚠ fallback answer" in Q.answer_flags_html(m)
-    assert Q.answer_flags_html(Q.method_row(row(label="CORRECT", f1=1.0), evidence=[], audits={"jk": RELIABLE})) == ""
+    # an answer with nothing to flag: its verdict and the gold only (a trace always says whether it is right)
+    clean = Q.answer_flags_html(Q.method_row(row(label="CORRECT", f1=1.0), evidence=[], audits={"jk": RELIABLE}))
+    assert "<b>verdict:</b>" in clean and "<b>gold:</b> Pilot" in clean and "⚠" not in clean
+    wrong = Q.answer_flags_html(Q.method_row(row(label="CORRECT", f1=0.0, prediction="Biscuit"), evidence=[]))
+    assert re.search(r"verdict:</b> <span class=\"wb-wrong\"[^>]*>wrong</span> <small[^>]*>checker", wrong), wrong
 
 
 # -- rendering --------------------------------------------------------------------------------------------

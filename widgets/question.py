@@ -33,7 +33,7 @@ from workbench.eval.audit import is_reliable, reliability_note
 from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
-from .html import box, clip, esc, source_ids_html, table_html
+from .html import box, clip, esc, short, source_ids_html, table_html
 
 #: failure kinds (``harness.question_failures``) after which the answer is not the reader's own reply
 FALLBACK_KINDS = ("llm_error", "fallback", "step_error", "answer_error", "empty_answer")
@@ -665,10 +665,14 @@ def question_markdown(state: QuestionState) -> str:
 
 
 def answer_flags_html(m: MethodRow | None) -> str:
-    """The failure marker and judge flags of one answer, for a trace's header (empty when all is well)."""
+    """A trace's header line for one answer: its verdict (right or wrong, what decided it, the reason on hover)
+    beside the gold answer, so a trace never shows "A: Biscuit" without saying it is wrong (usability review);
+    then the failure marker and judge flags. Empty without a row."""
     if m is None:
         return ""
-    parts = []
+    gold = _text(m.row.get("gold"))
+    parts = [f"<b>verdict:</b> {_verdict_html(m).replace('<br>', ' ')}"
+             + (f" · <b>gold:</b> {esc(short(gold, 200))}" if gold else "")]
     if m.failure.fallback:
         parts.append(f'<span class="wb-fail">⚠ {esc(m.failure.text)}</span>')
     if m.disagree:
@@ -677,4 +681,4 @@ def answer_flags_html(m: MethodRow | None) -> str:
         parts.append(f'<span class="wb-flag" title="{esc(why)}">⚠ {esc(flag)}</span>')
     if m.judge_label and not m.judge_trusted:
         parts.append(f'<span class="wb-untrusted">{esc(m.judge_note)}</span>')
-    return box(CSS + '<div class="wb-qv"><p>' + " ".join(parts) + "</p></div>") if parts else ""
+    return box(CSS + '<div class="wb-qv"><p>' + " ".join(parts) + "</p></div>")
