@@ -530,3 +530,12 @@ def test_a_figure_is_drawn_as_an_inline_svg_without_script():
     star = float(re.search(r'<polygon points="([\d.]+),', html).group(1))
     hundred = float(re.search(r'<text x="([\d.]+)"[^>]*>100<', html).group(1))
     assert circle < hundred < star and abs(hundred - (circle + star) / 2) < 1
+
+
+def test_the_interval_note_says_how_it_resampled():
+    """Usability review: "clustered by conversation" was printed over a one-conversation run, where the bootstrap
+    resamples questions (one cluster cannot be resampled)."""
+    from widgets.cost_accuracy import ci_words
+
+    assert ci_words(3) == "clustered by conversation (3 conversations)"
+    assert ci_words(1).startswith("resampling questions") and "clustered" not in ci_words(1)

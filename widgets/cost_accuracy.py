@@ -606,11 +606,21 @@ def points_table_html(frame: pd.DataFrame, *, x: str = "query_tokens", metric: s
 
 def ci_axis_title(metric: str, drawn: pd.DataFrame) -> str:
     """The y axis names the 95 % interval only when at least one point draws one (cells under 5 questions show
-    no interval: their axis must not promise one)."""
+    no interval: their axis must not promise one). How it was resampled (by conversation, or by question when the
+    run has one conversation) is said where the run is known: the Results tab's note, ``ci_words``."""
     has_ci = "ci_low" in drawn and pd.to_numeric(drawn["ci_low"], errors="coerce").notna().any()
     if has_ci:
-        return f"{metric} (95% bootstrap CI, clustered by conversation)"
+        return f"{metric} (95% bootstrap CI)"
     return f"{metric} (no error bars: fewer than 5 questions per point)"
+
+
+def ci_words(n_conversations: int) -> str:
+    """How the intervals were resampled (``workbench.eval.stats.bootstrap_means``), for a note under them: by
+    conversation where the rows come from several; with one, by question, since one cluster cannot be resampled
+    (the usability review found "clustered by conversation" over a one-conversation run)."""
+    if n_conversations >= 2:
+        return f"clustered by conversation ({n_conversations} conversations)"
+    return "resampling questions (one conversation: no clusters to resample)"
 
 
 class CostAccuracyChart(DisplaysWidget):

@@ -7,6 +7,7 @@ import panel as pn
 from widgets.cost_accuracy import (
     ALL,
     X_CHOICES,
+    ci_words,
     cost_accuracy_figure,
     headline,
     judge_banner_html,
@@ -94,9 +95,10 @@ class ResultsView:
         self.category.options = [ALL] + [c for c in dict.fromkeys(self.summary["category"]) if c != head]
         self.banner.object = judge_banner_html(self.summary)
         self.table.object = box(results_table_html(self.store, self.metric.value))
+        n_conv = int(self.frame["conv_id"].nunique()) if "conv_id" in self.frame.columns else 0
         self.note.object = box(f"<small>{len(self.frame)} result rows · n: questions scored (judge failures left "
                                "out and counted) · [lo, hi] and error bars: 95% percentile bootstrap of the mean, "
-                               "clustered by conversation (1000 resamples, seed 0); fewer than 5 questions show the "
+                               f"{ci_words(n_conv)}, 1000 resamples, seed 0; fewer than 5 questions show the "
                                f"count, no interval · aggregated by {esc(self.source)}</small>")
         self.draw()
 
