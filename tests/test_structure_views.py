@@ -590,3 +590,13 @@ def test_prefetch_writes_the_graph_pages_the_structures_tab_will_show(monkeypatc
     app.prefetch_views(Store())
     assert len(graph_view._PAGES) == 1
     assert graph_view.GraphState({"graph": graph}).html in graph_view._PAGES.values()  # the tab's page, ready
+
+
+def test_a_summary_in_another_script_is_flagged_in_the_tree():
+    """Usability review: an H-Mem summary ended in two boxes (Qwen wrote "灰色", grey, and the page had no CJK
+    font), with nothing to say why. The text stays the model's; a flag beside it names the script."""
+    from widgets.tree_view import _marks, _node_body
+
+    body = _node_body({"id": "sum4", "level": 4, "summary": "Tomasz plans to call his 灰色"}, [{}])
+    assert "Tomasz plans to call his 灰色" in body and "⚠ cjk script" in body and "conversation&#x27;s" in body
+    assert _marks("Tomasz plans to call his greyhound Biscuit.") == ""

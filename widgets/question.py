@@ -358,7 +358,7 @@ def _scripts(text: str) -> dict[str, list[str]]:
     return out
 
 
-def unreadable_marks(answer: str, question: str = "") -> list[tuple[str, str]]:
+def unreadable_marks(answer: str, question: str = "", *, than: str = "the question's") -> list[tuple[str, str]]:
     """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, letters
     of a writing system the question does not use (the 0.5B wrote "可爱" into four English HyMem answers over
     conv-26). A view shows the model's text as it is; these say so instead of leaving a reader to guess (usability
@@ -372,7 +372,7 @@ def unreadable_marks(answer: str, question: str = "") -> list[tuple[str, str]]:
     asked = set(_scripts(question)) or {"LATIN"}
     for script, letters in _scripts(answer).items():
         if script not in asked:
-            marks.append((f"{script.lower()} script", f"letters of another writing system than the question's: "
+            marks.append((f"{script.lower()} script", f"letters of another writing system than {than}: "
                                                       f"{' '.join(letters)} ({script})"))
     return marks
 

@@ -119,6 +119,16 @@ def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
             f"{esc(r.get('window', ''))}</span>")
 
 
+def _marks(text: str) -> str:
+    """What makes a summary hard to read, flagged beside it (``question.unreadable_marks``: another writing
+    system's letters, which a page without that font draws as boxes, a code fence, raw JSON): the text is the
+    model's and stays as it is (usability review: an H-Mem summary ending in two boxes, unexplained)."""
+    from .question import unreadable_marks
+
+    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
+                   for flag, why in unreadable_marks(str(text or ""), than="the conversation's"))
+
+
 def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     ids = list(r.get("source_ids") or [])
     facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) {esc(r.get('r_m'))} · "
@@ -127,7 +137,8 @@ def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     if len(chain) > 1:
         copies = ("<br>" + esc(", ".join(f"{c['id']} (L{c['level']})" for c in chain[:-1]))
                   + esc(f" copy the text of {r['id']} (L{r['level']}): single-child parents, no LLM summary"))
-    return f"<div class='wb-node-body'>{clip(r.get('summary', ''), limit=1500)}<br>{facts}{copies}</div>"
+    return (f"<div class='wb-node-body'>{clip(r.get('summary', ''), limit=1500)}{_marks(r.get('summary'))}"
+            f"<br>{facts}{copies}</div>")
 
 
 def _node_html(r: Mapping, nodes: Mapping[str, Mapping], levels: Mapping[int, str], *, open_ids: set[str],
@@ -194,7 +205,8 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
     ids = list(r.get("source_ids") or [])
     shown = turns_html(ids, turns or {})
     return box(f"<h4>{esc(node_id)} <span class='wb-badge'>L{esc(r['level'])}</span></h4>"
-               f"<h5>Summary{esc(' (' + _copy_note(r) + ', not an LLM summary)') if _copy_note(r) else ''}</h5>"
+               f"<h5>Summary{esc(' (' + _copy_note(r) + ', not an LLM summary)') if _copy_note(r) else ''}"
+               f"{_marks(r.get('summary'))}</h5>"
                f"<div class='wb-summary'>{pre(r.get('summary', ''))}</div><table>{rows}</table>"
                f"<h5>Children ({len(kids)})</h5>{children}"
                f"<h5>Source turns ({len(ids)})</h5><p>{source_ids_html(ids)}</p>"
