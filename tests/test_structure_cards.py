@@ -113,12 +113,16 @@ def test_ama_log_counts_verdicts_and_refresher_actions():
            {"turn_id": "D2:1", "step": "judge", "verdict": "Refresh", "conflict_ids": ["fact:3"]},
            {"turn_id": "D2:1", "step": "refresh", "action": "Update", "updated": ["fact:3"], "deleted": []},
            {"turn_id": "D2:2", "step": "episode", "stored": False, "error": f"ParseError {XSS}"},
+           {"turn_id": "D2:3", "step": "refresh", "action": "Update", "updated": [], "deleted": []},
            "not a dict", {"step": "judge", "verdict": 7}]
-    rows = {r["turn"]: r for r in ama_log_rows(log, {"D1:2": 0, "D2:1": 1, "D2:2": 2})}
+    rows = {r["turn"]: r for r in ama_log_rows(log, {"D1:2": 0, "D2:1": 1, "D2:2": 2, "D2:3": 3})}
     assert rows["D2:1"]["judge"] == ["Refresh"] and rows["D2:1"]["candidates"] == 2
     assert rows["D2:1"]["refresh"] == ["Update, updated fact:3"]
+    assert rows["D2:3"]["refresh"] == ["Update, changed no unit"] and rows["D2:3"]["changed"] == 0
     html = ama_card({"ingestion_log": log}, None, memories=[], params=None)
-    assert "Judge verdicts: Pass 1, Refresh 1, 7 1." in html and "Refresher actions: 1." in html
+    # a decision that changed nothing is not counted as an edit (the review saw 9 decisions here, 7 edits in Events)
+    assert "Judge verdicts: Pass 1, Refresh 1, 7 1." in html
+    assert "Refresher decisions: 2, 1 of them changed a unit (the edits in Events; 1 changed none)." in html
     assert "Update, updated fact:3" in html and "Errors recorded: 1." in html
     assert "ParseError &lt;img" in html and XSS not in html
     assert "params.json is missing" in html and "source turns are shown as ids only" in html

@@ -230,8 +230,8 @@ def ingestion_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dic
         if not isinstance(e, Mapping):
             continue
         tid = _text(e.get("turn_id")) or "(no turn id)"
-        r = per.setdefault(tid, {"turn": tid, "judge": [], "candidates": 0, "refresh": [], "episode": [],
-                                 "trigger": "", "errors": []})
+        r = per.setdefault(tid, {"turn": tid, "judge": [], "candidates": 0, "refresh": [], "changed": 0,
+                                 "episode": [], "trigger": "", "errors": []})
         step = e.get("step")
         if step == "judge":
             r["judge"].append(_text(e.get("verdict")) or "(no verdict)")
@@ -243,6 +243,9 @@ def ingestion_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dic
             for key in ("updated", "deleted", "retention_deleted"):
                 if _ids(e.get(key)):
                     parts.append(f"{key} {' '.join(_ids(e.get(key)))}")
+            if len(parts) == 1 and not _text(e.get("declined")):
+                parts.append("changed no unit")
+            r["changed"] += any(_ids(e.get(k)) for k in ("updated", "deleted", "retention_deleted"))
             if _text(e.get("declined")):
                 parts.append(f"declined: {_text(e.get('declined'))}")
             r["refresh"].append(", ".join(parts))
@@ -277,7 +280,12 @@ def _ingestion_log_html(structures: Mapping, order: Mapping[str, int], notes: li
         summary = "Judge verdicts: " + ", ".join(f"{esc(v)} {n}" for v, n in verdicts.most_common()) + "."
     else:
         summary = "The Judge gave no verdict during ingestion (conflict checking off, or no fact had neighbours)."
-    summary += f" Refresher actions: {refreshes}. Episode trigger fired at {sum(r['trigger'] == 'fired' for r in rows)}"
+    changed = sum(r["changed"] for r in rows)
+    # a decision that changed no unit is no edit: Events and the census count edits (the review saw 9 here, 7 there)
+    summary += (f" Refresher decisions: {refreshes}" + (f", {changed} of them changed a unit (the edits in Events; "
+                f"{refreshes - changed} changed none)" if refreshes else "") + ". Whether each edit was right is in "
+                "the Events tab." * bool(changed))
+    summary += f" Episode trigger fired at {sum(r['trigger'] == 'fired' for r in rows)}"
     summary += f" of {len(rows)} turns. Errors recorded: {errors}."
     # the table keeps the turns where something other than a plain Pass happened
     busy = [r for r in rows if r["refresh"] or r["episode"] or r["errors"] or r["trigger"] == "fired"
