@@ -252,7 +252,7 @@ def test_diff_html_escapes_both_sides():
 def test_cost_accuracy_chart_one_trace_per_method_with_error_bars(run):
     chart = CostAccuracyChart(run.results())
     names = sorted(t.name for t in chart.figure.data)
-    assert names == ["eager_facts", "full_context", "naive_rag"]
+    assert names == ["Eager floor", "Full-Context", "Naive RAG"]  # points by their methods' titles
     for t in chart.figure.data:
         assert t.error_y.array is not None and t.error_y.arrayminus is not None
         assert t.error_y.array[0] >= 0 and t.error_y.arrayminus[0] >= 0
@@ -301,7 +301,7 @@ def test_cost_accuracy_chart_follows_the_judge_audit(run):
     assert (trusted.frame["judge_false_accept"] == 0.05).all()
     rag = unaudited.frame.set_index("method").loc["naive_rag"]
     assert rag["delta_n"] == rag["n"]  # paired with Full-Context on every question
-    assert "vs Full-Context (paired" in next(t for t in unaudited.figure.data if t.name == "naive_rag").hovertext[0]
+    assert "vs Full-Context (paired" in next(t for t in unaudited.figure.data if t.name == "Naive RAG").hovertext[0]
 
 
 def test_small_cells_show_counts_not_intervals(run):
@@ -493,7 +493,7 @@ def test_event_timeline_static_html_draws_the_lanes_and_lists_the_page(run, conv
 
 def test_cost_accuracy_chart_static_html_has_every_point_in_a_table(run, static_view):
     chart = CostAccuracyChart(run.results())
-    html = static_view(chart, "<svg", "eager_facts", "full_context", "naive_rag", "mean query_tokens per question")
+    html = static_view(chart, "<svg", "Eager floor", "Full-Context", "Naive RAG", "mean query tokens per question")
     for _, r in chart.frame.iterrows():  # every point's estimate and tokens, as the hover says them
         assert cost_accuracy.estimate_cell({**r.to_dict(), "metric": chart.metric}) in html
         assert f"<td>{r['tokens']:.0f}</td>" in html

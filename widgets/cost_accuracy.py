@@ -25,6 +25,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.methods import display_name
+
 from .html import DisplaysWidget, box, esc, show_figure, table_html
 
 
@@ -49,6 +51,9 @@ def _reference_title() -> str:
 
 REFERENCE_TITLE = _reference_title()
 X_CHOICES = ("query_tokens", "construction_tokens", "amortised_tokens")
+#: each cost axis in words, for the picker, the chart's title and its axis (usability review: "query_tokens")
+X_WORDS = {"query_tokens": "query tokens", "construction_tokens": "construction tokens",
+           "amortised_tokens": "amortised tokens"}
 #: what a cost axis that is not self-explaining counts, under the chart's title
 X_NOTES = {"amortised_tokens": "amortised tokens: query tokens + the conversation's construction tokens ÷ the "
                                "questions asked of it"}
@@ -271,7 +276,8 @@ def points_frame(table: pd.DataFrame, *, x: str = "query_tokens", category: str 
                 t.loc[i, ["delta_fc", "delta_low", "delta_high", "delta_n"]] = [d["diff"], d["ci_low"], d["ci_high"],
                                                                                 d["n"]]
     several = "dataset" in t.columns and t["dataset"].nunique() > 1
-    t["label"] = t["method"] + (" (" + t["dataset"].astype(str) + ")" if several else "")
+    # each point by its method's title (a variant's label in words: "AMA (paper judge)")
+    t["label"] = t["method"].map(display_name) + (" · " + t["dataset"].astype(str) if several else "")
     t["method"] = t["method"].str.split("[", regex=False).str[0]
     t["tokens"] = pd.to_numeric(t[x], errors="coerce")
     return t[cols].reset_index(drop=True)
@@ -558,13 +564,14 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
         if ref and r["accuracy"] == r["accuracy"]:
             fig.add_hline(y=r["accuracy"], line_dash="dash", line_color="gray")
     ticks, ticktext = log_ticks(drawn["tokens"].tolist()) if log_x else ([], [])
-    head = title or f"{metric} vs mean {x} per {_per(x)}"
+    words = X_WORDS.get(x, x)
+    head = title or f"{metric} vs mean {words} per {_per(x)}"
     has_ref = (frame["method"] == REFERENCE_METHOD).any()
     notes = ([X_NOTES[x]] if x in X_NOTES else []) + \
         ([f"dashed line: the {REFERENCE_TITLE} level"] if has_ref else []) + \
             ([f"0 tokens (not drawn): {', '.join(zero)}"] if zero else [])
     fig.update_layout(title=esc(head) + (f"<br><sup>{esc(' · '.join(notes))}</sup>" if notes else ""),
-                      xaxis=dict(title=f"mean {x} per {_per(x)}" + (" (log scale)" if log_x else ""),
+                      xaxis=dict(title=f"mean {words} per {_per(x)}" + (" (log scale)" if log_x else ""),
                                  type="log" if log_x else "linear",
                                  **(dict(tickvals=ticks, ticktext=ticktext) if ticks else {})),
                       yaxis_title=ci_axis_title(metric, drawn), height=440,
@@ -586,7 +593,8 @@ def points_table_html(frame: pd.DataFrame, *, x: str = "query_tokens", metric: s
     not the judge, the judge's accuracy and audited false-accept rate."""
     if frame.empty:
         return "<p class='wb-muted'>(no points)</p>"
-    est, tok, ref = f"{metric} [95% CI] (n)", f"mean {x} per {_per(x)}", f"vs {REFERENCE_TITLE} (paired)"
+    est, tok = f"{metric} [95% CI] (n)", f"mean {X_WORDS.get(x, x)} per {_per(x)}"
+    ref = f"vs {REFERENCE_TITLE} (paired)"
     rows, judged = [], False
     for _, r in frame.iterrows():
         row = {"method": r["label"], est: estimate_cell({**r.to_dict(), "metric": metric}),

@@ -7,6 +7,7 @@ import panel as pn
 from widgets.cost_accuracy import (
     ALL,
     X_CHOICES,
+    X_WORDS,
     ci_words,
     cost_accuracy_figure,
     headline,
@@ -46,7 +47,7 @@ class ResultsView:
         auto = self.auto_metric()
         self.metric = pn.widgets.Select(label="metric", options=metrics or ["judge"],
                                         value=auto if auto in metrics else (metrics or ["judge"])[0])
-        self.x = pn.widgets.Select(label="cost axis", options=list(X_CHOICES))
+        self.x = pn.widgets.Select(label="cost axis", options={X_WORDS[c]: c for c in X_CHOICES})
         self.category = pn.widgets.Select(label="chart category", options=[ALL])
         self.banner = html_pane("")
         self.follow = None  # set by WorkbenchApp: a method's name opens its How it works page
