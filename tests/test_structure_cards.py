@@ -173,7 +173,9 @@ def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
     n_chunks = len(RunDir(run_dir).memories("memr3", tiny_conv.id))
     assert f"<b>naive_rag</b> (NaiveRAG), which holds <b>{n_chunks}</b> units (chunk: {n_chunks})" in html
     assert "this is the default one" in html
-    assert "<td>chunking</td><td>window</td>" in html and "<td>chunk_tokens</td><td>256</td>" in html
+    # backend settings in words, each parameter and its raw value on hover
+    assert '<tr title="chunking=window"><td>chunking</td><td><b>window</b></td></tr>' in html
+    assert '<tr title="chunk_tokens=256"><td>tokens per chunk</td><td><b>256</b></td></tr>' in html
     assert "naive_rag has its own structure card in this tab" in html
     assert "n_max=" in html and "retriever_options=none" in html
     assert "D1:1–" in html  # the chunks' turn spans

@@ -383,8 +383,11 @@ class ClusterState(ViewState):
         sim, count = self.data.live_thresholds
         off = not self.data.can_replay
         self.controls = (
-            Control("sim_slider", "float", "theta_sim", start=min(0.0, sim), end=1.0, step=0.01, disabled=off),
-            Control("count_slider", "int", "theta_count", start=1, end=max(self.data.max_theta_count(), count),
+            # the paper's names, with what each threshold decides (usability review: bare "theta_count")
+            Control("sim_slider", "float", "θ_sim (similarity to join a cluster)", start=min(0.0, sim), end=1.0,
+                    step=0.01, disabled=off),
+            Control("count_slider", "int", "θ_count (turns that trigger consolidation)", start=1,
+                    end=max(self.data.max_theta_count(), count),
                     disabled=off),
             Control("reset_button", "button", "live thresholds", disabled=off))
         self.episodes_html = episodes_html(self.data)

@@ -143,6 +143,8 @@ SETTING_WORDS = {
     "n_chk": "snippets per retrieval", "n_max": "most router steps", "n_cap": "most reflections in a row",
     "mask": "snippets already seen are not retrieved again", "delta_query": "retrieval uses the refined query",
     "reflect": "the router may reflect without retrieving", "retriever_options": "retriever options",
+    # a backend's (MemR3 over Naive RAG)
+    "chunk_tokens": "tokens per chunk", "llm": "model", "embedder": "embedder",
 }
 #: values in words, per setting (a value not listed is shown as it is)
 VALUE_WORDS = {
@@ -543,8 +545,10 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         lead += " The run named no backend, so this is the default one: chunks over token windows (paper §4.1)."
     body = _settings(p, ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect", "retriever_options"))
     if bp:
-        body += "<h5>Backend settings</h5>" + table_html([{"setting": k, "value": _text(v)} for k, v in
-                                                         sorted(bp.items())], ["setting", "value"])
+        # in words where the words are known, the parameter and its raw value on hover (as ``_settings``)
+        rows_html = "".join(f'<tr title="{esc(k)}={esc(_text(v))}"><td>{esc(SETTING_WORDS.get(k, k))}</td>'
+                            f"<td><b>{esc(_value_words(k, v))}</b></td></tr>" for k, v in sorted(bp.items()))
+        body += f"<h5>Backend settings</h5><table>{rows_html}</table>"
     order = _order(conversation)
     if b_name in views:
         body += (f"<p>{esc(b_name)} has its own structure card in this tab when the run built it as a method of "
