@@ -497,6 +497,7 @@ def _severe(row) -> bool:
 
 
 def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
+    from widgets.question import ATTRIBUTION_WORDS
     from workbench.eval.attribution import LABELS
     from workbench.rundir import RunDir
 
@@ -517,8 +518,10 @@ def test_question_view_of_the_knowledge_update_question(replay_demo, demo_page):
         assert tr.count() == 1, method
         cells = tr.locator(":scope > td")
         assert (cells.nth(5).locator(".wb-flag", has_text="judge vs F1").count() == 1) == (method in disagree), method
-        label = cells.nth(6).inner_text().split()[0]
-        assert label in LABELS and label == r["attribution"], method  # the unaudited-judge label the harness stored
+        # the label in words, the stored label (the one the harness wrote) first in its hover text
+        shown = cells.nth(6).locator("span[title]").first
+        assert shown.inner_text() == ATTRIBUTION_WORDS[r["attribution"]], method
+        assert r["attribution"] in LABELS and shown.get_attribute("title").startswith(r["attribution"] + ":"), method
         assert (cells.nth(1).locator(".wb-fail", has_text="fallback answer").count() == 1) == _severe(r), method
     assert page.locator(".wb-note", has_text="Judge labels are not trustworthy here").count() == 1
 

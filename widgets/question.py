@@ -48,6 +48,10 @@ ATTRIBUTION_HELP = {
     "ungraded": "no trusted judge label and no checker verdict: correctness undecided",
     "failed": "the method raised instead of answering",
 }
+#: each attribution label as the Question view says it (its help on hover, the label itself in the results files)
+ATTRIBUTION_WORDS = {"correct": "right", "retrieval_miss": "not retrieved", "reading_miss": "shown, misread",
+                     "abstained": "abstained", "judge_disagrees": "judge vs F1", "unattributed": "no gold turns",
+                     "ungraded": "undecided", "failed": "failed"}
 CSS = """<style>
 .wb-qv td.wb-num {text-align: right; white-space: nowrap;}
 .wb-qv tr.wb-selected > td {background: #e7f0ff;}
@@ -399,9 +403,9 @@ def _answer_html(m: MethodRow) -> str:
 
 def _attribution_html(m: MethodRow) -> str:
     a = m.attribution
-    title = ATTRIBUTION_HELP.get(a.label, "") + (f" — {a.reason}" if a.reason else "")
+    title = f"{a.label}: " + ATTRIBUTION_HELP.get(a.label, "") + (f" — {a.reason}" if a.reason else "")
     basis = f"<br><small class='wb-muted'>by {esc(a.basis)}</small>" if a.basis not in ("none", "error") else ""
-    return f'<span title="{esc(title)}">{esc(a.label)}</span>{basis}'
+    return f'<span title="{esc(title)}">{esc(ATTRIBUTION_WORDS.get(a.label, a.label))}</span>{basis}'
 
 
 def verdict_reason(m: MethodRow) -> str:
