@@ -285,8 +285,8 @@ def test_graph_view_static_html_lists_entities_and_relations_without_the_script_
 def test_cluster_view_static_html_draws_both_figures_and_lists_the_episodes(recmem, static_view):
     cv = ClusterView(recmem)
     cv.set_thresholds(0.5, 2)
-    html = static_view(cv, "θ_sim (similarity to join a cluster): <b>0.50</b>",
-                       "θ_count (similar units that trigger consolidation): <b>2</b>", cv.counts_html, cv.episodes_html,
+    html = static_view(cv, "θ_sim (similarity): <b>0.50</b>",
+                       "θ_count (units to consolidate): <b>2</b>", cv.counts_html, cv.episodes_html,
                        "Units by consolidation (PCA of their embeddings: near = similar text)",
                        "PC 1: the direction in which the units", "Consolidation moments",
                        "theta_count 2")
@@ -322,7 +322,7 @@ def test_app_structures_tab_renders_hmem_and_recmem(run_dir):
     assert "<iframe srcdoc=" in html and "sandbox=\"allow-scripts\"" in html
     assert "class='wb-tree'" in html and "data-node=" in html  # the collapsible tree
     sliders = [w.name for w in view.sections["recmem"][0].select(pn.widgets.IntSlider)]
-    assert sliders == ["θ_count (similar units that trigger consolidation)"]
+    assert sliders == ["θ_count (units to consolidate)"]
 
 
 def test_panel_views_react_to_widgets(run_dir, tiny_conv):

@@ -384,9 +384,9 @@ class ClusterState(ViewState):
         off = not self.data.can_replay
         self.controls = (
             # the paper's names, with what each threshold decides (usability review: bare "theta_count")
-            Control("sim_slider", "float", "θ_sim (similarity to join a cluster)", start=min(0.0, sim), end=1.0,
+            Control("sim_slider", "float", "θ_sim (similarity)", start=min(0.0, sim), end=1.0,
                     step=0.01, disabled=off),
-            Control("count_slider", "int", "θ_count (similar units that trigger consolidation)", start=1,
+            Control("count_slider", "int", "θ_count (units to consolidate)", start=1,
                     end=max(self.data.max_theta_count(), count),
                     disabled=off),
             Control("reset_button", "button", "live thresholds", disabled=off))

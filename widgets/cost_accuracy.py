@@ -665,7 +665,8 @@ class CostAccuracyChart(DisplaysWidget):
         self.frame = points_frame(self.table, x=self.x, category=category, paired=self.paired)
         shown = f"headline: {self.headline}" if category == ALL else category
         self.figure = cost_accuracy_figure(self.frame, x=self.x, metric=self.metric,
-                                           title=f"{self.metric} vs mean {self.x} per {_per(self.x)} ({shown})")
+                                           title=f"{self.metric} vs mean {X_WORDS.get(self.x, self.x)} per "
+                                                 f"{_per(self.x)} ({shown})")
         if self.dropdown.value != category:
             self.dropdown.value = category
         self.note.value = f"<small>{len(self.results)} result rows · aggregated by {esc(self.source)}</small>"
