@@ -635,15 +635,20 @@ def hostile_run(tmp_path_factory):
 
 
 def _all_html(app) -> str:
+    """Every HTML string the app renders, link-aware panes (structure cards among them) included."""
     import panel as pn
 
-    return "\n".join(str(p.object) for p in app.__panel__().select(pn.pane.HTML))
+    from widgets.panel_parts import LinkHTML
+
+    panes = app.__panel__().select(pn.pane.HTML) + app.__panel__().select(LinkHTML)
+    return "\n".join(str(p.object) for p in panes)
 
 
 def test_hostile_run_renders_escaped(hostile_run):
     import panel as pn
 
     from widgets import app as appmod
+    from widgets.panel_parts import LinkHTML
     from workbench.testing.hostile import PAYLOADS
 
     run, added = hostile_run
@@ -662,10 +667,11 @@ def test_hostile_run_renders_escaped(hostile_run):
     headings = structures.headings()  # escaped, as shown
     assert all("<" not in h for h in headings) and any("&lt;img" in h for h in headings)
     cards_html = {}
-    for method, heading in zip(structures.method.options, headings):  # one method's card at a time: pick each
+    for method in structures.method.values:  # one method's card at a time: pick each (the picker shows titles)
         structures.method.value = method
         card = structures.panel.objects[-1]  # after the tab's lead line and the picker
-        cards_html[heading] = "".join(str(p.object) for p in card.select(pn.pane.HTML))
+        panes = card.select(pn.pane.HTML) + card.select(LinkHTML)  # a card with jump links is link-aware
+        cards_html[method] = "".join(str(p.object) for p in panes)
     assert "&lt;img src=&quot;/pwned-img&quot;" in cards_html["ama"] and "Judge verdicts:" in cards_html["ama"]
     assert "summary failed" in cards_html["hymem"] and "name an event that is not stored" in cards_html["hymem"]
     traces = app.views["Traces"]

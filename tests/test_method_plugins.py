@@ -230,11 +230,13 @@ subprocess.run(cli + ["mechanisms", str(out)], check=True)
 
 import panel as pn
 from widgets.app import build_app
+from widgets.panel_parts import LinkHTML
 app = build_app(out)
 app.prewarm()
 seen = {}
 for name, view in app.views.items():
-    texts = [str(p.object) for p in view.panel.select(pn.pane.HTML) + view.panel.select(pn.pane.Markdown)]
+    texts = [str(p.object) for p in view.panel.select(pn.pane.HTML) + view.panel.select(pn.pane.Markdown)
+             + view.panel.select(LinkHTML)]
     texts += [w.value.to_string() for w in view.panel.select(pn.widgets.Tabulator) if w.value is not None]
     texts += [str(w.options) for w in view.panel.select(pn.widgets.Select) + view.panel.select(pn.widgets.MultiChoice)
               + view.panel.select(pn.widgets.CheckButtonGroup) + view.panel.select(pn.widgets.MultiSelect)

@@ -98,7 +98,8 @@ def test_app_shows_a_problem_instead_of_linked_files(demo_run, tmp_path, outside
     (run / "manifest.json").symlink_to(outside / "notes.json")
     app = appmod.build_app(run)
     app.prewarm()
-    html = "\n".join(str(p.object) for p in app.__panel__().select(pn.pane.HTML))
+    html = "\n".join(str(p.object) for p in app.__panel__().select(pn.pane.HTML)
+                     + app.__panel__().select(appmod.LinkHTML))  # structure cards are link-aware panes
     problems = " ".join(str(p.object) for p in app.problems.objects)
     assert "outside" in problems
     assert SECRET not in html.replace(str(outside), "")
