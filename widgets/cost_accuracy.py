@@ -39,17 +39,7 @@ def _reference() -> str | None:
 REFERENCE_METHOD = _reference()
 
 
-def _reference_title() -> str:
-    """How prose names the reference method (its class's ``title``, else its name)."""
-    from workbench.methods import get_method
-
-    try:
-        return get_method(REFERENCE_METHOD or "").title or str(REFERENCE_METHOD)
-    except ValueError:
-        return str(REFERENCE_METHOD)
-
-
-REFERENCE_TITLE = _reference_title()
+REFERENCE_TITLE = display_name(str(REFERENCE_METHOD))  # how prose names the reference method
 X_CHOICES = ("query_tokens", "construction_tokens", "amortised_tokens")
 #: each cost axis in words, for the picker, the chart's title and its axis (usability review: "query_tokens")
 X_WORDS = {"query_tokens": "query tokens", "construction_tokens": "construction tokens",

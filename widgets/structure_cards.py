@@ -169,12 +169,17 @@ def _value_words(key: str, value) -> str:
     return VALUE_WORDS.get(key, {}).get(value, str(value)) if isinstance(value, str) else str(value)
 
 
-def _settings(params: Mapping, keys: Sequence[str]) -> str:
-    """The card's settings as a small two-column table in words (``SETTING_WORDS``), the parameter's name and raw
-    value on hover."""
-    rows = "".join(f'<tr title="{esc(k)}={esc("none" if params[k] is None else params[k])}">'
+def _setting_rows(params: Mapping, keys: Sequence[str]) -> str:
+    """Table rows of settings in words (``SETTING_WORDS``, ``VALUE_WORDS``), the parameter's name and raw value on
+    hover; keys ``params`` lacks are skipped."""
+    return "".join(f'<tr title="{esc(k)}={esc("none" if params[k] is None else params[k])}">'
                    f"<td>{esc(SETTING_WORDS.get(k, k))}</td>"
                    f"<td><b>{esc(_value_words(k, params[k]))}</b></td></tr>" for k in keys if k in params)
+
+
+def _settings(params: Mapping, keys: Sequence[str]) -> str:
+    """The card's settings as a small two-column table in words, folded under one line."""
+    rows = _setting_rows(params, keys)
     return (f"<details class='wb-settings'><summary><small>settings of this run (hover a row for its parameter)"
             f"</small></summary><table>{rows}</table></details>") if rows else ""
 
@@ -241,13 +246,12 @@ def ingestion_log_rows(log: Sequence[Any], order: Mapping[str, int]) -> list[dic
             n = e.get("candidates")
             r["candidates"] += n if isinstance(n, int) else 0
         elif step == "refresh":
-            parts = [_text(e.get("action")) or "(no action)"]
-            for key in ("updated", "deleted", "retention_deleted"):
-                if _ids(e.get(key)):
-                    parts.append(f"{key} {' '.join(_ids(e.get(key)))}")
-            if len(parts) == 1 and not _text(e.get("declined")):
+            edits = [f"{key} {' '.join(_ids(e.get(key)))}" for key in ("updated", "deleted", "retention_deleted")
+                     if _ids(e.get(key))]
+            r["changed"] += bool(edits)
+            parts = [_text(e.get("action")) or "(no action)", *edits]
+            if not edits and not _text(e.get("declined")):
                 parts.append("changed no unit")
-            r["changed"] += any(_ids(e.get(k)) for k in ("updated", "deleted", "retention_deleted"))
             if _text(e.get("declined")):
                 parts.append(f"declined: {_text(e.get('declined'))}")
             r["refresh"].append(", ".join(parts))
@@ -284,9 +288,10 @@ def _ingestion_log_html(structures: Mapping, order: Mapping[str, int], notes: li
         summary = "The Judge gave no verdict during ingestion (conflict checking off, or no fact had neighbours)."
     changed = sum(r["changed"] for r in rows)
     # a decision that changed no unit is no edit: Events and the census count edits (the review saw 9 here, 7 there)
-    summary += (f" Refresher decisions: {refreshes}" + (f", {changed} of them changed a unit (the edits in Events; "
-                f"{refreshes - changed} changed none)" if refreshes else "") + ". Whether each edit was right is in "
-                "the Events tab." * bool(changed))
+    summary += f" Refresher decisions: {refreshes}"
+    if refreshes:
+        summary += f", {changed} of them changed a unit (the edits in Events; {refreshes - changed} changed none)"
+    summary += ". Whether each edit was right is in the Events tab." if changed else "."
     summary += f" Episode trigger fired at {sum(r['trigger'] == 'fired' for r in rows)}"
     summary += f" of {len(rows)} turns. Errors recorded: {errors}."
     # the table keeps the turns where something other than a plain Pass happened
@@ -545,10 +550,7 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         lead += " The run named no backend, so this is the default one: chunks over token windows (paper §4.1)."
     body = _settings(p, ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect", "retriever_options"))
     if bp:
-        # in words where the words are known, the parameter and its raw value on hover (as ``_settings``)
-        rows_html = "".join(f'<tr title="{esc(k)}={esc(_text(v))}"><td>{esc(SETTING_WORDS.get(k, k))}</td>'
-                            f"<td><b>{esc(_value_words(k, v))}</b></td></tr>" for k, v in sorted(bp.items()))
-        body += f"<h5>Backend settings</h5><table>{rows_html}</table>"
+        body += f"<h5>Backend settings</h5><table>{_setting_rows(bp, sorted(bp))}</table>"
     order = _order(conversation)
     if b_name in views:
         body += (f"<p>{esc(b_name)} has its own structure card in this tab when the run built it as a method of "

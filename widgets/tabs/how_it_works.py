@@ -15,7 +15,7 @@ from widgets.how_it_works import HowItWorksPage
 from widgets.html import box, esc
 from widgets.panel_parts import html_pane, message
 from widgets.run_store import RunStore
-from workbench.methods import method_base
+from workbench.methods import display_options, method_base
 
 #: the folder of a run that holds the replayed gallery (``workbench.gallery.SUBDIR``)
 GALLERY_SUBDIR = "gallery"
@@ -63,8 +63,7 @@ class HowItWorksView:
         self.store = store
         self.classes = explained_methods(store.methods)
         self.gallery_dir = Path(store.run_dir) / GALLERY_SUBDIR
-        self.method = pn.widgets.RadioButtonGroup(options={getattr(c, "title", None) or n: n
-                                                           for n, c in self.classes.items()},
+        self.method = pn.widgets.RadioButtonGroup(options=display_options(self.classes),
                                                   variant="outline", color="primary", sizing_mode="stretch_width",
                                                   margin=(4, 10))
         self.page_pane = html_pane("")
