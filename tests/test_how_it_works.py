@@ -114,7 +114,7 @@ def test_each_page_holds_the_example_against_its_right_outcome_with_the_recorded
         assert stepper is not None and stepper.n_steps >= 1 and stepper.answer.question == page.example.rows[0][
             "question"]
         assert {str(r["id"]) for r in page.example.memories} <= set(stepper.timeline.refs.units), name
-    assert "0 of 1 edits match" in HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
+    assert "0 of 1 edit matches" in HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
 
 
 def test_recmem_copies_are_the_same_in_the_census_and_the_clusters_view(gallery):
@@ -242,3 +242,18 @@ def test_the_page_puts_the_paper_profile_next_to_the_small_one(tmp_path):
     assert "0 gaps opened (not fired: the router wrote no gap" in section
     alone = HowItWorksPage.from_run("memr3", REGISTRY["memr3"], small).html()
     assert "not recorded" in alone and "record_gallery.py --profile paper --methods memr3" in alone
+
+
+@pytest.mark.parametrize("method, setting, words", [
+    ("ama", "k_r", "2 rounds in all by default"), ("hymem", "max_rounds", "3 rounds at most by default"),
+    ("memr3", "n_chk", "closest chunks (5 by default)"), ("memr3", "n_max", "at most 5 router calls by default")])
+def test_a_pipeline_says_its_settings_in_words_with_the_class_default(method, setting, words):
+    """Review (explorer, session 26): the boxes said "top n_chk", "K_dyn", "up to k_r rounds". They say it in words
+    now, with the number, which must stay the class's default."""
+    import inspect
+
+    how = REGISTRY[method].how_it_works
+    text = " ".join([p.loop or "" for p in how.phases] + [d for p in how.phases for _, d in p.stages])
+    assert words in text and not any(sym in text for sym in ("K_dyn", "n_chk", "n_max", "k_r ", "Δq", "max_rounds"))
+    default = inspect.signature(REGISTRY[method].__init__).parameters[setting].default
+    assert str(default) in words

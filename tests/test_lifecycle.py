@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -120,6 +121,8 @@ def test_html_links_escaping_and_side_by_side_changes(index):
     assert f'data-link="{json.dumps(["turn", "D2:1"]).replace(chr(34), "&quot;")}"' in html
     assert 'data-link="[&quot;question&quot;, &quot;c/q1&quot;, &quot;ama&quot;]"' in html
     assert "Answers whose reader saw it (1)" in html and "#1 of 1" in html
+    assert re.search(r"<h4>AMA <code[^>]*>ama</code>: unit <code>f1</code>", html)  # by its title, not "ama · f1"
+    assert 'title="right by the correctness rule">right</span> · judge: CORRECT' in html  # the outcome in words
     turn = turn_html(index.turn("D2:3"), links=True)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in turn and "<script>alert" not in turn
     plain = unit_html(index.unit("ama", "f1"), links=False)

@@ -793,3 +793,17 @@ def test_the_header_line_says_checked_results_whole_by_title_and_leaves_empty_ch
     shown = line.split("right? ")[1].split(" more in the table")[0]
     assert len(shown) < RIGHT_LINE_CHARS + 30 and line.endswith("more in the table</small>")
     assert _right_line(heads[1:3]) == ""
+
+
+def test_a_checked_line_agrees_in_number_with_its_counts():
+    """Review (explorer, session 26): "1 are mixed", "1 forget request(s)": each noun and verb follows its count."""
+    from workbench.eval.annotations import checked_text
+
+    edits = {"checkable": True, "edits_right": 0, "edits_wrong": 1, "missed_updates": 1, "missed_forgets": 2}
+    assert checked_text(edits) == ("0 of 1 edit matches a planted update or forget request; missed 1 planted "
+                                   "update and 2 forget requests")
+    one = {"checkable": True, "coherent_parents": 1, "mixed_parents": 1}
+    assert checked_text(one) == ("1 multi-child parent holds one planted topic or group (>= 60 % of its turns), "
+                                 "1 is mixed")
+    many = {"checkable": True, "coherent_parents": 0, "mixed_parents": 9}
+    assert checked_text(many).endswith("parents hold one planted topic or group (>= 60 % of their turns), 9 are mixed")

@@ -68,6 +68,33 @@ def test_tree_figure_has_one_root_per_l4_node_with_its_own_children():
     assert "pale, hatched" in caption
 
 
+def test_the_tree_says_its_time_windows_and_dates_in_words_and_why_its_leaves_are_bare():
+    """Review (explorer, session 26): the outline's badges and the picker said "L2 2023-W11", the details
+    "2023-03-14T00:00:00 -> ...", and over a whole tree of 51 events the L1 column was a stack of bare strips."""
+    from widgets.tree_figure import leaves_unlabelled
+    from widgets.tree_view import TreeState, node_label
+
+    state = TreeState(two_roots_in_one_year())
+    outline = state.tree_html
+    assert ">L2 week of 13 Mar 2023</span>" in outline and "2023-W11" not in outline
+    assert "<span class='wb-dates'>14 Mar 2023</span>" in outline and "2023-03-14" not in outline
+    nodes = {r["id"]: r for r in two_roots_in_one_year()["tree"]}
+    assert node_label(nodes["sum2"], {2: "week"}).startswith("L2 · week of 13 Mar 2023 · sum2")
+    state.apply("node_select", "sum2")
+    assert "14 Mar 2023 → 14 Mar 2023, 23:59" in state.detail_html and "T00:00" not in state.detail_html
+    assert leaves_unlabelled(nodes) == 0 and "too thin to label" not in state.caption_html  # 4 events: labelled
+    big = {r["id"]: r for r in _chain_tree_for_caption(51)}
+    assert leaves_unlabelled(big) == 51
+    assert "the 51 L1 day boxes (one memory event each) are strips too thin to label" in \
+        TreeState({"tree": list(big.values()), "levels": {"1": "day"}}).caption_html
+
+
+def _chain_tree_for_caption(n: int) -> list[dict]:
+    """One L2 week over ``n`` day events."""
+    days = [f"2023-03-{1 + i % 28:02d}" for i in range(n)]
+    return ([_node("wk", 2, None, [f"ev{i}" for i in range(n)], "2023-W09", days[0])]
+            + [_node(f"ev{i}", 1, "wk", [], day, day) for i, day in enumerate(days)])
+
 def test_tree_figure_escapes_summaries_and_zooms_onto_the_pick():
     from widgets.tree_figure import SELECTED_LINE, tree_figure
     from widgets.tree_view import TreeState

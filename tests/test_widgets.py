@@ -328,6 +328,10 @@ def test_compare_precomputed_answers(run, conv):
     assert full["context_units"] > rag["context_units"] == 10
     assert all("f1" in r and "evidence_recall" in r for r in cmp.rows)
     assert "<script>" not in cmp.html and "&lt;script&gt;" in cmp.html
+    # the table names methods by title and its columns in words; rows keep the field names for a frame
+    head = cmp.html.split("<tbody>")[0]
+    assert ">gold evidence found<" in head and ">answering cost<" in head and "_" not in head.split("<table>")[1]
+    assert "<td>Naive RAG <code" in cmp.html and "<td>Full-Context <code" in cmp.html
 
 
 def test_compare_built_methods_records_failures(tiny_conv):
@@ -354,8 +358,8 @@ def test_compare_leads_with_the_checkers_verdict_not_f1():
     assert by["a"]["verdict"] == "wrong: wrong_date" and by["b"]["verdict"] == "right"
     assert by["a"]["f1"] > by["b"]["f1"]  # what the verdict corrects
     head = cmp.html.split("<tbody>")[0] if "<tbody>" in cmp.html else cmp.html
-    assert head.index(">verdict<") < head.index(">f1<")
-    assert "✗ wrong: wrong_date" in cmp.html and 'title="' in cmp.html
+    assert head.index(">verdict<") < head.index(">token F1<")
+    assert "✗ wrong: wrong date" in cmp.html and 'title="' in cmp.html
     adversarial = QA("s/q9", "What did Tomasz name his cat?", "Not mentioned", 5, ())
     assert compare(answers, qa=adversarial).rows[0]["verdict"] == "not checked"
     with pytest.raises(TypeError):

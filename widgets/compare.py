@@ -18,11 +18,15 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from .html import box, esc, source_ids_html, table_html
+from .html import box, esc, method_title_html, source_ids_html, table_html
 
 _NORM = re.compile(r"[^a-z0-9 ]+")
 #: source ids listed per row before the rest is counted (gold evidence is always listed)
 SOURCES_SHOWN = 8
+#: the table's headings in words (``rows`` and ``to_frame()`` keep the field names)
+HEADERS = {"method": "method", "answer": "answer", "verdict": "verdict", "f1": "token F1",
+           "evidence_recall": "gold evidence found", "context": "context shown", "query": "answering cost",
+           "steps": "steps", "sources": "sources", "error": "error"}
 
 
 def _norm(text: str) -> str:
@@ -55,6 +59,14 @@ def verdict_text(check):
     from workbench.eval.report import verdict_text as words
 
     return words(check)
+
+
+def verdict_words(verdict: str) -> str:
+    """A row's ``verdict`` as the table shows it: the checker's kind in words ("wrong: wrong date")."""
+    from .question import KIND_WORDS
+
+    head, _, kind = verdict.partition(": ")
+    return f"{head}: {KIND_WORDS.get(kind, kind.replace('_', ' '))}" if kind else verdict
 
 
 def check_dict(check):
@@ -139,15 +151,19 @@ class Comparison:
                  "context": f"{r.get('context_units', 0)} units · {r.get('context_tokens', 0)} tok",
                  "query": f"{r.get('query_tokens', 0)} tok · {calls(r.get('calls'))}"} for r in self.rows]
         escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
-        for r, e in zip(self.rows, escaped):  # the verdict with its reason on hover
+        for r, e in zip(self.rows, escaped):  # the method by its title; the verdict in words, its reason on hover
+            e["method"] = method_title_html(r["method"])
+            if "evidence_recall" in r:
+                e["evidence_recall"] = f"{r['evidence_recall']:.0%}"
             if "verdict" in r:
                 mark = "✓" if r["verdict"] == "right" else "–" if r["verdict"] == "not checked" else "✗"
                 e["verdict"] = (f'<span title="{esc(r.get("verdict_reason") or "")}" style="white-space:nowrap">'
-                                f'{mark} {esc(r["verdict"])}</span>')
+                                f'{mark} {esc(verdict_words(r["verdict"]))}</span>')
         gold = "" if self.gold is None else (
             f"<br><b>gold:</b> {esc(self.gold)} <small>(verdict: the deterministic checker, hover for why; "
-            "f1 is a lexical score, for comparison with papers)</small>")
-        return box(f"<p><b>Q:</b> {esc(self.question)}{gold}</p>" + table_html(escaped, cols, raw=cols))
+            "token F1 is a lexical score, for comparison with papers)</small>")
+        return box(f"<p><b>Q:</b> {esc(self.question)}{gold}</p>"
+                   + table_html(escaped, cols, raw=cols, headers=HEADERS))
 
     @property
     def widget(self):

@@ -108,16 +108,18 @@ def json_html(value: Any, *, limit: int = 20000) -> str:
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row_class=None,
-               raw: Iterable[str] = (), ids: Iterable[str] = ()) -> str:
+               raw: Iterable[str] = (), ids: Iterable[str] = (), headers: Mapping[str, str] | None = None) -> str:
     """A generic escaped table. ``raw`` names columns whose values are already-rendered HTML
     (built by helpers here from escaped text); ``row_class(row)`` may return a CSS class; ``ids`` names
-    columns of ids, which never wrap (``chunk-10`` is not broken into ``chunk-`` / ``10``)."""
-    raw, ids = set(raw), set(ids)
+    columns of ids, which never wrap (``chunk-10`` is not broken into ``chunk-`` / ``10``); ``headers`` gives a
+    column its heading in words where the row key is a field name (``{"f1": "token F1"}``)."""
+    raw, ids, headers = set(raw), set(ids), headers or {}
 
     def td(c, v):
         return f'<td class="wb-id">{v}</td>' if c in ids else f"<td>{v}</td>"
 
-    head = "".join(f'<th class="wb-id">{esc(c)}</th>' if c in ids else f"<th>{esc(c)}</th>" for c in columns)
+    head = "".join(f'<th class="wb-id">{esc(headers.get(c, c))}</th>' if c in ids
+                   else f"<th>{esc(headers.get(c, c))}</th>" for c in columns)
     body = []
     for r in rows:
         cls = row_class(r) if row_class else ""

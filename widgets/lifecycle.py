@@ -299,6 +299,24 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
     return box(CSS + '<div class="wb-life">' + "".join(parts) + "</div>")
 
 
+#: the column with an answer's attribution (in words, its meaning on hover) and the judge's label
+OUTCOME = "outcome · judge label"
+
+
+def _outcome_html(s: Seen) -> str:
+    """An answer's attribution as the Question view words it ("shown, misread"; the label's meaning on hover)
+    and the judge's label beside it; "—" when the row has neither."""
+    from .question import ATTRIBUTION_HELP, ATTRIBUTION_WORDS
+
+    parts = []
+    if s.attribution:
+        parts.append(f'<span title="{esc(ATTRIBUTION_HELP.get(s.attribution, s.attribution))}">'
+                     f"{esc(ATTRIBUTION_WORDS.get(s.attribution, s.attribution))}</span>")
+    if s.judge_label:
+        parts.append(f"judge: {esc(s.judge_label)}")
+    return " · ".join(parts) or "—"
+
+
 def _seen_rows(seen: Sequence[Seen], method: str, links: bool, *, in_context: bool) -> list[dict]:
     rows = []
     for s in seen:
@@ -310,9 +328,7 @@ def _seen_rows(seen: Sequence[Seen], method: str, links: bool, *, in_context: bo
                 '<span class="wb-muted">no</span>')
         row = {"question": q, "text": clip(s.question, limit=200), "rank in reader's context": esc(where),
                "in steps": esc(steps), "covers gold evidence": gold,
-               "answer": clip(s.prediction, limit=160), "attribution · judge label": esc(
-                   " · ".join(p for p in (s.attribution, f"judge: {s.judge_label}" if s.judge_label else "") if p)
-                   or "—")}
+               "answer": clip(s.prediction, limit=160), OUTCOME: _outcome_html(s)}
         if not in_context:
             row.pop("rank in reader's context")
             row.pop("covers gold evidence")
@@ -324,7 +340,8 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
     """One unit: its text and status, its source turns, its event history (before | after side by
     side) and the answers whose reader saw it."""
     r = ul.ref
-    head = (f"<h4>{esc(r.method)} · {esc(r.unit_id)} <span class='wb-badge'>{esc(r.kind or '?')}</span> "
+    head = (f"<h4>{method_title_html(r.method)}: unit <code>{esc(r.unit_id)}</code> "
+            f"<span class='wb-badge'>{esc(r.kind or '?')}</span> "
             f"{_status_html(r.status)}</h4>{pre(r.text)}")
     srcs = "".join(f"<div class='wb-turn'>{_turn_link(t.id, links)} <b>{esc(t.speaker)}:</b> {clip(t.content)}</div>"
                    for t in ul.source_turns)
@@ -337,13 +354,12 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
     history = (f"<h5>Event history ({len(ul.events)})</h5>"
                + (events_table_html(ul.events, placements=ul.placements, links=links, columns=cols) if ul.events else
                   "<p class='wb-muted'>No events recorded for this unit (the method logs none for this kind).</p>"))
-    seen_cols = ["question", "text", "rank in reader's context", "covers gold evidence", "answer",
-                 "attribution · judge label"]
+    seen_cols = ["question", "text", "rank in reader's context", "covers gold evidence", "answer", OUTCOME]
     seen = (f"<h5>Answers whose reader saw it ({len(ul.seen)})</h5>"
             + (table_html(_seen_rows(ul.seen, r.method, links, in_context=True), seen_cols, raw=seen_cols)
                if ul.seen else "<p class='wb-muted'>No saved answer put this unit in front of its reader.</p>"))
     if ul.retrieved:
-        rcols = ["question", "text", "in steps", "answer", "attribution · judge label"]
+        rcols = ["question", "text", "in steps", "answer", OUTCOME]
         seen += (f"<h5>Retrieved in a step but not in front of the final reader ({len(ul.retrieved)})</h5>"
                  + table_html(_seen_rows(ul.retrieved, r.method, links, in_context=False), rcols, raw=rcols))
     return box(CSS + '<div class="wb-life">' + head + sources + history + seen + "</div>")
@@ -404,7 +420,8 @@ class LifecycleView(DisplaysWidget):
         neighbours; from a unit, its source turns."""
         if self.target[:1] == ("turn",):
             tl = self.state
-            out = [(f"{m} · {u.unit_id}", ("unit", m, u.unit_id)) for m, us in tl.units.items() for u in us]
+            out = [(f"{display_name(m)} · {u.unit_id}", ("unit", m, u.unit_id))
+                   for m, us in tl.units.items() for u in us]
             out += [(f"◀ {tl.previous}", ("turn", tl.previous))] if tl.previous else []
             out += [(f"{tl.next} ▶", ("turn", tl.next))] if tl.next else []
             return out

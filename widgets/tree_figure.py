@@ -33,6 +33,10 @@ SELECTED_LINE = "#212529"
 #: label fits), within MIN_HEIGHT..MAX_HEIGHT; where a box is too small for 11 px text, plotly hides
 #: its label (hover still shows it, and zooming in makes room)
 PX_PER_EVENT, MIN_HEIGHT, MAX_HEIGHT = 14, 420, 860
+#: a one-event box shorter than this (px) shows no label: plotly hides 11 px text that does not fit with its padding
+LABELLED_PX = 18
+#: what the figure spends above and below the boxes: the margins and the zoom path bar
+CHROME_PX = 30 + 4 + 22
 LABEL_CHARS, LEAF_CHARS = 30, 24
 SHOWN_GROUPS = 3  # same-window groups the caption names (highest levels first)
 #: the id of the box drawn above the roots (the whole memory)
@@ -84,9 +88,31 @@ def _day(value) -> str:
     return str(value or "")[:10]
 
 
+def day_text(value) -> str:
+    """An ISO date or datetime as a reader says the day ("14 Mar 2023"); anything else unchanged."""
+    return window_text(_day(value)) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", _day(value)) else str(value or "")
+
+
+def when_text(value) -> str:
+    """An ISO datetime with its time of day ("14 Mar 2023, 19:40"); midnight is left out; anything else unchanged."""
+    text = str(value or "")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    day = f"{moment.day} {moment:%b %Y}"
+    return day if (moment.hour, moment.minute) == (0, 0) else f"{day}, {moment:%H:%M}"
+
+
 def dates_text(r: Mapping) -> str:
+    """A node's date range in words: "14 Mar 2023", or "14 Mar – 19 Jun 2023" (the year once when shared)."""
     start, end = _day(r.get("start")), _day(r.get("end"))
-    return start if not end or end == start else f"{start} – {end}"
+    if not end or end == start:
+        return day_text(start)
+    first, last = day_text(start), day_text(end)
+    if first[-4:] == last[-4:] and first != start:
+        first = first[:-5]
+    return f"{first} – {last}"
 
 
 def walk(nodes: Mapping[str, Mapping]) -> list[Mapping]:
@@ -154,7 +180,8 @@ def _box_text(r: Mapping, cluster: str) -> str:
 def _hover(r: Mapping, levels: Mapping[int, str], events: int, cluster: str) -> str:
     lv = int(r["level"])
     words = ' '.join(str(r.get('summary', '')).split())
-    lines = [f"<b>{esc(r['id'])}</b>: L{lv} {esc(levels.get(lv, ''))} window {esc(r.get('window', ''))}{esc(cluster)}",
+    lines = [f"<b>{esc(r['id'])}</b>: L{lv} {esc(levels.get(lv, ''))} window {esc(window_text(r.get('window', '')))}"
+             f"{esc(cluster)}",
              f"{esc(dates_text(r))} · {events} memory event{'s' if events != 1 else ''}"
              f" · consolidated {esc(r.get('n_m', 0))}×"]
     if r.get("copy_of_child"):
@@ -193,7 +220,7 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
         c, copy, mark = level_colour(r["level"]), bool(r.get("copy_of_child")), marks.get(r["id"], "")
         ids.append(r["id"])
         parents.append(r.get("parent") if r.get("parent") in nodes else ROOT)
-        labels.append(f"L{int(r['level'])} {r.get('window', '')}")  # short: the zoom bar hides what does not fit
+        labels.append(f"L{int(r['level'])} {window_text(r.get('window', ''))}")  # short: the zoom bar hides the rest
         values.append(counts[r["id"]])
         texts.append(_box_text(r, mark))
         hovers.append(_hover(r, levels, counts[r["id"]], mark))
@@ -213,11 +240,27 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
         leaf=dict(opacity=1.0), level=zoom_root(selected, nodes) or ROOT, maxdepth=-1)
     fig = go.Figure(trace)
     if height is None:
-        height = min(MAX_HEIGHT, max(MIN_HEIGHT, PX_PER_EVENT * total + 50))
+        height = figure_height(total)
     fig.update_layout(height=int(height), margin=dict(l=4, r=4, t=30, b=4), hoverlabel=dict(align="left"),
                       uniformtext=dict(minsize=11, mode="hide"),  # a label that cannot be 11 px is hidden
                       font=dict(family="system-ui, sans-serif", size=12))
     return fig
+
+
+def figure_height(events: int) -> int:
+    """The figure's height for a tree of ``events`` memory events (``PX_PER_EVENT`` each, within the bounds)."""
+    return min(MAX_HEIGHT, max(MIN_HEIGHT, PX_PER_EVENT * events + 50))
+
+
+def leaves_unlabelled(nodes: Mapping[str, Mapping]) -> int:
+    """How many one-event boxes the whole-tree view draws too thin to carry a label (0 when they fit): the
+    caption says so, since a column of bare strips reads as a rendering fault (usability review)."""
+    roots = [r for r in walk(nodes) if r.get("parent") not in nodes]
+    counts = event_counts(walk(nodes), nodes)
+    total = sum(counts[r["id"]] for r in roots)
+    if not total or (figure_height(total) - CHROME_PX) / total >= LABELLED_PX:
+        return 0
+    return sum(1 for r in nodes.values() if int(r["level"]) == 1)
 
 
 def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None = None) -> str:
@@ -248,6 +291,10 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
                  "similar enough (cosine below that level's alpha), so one window can hold several nodes, labelled "
                  "<i>(1 of 2)</i>, <i>(2 of 2)</i>; a one-event cluster is a thin strip (hover it, or pick it in "
                  "the list).</p>")
+    thin = leaves_unlabelled(nodes)
+    strips = (f"<p class='wb-legend-line'>Over the whole tree the {thin} L1 {esc(levels.get(1, ''))} boxes (one memory "
+              "event each) are strips too thin to label: hover one to read it, or pick or click a box above them "
+              "to zoom in, where they get their labels.</p>" if thin else "")
     lost = unreachable(nodes)
     missing = (f"<p class='wb-muted'>Not drawn (in a parent cycle): {esc(' '.join(lost))}</p>" if lost else "")
     return box("<style>.wb-tree-caption .wb-lv {display:inline-block; padding:0 7px; border-radius:8px; color:#fff; "
@@ -258,4 +305,4 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
                "<p class='wb-legend-line'>A box's height is the number of memory events under it; its label says its "
                "level, window and how its summary starts (hover for more). Pick a node in the list (in the app, or "
                "click its box) to see its details and zoom the chart onto it; the bar above the chart zooms out.</p>"
-               f"{split}{missing}</div>")
+               f"{split}{strips}{missing}</div>")

@@ -31,7 +31,8 @@ from typing import Any, Mapping
 from .html import box, clip, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
-from .tree_figure import LEVEL_COLOURS, caption_html, children_of, dates_text, roots_of, tree_figure
+from .tree_figure import (LEVEL_COLOURS, caption_html, children_of, dates_text, roots_of, tree_figure, when_text,
+                          window_text)
 from .view_state import Control, Part, ViewState
 
 CSS = """<style>
@@ -64,10 +65,11 @@ def _copy_note(r: Mapping) -> str:
 
 
 def node_label(r: Mapping, levels: Mapping[int, str] | None = None) -> str:
-    """Plain-text option label (widgets render it as text)."""
-    window = (levels or {}).get(r["level"], "")
+    """Plain-text option label (widgets render it as text), the time window as the boxes say it: "L2 · week of 13 Mar
+    2023 · sum2 · ..." (the level's name where a node has no window)."""
+    window = window_text(r.get("window", "")) or (levels or {}).get(r["level"], "")
     copy = f" ({_copy_note(r)})" if _copy_note(r) else ""
-    return f"L{r['level']} {window} {r.get('window', '')} · {r['id']}{copy} · {short(r.get('summary', ''), 60)}"
+    return f"L{r['level']} · {window} · {r['id']}{copy} · {short(r.get('summary', ''), 60)}"
 
 
 def ordered_nodes(rows) -> list[Mapping]:
@@ -110,13 +112,13 @@ def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
     """``L3 2023-03`` in the level's colour; a copy is outlined (dashed) and says "copy"."""
     lv = int(r["level"])
     colour = LEVEL_COLOURS[(lv - 1) % len(LEVEL_COLOURS)]
-    title = f"{levels.get(lv, 'level')} window {r.get('window', '')} · {r['id']}"
+    window = window_text(r.get("window", ""))
+    title = f"{levels.get(lv, 'level')} window {window} · {r['id']}"
     if r.get("copy_of_child"):
         return (f"<span class='wb-lv wb-lv-copy' style='border-color:{colour};color:{colour}' "
-                f"title='{esc(title + ' · ' + _copy_note(r))}: no LLM summary'>L{lv} {esc(r.get('window', ''))} "
+                f"title='{esc(title + ' · ' + _copy_note(r))}: no LLM summary'>L{lv} {esc(window)} "
                 "<span class='wb-copy'>copy</span></span>")
-    return (f"<span class='wb-lv' style='background:{colour}' title='{esc(title)}'>L{lv} "
-            f"{esc(r.get('window', ''))}</span>")
+    return f"<span class='wb-lv' style='background:{colour}' title='{esc(title)}'>L{lv} {esc(window)}</span>"
 
 
 def _marks(text: str) -> str:
@@ -131,7 +133,8 @@ def _marks(text: str) -> str:
 
 def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     ids = list(r.get("source_ids") or [])
-    facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) {esc(r.get('r_m'))} · "
+    facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) "
+             f"{esc(when_text(r.get('r_m')))} · "
              f"{len(ids)} source turns: {source_ids_html(ids, limit=12)}")
     copies = ""
     if len(chain) > 1:
@@ -193,12 +196,15 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
     r = nodes[node_id]
     parent = nodes.get(r.get("parent") or "")
     kids = [nodes[c] for c in r.get("children") or [] if c in nodes]
-    facts = {"level": f"L{r['level']} ({(levels or {}).get(r['level'], '?')} window {r.get('window', '')})",
-             "interval": f"{r.get('start')} → {r.get('end')}", "n_m (times consolidated)": r.get("n_m", 0),
-             "r_m (last consolidated)": r.get("r_m"), "fragments": " ".join(r.get("fragment_ids") or []),
+    facts = {"level": f"L{r['level']} ({(levels or {}).get(r['level'], '?')} window "
+                      f"{window_text(r.get('window', ''))})",
+             "interval": f"{when_text(r.get('start'))} → {when_text(r.get('end'))}",
+             "n_m (times consolidated)": r.get("n_m", 0), "r_m (last consolidated)": when_text(r.get("r_m")),
+             "fragments": " ".join(r.get("fragment_ids") or []),
              "parent": f"{parent['id']}: {short(parent.get('summary', ''), 120)}" if parent else "(root)"}
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts.items())
-    child_rows = [{"id": c["id"], "level": c["level"], "window": c.get("window", ""), "summary": c.get("summary", "")}
+    child_rows = [{"id": c["id"], "level": c["level"], "window": window_text(c.get("window", "")),
+                   "summary": c.get("summary", "")}
                   for c in kids]
     children = (table_html(child_rows, ["id", "level", "window", "summary"]) if kids
                 else '<p class="wb-muted">(a leaf: one memory event)</p>')

@@ -469,8 +469,10 @@ def _checked_line(checked: Mapping | None) -> str:
     w = str(checked.get("phenomena") or "planted")
     if "edits_right" in checked:
         n = checked["edits_right"] + checked["edits_wrong"]
-        return (f"{checked['edits_right']} of {n} edits match a {w} update or forget request; missed "
-                f"{checked['missed_updates']} {w} update(s) and {checked['missed_forgets']} forget request(s)")
+        mu, mf = checked["missed_updates"], checked["missed_forgets"]
+        return (f"{checked['edits_right']} of {n} {_plural(n, 'edit')} {'matches' if n == 1 else 'match'} a {w} "
+                f"update or forget request; missed {mu} {w} {_plural(mu, 'update')} and {mf} forget "
+                f"{_plural(mf, 'request')}")
     if "deep_on_multi_hop" in checked:
         deep, asked = checked["deep_on_multi_hop"], checked["multi_hop_asked"]
         answers = checked.get("answers") if isinstance(checked.get("answers"), Mapping) else {}
@@ -501,8 +503,10 @@ def _checked_line(checked: Mapping | None) -> str:
                 + (f"; {rep} more {'is a word-for-word copy' if rep == 1 else 'are word-for-word copies'} of "
                    "another episode of the same consolidation" if rep else ""))
     if "coherent_parents" in checked:
-        return (f"{checked['coherent_parents']} multi-child parents hold one {w} topic or group (>= 60 % of "
-                f"their turns), {checked['mixed_parents']} are mixed")
+        good, mixed = checked["coherent_parents"], checked["mixed_parents"]
+        return (f"{good} multi-child {_plural(good, 'parent')} {'holds' if good == 1 else 'hold'} one {w} topic or "
+                f"group (>= 60 % of {'its' if good == 1 else 'their'} turns), {mixed} "
+                f"{'is' if mixed == 1 else 'are'} mixed")
     return str(checked.get("note", ""))
 
 

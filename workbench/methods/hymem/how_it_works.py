@@ -12,7 +12,7 @@ HOW_IT_WORKS = HowItWorks(
         phase("answer", ("light", "top-k Level-1 items: answer, or ask to escalate"),
               ("deep (only if asked)", "top-N candidates, LLM picks per batch, read their Level-2 events"),
               ("reflect", "accept the answer, or rewrite the query"),
-              loop="a rejected answer starts the next round at the light module again, at most max_rounds rounds"),
+              loop="a rejected answer starts the next round at the light module again (3 rounds at most by default)"),
     ),
     mechanism="light → deep escalation, with reflection",
     gallery="gallery-hymem",

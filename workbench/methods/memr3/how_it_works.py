@@ -8,11 +8,12 @@ HOW_IT_WORKS = HowItWorks(
              "read."),
     phases=(
         phase("build", ("backend ingest", "here: 256-token windows, embedded; no LLM")),
-        phase("answer", ("retrieve", "q, top n_chk, seen items masked"),
+        phase("answer", ("retrieve", "the question's closest chunks (5 by default), none read before"),
               ("router", "one LLM call: evidence, gaps, next action"),
               ("guards", "budget, empty retrieval, reflect streak, nothing left"),
               ("answer", "written from the evidence bullets and the draft"),
-              loop="retrieve (q + Δq) or reflect sends control back to the router, at most n_max iterations"),
+              loop=("retrieve (the question plus a query aimed at a gap) or reflect sends control back to the router, "
+                    "at most 5 router calls by default")),
     ),
     mechanism="a gap opened → a targeted retrieve → the gap closed",
     gallery="gallery-memr3",
