@@ -698,7 +698,7 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     assert recmem.locator(".js-plotly-plot").count() >= 2  # the scatter and the trigger timeline
     assert recmem.locator(".scatterlayer .point").count() >= len(run.structures("recmem", "sample-1")["units"])
     assert recmem.locator(".legendtext", has_text="trigger: the unit whose arrival").count() == 1
-    assert recmem.locator("details summary", has_text="consolidation 1").count() == 1
+    assert recmem.locator("details summary", has_text="consolidation at unit-").count() >= 1
     assert page.errors == []
 
 

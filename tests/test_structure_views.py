@@ -218,7 +218,7 @@ def test_cluster_view_sliders_replay_the_trigger(recmem):
     assert (cv.theta_sim, cv.theta_count) == (0.7, 3)
     assert cv.trigger_count == cv.live_trigger_count == live == 1
     assert [d.outcome for d in cv.decisions] == [d.outcome for d in recmem.trigger_log_]
-    assert cv.labels["unit-0"] == cv.labels["unit-2"] == "consolidation 1"
+    assert cv.labels["unit-0"] == cv.labels["unit-2"] == "consolidation at unit-2"  # named by its trigger
     assert cv.labels["unit-3"] == "merged into an episode" and cv.labels["unit-6"] == "buffered"
 
     def direct(sim, count):
@@ -243,7 +243,7 @@ def test_cluster_view_sliders_replay_the_trigger(recmem):
 def test_cluster_view_gate_alone_and_saved_structures(recmem, tmp_path):
     gate = ClusterView(recmem, live_outcomes=False)  # merged units reach the gate: 0-2 fire, then 3-5 fire
     assert gate.trigger_count == 2 != gate.live_trigger_count
-    assert membership(gate.decisions)["unit-5"] == "consolidation 2"
+    assert membership(gate.decisions)["unit-5"] == "consolidation at unit-5"
     out = save_memory_snapshot(recmem, tmp_path)
     saved = RunDir(tmp_path).structures("recmem", recmem.conversation_.id)
     cv = ClusterView(saved)  # from JSON: the same bits, the same decisions
@@ -438,9 +438,10 @@ def test_entity_graph_page_comes_from_pyvis_with_the_workbench_template():
 def test_consolidations_get_distinct_markers_and_their_episodes():
     from widgets.cluster_view import PALETTE, SYMBOLS, ClusterState, consolidation_groups, style
 
-    looks = [style(f"consolidation {n}") for n in range(1, 41)]
+    looks = [style(f"consolidation at unit-{n}") for n in range(40)]
     assert len(set(looks)) == 40 and len({c for c, _ in looks}) == len(PALETTE)  # colours, then shapes, vary
-    assert style("consolidation 17") == (PALETTE[0], SYMBOLS[1][0])
+    assert style("consolidation at unit-16") == (PALETTE[0], SYMBOLS[1][0]) == style("consolidation at unit-16")
+    assert style("consolidation at u-x") == style("consolidation at u-x")  # no number: a stable checksum
     assert all(c not in PALETTE for c, _ in (style(x) for x in ("buffered", "merged into an episode")))
     units = [{"id": f"u{i}", "text": f"text {i}", "source_ids": [f"D1:{i}"], "status": "buffered"} for i in range(5)]
     log = [{"unit_id": "u0", "position": 0, "count": 1, "outcome": "buffered"},
@@ -455,7 +456,8 @@ def test_consolidations_get_distinct_markers_and_their_episodes():
                           "embeddings_2d": [[i, 0] for i in range(5)]})
     groups = consolidation_groups(state.data)
     assert [(g["label"], g["trigger"], g["members"], [e["id"] for e in g["episodes"]]) for g in groups] == [
-        ("consolidation 1", "u1", ["u0", "u1"], ["epi-0"]), ("consolidation 2", "u3", ["u2", "u3"], ["epi-1", "epi-2"])]
+        ("consolidation at u1", "u1", ["u0", "u1"], ["epi-0"]),
+        ("consolidation at u3", "u3", ["u2", "u3"], ["epi-1", "epi-2"])]
     assert "1 unit in no episode (still in the buffer): u4<" in state.episodes_html
     assert "text 2" in state.episodes_html and "third" in state.episodes_html  # members' texts and every episode
     assert "copy of" not in state.episodes_html
@@ -469,7 +471,7 @@ def test_consolidations_get_distinct_markers_and_their_episodes():
     assert state.control("sim_slider").disabled  # no embeddings saved: the live run only, said so
     assert "No unit embeddings saved" in state.message
     names = [t.name for t in state.figure.data]
-    assert names[-1].startswith("trigger:") and {"consolidation 1", "consolidation 2", "buffered"} <= set(names)
+    assert names[-1].startswith("trigger:") and {"consolidation at u1", "consolidation at u3", "buffered"} <= set(names)
     stars = [s for t in state.figure.data[:-1] for s in (t.marker.symbol or ()) if s == "star"]
     assert len(stars) == 2  # the two trigger units
 
@@ -601,3 +603,51 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
     body = _node_body({"id": "sum4", "level": 4, "summary": "Tomasz plans to call his 灰色"}, [{}])
     assert "Tomasz plans to call his 灰色" in body and "⚠ cjk script" in body and "conversation&#x27;s" in body
     assert _marks("Tomasz plans to call his greyhound Biscuit.") == ""
+
+
+def test_a_recmem_unit_reads_as_the_exchange_its_time_in_words():
+    """Review (explorer, session 26): member units showed RecMem's stored frame, "[Message Timestamp]: 7:40 pm on 14
+    March 2023 [Message]: [Priya]: ...", beside a time column that already said "2023-03-14T19:40". The view reads
+    the text through the method's ``readable`` hook; the structures file keeps what was stored and embedded."""
+    from widgets.cluster_view import ClusterState
+
+    stored = "[Message Timestamp]: 7:40 pm on 14 March 2023 [Message]: [Priya]: Hey <b>Tomasz</b>!\n[Tomasz]: Hi."
+    units = [{"id": f"u{i}", "text": stored, "source_ids": [f"D1:{i}"], "status": "buffered",
+              "time": "2023-03-14T19:40:00"} for i in range(2)]
+    log = [{"unit_id": "u0", "position": 0, "count": 1, "outcome": "buffered"},
+           {"unit_id": "u1", "position": 1, "count": 2, "fired": True, "outcome": "triggered", "relevant_ids": ["u0"]}]
+    structures = {"units": units, "trigger_log": log, "params": {"theta_count": 2}, "embeddings_2d": [[0, 0], [1, 0]],
+                  "episodes": [{"id": "epi-0", "cluster": "c1", "member_ids": ["u0", "u1"], "text": "met"}]}
+    html = ClusterState(structures).episodes_html
+    assert "Message Timestamp" not in html and "[Priya]" not in html
+    assert "Priya: Hey &lt;b&gt;Tomasz&lt;/b&gt;!" in html and "<td>14 Mar 2023, 19:40</td>" in html
+    assert units[0]["text"] == stored
+
+
+def test_a_replay_that_skips_a_consolidation_keeps_the_others_names_and_markers():
+    """Review (explorer, session 26): numbered by rank, a replay that did not fire the live run's second
+    consolidation called its third "consolidation 2", with the list's second colour. Named by the trigger unit,
+    the scatter and the list agree on every consolidation both have."""
+    from widgets.cluster_view import ClusterState, style
+
+    units = [{"id": f"unit-{i}", "text": f"text {i}", "source_ids": [f"D1:{i}"], "status": "buffered"}
+             for i in range(6)]
+    log = [{"unit_id": "unit-0", "position": 0, "count": 1, "outcome": "buffered"},
+           {"unit_id": "unit-1", "position": 1, "count": 2, "fired": True, "outcome": "triggered",
+            "relevant_ids": ["unit-0"]},
+           {"unit_id": "unit-2", "position": 2, "count": 1, "outcome": "buffered"},
+           {"unit_id": "unit-3", "position": 3, "count": 2, "fired": True, "outcome": "triggered",
+            "relevant_ids": ["unit-2"]},
+           {"unit_id": "unit-4", "position": 4, "count": 1, "outcome": "buffered"},
+           {"unit_id": "unit-5", "position": 5, "count": 2, "fired": True, "outcome": "triggered",
+            "relevant_ids": ["unit-4"]}]
+    episodes = [{"id": f"epi-{k}", "cluster": f"c{k}", "member_ids": [f"unit-{2 * k}", f"unit-{2 * k + 1}"],
+                 "text": f"episode {k}"} for k in range(3)]
+    state = ClusterState({"units": units, "trigger_log": log, "episodes": episodes, "params": {"theta_count": 2}})
+    skipped = [d for d in state.decisions if d.unit_id != "unit-3"]  # as a replay that did not fire at unit-3
+    from widgets.cluster_view import cluster_figure
+
+    names = {t.name: t.marker.color for t in cluster_figure(state.data, skipped).data}
+    assert "consolidation at unit-5" in names and "consolidation at unit-3" not in names
+    assert names["consolidation at unit-5"] == style("consolidation at unit-5")[0]
+    assert "consolidation at unit-5</b>" in state.episodes_html and "consolidation 2" not in state.episodes_html

@@ -23,12 +23,14 @@ reproduce the live trigger log exactly. ``live_outcomes=False`` replays the gate
 """
 from __future__ import annotations
 
+import re
+import zlib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 
-from .html import box, clip, esc, short, source_ids_html, table_html
+from .html import box, clip, esc, short, source_ids_html, table_html, when_text
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
@@ -61,15 +63,22 @@ def fired_count(decisions: Sequence[Any]) -> int:
     return sum(bool(d.fired) for d in decisions)
 
 
+def consolidation_label(trigger: str) -> str:
+    """A consolidation's name: the unit whose arrival fired it ("consolidation at unit-18"). Named by its trigger,
+    not by its rank, so a replay at other thresholds that fires at the same unit gives the same name, colour and
+    shape as the live run's list (numbered by rank, "consolidation 2" of a replay was another cluster than the
+    list's when the replay skipped one: usability review)."""
+    return f"consolidation at {trigger}"
+
+
 def membership(decisions: Sequence[Any]) -> dict[str, str]:
-    """``unit id -> label``: ``consolidation <n>`` for the n-th fired cluster (its members and trigger),
+    """``unit id -> label``: ``consolidation_label(trigger)`` for each fired cluster (its members and trigger),
     else buffered / merged / failed / dropped. Later consolidations override an earlier buffering."""
-    labels, n = {}, 0
+    labels = {}
     for d in decisions:
         if d.outcome == "triggered":
-            n += 1
             for uid in (*d.relevant_ids, d.unit_id):
-                labels[uid] = f"consolidation {n}"
+                labels[uid] = consolidation_label(d.unit_id)
         elif d.outcome == "merged":
             labels[d.unit_id] = "merged into an episode"
         elif d.outcome == "failed":
@@ -89,6 +98,8 @@ class ClusterData:
         # the replay, the gate check, the trigger-log reader and the copy finder come from the method that
         # declares this kind of view (``structure_hooks``), so this view never imports a method by name
         self.hooks = declared_hooks("clusters") if hooks is None else dict(hooks)
+        #: a unit's stored text as the view shows it (the method's ``readable`` hook; as stored without one)
+        self.readable = self.hooks.get("readable") or str
         self.structures = structures
         self.conversation_id = conversation_id
         self.units = list(structures.get("units") or [])
@@ -140,12 +151,19 @@ class ClusterData:
         self.hooks["check"](int(theta_count), self.params.get("gate_k"), bool(self.params.get("count_self", True)))
 
 
+def _number(label: str) -> int:
+    """The number a consolidation's look and order follow: its trigger unit's trailing number (RecMem numbers
+    units in arrival order: ``unit-18`` -> 18), else a stable checksum of the label."""
+    digits = re.search(r"(\d+)$", label)
+    return int(digits.group(1)) if digits else zlib.crc32(label.encode("utf-8")) % 10_000
+
+
 def style(label: str) -> tuple[str, str]:
-    """``(colour, plotly marker symbol)`` of a membership label. ``consolidation n`` depends on n alone,
-    so the scatter, its legend and the episode list agree whatever other groups exist."""
+    """``(colour, plotly marker symbol)`` of a membership label. A consolidation's depends on its trigger unit
+    alone (``_number``), so the scatter, its legend and the episode list agree whatever other groups exist."""
     if label in FIXED:
         return FIXED[label]
-    n = int(label.split()[-1]) - 1 if label.split()[-1].isdigit() else 0
+    n = _number(label)
     return PALETTE[n % len(PALETTE)], SYMBOLS[(n // len(PALETTE)) % len(SYMBOLS)][0]
 
 
@@ -157,8 +175,8 @@ def marker_html(label: str) -> str:
 
 
 def _label_order(label: str) -> tuple:
-    last = label.split()[-1]
-    return (label.startswith("consolidation"), int(last) if last.isdigit() else 0, label)
+    consolidation = label.startswith("consolidation")
+    return (consolidation, _number(label) if consolidation else 0, label)
 
 
 def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = ""):
@@ -174,7 +192,7 @@ def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = 
         idx = [i for i, u in enumerate(data.ids) if labels.get(u, "buffered") == label and i < len(data.xy)]
         hover = [esc(f"{data.ids[i]} · {label}") + "<br>" + esc(f"live: {data.units[i].get('status', '?')} "
                                                                    f"{' '.join(data.units[i].get('into') or [])}")
-                 + "<br>" + esc(short(data.units[i].get("text", ""), 140)) for i in idx]
+                 + "<br>" + esc(short(data.readable(data.units[i].get("text", "")), 140)) for i in idx]
         colour, symbol = style(label)
         fig.add_trace(go.Scatter(
             x=[data.xy[i][0] for i in idx], y=[data.xy[i][1] for i in idx], mode="markers", name=esc(label),
@@ -327,9 +345,9 @@ def episodes_html(data: ClusterData) -> str:
     lines = []
     for n, g in enumerate(groups):
         members = [units[m] for m in g["members"] if m in units]
-        unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": str(u.get("time", ""))[:16],
+        unit_rows = [{"unit": ("★ " if u["id"] == g["trigger"] else "") + u["id"], "time": when_text(u.get("time")),
                       "turns": source_ids_html(u.get("source_ids") or [], limit=6),
-                      "text": clip(short(u.get("text", ""), 400))} for u in members]
+                      "text": clip(short(data.readable(u.get("text", "")), 400))} for u in members]
         copies = _copies(data, g["episodes"])
         ep_rows = [{"episode": e["id"] + (f" (copy of {copies[e['id']]})" if e["id"] in copies else ""),
                     "turns": source_ids_html(e.get("source_ids") or [], limit=8),
@@ -338,7 +356,8 @@ def episodes_html(data: ClusterData) -> str:
         copied = f" ({len(copies)} a word-for-word copy)" if len(copies) == 1 else (
             f" ({len(copies)} word-for-word copies)" if copies else "")
         turns = sorted({t for u in members for t in u.get("source_ids") or []})
-        trigger = f" · trigger {esc(g['trigger'])}" if g["trigger"] else ""
+        # the label names the trigger; a group without one (merged episodes) says so
+        trigger = "" if g["trigger"] else " · no trigger in this run"
         lines.append(
             f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'])} <b>{esc(g['label'])}</b> "
             f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
@@ -355,8 +374,10 @@ def episodes_html(data: ClusterData) -> str:
     return box("<style>.wb-box .wb-mark {font-size: 16px;} .wb-box details > summary {cursor: pointer; "
                "line-height: 1.7;}</style>"
                f"<h5>Episodes of the live run ({len(data.episodes)}), by the consolidation that wrote them "
-               f"({len(groups)})</h5><p class='wb-muted'>Markers as in the scatter at the live thresholds. Click a "
-               "line for its member units and its episodes.</p>" + _checked_line(checked) + "".join(lines) + rest)
+               f"({len(groups)})</h5><p class='wb-muted'>Each consolidation is named by the unit whose arrival "
+               "fired it, with its marker as in the scatter: a replay that fires at the same unit shows the same "
+               "name and marker. Click a line for its member units and its episodes.</p>" + _checked_line(checked)
+               + "".join(lines) + rest)
 
 
 NO_EMBEDDINGS = box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")

@@ -11,6 +11,7 @@ import difflib
 import html
 import json
 import re
+from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
 CSS = """<style>
@@ -126,6 +127,17 @@ def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row
         cells = "".join(td(c, r.get(c, '') if c in raw else esc(r.get(c, ''))) for c in columns)
         body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def when_text(value) -> str:
+    """An ISO datetime with its time of day ("14 Mar 2023, 19:40"); midnight is left out; anything else unchanged."""
+    text = str(value or "")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    day = f"{moment.day} {moment:%b %Y}"
+    return day if (moment.hour, moment.minute) == (0, 0) else f"{day}, {moment:%H:%M}"
 
 
 def session_when(session) -> str:

@@ -16,6 +16,11 @@ from .html import DisplaysWidget, box, esc, show_figure
 from .view_state import Control, Part, ShellBase, ViewState
 
 
+#: a slider's share of its row: its label is drawn at full width ("initial"), so a fixed-width slider with a long
+#: label ("θ_count (units to consolidate)") left its track a dot in JupyterLab (usability review)
+SLIDER_LAYOUT = {"width": "42%", "min_width": "340px"}
+
+
 def _widget(c: Control):
     import ipywidgets as W
 
@@ -24,10 +29,12 @@ def _widget(c: Control):
                           style={"description_width": "initial"}, disabled=c.disabled)
     if c.kind == "float":
         return W.FloatSlider(min=c.start, max=c.end, step=c.step, description=c.label, continuous_update=False,
-                             readout_format=".2f", disabled=c.disabled, style={"description_width": "initial"})
+                             readout_format=".2f", disabled=c.disabled, style={"description_width": "initial"},
+                             layout=W.Layout(**SLIDER_LAYOUT))
     if c.kind == "int":
         return W.IntSlider(min=int(c.start), max=int(c.end), step=int(c.step), description=c.label,
-                           continuous_update=False, disabled=c.disabled, style={"description_width": "initial"})
+                           continuous_update=False, disabled=c.disabled, style={"description_width": "initial"},
+                           layout=W.Layout(**SLIDER_LAYOUT))
     return W.Button(description=c.label, disabled=c.disabled)
 
 

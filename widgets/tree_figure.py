@@ -93,17 +93,6 @@ def day_text(value) -> str:
     return window_text(_day(value)) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", _day(value)) else str(value or "")
 
 
-def when_text(value) -> str:
-    """An ISO datetime with its time of day ("14 Mar 2023, 19:40"); midnight is left out; anything else unchanged."""
-    text = str(value or "")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return text
-    day = f"{moment.day} {moment:%b %Y}"
-    return day if (moment.hour, moment.minute) == (0, 0) else f"{day}, {moment:%H:%M}"
-
-
 def dates_text(r: Mapping) -> str:
     """A node's date range in words: "14 Mar 2023", or "14 Mar – 19 Jun 2023" (the year once when shared)."""
     start, end = _day(r.get("start")), _day(r.get("end"))

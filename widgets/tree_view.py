@@ -28,11 +28,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping
 
-from .html import box, clip, esc, pre, short, source_ids_html, table_html, turn_index, turns_html
+from .html import box, clip, esc, pre, short, source_ids_html, table_html, turn_index, turns_html, when_text
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
-from .tree_figure import (LEVEL_COLOURS, caption_html, children_of, dates_text, roots_of, tree_figure, when_text,
-                          window_text)
+from .tree_figure import LEVEL_COLOURS, caption_html, children_of, dates_text, roots_of, tree_figure, window_text
 from .view_state import Control, Part, ViewState
 
 CSS = """<style>

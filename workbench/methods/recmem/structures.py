@@ -3,6 +3,7 @@ form the recurrence check reads (the view calls them through ``MemoryMethod.stru
 RecMem by name)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from .inspection import repeated_episodes
@@ -49,12 +50,31 @@ def episodes_with_parts(structures: Mapping, copies: Mapping[str, str] | None = 
              **({"copy_of": copies[e["id"]]} if e["id"] in copies else {})} for e in episodes]
 
 
+_STAMPED = re.compile(r"\[Message Timestamp\]:\s*.*?\s*\[Message\]:\s*(.*)", re.S)
+_SPEAKER = re.compile(r"\[([^\]\n]{1,60})\]: ")
+
+
+def readable_unit(text: Any) -> str:
+    """A buffered unit's stored text as a person reads it: without the "[Message Timestamp]: ... [Message]:"
+    frame the authors' code embeds (the view shows the time in its own column) and with "Priya: ..." for
+    "[Priya]: ..." (an image caption, "[Showing Image]: ...", becomes "(image: ...)"). Other text is unchanged; what
+    RecMem stored and embedded is the structures file's ``text``, untouched."""
+    text = str(text or "")
+    framed = _STAMPED.fullmatch(text.strip())
+    if not framed:
+        return text
+    body = framed.group(1)
+    body = re.sub(r" ?\[Showing Image\]: ([^\n]*)", r" (image: \1)", body)
+    return _SPEAKER.sub(r"\1: ", body)
+
+
 def _list(value) -> list:
     return value if isinstance(value, list) else []
 
 
 #: decision: a trigger-log row as a decision; replay: the gate replayed on stored vectors; check: whether a
 #: (theta_count, gate_k) pair is valid; repeated: episodes that copy an earlier one word for word; checkable:
-#: the episodes in the form the recurrence check reads (the view checks them against the annotated topics)
+#: the episodes in the form the recurrence check reads (the view checks them against the annotated topics);
+#: readable: a unit's stored text as the view shows it
 CLUSTER_HOOKS = {"decision": decision_of, "replay": _replay, "check": check_gate_k, "repeated": repeated_episodes,
-                 "checkable": episodes_with_parts}
+                 "checkable": episodes_with_parts, "readable": readable_unit}
