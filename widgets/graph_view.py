@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .graph_layout import FONT_MIN, MIN_LABEL_PX, layout, node_sizes
-from .html import box, esc, source_ids_html, table_html, turn_index, turns_html
+from .html import box, esc, source_ids_html, table_html, turn_index, turns_html, when_text
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
@@ -176,7 +176,8 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
                          "count": e.get("count", 1), "turns": " ".join(e.get("source_ids") or [])})
     prof = n.get("profile") or {}
     facts = {"type": n.get("type"), "aliases": ", ".join(n.get("aliases") or []) or "(none)",
-             "mentions": n.get("mentions"), "first / last seen": f"{n.get('first_time')} / {n.get('last_time')}",
+             "mentions": n.get("mentions"),
+             "first / last seen": f"{when_text(n.get('first_time'))} / {when_text(n.get('last_time'))}",
              "fragments": " ".join(n.get("fragment_ids") or [])}
     if prof:
         facts["profile"] = f"{prof.get('persistent', '')} | recent: {prof.get('recent', '')}"
