@@ -83,7 +83,7 @@ def show_trace(page, question: str, method: str, step: int, compare: str = "") -
     step_to(page, 0, step)
     if compare:
         c_method, _, c_step = compare.partition(":")
-        page.locator('select:has(> option[value="none"])').first.select_option(value=c_method)  # "compare with"
+        page.locator('select:has(> option[value="none"])').first.select_option(label=display_name(c_method))  # by title
         page.locator(".wb-trace-area").nth(1).locator(".wb-box", has_text=f"{c_method} · ").first.wait_for(
             timeout=20000)
         step_to(page, 1, int(c_step or 1))

@@ -191,6 +191,16 @@ def test_an_answer_in_another_script_or_a_code_fence_is_flagged():
     assert "script" not in Q._flags_html(Q.method_row(row(prediction="Pilot"), evidence=[]))
 
 
+
+def test_a_text_that_loops_is_flagged():
+    """An H-Mem summary of the demo (sum3) ends "Priya ordered tomatoes first, definitely." seven times over: the
+    tree shows the model's text as it is, and now says it repeats itself."""
+    looped = "They met. " + "Priya ordered tomatoes first, definitely. " * 3 + "Maybe courgettes."
+    assert Q.repeated_sentence(looped) == ("Priya ordered tomatoes first, definitely.", 3)
+    assert [f for f, _ in Q.unreadable_marks(looped)] == ["repeats itself"]
+    assert Q.repeated_sentence("Yes. Yes. Yes. Pilot it is. Pilot it is.") is None  # short or twice: not a loop
+
+
 def test_the_readers_context_says_when_it_is_not_in_score_order():
     """Review R5c: HyMem's small profile shows its events in time order, so scores read 0.41, 0.62, 0.38; the
     context says the method re-sorted them, rather than leave a non-monotonic column unexplained."""

@@ -438,10 +438,10 @@ def test_entity_graph_page_comes_from_pyvis_with_the_workbench_template():
 def test_consolidations_get_distinct_markers_and_their_episodes():
     from widgets.cluster_view import PALETTE, SYMBOLS, ClusterState, consolidation_groups, style
 
-    looks = [style(f"consolidation at unit-{n}") for n in range(40)]
+    order = {f"consolidation at unit-{n}": n for n in range(40)}
+    looks = [style(label, order) for label in order]
     assert len(set(looks)) == 40 and len({c for c, _ in looks}) == len(PALETTE)  # colours, then shapes, vary
-    assert style("consolidation at unit-16") == (PALETTE[0], SYMBOLS[1][0]) == style("consolidation at unit-16")
-    assert style("consolidation at u-x") == style("consolidation at u-x")  # no number: a stable checksum
+    assert style("consolidation at unit-16", order) == (PALETTE[0], SYMBOLS[1][0])
     assert all(c not in PALETTE for c, _ in (style(x) for x in ("buffered", "merged into an episode")))
     units = [{"id": f"u{i}", "text": f"text {i}", "source_ids": [f"D1:{i}"], "status": "buffered"} for i in range(5)]
     log = [{"unit_id": "u0", "position": 0, "count": 1, "outcome": "buffered"},
@@ -649,5 +649,13 @@ def test_a_replay_that_skips_a_consolidation_keeps_the_others_names_and_markers(
 
     names = {t.name: t.marker.color for t in cluster_figure(state.data, skipped).data}
     assert "consolidation at unit-5" in names and "consolidation at unit-3" not in names
-    assert names["consolidation at unit-5"] == style("consolidation at unit-5")[0]
+    live_looks = state.data.looks()
+    assert names["consolidation at unit-5"] == style("consolidation at unit-5", live_looks)[0]
+    assert len({names["consolidation at unit-1"], names["consolidation at unit-5"]}) == 2  # never alike
+    # a replay firing at a unit the live run did not gets a look no live consolidation has, and keeps it
+    skipped[2] = type(skipped[2])("unit-2", 2, (("unit-1", 0.9),), ("unit-1",), 2, True, "triggered")
+    again = {t.name: t.marker.color for t in cluster_figure(state.data, skipped).data}
+    live_colours = {style(f"consolidation at unit-{n}", live_looks)[0] for n in (1, 3, 5)}
+    assert len(live_colours) == 3 and again["consolidation at unit-2"] not in live_colours
+    assert again["consolidation at unit-5"] == names["consolidation at unit-5"]  # the replay recoloured nothing
     assert "consolidation at unit-5</b>" in state.episodes_html and "consolidation 2" not in state.episodes_html

@@ -24,7 +24,6 @@ reproduce the live trigger log exactly. ``live_outcomes=False`` replays the gate
 from __future__ import annotations
 
 import re
-import zlib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -111,9 +110,20 @@ class ClusterData:
             self.vectors = None
         self.xy = [tuple(p) for p in structures.get("embeddings_2d") or []]
         self.live = [self.hooks["decision"](d) for d in structures.get("trigger_log") or []]
+        self._looks: dict[str, int] = {}
+        self.looks()  # the live run's consolidations take the first looks, in the order they fired
         self.live_outcomes = live_outcomes
         self.episodes = list(structures.get("episodes") or [])
         self.facts = list(structures.get("facts") or [])
+
+    def looks(self, decisions: Sequence[Any] | None = None) -> dict[str, int]:
+        """Consolidation label -> its place in the palette (``style``): the live run's in firing order, then
+        those of ``decisions`` (a replay) not seen before, each kept for the view's life so a replay never
+        recolours the list."""
+        for d in self.live if decisions is None else decisions:
+            if d.outcome == "triggered":
+                self._looks.setdefault(consolidation_label(d.unit_id), len(self._looks))
+        return self._looks
 
     @property
     def can_replay(self) -> bool:
@@ -151,32 +161,32 @@ class ClusterData:
         self.hooks["check"](int(theta_count), self.params.get("gate_k"), bool(self.params.get("count_self", True)))
 
 
-def _number(label: str) -> int:
-    """The number a consolidation's look and order follow: its trigger unit's trailing number (RecMem numbers
-    units in arrival order: ``unit-18`` -> 18), else a stable checksum of the label."""
-    digits = re.search(r"(\d+)$", label)
-    return int(digits.group(1)) if digits else zlib.crc32(label.encode("utf-8")) % 10_000
+def look(index: int) -> tuple[str, str]:
+    """The ``index``-th consolidation's ``(colour, plotly marker symbol)``: every colour once, then every colour
+    again with the next shape."""
+    return PALETTE[index % len(PALETTE)], SYMBOLS[(index // len(PALETTE)) % len(SYMBOLS)][0]
 
 
-def style(label: str) -> tuple[str, str]:
-    """``(colour, plotly marker symbol)`` of a membership label. A consolidation's depends on its trigger unit
-    alone (``_number``), so the scatter, its legend and the episode list agree whatever other groups exist."""
+def style(label: str, looks: Mapping[str, int] | None = None) -> tuple[str, str]:
+    """``(colour, plotly marker symbol)`` of a membership label. A consolidation's is its place in ``looks`` (a
+    ``ClusterData``'s: the live run's consolidations in order, then each new one a replay fires), so the scatter,
+    its legend and the episode list agree, and two consolidations drawn together never share a look (a colour
+    picked from the trigger's number did: unit-18 and unit-34 came out alike)."""
     if label in FIXED:
         return FIXED[label]
-    n = _number(label)
-    return PALETTE[n % len(PALETTE)], SYMBOLS[(n // len(PALETTE)) % len(SYMBOLS)][0]
+    return look((looks or {}).get(label, 0))
 
 
-def marker_html(label: str) -> str:
+def marker_html(label: str, looks: Mapping[str, int] | None = None) -> str:
     """The label's colour and shape as an inline mark for HTML lists."""
-    colour, symbol = style(label)
+    colour, symbol = style(label, looks)
     shape = dict(SYMBOLS).get(symbol, "●")
     return f"<span class='wb-mark' style='color:{colour}' title='{esc(label)}'>{shape}</span>"
 
 
 def _label_order(label: str) -> tuple:
-    consolidation = label.startswith("consolidation")
-    return (consolidation, _number(label) if consolidation else 0, label)
+    digits = re.search(r"(\d+)$", label)  # a consolidation's trigger unit, in arrival order where it is numbered
+    return (label.startswith("consolidation"), int(digits.group(1)) if digits else 0, label)
 
 
 def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = ""):
@@ -193,7 +203,7 @@ def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = 
         hover = [esc(f"{data.ids[i]} · {label}") + "<br>" + esc(f"live: {data.units[i].get('status', '?')} "
                                                                    f"{' '.join(data.units[i].get('into') or [])}")
                  + "<br>" + esc(short(data.readable(data.units[i].get("text", "")), 140)) for i in idx]
-        colour, symbol = style(label)
+        colour, symbol = style(label, data.looks(decisions))
         fig.add_trace(go.Scatter(
             x=[data.xy[i][0] for i in idx], y=[data.xy[i][1] for i in idx], mode="markers", name=esc(label),
             customdata=[data.ids[i] for i in idx], hovertext=hover, hoverinfo="text",
@@ -359,7 +369,8 @@ def episodes_html(data: ClusterData) -> str:
         # the label names the trigger; a group without one (merged episodes) says so
         trigger = "" if g["trigger"] else " · no trigger in this run"
         lines.append(
-            f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'])} <b>{esc(g['label'])}</b> "
+            f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'], data.looks())} "
+            f"<b>{esc(g['label'])}</b> "
             f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
             f"{_n(len(g['episodes']), 'episode')}{copied} · {_n(len(turns), 'turn')}</summary>"
             f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"

@@ -25,6 +25,8 @@ widgets to them.
 """
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -378,7 +380,27 @@ def unreadable_marks(answer: str, question: str = "", *, than: str = "the questi
         if script not in asked:
             marks.append((f"{script.lower()} script", f"letters of another writing system than {than}: "
                                                       f"{' '.join(letters)} ({script})"))
+    looped = repeated_sentence(answer)
+    if looped:
+        sentence, times = looped
+        marks.append(("repeats itself", f'"{short(sentence, 80)}" is written {times} times: the model looped '
+                                        "(an H-Mem summary of the demo says one sentence seven times)"))
     return marks
+
+
+#: a sentence written this many times in one text is a loop, not emphasis
+LOOP_TIMES = 3
+
+
+def repeated_sentence(text: str) -> tuple[str, int] | None:
+    """The most repeated sentence of three or more words in ``text`` and its count, when it is written
+    ``LOOP_TIMES`` times or more (a small model that loops repeats a sentence word for word); else None."""
+    sentences = [" ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+", text or "")]
+    counts = Counter(p.lower() for p in sentences if len(p.split()) >= 3)
+    if not counts:
+        return None
+    top, times = counts.most_common(1)[0]
+    return (next(p for p in sentences if p.lower() == top), times) if times >= LOOP_TIMES else None
 
 
 def _flags_html(m: MethodRow) -> str:
