@@ -289,7 +289,7 @@ def test_cluster_view_static_html_draws_both_figures_and_lists_the_episodes(recm
                        "θ_count (units to consolidate): <b>2</b>", cv.counts_html, cv.episodes_html,
                        "Units by consolidation (PCA of their embeddings: near = similar text)",
                        "PC 1: the direction in which the units", "Consolidation moments",
-                       "theta_count 2")
+                       "θ_count 2")
     assert html.count("<svg") == 2 and "live thresholds: " not in html  # a button has no value to show
     # every unit is a marker of the scatter (stars for the triggers), and the legend names each membership label
     scatter = html.split("<svg")[1]

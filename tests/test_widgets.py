@@ -332,6 +332,10 @@ def test_compare_precomputed_answers(run, conv):
     head = cmp.html.split("<tbody>")[0]
     assert ">gold evidence found<" in head and ">answering cost<" in head and "_" not in head.split("<table>")[1]
     assert "<td>Naive RAG <code" in cmp.html and "<td>Full-Context <code" in cmp.html
+    from workbench.trace import Answer, Hit
+
+    one = compare({"x": Answer("q", "y", context=[Hit("u1", "t", 1.0)])}, "q").html
+    assert "1 unit · " in one and "1 units" not in one
 
 
 def test_compare_built_methods_records_failures(tiny_conv):

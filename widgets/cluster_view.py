@@ -244,7 +244,7 @@ def timeline_figure(decisions: Sequence[Any], live: Sequence[Any], theta_count: 
                              marker=dict(size=18, symbol="diamond-open", color="#2b8a3e", line=dict(width=2)),
                              hovertext=[esc(f"live: {d.unit_id} fired ({d.outcome})") for d in live_fired],
                              hoverinfo="text"))
-    fig.add_hline(y=theta_count, line_dash="dash", line_color="crimson", annotation_text=f"theta_count {theta_count}")
+    fig.add_hline(y=theta_count, line_dash="dash", line_color="crimson", annotation_text=f"θ_count {theta_count}")
     fig.update_layout(height=300, margin=dict(l=40, r=10, t=40, b=40), title="Consolidation moments",
                       xaxis_title="unit (arrival order)", yaxis_title="recurrence count")
     return fig
@@ -255,9 +255,10 @@ def counts_html(data: ClusterData, decisions, theta_sim: float, theta_count: int
     mode = "live merges/failures taken as given" if data.live_outcomes else "gate alone"
     failed = sum(d.outcome in ("failed", "dropped") for d in data.live)
     failed_note = f" ({failed} of them failed: no episode written)" if failed else ""
-    return box(f"replayed at theta_sim={theta_sim:.2f}, theta_count={theta_count}: "
+    # the sliders' symbols, not the parameter names (the sliders say what each decides)
+    return box(f"replayed at θ_sim = {theta_sim:.2f}, θ_count = {theta_count}: "
                f"<b class='wb-replay-count'>{fired_count(decisions)}</b> triggers · live run "
-               f"(theta_sim={live_sim:.2f}, theta_count={live_count}): <b class='wb-live-count'>"
+               f"(θ_sim = {live_sim:.2f}, θ_count = {live_count}): <b class='wb-live-count'>"
                f"{fired_count(data.live)}</b> triggers{failed_note} · {len(data.ids)} units · "
                f"{len(data.episodes)} episodes · {len(data.facts)} facts "
                f"<small class='wb-muted'>({esc(mode)}; no LLM)</small>")

@@ -148,7 +148,8 @@ class Comparison:
             return f"{n or 0} call{'' if n == 1 else 's'}"
 
         rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence, limit=SOURCES_SHOWN),
-                 "context": f"{r.get('context_units', 0)} units · {r.get('context_tokens', 0)} tok",
+                 "context": f"{r.get('context_units', 0)} unit{'' if r.get('context_units') == 1 else 's'} · "
+                            f"{r.get('context_tokens', 0)} tok",
                  "query": f"{r.get('query_tokens', 0)} tok · {calls(r.get('calls'))}"} for r in self.rows]
         escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
         for r, e in zip(self.rows, escaped):  # the method by its title; the verdict in words, its reason on hover
