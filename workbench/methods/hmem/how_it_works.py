@@ -13,7 +13,7 @@ HOW_IT_WORKS = HowItWorks(
               ("graph", "entities and relations with provenance")),
         phase("answer", ("planner", "sub-queries with scope and time hints"),
               ("gather", "graph seeds, multi-hop expansion, tree"),
-              ("rank", "F = 0.70 S + 0.15 T + 0.15 R"),
+              ("rank", "0.70 × meaning + 0.15 × time fit + 0.15 × robustness (consolidated recently and often)"),
               ("sub-answers", "then one synthesis over them")),
     ),
     mechanism="consolidation into a parent, and a planner scope above SHORT",
