@@ -299,7 +299,8 @@ class HowItWorksPage:
                f"<p><b>The answers:</b> {ok} of {n} right (deterministic checker)</p>"
                f"{_counts_html(ex.method, ex.census)}{_checked_items_html(ex.census.get('checked'))}</div>")
         right = f"<div class='wb-how-right'><h4>The right outcome</h4><p>{esc(how.right_outcome)}</p></div>"
-        planted = (f"<p class='wb-muted'>{len(marks)} planted turn(s) marked ▲ (sample_data/annotations.json)</p>"
+        planted = (f"<p class='wb-muted'>{len(marks)} planted turn{'' if len(marks) == 1 else 's'} marked ▲ "
+                   "(sample_data/annotations.json)</p>"
                    if marks else "")
         return (f"<h4>The example: {esc(how.mechanism)} <span class='wb-muted'>· conversation "
                 f"{esc(how.gallery)}</span></h4><div class='wb-how-cols'><div class='wb-how-col'>"

@@ -75,7 +75,8 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
     extra = (f'<details><summary>why the zeros, from the run ({len(notes)})</summary><ul>'
              + "".join(f"<li>{n}</li>" for n in notes) + "</ul></details>") if notes else ""
     if problems:
-        extra += (f'<details><summary>{len(problems)} problem(s) reading the run for the census</summary><ul>'
+        extra += (f'<details><summary>{len(problems)} problem{"" if len(problems) == 1 else "s"} reading the run '
+                  'for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
     line = _right_line(headline(value))
     # collapsed: one line on a projected page; the whole table one click away (issue: explorer, content first)
