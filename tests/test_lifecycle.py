@@ -193,3 +193,18 @@ def test_a_wide_legend_gets_its_own_rows_above_the_plot():
                   "recmem refresh (UPDATE/DELETE): 21", "memr3", "memr3[one-chunk]"]
     assert legend_rows(few) == 2 and legend_rows(many) >= 3
     assert legend_rows([]) == 2
+
+
+def test_a_recmem_unit_reads_as_its_exchange_with_the_stored_text_one_click_away():
+    """RecMem stores the authors' frame ("[Message Timestamp]: ... [Message]: [Priya]: ..."); the lifecycle shows the
+    exchange as people read it (the method's ``readable`` hook) and keeps the stored text under "as stored"."""
+    from widgets.lifecycle import UnitLifecycle, UnitRef
+
+    stored = "[Message Timestamp]: 2:30 pm on 21 May 2023 [Message]: [Tomasz]: Pilot it is.\n[Priya]: Farewell!"
+    ref = UnitRef("recmem", "unit-22", "subconscious", stored, ("D4:3",), "in memory", 0, 0)
+    html = unit_html(UnitLifecycle(ref, {}, (), (), (), {}, ()), links=False)
+    shown = html.split("<details>")[0]
+    assert "Tomasz: Pilot it is." in shown and "Message Timestamp" not in shown and "[Tomasz]" not in shown
+    assert "as stored</summary>" in html and "[Message Timestamp]: 2:30 pm" in html
+    plain = UnitRef("ama", "f1", "fact", "[Dev]: kept as it is", (), "in memory", 0, 0)
+    assert "as stored" not in unit_html(UnitLifecycle(plain, {}, (), (), (), {}, ()), links=False)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from workbench.methods import display_name
+from workbench.methods import display_name, readable_text
 from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
@@ -285,8 +285,8 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
         if not units:
             continue
         rows = [{"unit": _unit_link(m, u.unit_id, links), "kind": esc(u.kind), "status": _status_html(u.status),
-                 "text": clip(u.text, limit=text_limit), "sources": source_ids_html(u.source_ids, [tl.turn_id],
-                                                                                   limit=8, links=links),
+                 "text": clip(readable_text(m, u.text), limit=text_limit),
+                 "sources": source_ids_html(u.source_ids, [tl.turn_id], limit=8, links=links),
                  "events": esc(u.n_events), "seen by answers": esc(u.n_seen)} for u in units]
         cols = ["unit", "kind", "status", "text", "sources", "events", "seen by answers"]
         # long lists start folded so the other methods stay in view
@@ -342,7 +342,9 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
     r = ul.ref
     head = (f"<h4>{method_title_html(r.method)}: unit <code>{esc(r.unit_id)}</code> "
             f"<span class='wb-badge'>{esc(r.kind or '?')}</span> "
-            f"{_status_html(r.status)}</h4>{pre(r.text)}")
+            f"{_status_html(r.status)}</h4>{pre(readable_text(r.method, r.text))}")
+    if readable_text(r.method, r.text) != r.text:  # what the method stored and embedded, one click away
+        head += f"<details><summary class='wb-muted'>as stored</summary>{pre(r.text)}</details>"
     srcs = "".join(f"<div class='wb-turn'>{_turn_link(t.id, links)} <b>{esc(t.speaker)}:</b> {clip(t.content)}</div>"
                    for t in ul.source_turns)
     if ul.missing_sources:

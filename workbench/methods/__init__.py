@@ -18,10 +18,12 @@ from .memr3 import MemR3
 from .recmem import RecMem
 from .store import MemoryUnit, MergedRetriever, Retriever, UnitStore
 
-from .registry import DEPRECATED, REGISTRY, PluginWarning, display_name, display_options, get_method, register
+from .registry import (DEPRECATED, REGISTRY, PluginWarning, display_name, display_options, get_method, readable_text,
+                       register)
 
 
 __all__ = ["MemoryMethod", "NotIngestedError", "FullContext", "NaiveRAG", "EagerFloor", "EagerFacts", "Mem0Style",
            "HyMem", "AMA", "HMem", "RecMem", "MemR3",
            "MemoryUnit", "DEPRECATED", "MergedRetriever", "Retriever", "UnitStore", "REGISTRY", "get_method",
-           "method_base", "register", "PluginWarning", "display_name", "display_options"]
+           "method_base", "register", "PluginWarning", "display_name", "display_options",
+           "readable_text"]

@@ -166,6 +166,7 @@ class MemoryMethod:
     structure_view: ClassVar[str | None] = None
     # Functions that view calls to recompute what the method decided from its saved structures (RecMem's
     # ``clusters`` view replays the trigger gate at other thresholds): name -> callable. {}: the view needs none.
+    # ``readable`` (any view kind): a unit's stored text as a person reads it (``registry.readable_text``).
     structure_hooks: ClassVar[dict] = {}
     # The method's part of ``workbench calibrate`` (``calibration.CalibrationHook``, in its folder's
     # calibration.py): the embedder its paper's thresholds belong to, how they are mapped onto another one,

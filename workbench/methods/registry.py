@@ -171,6 +171,15 @@ def display_name(name: str) -> str:
     return f"{title} ({variant.replace('-', ' ').replace('_', ' ')})" if variant else title
 
 
+def readable_text(name: str, text: str) -> str:
+    """A unit's stored text as views show it to people: through the method's ``readable`` structure hook where it
+    has one (RecMem's units carry the authors' "[Message Timestamp]: ... [Message]: [Priya]: ..." frame), else as
+    stored. Search and the Memories tab keep the stored text, which is what the method embedded."""
+    cls = REGISTRY.get(method_base(name))
+    hook = (getattr(cls, "structure_hooks", None) or {}).get("readable") if cls is not None else None
+    return hook(text) if callable(hook) else text
+
+
 def display_options(names) -> dict[str, str]:
     """``{display_name: name}`` for a picker, in the given order; a display name two runs' names share (a plugin
     titled like a built-in) keeps the run's name beside it, so every option stays distinct."""
