@@ -3,6 +3,7 @@ page and the notebooks show the example checked against its planted truth, with 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -94,6 +95,10 @@ def test_planted_turns_are_marked_with_what_is_planted_there():
     assert any("becomes Spoke & Chain" in m for m in marks["D2:3"])  # the knowledge update's new value
     assert any("old value" in m for m in marks["D1:2"]) and "D1:1" not in marks
     assert planted_marks(None) == {}
+    # dates and groups in words (review: "means 2023-06-11", "group by time: move-week")
+    hmem = planted_marks(shipped_annotations()["gallery-hmem"])
+    assert '"yesterday" means 11 June 2023' in hmem["D1:1"] and "group by time: move week" in hmem["D1:1"]
+    assert not any(re.search(r"\d{4}-\d{2}-\d{2}", m) for ms in hmem.values() for m in ms)
 
 
 def test_each_page_holds_the_example_against_its_right_outcome_with_the_recorded_verdict(gallery):

@@ -171,12 +171,15 @@ def test_hymem_card_marks_fallbacks_and_orphans():
 def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
     html = card_of(run_dir, "memr3", tiny_conv, views=["naive_rag", "hmem"])
     n_chunks = len(RunDir(run_dir).memories("memr3", tiny_conv.id))
-    assert f"<b>naive_rag</b> (NaiveRAG), which holds <b>{n_chunks}</b> units (chunk: {n_chunks})" in html
+    assert (f"<b>Naive RAG</b> <small>(naive_rag, class NaiveRAG)</small>, which holds <b>{n_chunks}</b> units "
+            f"({n_chunks} chunks)") in html
     assert "this is the default one" in html
-    # backend settings in words, each parameter and its raw value on hover
-    assert '<tr title="chunking=window"><td>chunking</td><td><b>window</b></td></tr>' in html
+    # backend settings in words, each parameter and its raw value on hover; a backend's top_k is its own
+    assert ('<tr title="chunking=window"><td>how the conversation is cut into chunks</td><td><b>fixed windows of '
+            'tokens</b></td></tr>') in html
+    assert "key sentences the light module reads" not in html and "chunks its own answers would read" in html
     assert '<tr title="chunk_tokens=256"><td>tokens per chunk</td><td><b>256</b></td></tr>' in html
-    assert "naive_rag has its own structure card in this tab" in html
+    assert "Naive RAG has its own structure card in this tab" in html
     assert "n_max=" in html and "retriever_options=none" in html
     assert "D1:1–" in html  # the chunks' turn spans
     # chunk ids never wrap ("chunk-" / "0" in a narrow column): their cells are marked, the class set nowrap
@@ -216,7 +219,8 @@ def test_app_structures_tab_uses_the_cards(run_dir, tiny_conv):
     assert view.headings() == ["AMA ama", "Eager floor eager_floor", "Full-Context full_context", "HyMem hymem",
                                "MemR3 memr3", "Naive RAG naive_rag"]
     for method, marker in (("ama", "Noor lives in Lyon"), ("hymem", "L1 says: Sam: Hi Noor!"),
-                           ("memr3", "<b>naive_rag</b> (NaiveRAG)"), ("full_context", "Nothing is stored"),
+                           ("memr3", "<b>Naive RAG</b> <small>(naive_rag, class NaiveRAG)</small>"),
+                           ("full_context", "Nothing is stored"),
                            ("naive_rag", "one chunk per turn"), ("eager_floor", "Sam has a kitten called Miso.")):
         section = view.sections[method]
         assert len(section) == 1 and not isinstance(section[0], pn.pane.Alert), method

@@ -505,8 +505,8 @@ def test_episodes_say_whether_they_are_on_a_recurring_topic_when_the_conversatio
     html = ClusterState(structures, conversation="sample-1").episodes_html
     assert "1 on one (its turns from two sessions or more, in at least 60% of the exchanges" in html
     assert "1 mixed (in fewer), 1 not a recurrence" in html
-    assert "✓ on allotment-pumpkin (3 of its 3 exchanges)" in html  # half its turns, every one of its exchanges
-    assert "~ mixed: allotment-pumpkin in 2 of its 5 exchanges" in html
+    assert "✓ on Priya&#x27;s allotment and giant pumpkin (3 of its 3 exchanges)" in html  # every one of its exchanges
+    assert "~ mixed: Priya&#x27;s allotment and giant pumpkin in 2 of its 5 exchanges" in html
     assert "✗ not a recurrence: none of its turns is on a recurring topic" in html
     copy = {**episodes[0], "id": "epi-9"}  # the same consolidation writes the same text again
     repeated = ClusterState({**structures, "episodes": [*episodes, copy]}, conversation="sample-1").episodes_html

@@ -298,7 +298,10 @@ def recurrence_check(data: ClusterData) -> dict | None:
     cid, checkable = data.conversation_id, data.hooks.get("checkable")
     if not cid or cid not in ann or not ann[cid].recurring or checkable is None:
         return None
-    return check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})
+    checked = check_recurrence({cid: checkable(data.structures)}, {cid: ann[cid]})
+    for x in (*checked.get("on", ()), *checked.get("mixed", ())):  # the topic as people say it, not its id
+        x["topic_words"] = ann[cid].topic_words(x.get("topic"))
+    return checked
 
 
 def _copies(data: ClusterData, episodes: Sequence[Mapping]) -> dict[str, str]:
@@ -318,9 +321,11 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
         return {}
     out = {}
     for x in checked["on"]:
-        out[x["episode"]] = f"✓ on {x['topic']} ({x['parts_on_topic']} of its {_n(x['parts'], 'exchange')})"
+        out[x["episode"]] = (f"✓ on {x.get('topic_words', x['topic'])} ({x['parts_on_topic']} of its "
+                             f"{_n(x['parts'], 'exchange')})")
     for x in checked["mixed"]:
-        out[x["episode"]] = f"~ mixed: {x['topic']} in {x['parts_on_topic']} of its {_n(x['parts'], 'exchange')}"
+        out[x["episode"]] = (f"~ mixed: {x.get('topic_words', x['topic'])} in {x['parts_on_topic']} of its "
+                             f"{_n(x['parts'], 'exchange')}")
     for x in checked["off"]:
         out[x["episode"]] = f"✗ not a recurrence: {x['why']}"
     for x in checked.get("repeats", []):

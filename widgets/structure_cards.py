@@ -144,8 +144,12 @@ SETTING_WORDS = {
     "mask": "snippets already seen are not retrieved again", "delta_query": "retrieval uses the refined query",
     "reflect": "the router may reflect without retrieving", "retriever_options": "retriever options",
     # a backend's (MemR3 over Naive RAG)
-    "chunk_tokens": "tokens per chunk", "llm": "model", "embedder": "embedder",
+    "chunk_tokens": "tokens per chunk", "chunking": "how the conversation is cut into chunks", "llm": "model",
+    "embedder": "embedder",
 }
+#: a retrieval backend's settings where a name means another thing than in ``SETTING_WORDS`` (review: a Naive RAG
+#: backend's ``top_k`` read "key sentences the light module reads", HyMem's meaning)
+BACKEND_WORDS = {**SETTING_WORDS, "top_k": "chunks its own answers would read (MemR3 retrieves its own number)"}
 #: values in words, per setting (a value not listed is shown as it is)
 VALUE_WORDS = {
     "trigger": {"llm": "the LLM decides, turn by turn", "session": "the session's end (no LLM call)"},
@@ -154,6 +158,7 @@ VALUE_WORDS = {
     "level1_granularity": {"sentence": "sentence", "event": "event"},
     "levels": {"both": "key sentences and raw events", "L1": "key sentences only", "L2": "raw events only"},
     "answer_prompt": {"native": "the method's own", "shared": "the shared fair-arena prompt"},
+    "chunking": {"window": "fixed windows of tokens", "turn": "one chunk per turn", "session": "one chunk per session"},
 }
 
 
@@ -169,11 +174,11 @@ def _value_words(key: str, value) -> str:
     return VALUE_WORDS.get(key, {}).get(value, str(value)) if isinstance(value, str) else str(value)
 
 
-def _setting_rows(params: Mapping, keys: Sequence[str]) -> str:
-    """Table rows of settings in words (``SETTING_WORDS``, ``VALUE_WORDS``), the parameter's name and raw value on
+def _setting_rows(params: Mapping, keys: Sequence[str], words: Mapping[str, str] = SETTING_WORDS) -> str:
+    """Table rows of settings in words (``words``, ``VALUE_WORDS``), the parameter's name and raw value on
     hover; keys ``params`` lacks are skipped."""
     return "".join(f'<tr title="{esc(k)}={esc("none" if params[k] is None else params[k])}">'
-                   f"<td>{esc(SETTING_WORDS.get(k, k))}</td>"
+                   f"<td>{esc(words.get(k, k))}</td>"
                    f"<td><b>{esc(_value_words(k, params[k]))}</b></td></tr>" for k in keys if k in params)
 
 
@@ -543,17 +548,22 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         notes.append("backend/params.json is missing: the backend's settings are not shown")
     b_name = b_name or "(unknown backend)"
     kinds = Counter(_text(r.get("kind")) or "?" for r in rows)
+    from workbench.methods import display_name  # lazily, as declared_view: this module keeps no model imports
+
+    shown = display_name(b_name) if b_name != "(unknown backend)" else b_name
     lead = (f"This controller builds no memory of its own: it drives a retrieval loop over its backend, "
-            f"<b>{esc(b_name)}</b>{f' ({esc(b_class)})' if b_class else ''}, which holds <b>{len(rows)}</b> units ("
-            + ", ".join(f"{esc(k)}: {n}" for k, n in kinds.most_common()) + ").")
+            f"<b>{esc(shown)}</b>{f' <small>({esc(b_name)}, class {esc(b_class)})</small>' if b_class else ''}, "
+            f"which holds <b>{len(rows)}</b> units ("
+            + ", ".join(f"{n} {esc(k)}{'' if n == 1 or k.endswith('s') else 's'}" for k, n in kinds.most_common())
+            + ").")
     if p.get("backend") is None and p:
         lead += " The run named no backend, so this is the default one: chunks over token windows (paper §4.1)."
     body = _settings(p, ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect", "retriever_options"))
     if bp:
-        body += f"<h5>Backend settings</h5><table>{_setting_rows(bp, sorted(bp))}</table>"
+        body += f"<h5>Backend settings</h5><table>{_setting_rows(bp, sorted(bp), BACKEND_WORDS)}</table>"
     order = _order(conversation)
     if b_name in views:
-        body += (f"<p>{esc(b_name)} has its own structure card in this tab when the run built it as a method of "
+        body += (f"<p>{esc(shown)} has its own structure card in this tab when the run built it as a method of "
                  "its own. That card shows that separate build (its own settings, which may differ from the ones "
                  "above); this backend's units are summarised here.</p>")
     if declared_view(b_name) == "chunks" or set(kinds) == {"chunk"}:

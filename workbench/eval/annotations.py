@@ -40,9 +40,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from datetime import date
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..data import DatasetError
 
@@ -94,6 +95,14 @@ class ConversationAnnotations:
     def topics(self) -> list[tuple[str, set[str]]]:
         """(id, turns) of every recurring topic and group of events."""
         return [(t["id"], set(t["turns"])) for t in (*self.recurring, *self.groups)]
+
+    def topic_words(self, topic_id: Any) -> str:
+        """A recurring topic or group as a reader says it: its ``topic`` text where it has one ("Tomasz's knee"),
+        else its id with spaces for hyphens ("move to bristol")."""
+        for t in (*self.recurring, *self.groups):
+            if t.get("id") == topic_id:
+                return str(t.get("topic") or str(topic_id).replace("-", " ").replace("_", " "))
+        return str(topic_id)
 
 
 def _fail(path, where: str, what: str):
@@ -542,6 +551,15 @@ def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
     return ("partly right" if good else "wrong"), line
 
 
+def _date_words(value: Any) -> str:
+    """An ISO date as a reader says it ("11 June 2023"); anything else as it is."""
+    try:
+        day = date.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    return f"{day.day} {day:%B %Y}"
+
+
 def planted_marks(ann: ConversationAnnotations | None) -> dict[str, list[str]]:
     """Turn id -> what is planted there, in words (a knowledge update's old and new value, a forget request, a
     recurring topic, a multi-hop chain, a relative date, a group of events): what a view marks on the transcript."""
@@ -564,7 +582,7 @@ def planted_marks(ann: ConversationAnnotations | None) -> dict[str, list[str]]:
     for m in ann.multi_hop:
         mark(m.get("turns") or (), f"multi-hop chain of: {m.get('question') or m.get('qa_id')}")
     for t in ann.relative_times:
-        mark([t["turn"]], f"\"{t.get('phrase')}\" means {t.get('date')}")
+        mark([t["turn"]], f"\"{t.get('phrase')}\" means {_date_words(t.get('date'))}")
     for g in ann.groups:
-        mark(g.get("turns") or (), f"group by {g.get('by')}: {g.get('id')}")
+        mark(g.get("turns") or (), f"group by {g.get('by')}: {ann.topic_words(g.get('id'))}")
     return marks
