@@ -461,6 +461,13 @@ def test_the_events_table_says_whether_each_edit_was_right():
     tally = edit_tally_html([rename, corrupt, forget], "sample-1")
     assert "2 right" in tally and "1 wrong" in tally and "not checkable" not in tally
     assert edit_tally_html([rename], "conv-30") == "" and edit_tally_html([rename], None) == ""
+    # why an edit is wrong is in the row, not only on hover (a projector has no hover)
+    assert "<small class=\"wb-muted\">a corrupted fact</small>" in html
+    # and what a method that edits left undone: D4:8 (Priya moves to Bristol) was ingested, nothing changed
+    seen = MemoryEvent(3, "ADD", "fact:20", None, "Priya is moving", "D4:8", ("D4:8",), None, "ama")
+    missed = edit_tally_html([rename, corrupt, forget, seen], "sample-1")
+    assert "AMA missed 1 planted update</span>" in missed and "missed at D4:8" in missed
+    assert "missed" not in tally  # without D4:8 ingested, nothing planted went undone
 
 
 def test_an_edit_not_caused_by_a_turn_is_not_marked():

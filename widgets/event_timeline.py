@@ -21,17 +21,18 @@ before and after texts of a change side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.methods import display_name
 
-from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, show_figure, source_ids_html
+from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, short, show_figure, source_ids_html
 
 try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
     # evaluation package there while a view builds here raced (KeyError: 'IPython' in the app's header)
-    from workbench.eval.annotations import edit_verdict
+    from workbench.eval.annotations import check_edits, edit_verdict, shipped_annotations
 except ImportError:  # the views work without the evaluation package
-    edit_verdict = None
+    check_edits = edit_verdict = shipped_annotations = None
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
@@ -371,19 +372,50 @@ def _edit_verdict(e, conv_id: str) -> tuple[bool | None, str]:
 
 
 def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
-    """" · checked: 0 right, 7 wrong" for the refresh events of a conversation with planted or annotated
-    updates, so the header never counts edits as fired without saying how many were right; "" where none is
-    checkable."""
+    """" · checked against the conversation's updates: 0 right, 7 wrong, 36 not checkable (why on hover); AMA
+    missed 3 planted updates and 1 forget request" for a conversation with planted or annotated updates, so the
+    header never counts edits as fired without saying how many were right, nor leaves out what a method that
+    edits failed to change (review: the events header said "0 right, 7 wrong" while the How it works page said
+    three updates were missed); "" where no edit is checkable. ``events``: all of the run's, so what each method
+    ingested is known."""
     if not conv_id:
         return ""
-    verdicts = [_edit_verdict(e, conv_id)[0] for e in events if is_refresh(e)]
+    checked = [(e, *_edit_verdict(e, conv_id)) for e in events if is_refresh(e)]
+    verdicts = [v for _, v, _ in checked]
     right, wrong = verdicts.count(True), verdicts.count(False)
     if not right + wrong:
         return ""
-    rest = len(verdicts) - right - wrong
-    more = f", {rest} not checkable" if rest else ""
+    unchecked = Counter(why for _, v, why in checked if v is None)
+    more = (f", <span title='{esc(unchecked.most_common(1)[0][0])}' style='border-bottom:1px dotted'>"
+            f"{sum(unchecked.values())} not checkable</span>" if unchecked else "")
     return (f" · checked against the conversation's updates: <b style='color:#237032'>{right} right</b>, "
-            f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}")
+            f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}{_missed_text(events, checked, conv_id)}")
+
+
+def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
+    """"; AMA missed 3 planted updates and 1 forget request" for each method with a checkable edit that left a
+    planted update or forget request of a turn it ingested undone (``annotations.check_edits``)."""
+    if check_edits is None:
+        return ""
+    try:
+        ann = shipped_annotations()
+    except ValueError:  # a damaged annotations file: the census says so
+        return ""
+    if conv_id not in ann:
+        return ""
+    editors = ordered_methods({e.method for e, v, _ in checked if v is not None})
+    parts = []
+    for m in editors:
+        rows = [{"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after,
+                 "source_ids": list(getattr(e, "source_ids", ()) or ())} for e in events if e.method == m]
+        result = check_edits({conv_id: rows}, {conv_id: ann[conv_id]})
+        mu, mf = result.get("missed_updates", 0), result.get("missed_forgets", 0)
+        if mu or mf:
+            what = " and ".join(x for x in (f"{mu} planted update{'s' if mu != 1 else ''}" if mu else "",
+                                             f"{mf} forget request{'s' if mf != 1 else ''}" if mf else "") if x)
+            turns = ", ".join(x["turn"] for x in result.get("missed", ()))
+            parts.append(f"<span title='{esc('missed at ' + turns)}'>{esc(display_name(m))} missed {what}</span>")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def _edit_mark(e, conv_id: str) -> str:
@@ -392,7 +424,9 @@ def _edit_mark(e, conv_id: str) -> str:
     if right is None:
         return ""
     word, colour = ("✓ right", "#237032") if right else ("✗ wrong", "#c92a2a")
-    return f'<br><small style="color:{colour};font-weight:600" title="{esc(why)}">{word}</small>'
+    # the reason in the row too (hover alone hides it from a projector or a screenshot), shortened
+    return (f'<br><small style="color:{colour};font-weight:600" title="{esc(why)}">{word}</small>'
+            f'<br><small class="wb-muted">{esc(short(why.split(":")[-1].strip() or why, 48))}</small>')
 
 
 def events_table_html(events: Sequence, *, placements: Mapping | None = None, links: bool = False,
@@ -434,7 +468,7 @@ class EventLog:
         self.kinds = [k for k in KIND_ORDER if any(e.kind == k for e in self.events)]
         self.refresh_events = [e for e in self.events if is_refresh(e)]
         #: the edits' verdicts do not change with the filters: checked once, not on every redraw
-        self.edit_tally = edit_tally_html(self.refresh_events, self.conv_id)
+        self.edit_tally = edit_tally_html(self.events, self.conv_id)
         self.kind_filter: list[str] | None = None
         self.method_filter: list[str] | None = None
         self.text_filter = ""
