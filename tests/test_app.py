@@ -274,6 +274,8 @@ def test_results_tab_tables_and_chart(app):
     assert sorted(v.summary["method"].unique()) == ["eager_facts", "full_context", "naive_rag"]
     assert "by category" in v.table.object and "[" in v.table.object
     assert len(v.plot.object.data) == 3
+    # the note says the headline leaves adversarial questions out only where the run has some (this one has none)
+    assert "adversarial" not in set(v.summary["category"]) and "categories 1-4" not in v.note.object
     v.x.value = "construction_tokens"
     assert v.chart_frame.set_index("method").loc["eager_facts", "tokens"] > 0
     v.metric.value = "f1"

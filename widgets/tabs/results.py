@@ -97,9 +97,13 @@ class ResultsView:
         self.banner.object = judge_banner_html(self.summary)
         self.table.object = box(results_table_html(self.store, self.metric.value))
         n_conv = int(self.frame["conv_id"].nunique()) if "conv_id" in self.frame.columns else 0
+        # the headline leaves LoCoMo's adversarial questions out: say so where the table has them (review: "overall
+        # (n=10)" beside categories that add up to 12)
+        apart = ("overall: LoCoMo categories 1-4, the adversarial ones (category 5) scored apart by their own rule, "
+                 "as the papers report · " if "adversarial" in set(self.summary.get("category", ())) else "")
         self.note.object = box(f"<small>{len(self.frame)} result rows · n: questions scored (judge failures left "
-                               "out and counted) · [lo, hi] and error bars: 95% percentile bootstrap of the mean, "
-                               f"{ci_words(n_conv)}, 1000 resamples, seed 0; fewer than 5 questions show the "
+                               f"out and counted) · {apart}[lo, hi] and error bars: 95% percentile bootstrap of the "
+                               f"mean, {ci_words(n_conv)}, 1000 resamples, seed 0; fewer than 5 questions show the "
                                f"count, no interval · aggregated by {esc(self.source)}</small>")
         self.draw()
 
