@@ -554,3 +554,13 @@ def test_the_interval_note_says_how_it_resampled():
 
     assert ci_words(3) == "clustered by conversation (3 conversations)"
     assert ci_words(1).startswith("resampling questions") and "clustered" not in ci_words(1)
+
+
+def test_a_text_a_little_over_its_limit_is_shown_whole():
+    """Review: a RecMem unit of 302 characters was cut at 300 ("Biscui…") to hide 2 characters behind "show the rest".
+    Past the limit by less than FOLD_SLACK, a text is shown whole; further past it, the rest is folded as before."""
+    from widgets.html import FOLD_SLACK, clip, pre
+
+    assert "show the rest" not in clip("x" * 302, limit=300) and "…" not in pre("y" * 330, limit=300)
+    assert "show the rest (100 more of 400 characters)" in clip("x" * 400, limit=300)
+    assert "show the rest" in pre("y" * (301 + FOLD_SLACK), limit=300)

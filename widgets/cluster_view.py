@@ -217,7 +217,7 @@ def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = 
     # the axes have no units of their own: say what they are and what nearness means (review T4c)
     fig.update_layout(height=440, margin=dict(l=40, r=10, t=40, b=40),
                       xaxis_title="PC 1: the direction in which the units' embeddings differ most",
-                      yaxis_title="PC 2: the next",
+                      yaxis_title="PC 2: the next most varied direction",
                       legend=dict(title="units by the consolidation they joined"),
                       title=esc(title or "Units by consolidation (PCA of their embeddings: near = similar text)"))
     return fig
@@ -252,7 +252,8 @@ def timeline_figure(decisions: Sequence[Any], live: Sequence[Any], theta_count: 
 
 def counts_html(data: ClusterData, decisions, theta_sim: float, theta_count: int) -> str:
     live_sim, live_count = data.live_thresholds
-    mode = "live merges/failures taken as given" if data.live_outcomes else "gate alone"
+    mode = ("the replay reuses the live run's merges and failed consolidations" if data.live_outcomes
+            else "the trigger gate alone, no merges")
     failed = sum(d.outcome in ("failed", "dropped") for d in data.live)
     failed_note = f" ({failed} of them failed: no episode written)" if failed else ""
     # the sliders' symbols, not the parameter names (the sliders say what each decides)

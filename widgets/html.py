@@ -78,19 +78,24 @@ def _more(rest: str, total: int, tag: str) -> str:
             f"<{tag}>{esc(rest)}</{tag}></details>")
 
 
+#: a text at most this much longer than its limit is shown whole (folding "Biscui…" to hide 2 characters helps nobody)
+FOLD_SLACK = 40
+
+
 def pre(text: Any, *, limit: int = TEXT_LIMIT) -> str:
     """Escaped preformatted text; past ``limit`` characters the rest is folded in a ``<details>``
     (one 216 KB turn must not make a page tens of thousands of pixels tall)."""
     s = "" if text is None else (text if isinstance(text, str) else str(text))
-    if len(s) <= limit:
+    if len(s) <= limit + FOLD_SLACK:
         return f"<pre>{esc(s)}</pre>"
     return f"<pre>{esc(s[:limit])}…</pre>" + _more(s[limit:], len(s), "pre")
 
 
 def clip(text: Any, *, limit: int = TEXT_LIMIT) -> str:
-    """Escaped inline text, the part past ``limit`` characters folded in a ``<details>``."""
+    """Escaped inline text, the part past ``limit`` characters folded in a ``<details>`` (a text less than
+    ``FOLD_SLACK`` longer than the limit is shown whole)."""
     s = "" if text is None else (text if isinstance(text, str) else str(text))
-    if len(s) <= limit:
+    if len(s) <= limit + FOLD_SLACK:
         return esc(s)
     return esc(s[:limit]) + "…" + _more(s[limit:], len(s), "span")
 

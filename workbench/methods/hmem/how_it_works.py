@@ -16,11 +16,11 @@ HOW_IT_WORKS = HowItWorks(
               ("rank", "0.70 × meaning + 0.15 × time fit + 0.15 × robustness (consolidated recently and often)"),
               ("sub-answers", "then one synthesis over them")),
     ),
-    mechanism="consolidation into a parent, and a planner scope above SHORT",
+    mechanism="consolidation into a parent, and a planner that reads a summary above single events",
     gallery="gallery-hmem",
     right_outcome=("Ana's move runs over three sessions in one week (books packed on 11 June, D1:1; the van loaded "
                    "on 14 June, D2:1; the keys handed back on 16 June, D3:1). A correct tree puts those events under"
                    " one parent whose summary tells the move, and for \"How did Ana's move go, from packing to "
-                   "handing back the keys?\" the planner reads that summary (a scope above SHORT) rather than single"
-                   " leaves."),
+                   "handing back the keys?\" the planner reads that summary (a scope wider than single events) "
+                   "rather than single leaves."),
 )
