@@ -285,7 +285,7 @@ def test_results_tab_tables_and_chart(app):
 def test_header_reads_the_manifest(app):
     html = app.header_html()
     assert "llm: scripted-extractive" in html and "embedder: hash-256" in html
-    assert "judge: rule:gold-content-words-in-prediction — audited false-accept" in html
+    assert "judge: rule:gold-content-words-in-prediction — audited: accepted" in html
     assert "data: sample_conversations" in html and ": ?" not in html
 
 

@@ -309,7 +309,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         sha = f" (sha256 {esc(s['llm_sha256'])}…)" if s["llm_sha256"] else ""
         audit = s["judge_audit"]
         fa = (audit or {}).get("false_accept") or {}
-        judge_note = (f" — audited false-accept {fa['rate']:.0%} on {fa.get('n')} wrong answers"
+        judge_note = (f" — audited: accepted {fa['rate']:.0%} of {fa.get('n')} known-wrong answers"
                       if fa.get("rate") is not None else " — not audited" if s["judge"] != "not recorded" else "")
         scripted = (f"<p class='wb-forced' style='padding:4px'><b>{esc(m.get('label') or 'Scripted run.')}</b></p>"
                     if m.get("scripted") else "")

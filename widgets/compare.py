@@ -149,8 +149,8 @@ class Comparison:
 
         rows = [{**r, "sources": source_ids_html(r.get("sources", ()), self.evidence, limit=SOURCES_SHOWN),
                  "context": f"{r.get('context_units', 0)} unit{'' if r.get('context_units') == 1 else 's'} · "
-                            f"{r.get('context_tokens', 0)} tok",
-                 "query": f"{r.get('query_tokens', 0)} tok · {calls(r.get('calls'))}"} for r in self.rows]
+                            f"≈{r.get('context_tokens', 0):,} tok",
+                 "query": f"{r.get('query_tokens', 0):,} tok · {calls(r.get('calls'))}"} for r in self.rows]
         escaped = [{k: (v if k == "sources" else esc(v)) for k, v in r.items()} for r in rows]
         for r, e in zip(self.rows, escaped):  # the method by its title; the verdict in words, its reason on hover
             e["method"] = method_title_html(r["method"])
@@ -162,7 +162,8 @@ class Comparison:
                                 f'{mark} {esc(verdict_words(r["verdict"]))}</span>')
         gold = "" if self.gold is None else (
             f"<br><b>gold:</b> {esc(self.gold)} <small>(verdict: the deterministic checker, hover for why; "
-            "token F1 is a lexical score, for comparison with papers)</small>")
+            "token F1 is a lexical score, for comparison with papers; the context's tokens are counted with the "
+            "workbench's tokenizer, the answering cost is the model's own count)</small>")
         return box(f"<p><b>Q:</b> {esc(self.question)}{gold}</p>"
                    + table_html(escaped, cols, raw=cols, headers=HEADERS))
 
