@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from .graph_layout import FONT_MIN, MIN_LABEL_PX, layout, node_sizes
+from .graph_layout import FONT_MIN, layout, node_sizes
 from .html import box, esc, source_ids_html, table_html, turn_index, turns_html, when_text
 from .notebook_shell import NotebookShell
 from .structures import conversation_of, structures_of
@@ -85,8 +85,8 @@ def legend_html(graph: Mapping) -> str:
                f"<p><b>{len(nodes)} entities</b> · {len(edges)} relations · dot and name size: mentions · "
                f"entity types: {chips}{dashed}</p><p class='wb-muted'>Hover a line to read its relation (a grey "
                "arrow points from subject to object); click an entity, or pick one below, to light up its "
-               "neighbours and list its relations. Names are at least "
-               f"{MIN_LABEL_PX} px: a graph too big for the frame at that size is dragged, not shrunk.</p>")
+               "neighbours and list its relations. Names are kept readable, so a graph too big for the frame "
+               "opens on its picked (else its most mentioned) entity: drag to see the rest.</p>")
 
 
 def _tooltip(n: Mapping) -> str:
