@@ -594,7 +594,7 @@ def test_lifecycle_round_trip_turn_unit_answer(replay_demo, demo_page):
         page.locator(f'details[data-method="{method}"] > summary').first.click()
     link.scroll_into_view_if_needed()
     link.click()
-    page.locator(".wb-life h4", has_text=f"{method} · {unit}").first.wait_for(timeout=20000)
+    page.locator(".wb-life h4", has_text=f": unit {unit}").first.wait_for(timeout=20000)
     assert page.get_by_text("Answers whose reader saw it").first.is_visible()
     assert _link(page, "turn", "D4:3").count() >= 1  # its provenance links back to the turn
     _link(page, "question", KNOWLEDGE_UPDATE, method).first.click()

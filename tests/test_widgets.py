@@ -13,7 +13,7 @@ pytest.importorskip("plotly")
 
 from workbench.embed import HashEmbedder  # noqa: E402
 from workbench.llm import ScriptedLLM  # noqa: E402
-from workbench.methods import FullContext, NaiveRAG  # noqa: E402
+from workbench.methods import FullContext, NaiveRAG, display_name  # noqa: E402
 from workbench.rundir import RunDir  # noqa: E402
 from workbench.trace import Answer, Hit, LLMCall, MemoryEvent, Step  # noqa: E402
 
@@ -408,9 +408,11 @@ def test_lifecycle_view_follows_turns_and_units(run, conv):
     assert 'class="wb-link"' not in v.body.value  # no dead links in a notebook: buttons instead
     unit_buttons = [b for b in v.buttons.children if " · " in b.description]
     assert unit_buttons, "the first turn has units in the scripted run"
-    method, uid = unit_buttons[0].description.split(" · ", 1)
+    title, uid = unit_buttons[0].description.split(" · ", 1)  # the method by its title ("Full-Context · D1:1")
+    target = dict(v.links())[unit_buttons[0].description]
+    assert target[0] == "unit" and display_name(target[1]) == title and target[2] == uid
     unit_buttons[0].click()
-    assert v.target == ("unit", method, uid) and "Event history" in v.body.value
+    assert v.target == target and "Event history" in v.body.value
     src = next(b for b in v.buttons.children if b.description.startswith("turn "))
     src.click()
     assert v.target[0] == "turn" and v.turn_picker.value == v.target[1]

@@ -383,8 +383,7 @@ def unreadable_marks(answer: str, question: str = "", *, than: str = "the questi
     looped = repeated_sentence(answer)
     if looped:
         sentence, times = looped
-        marks.append(("repeats itself", f'"{short(sentence, 80)}" is written {times} times: the model looped '
-                                        "(an H-Mem summary of the demo says one sentence seven times)"))
+        marks.append(("repeats itself", f'"{short(sentence, 80)}" is written {times} times: the model looped'))
     return marks
 
 

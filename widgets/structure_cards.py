@@ -149,7 +149,7 @@ SETTING_WORDS = {
 }
 #: a retrieval backend's settings where a name means another thing than in ``SETTING_WORDS`` (review: a Naive RAG
 #: backend's ``top_k`` read "key sentences the light module reads", HyMem's meaning)
-BACKEND_WORDS = {**SETTING_WORDS, "top_k": "chunks its own answers would read (MemR3 retrieves its own number)"}
+BACKEND_WORDS = {**SETTING_WORDS, "top_k": "chunks its own answers would read (the controller asks for its own)"}
 #: values in words, per setting (a value not listed is shown as it is)
 VALUE_WORDS = {
     "trigger": {"llm": "the LLM decides, turn by turn", "session": "the session's end (no LLM call)"},
