@@ -119,7 +119,9 @@ def test_each_page_holds_the_example_against_its_right_outcome_with_the_recorded
         assert stepper is not None and stepper.n_steps >= 1 and stepper.answer.question == page.example.rows[0][
             "question"]
         assert {str(r["id"]) for r in page.example.memories} <= set(stepper.timeline.refs.units), name
-    assert "0 of 1 edit matches" in HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
+    page = HowItWorksPage.from_run("ama", REGISTRY["ama"], gallery).html()
+    assert "0 of 1 edit matches" in page
+    assert "counted on this example's conversation (gallery-ama) alone" in page  # not the header's census
 
 
 def test_recmem_copies_are_the_same_in_the_census_and_the_clusters_view(gallery):

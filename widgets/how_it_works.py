@@ -294,7 +294,11 @@ class HowItWorksPage:
         ok, n = ex.answers_right()
         model = (ex.rows[0].get("llm_model") if ex.rows else None) or "the model"
         marks = planted_marks(ex.annotations)
-        did = (f"<div class='wb-how-did'><h4>What {esc(model)} did</h4>"
+        # the example's own conversation, not the run's: the header's census counts those (review: "0 of 7 edits"
+        # above, "0 of 1 edit" here, with nothing saying they are different conversations)
+        where = ex.conversation.id if ex.conversation is not None else "the example"
+        did = (f"<div class='wb-how-did'><h4>What {esc(model)} did</h4><p class='wb-muted'>counted on this "
+               f"example's conversation ({esc(where)}) alone, not on the run's other conversations</p>"
                f"<p><b>The mechanism:</b> {verdict_chip(word)} {esc(line)}</p>"
                f"<p><b>The answers:</b> {ok} of {n} right (deterministic checker)</p>"
                f"{_counts_html(ex.method, ex.census)}{_checked_items_html(ex.census.get('checked'))}</div>")

@@ -352,10 +352,10 @@ def stores_log_card(structures: Mapping, conversation=None, *, memories=(), para
     # fact store
     facts = sorted(by["fact"], key=lambda r: (_first(_ids(r.get("source_ids")), order), _text(r.get("id"))))
     body += (f"<h5>Fact store ({len(facts)} facts)</h5>"
-             + _capped([{"fact": clip(short(_text(r.get("text")), CELL)), "pattern": _text(r.get("pattern")),
+             + _capped([{"fact": clip(short(_text(r.get("text")), CELL)), FORM: _text(r.get("pattern")),
                          "source turn": turn_lines(_ids(r.get("source_ids")), turns, limit=3)
                          or esc(" ".join(_ids(r.get("source_ids"))))} for r in facts],
-                       ["fact", "pattern", "source turn"], raw=["fact", "source turn"], what="facts"))
+                       ["fact", FORM, "source turn"], raw=["fact", "source turn"], what="facts"))
 
     # raw store: one unit per turn; listing all 53 verbatim would repeat the Conversations tab
     raw_ids = {i for r in by["raw"] for i in _ids(r.get("source_ids"))}
@@ -532,6 +532,10 @@ def speaker_memories_card(structures: Mapping, conversation=None, *, memories=()
 
 
 # -- MemR3 -------------------------------------------------------------------------------------------------
+#: the fact store's sentence-pattern column, its letters spelled out (review: "S-V-O" was unexplained)
+FORM = "sentence form (S subject, V verb, O object, C complement, L place)"
+
+
 def controller_backend_card(structures: Mapping, conversation=None, *, memories=(), params=None, backend_params=None,
                views: Iterable[str] = (), **_) -> str:
     """MemR3 is a retrieval controller: its memory is its backend's. Shows the backend (name, settings,
