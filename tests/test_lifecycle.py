@@ -208,3 +208,18 @@ def test_a_recmem_unit_reads_as_its_exchange_with_the_stored_text_one_click_away
     assert "as stored</summary>" in html and "[Message Timestamp]: 2:30 pm" in html
     plain = UnitRef("ama", "f1", "fact", "[Dev]: kept as it is", (), "in memory", 0, 0)
     assert "as stored" not in unit_html(UnitLifecycle(plain, {}, (), (), (), {}, ()), links=False)
+
+
+def test_a_turn_says_what_is_planted_there():
+    """Review: sample-1's D4:3 renames the greyhound (a planted knowledge update) and the turn's page did not say so,
+    so its units could not be read against it. A conversation without annotations shows nothing."""
+    from workbench.data import load_sample
+
+    conv = next(c for c in load_sample().conversations if c.id == "sample-1")
+    html = turn_html(LifecycleIndex(conv, {}, {}, []).turn("D4:3"), links=False)
+    assert "▲ planted here: update" in html and "Pilot" in html
+    assert "planted here" not in turn_html(index_of_plain_turn(), links=False)
+
+
+def index_of_plain_turn():
+    return LifecycleIndex(_conv(), *_run()).turn("D1:1")

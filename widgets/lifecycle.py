@@ -73,6 +73,7 @@ class TurnLifecycle:
     previous: str | None
     next: str | None
     units: Mapping[str, tuple[UnitRef, ...]]  # method -> units derived from the turn (every method listed)
+    planted: tuple[str, ...] = ()  # what the conversation's annotations plant at this turn, in words
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,15 @@ class LifecycleIndex:
         prev_id = self.turn_order[pos - 2] if pos and pos > 1 else None
         next_id = self.turn_order[pos] if pos and pos < len(self.turn_order) else None
         return TurnLifecycle(turn, turn_id, span.id if span else "", span.date if span else "", prev_id, next_id,
-                             {m: tuple(v) for m, v in units.items()})
+                             {m: tuple(v) for m, v in units.items()}, tuple(self.planted.get(turn_id, ())))
+
+    @property
+    def planted(self) -> dict[str, list[str]]:
+        """Turn id -> what is planted there (``annotations.planted_marks``: a knowledge update, a forget
+        request...), read once; {} for a conversation without annotations or without the evaluation package."""
+        if not hasattr(self, "_planted"):
+            self._planted = _planted_marks(self.conv_id)
+        return self._planted
 
     def unit(self, method: str, unit_id: str) -> UnitLifecycle:
         ref = self.ref(method, unit_id)
@@ -237,6 +246,7 @@ CSS = """<style>
 .wb-life h4 {margin: 6px 0 2px;}
 .wb-life h5 {margin: 10px 0 2px;}
 .wb-life .wb-turn {padding: 4px 6px; border-left: 3px solid #4e79a7; background: #f8f9fa; margin: 2px 0;}
+.wb-life .wb-planted {margin: 2px 0; color: #8a5300; font-size: 0.92em;}
 .wb-life .wb-removed {color: #a61e4d; font-weight: 600;}
 .wb-life .wb-nav {margin: 2px 0 6px;}
 .wb-life td:first-child {white-space: nowrap;}
@@ -261,6 +271,17 @@ def _status_html(status: str) -> str:
     return f'<span class="wb-removed">{esc(status)}</span>' if status != IN_MEMORY else esc(status)
 
 
+def _planted_marks(conv_id: str | None) -> dict[str, list[str]]:
+    try:
+        from workbench.eval.annotations import planted_marks, shipped_annotations
+    except ImportError:  # the views work without the evaluation package
+        return {}
+    try:
+        return planted_marks(shipped_annotations().get(conv_id)) if conv_id else {}
+    except ValueError:  # a damaged annotations file: the census says so
+        return {}
+
+
 def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -> str:
     """A turn, then per method the units derived from it (links to each unit's lifecycle)."""
     t = tl.turn
@@ -275,6 +296,9 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
     else:
         head = (f"<h4>Turn {esc(tl.turn_id)} <span class='wb-badge'>{esc(where)}</span></h4>"
                 f"<div class='wb-turn'><b>{esc(t.speaker)}:</b> {clip(t.content)}</div>")
+        # what this turn is planted to test, so the units below can be read against it (review: D4:3 renames the
+        # greyhound, and nothing on the page said so)
+        head += "".join(f"<p class='wb-planted'>▲ planted here: {esc(m)}</p>" for m in tl.planted)
     total = sum(len(v) for v in tl.units.values())
     parts = [head, f"<p class='wb-nav'>{' · '.join(nav)}</p>" if nav else "",
              f"<p>{total} unit{'s' if total != 1 else ''} in {sum(1 for v in tl.units.values() if v)} of "
