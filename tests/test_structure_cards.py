@@ -167,6 +167,16 @@ def test_hymem_card_marks_fallbacks_and_orphans():
     assert XSS not in html
 
 
+def test_hymem_card_flags_items_that_repeat_another():
+    """Review: HyMem's demo events list "Priya's back hates her" five times with no word about it."""
+    rows = [{"id": "L2-0", "kind": "L2", "text": "t", "source_ids": ["D1:1"], "topic": "back", "segment": "llm"}]
+    rows += [{"id": f"L1-{i}", "kind": "L1", "text": text, "event_id": "L2-0"}
+             for i, text in enumerate(["Priya's back hates her", "Priya's  back hates her", "Pilot is fast"])]
+    html = hymem_card({}, None, memories=rows, params=None)
+    assert "⚠ 1 of its 3 items repeat another word for word" in html and "= L1-0</span>" in html
+    assert "= L1-2" not in html
+
+
 # -- MemR3 ------------------------------------------------------------------------------------------
 def test_memr3_card_shows_its_backend(run_dir, tiny_conv):
     html = card_of(run_dir, "memr3", tiny_conv, views=["naive_rag", "hmem"])

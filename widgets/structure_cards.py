@@ -410,12 +410,23 @@ def level_links_card(structures: Mapping, conversation=None, *, memories=(), par
     for r in events:
         eid, kids = _text(r.get("id")), children.get(_text(r.get("id")), [])
         items = []
+        first_of: dict[str, str] = {}  # an item's words -> the first item of this event that says them
+        for k in kids:
+            first_of.setdefault(" ".join(_text(k.get("text")).lower().split()), _text(k.get("id")))
         for k in kids[:8]:
             flag = (" <span class='wb-forced' title='summary call failed'>(raw text: summary failed)</span>"
                     if _text(k.get("fallback")) else "")
+            same = first_of.get(" ".join(_text(k.get("text")).lower().split()))
+            if same and same != _text(k.get("id")):  # the model wrote the same item again (review: 5 alike)
+                flag += (f" <span style='color:#a04a00;font-weight:600' title='the same words as {esc(same)}'>"
+                         f"= {esc(same)}</span>")
             items.append(f"<li><b>{esc(k.get('id'))}</b> {clip(short(_text(k.get('text')), 200))}{flag}</li>")
         if len(kids) > 8:
             items.append(f"<li class='wb-muted'>… {len(kids) - 8} more</li>")
+        repeats = len(kids) - len(first_of)
+        if repeats:
+            items.insert(0, f"<li class='wb-forced'>⚠ {repeats} of its {len(kids)} items repeat another word for "
+                            "word</li>")
         listed = set(_ids(r.get("level1_ids")))
         if listed and listed != {_text(k.get("id")) for k in kids}:
             items.append("<li class='wb-forced'>the event's level1_ids and the Level-1 units' event_id disagree"
