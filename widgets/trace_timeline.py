@@ -177,7 +177,7 @@ def bars(tl: TraceTimeline) -> list[Bar]:
                        round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text)))
         start = t
         for j, (c, size) in enumerate(zip(s.calls, sizes)):
-            flags = " · cached" if c.cached else ""
+            flags = " · replayed" if c.cached else ""  # from the recording (cache or cassette), not a live call
             flags += " · ERROR" if c.error else ""
             out.append(Bar(i, j, f"↳ {c.role or '(no role)'}{flags}", start, float(size),
                            c.prompt_tokens + c.completion_tokens, c.latency_s))
