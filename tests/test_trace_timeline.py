@@ -115,11 +115,11 @@ def test_router_card_shows_evidence_and_gaps_as_a_diff():
     second = timeline_html(tl.at(2))
     assert '<li class="wb-add" title="added">to Lisbon</li>' in second
     assert '<li class="wb-keep" title="kept">Priya moved</li>' in second
-    assert '<li class="wb-del" title="closed">which city</li>' in second and "gaps none opened, −1 closed" in second
-    assert "Evidence +1 added, 1 kept, none dropped" in second
+    assert '<li class="wb-del" title="closed">which city</li>' in second and "Gaps: none opened, 1 closed" in second
+    assert "Evidence: 1 added, 1 kept, none dropped" in second
     third = timeline_html(tl.at(3))
-    assert '<li class="wb-del" title="dropped">Priya moved</li>' in third and "−1 dropped" in third
-    assert "Evidence none added, 1 kept, −1 dropped; gaps none opened, −1 closed" in third
+    assert '<li class="wb-del" title="dropped">Priya moved</li>' in third and "1 dropped" in third
+    assert "Evidence: none added, 1 kept, 1 dropped. Gaps: none opened, 1 closed" in third
     for i in range(1, 6):  # a zero is said in words: never "−0 dropped" or "+0 added"
         assert not re.search(r"[−+]0 ", C.card_html(C.Ctx(tl.answer, i, tl.refs))), i
     fourth = timeline_html(tl.at(4))  # no gap before or now: said in words, not an empty list
@@ -158,12 +158,12 @@ def test_a_copied_no_gaps_placeholder_is_never_an_opened_gap():
              Step("answer", "Answer", {"answer": "Lisbon", "evidence": ["Priya moved"], "gaps": ["None."]}))
     tl = TraceTimeline.build(Answer("Where did Priya move?", "Lisbon", steps, method="memr3"), conversation=conv())
     first = timeline_html(tl.at(0))
-    assert "gaps none opened, none closed" in first and 'title="opened">No gaps noted.' not in first
+    assert "Gaps: none opened, none closed" in first and 'title="opened">No gaps noted.' not in first
     assert "none listed (the router wrote no gap)" in first and "8 entries only say there is no gap" in first
     second = timeline_html(tl.at(1))
-    assert "gaps +1 opened, none closed" in second and '<li class="wb-add" title="opened">which city</li>' in second
+    assert "Gaps: 1 opened, none closed" in second and '<li class="wb-add" title="opened">which city</li>' in second
     third = timeline_html(tl.at(2))
-    assert "gaps none opened, −1 closed" in third and 'title="closed">No gaps noted' not in third
+    assert "Gaps: none opened, 1 closed" in third and 'title="closed">No gaps noted' not in third
     assert "Gaps still open" not in timeline_html(tl.at(3))  # "None." is no open gap either
 
 

@@ -279,7 +279,7 @@ def call_html(call) -> str:
     return (f"<div class=\"wb-call\"><span class=\"wb-badge\">{esc(call.role)}</span>"
             f"<span class=\"wb-badge\">{esc(call.model)}</span>"
             f"<span class=\"wb-badge\">prompt {call.prompt_tokens} + completion {call.completion_tokens} tok</span>"
-            f"<span class=\"wb-badge\">{'cached' if call.cached else 'live'}</span>{err}"
+            f"<span class=\"wb-badge\">{'replayed' if call.cached else 'live'}</span>{err}"
             f"<div><b>prompt</b>{pre(message_text(call.messages))}</div>"
             f"<div><b>response</b>{pre(call.response)}</div></div>")
 

@@ -120,9 +120,10 @@ def cause_badge(data: Mapping[str, Any]) -> str:
     return f'<span class="wb-cause {cls}" title="{esc(meaning)}">{esc(label)}</span>'
 
 
-def _change(n: int, sign: str, word: str) -> str:
-    """``+2 added`` / ``−1 closed``; a zero in words (``none dropped``), never ``−0``."""
-    return f"{sign}{n} {word}" if n else f"none {word}"
+def _change(n: int, word: str) -> str:
+    """``2 added`` / ``1 closed``; a zero in words (``none dropped``). No signs: "+1 added, none kept" read as
+    arithmetic (usability review); the lists below mark what was added and what was removed."""
+    return f"{n} {word}" if n else f"none {word}"
 
 
 def evidence_gaps_card(c: Ctx) -> str:
@@ -147,9 +148,8 @@ def evidence_gaps_card(c: Ctx) -> str:
         why += f"; its reply was unusable too ({esc(_txt(d.get('fallback')))})"
     kept = len(_list(d.get("evidence"))) - n_add
     head = what(f"Iteration {esc(d.get('iteration', '?'))}: action <b>{esc(action)}</b> {cause_badge(d)} — "
-                f"{why}. Evidence {_change(n_add, '+', 'added')}, {_change(kept, '', 'kept')}, "
-                f"{_change(n_drop, '−', 'dropped')}; gaps {_change(n_open, '+', 'opened')}, "
-                f"{_change(n_close, '−', 'closed')}.")
+                f"{why}. Evidence: {_change(n_add, 'added')}, {_change(kept, 'kept')}, "
+                f"{_change(n_drop, 'dropped')}. Gaps: {_change(n_open, 'opened')}, {_change(n_close, 'closed')}.")
     query = esc(d.get("delta_query")) if d.get("delta_query") else ""
     if query and d.get("delta_source"):
         query += f' <small class="wb-muted">(from {esc(d.get("delta_source"))})</small>'
