@@ -290,7 +290,9 @@ def estimate_cell(r) -> str:
         return f"– (n={n})"
     lo, hi = r.get("ci_low", np.nan), r.get("ci_high", np.nan)
     if n < 5 or lo != lo:
-        binary = str(r.get("metric", "")) in ("judge", "exact_match", "adversarial") or r["category"] == "adversarial"
+        # a right/wrong score per question: a count reads truer than a mean of two (review: "1.000 (n=1)" beside "1/2")
+        binary = str(r.get("metric", "")) in ("judge", "checker", "exact_match", "adversarial") or \
+            r["category"] == "adversarial"
         return f"{int(round(r['accuracy'] * n))}/{n}" if binary else f"{r['accuracy']:.3f} (n={n})"
     return f"{r['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] (n={n})"
 
