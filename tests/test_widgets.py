@@ -566,3 +566,22 @@ def test_a_text_a_little_over_its_limit_is_shown_whole():
     assert "show the rest" not in clip("x" * 302, limit=300) and "…" not in pre("y" * 330, limit=300)
     assert "show the rest (100 more of 400 characters)" in clip("x" * 400, limit=300)
     assert "show the rest" in pre("y" * (301 + FOLD_SLACK), limit=300)
+
+
+def test_methods_on_one_spot_of_the_cost_chart_share_one_label():
+    """Review: AMA and AMA (paper judge) gave the same answers at the same cost, so one dot hid the other with no
+    word. One label names both; the hidden one's legend entry says whose point it lies under."""
+    import pandas as pd
+
+    from widgets.cost_accuracy import cost_accuracy_figure
+
+    row = {"category": "overall", "n": 10, "accuracy": 0.3, "ci_low": 0.1, "ci_high": 0.6, "tokens": 2500.0,
+           "params": "{}", "judge_accuracy": float("nan"), "judge_false_accept": float("nan"), "delta_fc": float("nan"),
+           "delta_low": float("nan"), "delta_high": float("nan"), "delta_n": 0}
+    frame = pd.DataFrame([{**row, "label": "AMA", "method": "ama"},
+                          {**row, "label": "AMA (paper judge)", "method": "ama[paper-judge]"},
+                          {**row, "label": "Naive RAG", "method": "naive_rag", "tokens": 600.0}])
+    fig = cost_accuracy_figure(frame, x="query_tokens", metric="checker")
+    by_name = {t.name: t.text[0] for t in fig.data}
+    assert by_name["AMA"].startswith("AMA = AMA (paper judge)")
+    assert by_name["AMA (paper judge) (under AMA)"] == "" and by_name["Naive RAG"].startswith("Naive RAG")

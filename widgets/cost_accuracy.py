@@ -539,16 +539,25 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
                                                       drawn["label"].tolist(), log_x=log_x, y_bounds=bounds,
                                                       hlines=ref_level, bars=_bars(drawn))))
     zero = []
+    # points drawn on one spot (AMA and its paper-judge variant give the same answers): one label names them all,
+    # and the hidden ones say whose point they lie under (review: a dot hidden with no word)
+    spot: dict[tuple, list] = {}
+    for i, r in drawn.iterrows():
+        spot.setdefault((r["tokens"], r["accuracy"]), []).append(i)
+    under = {j: frame.loc[ids[0], "label"] for ids in spot.values() for j in ids[1:]}
+    together = {ids[0]: [frame.loc[j, "label"] for j in ids[1:]] for ids in spot.values() if len(ids) > 1}
     for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
         hover = _hover(r, x, metric)
         off_axis = log_x and not positive.loc[i]
         if off_axis:
             zero.append(str(r["label"]))
+        label = "" if i in under else esc(" = ".join([str(r["label"]), *map(str, together.get(i, ()))])) + _small_n(r)
         fig.add_trace(go.Scatter(
             x=[None if off_axis else r["tokens"]], y=[None if off_axis else r["accuracy"]], mode="markers+text",
-            name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else ""),
-            text=[esc(r["label"]) + _small_n(r)],
+            name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else "")
+            + (f" (under {esc(under[i])})" if i in under else ""),
+            text=[label],
             textposition=positions.get(i, LABEL_POSITIONS[0]), hovertext=[hover], hoverinfo="text",
             marker=dict(size=16 if ref else 12, symbol="star" if ref else "circle"),
             error_y=dict(type="data", symmetric=False, array=[r["ci_high"] - r["accuracy"]],
