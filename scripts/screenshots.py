@@ -25,7 +25,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories",
                "Lifecycle": "derive from this turn", "Traces": "running total",
-               "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
+               "Events": "edits (UPDATE/DELETE)", "Results": "by category",
                "Structures": "pick a method", "How it works": "Its pipeline"}
 
 

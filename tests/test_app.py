@@ -265,7 +265,7 @@ def test_events_tab_filters(app):
     assert v.filtered == [] and "No events match" in v.table.object
     v.methods.value, v.kinds.value = [], []
     v.search.value = "pwned"
-    assert len(v.filtered) >= 2 and "refresh events (UPDATE/DELETE): 0" in v.counts.object
+    assert len(v.filtered) >= 2 and "edits (UPDATE/DELETE): 0" in v.counts.object
     v.search.value = ""
 
 

@@ -37,7 +37,7 @@ IMG_PAYLOAD = '<img src=x onerror="window.__pwned=2">'
 TAB_MARKERS = {"Question": "gold evidence rank",
                "Conversations": "search turns", "Memories": "search memories",
                "Lifecycle": "derive from this turn", "Traces": "running total",
-               "Events": "refresh events (UPDATE/DELETE)", "Results": "by category",
+               "Events": "edits (UPDATE/DELETE)", "Results": "by category",
                "Structures": "pick a method", "How it works": "Its pipeline"}
 
 if not CHROMIUM.exists():

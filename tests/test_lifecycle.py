@@ -173,7 +173,7 @@ def test_timeline_lanes_and_refresh_markers_keep_the_method_colour(index):
     fig = log.figure
     by_name = {t.name: t for t in fig.data}
     # methods by title in the legend and the lanes (usability review: code names)
-    assert by_name["AMA"].marker.color == by_name["AMA refresh (UPDATE/DELETE): 3"].marker.color
+    assert by_name["AMA"].marker.color == by_name["AMA edits (UPDATE/DELETE): 3"].marker.color
     assert by_name["AMA"].marker.color != by_name["Naive RAG"].marker.color
     lanes = list(fig.layout.yaxis.categoryarray)
     assert lanes == ["AMA · DELETE", "AMA · UPDATE", "AMA · ADD", "Naive RAG · ADD"]  # the last one is drawn on top
@@ -188,9 +188,9 @@ def test_a_wide_legend_gets_its_own_rows_above_the_plot():
     margin grows with it, so the legend does not run into the title; two rows keep the old margin."""
     from widgets.event_timeline import legend_rows
 
-    few = ["naive_rag", "hymem", "ama", "ama refresh (UPDATE/DELETE): 7"]
-    many = few + ["eager_floor", "ama[paper-judge]", "hmem", "hmem refresh (UPDATE/DELETE): 15", "recmem",
-                  "recmem refresh (UPDATE/DELETE): 21", "memr3", "memr3[one-chunk]"]
+    few = ["naive_rag", "hymem", "ama", "ama edits (UPDATE/DELETE): 7"]
+    many = few + ["eager_floor", "ama[paper-judge]", "hmem", "hmem edits (UPDATE/DELETE): 15", "recmem",
+                  "recmem edits (UPDATE/DELETE): 21", "memr3", "memr3[one-chunk]"]
     assert legend_rows(few) == 2 and legend_rows(many) >= 3
     assert legend_rows([]) == 2
 

@@ -224,7 +224,7 @@ def test_event_timeline_filters_and_marks_refresh_events(run):
     assert '<td class="wb-before">Priya lives in <del>Leeds</del></td>' in tl.table.value
     assert '<td class="wb-after">Priya lives in <ins>Lisbon</ins></td>' in tl.table.value
     assert "&lt;b&gt;nights&lt;/b&gt;" in tl.table.value and "<b>nights</b>" not in tl.table.value
-    assert any("refresh" in t.name for t in tl.figure.data)
+    assert any("edits (UPDATE/DELETE)" in t.name for t in tl.figure.data)
     tl.set_filter(kinds=[], text="lisbon")
     assert [e.unit_id for e in tl.filtered] == ["f1"]
     tl.search.value = ""

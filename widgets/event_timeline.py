@@ -278,7 +278,7 @@ def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: M
                       if refresh else dict(size=8, color=colours.get(m), line=dict(width=0.5, color="white")))
             fig.add_trace(go.Scatter(
                 x=[xs[event_key(e)] for e in evs], y=[_lane(e) for e in evs], mode="markers", marker=marker,
-                name=esc(f"{display_name(m)} refresh (UPDATE/DELETE): {len(evs)}" if refresh else display_name(m)),
+                name=esc(f"{display_name(m)} edits (UPDATE/DELETE): {len(evs)}" if refresh else display_name(m)),
                 legendgroup=esc(m),
                 hovertext=[_hover(e, placements[event_key(e)]) for e in evs], hoverinfo="text"))
     rows = legend_rows([t.name for t in fig.data])
@@ -530,7 +530,7 @@ class EventLog:
         silent = (f" · no events logged by: {esc(', '.join(display_name(m) for m in self.silent))}"
                   if self.silent else "")
         return (f"{len(self.filtered)} of {len(self.events)} events · "
-                f"<b>refresh events (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}"
+                f"<b>edits (UPDATE/DELETE): {shown_refresh}</b> of {len(self.refresh_events)}"
                 f"{self.edit_tally}{silent}")
 
     @property
