@@ -579,7 +579,7 @@ def test_methods_on_one_spot_of_the_cost_chart_share_one_label():
            "params": "{}", "judge_accuracy": float("nan"), "judge_false_accept": float("nan"), "delta_fc": float("nan"),
            "delta_low": float("nan"), "delta_high": float("nan"), "delta_n": 0}
     frame = pd.DataFrame([{**row, "label": "AMA", "method": "ama"},
-                          {**row, "label": "AMA (paper judge)", "method": "ama[paper-judge]"},
+                          {**row, "label": "AMA (paper judge)", "method": "ama[paper-judge]", "tokens": 2510.0},
                           {**row, "label": "Naive RAG", "method": "naive_rag", "tokens": 600.0}])
     fig = cost_accuracy_figure(frame, x="query_tokens", metric="checker")
     by_name = {t.name: t.text[0] for t in fig.data}

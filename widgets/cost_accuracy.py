@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import math
 from typing import Sequence
 
 import numpy as np
@@ -542,8 +543,9 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
     # points drawn on one spot (AMA and its paper-judge variant give the same answers): one label names them all,
     # and the hidden ones say whose point they lie under (review: a dot hidden with no word)
     spot: dict[tuple, list] = {}
-    for i, r in drawn.iterrows():
-        spot.setdefault((r["tokens"], r["accuracy"]), []).append(i)
+    for i, r in drawn.iterrows():  # one spot: the same accuracy, tokens within about 2 % (a marker's width)
+        where = (round(math.log10(r["tokens"]), 2) if log_x and r["tokens"] > 0 else r["tokens"], r["accuracy"])
+        spot.setdefault(where, []).append(i)
     under = {j: frame.loc[ids[0], "label"] for ids in spot.values() for j in ids[1:]}
     together = {ids[0]: [frame.loc[j, "label"] for j in ids[1:]] for ids in spot.values() if len(ids) > 1}
     for i, r in frame.iterrows():
