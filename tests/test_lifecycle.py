@@ -217,7 +217,7 @@ def test_a_turn_says_what_is_planted_there():
 
     conv = next(c for c in load_sample().conversations if c.id == "sample-1")
     html = turn_html(LifecycleIndex(conv, {}, {}, []).turn("D4:3"), links=False)
-    assert "▲ planted here: update" in html and "Pilot" in html
+    assert "▲ planted here: update" in html and "becomes Pilot" in html
     assert "planted here" not in turn_html(index_of_plain_turn(), links=False)
 
 

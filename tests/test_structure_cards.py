@@ -173,7 +173,7 @@ def test_hymem_card_flags_items_that_repeat_another():
     rows += [{"id": f"L1-{i}", "kind": "L1", "text": text, "event_id": "L2-0"}
              for i, text in enumerate(["Priya's back hates her", "Priya's  back hates her", "Pilot is fast"])]
     html = hymem_card({}, None, memories=rows, params=None)
-    assert "⚠ 1 of its 3 items repeat another word for word" in html and "= L1-0</span>" in html
+    assert "⚠ 1 of its 3 items repeats another word for word" in html and "= L1-0</span>" in html
     assert "= L1-2" not in html
 
 

@@ -622,6 +622,9 @@ def test_a_recmem_unit_reads_as_the_exchange_its_time_in_words():
     assert "Message Timestamp" not in html and "[Priya]" not in html
     assert "Priya: Hey &lt;b&gt;Tomasz&lt;/b&gt;!" in html and "<td>14 Mar 2023, 19:40</td>" in html
     assert units[0]["text"] == stored
+    from workbench.methods.recmem.structures import readable_unit
+
+    assert readable_unit(stored.replace("Hi.", "I said [x]: hi")).endswith("Tomasz: I said [x]: hi")  # mid-line stays
 
 
 def test_a_replay_that_skips_a_consolidation_keeps_the_others_names_and_markers():

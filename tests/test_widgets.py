@@ -585,3 +585,12 @@ def test_methods_on_one_spot_of_the_cost_chart_share_one_label():
     by_name = {t.name: t.text[0] for t in fig.data}
     assert by_name["AMA"].startswith("AMA = AMA (paper judge)")
     assert by_name["AMA (paper judge) (under AMA)"] == "" and by_name["Naive RAG"].startswith("Naive RAG")
+
+
+def test_a_checker_cell_below_five_questions_is_a_count():
+    from widgets import cost_accuracy
+
+    nan = float("nan")
+    cell = {"metric": "checker", "n": 2, "accuracy": 0.5, "category": "overall", "ci_low": nan, "ci_high": nan}
+    assert cost_accuracy.estimate_cell(cell) == "1/2"
+    assert cost_accuracy.estimate_cell({**cell, "metric": "f1", "accuracy": 0.25}) == "0.250 (n=2)"

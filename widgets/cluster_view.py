@@ -98,7 +98,7 @@ class ClusterData:
         # declares this kind of view (``structure_hooks``), so this view never imports a method by name
         self.hooks = declared_hooks("clusters") if hooks is None else dict(hooks)
         #: a unit's stored text as the view shows it (the method's ``readable`` hook; as stored without one)
-        self.readable = self.hooks.get("readable") or str
+        self.readable = self.hooks.get("readable") or (lambda t: "" if t is None else str(t))
         self.structures = structures
         self.conversation_id = conversation_id
         self.units = list(structures.get("units") or [])
@@ -282,7 +282,7 @@ def consolidation_groups(data: ClusterData) -> list[dict]:
         g["members"].sort(key=lambda u: order.get(u, len(order)))
         g["trigger"] = next((d.unit_id for d in triggered if d.unit_id in g["members"]), None)
         labels = [live_labels[u] for u in g["members"] if live_labels.get(u, "").startswith("consolidation")]
-        g["label"] = (live_labels.get(g["trigger"]) if g["trigger"] in live_labels else
+        g["label"] = (consolidation_label(g["trigger"]) if g["trigger"] else
                       max(set(labels), key=labels.count) if labels else "merged into an episode")
     return sorted(groups.values(), key=lambda g: (_label_order(g["label"]), g["cluster"]))
 

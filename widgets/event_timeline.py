@@ -257,7 +257,7 @@ def legend_rows(names, width: float = 1000.0) -> int:
 def timeline_figure(events: Sequence, *, axis: Axis | None = None, placements: Mapping | None = None,
                     colours: Mapping[str, str] | None = None):
     """Plotly scatter on the conversation's axis: one lane per method (a row per kind inside it),
-    the method's colour on every marker, refresh events (UPDATE/DELETE) as larger diamonds with a
+    the method's colour on every marker, edits (UPDATE/DELETE) as larger diamonds with a
     dark outline in the same colour. Sessions are shaded bands labelled with their dates. Hover
     text is escaped."""
     import plotly.graph_objects as go

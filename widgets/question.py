@@ -365,8 +365,9 @@ def _scripts(text: str) -> dict[str, list[str]]:
 
 
 def unreadable_marks(answer: str, question: str = "", *, than: str = "the question's") -> list[tuple[str, str]]:
-    """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, letters
-    of a writing system the question does not use (the 0.5B wrote "可爱" into four English HyMem answers over
+    """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, one
+    sentence written ``LOOP_TIMES`` times or more (the model looped), letters of a writing system the question does
+    not use (the 0.5B wrote "可爱" into four English HyMem answers over
     conv-26). A view shows the model's text as it is; these say so instead of leaving a reader to guess (usability
     review B17)."""
     marks = []

@@ -425,8 +425,8 @@ def level_links_card(structures: Mapping, conversation=None, *, memories=(), par
             items.append(f"<li class='wb-muted'>… {len(kids) - 8} more</li>")
         repeats = len(kids) - len(first_of)
         if repeats:
-            items.insert(0, f"<li class='wb-forced'>⚠ {repeats} of its {len(kids)} items repeat another word for "
-                            "word</li>")
+            items.insert(0, f"<li class='wb-forced'>⚠ {repeats} of its {len(kids)} items "
+                            f"{'repeats' if repeats == 1 else 'repeat'} another word for word</li>")
         listed = set(_ids(r.get("level1_ids")))
         if listed and listed != {_text(k.get("id")) for k in kids}:
             items.append("<li class='wb-forced'>the event's level1_ids and the Level-1 units' event_id disagree"
@@ -575,7 +575,8 @@ def controller_backend_card(structures: Mapping, conversation=None, *, memories=
         lead += " The run named no backend, so this is the default one: chunks over token windows (paper §4.1)."
     body = _settings(p, ("n_chk", "n_max", "n_cap", "mask", "delta_query", "reflect", "retriever_options"))
     if bp:
-        body += f"<h5>Backend settings</h5><table>{_setting_rows(bp, sorted(bp), BACKEND_WORDS)}</table>"
+        words = BACKEND_WORDS if declared_view(b_name) == "chunks" else SETTING_WORDS  # top_k: chunks, or its own
+        body += f"<h5>Backend settings</h5><table>{_setting_rows(bp, sorted(bp), words)}</table>"
     order = _order(conversation)
     if b_name in views:
         body += (f"<p>{esc(shown)} has its own structure card in this tab when the run built it as a method of "

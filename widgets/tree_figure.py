@@ -29,9 +29,9 @@ from .html import box, esc, short
 #: one colour per level (L1 blue, L2 green, L3 orange, L4 violet, then more for deeper trees)
 LEVEL_COLOURS = ("#1971c2", "#2f7d32", "#c2410c", "#7048e8", "#862e9c", "#0b7285")
 SELECTED_LINE = "#212529"
-#: the figure's height: PX_PER_EVENT for each memory event of the whole tree (so a leaf's one-line
-#: label fits), within MIN_HEIGHT..MAX_HEIGHT; where a box is too small for 11 px text, plotly hides
-#: its label (hover still shows it, and zooming in makes room)
+#: the figure's height: PX_PER_EVENT for each memory event of the whole tree, within MIN_HEIGHT..MAX_HEIGHT;
+#: a one-event box under LABELLED_PX is too small for its 11 px text, so plotly hides its label (hover still shows
+#: it, zooming in makes room, and the caption says so: ``leaves_unlabelled``)
 PX_PER_EVENT, MIN_HEIGHT, MAX_HEIGHT = 14, 420, 860
 #: a one-event box shorter than this (px) shows no label: plotly hides 11 px text that does not fit with its padding
 LABELLED_PX = 18
@@ -282,8 +282,8 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
                  "the list).</p>")
     thin = leaves_unlabelled(nodes)
     strips = (f"<p class='wb-legend-line'>Over the whole tree the {thin} L1 {esc(levels.get(1, ''))} boxes (one memory "
-              "event each) are strips too thin to label: hover one to read it, or pick or click a box above them "
-              "to zoom in, where they get their labels.</p>" if thin else "")
+              "event each) are strips too thin to label: hover one to read it, or pick or click a box to their "
+              "left (a higher level) to zoom in, where they get their labels.</p>" if thin else "")
     lost = unreachable(nodes)
     missing = (f"<p class='wb-muted'>Not drawn (in a parent cycle): {esc(' '.join(lost))}</p>" if lost else "")
     return box("<style>.wb-tree-caption .wb-lv {display:inline-block; padding:0 7px; border-radius:8px; color:#fff; "

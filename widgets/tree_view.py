@@ -108,7 +108,7 @@ def tree_stats(nodes: Mapping[str, Mapping], levels: Mapping[int, str]) -> dict[
 
 
 def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
-    """``L3 2023-03`` in the level's colour; a copy is outlined (dashed) and says "copy"."""
+    """``L3 Mar 2023`` (the window in words) in the level's colour; a copy is outlined (dashed) and says "copy"."""
     lv = int(r["level"])
     colour = LEVEL_COLOURS[(lv - 1) % len(LEVEL_COLOURS)]
     window = window_text(r.get("window", ""))

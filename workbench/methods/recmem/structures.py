@@ -51,7 +51,7 @@ def episodes_with_parts(structures: Mapping, copies: Mapping[str, str] | None = 
 
 
 _STAMPED = re.compile(r"\[Message Timestamp\]:\s*.*?\s*\[Message\]:\s*(.*)", re.S)
-_SPEAKER = re.compile(r"\[([^\]\n]{1,60})\]: ")
+_SPEAKER = re.compile(r"(?m)^[ \t]*\[([^\]\n]{1,60})\]: ")  # a speaker opens a line; "[x]: " inside one stays
 
 
 def readable_unit(text: Any) -> str:
