@@ -63,10 +63,10 @@ def verdict_text(check):
 
 def verdict_words(verdict: str) -> str:
     """A row's ``verdict`` as the table shows it: the checker's kind in words ("wrong: wrong date")."""
-    from .question import KIND_WORDS
+    from .question import kind_words
 
     head, _, kind = verdict.partition(": ")
-    return f"{head}: {KIND_WORDS.get(kind, kind.replace('_', ' '))}" if kind else verdict
+    return f"{head}: {kind_words(kind)}" if kind else verdict
 
 
 def check_dict(check):

@@ -463,6 +463,11 @@ KIND_WORDS = {"wrong_date": "wrong date", "wrong_entity": "wrong name", "wrong_v
               "contradicts": "contradicts", "failed": "failed"}
 
 
+def kind_words(kind: str) -> str:
+    """A checker kind as views write it ("wrong date"; an unlisted kind with spaces for underscores)."""
+    return KIND_WORDS.get(kind, kind.replace("_", " "))
+
+
 def verdict_basis(m: MethodRow) -> str:
     """What decided the verdict, under it: the source, and for a wrong answer by the checker the kind of error
     ("checker · wrong date"), so a temporal failure is visible without hovering."""
@@ -470,7 +475,7 @@ def verdict_basis(m: MethodRow) -> str:
     check = m.row.get("check") if isinstance(m.row.get("check"), Mapping) else None
     if basis == "checker" and m.attribution.correct is False and check and check.get("kind"):
         kind = _text(check.get("kind"))
-        return f"checker · {KIND_WORDS.get(kind, kind.replace('_', ' '))}"
+        return f"checker · {kind_words(kind)}"
     return basis
 
 

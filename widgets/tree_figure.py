@@ -24,7 +24,7 @@ from collections import Counter
 from datetime import date, datetime
 from typing import Mapping, Sequence
 
-from .html import box, esc, short
+from .html import box, esc, short, when_text
 
 #: one colour per level (L1 blue, L2 green, L3 orange, L4 violet, then more for deeper trees)
 LEVEL_COLOURS = ("#1971c2", "#2f7d32", "#c2410c", "#7048e8", "#862e9c", "#0b7285")
@@ -90,7 +90,7 @@ def _day(value) -> str:
 
 def day_text(value) -> str:
     """An ISO date or datetime as a reader says the day ("14 Mar 2023"); anything else unchanged."""
-    return window_text(_day(value)) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", _day(value)) else str(value or "")
+    return when_text(_day(value))
 
 
 def dates_text(r: Mapping) -> str:
