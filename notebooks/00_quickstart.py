@@ -116,7 +116,7 @@ print("tokens:", ans_fc.usage.total_tokens, "(the whole conversation is in the p
 # %%
 from widgets import TraceStepper
 
-TraceStepper(ans, conversation=conv, gold_evidence=q.evidence)
+TraceStepper(ans, conversation=conv, qa=q)
 
 # %% [markdown]
 # ## 5. What is stored

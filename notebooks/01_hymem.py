@@ -215,7 +215,9 @@ if counts["reflections_continued"]:
 # The stepper opens the first answer whose trace reached the deep module (its candidate batches, the
 # Level-1 items each batch selected and the Level-2 events read), or, when none did, the answer with the
 # longest trace. Every round shows the light retrieval and its verdict, then reflection; a closing `final`
-# step says which round's answer was returned.
+# step says which round's answer was returned. Given the question (`qa=q`), the light and reflection cards
+# also say whether their decision was right: the answer they decided on, checked against the gold with the
+# checker every verdict uses ("✗ escalation not needed: the light answer is already right").
 
 # %%
 from IPython.display import Markdown, display
@@ -229,7 +231,7 @@ why = ("the first answer that reached the deep module" if went_deep else
        f"no answer reached the deep module, so the one with the longest trace ({len(tiers(a).split())} rounds)")
 display(Markdown(f"Shown: **{q.id}** ({q.question}), {why}. Its steps: {', '.join(s.kind for s in a.steps)}."))
 # memories: the deep candidates past the few whose text the trace keeps are shown with their text too
-TraceStepper(a, conversation=conv, gold_evidence=q.evidence, memories=mem)
+TraceStepper(a, conversation=conv, qa=q, memories=mem)
 
 # %%
 deep = next((s for s in a.steps if s.kind == "deep"), None)

@@ -245,7 +245,7 @@ q = qa["sample-1/q4"]
 a = answers[demo_qs.index(q)]
 from widgets import TraceStepper
 
-TraceStepper(a, conversation=conv, gold_evidence=q.evidence, memories=ama.memories())
+TraceStepper(a, conversation=conv, qa=q, memories=ama.memories())
 
 # %% [markdown]
 # ## 4. Judge verdicts, retries and refreshes

@@ -129,7 +129,7 @@ print("steps:", [s.kind for s in ans.steps])
 # %%
 from widgets import TraceStepper
 
-TraceStepper(ans, conversation=conv, gold_evidence=q.evidence, memories=hmem.memories())
+TraceStepper(ans, conversation=conv, qa=q, memories=hmem.memories())
 
 # %% [markdown]
 # ## 5. The score components

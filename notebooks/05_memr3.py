@@ -182,7 +182,7 @@ from widgets import EvidenceGapView
 
 i = max(range(len(answers)), key=lambda i: len(actions(answers[i])))
 print(demo_qs[i].id, demo_qs[i].question)
-EvidenceGapView(answers[i], conversation=conv, gold_evidence=demo_qs[i].evidence)
+EvidenceGapView(answers[i], conversation=conv, qa=demo_qs[i])
 
 # %% [markdown]
 # ## 4. Iterations and guards

@@ -230,7 +230,7 @@ from widgets import TraceStepper
 from workbench.trace import Answer as _Answer
 
 q = next(r for r in rows if r["method"] == "recency_bm25" and r["qa_id"] == "sample-1/q4")
-TraceStepper(_Answer.from_dict(q["answer"]), conversation=conv, gold_evidence=gold[q["qa_id"]].evidence)
+TraceStepper(_Answer.from_dict(q["answer"]), conversation=conv, qa=gold[q["qa_id"]])
 
 # %% [markdown]
 # Its events on the conversation's time axis: an ADD per turn, and a DELETE for each turn evicted.

@@ -38,7 +38,7 @@ for row, ans in run.answers(conv_id):
     rows.setdefault(row["method"], []).append((row, ans))
 def first(method, pred=lambda row, ans: True):
     return next(((r, a) for r, a in rows.get(method, []) if pred(r, a)), (None, None))
-evidence = {{q.id: q.evidence for q in conv.qa}}
+qas = {{q.id: q for q in conv.qa}}
 print(conv_id, sorted(rows))
 """
 
@@ -46,7 +46,7 @@ print(conv_id, sorted(rows))
 GALLERY = {
     "trace_stepper": (("hymem",), """\
 row, ans = first("hymem", lambda r, a: len(a.steps) > 1)
-widgets.TraceStepper(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()),
+widgets.TraceStepper(ans, conversation=conv, qa=qas.get(row["qa_id"]),
                      memories=run.memories("hymem", conv_id))"""),
     # MemR3 or a variant of it (memr3[one-chunk]): the answer whose router listed the most gaps, then the longest
     "evidence_gap": (("memr3",), """\
@@ -54,7 +54,7 @@ def gaps(ans):
     return sum(len(s.data.get("gaps") or []) for s in ans.steps if s.kind == "router")
 cands = [ra for m in rows if m.split("[")[0] == "memr3" for ra in rows[m]]
 row, ans = max(cands, key=lambda ra: (gaps(ra[1]), len(ra[1].steps)))
-widgets.EvidenceGapView(ans, conversation=conv, gold_evidence=evidence.get(row["qa_id"], ()))"""),
+widgets.EvidenceGapView(ans, conversation=conv, qa=qas.get(row["qa_id"]))"""),
     "event_timeline_ama": (("ama",), """\
 widgets.EventTimeline(run.events("ama", conv_id), conversation=conv)"""),
     # AMA's Refresher edits in the run itself (UPDATE and DELETE only)

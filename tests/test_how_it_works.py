@@ -97,7 +97,7 @@ def test_planted_turns_are_marked_with_what_is_planted_there():
     assert planted_marks(None) == {}
     # dates and groups in words (review: "means 2023-06-11", "group by time: move-week")
     hmem = planted_marks(shipped_annotations()["gallery-hmem"])
-    assert '"yesterday" means 11 June 2023' in hmem["D1:1"] and "group by time: move week" in hmem["D1:1"]
+    assert '"yesterday" means 11 Jun 2023' in hmem["D1:1"] and "group by time: move week" in hmem["D1:1"]
     assert not any(re.search(r"\d{4}-\d{2}-\d{2}", m) for ms in hmem.values() for m in ms)
 
 

@@ -63,7 +63,9 @@ def test_tree_figure_has_one_root_per_l4_node_with_its_own_children():
     assert colours["sum35"] != colours["sum4"] and dict(zip(ice.ids, ice.marker.pattern.shape))["sum35"] == "/"
     assert ice.level == ROOT and ice.sort is False  # opens on the whole memory, boxes in time order
     caption = state.part("caption")
-    assert "2 × L4 2023 (sum4, sum35: 3 + 1 events)" in caption and "separate clusters" in caption
+    # the clusters of one window by their events, as their boxes are labelled; node ids only on hover
+    assert "<span title='nodes sum4, sum35'>2 × L4 2023 (3 + 1 events)</span>" in caption
+    assert "separate clusters" in caption
     assert all(f"L{lv} {name}" in caption for lv, name in ((4, "year"), (3, "month"), (2, "week"), (1, "day")))
     assert "pale, hatched" in caption
 

@@ -295,3 +295,47 @@ def test_a_gold_evidence_turn_shows_when_its_session_took_place():
     assert "<b>D1:1</b> <small class=\"wb-date\">(1:56 pm on 8 May, 2023)</small>" in refs.ref("D1:1")
     assert "wb-date" not in refs.ref("D1:2") and "wb-date" not in refs.ref("D2:1")  # not gold / undated session
     assert "(1:56 pm on 8 May, 2023)" in refs.ref("chunk-0")  # a unit's gold source turn, too
+
+
+# -- whether a step's decision was right (checked against the gold) ------------------------------------------
+def hymem_answer(light: str, escalate: bool, reflect_answer: str, done: bool) -> Answer:
+    steps = (Step("light", "Light", {"round": 0, "query": "Where did Priya move?", "retrieved": ["L1-0"],
+                                     "answer": light, "finished": 1 if escalate else 0, "escalate": escalate}),
+             Step("reflect", "Reflect", {"answer": reflect_answer, "done": done, "finished": int(done)}))
+    return Answer("Where did Priya move?", reflect_answer, steps, (), method="hymem")
+
+
+def _decisions(ans: Answer, **kw) -> list[str]:
+    tl = TraceTimeline.build(ans, conversation=conv(), **kw)
+    out = []
+    for i in range(tl.n_steps):
+        html = C.card_html(C.Ctx(ans, i, tl.refs))
+        out += [re.sub(r"<[^>]+>", "", m) for m in re.findall(r'<p class="wb-decision">(.*?)</p>', html)]
+    return out
+
+
+def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
+    """HyMem's escalation and reflection and MemR3's "answer now" are judged by the answer they decided on,
+    with the checker every verdict uses (guide: a view that shows a mechanism firing says whether it fired
+    right; the demo's HyMem escalated q4 on a right light answer, "Pilot", and the deep module made it wrong)."""
+    qa = conv().qa[0]
+    went_deep = _decisions(hymem_answer("Lisbon", True, "She moved to Porto.", True), qa=qa)
+    assert went_deep[0].startswith("✗ escalation not needed: the light answer is already right against the gold")
+    assert went_deep[1].startswith("✗ stopped on a wrong answer: the answer judged complete is wrong against")
+    stayed = _decisions(hymem_answer("I am not sure where.", False, "Lisbon", False), qa=qa)
+    assert stayed[0].startswith("✗ stopped on a wrong answer: the light answer is wrong against the gold “Lisbon”")
+    assert "says the information is missing" in stayed[0]  # the checker's reason, in words
+    assert stayed[1].startswith("✗ another round not needed: the answer judged incomplete is already right")
+    needed = _decisions(hymem_answer("Porto", True, "Lisbon", True), qa=qa)
+    assert needed[0].startswith("✓ escalation needed") and needed[1].startswith("✓ right to stop")
+    # MemR3: the router step that chose to answer, by its draft; the other router steps say nothing
+    ans = memr3_answer()
+    steps = list(ans.steps)
+    steps[5] = Step(steps[5].kind, steps[5].title, {**steps[5].data, "draft_answer": "Priya moved to Porto."},
+                    calls=steps[5].calls)
+    drafted = _decisions(Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3"), qa=qa)
+    assert drafted == [drafted[0]] and drafted[0].startswith("✗ answered on a wrong draft: the draft is wrong")
+    # without the question (or for one the checker does not judge) no line is written
+    assert _decisions(hymem_answer("Lisbon", True, "Porto", True)) == []
+    unjudged = QA("c/q2", "Where did Priya move?", "", 5, ("D1:1",))
+    assert _decisions(hymem_answer("Lisbon", True, "Porto", True), qa=unjudged) == []

@@ -166,9 +166,10 @@ def test_evidence_gap_view_steps_router_iterations_of_a_hand_made_answer(run, co
     with open(run_dir / "results.jsonl", "a") as f:
         f.write(json.dumps({**base, "method": "memr3", "answer": ans.to_dict()}) + "\n")
     traces = app_traces(run_dir, base["qa_id"])
-    gold = next(q.evidence for q in traces.store.conversation().qa if q.id == base["qa_id"])
-    view = EvidenceGapView(traces.answer, conversation=traces.store.conversation(), gold_evidence=gold,
+    qa = next(q for q in traces.store.conversation().qa if q.id == base["qa_id"])
+    view = EvidenceGapView(traces.answer, conversation=traces.store.conversation(), qa=qa,
                            memories=traces.store.memory_rows("memr3"))
+    assert view.gold_evidence == qa.evidence  # the question brings its gold evidence
     assert_same_cards_as_the_app(view, traces)
 
 
@@ -184,8 +185,8 @@ def test_evidence_gap_view_shows_the_apps_cards_for_the_replayed_demo(tmp_path_f
                  key=lambda ra: sum(s.kind == "router" for s in ra[1].steps))
     traces = app_traces(demo.path, row["qa_id"])
     conversation = demo.conversation(row["conv_id"])
-    gold = next(q.evidence for q in conversation.qa if q.id == row["qa_id"])
-    view = EvidenceGapView(traces.answer, conversation=conversation, gold_evidence=gold,
+    qa = next(q for q in conversation.qa if q.id == row["qa_id"])
+    view = EvidenceGapView(traces.answer, conversation=conversation, qa=qa,
                            memories=traces.store.memory_rows("memr3"))
     assert len(view.iterations) >= 2
     assert_same_cards_as_the_app(view, traces)
@@ -470,6 +471,16 @@ def test_the_events_table_says_whether_each_edit_was_right():
     missed = edit_tally_html([rename, corrupt, forget, seen], "sample-1")
     assert "AMA missed 1 planted update</span>" in missed and "missed at D4:8" in missed
     assert "missed" not in tally  # without D4:8 ingested, nothing planted went undone
+    # a method whose checked mechanism is editing but that made no edit at all is still held to account (review:
+    # AMA (paper judge) made none, and the header said nothing of the updates it missed); one that does not
+    # edit by design (Naive RAG) is not
+    quiet = MemoryEvent(0, "ADD", "fact:1", None, "Priya is moving", "D4:8", ("D4:8",), None, "ama[paper-judge]")
+    held = edit_tally_html([quiet], "sample-1")
+    assert held.startswith(" · checked against the conversation's updates: <span")
+    assert "AMA (paper judge) made no edit and missed 1 planted update</span>" in held
+    chunk = MemoryEvent(0, "ADD", "chunk-1", None, "Priya is moving", "D4:8", ("D4:8",), None, "naive_rag")
+    assert edit_tally_html([chunk], "sample-1") == ""
+    assert "made no edit" not in missed  # AMA edited (wrongly) and is counted among the edits above
 
 
 def test_an_edit_not_caused_by_a_turn_is_not_marked():

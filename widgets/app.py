@@ -89,6 +89,7 @@ from widgets.tabs.structures import (  # noqa: F401 - re-exported
 )
 from widgets.tabs.traces import TracesView  # noqa: F401 - re-exported
 from workbench.methods import method_base
+from workbench.words import counted
 
 TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
         ("Lifecycle", LifecycleTab), ("Traces", TracesView), ("Events", EventsView), ("Results", ResultsView),
@@ -162,8 +163,8 @@ def departures_by_method(notes: list[str]) -> str:
         name, _, text = note.partition(": ")
         groups.setdefault(name, []).append(text)
     return "".join(
-        f"<details style='margin:2px 0'><summary class='wb-muted'><b>{esc(name)}</b>: {len(items)} "
-        f"departure{'s' if len(items) != 1 else ''} from its paper</summary><ul style='margin:2px 0'>"
+        f"<details style='margin:2px 0'><summary class='wb-muted'><b>{esc(name)}</b>: "
+        f"{counted(len(items), 'departure')} from its paper</summary><ul style='margin:2px 0'>"
         + "".join(f"<li class='wb-muted'>{esc(t)}</li>" for t in items) + "</ul></details>"
         for name, items in groups.items())
 
@@ -323,7 +324,7 @@ class WorkbenchApp(pn.viewable.Viewer):
                    + departures_by_method(notes)
                    + "".join(f"<p class='wb-muted' style='margin:2px 0'>{esc(n)}</p>"
                              for n in variant_notes(self.store.methods, self.store.params)))
-        departures = f" · {len(notes)} departure{'s' if len(notes) != 1 else ''} from the papers" if notes else ""
+        departures = f" · {counted(len(notes), 'departure')} from the papers" if notes else ""
         # one line on first paint (a 1280x720 projector shows the tabs and their content); the rest one click away
         if getattr(self, "presenting", False):
             return box(f"<div class='wb-runline'><b style='font-size:17px'>Memory Workbench</b> · run "

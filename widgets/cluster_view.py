@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from workbench.words import counted
 
 from .html import box, clip, esc, short, source_ids_html, table_html, when_text
 from .notebook_shell import NotebookShell
@@ -323,10 +324,10 @@ def _verdicts(checked: dict | None) -> dict[str, str]:
     out = {}
     for x in checked["on"]:
         out[x["episode"]] = (f"✓ on {x.get('topic_words', x['topic'])} ({x['parts_on_topic']} of its "
-                             f"{_n(x['parts'], 'exchange')})")
+                             f"{counted(x['parts'], 'exchange')})")
     for x in checked["mixed"]:
         out[x["episode"]] = (f"~ mixed: {x.get('topic_words', x['topic'])} in {x['parts_on_topic']} of its "
-                             f"{_n(x['parts'], 'exchange')}")
+                             f"{counted(x['parts'], 'exchange')}")
     for x in checked["off"]:
         out[x["episode"]] = f"✗ not a recurrence: {x['why']}"
     for x in checked.get("repeats", []):
@@ -345,10 +346,6 @@ def _checked_line(checked: dict | None) -> str:
             f"recurrence" + (f"; {checked['repeated_episodes']} word-for-word "
                              f"{'copy' if checked['repeated_episodes'] == 1 else 'copies'} of another episode, "
                              "counted wrong" if checked.get("repeated_episodes") else "") + ".</p>")
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def episodes_html(data: ClusterData) -> str:
@@ -378,14 +375,14 @@ def episodes_html(data: ClusterData) -> str:
         lines.append(
             f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'], data.looks())} "
             f"<b>{esc(g['label'])}</b> "
-            f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {_n(len(members), 'member unit')} · "
-            f"{_n(len(g['episodes']), 'episode')}{copied} · {_n(len(turns), 'turn')}</summary>"
+            f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {counted(len(members), 'member unit')} · "
+            f"{counted(len(g['episodes']), 'episode')}{copied} · {counted(len(turns), 'turn')}</summary>"
             f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"
             f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ep_cols, raw=('turns', 'text'))}"
             "</details>")
     in_groups = {m for g in groups for m in g["members"]}
     waiting = [u for u in data.ids if u not in in_groups]
-    rest = (f"<p class='wb-muted'>{_n(len(waiting), 'unit')} in no episode (still in the buffer): "
+    rest = (f"<p class='wb-muted'>{counted(len(waiting), 'unit')} in no episode (still in the buffer): "
             f"{esc(' '.join(waiting))}</p>" if waiting else "")
     if not groups:
         return box("<h5>Episodes (0)</h5><p class='wb-muted'>(the live run wrote no episodes)</p>" + rest)

@@ -25,14 +25,16 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.methods import display_name
+from workbench.words import counted, day_words
 
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, short, show_figure, source_ids_html
 
 try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
     # evaluation package there while a view builds here raced (KeyError: 'IPython' in the app's header)
     from workbench.eval.annotations import check_edits, edit_verdict, shipped_annotations
+    from workbench.eval.mechanisms import method_census
 except ImportError:  # the views work without the evaluation package
-    check_edits = edit_verdict = shipped_annotations = None
+    check_edits = edit_verdict = shipped_annotations = method_census = None
 
 REFRESH_KINDS = ("UPDATE", "DELETE")
 KIND_ORDER = ("ADD", "UPDATE", "DELETE", "MERGE", "CONSOLIDATE", "SUMMARIZE", "LINK", "BUFFER")
@@ -161,7 +163,7 @@ class Axis:
 
 def _date_label(session) -> str:
     if session.date_time is not None:
-        return session.date_time.strftime("%-d %b %Y")
+        return day_words(session.date_time)
     return str(session.date_text or "")
 
 
@@ -383,18 +385,22 @@ def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
     checked = [(e, *_edit_verdict(e, conv_id)) for e in events if is_refresh(e)]
     verdicts = [v for _, v, _ in checked]
     right, wrong = verdicts.count(True), verdicts.count(False)
-    if not right + wrong:
-        return ""
+    missed = _missed_text(events, checked, conv_id)
+    if not right + wrong:  # what a method whose mechanism is editing left undone still counts (review: AMA (paper
+        # judge) made no edit, and the header said nothing of the 3 planted updates it missed)
+        return f" · checked against the conversation's updates: {missed[2:]}" if missed else ""
     unchecked = Counter(why for _, v, why in checked if v is None)
     more = (f", <span title='{esc(unchecked.most_common(1)[0][0])}' style='border-bottom:1px dotted'>"
             f"{sum(unchecked.values())} not checkable</span>" if unchecked else "")
     return (f" · checked against the conversation's updates: <b style='color:#237032'>{right} right</b>, "
-            f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}{_missed_text(events, checked, conv_id)}")
+            f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}{missed}")
 
 
 def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
-    """"; AMA missed 3 planted updates and 1 forget request" for each method with a checkable edit that left a
-    planted update or forget request of a turn it ingested undone (``annotations.check_edits``)."""
+    """"; AMA missed 3 planted updates and 1 forget request" for each method with a checkable edit, or whose
+    checked mechanism is editing (its census declares the ``edits`` check) though it made no edit ("AMA (paper
+    judge) made no edit and missed ..."), that left a planted update or forget request of a turn it ingested
+    undone (``annotations.check_edits``)."""
     if check_edits is None:
         return ""
     try:
@@ -403,7 +409,8 @@ def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
         return ""
     if conv_id not in ann:
         return ""
-    editors = ordered_methods({e.method for e, v, _ in checked if v is not None})
+    edited = {e.method for e, v, _ in checked if v is not None}
+    editors = ordered_methods(edited | {m for m in {e.method for e in events} if _edits_checked(m)})
     parts = []
     for m in editors:
         rows = [{"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after,
@@ -411,11 +418,19 @@ def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
         result = check_edits({conv_id: rows}, {conv_id: ann[conv_id]})
         mu, mf = result.get("missed_updates", 0), result.get("missed_forgets", 0)
         if mu or mf:
-            what = " and ".join(x for x in (f"{mu} planted update{'s' if mu != 1 else ''}" if mu else "",
-                                             f"{mf} forget request{'s' if mf != 1 else ''}" if mf else "") if x)
+            what = " and ".join(x for x in (counted(mu, "planted update") if mu else "",
+                                             counted(mf, "forget request") if mf else "") if x)
             turns = ", ".join(x["turn"] for x in result.get("missed", ()))
-            parts.append(f"<span title='{esc('missed at ' + turns)}'>{esc(display_name(m))} missed {what}</span>")
+            none = "" if m in edited or any(is_refresh(e) for e in events if e.method == m) else " made no edit and"
+            parts.append(f"<span title='{esc('missed at ' + turns)}'>{esc(display_name(m))}{none} missed "
+                         f"{what}</span>")
     return "; " + "; ".join(parts) if parts else ""
+
+
+def _edits_checked(method: str) -> bool:
+    """Whether a run's method declares editing as the mechanism its census checks (``CensusSpec.check``)."""
+    spec = method_census(method) if method_census is not None else None
+    return bool(spec and spec.check and spec.check[0] == "edits")
 
 
 def _edit_mark(e, conv_id: str) -> str:

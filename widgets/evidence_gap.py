@@ -7,7 +7,7 @@ the action and what decided it, evidence added / kept / dropped and gaps opened 
 against the previous router step, the next query, the draft). The waterfall above the slider still
 lists every step, so the retrievals between two iterations stay in view. Nothing is rendered here.
 
-    EvidenceGapView(answer, conversation=conv, gold_evidence=qa.evidence).goto(2)   # the third iteration
+    EvidenceGapView(answer, conversation=conv, qa=qa).goto(2)   # the third iteration
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ class EvidenceGapView(TraceStepper):
              "against the previous call (+ added or opened, − dropped or closed) and what decided the action.")
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
-                 memories: Iterable[Mapping] = ()):
+                 memories: Iterable[Mapping] = (), qa=None):
         super().__init__(answer, conversation=conversation, gold_evidence=gold_evidence, memories=memories,
-                         kinds=ROUTER_KINDS)
+                         kinds=ROUTER_KINDS, qa=qa)
 
     @property
     def iterations(self) -> tuple:

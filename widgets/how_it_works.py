@@ -22,6 +22,7 @@ from typing import Any
 from widgets.html import box, esc, session_when
 from widgets.pipeline import Pipeline
 from workbench.eval.annotations import checked_verdict, planted_marks, shipped_annotations
+from workbench.words import counted
 from workbench.eval.mechanisms import headline, item_text
 from workbench.jsonl import DamagedFile
 
@@ -303,7 +304,7 @@ class HowItWorksPage:
                f"<p><b>The answers:</b> {ok} of {n} right (deterministic checker)</p>"
                f"{_counts_html(ex.method, ex.census)}{_checked_items_html(ex.census.get('checked'))}</div>")
         right = f"<div class='wb-how-right'><h4>The right outcome</h4><p>{esc(how.right_outcome)}</p></div>"
-        planted = (f"<p class='wb-muted'>{len(marks)} planted turn{'' if len(marks) == 1 else 's'} marked ▲ "
+        planted = (f"<p class='wb-muted'>{counted(len(marks), 'planted turn')} marked ▲ "
                    "(sample_data/annotations.json)</p>"
                    if marks else "")
         return (f"<h4>The example: {esc(how.mechanism)} <span class='wb-muted'>· conversation "
@@ -329,6 +330,6 @@ class HowItWorksPage:
         from workbench.trace import Answer
 
         row = self.example.rows[question]
-        gold = next((q.evidence for q in self.example.conversation.qa if q.id == row.get("qa_id")), ())
+        qa = next((q for q in self.example.conversation.qa if q.id == row.get("qa_id")), None)
         return TraceStepper(Answer.from_dict(row["answer"]), conversation=self.example.conversation,
-                            gold_evidence=gold, memories=self.example.memories)
+                            gold_evidence=qa.evidence if qa else (), memories=self.example.memories, qa=qa)

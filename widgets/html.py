@@ -11,8 +11,9 @@ import difflib
 import html
 import json
 import re
-from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
+
+from workbench.words import counted, when_words
 
 CSS = """<style>
 .wb-box {font-family: system-ui, sans-serif; font-size: 13px; line-height: 1.35;}
@@ -135,19 +136,14 @@ def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, row
 
 
 def when_text(value) -> str:
-    """An ISO datetime with its time of day ("14 Mar 2023, 19:40"); midnight is left out; anything else unchanged."""
-    text = str(value or "")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return text
-    day = f"{moment.day} {moment:%b %Y}"
-    return day if (moment.hour, moment.minute) == (0, 0) else f"{day}, {moment:%H:%M}"
+    """An ISO datetime with its time of day ("14 Mar 2023, 19:40"; ``workbench.words.when_words``, the one
+    style of every view); midnight is left out; anything else unchanged."""
+    return when_words(value)
 
 
 def session_when(session) -> str:
     """When a session took place, as the dataset writes it (else formatted from its datetime; "" when undated)."""
-    return session.date_text or (session.date_time.strftime("%-d %B %Y, %H:%M") if session.date_time else "")
+    return session.date_text or (when_words(session.date_time) if session.date_time else "")
 
 
 def session_dates(conversation) -> dict[str, str]:
@@ -222,7 +218,7 @@ def turns_html(ids: Iterable[str], turns: Mapping[str, Any], gold: Iterable[str]
         when = None
         if i in gold:  # gold evidence: when it was said (temporal questions)
             t_time = getattr(t, "time", None)
-            when = (dates or {}).get(i) or (t_time.strftime("%-d %B %Y, %H:%M") if t_time else None)
+            when = (dates or {}).get(i) or (when_words(t_time) if t_time else None)
         date = f' <small class="wb-date">({esc(when)})</small>' if when else ""
         out.append(f"<div{cls}><b>{esc(i)}</b>{date} {esc(t.speaker)}: {clip(t.content)}</div>")
     return "".join(out)
@@ -304,8 +300,9 @@ def answer_html(answer) -> str:
     """The question, the answer and its totals."""
     err = f"<p><b>error:</b> {esc(answer.error)}</p>" if getattr(answer, "error", None) else ""
     return (f"<div><b>Q:</b> {clip(answer.question)}<br><b>A:</b> {clip(answer.text)}"
-            f"<br><small>{esc(answer.method)} · {len(answer.steps)} steps · {len(answer.context)} context units · "
-            f"{answer.usage.total_tokens} tokens in {answer.usage.calls} calls</small>{err}</div>")
+            f"<br><small>{method_title_html(answer.method)} · {counted(len(answer.steps), 'step')} · "
+            f"{counted(len(answer.context), 'context unit')} · {counted(answer.usage.total_tokens, 'token')} in "
+            f"{counted(answer.usage.calls, 'call')}</small>{err}</div>")
 
 
 _WORDS = re.compile(r"\s+|[^\s]+")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.methods import display_name, readable_text
+from workbench.words import counted
 from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
@@ -301,7 +302,7 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
         head += "".join(f"<p class='wb-planted'>▲ planted here: {esc(m)}</p>" for m in tl.planted)
     total = sum(len(v) for v in tl.units.values())
     parts = [head, f"<p class='wb-nav'>{' · '.join(nav)}</p>" if nav else "",
-             f"<p>{total} unit{'s' if total != 1 else ''} in {sum(1 for v in tl.units.values() if v)} of "
+             f"<p>{counted(total, 'unit')} in {sum(1 for v in tl.units.values() if v)} of "
              f"{len(tl.units)} methods derive from this turn (its id is in their provenance).</p>"]
     empty = [m for m, v in tl.units.items() if not v]
     for m in sorted(tl.units, key=method_sort_key):
@@ -315,8 +316,8 @@ def turn_html(tl: TurnLifecycle, *, links: bool = True, text_limit: int = 300) -
         cols = ["unit", "kind", "status", "text", "sources", "events", "seen by answers"]
         # long lists start folded so the other methods stay in view
         opened = " open" if len(units) <= OPEN_UP_TO else ""
-        parts.append(f"<details{opened} data-method=\"{esc(m)}\"><summary>{method_title_html(m)} — {len(units)} "
-                     f"unit{'s' if len(units) != 1 else ''}</summary>{table_html(rows, cols, raw=cols)}</details>")
+        parts.append(f"<details{opened} data-method=\"{esc(m)}\"><summary>{method_title_html(m)} — "
+                     f"{counted(len(units), 'unit')}</summary>{table_html(rows, cols, raw=cols)}</details>")
     if empty:
         parts.append(f"<p class='wb-muted'>No unit derived from this turn in: "
                      f"{esc(', '.join(display_name(m) for m in empty))}.</p>")
@@ -374,7 +375,7 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
     if ul.missing_sources:
         srcs += f"<p class='wb-muted'>not in this run's conversation: {esc(' '.join(ul.missing_sources))}</p>"
     srcs = srcs or "<p class='wb-muted'>none recorded</p>"
-    sources = (f"<h5>Provenance: {len(r.source_ids)} source turn{'s' if len(r.source_ids) != 1 else ''} "
+    sources = (f"<h5>Provenance: {counted(len(r.source_ids), 'source turn')} "
                f"{source_ids_html(r.source_ids, limit=12, links=links)}</h5>{srcs}")
     cols = ["when", "#", "kind", "before", "after", "cause", "sources"]
     history = (f"<h5>Event history ({len(ul.events)})</h5>"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from widgets.html import box, esc, method_title_html
 from workbench.eval.mechanisms import census, headline, item_text, read_census
+from workbench.words import counted
 from workbench.jsonl import DamagedFile
 from workbench.methods import display_name
 
@@ -75,7 +76,7 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
     extra = (f'<details><summary>why the zeros, from the run ({len(notes)})</summary><ul>'
              + "".join(f"<li>{n}</li>" for n in notes) + "</ul></details>") if notes else ""
     if problems:
-        extra += (f'<details><summary>{len(problems)} problem{"" if len(problems) == 1 else "s"} reading the run '
+        extra += (f'<details><summary>{counted(len(problems), "problem")} reading the run '
                   'for the census</summary><ul>'
                   + "".join(f"<li>{esc(p)}</li>" for p in problems[:20]) + "</ul></details>")
     line = _right_line(headline(value))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.eval.attribution import Attribution, attribute
+from workbench.words import counted
 from workbench.eval.audit import is_reliable, reliability_note
 from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
@@ -188,7 +189,7 @@ def failure_note(row: Mapping[str, Any]) -> FailureNote:
             stages = (f"at {', '.join(map(str, by))}" if all(v == 1 for v in by.values()) else
                       ", ".join(f"{k} ×{v}" for k, v in by.items()))
             count = int(f.get("method_failures") or 0) + int(f.get("llm_errors") or 0)
-            minor.append(f"memory built with {count} failure{'s' if count != 1 else ''}"
+            minor.append(f"memory built with {counted(count, 'failure')}"
                          + (f" ({stages})" if stages else ""))
     if error:
         return FailureNote(True, f"the method failed: {error[:200]}{why}", "; ".join(minor), miss)
@@ -197,8 +198,8 @@ def failure_note(row: Mapping[str, Any]) -> FailureNote:
         return FailureNote(False, "", "; ".join(minor), miss)
     calls = sum(1 for f in severe if f.get("kind") == "llm_error")
     steps = len({f.get("step") for f in severe if f.get("kind") in ("fallback", "step_error")})
-    parts = ([f"{calls} LLM call{'s' if calls != 1 else ''} failed"] if calls else []) + \
-            ([f"{steps} step{'s' if steps != 1 else ''} fell back"] if steps else []) + \
+    parts = ([f"{counted(calls, 'LLM call')} failed"] if calls else []) + \
+            ([f"{counted(steps, 'step')} fell back"] if steps else []) + \
             (["empty answer"] if any(f.get("kind") == "empty_answer" for f in severe) else [])
     if not _writer_fell_back(row, severe):
         # e.g. MemR3's router reply was unusable and a default action stood in, but the answer
@@ -599,8 +600,8 @@ def gold_html(state: QuestionState) -> str:
     gold = esc(state.gold) if state.gold else '<span class="wb-muted">(none: the question has no answer in the ' \
                                               "conversation)</span>"
     return (f"<p><b>{esc(state.qa_id)}</b>{cat} <b>Q:</b> {clip(state.question)}</p>"
-            f"<p><b>gold answer:</b> {gold}</p><p><b>gold evidence</b> ({len(state.evidence)} "
-            f"turn{'' if len(state.evidence) == 1 else 's'}):</p>{ev}")
+            f"<p><b>gold answer:</b> {gold}</p><p><b>gold evidence</b> ("
+            f"{counted(len(state.evidence), 'turn')}):</p>{ev}")
 
 
 def _checker_note() -> str:

@@ -96,8 +96,10 @@ class QuestionView(DisplaysWidget):
         if m is not None and isinstance(m.row.get("answer"), Mapping):
             conv_id = m.row.get("conv_id")
             saved = self.memories(self.selected, conv_id) if self.memories and conv_id else ()
-            self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=self._conversation(),
-                                        gold_evidence=self.state.evidence, memories=saved)
+            conv = self._conversation()
+            qa = next((q for q in getattr(conv, "qa", None) or () if q.id == self.qa_id), None)
+            self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=conv,
+                                        gold_evidence=self.state.evidence, memories=saved, qa=qa)
         self.trace.children = [self.stepper.widget] if self.stepper else []
 
     def _conversation(self):

@@ -20,6 +20,8 @@ import statistics
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from workbench.words import counted
+
 from .html import box, clip, esc, short, table_html
 
 #: rows of a table shown before "N more not shown"
@@ -83,7 +85,7 @@ def _span(ids: Sequence[str], order: Mapping[str, int]) -> str:
         return "(no source turns)"
     known = sorted((i for i in ids if i in order), key=order.get) or list(ids)
     n = len(ids)
-    return (known[0] if len(known) == 1 and n == 1 else f"{known[0]}–{known[-1]}") + f" ({n} turn{'s' * (n != 1)})"
+    return (known[0] if len(known) == 1 and n == 1 else f"{known[0]}–{known[-1]}") + f" ({counted(n, 'turn')})"
 
 
 def _first(ids: Sequence[str], order: Mapping[str, int]) -> int:

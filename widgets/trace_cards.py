@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from workbench.eval.mechanisms import open_gaps, router_cause
+from workbench.words import counted
 
 from .html import clip, esc, hits_html, short
+from .question import kind_words
 from .trace_refs import MAX_ROWS, Refs, _list, _txt, badge, readable, rows, what
 
 #: MemR3 router causes (``workbench.eval.mechanisms.ROUTER_CAUSES``): short label, what it means
@@ -156,7 +158,8 @@ def evidence_gaps_card(c: Ctx) -> str:
     extra = rows([("next retrieval query", query), ("reasoning kept for the next call", clip(d.get("reasoning"))),
                   ("draft answer", clip(d.get("draft_answer"))),
                   ("snippets it read", c.refs.ref_list(d.get("retrieved_ids")) if d.get("retrieved_ids") else "")])
-    return (head + error_html(d) + f"<h5>Evidence (after this step)</h5>{ev}<h5>Gaps (after this step)</h5>{gaps}"
+    return (head + _draft_check(c, d) + error_html(d)
+            + f"<h5>Evidence (after this step)</h5>{ev}<h5>Gaps (after this step)</h5>{gaps}"
             + extra)
 
 
@@ -165,7 +168,7 @@ def gap_retrieve_card(c: Ctx) -> str:
     ids = _list(d.get("retrieved_ids"))
     delta = f" + “{esc(d.get('delta_query'))}”" if d.get("delta_query") else ""
     more = " The backend has nothing unseen left." if d.get("backend_exhausted") else ""
-    head = what(f"Retrieved {len(ids)} new snippet{'s' if len(ids) != 1 else ''} for “{esc(d.get('query'))}”"
+    head = what(f"Retrieved {counted(len(ids), 'new snippet')} for “{esc(d.get('query'))}”"
                 f"{delta}, skipping {len(_list(d.get('masked_ids')))} already seen.{more}")
     dropped = _list(d.get("dropped_ids"))
     return head + error_html(d) + rows([("dropped (already seen)", c.refs.ref_list(dropped) if dropped else "")])
@@ -190,6 +193,68 @@ def draft_answer_card(c: Ctx) -> str:
             + f"<h5>Evidence it read</h5><ul>{ev}</ul>" + (f"<h5>Gaps still open</h5><ul>{gaps}</ul>" if gaps else ""))
 
 
+# -- whether a step's decision was right ----------------------------------------------------------------------
+def gold_check(c: Ctx, text: Any) -> tuple[bool, str] | None:
+    """``text`` (an answer a step decided on, not the final one) checked against the question's gold with the
+    checker every verdict uses: (right, "wrong against the gold “Pilot” (names Biscuit, not Pilot)"); None where
+    it cannot be checked (no question given, a question the checker does not judge, no text)."""
+    check = c.refs.check(text)
+    if check is None:
+        return None
+    gold = esc(short(getattr(c.refs.qa, "answer", ""), 80))
+    # wrong: the checker's reason ("names Biscuit, not Pilot"), its kind of error on hover
+    why = "" if check.correct else (f" (<span title='{esc(kind_words(check.kind))}'>"
+                                     f"{esc(short(check.reason, 120))}</span>)")
+    return check.correct, f"{'right' if check.correct else 'wrong'} against the gold “{gold}”{why}"
+
+
+def decision_html(fitting: bool, verdict: str, because: str) -> str:
+    """A line under a card's summary saying whether the step's decision was right, and why (the checker's
+    verdict on the answer it decided on): a view that shows a mechanism firing says whether it fired right."""
+    colour, mark = ("#237032", "✓") if fitting else ("#c92a2a", "✗")
+    return (f'<p class="wb-decision"><b style="color:{colour}">{mark} {esc(verdict)}</b>: {because} '
+            '<small class="wb-muted">(checker)</small></p>')
+
+
+def _escalation_check(c: Ctx, d: Mapping) -> str:
+    """Whether going deep (or not) was needed: the light answer right against the gold makes an escalation
+    unneeded and stopping right; wrong, the other way round."""
+    found = gold_check(c, d.get("answer"))
+    if found is None:
+        return ""
+    right, said = found
+    if d.get("escalate"):
+        return (decision_html(False, "escalation not needed", f"the light answer is already {said}") if right
+                else decision_html(True, "escalation needed", f"the light answer is {said}"))
+    return (decision_html(True, "right to stop here", f"the light answer is {said}") if right
+            else decision_html(False, "stopped on a wrong answer", f"the light answer is {said}, and it stands"))
+
+
+def _reflection_check(c: Ctx, d: Mapping) -> str:
+    """Whether the reflection's "complete" (stop) or "not complete" (another round) was right."""
+    found = gold_check(c, d.get("answer"))
+    if found is None:
+        return ""
+    right, said = found
+    if d.get("done"):
+        return (decision_html(True, "right to stop", f"the answer judged complete is {said}") if right
+                else decision_html(False, "stopped on a wrong answer", f"the answer judged complete is {said}"))
+    return (decision_html(False, "another round not needed", f"the answer judged incomplete is already {said}")
+            if right else decision_html(True, "another round needed", f"the answer judged incomplete is {said}"))
+
+
+def _draft_check(c: Ctx, d: Mapping) -> str:
+    """A router step that chose to answer: whether the draft it answered from was right."""
+    if str(d.get("action") or "") != "answer":
+        return ""
+    found = gold_check(c, d.get("draft_answer"))
+    if found is None:
+        return ""
+    right, said = found
+    return (decision_html(True, "answered on a right draft", f"the draft is {said}") if right
+            else decision_html(False, "answered on a wrong draft", f"the draft is {said}"))
+
+
 # -- HyMem -----------------------------------------------------------------------------------------------
 def _finished_text(v) -> str:
     return {0: "0 — sufficient: the light answer stands for this round", 1: "1 — insufficient",
@@ -202,8 +267,9 @@ def light_tier_card(c: Ctx) -> str:
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
     return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
                  f"“{esc(d.get('query'))}”, finished flag {esc(_finished_text(d.get('finished')))} → {esc(nxt)}.")
-            + error_html(d) + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
-                                    ("finished flag", esc(_finished_text(d.get("finished"))))]))
+            + _escalation_check(c, d) + error_html(d)
+            + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
+                    ("finished flag", esc(_finished_text(d.get("finished"))))]))
 
 
 def deep_tier_card(c: Ctx) -> str:
@@ -251,7 +317,7 @@ def sufficiency_card(c: Ctx) -> str:
         rewrite = (f"{esc(asked)}<span class='wb-arrow'>→</span><b>{new}</b>" if asked and asked != d.get("new_query")
                    else f"{new} <small class='wb-muted'>(unchanged)</small>")
     flag = {1: "1 — the answer is complete", 0: "0 — not complete"}.get(d.get("finished"), _txt(d.get("finished")))
-    return what(esc(text)) + error_html(d) + rows([("answer judged", clip(d.get("answer"))),
+    return what(esc(text)) + _reflection_check(c, d) + error_html(d) + rows([("answer judged", clip(d.get("answer"))),
                                                     ("finished flag", esc(flag)), ("rewrite", rewrite)])
 
 
@@ -341,7 +407,7 @@ def subquery_plan_card(c: Ctx) -> str:
         f"<td>{esc(_interval(s.get('interval')))}</td><td>{esc(', '.join(map(str, _list(s.get('depends_on')))))}</td>"
         f"<td>{esc(', '.join(map(str, _list(s.get('entities')))))}</td></tr>" for s in subs)
     fb = f" {esc(d.get('fallback'))}." if d.get("fallback") else ""
-    return (what(f"Planned {len(subs)} sub-quer{'y' if len(subs) == 1 else 'ies'}, answered in the order "
+    return (what(f"Planned {counted(len(subs), 'sub-query', 'sub-queries')}, answered in the order "
                  f"{esc(', '.join(map(str, _list(d.get('order')))))} (scope policy: {esc(d.get('scope_policy'))}).{fb}")
             + error_html(d) + "<table><tr><th>#</th><th>sub-query</th><th>scope</th><th>time window</th>"
             f"<th>depends on</th><th>entities</th></tr>{body}</table>")
@@ -396,7 +462,7 @@ def synthesis_card(c: Ctx) -> str:
                    f"<td>{clip(s.get('answer'), limit=400)}"
                    f"</td></tr>" for s in subs)
     skipped = f" ({esc(d.get('skipped'))})" if d.get("skipped") else ""
-    return (what(f"Combined {len(subs)} sub-answer{'s' if len(subs) != 1 else ''} into the answer{skipped}.")
+    return (what(f"Combined {counted(len(subs), 'sub-answer')} into the answer{skipped}.")
             + error_html(d) + f"<table><tr><th>#</th><th>sub-query</th><th>answer</th></tr>{body}</table>"
             + rows([("answer", clip(d.get("answer")))]))
 
@@ -424,7 +490,7 @@ def tier_answer_card(c: Ctx) -> str:
 # -- any method --------------------------------------------------------------------------------------------
 def retrieve_card(c: Ctx) -> str:
     d = c.data
-    return what(f"Retrieved {len(c.step.hits)} unit{'s' if len(c.step.hits) != 1 else ''} for the query.") + \
+    return what(f"Retrieved {counted(len(c.step.hits), 'unit')} for the query.") + \
         error_html(d) + rows([("query", clip(d.get("query")))] + _other(d, ("query",), c.refs))
 
 

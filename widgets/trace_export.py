@@ -8,7 +8,7 @@ same HTML functions the app's Traces tab draws with (``widgets.trace_timeline``)
 steps through the trace, the page lays all the steps out one after the other, each with its card,
 its recorded fields and its LLM calls folded in ``<details>`` (which open without script).
 
-    page = trace_page(TraceTimeline.build(answer, conversation=conv, gold_evidence=qa.evidence),
+    page = trace_page(TraceTimeline.build(answer, conversation=conv, qa=qa),
                       state=question_state(rows, qa.id), run="demo")
 """
 from __future__ import annotations

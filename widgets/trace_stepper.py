@@ -6,7 +6,7 @@ app's Traces tab shows. The step's LLM calls sit in an Accordion (prompt and res
 ``kinds`` narrows the steps the buttons and slider visit (``TraceTimeline.stops``); the waterfall
 still shows every step, so the visited ones stay in context.
 
-    TraceStepper(answer, conversation=conv, gold_evidence=qa.evidence)
+    TraceStepper(answer, conversation=conv, qa=qa)   # gold evidence marked; steps' own answers checked against its gold
     TraceStepper(answer, conversation=conv, memories=method.memories())   # ids not retrieved get text too
     TraceStepper(answer, kinds=("router",))                               # MemR3's router steps only
 """
@@ -30,13 +30,13 @@ class TraceStepper(DisplaysWidget):
     intro = ""
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
-                 memories: Iterable[Mapping] = (), kinds: Iterable[str] | None = None):
+                 memories: Iterable[Mapping] = (), kinds: Iterable[str] | None = None, qa=None):
         self.answer = answer
         self.conversation = conversation
-        self.gold_evidence = tuple(gold_evidence or ())
+        self.gold_evidence = tuple(gold_evidence if gold_evidence is not None else getattr(qa, "evidence", ()) or ())
         self.kinds = None if kinds is None else tuple(kinds)
         self.timeline = TraceTimeline.build(answer, conversation=conversation, gold_evidence=self.gold_evidence,
-                                            memories=memories)
+                                            memories=memories, qa=qa)
         self.steps = self.timeline.steps
         self.stops = self.timeline.stops(self.kinds)
         self.running_tokens = running_tokens(self.steps)

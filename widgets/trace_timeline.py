@@ -12,13 +12,15 @@ decision the step made: MemR3's router cause (choice / budget / streak / empty /
 fallback, ``workbench.eval.mechanisms.router_cause``), HyMem's finished flag, AMA's verdict, the
 RecMem tier or H-Mem scope.
 
-    tl = TraceTimeline.build(answer, conversation=conv, gold_evidence=qa.evidence)
+    tl = TraceTimeline.build(answer, conversation=conv, qa=qa)   # gold evidence marked, step answers checked
     html = timeline_html(tl.at(3))       # waterfall (step 4 highlighted) + step 4's card + its calls
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
+
+from workbench.words import counted
 
 from .html import answer_html, box, calls_html, esc, running_tokens, short
 from .trace_cards import CSS as CARD_CSS
@@ -91,10 +93,12 @@ class TraceTimeline:
 
     @classmethod
     def build(cls, answer, *, conversation=None, gold_evidence: Iterable[str] = (),
-              memories: Iterable[Mapping] = (), index: int = 0) -> "TraceTimeline":
+              memories: Iterable[Mapping] = (), index: int = 0, qa=None) -> "TraceTimeline":
         """``memories``: the method's saved ``memories()`` rows, so ids a step names without retrieving
-        them (HyMem's deep candidates, H-Mem's scored candidates) show their text too."""
-        refs = Refs.build(answer, conversation=conversation, gold=gold_evidence, memories=memories)
+        them (HyMem's deep candidates, H-Mem's scored candidates) show their text too. ``qa``: the question
+        answered, so a step that decided on an intermediate answer says whether that answer was right."""
+        gold = tuple(gold_evidence or ()) or tuple(getattr(qa, "evidence", None) or ())
+        refs = Refs.build(answer, conversation=conversation, gold=gold, memories=memories, qa=qa)
         return cls(answer, refs, 0, measure_of(answer)).at(index)
 
     @property
@@ -233,8 +237,8 @@ def waterfall_html(tl: TraceTimeline) -> str:
 def step_head_html(tl: TraceTimeline) -> str:
     s = tl.step
     return (f'<h4>Step {tl.index + 1} / {tl.n_steps}: <span class="wb-badge">{esc(s.kind)}</span> {esc(s.title)}</h4>'
-            f"<p><small>this step: {s.usage.total_tokens:,} tokens in {len(s.calls)} "
-            f"call{'' if len(s.calls) == 1 else 's'} · "
+            f"<p><small>this step: {s.usage.total_tokens:,} tokens in "
+            f"{counted(len(s.calls), 'call')} · "
             f'running total: <b class="wb-running">{tl.running:,}</b> tokens</small></p>')
 
 

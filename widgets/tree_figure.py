@@ -24,6 +24,8 @@ from collections import Counter
 from datetime import date, datetime
 from typing import Mapping, Sequence
 
+from workbench.words import counted
+
 from .html import box, esc, short, when_text
 
 #: one colour per level (L1 blue, L2 green, L3 orange, L4 violet, then more for deeper trees)
@@ -171,7 +173,7 @@ def _hover(r: Mapping, levels: Mapping[int, str], events: int, cluster: str) -> 
     words = ' '.join(str(r.get('summary', '')).split())
     lines = [f"<b>{esc(r['id'])}</b>: L{lv} {esc(levels.get(lv, ''))} window {esc(window_text(r.get('window', '')))}"
              f"{esc(cluster)}",
-             f"{esc(dates_text(r))} · {events} memory event{'s' if events != 1 else ''}"
+             f"{esc(dates_text(r))} · {counted(events, 'memory event')}"
              f" · consolidated {esc(r.get('n_m', 0))}×"]
     if r.get("copy_of_child"):
         lines.append(f"copy of its single child {esc(r['copy_of_child'])} (no LLM summary)")
@@ -201,7 +203,7 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
     roots = [r for r in order if r.get("parent") not in nodes]
     total = sum(counts[r["id"]] for r in roots)
     # one box above the L4 nodes, the whole memory (plotly would add a blank one for several roots)
-    top = f"{len(roots)} root{'s' if len(roots) != 1 else ''} · {total} events"
+    top = f"{counted(len(roots), 'root')} · {counted(total, 'event')}"
     ids, colours, hatch, ink, ring = [ROOT], ["#e9ecef"], ["#ffffff"], ["#212529"], ["#ffffff"]
     parents, labels, values = [""], ["memory"], [total]
     texts, hovers = [f"<b>memory</b><br>{esc(top)}"], [f"the whole memory: {esc(top)}"]
@@ -270,11 +272,12 @@ def caption_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None 
     split = ""
     if groups:
         counts = event_counts(walk(nodes), nodes)
-        named = "; ".join(f"{len(ids)} × L{lv} {esc(window_text(w))} ({esc(', '.join(ids))}: "
-                          f"{' + '.join(str(counts.get(i, 0)) for i in ids)} events)"
+        # the clusters by their events, as the boxes are labelled ("(1 of 2)"); their node ids on hover
+        named = "; ".join(f"<span title='{esc('nodes ' + ', '.join(ids))}'>{len(ids)} × L{lv} "
+                          f"{esc(window_text(w))} ({' + '.join(f'{counts.get(i, 0):,}' for i in ids)} events)</span>"
                           for lv, w, ids in groups[:SHOWN_GROUPS])
         more = len(groups) - SHOWN_GROUPS
-        named += f"; {more} more window{'s' if more > 1 else ''} at lower levels" if more > 0 else ""
+        named += f"; {counted(more, 'more window')} at lower levels" if more > 0 else ""
         split = ("<p class='wb-legend-line'><b>Same window, separate clusters:</b> " + named + ". The method puts a "
                  "node in the most similar cluster of its parent's time window and starts a new one when none is "
                  "similar enough (cosine below that level's alpha), so one window can hold several nodes, labelled "

@@ -63,7 +63,7 @@ class TracePane:
         self.title.object = box(f"<b style='font-size:15px'>{method_title_html(method)}</b>") if method else ""
         self.timeline = None if answer is None else TraceTimeline.build(
             answer, conversation=self.store.conversation(), gold_evidence=qa.evidence if qa else (),
-            memories=self.store.memory_rows(method))
+            memories=self.store.memory_rows(method), qa=qa)
         n = self.timeline.n_steps if self.timeline else 0
         self.slider.end, self.slider.visible = max(n, 2), n > 1
         self.area.n_steps = n

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..data import DatasetError
+from ..words import day_words, plural
 
 ANNOTATIONS = Path(__file__).resolve().parents[1] / "sample_data" / "annotations.json"  # an installed wheel
 if not ANNOTATIONS.is_file():  # a checkout
@@ -151,7 +152,6 @@ def _conversation(path, conv_id: str, body, origin: str = "planted") -> Conversa
                                      tuple(keywords)))
             elif kind == "relative_times":
                 _strings(path, where, e, ("turn", "phrase", "date"))
-                from datetime import date
 
                 try:
                     date.fromisoformat(e["date"])
@@ -466,10 +466,6 @@ def checked_text(checked: Mapping | None) -> str:
     return line + (f" (not checked: {', '.join(map(str, left))}, no phenomena annotated)" if left else "")
 
 
-def _plural(n: int, noun: str) -> str:
-    return noun if n == 1 else noun + "s"
-
-
 def _checked_line(checked: Mapping | None) -> str:
     if not checked:
         return ""
@@ -479,9 +475,9 @@ def _checked_line(checked: Mapping | None) -> str:
     if "edits_right" in checked:
         n = checked["edits_right"] + checked["edits_wrong"]
         mu, mf = checked["missed_updates"], checked["missed_forgets"]
-        return (f"{checked['edits_right']} of {n} {_plural(n, 'edit')} {'matches' if n == 1 else 'match'} a {w} "
-                f"update or forget request; missed {mu} {w} {_plural(mu, 'update')} and {mf} forget "
-                f"{_plural(mf, 'request')}")
+        return (f"{checked['edits_right']} of {n} {plural(n, 'edit')} {'matches' if n == 1 else 'match'} a {w} "
+                f"update or forget request; missed {mu} {w} {plural(mu, 'update')} and {mf} forget "
+                f"{plural(mf, 'request')}")
     if "deep_on_multi_hop" in checked:
         deep, asked = checked["deep_on_multi_hop"], checked["multi_hop_asked"]
         answers = checked.get("answers") if isinstance(checked.get("answers"), Mapping) else {}
@@ -495,10 +491,10 @@ def _checked_line(checked: Mapping | None) -> str:
             some = "" if a["decided"] >= checked[group] else \
                 " of 1 with a verdict" if a["decided"] == 1 else f" of the {a['decided']} with a verdict"
             return f" ({a['right']}{some} {words})"
-        return (f"{deep} deep {_plural(deep, 'escalation')} on {w} multi-hop questions"
+        return (f"{deep} deep {plural(deep, 'escalation')} on {w} multi-hop questions"
                 f"{right('deep_on_multi_hop', 'answered right')}, {checked['deep_elsewhere']} elsewhere"
                 f"{right('deep_elsewhere', 'answered right')}; {checked['multi_hop_not_escalated']} of "
-                f"{asked} multi-hop {_plural(asked, 'question')} not escalated"
+                f"{asked} multi-hop {plural(asked, 'question')} not escalated"
                 f"{right('multi_hop_not_escalated', 'answered right by the light path alone')}")
     if "on_planted_recurrence" in checked:
         article = "an" if w[0] == "a" else "a"
@@ -506,14 +502,14 @@ def _checked_line(checked: Mapping | None) -> str:
         cut = f"{checked.get('threshold', 0.6):.0%}"
         on = checked["on_planted_recurrence"]
         rep = checked.get("repeated_episodes", 0)
-        return (f"{on} {_plural(on, 'episode')} on {article} {w} recurrence (the topic in >= {cut} of the "
+        return (f"{on} {plural(on, 'episode')} on {article} {w} recurrence (the topic in >= {cut} of the "
                 f"exchanges {'it was' if on == 1 else 'they were'} made of), {mixed} mixed"
                 f"{' (in fewer)' if mixed else ''}, {checked['off_planted_recurrence']} off"
                 + (f"; {rep} more {'is a word-for-word copy' if rep == 1 else 'are word-for-word copies'} of "
                    "another episode of the same consolidation" if rep else ""))
     if "coherent_parents" in checked:
         good, mixed = checked["coherent_parents"], checked["mixed_parents"]
-        return (f"{good} multi-child {_plural(good, 'parent')} {'holds' if good == 1 else 'hold'} one {w} topic or "
+        return (f"{good} multi-child {plural(good, 'parent')} {'holds' if good == 1 else 'hold'} one {w} topic or "
                 f"group (>= 60 % of {'its' if good == 1 else 'their'} turns), {mixed} "
                 f"{'is' if mixed == 1 else 'are'} mixed")
     return str(checked.get("note", ""))
@@ -551,15 +547,6 @@ def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
     return ("partly right" if good else "wrong"), line
 
 
-def _date_words(value: Any) -> str:
-    """An ISO date as a reader says it ("11 June 2023"); anything else as it is."""
-    try:
-        day = date.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    return f"{day.day} {day:%B %Y}"
-
-
 def planted_marks(ann: ConversationAnnotations | None) -> dict[str, list[str]]:
     """Turn id -> what is planted there, in words (a knowledge update's old and new value, a forget request, a
     recurring topic, a multi-hop chain, a relative date, a group of events): what a view marks on the transcript."""
@@ -582,7 +569,7 @@ def planted_marks(ann: ConversationAnnotations | None) -> dict[str, list[str]]:
     for m in ann.multi_hop:
         mark(m.get("turns") or (), f"multi-hop chain of: {m.get('question') or m.get('qa_id')}")
     for t in ann.relative_times:
-        mark([t["turn"]], f"\"{t.get('phrase')}\" means {_date_words(t.get('date'))}")
+        mark([t["turn"]], f"\"{t.get('phrase')}\" means {day_words(t.get('date'))}")
     for g in ann.groups:
         mark(g.get("turns") or (), f"group by {g.get('by')}: {ann.topic_words(g.get('id'))}")
     return marks
