@@ -335,6 +335,15 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
                     calls=steps[5].calls)
     drafted = _decisions(Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3"), qa=qa)
     assert drafted == [drafted[0]] and drafted[0].startswith("✗ answered on a wrong draft: the draft is wrong")
+    # the waterfall marks each checked decision, ✓ or ✗ before its chip, why on hover
+    tl = TraceTimeline.build(hymem_answer("Lisbon", True, "She moved to Porto.", True), conversation=conv(), qa=qa)
+    marks = [(b.fitting, b.fitting_title) for b in bars(tl) if b.call is None]
+    assert [m[0] for m in marks] == [False, False] and marks[0][1].startswith("escalation not needed: the light")
+    assert marks[0][1].endswith("(checker)") and "<" not in marks[0][1]
+    assert waterfall_html(tl).count('class="wb-fit"') == 2 and ">✗</b>" in waterfall_html(tl)
+    assert "✓ / ✗ before a decision" in waterfall_html(tl)  # the marks are explained where they appear
+    assert "✓ / ✗" not in waterfall_html(TraceTimeline.build(memr3_answer(), conversation=conv()))
+    assert [b.fitting for b in bars(TraceTimeline.build(memr3_answer(), conversation=conv()))] == [None] * 14
     # without the question (or for one the checker does not judge) no line is written
     assert _decisions(hymem_answer("Lisbon", True, "Porto", True)) == []
     unjudged = QA("c/q2", "Where did Priya move?", "", 5, ("D1:1",))

@@ -286,6 +286,11 @@ class WorkbenchApp(pn.viewable.Viewer):
             except Exception as exc:  # shown in the header, as above; search reports its own failure again
                 self.store.note(f"preparing semantic search: {type(exc).__name__}: {exc}")
 
+        # IPython is first imported by whichever thread needs it first (pyvis in the read-ahead, a notebook-facing
+        # module in a view): two first imports at once raced ("KeyError: 'IPython'" in the header, now and then,
+        # in the Events tab's screenshot); importing it here first (0.05 s) leaves the threads nothing to race on
+        import IPython.display  # noqa: F401
+
         thread = threading.Thread(target=work, name="workbench-warm", daemon=True)
         thread.start()
         return thread

@@ -158,7 +158,7 @@ def evidence_gaps_card(c: Ctx) -> str:
     extra = rows([("next retrieval query", query), ("reasoning kept for the next call", clip(d.get("reasoning"))),
                   ("draft answer", clip(d.get("draft_answer"))),
                   ("snippets it read", c.refs.ref_list(d.get("retrieved_ids")) if d.get("retrieved_ids") else "")])
-    return (head + _draft_check(c, d) + error_html(d)
+    return (head + decision_line(c, draft_decision) + error_html(d)
             + f"<h5>Evidence (after this step)</h5>{ev}<h5>Gaps (after this step)</h5>{gaps}"
             + extra)
 
@@ -208,51 +208,67 @@ def gold_check(c: Ctx, text: Any) -> tuple[bool, str] | None:
     return check.correct, f"{'right' if check.correct else 'wrong'} against the gold “{gold}”{why}"
 
 
-def decision_html(fitting: bool, verdict: str, because: str) -> str:
-    """A line under a card's summary saying whether the step's decision was right, and why (the checker's
-    verdict on the answer it decided on): a view that shows a mechanism firing says whether it fired right."""
-    colour, mark = ("#237032", "✓") if fitting else ("#c92a2a", "✗")
-    return (f'<p class="wb-decision"><b style="color:{colour}">{mark} {esc(verdict)}</b>: {because} '
-            '<small class="wb-muted">(checker)</small></p>')
+@dataclass(frozen=True)
+class Decision:
+    """Whether a step's decision was right (``fitting``), in a few words (``verdict``: "escalation not needed")
+    and why (``because``, HTML: the checker's verdict on the answer the step decided on)."""
+
+    fitting: bool
+    verdict: str
+    because: str
+
+    def html(self) -> str:
+        """The line under a card's summary: a view that shows a mechanism firing says whether it fired right."""
+        colour, mark = ("#237032", "✓") if self.fitting else ("#c92a2a", "✗")
+        return (f'<p class="wb-decision"><b style="color:{colour}">{mark} {esc(self.verdict)}</b>: {self.because} '
+                '<small class="wb-muted">(checker)</small></p>')
 
 
-def _escalation_check(c: Ctx, d: Mapping) -> str:
+def escalation_decision(c: Ctx) -> Decision | None:
     """Whether going deep (or not) was needed: the light answer right against the gold makes an escalation
     unneeded and stopping right; wrong, the other way round."""
+    d = c.data
     found = gold_check(c, d.get("answer"))
     if found is None:
-        return ""
+        return None
     right, said = found
     if d.get("escalate"):
-        return (decision_html(False, "escalation not needed", f"the light answer is already {said}") if right
-                else decision_html(True, "escalation needed", f"the light answer is {said}"))
-    return (decision_html(True, "right to stop here", f"the light answer is {said}") if right
-            else decision_html(False, "stopped on a wrong answer", f"the light answer is {said}, and it stands"))
+        return (Decision(False, "escalation not needed", f"the light answer is already {said}") if right
+                else Decision(True, "escalation needed", f"the light answer is {said}"))
+    return (Decision(True, "right to stop here", f"the light answer is {said}") if right
+            else Decision(False, "stopped on a wrong answer", f"the light answer is {said}, and it stands"))
 
 
-def _reflection_check(c: Ctx, d: Mapping) -> str:
+def reflection_decision(c: Ctx) -> Decision | None:
     """Whether the reflection's "complete" (stop) or "not complete" (another round) was right."""
+    d = c.data
     found = gold_check(c, d.get("answer"))
     if found is None:
-        return ""
+        return None
     right, said = found
     if d.get("done"):
-        return (decision_html(True, "right to stop", f"the answer judged complete is {said}") if right
-                else decision_html(False, "stopped on a wrong answer", f"the answer judged complete is {said}"))
-    return (decision_html(False, "another round not needed", f"the answer judged incomplete is already {said}")
-            if right else decision_html(True, "another round needed", f"the answer judged incomplete is {said}"))
+        return (Decision(True, "right to stop", f"the answer judged complete is {said}") if right
+                else Decision(False, "stopped on a wrong answer", f"the answer judged complete is {said}"))
+    return (Decision(False, "another round not needed", f"the answer judged incomplete is already {said}")
+            if right else Decision(True, "another round needed", f"the answer judged incomplete is {said}"))
 
 
-def _draft_check(c: Ctx, d: Mapping) -> str:
+def draft_decision(c: Ctx) -> Decision | None:
     """A router step that chose to answer: whether the draft it answered from was right."""
+    d = c.data
     if str(d.get("action") or "") != "answer":
-        return ""
+        return None
     found = gold_check(c, d.get("draft_answer"))
     if found is None:
-        return ""
+        return None
     right, said = found
-    return (decision_html(True, "answered on a right draft", f"the draft is {said}") if right
-            else decision_html(False, "answered on a wrong draft", f"the draft is {said}"))
+    return (Decision(True, "answered on a right draft", f"the draft is {said}") if right
+            else Decision(False, "answered on a wrong draft", f"the draft is {said}"))
+
+
+def decision_line(c: Ctx, check) -> str:
+    found = check(c)
+    return found.html() if found is not None else ""
 
 
 # -- HyMem -----------------------------------------------------------------------------------------------
@@ -267,7 +283,7 @@ def light_tier_card(c: Ctx) -> str:
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
     return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
                  f"“{esc(d.get('query'))}”, finished flag {esc(_finished_text(d.get('finished')))} → {esc(nxt)}.")
-            + _escalation_check(c, d) + error_html(d)
+            + decision_line(c, escalation_decision) + error_html(d)
             + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
                     ("finished flag", esc(_finished_text(d.get("finished"))))]))
 
@@ -317,8 +333,8 @@ def sufficiency_card(c: Ctx) -> str:
         rewrite = (f"{esc(asked)}<span class='wb-arrow'>→</span><b>{new}</b>" if asked and asked != d.get("new_query")
                    else f"{new} <small class='wb-muted'>(unchanged)</small>")
     flag = {1: "1 — the answer is complete", 0: "0 — not complete"}.get(d.get("finished"), _txt(d.get("finished")))
-    return what(esc(text)) + _reflection_check(c, d) + error_html(d) + rows([("answer judged", clip(d.get("answer"))),
-                                                    ("finished flag", esc(flag)), ("rewrite", rewrite)])
+    return (what(esc(text)) + decision_line(c, reflection_decision) + error_html(d)
+            + rows([("answer judged", clip(d.get("answer"))), ("finished flag", esc(flag)), ("rewrite", rewrite)]))
 
 
 def tier_final_card(c: Ctx) -> str:
@@ -544,11 +560,29 @@ def declared_cards(method: str) -> Mapping[str, str]:
     return cards if isinstance(cards, Mapping) else {}
 
 
-def card_for(method: str, kind: str) -> Callable[[Ctx], str]:
-    """The card of step ``kind`` for ``method`` (a label such as ``memr3[ab12cd]`` counts as its method): the
-    card kind the method declares for it, else the one its step kind gets by default, else the generic card."""
+def card_kind_of(method: str, kind: str) -> str:
+    """The card kind of step ``kind`` for ``method`` (a label such as ``memr3[ab12cd]`` counts as its method): the
+    one the method declares for it, else the one its step kind gets by default, else ``generic``."""
     declared = declared_cards(method).get(kind)
-    return CARD_KINDS.get(declared) or CARD_KINDS.get(BY_STEP_KIND.get(kind, "")) or generic_card
+    return next((k for k in (declared, BY_STEP_KIND.get(kind)) if k in CARD_KINDS), "generic")
+
+
+def card_for(method: str, kind: str) -> Callable[[Ctx], str]:
+    """The card of step ``kind`` for ``method`` (``card_kind_of``)."""
+    return CARD_KINDS[card_kind_of(method, kind)]
+
+
+#: the card kinds whose step decides on an answer of its own, with how that decision is checked against the gold
+DECISION_CHECKS: dict[str, Callable[[Ctx], Decision | None]] = {
+    "light_tier": escalation_decision, "sufficiency": reflection_decision, "evidence_gaps": draft_decision,
+}
+
+
+def step_decision(c: Ctx) -> Decision | None:
+    """Whether the step's decision was right (``DECISION_CHECKS`` by its card kind); None where its kind
+    decides on no answer or it cannot be checked."""
+    check = DECISION_CHECKS.get(card_kind_of(c.answer.method, c.step.kind))
+    return check(c) if check is not None else None
 
 
 def card_html(c: Ctx) -> str:

@@ -17,6 +17,8 @@ RecMem tier or H-Mem scope.
 """
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
@@ -24,7 +26,7 @@ from workbench.words import counted
 
 from .html import answer_html, box, calls_html, esc, running_tokens, short
 from .trace_cards import CSS as CARD_CSS
-from .trace_cards import Ctx, card_html, cause_meaning, step_cause
+from .trace_cards import Ctx, card_html, cause_meaning, step_cause, step_decision
 from .trace_refs import Refs, readable
 
 #: keys that step the timeline when the trace area has focus (the app; shown on screen)
@@ -80,6 +82,10 @@ class Bar:
     decision: str = ""  # short text: the step's decision (router cause, verdict, tier ...)
     decision_class: str = ""
     decision_title: str = ""  # the decision in full, the chip's tooltip (the chip text may be shortened)
+    # whether that decision was right (``trace_cards.step_decision``: the answer it decided on against the gold);
+    # None where the step decides on no answer or it cannot be checked
+    fitting: bool | None = None
+    fitting_title: str = ""
 
 
 @dataclass(frozen=True)
@@ -177,8 +183,11 @@ def bars(tl: TraceTimeline) -> list[Bar]:
     for i, s in enumerate(tl.steps):
         sizes = [(c.latency_s if use_latency else c.prompt_tokens + c.completion_tokens) for c in s.calls]
         text, cls = decision(s, tl.answer.method)
+        judged = step_decision(Ctx(tl.answer, i, tl.refs))
         out.append(Bar(i, None, f"{i + 1} {s.kind} — {s.title}", t, float(sum(sizes)), s.usage.total_tokens,
-                       round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text)))
+                       round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text),
+                       None if judged is None else judged.fitting,
+                       "" if judged is None else f"{judged.verdict}: {_plain(judged.because)} (checker)"))
         start = t
         for j, (c, size) in enumerate(zip(s.calls, sizes)):
             flags = " · replayed" if c.cached else ""  # from the recording (cache or cassette), not a live call
@@ -205,7 +214,16 @@ def _meta(b: Bar, measure: str) -> str:
         size = "no LLM call"
     dec = (f'<span title="{esc(b.decision_title or b.decision)}" class="wb-cause {b.decision_class or "wb-badge"}">'
            f'{esc(b.decision)}</span>') if b.decision else ""
+    if b.fitting is not None:  # the decision checked against the gold: ✓ / ✗ before its chip, why on hover
+        colour = "#237032" if b.fitting else "#c92a2a"
+        dec = (f'<b class="wb-fit" style="color:{colour}" title="{esc(b.fitting_title)}">'
+               f'{"✓" if b.fitting else "✗"}</b>{dec}')
     return f'<span class="wb-wf-size">{size}</span>{dec}'
+
+
+def _plain(html_text: str) -> str:
+    """An HTML fragment of ours as plain text (a tooltip): tags dropped, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
 
 
 
@@ -229,8 +247,10 @@ def waterfall_html(tl: TraceTimeline) -> str:
                    f'style="left:{left:.2f}%;width:{width:.2f}%"></div></div>'
                    f'<div class="wb-wf-meta">{_meta(b, tl.measure)}</div></div>')
     n_calls = sum(1 for b in rows if b.call is not None)
-    head = (f'<div class="wb-wf-head">Waterfall: {tl.n_steps} steps, {n_calls} LLM calls · '
-            f"{esc(measure_note(tl))}</div>")
+    checked = (" · ✓ / ✗ before a decision: whether it was right, the answer it decided on checked against the "
+               "gold (why on hover)" if any(b.fitting is not None for b in rows) else "")
+    head = (f'<div class="wb-wf-head">Waterfall: {counted(tl.n_steps, "step")}, {counted(n_calls, "LLM call")} · '
+            f"{esc(measure_note(tl))}{checked}</div>")
     return head + f'<div class="wb-wf" role="list">{"".join(out)}</div>'
 
 
