@@ -344,6 +344,17 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     assert "✓ / ✗ before a decision" in waterfall_html(tl)  # the marks are explained where they appear
     assert "✓ / ✗" not in waterfall_html(TraceTimeline.build(memr3_answer(), conversation=conv()))
     assert [b.fitting for b in bars(TraceTimeline.build(memr3_answer(), conversation=conv()))] == [None] * 14
+    # AMA's Judge by the gold evidence among the candidates it judged (all units retrieved so far)
+    def ama(verdict: str, sources: tuple) -> list[str]:
+        hit = Hit("fact:1", "Priya moved", 0.9, sources, "fact")
+        steps = (Step("retrieve", "Retrieve", {"round": 1}, (hit,)),
+                 Step("judge", "Judge", {"round": 1, "verdict": verdict, "n_candidates": 1, "next": "x"}))
+        return _decisions(Answer("Where did Priya move?", "Lisbon", steps, (hit,), method="ama"), qa=qa)
+    assert ama("Retry", ("D1:1",)) == ["✗ retry not needed: gold evidence is already among its 1 candidate "
+                                       "(fact:1) (gold evidence)"]
+    assert ama("Retry", ("D2:1",))[0].startswith("✓ right to look further: none of its 1 candidate holds")
+    assert ama("Pass", ("D2:1",))[0].startswith("✗ passed without the evidence")
+    assert ama("Pass", ("D1:1",))[0].startswith("✓ right to pass") and ama("Refresh", ("D1:1",)) == []
     # without the question (or for one the checker does not judge) no line is written
     assert _decisions(hymem_answer("Lisbon", True, "Porto", True)) == []
     unjudged = QA("c/q2", "Where did Priya move?", "", 5, ("D1:1",))

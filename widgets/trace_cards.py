@@ -216,12 +216,13 @@ class Decision:
     fitting: bool
     verdict: str
     because: str
+    basis: str = "checker"  # what it was checked with: the answer checker, or the question's gold evidence turns
 
     def html(self) -> str:
         """The line under a card's summary: a view that shows a mechanism firing says whether it fired right."""
         colour, mark = ("#237032", "✓") if self.fitting else ("#c92a2a", "✗")
         return (f'<p class="wb-decision"><b style="color:{colour}">{mark} {esc(self.verdict)}</b>: {self.because} '
-                '<small class="wb-muted">(checker)</small></p>')
+                f'<small class="wb-muted">({esc(self.basis)})</small></p>')
 
 
 def escalation_decision(c: Ctx) -> Decision | None:
@@ -264,6 +265,30 @@ def draft_decision(c: Ctx) -> Decision | None:
     right, said = found
     return (Decision(True, "answered on a right draft", f"the draft is {said}") if right
             else Decision(False, "answered on a wrong draft", f"the draft is {said}"))
+
+
+def judge_decision(c: Ctx) -> Decision | None:
+    """A Judge's Pass (answer from these candidates) or Retry (look further), by whether the question's gold
+    evidence is among the candidates it judged (every unit retrieved so far whose source turns hold a gold turn):
+    Pass with it, or Retry without it, was right. A Refresh, or a question without gold evidence, is not checked."""
+    verdict = str(c.data.get("verdict") or "").lower()
+    if verdict not in ("pass", "retry") or not c.refs.gold:
+        return None
+    seen = dict.fromkeys(h.unit_id for s in c.answer.steps[:c.index] for h in s.hits)
+    found = [u for u in seen if c.refs.is_gold(u)]
+    n = counted(len(seen), "candidate")
+    if verdict == "pass":
+        return (Decision(True, "right to pass", f"gold evidence is among its {n} ({_id_list(found)})", "gold evidence")
+                if found else Decision(False, "passed without the evidence",
+                                       f"none of its {n} holds a gold evidence turn", "gold evidence"))
+    return (Decision(False, "retry not needed", f"gold evidence is already among its {n} ({_id_list(found)})",
+                     "gold evidence") if found else
+            Decision(True, "right to look further", f"none of its {n} holds a gold evidence turn", "gold evidence"))
+
+
+def _id_list(ids: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(esc(i) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def decision_line(c: Ctx, check) -> str:
@@ -374,7 +399,7 @@ def verdict_card(c: Ctx) -> str:
     relevant = _list(d.get("relevant_ids"))
     head = what(f"Judge, round {esc(d.get('round'))}: verdict <b>{esc(d.get('verdict'))}</b> over "
                 f"{esc(d.get('n_candidates', '?'))} candidates → {esc(d.get('next', ''))}.")
-    return head + error_html(d) + rows([
+    return head + decision_line(c, judge_decision) + error_html(d) + rows([
         ("reason", clip(d.get("reason"))), ("confidence", esc(d.get("confidence"))),
         ("relevant", c.refs.ref_list(relevant) if relevant else '<span class="wb-muted">(none named: all kept)</span>'),
         ("conflicting entries", _briefs(conflicts, c.refs) if conflicts else "")])
@@ -575,6 +600,7 @@ def card_for(method: str, kind: str) -> Callable[[Ctx], str]:
 #: the card kinds whose step decides on an answer of its own, with how that decision is checked against the gold
 DECISION_CHECKS: dict[str, Callable[[Ctx], Decision | None]] = {
     "light_tier": escalation_decision, "sufficiency": reflection_decision, "evidence_gaps": draft_decision,
+    "verdict": judge_decision,
 }
 
 

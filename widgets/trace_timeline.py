@@ -187,7 +187,7 @@ def bars(tl: TraceTimeline) -> list[Bar]:
         out.append(Bar(i, None, f"{i + 1} {s.kind} — {s.title}", t, float(sum(sizes)), s.usage.total_tokens,
                        round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text),
                        None if judged is None else judged.fitting,
-                       "" if judged is None else f"{judged.verdict}: {_plain(judged.because)} (checker)"))
+                       "" if judged is None else f"{judged.verdict}: {_plain(judged.because)} ({judged.basis})"))
         start = t
         for j, (c, size) in enumerate(zip(s.calls, sizes)):
             flags = " · replayed" if c.cached else ""  # from the recording (cache or cassette), not a live call
@@ -247,8 +247,8 @@ def waterfall_html(tl: TraceTimeline) -> str:
                    f'style="left:{left:.2f}%;width:{width:.2f}%"></div></div>'
                    f'<div class="wb-wf-meta">{_meta(b, tl.measure)}</div></div>')
     n_calls = sum(1 for b in rows if b.call is not None)
-    checked = (" · ✓ / ✗ before a decision: whether it was right, the answer it decided on checked against the "
-               "gold (why on hover)" if any(b.fitting is not None for b in rows) else "")
+    checked = (" · ✓ / ✗ before a decision: whether it was right, checked against the gold answer or the gold "
+               "evidence (why on hover)" if any(b.fitting is not None for b in rows) else "")
     head = (f'<div class="wb-wf-head">Waterfall: {counted(tl.n_steps, "step")}, {counted(n_calls, "LLM call")} · '
             f"{esc(measure_note(tl))}{checked}</div>")
     return head + f'<div class="wb-wf" role="list">{"".join(out)}</div>'
