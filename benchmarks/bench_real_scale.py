@@ -19,7 +19,9 @@ Mem0. The model is named in every table.
 
 Beside it, the mechanism census of each replay (``workbench.eval.mechanisms``: MemR3 gaps and router
 causes, HyMem deep questions, RecMem consolidations, ...), counted from the replayed traces and built
-memories, so what fired at real scale is read from the recorded model output, not assumed from the demo.
+memories, so what fired at real scale is read from the recorded model output, not assumed from the demo; with
+each step's own decision (HyMem's escalation, MemR3's answer-now, AMA's Judge) checked against the question's gold
+(``workbench.eval.decisions``).
 Each method replays into its own scratch run directory (traces and memories kept for the census); its
 rows, without the traces, are then appended to ``real_scale.jsonl``.
 
@@ -386,6 +388,7 @@ def verdict_markdown() -> str:
 def mechanisms_markdown(replays: list[dict]) -> str:
     """What each method's own mechanism did at real scale, one line per method and conversation, from the replay's
     census (``workbench.eval.mechanisms.headline``): counts with a zero marked *not fired* and its recorded reason."""
+    from workbench.eval.decisions import tally_text
     from workbench.eval.mechanisms import headline, item_text
 
     out = []
@@ -398,6 +401,8 @@ def mechanisms_markdown(replays: list[dict]) -> str:
             bits += [item_text(f) for f in h["failures"]]
             if h.get("checked"):
                 bits.append(f"right? {h['checked']}")
+            if r["mechanisms"].get("decisions"):  # each step's own decision against the question's gold
+                bits.append(f"its steps' decisions right? {tally_text(r['mechanisms']['decisions'])}")
             if bits:
                 where = f" over {r['conversation']}" if r.get("conversation") else ""
                 out.append(f"- **{h['method']}**{where} ({h['questions'] or 0} questions): " + "; ".join(bits))

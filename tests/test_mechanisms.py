@@ -197,9 +197,10 @@ def test_census_is_rows_plus_memories_and_needs_no_llm(run_dir, counted):
     rows = list(ResultsStore(run_dir / "results.jsonl"))
     mems = {m: {"tiny-1": {"events": rd.events(m, "tiny-1"), "structures": rd.structures(m, "tiny-1")}}
             for m in rd.methods()}
-    again = census(rows, memories=mems)
+    again = census(rows, memories=mems, conversations={"tiny-1": rd.conversation("tiny-1")})
     assert again["methods"] == counted["methods"]
     bare = census(rows)
+    assert not any("decisions" in e for e in bare["methods"].values())  # no questions given: nothing checked
     assert bare["methods"]["recmem"]["counts"]["trigger_firings"] is None
     assert "--save-memories" in bare["methods"]["recmem"]["missing"]["trigger_firings"]
     assert bare["methods"]["ama"]["counts"]["retry_verdicts"] == 1  # traces alone still count

@@ -310,7 +310,7 @@ def _decisions(ans: Answer, **kw) -> list[str]:
     out = []
     for i in range(tl.n_steps):
         html = C.card_html(C.Ctx(ans, i, tl.refs))
-        out += [re.sub(r"<[^>]+>", "", m) for m in re.findall(r'<p class="wb-decision">(.*?)</p>', html)]
+        out += [re.sub(r"<[^>]+>", "", m) for m in re.findall(r'<p class="wb-decision"[^>]*>(.*?)</p>', html)]
     return out
 
 
@@ -325,6 +325,8 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     stayed = _decisions(hymem_answer("I am not sure where.", False, "Lisbon", False), qa=qa)
     assert stayed[0].startswith("✗ stopped on a wrong answer: the light answer is wrong against the gold “Lisbon”")
     assert "says the information is missing" in stayed[0]  # the checker's reason, in words
+    tl = TraceTimeline.build(hymem_answer("I am not sure where.", False, "Lisbon", False), conversation=conv(), qa=qa)
+    assert '<p class="wb-decision" title="abstained">' in C.card_html(C.Ctx(tl.answer, 0, tl.refs))  # kind on hover
     assert stayed[1].startswith("✗ another round not needed: the answer judged incomplete is already right")
     needed = _decisions(hymem_answer("Porto", True, "Lisbon", True), qa=qa)
     assert needed[0].startswith("✓ escalation needed") and needed[1].startswith("✓ right to stop")

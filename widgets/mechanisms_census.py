@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from widgets.html import box, esc, method_title_html
+from workbench.eval.decisions import tally_text
 from workbench.eval.mechanisms import census, headline, item_text, read_census
 from workbench.words import counted
 from workbench.jsonl import DamagedFile
@@ -75,6 +76,13 @@ def census_html(value: dict | None, source: str = "", *, links: bool = False) ->
     problems = value.get("problems") or []
     extra = (f'<details><summary>why the zeros, from the run ({len(notes)})</summary><ul>'
              + "".join(f"<li>{n}</li>" for n in notes) + "</ul></details>") if notes else ""
+    decided = [(m, e["decisions"]) for m, e in (value.get("methods") or {}).items()
+               if isinstance(e, dict) and isinstance(e.get("decisions"), dict) and e["decisions"]]
+    if decided:  # each step's own decision against the gold (workbench.eval.decisions), per method
+        extra += ("<details><summary>were the steps' own decisions right? (against each question's gold answer "
+                  "or gold evidence)</summary><ul>"
+                  + "".join(f"<li>{method_title_html(m)}: {esc(tally_text(d))}</li>" for m, d in decided)
+                  + "</ul></details>")
     if problems:
         extra += (f'<details><summary>{counted(len(problems), "problem")} reading the run '
                   'for the census</summary><ul>'

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from workbench.eval.decisions import Decision, StepContext, decide
 from workbench.eval.mechanisms import open_gaps, router_cause
 from workbench.words import counted
 
@@ -158,7 +159,7 @@ def evidence_gaps_card(c: Ctx) -> str:
     extra = rows([("next retrieval query", query), ("reasoning kept for the next call", clip(d.get("reasoning"))),
                   ("draft answer", clip(d.get("draft_answer"))),
                   ("snippets it read", c.refs.ref_list(d.get("retrieved_ids")) if d.get("retrieved_ids") else "")])
-    return (head + decision_line(c, draft_decision) + error_html(d)
+    return (head + decision_line(c) + error_html(d)
             + f"<h5>Evidence (after this step)</h5>{ev}<h5>Gaps (after this step)</h5>{gaps}"
             + extra)
 
@@ -193,107 +194,32 @@ def draft_answer_card(c: Ctx) -> str:
             + f"<h5>Evidence it read</h5><ul>{ev}</ul>" + (f"<h5>Gaps still open</h5><ul>{gaps}</ul>" if gaps else ""))
 
 
-# -- whether a step's decision was right ----------------------------------------------------------------------
-def gold_check(c: Ctx, text: Any) -> tuple[bool, str] | None:
-    """``text`` (an answer a step decided on, not the final one) checked against the question's gold with the
-    checker every verdict uses: (right, "wrong against the gold “Pilot” (names Biscuit, not Pilot)"); None where
-    it cannot be checked (no question given, a question the checker does not judge, no text)."""
-    check = c.refs.check(text)
-    if check is None:
-        return None
-    gold = esc(short(getattr(c.refs.qa, "answer", ""), 80))
-    # wrong: the checker's reason ("names Biscuit, not Pilot"), its kind of error on hover
-    why = "" if check.correct else (f" (<span title='{esc(kind_words(check.kind))}'>"
-                                     f"{esc(short(check.reason, 120))}</span>)")
-    return check.correct, f"{'right' if check.correct else 'wrong'} against the gold “{gold}”{why}"
+# -- whether a step's decision was right (``workbench.eval.decisions``) ------------------------------------------
+def decision_html(found: Decision) -> str:
+    """The line under a card's summary: a view that shows a mechanism firing says whether it fired right (the
+    checker's kind of error on hover)."""
+    colour, mark = ("#237032", "✓") if found.fitting else ("#c92a2a", "✗")
+    tip = f' title="{esc(kind_words(found.kind))}"' if found.kind else ""
+    return (f'<p class="wb-decision"{tip}><b style="color:{colour}">{mark} {esc(found.verdict)}</b>: '
+            f'{esc(found.because)} <small class="wb-muted">({esc(found.basis)})</small></p>')
 
 
-@dataclass(frozen=True)
-class Decision:
-    """Whether a step's decision was right (``fitting``), in a few words (``verdict``: "escalation not needed")
-    and why (``because``, HTML: the checker's verdict on the answer the step decided on)."""
-
-    fitting: bool
-    verdict: str
-    because: str
-    basis: str = "checker"  # what it was checked with: the answer checker, or the question's gold evidence turns
-
-    def html(self) -> str:
-        """The line under a card's summary: a view that shows a mechanism firing says whether it fired right."""
-        colour, mark = ("#237032", "✓") if self.fitting else ("#c92a2a", "✗")
-        return (f'<p class="wb-decision"><b style="color:{colour}">{mark} {esc(self.verdict)}</b>: {self.because} '
-                f'<small class="wb-muted">({esc(self.basis)})</small></p>')
+def step_context(c: Ctx) -> StepContext:
+    """What ``workbench.eval.decisions`` reads of the step: its data, the question, and the units retrieved
+    before it with their source turns."""
+    seen = [(h.unit_id, tuple(h.source_ids)) for s in c.answer.steps[:c.index] for h in s.hits]
+    return StepContext(c.data, c.refs.qa, c.refs.conversation, tuple(seen), c.refs.gold)
 
 
-def escalation_decision(c: Ctx) -> Decision | None:
-    """Whether going deep (or not) was needed: the light answer right against the gold makes an escalation
-    unneeded and stopping right; wrong, the other way round."""
-    d = c.data
-    found = gold_check(c, d.get("answer"))
-    if found is None:
-        return None
-    right, said = found
-    if d.get("escalate"):
-        return (Decision(False, "escalation not needed", f"the light answer is already {said}") if right
-                else Decision(True, "escalation needed", f"the light answer is {said}"))
-    return (Decision(True, "right to stop here", f"the light answer is {said}") if right
-            else Decision(False, "stopped on a wrong answer", f"the light answer is {said}, and it stands"))
+def step_decision(c: Ctx) -> Decision | None:
+    """Whether the step's decision was right (``decisions.decide`` by its card kind); None where its kind
+    decides on nothing checkable or it cannot be checked (no question given)."""
+    return decide(card_kind_of(c.answer.method, c.step.kind), step_context(c))
 
 
-def reflection_decision(c: Ctx) -> Decision | None:
-    """Whether the reflection's "complete" (stop) or "not complete" (another round) was right."""
-    d = c.data
-    found = gold_check(c, d.get("answer"))
-    if found is None:
-        return None
-    right, said = found
-    if d.get("done"):
-        return (Decision(True, "right to stop", f"the answer judged complete is {said}") if right
-                else Decision(False, "stopped on a wrong answer", f"the answer judged complete is {said}"))
-    return (Decision(False, "another round not needed", f"the answer judged incomplete is already {said}")
-            if right else Decision(True, "another round needed", f"the answer judged incomplete is {said}"))
-
-
-def draft_decision(c: Ctx) -> Decision | None:
-    """A router step that chose to answer: whether the draft it answered from was right."""
-    d = c.data
-    if str(d.get("action") or "") != "answer":
-        return None
-    found = gold_check(c, d.get("draft_answer"))
-    if found is None:
-        return None
-    right, said = found
-    return (Decision(True, "answered on a right draft", f"the draft is {said}") if right
-            else Decision(False, "answered on a wrong draft", f"the draft is {said}"))
-
-
-def judge_decision(c: Ctx) -> Decision | None:
-    """A Judge's Pass (answer from these candidates) or Retry (look further), by whether the question's gold
-    evidence is among the candidates it judged (every unit retrieved so far whose source turns hold a gold turn):
-    Pass with it, or Retry without it, was right. A Refresh, or a question without gold evidence, is not checked."""
-    verdict = str(c.data.get("verdict") or "").lower()
-    if verdict not in ("pass", "retry") or not c.refs.gold:
-        return None
-    seen = dict.fromkeys(h.unit_id for s in c.answer.steps[:c.index] for h in s.hits)
-    found = [u for u in seen if c.refs.is_gold(u)]
-    n = counted(len(seen), "candidate")
-    if verdict == "pass":
-        return (Decision(True, "right to pass", f"gold evidence is among its {n} ({_id_list(found)})", "gold evidence")
-                if found else Decision(False, "passed without the evidence",
-                                       f"none of its {n} holds a gold evidence turn", "gold evidence"))
-    return (Decision(False, "retry not needed", f"gold evidence is already among its {n} ({_id_list(found)})",
-                     "gold evidence") if found else
-            Decision(True, "right to look further", f"none of its {n} holds a gold evidence turn", "gold evidence"))
-
-
-def _id_list(ids: Sequence[str], limit: int = 3) -> str:
-    shown = ", ".join(esc(i) for i in ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
-def decision_line(c: Ctx, check) -> str:
-    found = check(c)
-    return found.html() if found is not None else ""
+def decision_line(c: Ctx) -> str:
+    found = step_decision(c)
+    return decision_html(found) if found is not None else ""
 
 
 # -- HyMem -----------------------------------------------------------------------------------------------
@@ -308,7 +234,7 @@ def light_tier_card(c: Ctx) -> str:
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
     return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
                  f"“{esc(d.get('query'))}”, finished flag {esc(_finished_text(d.get('finished')))} → {esc(nxt)}.")
-            + decision_line(c, escalation_decision) + error_html(d)
+            + decision_line(c) + error_html(d)
             + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
                     ("finished flag", esc(_finished_text(d.get("finished"))))]))
 
@@ -358,7 +284,7 @@ def sufficiency_card(c: Ctx) -> str:
         rewrite = (f"{esc(asked)}<span class='wb-arrow'>→</span><b>{new}</b>" if asked and asked != d.get("new_query")
                    else f"{new} <small class='wb-muted'>(unchanged)</small>")
     flag = {1: "1 — the answer is complete", 0: "0 — not complete"}.get(d.get("finished"), _txt(d.get("finished")))
-    return (what(esc(text)) + decision_line(c, reflection_decision) + error_html(d)
+    return (what(esc(text)) + decision_line(c) + error_html(d)
             + rows([("answer judged", clip(d.get("answer"))), ("finished flag", esc(flag)), ("rewrite", rewrite)]))
 
 
@@ -399,7 +325,7 @@ def verdict_card(c: Ctx) -> str:
     relevant = _list(d.get("relevant_ids"))
     head = what(f"Judge, round {esc(d.get('round'))}: verdict <b>{esc(d.get('verdict'))}</b> over "
                 f"{esc(d.get('n_candidates', '?'))} candidates → {esc(d.get('next', ''))}.")
-    return head + decision_line(c, judge_decision) + error_html(d) + rows([
+    return head + decision_line(c) + error_html(d) + rows([
         ("reason", clip(d.get("reason"))), ("confidence", esc(d.get("confidence"))),
         ("relevant", c.refs.ref_list(relevant) if relevant else '<span class="wb-muted">(none named: all kept)</span>'),
         ("conflicting entries", _briefs(conflicts, c.refs) if conflicts else "")])
@@ -595,20 +521,6 @@ def card_kind_of(method: str, kind: str) -> str:
 def card_for(method: str, kind: str) -> Callable[[Ctx], str]:
     """The card of step ``kind`` for ``method`` (``card_kind_of``)."""
     return CARD_KINDS[card_kind_of(method, kind)]
-
-
-#: the card kinds whose step decides on an answer of its own, with how that decision is checked against the gold
-DECISION_CHECKS: dict[str, Callable[[Ctx], Decision | None]] = {
-    "light_tier": escalation_decision, "sufficiency": reflection_decision, "evidence_gaps": draft_decision,
-    "verdict": judge_decision,
-}
-
-
-def step_decision(c: Ctx) -> Decision | None:
-    """Whether the step's decision was right (``DECISION_CHECKS`` by its card kind); None where its kind
-    decides on no answer or it cannot be checked."""
-    check = DECISION_CHECKS.get(card_kind_of(c.answer.method, c.step.kind))
-    return check(c) if check is not None else None
 
 
 def card_html(c: Ctx) -> str:

@@ -13,11 +13,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .html import clip, esc, session_dates, short
 
-try:  # the views work without the evaluation package: no check against the gold then
-    from workbench.eval.checker import check_qa
-except ImportError:
-    check_qa = None
-
 MAX_ROWS = 25  # rows of a table before the rest is counted
 
 
@@ -44,9 +39,9 @@ class Refs:
     # turn id -> when its session took place (the dataset's own words, e.g. "1:56 pm on 8 May, 2023"): written beside
     # every gold evidence turn, the fact a temporal question turns on
     dates: Mapping[str, str] = field(default_factory=dict)
-    # the question answered (a ``QA``) and its conversation, when known: an intermediate answer a step decided on
-    # (HyMem's light answer, a reflection's "complete", MemR3's draft) is checked against the gold with the same
-    # checker as the final answer (``check``), so a card says whether the decision was right
+    # the question answered (a ``QA``) and its conversation, when known: a step's own decision (HyMem's escalation,
+    # MemR3's draft, AMA's Judge) is checked against its gold (``workbench.eval.decisions``), so a card says
+    # whether the decision was right
     qa: Any = field(default=None, compare=False, repr=False)
     conversation: Any = field(default=None, compare=False, repr=False)
 
@@ -71,14 +66,6 @@ class Refs:
                     names[str(item["entity"])] = str(item["name"])
         turns = {t.id: t for t in conversation.turns} if conversation is not None else {}
         return cls(turns, units, frozenset(gold or ()), names, session_dates(conversation), qa, conversation)
-
-    def check(self, text: Any):
-        """The checker's verdict (``workbench.eval.checker.check_qa``: ``correct``, ``kind``, ``reason``) on ``text``
-        as an answer to the question, against its gold; None without a question, for a question the checker does
-        not judge (LongMemEval, adversarial), for an empty text, or without the evaluation package."""
-        if self.qa is None or check_qa is None or not str(text or "").strip():
-            return None
-        return check_qa(self.qa, str(text), conversation=self.conversation)
 
     def is_gold(self, ident: str) -> bool:
         unit = self.units.get(ident)

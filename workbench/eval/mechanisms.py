@@ -59,6 +59,7 @@ from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from ..untrusted import markdown_text, terminal_json, terminal_text
 from .checker import row_score
+from .decisions import tally_text
 from .markdown import markdown_table
 from .store import ResultsStore
 
@@ -241,13 +242,43 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
                                            f"({type(exc).__name__})"}
 
 
+def _read_conversations(run: Path, ids: set[str], problems: list[str]) -> dict:
+    """The run's saved conversations of ``ids`` (their questions check the methods' decisions); an unreadable one
+    is a problem, and its decisions go unchecked."""
+    from ..rundir import RunDir
+
+    out = {}
+    for cid in sorted(ids):
+        if not (run / "conversations" / f"{cid}.json").is_file():
+            continue
+        try:
+            out[cid] = RunDir(run).conversation(cid)
+        except (DamagedFile, ValueError) as exc:
+            problems.append(f"conversation {cid!r} unreadable, its decisions are not checked: {exc}")
+    return out
+
+
+def _decisions(rows: list[dict], conversations: dict, problems: list[str]) -> dict:
+    """Per method, its steps' own decisions checked against the gold (``workbench.eval.decisions.tally``)."""
+    from .decisions import tally
+
+    qa_of = {q.id: q for c in conversations.values() for q in getattr(c, "qa", ())}
+    try:
+        return tally(rows, qa_of, conversations)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a trace shape the checks did not foresee
+        problems.append(f"checking the steps' decisions stopped at an unexpected value ({type(exc).__name__}: {exc})")
+        return {}
+
+
 # ================================================================================================
 # The census
 # ================================================================================================
-def census(source, *, memories: dict | None = None, manifest: dict | None = None) -> dict:
+def census(source, *, memories: dict | None = None, manifest: dict | None = None,
+           conversations: dict | None = None) -> dict:
     """The mechanism census of a run directory (a path), or of result rows (an iterable of dicts or
     ``QuestionResult``) with optional saved ``memories`` (``{method: {conv_id: {"events": [...],
-    "structures": {...}}}}``) and ``manifest``. See the module docstring for what is counted."""
+    "structures": {...}}}}``), ``manifest`` and ``conversations`` (id -> ``Conversation``: their questions let
+    each method's own decisions be checked, ``decisions``). See the module docstring for what is counted."""
     problems: list[str] = []
     if isinstance(source, (str, os.PathLike)):
         run = Path(source)
@@ -272,6 +303,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
             except DamagedFile as exc:  # LeadsOutside included
                 problems.append(str(exc))
         sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json"]
+        conversations = _read_conversations(run, {str(r.get("conv_id")) for r in rows}, problems)
     else:
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in source]
         mems = _memories_from(memories)
@@ -280,6 +312,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
     by_method: dict[str, list[dict]] = {}
     for r in rows:
         by_method.setdefault(str(r.get("method")), []).append(r)
+    decided = _decisions(rows, conversations or {}, problems)
     methods = {}
     for name in sorted(set(by_method) | set(mems)):
         mrows = by_method.get(name, [])
@@ -303,6 +336,8 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
         checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
         if checked is not None:
             entry["checked"] = checked
+        if decided.get(name):
+            entry["decisions"] = decided[name]
         entry["configurations"] = len({str(r.get("params_hash")) for r in mrows})
         entry["conversations_saved"] = len(mems.get(name, {}))
         methods[name] = entry
@@ -463,6 +498,13 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
                  "`workbench.eval.annotations`)")
         lines += ["", f"Did each firing do the right thing? Checked against {where}:", ""]
         lines += [f"- **{m}**: {_cut(t, 300)}" for m, t in checked]
+    decided = [(m, e["decisions"]) for m, e in (value.get("methods") or {}).items()
+               if isinstance(e, dict) and isinstance(e.get("decisions"), dict) and e["decisions"]]
+    if decided:
+        lines += ["", "Were the steps' own decisions right? Each checked against the question's gold: the answer a "
+                  "step decided on, with the answer checker, or for a Judge the gold evidence among its candidates "
+                  "(`workbench.eval.decisions`; per step in the trace views):", ""]
+        lines += [f"- **{markdown_text(m)}**: {markdown_text(_cut(tally_text(d), 400))}" for m, d in decided]
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
                   + "; ".join(markdown_text(_cut(p, 200)) for p in value["problems"][:5])]
@@ -480,6 +522,9 @@ def census_text(value: dict) -> str:
     for h in headline(value):
         if h.get("checked"):
             out.append(f"checked {h['method']}: {h['checked']}")
+    for m, e in (value.get("methods") or {}).items():
+        if isinstance(e, dict) and isinstance(e.get("decisions"), dict) and e["decisions"]:
+            out.append(f"decisions {m}: {tally_text(e['decisions'])}")
     for p in value.get("problems") or []:
         out.append(f"problem: {p}")
     return "\n".join(line.rstrip() for line in out)
