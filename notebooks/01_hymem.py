@@ -210,6 +210,19 @@ if counts["reflections_continued"]:
           "and gave the same answer")
 
 # %% [markdown]
+# Were those decisions right? Given the questions (`conversations=`), the census checks each step's own decision
+# against the question's gold (`workbench.eval.decisions`): a light round that stopped is right when its answer is
+# right, an escalation when it was wrong; a reflection's "complete" likewise.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.eval.decisions import tally_text
+
+rows_c = [{**r, "conv_id": conv.id} for r in rows]
+print(tally_text(census(rows_c, conversations={conv.id: conv})["methods"]["hymem"].get("decisions") or {})
+      or "no decision could be checked")
+
+# %% [markdown]
 # ## 3. Step through one answer
 #
 # The stepper opens the first answer whose trace reached the deep module (its candidate batches, the
