@@ -264,3 +264,14 @@ def test_a_pipeline_says_its_settings_in_words_with_the_class_default(method, se
     assert words in text and not any(sym in text for sym in ("K_dyn", "n_chk", "n_max", "k_r ", "Δq", "max_rounds"))
     default = inspect.signature(REGISTRY[method].__init__).parameters[setting].default
     assert re.search(rf"\b{default}\b", words)
+
+
+def test_what_the_model_did_says_whether_its_decisions_were_right():
+    """The example's census carries its steps' decisions checked against the gold (``workbench.eval.decisions``):
+    the page says them beside the mechanism's verdict (HyMem's gallery escalated nothing, yet each light answer it
+    kept was right: "missed" alone would read as a failure)."""
+    from widgets.how_it_works import _decisions_html
+
+    html = _decisions_html({"decisions": {"light": {"right": 6, "wrong": 0, "by": {"right to stop here": 6}}}})
+    assert "Its decisions, against each question's gold:</b> light: 6 of 6 right (right to stop here 6)" in html
+    assert _decisions_html({}) == "" and _decisions_html({"decisions": []}) == ""

@@ -22,6 +22,7 @@ from typing import Any
 from widgets.html import box, esc, session_when
 from widgets.pipeline import Pipeline
 from workbench.eval.annotations import checked_verdict, planted_marks, shipped_annotations
+from workbench.eval.decisions import tally_text
 from workbench.words import counted
 from workbench.eval.mechanisms import headline, item_text
 from workbench.jsonl import DamagedFile
@@ -182,6 +183,16 @@ def _counts_html(method: str, census_entry: dict) -> str:
     return ("<p><b>Recorded:</b> " + esc("; ".join(items)) + "</p>") if items else ""
 
 
+def _decisions_html(census_entry: dict) -> str:
+    """Its steps' own decisions on the example, each checked against the question's gold (the census's
+    ``decisions``, ``workbench.eval.decisions``): whether the mechanism fired when it should have."""
+    decided = census_entry.get("decisions")
+    if not isinstance(decided, dict) or not decided:
+        return ""
+    return (f"<p><b>Its decisions, against each question's gold:</b> {esc(tally_text(decided))} "
+            "<span class='wb-muted'>(each one under its step in the trace below)</span></p>")
+
+
 def answers_html(example: GalleryExample) -> str:
     rows = []
     for r in example.rows:
@@ -302,7 +313,8 @@ class HowItWorksPage:
                f"example's conversation ({esc(where)}) alone, not on the run's other conversations</p>"
                f"<p><b>The mechanism:</b> {verdict_chip(word)} {esc(line)}</p>"
                f"<p><b>The answers:</b> {ok} of {n} right (deterministic checker)</p>"
-               f"{_counts_html(ex.method, ex.census)}{_checked_items_html(ex.census.get('checked'))}</div>")
+               f"{_counts_html(ex.method, ex.census)}{_decisions_html(ex.census)}"
+               f"{_checked_items_html(ex.census.get('checked'))}</div>")
         right = f"<div class='wb-how-right'><h4>The right outcome</h4><p>{esc(how.right_outcome)}</p></div>"
         planted = (f"<p class='wb-muted'>{counted(len(marks), 'planted turn')} marked ▲ "
                    "(sample_data/annotations.json)</p>"
