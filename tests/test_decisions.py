@@ -3,7 +3,7 @@ tally the census carries (issue: a view that shows a mechanism firing says wheth
 from __future__ import annotations
 
 from workbench.data import QA, Conversation, Session, Turn
-from workbench.eval.decisions import StepContext, answer_decisions, decide, tally, tally_text
+from workbench.eval.decisions import StepContext, Unchecked, answer_decisions, decide, tally, tally_text
 from workbench.eval.mechanisms import census_markdown
 
 
@@ -30,20 +30,36 @@ def test_each_kind_of_decision_is_right_or_wrong_by_the_gold():
     went = decide("light_tier", ctx)
     assert (went.fitting, went.verdict) == (False, "escalation not needed") and "“Lisbon”" in went.because
     stayed = decide("light_tier", StepContext({"answer": "Porto", "escalate": False}, QA1, conv()))
-    assert (stayed.fitting, stayed.verdict, stayed.kind) == (False, "stopped on a wrong answer", "vague")
+    assert (stayed.fitting, stayed.verdict, stayed.kind) == (False, "kept a wrong answer without going deep", "vague")
+    # the model's own request is its finished flag (2: go deep); an ablation without a deep module could not escalate
+    asked = decide("light_tier", StepContext({"answer": "Porto", "finished": 2, "escalate": True}, QA1))
+    assert asked.verdict == "escalation needed"
+    assert isinstance(decide("light_tier", StepContext({"answer": "Porto", "finished": 2, "escalate": False}, QA1)),
+                      Unchecked)
     assert decide("sufficiency", StepContext({"answer": "Porto", "done": False}, QA1)).verdict == "another round needed"
     assert decide("evidence_gaps", StepContext({"action": "retrieve", "draft_answer": "Porto"}, QA1)) is None
     assert decide("evidence_gaps", StepContext({"action": "answer", "draft_answer": "Porto"}, QA1)).fitting is False
+    forced = decide("evidence_gaps", StepContext({"action": "answer", "forced": "budget", "draft_answer": "x"}, QA1))
+    assert forced == Unchecked("a guard forced the answer (budget)")  # the guard's choice, not the router's
     gold = frozenset({"D1:1"})
     seen = (("fact:1", ("D1:1",)), ("fact:2", ("D1:2",)))
     retry = decide("verdict", StepContext({"verdict": "Retry"}, QA1, None, seen, gold))
     assert (retry.fitting, retry.basis) == (False, "gold evidence") and "(fact:1)" in retry.because
-    assert decide("verdict", StepContext({"verdict": "Pass"}, QA1, None, seen[1:], gold)).fitting is False
+    assert retry.because == "gold evidence is already in its 2 candidates (fact:1)"
+    assert decide("verdict", StepContext({"verdict": "Pass"}, QA1, None, seen[1:], gold)).because == \
+        "no gold evidence turn is in its one candidate"
+    # a Pass hands on the entries it named relevant: one that dropped the gold unit passed without the evidence
+    dropped = decide("verdict", StepContext({"verdict": "Pass", "relevant_ids": ["fact:2"]}, QA1, None, seen, gold))
+    assert (dropped.fitting, dropped.because) == (False, "no gold evidence turn is in the entry it named relevant")
+    # a failed Judge call fell back to Pass: the Judge decided nothing
+    failed = decide("verdict", StepContext({"verdict": "Pass", "error": "timeout"}, QA1, None, seen, gold))
+    assert failed == Unchecked("its call failed; a fallback stood in")
     assert decide("verdict", StepContext({"verdict": "Refresh"}, QA1, None, seen, gold)) is None
     # nothing to check against: no question, a question the checker does not judge, an empty answer
-    assert decide("light_tier", StepContext({"answer": "Lisbon", "escalate": True})) is None
-    assert decide("light_tier", StepContext({"answer": "Lisbon"}, QA("c/q2", "?", "", 5, ()))) is None
-    assert decide("light_tier", StepContext({"answer": "", "escalate": True}, QA1)) is None
+    assert decide("light_tier", StepContext({"answer": "Lisbon", "escalate": True})) == Unchecked("no question given")
+    assert decide("light_tier", StepContext({"answer": "Lisbon"}, QA("c/q2", "?", "", 5, ()))) == Unchecked(
+        "a question the checker does not judge")
+    assert decide("light_tier", StepContext({"answer": "", "escalate": True}, QA1)) == Unchecked("an empty answer")
     assert decide("retrieve", ctx) is None  # a card kind that decides nothing checkable
 
 
@@ -62,11 +78,15 @@ def test_the_tally_counts_per_method_and_step_kind_and_the_census_says_it():
             row("ama", [step("retrieve", {}, [("fact:1", ("D1:1",))]), step("judge", {"verdict": "Retry"})]),
             row("naive_rag", [step("retrieve", {}), step("answer", {"answer": "Porto"})]),
             {"method": "hymem", "qa_id": "c/q9", "conv_id": "c", "answer": {"steps": []}}]  # an unknown question
+    rows.append(row("hymem", [step("light", {"answer": "", "escalate": False})]))  # an empty answer: unchecked
     got = tally(rows, {QA1.id: QA1}, {"c": conv()})
-    assert got == {"hymem": {"light": {"right": 1, "wrong": 1, "by": {"stopped on a wrong answer": 1,
-                                                                      "right to stop here": 1}}},
-                   "ama": {"judge": {"right": 0, "wrong": 1, "by": {"retry not needed": 1}}}}
-    assert tally_text(got["hymem"]) == "light: 1 of 2 right (stopped on a wrong answer 1, right to stop here 1)"
+    assert got == {"hymem": {"light": {"right": 1, "wrong": 1, "by": {"kept a wrong answer without going deep": 1,
+                                                                      "right to keep it": 1},
+                                       "unchecked": 1, "unchecked_why": {"an empty answer": 1}}},
+                   "ama": {"judge": {"right": 0, "wrong": 1, "by": {"retry not needed": 1}, "unchecked": 0,
+                                     "unchecked_why": {}}}}
+    assert tally_text(got["hymem"]) == ("light: 1 of 2 right (kept a wrong answer without going deep 1, right to keep "
+                                        "it 1), 1 not checkable (an empty answer 1)")
     md = census_markdown({"methods": {m: {"counts": {}, "decisions": d} for m, d in got.items()}})
     assert "Were the steps' own decisions right?" in md and "- **ama**: judge: 0 of 1 right (retry not needed 1)" in md
 
@@ -79,3 +99,21 @@ def test_the_app_census_lists_the_decisions_one_click_away():
     html = census_html(value, "mechanisms.json")
     assert "were the steps' own decisions right?" in html
     assert "<li>HyMem <code" in html and "light: 0 of 1 right (stopped on a wrong answer 1)</li>" in html
+
+
+def test_damaged_traces_and_saved_tallies_are_read_without_a_crash():
+    """Anything read from a run directory is untrusted: rows, steps, data and hits of any shape are skipped, and a
+    saved census whose decisions are damaged still renders (the app header reads mechanisms.json as saved)."""
+    rows = ["not a row", {"method": "hymem", "qa_id": "c/q1", "answer": {"steps": "nope"}},
+            row("hymem", ["a step", step("light", ["data", "as", "a", "list"]),
+                          {"kind": "light", "data": {"answer": "Porto", "escalate": False}, "hits": ["x", 3, None]}]),
+            row("ama", [{"kind": "retrieve", "data": {}, "hits": [{"unit_id": "fact:1", "source_ids": "D1:1"}, "h"]},
+                        step("judge", {"verdict": "RETRY"})])]
+    got = tally(rows, {QA1.id: QA1}, {"c": conv()})
+    assert got["hymem"]["light"]["wrong"] == 1
+    assert got["ama"]["judge"]["by"] == {"right to look further": 1}  # source ids not a list: no gold read from it
+    for damaged in ({"light": "oops"}, {"light": {"right": "x", "wrong": None, "by": ["a"]}}, "text", None, [1]):
+        tally_text(damaged)
+        md = census_markdown({"methods": {"hymem": {"counts": {}, "decisions": damaged}}})
+        assert md.startswith("## Mechanisms fired")
+    assert tally_text({"light": {"right": "x", "wrong": 2, "by": {"a": "b", "c": 2}}}) == "light: 0 of 2 right (c 2)"

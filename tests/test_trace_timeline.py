@@ -300,7 +300,7 @@ def test_a_gold_evidence_turn_shows_when_its_session_took_place():
 # -- whether a step's decision was right (checked against the gold) ------------------------------------------
 def hymem_answer(light: str, escalate: bool, reflect_answer: str, done: bool) -> Answer:
     steps = (Step("light", "Light", {"round": 0, "query": "Where did Priya move?", "retrieved": ["L1-0"],
-                                     "answer": light, "finished": 1 if escalate else 0, "escalate": escalate}),
+                                     "answer": light, "finished": 2 if escalate else 0, "escalate": escalate}),
              Step("reflect", "Reflect", {"answer": reflect_answer, "done": done, "finished": int(done)}))
     return Answer("Where did Priya move?", reflect_answer, steps, (), method="hymem")
 
@@ -323,7 +323,8 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     assert went_deep[0].startswith("✗ escalation not needed: the light answer is already right against the gold")
     assert went_deep[1].startswith("✗ stopped on a wrong answer: the answer judged complete is wrong against")
     stayed = _decisions(hymem_answer("I am not sure where.", False, "Lisbon", False), qa=qa)
-    assert stayed[0].startswith("✗ stopped on a wrong answer: the light answer is wrong against the gold “Lisbon”")
+    assert stayed[0].startswith("✗ kept a wrong answer without going deep: the light answer is wrong against the "
+                                "gold “Lisbon”")
     assert "says the information is missing" in stayed[0]  # the checker's reason, in words
     tl = TraceTimeline.build(hymem_answer("I am not sure where.", False, "Lisbon", False), conversation=conv(), qa=qa)
     assert '<p class="wb-decision" title="abstained">' in C.card_html(C.Ctx(tl.answer, 0, tl.refs))  # kind on hover
@@ -335,6 +336,12 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     steps = list(ans.steps)
     steps[5] = Step(steps[5].kind, steps[5].title, {**steps[5].data, "draft_answer": "Priya moved to Porto."},
                     calls=steps[5].calls)
+    forced = Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3")
+    assert _decisions(forced, qa=qa) == []  # the budget guard forced this answer: not the router's decision
+    tl = TraceTimeline.build(forced, conversation=conv(), qa=qa)
+    assert ('<p class="wb-decision wb-muted">not checked against the gold: a guard forced the answer (budget)</p>'
+            in C.card_html(C.Ctx(forced, 5, tl.refs)))
+    steps[5] = Step(steps[5].kind, steps[5].title, {**steps[5].data, "forced": None}, calls=steps[5].calls)
     drafted = _decisions(Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3"), qa=qa)
     assert drafted == [drafted[0]] and drafted[0].startswith("✗ answered on a wrong draft: the draft is wrong")
     # the waterfall marks each checked decision, ✓ or ✗ before its chip, why on hover
@@ -352,9 +359,9 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
         steps = (Step("retrieve", "Retrieve", {"round": 1}, (hit,)),
                  Step("judge", "Judge", {"round": 1, "verdict": verdict, "n_candidates": 1, "next": "x"}))
         return _decisions(Answer("Where did Priya move?", "Lisbon", steps, (hit,), method="ama"), qa=qa)
-    assert ama("Retry", ("D1:1",)) == ["✗ retry not needed: gold evidence is already among its 1 candidate "
+    assert ama("Retry", ("D1:1",)) == ["✗ retry not needed: gold evidence is already in its one candidate "
                                        "(fact:1) (gold evidence)"]
-    assert ama("Retry", ("D2:1",))[0].startswith("✓ right to look further: none of its 1 candidate holds")
+    assert ama("Retry", ("D2:1",))[0].startswith("✓ right to look further: no gold evidence turn is in its one")
     assert ama("Pass", ("D2:1",))[0].startswith("✗ passed without the evidence")
     assert ama("Pass", ("D1:1",))[0].startswith("✓ right to pass") and ama("Refresh", ("D1:1",)) == []
     # without the question (or for one the checker does not judge) no line is written

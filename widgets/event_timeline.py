@@ -386,12 +386,13 @@ def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
     verdicts = [v for _, v, _ in checked]
     right, wrong = verdicts.count(True), verdicts.count(False)
     missed = _missed_text(events, checked, conv_id)
-    if not right + wrong:  # what a method whose mechanism is editing left undone still counts (review: AMA (paper
-        # judge) made no edit, and the header said nothing of the 3 planted updates it missed)
-        return f" · checked against the conversation's updates: {missed[2:]}" if missed else ""
     unchecked = Counter(why for _, v, why in checked if v is None)
     more = (f", <span title='{esc(unchecked.most_common(1)[0][0])}' style='border-bottom:1px dotted'>"
             f"{sum(unchecked.values())} not checkable</span>" if unchecked else "")
+    if not right + wrong:  # what a method whose mechanism is editing left undone still counts (review: AMA (paper
+        # judge) made no edit, and the header said nothing of the 3 planted updates it missed)
+        return (f" · checked against the conversation's updates: no checkable edit{more}{missed}" if more else
+                f" · checked against the conversation's updates: {missed[2:]}") if missed else ""
     return (f" · checked against the conversation's updates: <b style='color:#237032'>{right} right</b>, "
             f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}{missed}")
 

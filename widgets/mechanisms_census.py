@@ -1,6 +1,7 @@
 """The mechanism census as a compact block for the app header: a small table, one row per method
 (what fired, what did not, failures), each zero visibly marked as not fired with its evidence (the
-``why_zero`` text read from the run) as a tooltip and listed below the table; collapsible.
+``why_zero`` text read from the run) as a tooltip and listed below the table; collapsible. Below it, one
+click away, each method's steps' own decisions checked against the questions' gold (the census's ``decisions``).
 
 The counts come from ``<run>/mechanisms.json`` (written by ``workbench demo``, ``workbench eval``
 and ``workbench mechanisms``); a run without that file, or with a damaged one, is counted on the

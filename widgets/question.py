@@ -180,9 +180,9 @@ def failure_note(row: Mapping[str, Any]) -> FailureNote:
     retries = sum(1 for f in answering if f.get("kind") == "json_retry")
     empty = sum(1 for f in answering if f.get("kind") == "empty_reply")
     if retries:
-        minor.append(f"{retries} JSON repair call{'s' if retries > 1 else ''}")
+        minor.append(counted(retries, "JSON repair call"))
     if empty:
-        minor.append(f"{empty} empty repl{'ies' if empty > 1 else 'y'}")
+        minor.append(counted(empty, "empty reply", "empty replies"))
     for f in failures:
         if f.get("phase") == "ingest":
             by = f.get("by_stage") or {}

@@ -5,7 +5,9 @@ A trace step's ``data`` is method-specific plain JSON. Dumping it as JSON leaves
 step did in the method's own terms (MemR3's evidence and gaps as a diff, HyMem's candidates ->
 selected events, AMA's rewrite, route and verdict, H-Mem's plan and S/T/R scores, RecMem's tier).
 A kind without a card of its own gets ``generic_card``: its data as labelled rows and small tables,
-still with every id resolved.
+still with every id resolved. A step that decided something checkable (HyMem's escalation and reflection,
+MemR3's choosing to answer, AMA's Judge) carries a line saying whether the decision was right against the
+question's gold (``workbench.eval.decisions``, the census's rule), or, in grey, why it could not be checked.
 
 Every id goes through ``widgets.trace_refs.Refs``: a turn id is shown with its speaker and words, a
 memory unit id with its text and source turns (gold evidence marked), so no bare ``chunk-4`` is left
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from workbench.eval.decisions import Decision, StepContext, decide
+from workbench.eval.decisions import Decision, StepContext, Unchecked, decide, declared_cards
 from workbench.eval.mechanisms import open_gaps, router_cause
 from workbench.words import counted
 
@@ -211,32 +213,43 @@ def step_context(c: Ctx) -> StepContext:
     return StepContext(c.data, c.refs.qa, c.refs.conversation, tuple(seen), c.refs.gold)
 
 
-def step_decision(c: Ctx) -> Decision | None:
-    """Whether the step's decision was right (``decisions.decide`` by its card kind); None where its kind
-    decides on nothing checkable or it cannot be checked (no question given)."""
-    return decide(card_kind_of(c.answer.method, c.step.kind), step_context(c))
+def step_decision(c: Ctx) -> Decision | Unchecked | None:
+    """Whether the step's decision was right (``decisions.decide``, by the card kind its method declares: the
+    census's rule, so a view and the census never disagree on a step); ``Unchecked`` with why where it cannot be
+    checked; None where the step decides nothing checkable."""
+    return decide(declared_cards(c.answer.method).get(c.step.kind, ""), step_context(c))
 
 
 def decision_line(c: Ctx) -> str:
+    """The decision's line; a decision that cannot be checked says why in grey (a failed call whose fallback
+    stood in, an empty answer), except where no question was given to check against."""
     found = step_decision(c)
+    if isinstance(found, Unchecked):
+        return ("" if found.why == "no question given" else
+                f'<p class="wb-decision wb-muted">not checked against the gold: {esc(found.why)}</p>')
     return decision_html(found) if found is not None else ""
 
 
 # -- HyMem -----------------------------------------------------------------------------------------------
-def _finished_text(v) -> str:
-    return {0: "0 — sufficient: the light answer stands for this round", 1: "1 — insufficient",
-            2: "2 — unreadable reply, counted insufficient"}.get(v, _txt(v))
+def _finished_text(v, error=None) -> str:
+    """The light module's finished flag in words: 2 is the model asking for the deep module, or, with an error
+    recorded, an unreadable reply counted as that (the card said "unreadable reply" for every 2 before)."""
+    if v == 2 and error:
+        return "2 — unreadable reply, counted insufficient"
+    return {0: "0 — sufficient: the light answer stands for this round", 1: "1 — answered",
+            2: "2 — insufficient: asks for the deep module"}.get(v, _txt(v))
 
 
 def light_tier_card(c: Ctx) -> str:
     d = c.data
     nxt = "escalates to the deep module" if d.get("escalate") else (
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
+    flag = _finished_text(d.get("finished"), d.get("error"))
     return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
-                 f"“{esc(d.get('query'))}”, finished flag {esc(_finished_text(d.get('finished')))} → {esc(nxt)}.")
+                 f"“{esc(d.get('query'))}”, finished flag {esc(flag)} → {esc(nxt)}.")
             + decision_line(c) + error_html(d)
             + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
-                    ("finished flag", esc(_finished_text(d.get("finished"))))]))
+                    ("finished flag", esc(flag))]))
 
 
 def deep_tier_card(c: Ctx) -> str:
@@ -497,18 +510,6 @@ BY_STEP_KIND: dict[str, str] = {
     "plan": "subquery_plan", "subanswer": "subanswer", "synthesize": "synthesis", "judge": "verdict",
     "expand": "retry_expand", "retrieve": "retrieve", "answer": "answer",
 }
-
-
-def declared_cards(method: str) -> Mapping[str, str]:
-    """``step kind -> card kind`` as the method's class declares it (``step_cards``); {} for a method that
-    declares none or that is not registered here (a saved run of a plugin not installed)."""
-    from workbench.methods import get_method, method_base
-
-    try:
-        cards = getattr(get_method(method_base(method or "")), "step_cards", None)
-    except ValueError:
-        return {}
-    return cards if isinstance(cards, Mapping) else {}
 
 
 def card_kind_of(method: str, kind: str) -> str:

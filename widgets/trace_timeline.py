@@ -10,15 +10,14 @@ laid end to end. A bar's width is the call's latency when the run timed live cal
 which. Steps that made no LLM call (a cosine retrieval) get a thin mark. Each row carries the
 decision the step made: MemR3's router cause (choice / budget / streak / empty / nothing left /
 fallback, ``workbench.eval.mechanisms.router_cause``), HyMem's finished flag, AMA's verdict, the
-RecMem tier or H-Mem scope.
+RecMem tier or H-Mem scope; a decision checked against the question's gold (``trace_cards.step_decision``) has
+✓ or ✗ before it, why on hover.
 
     tl = TraceTimeline.build(answer, conversation=conv, qa=qa)   # gold evidence marked, step answers checked
     html = timeline_html(tl.at(3))       # waterfall (step 4 highlighted) + step 4's card + its calls
 """
 from __future__ import annotations
 
-import html
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
@@ -26,7 +25,7 @@ from workbench.words import counted
 
 from .html import answer_html, box, calls_html, esc, running_tokens, short
 from .trace_cards import CSS as CARD_CSS
-from .trace_cards import Ctx, card_html, cause_meaning, step_cause, step_decision
+from .trace_cards import Ctx, Decision, card_html, cause_meaning, step_cause, step_decision
 from .trace_refs import Refs, readable
 
 #: keys that step the timeline when the trace area has focus (the app; shown on screen)
@@ -82,8 +81,9 @@ class Bar:
     decision: str = ""  # short text: the step's decision (router cause, verdict, tier ...)
     decision_class: str = ""
     decision_title: str = ""  # the decision in full, the chip's tooltip (the chip text may be shortened)
-    # whether that decision was right (``trace_cards.step_decision``: the answer it decided on against the gold);
-    # None where the step decides on no answer or it cannot be checked
+    # whether that decision was right (``trace_cards.step_decision``: the answer it decided on against the gold
+    # answer, or for a Judge the gold evidence among its candidates); None where the step decides nothing
+    # checkable or it could not be checked
     fitting: bool | None = None
     fitting_title: str = ""
 
@@ -98,12 +98,12 @@ class TraceTimeline:
     measure: str = "tokens"  # "latency" when the run timed live calls, else "tokens"
 
     @classmethod
-    def build(cls, answer, *, conversation=None, gold_evidence: Iterable[str] = (),
+    def build(cls, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
               memories: Iterable[Mapping] = (), index: int = 0, qa=None) -> "TraceTimeline":
         """``memories``: the method's saved ``memories()`` rows, so ids a step names without retrieving
         them (HyMem's deep candidates, H-Mem's scored candidates) show their text too. ``qa``: the question
         answered, so a step that decided on an intermediate answer says whether that answer was right."""
-        gold = tuple(gold_evidence or ()) or tuple(getattr(qa, "evidence", None) or ())
+        gold = tuple(gold_evidence if gold_evidence is not None else getattr(qa, "evidence", None) or ())
         refs = Refs.build(answer, conversation=conversation, gold=gold, memories=memories, qa=qa)
         return cls(answer, refs, 0, measure_of(answer)).at(index)
 
@@ -184,10 +184,11 @@ def bars(tl: TraceTimeline) -> list[Bar]:
         sizes = [(c.latency_s if use_latency else c.prompt_tokens + c.completion_tokens) for c in s.calls]
         text, cls = decision(s, tl.answer.method)
         judged = step_decision(Ctx(tl.answer, i, tl.refs))
+        judged = judged if isinstance(judged, Decision) else None  # an unchecked decision gets no mark
         out.append(Bar(i, None, f"{i + 1} {s.kind} — {s.title}", t, float(sum(sizes)), s.usage.total_tokens,
                        round(sum(c.latency_s for c in s.calls), 6), text, cls, decision_title(s, text),
                        None if judged is None else judged.fitting,
-                       "" if judged is None else f"{judged.verdict}: {_plain(judged.because)} ({judged.basis})"))
+                       "" if judged is None else f"{judged.verdict}: {judged.because} ({judged.basis})"))
         start = t
         for j, (c, size) in enumerate(zip(s.calls, sizes)):
             flags = " · replayed" if c.cached else ""  # from the recording (cache or cassette), not a live call
@@ -219,11 +220,6 @@ def _meta(b: Bar, measure: str) -> str:
         dec = (f'<b class="wb-fit" style="color:{colour}" title="{esc(b.fitting_title)}">'
                f'{"✓" if b.fitting else "✗"}</b>{dec}')
     return f'<span class="wb-wf-size">{size}</span>{dec}'
-
-
-def _plain(html_text: str) -> str:
-    """An HTML fragment of ours as plain text (a tooltip): tags dropped, entities read."""
-    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
 
 
 

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..words import counted
 from .checker import Check, check_qa
 
 
@@ -53,37 +54,73 @@ class StepContext:
         return check_qa(self.qa, str(text), conversation=self.conversation)
 
 
-def _said(ctx: StepContext, text: Any) -> tuple[bool, str, str] | None:
+@dataclass(frozen=True)
+class Unchecked:
+    """A decision that could not be checked, and why (a failed call whose fallback stood in, an empty answer, a
+    question the checker does not judge, ...): counted apart, never as right or wrong."""
+
+    why: str
+
+
+def _said(ctx: StepContext, text: Any) -> tuple[bool, str, str] | Unchecked:
     """(right, "right against the gold “Pilot”" / "wrong against the gold “Pilot” (names Biscuit, not Pilot)",
-    kind) for ``text``; None where it cannot be checked."""
+    kind) for ``text``; ``Unchecked`` where it cannot be checked."""
+    if ctx.qa is None:
+        return Unchecked("no question given")
+    if not str(text or "").strip():
+        return Unchecked("an empty answer")
     check = ctx.check(text)
     if check is None:
-        return None
+        return Unchecked("a question the checker does not judge")
     gold = _short(getattr(ctx.qa, "answer", ""), 80)
     if check.correct:
         return True, f"right against the gold “{gold}”", ""
     return False, f"wrong against the gold “{gold}” ({_short(check.reason, 120)})", check.kind
 
 
-def escalation(ctx: StepContext) -> Decision | None:
-    """A light step: going deep is needed when the light answer is wrong, not needed when it is right; stopping
-    the other way round."""
-    found = _said(ctx, ctx.data.get("answer"))
-    if found is None:
+def _failed(ctx: StepContext) -> Unchecked | None:
+    """A step whose call failed decided nothing itself (a fallback stood in: AMA's Judge passes everything, HyMem's
+    reflection stops)."""
+    return Unchecked("its call failed; a fallback stood in") if ctx.data.get("error") else None
+
+
+def _flag(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
         return None
+
+
+def escalation(ctx: StepContext) -> Decision | Unchecked:
+    """A light step: going deep is needed when the light answer is wrong, not needed when it is right; keeping the
+    answer without going deep the other way round. What the model asked for is its finished flag (2: go deep);
+    where the configuration has no deep module (an ablation) it could not escalate, so nothing is checked."""
+    failed = _failed(ctx)
+    if failed is not None:
+        return failed
+    finished = _flag(ctx.data.get("finished"))
+    asked = finished == 2 if finished is not None else bool(ctx.data.get("escalate"))
+    if asked and ctx.data.get("escalate") is False:
+        return Unchecked("it asked for the deep module, which this configuration does not have")
+    found = _said(ctx, ctx.data.get("answer"))
+    if isinstance(found, Unchecked):
+        return found
     right, said, kind = found
-    if ctx.data.get("escalate"):
+    if asked:
         return (Decision(False, "escalation not needed", f"the light answer is already {said}") if right
                 else Decision(True, "escalation needed", f"the light answer is {said}", kind=kind))
-    return (Decision(True, "right to stop here", f"the light answer is {said}") if right
-            else Decision(False, "stopped on a wrong answer", f"the light answer is {said}, and it stands", kind=kind))
+    return (Decision(True, "right to keep it", f"the light answer is {said}") if right
+            else Decision(False, "kept a wrong answer without going deep", f"the light answer is {said}", kind=kind))
 
 
-def reflection(ctx: StepContext) -> Decision | None:
+def reflection(ctx: StepContext) -> Decision | Unchecked:
     """A reflection: "complete" (stop) is right on a right answer; "not complete" (another round) on a wrong one."""
+    failed = _failed(ctx)
+    if failed is not None:
+        return failed
     found = _said(ctx, ctx.data.get("answer"))
-    if found is None:
-        return None
+    if isinstance(found, Unchecked):
+        return found
     right, said, kind = found
     if ctx.data.get("done"):
         return (Decision(True, "right to stop", f"the answer judged complete is {said}") if right
@@ -92,47 +129,64 @@ def reflection(ctx: StepContext) -> Decision | None:
             else Decision(True, "another round needed", f"the answer judged incomplete is {said}", kind=kind))
 
 
-def draft(ctx: StepContext) -> Decision | None:
-    """A router step that chose to answer, by the draft it answered from."""
+def draft(ctx: StepContext) -> Decision | Unchecked | None:
+    """A router step that chose to answer, by the draft it answered from; a step a guard forced to answer (the
+    budget spent, nothing left) was no choice of the router's, and a step with another action decides no answer."""
     if str(ctx.data.get("action") or "") != "answer":
         return None
+    if ctx.data.get("forced"):
+        return Unchecked(f"a guard forced the answer ({_short(ctx.data.get('forced'), 40)})")
     found = _said(ctx, ctx.data.get("draft_answer"))
-    if found is None:
-        return None
+    if isinstance(found, Unchecked):
+        return found
     right, said, kind = found
     return (Decision(True, "answered on a right draft", f"the draft is {said}") if right
             else Decision(False, "answered on a wrong draft", f"the draft is {said}", kind=kind))
 
 
-def judge(ctx: StepContext) -> Decision | None:
-    """A Judge's Pass (answer from these candidates) or Retry (look further), by whether the question's gold
-    evidence is among the candidates it judged (every unit retrieved so far whose source turns hold a gold turn):
-    Pass with it, or Retry without it, was right. A Refresh, or a question without gold evidence, is not checked."""
+def judge(ctx: StepContext) -> Decision | Unchecked | None:
+    """A Judge's Pass (answer from the entries it kept) or Retry (look further), by the question's gold evidence
+    turns: a Pass is right when the entries it hands on (those it named relevant, else every candidate) hold one,
+    a Retry when none of the candidates it judged (every unit retrieved so far) does. A Refresh decides no answer."""
     verdict = str(ctx.data.get("verdict") or "").lower()
-    if verdict not in ("pass", "retry") or not ctx.gold:
+    if verdict not in ("pass", "retry"):
         return None
+    failed = _failed(ctx)
+    if failed is not None:
+        return failed
+    if not ctx.gold:
+        return Unchecked("the question names no gold evidence turn")
     seen = dict(ctx.candidates)
-    found = [u for u, src in seen.items() if ctx.gold & set(map(str, src or ())) or u in ctx.gold]
-    n = f"{len(seen):,} candidate{'' if len(seen) == 1 else 's'}"
+    named = [str(x) for x in ctx.data.get("relevant_ids") or () if isinstance(x, (str, int))] \
+        if isinstance(ctx.data.get("relevant_ids"), (list, tuple)) else []
+    kept = {u: seen.get(u, ()) for u in named} if verdict == "pass" and named else seen
+    found = [u for u, src in kept.items() if u in ctx.gold or ctx.gold & set(map(str, src or ()))]
     basis = "gold evidence"
     if verdict == "pass":
-        return (Decision(True, "right to pass", f"gold evidence is among its {n} ({_ids(found)})", basis) if found
-                else Decision(False, "passed without the evidence", f"none of its {n} holds a gold evidence turn",
-                              basis))
-    return (Decision(False, "retry not needed", f"gold evidence is already among its {n} ({_ids(found)})", basis)
-            if found else Decision(True, "right to look further", f"none of its {n} holds a gold evidence turn",
-                                   basis))
+        what = (f"the {counted(len(kept), 'entry', 'entries')} it named relevant" if named and len(kept) > 1 else
+                "the entry it named relevant" if named else _candidates(len(seen)))
+        return (Decision(True, "right to pass", f"gold evidence is in {what} ({_ids(found)})", basis) if found
+                else Decision(False, "passed without the evidence", f"no gold evidence turn is in {what}", basis))
+    return (Decision(False, "retry not needed", f"gold evidence is already in {_candidates(len(seen))} "
+                                                f"({_ids(found)})", basis)
+            if found else Decision(True, "right to look further", f"no gold evidence turn is in "
+                                                                   f"{_candidates(len(seen))}", basis))
+
+
+def _candidates(n: int) -> str:
+    return "its one candidate" if n == 1 else "its candidates (none)" if n == 0 else f"its {n:,} candidates"
 
 
 #: the card kinds (``MemoryMethod.step_cards``) whose step decides on something checkable, with its check
-CHECKS: dict[str, Callable[[StepContext], Decision | None]] = {
+CHECKS: dict[str, Callable[[StepContext], Decision | Unchecked | None]] = {
     "light_tier": escalation, "sufficiency": reflection, "evidence_gaps": draft, "verdict": judge,
 }
 
 
-def decide(card_kind: str, ctx: StepContext) -> Decision | None:
-    """The decision check of a step of ``card_kind``; None where its kind decides on nothing checkable or the
-    step cannot be checked."""
+def decide(card_kind: str, ctx: StepContext) -> Decision | Unchecked | None:
+    """The decision check of a step of ``card_kind``: a ``Decision``, ``Unchecked`` (a decision that cannot be
+    checked, with why), or None where the step decides nothing checkable (its kind, or e.g. a router step that
+    chose to retrieve)."""
     check = CHECKS.get(card_kind)
     return check(ctx) if check is not None else None
 
@@ -149,10 +203,11 @@ def declared_cards(method: str) -> Mapping[str, str]:
     return cards if isinstance(cards, Mapping) else {}
 
 
-def answer_decisions(method: str, steps: Sequence[tuple[str, Mapping, Sequence[tuple[str, Sequence[str]]]]], *,
-                     qa=None, conversation=None) -> list[tuple[int, str, Decision]]:
-    """``(step index, step kind, Decision)`` for each checkable step of one answer; ``steps``: ``(kind, data,
-    hits as (unit id, source turn ids))`` in order."""
+def answer_decisions(method: str, steps: Sequence[tuple[str, Any, Any]], *, qa=None, conversation=None
+                     ) -> list[tuple[int, str, Decision | Unchecked]]:
+    """``(step index, step kind, Decision or Unchecked)`` for each step of one answer that decided something
+    checkable; ``steps``: ``(kind, data, hits as (unit id, source turn ids))`` in order. Shapes are not trusted: a
+    step whose data is not a mapping is passed over, hits that are not pairs are not candidates."""
     cards = declared_cards(method)
     gold = frozenset(map(str, getattr(qa, "evidence", None) or ()))
     out, seen = [], []
@@ -162,38 +217,68 @@ def answer_decisions(method: str, steps: Sequence[tuple[str, Mapping, Sequence[t
             found = decide(card, StepContext(data, qa, conversation, tuple(seen), gold))
             if found is not None:
                 out.append((i, kind, found))
-        seen.extend(hits)
+        seen.extend(h for h in hits or () if isinstance(h, tuple) and len(h) == 2)
     return out
 
 
-def tally(rows: Iterable[Mapping], qa_of: Mapping[str, Any], conversations: Mapping[str, Any]) -> dict:
-    """Per method, per step kind: how many of its checkable decisions were right and wrong, and by verdict
-    (``{"hymem": {"light": {"right": 21, "wrong": 149, "by": {"stopped on a wrong answer": 120, ...}}}}``).
-    ``rows``: result rows with their traces (``answer``); ``qa_of``: qa id -> ``QA``; ``conversations``: conversation
-    id -> ``Conversation`` (the checker's names). Rows without a trace or a known question are skipped."""
+def tally(rows: Iterable[Any], qa_of: Mapping[str, Any], conversations: Mapping[str, Any]) -> dict:
+    """Per method, per step kind: how many of its decisions were right and wrong, by verdict, and how many could
+    not be checked, by why (``{"hymem": {"light": {"right": 22, "wrong": 151, "by": {"kept a wrong answer without
+    going deep": 149, ...}, "unchecked": 12, "unchecked_why": {"an empty answer": 12}}}}``). ``rows``: result rows
+    with their traces (``answer``); ``qa_of``: qa id -> ``QA``; ``conversations``: conversation id ->
+    ``Conversation`` (the checker's names). A row that is not a mapping, has no trace or no known question is
+    skipped; so are steps of a shape no check reads."""
     out: dict[str, dict[str, dict]] = {}
     for r in rows:
+        if not isinstance(r, Mapping):
+            continue
         answer, qa = r.get("answer"), qa_of.get(str(r.get("qa_id")))
         if not isinstance(answer, Mapping) or qa is None or not isinstance(answer.get("steps"), list):
             continue
-        steps = [(str(s.get("kind")), s.get("data") or {}, _hits(s.get("hits"))) for s in answer["steps"]
+        steps = [(str(s.get("kind")), s.get("data"), _hits(s.get("hits"))) for s in answer["steps"]
                  if isinstance(s, Mapping)]
         for _, kind, d in answer_decisions(str(r.get("method")), steps, qa=qa,
                                            conversation=conversations.get(str(r.get("conv_id")))):
-            slot = out.setdefault(str(r.get("method")), {}).setdefault(kind, {"right": 0, "wrong": 0, "by": Counter()})
+            slot = out.setdefault(str(r.get("method")), {}).setdefault(
+                kind, {"right": 0, "wrong": 0, "by": Counter(), "unchecked": 0, "unchecked_why": Counter()})
+            if isinstance(d, Unchecked):
+                slot["unchecked"] += 1
+                slot["unchecked_why"][d.why] += 1
+                continue
             slot["right" if d.fitting else "wrong"] += 1
             slot["by"][d.verdict] += 1
-    return {m: {k: {**v, "by": dict(v["by"].most_common())} for k, v in kinds.items()} for m, kinds in out.items()}
+    return {m: {k: {**v, "by": dict(v["by"].most_common()), "unchecked_why": dict(v["unchecked_why"].most_common())}
+                for k, v in kinds.items()} for m, kinds in out.items()}
 
 
-def tally_text(kinds: Mapping[str, Mapping]) -> str:
-    """One method's tally in words: "light: 21 of 170 right (stopped on a wrong answer 149, ...); reflect: ..."."""
+def tally_text(kinds: Any) -> str:
+    """One method's tally in words: "light: 22 of 173 right (kept a wrong answer without going deep 149, ...), 12
+    not checkable (an empty answer 12); reflect: ...". Read from a saved census, so any shape is tolerated: what is
+    not a count is left out."""
+    if not isinstance(kinds, Mapping):
+        return ""
     parts = []
     for kind, v in kinds.items():
-        n = int(v.get("right", 0)) + int(v.get("wrong", 0))
-        by = ", ".join(f"{verdict} {count}" for verdict, count in (v.get("by") or {}).items())
-        parts.append(f"{kind}: {v.get('right', 0)} of {n} right ({by})")
+        if not isinstance(v, Mapping):
+            continue
+        right, wrong, unchecked = (_count(v.get(k)) for k in ("right", "wrong", "unchecked"))
+        by = _pairs(v.get("by"))
+        text = f"{kind}: {right} of {right + wrong} right" + (f" ({by})" if by else "")
+        if unchecked:
+            why = _pairs(v.get("unchecked_why"))
+            text += f", {unchecked} not checkable" + (f" ({why})" if why else "")
+        parts.append(text)
     return "; ".join(parts)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _pairs(value: Any) -> str:
+    if not isinstance(value, Mapping):
+        return ""
+    return ", ".join(f"{k} {_count(n)}" for k, n in value.items() if _count(n))
 
 
 def _hits(value) -> list[tuple[str, tuple[str, ...]]]:

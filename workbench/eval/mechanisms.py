@@ -31,6 +31,10 @@ that came from a fallback path (``fallback_answers``: a failed answer call, a ge
 empty reply), failed LLM calls while answering (``llm_errors``, of which ``cassette_misses`` were
 replay-cassette misses), construction failures, and judge errors.
 
+Where the run's conversations are saved (``conversations/*.json``, or given as ``conversations=``), each
+method's steps' own decisions are also checked against the question's gold (``decisions``: per step kind, right,
+wrong, by verdict, and how many could not be checked and why; ``workbench.eval.decisions``).
+
 Everything read from a run directory is untrusted: bad JSONL lines, damaged JSON files and
 unexpected shapes become entries of ``problems`` (``file: what``) and the counts that needed them
 become missing; the census itself never raises on a damaged run. ``write_census(run_dir)`` writes
@@ -247,13 +251,11 @@ def _read_conversations(run: Path, ids: set[str], problems: list[str]) -> dict:
     is a problem, and its decisions go unchecked."""
     from ..rundir import RunDir
 
-    out = {}
-    for cid in sorted(ids):
-        if not (run / "conversations" / f"{cid}.json").is_file():
-            continue
+    out, rd = {}, RunDir(run)
+    for cid in sorted(ids & set(rd.conversation_ids())):  # saved under their safe names (``rundir.safe_name``)
         try:
-            out[cid] = RunDir(run).conversation(cid)
-        except (DamagedFile, ValueError) as exc:
+            out[cid] = rd.conversation(cid)
+        except (DamagedFile, ValueError) as exc:  # LeadsOutside included
             problems.append(f"conversation {cid!r} unreadable, its decisions are not checked: {exc}")
     return out
 
@@ -302,8 +304,10 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                 manifest = read_json(confined(run / "manifest.json", run))
             except DamagedFile as exc:  # LeadsOutside included
                 problems.append(str(exc))
-        sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json"]
-        conversations = _read_conversations(run, {str(r.get("conv_id")) for r in rows}, problems)
+        sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json",
+                   "conversations/*.json"]
+        conversations = {**_read_conversations(run, {str(r.get("conv_id")) for r in rows}, problems),
+                         **(conversations or {})}
     else:
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in source]
         mems = _memories_from(memories)
