@@ -264,9 +264,9 @@ def message_text(messages: Sequence[Any]) -> str:
 
 def call_title(call) -> str:
     tokens = call.prompt_tokens + call.completion_tokens
-    flags = " · cached" if call.cached else ""
+    flags = " · replayed" if call.cached else ""  # the waterfall's word: from a recording, not a live call
     flags += " · ERROR" if call.error else ""
-    return f"{call.role or '(no role)'} · {tokens} tok{flags}"
+    return f"{call.role or '(no role)'} · {tokens:,} tok{flags}"
 
 
 def call_html(call) -> str:

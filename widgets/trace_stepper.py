@@ -114,7 +114,7 @@ class TraceStepper(DisplaysWidget):
         self.calls.children = [W.HTML(box(call_html(c))) for c in calls]
         for i, c in enumerate(calls):
             self.calls.set_title(i, call_title(c))
-        self.tokens_label.value = f"running total: <b>{self.timeline.running}</b> tokens"
+        self.tokens_label.value = f"running total: <b>{self.timeline.running:,}</b> tokens"
 
     # -- display -----------------------------------------------------------------------------
     def static_html(self) -> str:
