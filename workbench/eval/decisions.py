@@ -222,12 +222,12 @@ def answer_decisions(method: str, steps: Sequence[tuple[str, Any, Any]], *, qa=N
 
 
 def tally(rows: Iterable[Any], qa_of: Mapping[str, Any], conversations: Mapping[str, Any]) -> dict:
-    """Per method, per step kind: how many of its decisions were right and wrong, by verdict, and how many could
-    not be checked, by why (``{"hymem": {"light": {"right": 22, "wrong": 151, "by": {"kept a wrong answer without
-    going deep": 149, ...}, "unchecked": 12, "unchecked_why": {"an empty answer": 12}}}}``). ``rows``: result rows
-    with their traces (``answer``); ``qa_of``: qa id -> ``QA``; ``conversations``: conversation id ->
-    ``Conversation`` (the checker's names). A row that is not a mapping, has no trace or no known question is
-    skipped; so are steps of a shape no check reads."""
+    """Per method, per step kind: how many of its decisions were right and wrong, by verdict, and how many could not be
+    checked, by why (HyMem over conv-41: ``{"hymem": {"light": {"right": 22, "wrong": 151, "by": {"kept a wrong
+    answer without going deep": 149, ...}, "unchecked": 12, "unchecked_why": {"its call failed; a fallback stood
+    in": 12}}}}``). ``rows``: result rows with their traces (``answer``); ``qa_of``: qa id -> ``QA``;
+    ``conversations``: conversation id -> ``Conversation`` (the checker's names). A row that is not a mapping, has
+    no trace or no known question is skipped; so are steps of a shape no check reads."""
     out: dict[str, dict[str, dict]] = {}
     for r in rows:
         if not isinstance(r, Mapping):
@@ -252,9 +252,9 @@ def tally(rows: Iterable[Any], qa_of: Mapping[str, Any], conversations: Mapping[
 
 
 def tally_text(kinds: Any) -> str:
-    """One method's tally in words: "light: 22 of 173 right (kept a wrong answer without going deep 149, ...), 12
-    not checkable (an empty answer 12); reflect: ...". Read from a saved census, so any shape is tolerated: what is
-    not a count is left out."""
+    """One method's tally in words: "light: 22 of 173 right (kept a wrong answer without going deep 149, ...), 12 not
+    checkable (its call failed; a fallback stood in 12); reflect: ...". Read from a saved census, so any shape is
+    tolerated: what is not a count is left out."""
     if not isinstance(kinds, Mapping):
         return ""
     parts = []
