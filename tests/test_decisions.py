@@ -34,13 +34,22 @@ def test_each_kind_of_decision_is_right_or_wrong_by_the_gold():
     # the model's own request is its finished flag (2: go deep); an ablation without a deep module could not escalate
     asked = decide("light_tier", StepContext({"answer": "Porto", "finished": 2, "escalate": True}, QA1))
     assert asked.verdict == "escalation needed"
+    # a trace without the escalate field is read by its flag, compared as the method compares it (an int)
+    assert decide("light_tier", StepContext({"answer": "Porto", "finished": 2}, QA1)).verdict == "escalation needed"
+    assert decide("light_tier", StepContext({"answer": "Porto", "finished": "2"}, QA1)).verdict == \
+        "kept a wrong answer without going deep"
+    assert tally_text({"router": {"right": 0, "wrong": 0, "unchecked": 3}}) == \
+        "router: no checkable decision, 3 not checkable"
     assert isinstance(decide("light_tier", StepContext({"answer": "Porto", "finished": 2, "escalate": False}, QA1)),
                       Unchecked)
     assert decide("sufficiency", StepContext({"answer": "Porto", "done": False}, QA1)).verdict == "another round needed"
     assert decide("evidence_gaps", StepContext({"action": "retrieve", "draft_answer": "Porto"}, QA1)) is None
     assert decide("evidence_gaps", StepContext({"action": "answer", "draft_answer": "Porto"}, QA1)).fitting is False
     forced = decide("evidence_gaps", StepContext({"action": "answer", "forced": "budget", "draft_answer": "x"}, QA1))
-    assert forced == Unchecked("a guard forced the answer (budget)")  # the guard's choice, not the router's
+    assert forced == Unchecked("a guard forced the answer (the step budget was spent)")  # not the router's choice
+    fallback = decide("evidence_gaps", StepContext({"action": "answer", "fallback": "invalid", "draft_answer": "x"},
+                                                   QA1))
+    assert fallback == Unchecked("the router's reply was unusable; a fallback answered")
     gold = frozenset({"D1:1"})
     seen = (("fact:1", ("D1:1",)), ("fact:2", ("D1:2",)))
     retry = decide("verdict", StepContext({"verdict": "Retry"}, QA1, None, seen, gold))
@@ -55,6 +64,13 @@ def test_each_kind_of_decision_is_right_or_wrong_by_the_gold():
     failed = decide("verdict", StepContext({"verdict": "Pass", "error": "timeout"}, QA1, None, seen, gold))
     assert failed == Unchecked("its call failed; a fallback stood in")
     assert decide("verdict", StepContext({"verdict": "Refresh"}, QA1, None, seen, gold)) is None
+    # as AMA hands on: named entries among the candidates, else every candidate (a name it invented is no entry)
+    named = decide("verdict", StepContext({"verdict": "Pass", "relevant_ids": ["fact:1"]}, QA1, None, seen, gold))
+    assert (named.fitting, named.because) == (True, "gold evidence is in the entry it named relevant (fact:1)")
+    invented = decide("verdict", StepContext({"verdict": "Pass", "relevant_ids": ["fact:9"]}, QA1, None, seen, gold))
+    assert (invented.fitting, invented.because) == (True, "gold evidence is in its 2 candidates (fact:1)")
+    assert decide("verdict", StepContext({"verdict": "Retry"}, QA1, None, (), gold)).because == \
+        "no gold evidence turn is in its candidates (it had none)"
     # nothing to check against: no question, a question the checker does not judge, an empty answer
     assert decide("light_tier", StepContext({"answer": "Lisbon", "escalate": True})) == Unchecked("no question given")
     assert decide("light_tier", StepContext({"answer": "Lisbon"}, QA("c/q2", "?", "", 5, ()))) == Unchecked(
@@ -81,12 +97,12 @@ def test_the_tally_counts_per_method_and_step_kind_and_the_census_says_it():
     rows.append(row("hymem", [step("light", {"answer": "", "escalate": False})]))  # an empty answer: unchecked
     got = tally(rows, {QA1.id: QA1}, {"c": conv()})
     assert got == {"hymem": {"light": {"right": 1, "wrong": 1, "by": {"kept a wrong answer without going deep": 1,
-                                                                      "right to keep it": 1},
+                                                                      "right to keep its answer": 1},
                                        "unchecked": 1, "unchecked_why": {"an empty answer": 1}}},
                    "ama": {"judge": {"right": 0, "wrong": 1, "by": {"retry not needed": 1}, "unchecked": 0,
                                      "unchecked_why": {}}}}
     assert tally_text(got["hymem"]) == ("light: 1 of 2 right (kept a wrong answer without going deep 1, right to keep "
-                                        "it 1), 1 not checkable (an empty answer 1)")
+                                        "its answer 1), 1 not checkable (an empty answer 1)")
     md = census_markdown({"methods": {m: {"counts": {}, "decisions": d} for m, d in got.items()}})
     assert "Were the steps' own decisions right?" in md and "- **ama**: judge: 0 of 1 right (retry not needed 1)" in md
 
@@ -95,10 +111,10 @@ def test_the_app_census_lists_the_decisions_one_click_away():
     from widgets.mechanisms_census import census_html
 
     value = {"methods": {"hymem": {"counts": {"questions": 1}, "decisions": {
-        "light": {"right": 0, "wrong": 1, "by": {"stopped on a wrong answer": 1}}}}}}
+        "light": {"right": 0, "wrong": 1, "by": {"kept a wrong answer without going deep": 1}}}}}}
     html = census_html(value, "mechanisms.json")
     assert "were the steps' own decisions right?" in html
-    assert "<li>HyMem <code" in html and "light: 0 of 1 right (stopped on a wrong answer 1)</li>" in html
+    assert "<li>HyMem <code" in html and "light: 0 of 1 right (kept a wrong answer without going deep 1)</li>" in html
 
 
 def test_damaged_traces_and_saved_tallies_are_read_without_a_crash():

@@ -272,6 +272,6 @@ def test_what_the_model_did_says_whether_its_decisions_were_right():
     kept was right: "missed" alone would read as a failure)."""
     from widgets.how_it_works import _decisions_html
 
-    html = _decisions_html({"decisions": {"light": {"right": 6, "wrong": 0, "by": {"right to keep it": 6}}}})
-    assert "Its decisions, against each question's gold:</b> light: 6 of 6 right (right to keep it 6)" in html
+    html = _decisions_html({"decisions": {"light": {"right": 6, "wrong": 0, "by": {"right to keep its answer": 6}}}})
+    assert "Its decisions, against each question's gold:</b> light: 6 of 6 right (right to keep its answer 6)" in html
     assert _decisions_html({}) == "" and _decisions_html({"decisions": []}) == ""

@@ -339,7 +339,8 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     forced = Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3")
     assert _decisions(forced, qa=qa) == []  # the budget guard forced this answer: not the router's decision
     tl = TraceTimeline.build(forced, conversation=conv(), qa=qa)
-    assert ('<p class="wb-decision wb-muted">not checked against the gold: a guard forced the answer (budget)</p>'
+    assert ('<p class="wb-decision wb-muted">not checkable against the gold: a guard forced the answer (the step '
+            'budget was spent)</p>'
             in C.card_html(C.Ctx(forced, 5, tl.refs)))
     steps[5] = Step(steps[5].kind, steps[5].title, {**steps[5].data, "forced": None}, calls=steps[5].calls)
     drafted = _decisions(Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3"), qa=qa)
@@ -364,7 +365,20 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     assert ama("Retry", ("D2:1",))[0].startswith("✓ right to look further: no gold evidence turn is in its one")
     assert ama("Pass", ("D2:1",))[0].startswith("✗ passed without the evidence")
     assert ama("Pass", ("D1:1",))[0].startswith("✓ right to pass") and ama("Refresh", ("D1:1",)) == []
-    # without the question (or for one the checker does not judge) no line is written
-    assert _decisions(hymem_answer("Lisbon", True, "Porto", True)) == []
+    # without the question no line is written; for one the checker does not judge, a grey line says so
+    plain = hymem_answer("Lisbon", True, "Porto", True)
+    tl = TraceTimeline.build(plain, conversation=conv())
+    assert "wb-decision" not in C.card_html(C.Ctx(plain, 0, tl.refs))
     unjudged = QA("c/q2", "Where did Priya move?", "", 5, ("D1:1",))
-    assert _decisions(hymem_answer("Lisbon", True, "Porto", True), qa=unjudged) == []
+    assert _decisions(plain, qa=unjudged) == []
+    tl = TraceTimeline.build(plain, conversation=conv(), qa=unjudged)
+    assert ('<p class="wb-decision wb-muted">not checkable against the gold: a question the checker does not judge'
+            '</p>') in C.card_html(C.Ctx(plain, 0, tl.refs))
+    # the view and the census read a step alike (one rule: workbench.eval.decisions)
+    from workbench.eval.decisions import answer_decisions
+    both = hymem_answer("Lisbon", True, "She moved to Porto.", True)
+    tl = TraceTimeline.build(both, conversation=conv(), qa=qa)
+    census_side = answer_decisions("hymem", [(s.kind, s.data, [(h.unit_id, h.source_ids) for h in s.hits])
+                                             for s in both.steps], qa=qa, conversation=conv())
+    assert [(i, d) for i, _, d in census_side] == [(i, C.step_decision(C.Ctx(both, i, tl.refs)))
+                                                  for i in range(len(both.steps))]

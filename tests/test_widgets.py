@@ -80,7 +80,7 @@ def test_trace_stepper_is_generic_over_step_data():
     ans = Answer("q?", "a", (Step("router", "Route", {"evidence": ["e1"], "nested": {"k": [1, 2]}}, (), (call,)),
                              Step("retrieve", "Get", {}, (Hit("u1", "text", 0.5, ("D1:1",)),))))
     ts = TraceStepper(ans)
-    assert "nested" in ts.current_html and "cached" in ts.calls.get_title(0)
+    assert "nested" in ts.current_html and "replayed" in ts.calls.get_title(0)
     assert "route &lt;b&gt;?" in ts.current_html
     assert ts.next().index == 1 and "D1:1" in ts.current_html
     assert TraceStepper(Answer("q", "a")).n_steps == 0  # an empty trace still renders

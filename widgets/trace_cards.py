@@ -226,7 +226,7 @@ def decision_line(c: Ctx) -> str:
     found = step_decision(c)
     if isinstance(found, Unchecked):
         return ("" if found.why == "no question given" else
-                f'<p class="wb-decision wb-muted">not checked against the gold: {esc(found.why)}</p>')
+                f'<p class="wb-decision wb-muted">not checkable against the gold: {esc(found.why)}</p>')
     return decision_html(found) if found is not None else ""
 
 
@@ -236,6 +236,8 @@ def _finished_text(v, error=None) -> str:
     recorded, an unreadable reply counted as that (the card said "unreadable reply" for every 2 before)."""
     if v == 2 and error:
         return "2 — unreadable reply, counted insufficient"
+    if v == 1 and error:
+        return "1 — unreadable reply, counted answered (empty)"
     return {0: "0 — sufficient: the light answer stands for this round", 1: "1 — answered",
             2: "2 — insufficient: asks for the deep module"}.get(v, _txt(v))
 

@@ -85,10 +85,14 @@ def _failed(ctx: StepContext) -> Unchecked | None:
 
 
 def _flag(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    """A recorded integer flag as the method compared it (an int, not a bool, a float or a string); else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: a MemR3 guard's name as a reader says it (``forced`` in a router step)
+GUARD_WORDS = {"budget": "the step budget was spent", "nothing_left": "nothing was left to retrieve",
+               "empty_retrieval": "the last retrieval came back empty",
+               "reflect_streak": "too many reflections in a row"}
 
 
 def escalation(ctx: StepContext) -> Decision | Unchecked:
@@ -98,10 +102,10 @@ def escalation(ctx: StepContext) -> Decision | Unchecked:
     failed = _failed(ctx)
     if failed is not None:
         return failed
-    finished = _flag(ctx.data.get("finished"))
-    asked = finished == 2 if finished is not None else bool(ctx.data.get("escalate"))
-    if asked and ctx.data.get("escalate") is False:
-        return Unchecked("it asked for the deep module, which this configuration does not have")
+    finished, escalate = _flag(ctx.data.get("finished")), ctx.data.get("escalate")
+    asked = bool(escalate) or (finished == 2 and escalate is None)
+    if finished == 2 and escalate is False:  # the method escalates on a 2 whenever it has a deep module
+        return Unchecked("it asked for the deep module but did not escalate: no deep module in this configuration")
     found = _said(ctx, ctx.data.get("answer"))
     if isinstance(found, Unchecked):
         return found
@@ -109,7 +113,7 @@ def escalation(ctx: StepContext) -> Decision | Unchecked:
     if asked:
         return (Decision(False, "escalation not needed", f"the light answer is already {said}") if right
                 else Decision(True, "escalation needed", f"the light answer is {said}", kind=kind))
-    return (Decision(True, "right to keep it", f"the light answer is {said}") if right
+    return (Decision(True, "right to keep its answer", f"the light answer is {said}") if right
             else Decision(False, "kept a wrong answer without going deep", f"the light answer is {said}", kind=kind))
 
 
@@ -135,7 +139,10 @@ def draft(ctx: StepContext) -> Decision | Unchecked | None:
     if str(ctx.data.get("action") or "") != "answer":
         return None
     if ctx.data.get("forced"):
-        return Unchecked(f"a guard forced the answer ({_short(ctx.data.get('forced'), 40)})")
+        guard = str(ctx.data.get("forced"))
+        return Unchecked(f"a guard forced the answer ({GUARD_WORDS.get(guard, _short(guard, 40))})")
+    if ctx.data.get("error") or ctx.data.get("fallback"):  # an unusable reply: the default action stood in
+        return Unchecked("the router's reply was unusable; a fallback answered")
     found = _said(ctx, ctx.data.get("draft_answer"))
     if isinstance(found, Unchecked):
         return found
@@ -159,7 +166,9 @@ def judge(ctx: StepContext) -> Decision | Unchecked | None:
     seen = dict(ctx.candidates)
     named = [str(x) for x in ctx.data.get("relevant_ids") or () if isinstance(x, (str, int))] \
         if isinstance(ctx.data.get("relevant_ids"), (list, tuple)) else []
-    kept = {u: seen.get(u, ()) for u in named} if verdict == "pass" and named else seen
+    # what AMA hands on (``AMA._relevant``): the named entries that are among the candidates, else every candidate
+    kept = ({u: seen[u] for u in named if u in seen} or seen) if verdict == "pass" else seen
+    named = named if kept is not seen else []
     found = [u for u, src in kept.items() if u in ctx.gold or ctx.gold & set(map(str, src or ()))]
     basis = "gold evidence"
     if verdict == "pass":
@@ -174,7 +183,7 @@ def judge(ctx: StepContext) -> Decision | Unchecked | None:
 
 
 def _candidates(n: int) -> str:
-    return "its one candidate" if n == 1 else "its candidates (none)" if n == 0 else f"its {n:,} candidates"
+    return "its one candidate" if n == 1 else "its candidates (it had none)" if n == 0 else f"its {n:,} candidates"
 
 
 #: the card kinds (``MemoryMethod.step_cards``) whose step decides on something checkable, with its check
@@ -263,7 +272,8 @@ def tally_text(kinds: Any) -> str:
             continue
         right, wrong, unchecked = (_count(v.get(k)) for k in ("right", "wrong", "unchecked"))
         by = _pairs(v.get("by"))
-        text = f"{kind}: {right} of {right + wrong} right" + (f" ({by})" if by else "")
+        text = (f"{kind}: {right} of {right + wrong} right" + (f" ({by})" if by else "") if right + wrong else
+                f"{kind}: no checkable decision")
         if unchecked:
             why = _pairs(v.get("unchecked_why"))
             text += f", {unchecked} not checkable" + (f" ({why})" if why else "")
