@@ -223,7 +223,10 @@ def test_two_methods_side_by_side_each_with_its_own_stepper(run):
     assert traces.body.objects == [main.column, other.column] and other.export.visible
     question = esc(traces.answer.question)
     assert question in main.html and question in other.html  # the same question, both rendered
-    assert "naive_rag · 2 steps" in main.html and "eager_facts · 2 steps" in other.html
+    # each pane's answer line names its method by title, the run's name beside it (widgets.html.method_title_html)
+    from widgets.html import method_title_html
+    assert f"{method_title_html('naive_rag')} · 2 steps" in main.html
+    assert f"{method_title_html('eager_facts')} · 2 steps" in other.html
     assert "Cosine top-10 chunks" in main.html and "Cosine top-10 facts" in other.html
     other.next()  # the second stepper moves alone
     assert (main.index, other.index) == (0, 1) and "Step 2 / 2" in other.html and "Step 1 / 2" in main.html
