@@ -24,6 +24,12 @@ def counted(n: int, noun: str, many: str | None = None) -> str:
     return f"{n:,} {plural(n, noun, many)}"
 
 
+def one_line(text: Any, n: int) -> str:
+    """``text`` on one line (runs of whitespace as one space), cut to ``n`` characters with an ellipsis."""
+    text = " ".join(str("" if text is None else text).split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
 def _moment(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..words import counted
+from ..words import counted, one_line
 from .checker import Check, check_qa
 
 
@@ -72,10 +72,10 @@ def _said(ctx: StepContext, text: Any) -> tuple[bool, str, str] | Unchecked:
     check = ctx.check(text)
     if check is None:
         return Unchecked("a question the checker does not judge")
-    gold = _short(getattr(ctx.qa, "answer", ""), 80)
+    gold = one_line(getattr(ctx.qa, "answer", ""), 80)
     if check.correct:
         return True, f"right against the gold “{gold}”", ""
-    return False, f"wrong against the gold “{gold}” ({_short(check.reason, 120)})", check.kind
+    return False, f"wrong against the gold “{gold}” ({one_line(check.reason, 120)})", check.kind
 
 
 def _failed(ctx: StepContext) -> Unchecked | None:
@@ -140,7 +140,7 @@ def draft(ctx: StepContext) -> Decision | Unchecked | None:
         return None
     if ctx.data.get("forced"):
         guard = str(ctx.data.get("forced"))
-        return Unchecked(f"a guard forced the answer ({GUARD_WORDS.get(guard, _short(guard, 40))})")
+        return Unchecked(f"a guard forced the answer ({GUARD_WORDS.get(guard, one_line(guard, 40))})")
     if ctx.data.get("error") or ctx.data.get("fallback"):  # an unusable reply: the default action stood in
         return Unchecked("the router's reply was unusable; a fallback answered")
     found = _said(ctx, ctx.data.get("draft_answer"))
@@ -302,8 +302,3 @@ def _hits(value) -> list[tuple[str, tuple[str, ...]]]:
 
 def _ids(ids: Sequence[str], limit: int = 3) -> str:
     return ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
-def _short(text: Any, n: int) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= n else text[:n - 1] + "…"

@@ -63,6 +63,7 @@ from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from ..untrusted import markdown_text, terminal_json, terminal_text
 from .checker import row_score
+from ..words import one_line
 from .decisions import tally_text
 from .markdown import markdown_table
 from .store import ResultsStore
@@ -488,7 +489,7 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
               "`workbench.eval.mechanisms`). A zero of a method's own mechanism is marked *not fired*, with the "
               "evidence from the run where it can be read; *missing* means the run does not record it. Failure "
               "counts that are zero are left out (`workbench mechanisms RUN_DIR` lists every count).", ""]
-    rows = [[markdown_text(c) for c in (m, n, v, f, _cut(w, 160))] for m, n, v, f, w in _rows(value, compact=True)]
+    rows = [[markdown_text(c) for c in (m, n, v, f, one_line(w, 160))] for m, n, v, f, w in _rows(value, compact=True)]
     lines.append(markdown_table(["method", "count", "value", "", "why zero / why missing"], rows,
                                 [False, False, False, False, False]) if rows else "(no methods in this run)")
     checked = [(h["method"], h["checked"]) for h in headline(value) if h.get("checked")]
@@ -501,23 +502,23 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
                  "the planted phenomena of the conversation (`sample_data/annotations.json`, "
                  "`workbench.eval.annotations`)")
         lines += ["", f"Did each firing do the right thing? Checked against {where}:", ""]
-        lines += [f"- **{m}**: {_cut(t, 300)}" for m, t in checked]
+        lines += [f"- **{m}**: {one_line(t, 300)}" for m, t in checked]
     decided = [(m, e["decisions"]) for m, e in (value.get("methods") or {}).items()
                if isinstance(e, dict) and isinstance(e.get("decisions"), dict) and e["decisions"]]
     if decided:
         lines += ["", "Were the steps' own decisions right? Each checked against the question's gold: the answer a "
                   "step decided on, with the answer checker, or for a Judge the gold evidence among its candidates "
                   "(`workbench.eval.decisions`; per step in the trace views):", ""]
-        lines += [f"- **{markdown_text(m)}**: {markdown_text(_cut(tally_text(d), 400))}" for m, d in decided]
+        lines += [f"- **{markdown_text(m)}**: {markdown_text(one_line(tally_text(d), 400))}" for m, d in decided]
     if value.get("problems"):
         lines += ["", f"{len(value['problems'])} problem(s) reading the run: "
-                  + "; ".join(markdown_text(_cut(p, 200)) for p in value["problems"][:5])]
+                  + "; ".join(markdown_text(one_line(p, 200)) for p in value["problems"][:5])]
     return "\n".join(lines) + "\n"
 
 
 def census_text(value: dict) -> str:
     """The census as a plain-text table for the terminal (``workbench mechanisms``)."""
-    rows = [["method", "count", "value", "", "note"]] + [[m, n, _cut(v, 60), f, _cut(w, 90)]
+    rows = [["method", "count", "value", "", "note"]] + [[m, n, one_line(v, 60), f, one_line(w, 90)]
                                                          for m, n, v, f, w in _rows(value)]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     out = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + ("  " + r[4] if r[4] else "") for r in rows]
@@ -532,11 +533,6 @@ def census_text(value: dict) -> str:
     for p in value.get("problems") or []:
         out.append(f"problem: {p}")
     return "\n".join(line.rstrip() for line in out)
-
-
-def _cut(text, n: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def mechanisms_command(args) -> int:
