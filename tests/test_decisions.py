@@ -133,3 +133,27 @@ def test_damaged_traces_and_saved_tallies_are_read_without_a_crash():
         md = census_markdown({"methods": {"hymem": {"counts": {}, "decisions": damaged}}})
         assert md.startswith("## Mechanisms fired")
     assert tally_text({"light": {"right": "x", "wrong": 2, "by": {"a": "b", "c": 2}}}) == "light: 0 of 2 right (c 2)"
+
+
+def test_the_census_reads_a_conversation_under_a_hash_shortened_name_and_says_when_one_is_missing(tmp_path):
+    """A conversation id too long for a file name is saved under a hashed name that cannot be read back into the id;
+    the census still finds it by the rows' id. A conversation the run never saved is a problem, not a silence."""
+    from dataclasses import replace
+
+    from workbench.eval.mechanisms import census
+    from workbench.rundir import save_conversation, write_jsonl
+
+    long_id = "c" * 300
+    c = replace(conv(), id=long_id, qa=(replace(QA1, id=f"{long_id}/q1"),))
+    save_conversation(tmp_path, c)
+    assert [p.stem[-17] for p in (tmp_path / "conversations").iterdir()] == ["~"]  # hash-shortened
+    light = [step("light", {"answer": "Porto", "escalate": False})]
+    rows = [{**row("hymem", light), "conv_id": long_id, "qa_id": f"{long_id}/q1"},
+            {**row("hymem", light), "conv_id": "gone", "qa_id": "gone/q1"},
+            {**row("naive_rag", [step("answer", {"answer": "Porto"})]), "conv_id": "gone2", "qa_id": "gone2/q1"}]
+    write_jsonl(tmp_path / "results.jsonl", [{**r, "params_hash": "p", "dataset": "d"} for r in rows])
+    got = census(tmp_path)
+    assert got["methods"]["hymem"]["decisions"]["light"]["by"] == {"kept a wrong answer without going deep": 1}
+    missing = [p for p in got["problems"] if "not saved in the run" in p]
+    assert missing == ["1 conversation not saved in the run ('gone'): the decisions made on their questions are not "
+                       "checked"]  # naive_rag decides nothing checkable: its missing conversation is no problem

@@ -63,7 +63,7 @@ from ..rundir import id_from_name
 from ..trace import ANSWER_WRITER_KINDS
 from ..untrusted import markdown_text, terminal_json, terminal_text
 from .checker import row_score
-from ..words import one_line
+from ..words import counted, one_line
 from .decisions import tally_text
 from .markdown import markdown_table
 from .store import ResultsStore
@@ -247,17 +247,27 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
                                            f"({type(exc).__name__})"}
 
 
-def _read_conversations(run: Path, ids: set[str], problems: list[str]) -> dict:
-    """The run's saved conversations of ``ids`` (their questions check the methods' decisions); an unreadable one
-    is a problem, and its decisions go unchecked."""
+def _read_conversations(run: Path, rows: list[dict], problems: list[str]) -> dict:
+    """The run's saved conversations of ``rows`` (their questions check the methods' decisions). Each is looked up
+    by its own id (a hash-shortened file name included); one that is unreadable, or missing while a method with
+    checkable decisions answered it, is a problem, and those decisions go unchecked."""
     from ..rundir import RunDir
+    from .decisions import CHECKS, declared_cards
 
-    out, rd = {}, RunDir(run)
-    for cid in sorted(ids & set(rd.conversation_ids())):  # saved under their safe names (``rundir.safe_name``)
+    checked = {m for m in {str(r.get("method")) for r in rows} if set(declared_cards(m).values()) & set(CHECKS)}
+    out, rd, missing = {}, RunDir(run), []
+    for cid in sorted({str(r.get("conv_id")) for r in rows}):
         try:
-            out[cid] = rd.conversation(cid)
+            out[cid] = rd.conversation(cid)  # under its safe name (``rundir.safe_name``)
+        except FileNotFoundError:
+            if any(str(r.get("method")) in checked for r in rows if str(r.get("conv_id")) == cid):
+                missing.append(cid)
         except (DamagedFile, ValueError) as exc:  # LeadsOutside included
             problems.append(f"conversation {cid!r} unreadable, its decisions are not checked: {exc}")
+    if missing:
+        problems.append(f"{counted(len(missing), 'conversation')} not saved in the run "
+                        f"({', '.join(map(repr, missing[:5]))}{', …' if len(missing) > 5 else ''}): "
+                        "the decisions made on their questions are not checked")
     return out
 
 
@@ -307,7 +317,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                 problems.append(str(exc))
         sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json",
                    "conversations/*.json"]
-        conversations = {**_read_conversations(run, {str(r.get("conv_id")) for r in rows}, problems),
+        conversations = {**_read_conversations(run, rows, problems),
                          **(conversations or {})}
     else:
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in source]
