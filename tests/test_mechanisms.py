@@ -808,3 +808,25 @@ def test_a_checked_line_agrees_in_number_with_its_counts():
                                  "1 is mixed")
     many = {"checkable": True, "coherent_parents": 0, "mixed_parents": 9}
     assert checked_text(many).endswith("parents hold one planted topic or group (>= 60 % of their turns), 9 are mixed")
+
+
+@pytest.mark.parametrize("method, params, why", [
+    ("ama", {"refresher": False}, "the Refresher was switched off (refresher=False)"),
+    ("hymem", {"deep": False}, "there is no deep module to escalate to (deep=False)"),
+    ("hymem", {"light": False}, "every round goes deep, so no escalation is decided (light=False)"),
+    ("hmem", {"use_tree": False}, "no tree is built (use_tree=False)")])
+def test_an_ablation_that_switches_the_checked_mechanism_off_is_not_checkable_never_missed(method, params, why):
+    """Paper ablations (AMA without its Refresher, HyMem without its deep module or light tier, H-Mem without its
+    tree) leave the checked mechanism nothing to do: the census says so rather than "missed" or "did not fire"."""
+    from workbench.eval.annotations import checked_verdict
+
+    def entry(p):
+        rows = [{"method": method, "qa_id": "sample-1/q1", "conv_id": "sample-1", "params": p,
+                 "answer": {"question": "q", "text": "x", "steps": []}}]
+        mems = {method: {"sample-1": {"events": [], "structures": {}}}}
+        return census(rows, memories=mems)["methods"][method]
+
+    off = entry(params)
+    assert off["checked"] == {"checkable": False, "why": why}
+    assert checked_verdict(off["checked"]) == ("not checkable", f"not checkable: {why}")
+    assert entry({k: not v for k, v in params.items()})["checked"]["checkable"] is True

@@ -481,6 +481,11 @@ def test_the_events_table_says_whether_each_edit_was_right():
     chunk = MemoryEvent(0, "ADD", "chunk-1", None, "Priya is moving", "D4:8", ("D4:8",), None, "naive_rag")
     assert edit_tally_html([chunk], "sample-1") == ""
     assert "made no edit" not in missed  # AMA edited (wrongly) and is counted among the edits above
+    # an ablation that switched the editing off (paper Table 3, w/o Refresher) cannot have "missed" an update
+    off = MemoryEvent(0, "ADD", "fact:1", None, "Priya is moving", "D4:8", ("D4:8",), None, "ama[no-refresher]")
+    said = edit_tally_html([off], "sample-1", {"ama[no-refresher]": {"refresher": False}})
+    assert "not checked: the Refresher was switched off (refresher=False)" in said and "missed" not in said
+    assert "made no edit and missed" in edit_tally_html([off], "sample-1", {"ama[no-refresher]": {"refresher": True}})
 
 
 def test_an_edit_not_caused_by_a_turn_is_not_marked():

@@ -75,6 +75,15 @@ def events_of(obj: Any) -> list:
     return [_to_event(e) for e in (obj or ())]
 
 
+def params_of(obj: Any) -> dict:
+    """Method name -> its parameters for a built method handed to the notebook shell (``config()``), so the
+    header knows an ablation that switched its editing off; ``{}`` for anything else."""
+    config = getattr(obj, "config", None)
+    if callable(config) and hasattr(obj, "events") and not isinstance(obj, Mapping):
+        return {str(getattr(obj, "name", "")): config()}
+    return {}
+
+
 def is_refresh(e) -> bool:
     return e.kind in REFRESH_KINDS
 
@@ -373,19 +382,20 @@ def _edit_verdict(e, conv_id: str) -> tuple[bool | None, str]:
     return edit_verdict({"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after}, conv_id)
 
 
-def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
+def edit_tally_html(events: Sequence, conv_id: str | None, params: Mapping | None = None) -> str:
     """" · checked against the conversation's updates: 0 right, 7 wrong, 36 not checkable (why on hover); AMA
     missed 3 planted updates and 1 forget request" for a conversation with planted or annotated updates, so the
     header never counts edits as fired without saying how many were right, nor leaves out what a method that
     edits failed to change (review: the events header said "0 right, 7 wrong" while the How it works page said
     three updates were missed); "" where no edit is checkable. ``events``: all of the run's, so what each method
-    ingested is known."""
+    ingested is known; ``params``: method -> the run's parameters, so an ablation that switched the editing off
+    reads "not checked: the Refresher was switched off", not "made no edit and missed"."""
     if not conv_id:
         return ""
     checked = [(e, *_edit_verdict(e, conv_id)) for e in events if is_refresh(e)]
     verdicts = [v for _, v, _ in checked]
     right, wrong = verdicts.count(True), verdicts.count(False)
-    missed = _missed_text(events, checked, conv_id)
+    missed = _missed_text(events, checked, conv_id, params or {})
     unchecked = Counter(why for _, v, why in checked if v is None)
     more = (f", <span title='{esc(unchecked.most_common(1)[0][0])}' style='border-bottom:1px dotted'>"
             f"{sum(unchecked.values())} not checkable</span>" if unchecked else "")
@@ -397,11 +407,11 @@ def edit_tally_html(events: Sequence, conv_id: str | None) -> str:
             f"<b style='color:#c92a2a'>{wrong} wrong</b>{more}{missed}")
 
 
-def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
+def _missed_text(events: Sequence, checked: Sequence, conv_id: str, params: Mapping) -> str:
     """"; AMA missed 3 planted updates and 1 forget request" for each method with a checkable edit, or whose
     checked mechanism is editing (its census declares the ``edits`` check) though it made no edit ("AMA (paper
     judge) made no edit and missed ..."), that left a planted update or forget request of a turn it ingested
-    undone (``annotations.check_edits``)."""
+    undone (``annotations.check_edits``); one whose run switched that mechanism off says so instead."""
     if check_edits is None:
         return ""
     try:
@@ -414,6 +424,11 @@ def _missed_text(events: Sequence, checked: Sequence, conv_id: str) -> str:
     editors = ordered_methods(edited | {m for m in {e.method for e in events} if _edits_checked(m)})
     parts = []
     for m in editors:
+        spec = method_census(m) if method_census is not None else None
+        off = spec.switched_off(params.get(m)) if spec is not None else None
+        if off:
+            parts.append(f"{esc(display_name(m))} not checked: {esc(off)}")
+            continue
         rows = [{"kind": e.kind, "cause": e.cause, "before": e.before, "after": e.after,
                  "source_ids": list(getattr(e, "source_ids", ()) or ())} for e in events if e.method == m]
         result = check_edits({conv_id: rows}, {conv_id: ann[conv_id]})
@@ -470,7 +485,7 @@ class EventLog:
     ``set_filter``/``set_page`` and show ``figure``, ``counts_html``, ``pager_text`` and ``table_html``."""
 
     def __init__(self, events: Sequence, *, conversation=None, page_size: int = PAGE_SIZE, links: bool = False,
-                 all_methods: Iterable[str] = ()):
+                 all_methods: Iterable[str] = (), params: Mapping | None = None):
         self.axis = conversation_axis(conversation)
         self.conv_id = getattr(conversation, "id", None)
         self.placements = place_events(events, self.axis)
@@ -484,7 +499,7 @@ class EventLog:
         self.kinds = [k for k in KIND_ORDER if any(e.kind == k for e in self.events)]
         self.refresh_events = [e for e in self.events if is_refresh(e)]
         #: the edits' verdicts do not change with the filters: checked once, not on every redraw
-        self.edit_tally = edit_tally_html(self.events, self.conv_id)
+        self.edit_tally = edit_tally_html(self.events, self.conv_id, params)
         self.kind_filter: list[str] | None = None
         self.method_filter: list[str] | None = None
         self.text_filter = ""
@@ -560,10 +575,12 @@ class EventTimeline(DisplaysWidget):
     """The event log in a notebook: filters, the timeline figure and a paged table, bound to an
     ``EventLog`` (``self.log``). State: ``events``, ``filtered``, ``refresh_events``, ``figure``, ``page``."""
 
-    def __init__(self, events_or_method, *, conversation=None, page_size: int = PAGE_SIZE):
+    def __init__(self, events_or_method, *, conversation=None, page_size: int = PAGE_SIZE,
+                 params: Mapping | None = None):
         if conversation is None and hasattr(events_or_method, "events"):
             conversation = getattr(events_or_method, "conversation_", None)
-        self.log = EventLog(events_of(events_or_method), conversation=conversation, page_size=page_size)
+        self.log = EventLog(events_of(events_or_method), conversation=conversation, page_size=page_size,
+                            params=params if params is not None else params_of(events_or_method))
         self._build_widgets()
         self._sync_widgets()
 

@@ -194,6 +194,12 @@ class RunStore(param.Parameterized):
 
         return [e if e.method == m else replace(e, method=m) for m in self.methods for e in self.events(m, conv_id)]
 
+    def method_params(self, conv_id=None) -> dict[str, dict]:
+        """Method -> the parameters its saved memory of the conversation recorded (``params.json``; a method
+        without one is left out): what an ablation switched off."""
+        saved = {m: self.params(m, conv_id) for m in self.methods}
+        return {m: p["params"] for m, p in saved.items() if isinstance(p, dict) and isinstance(p.get("params"), dict)}
+
     def lifecycle(self, conv_id=None) -> LifecycleIndex | None:
         """Turn -> units -> events/answers over the conversation (``widgets.lifecycle``)."""
         cid = conv_id or self.conv_id

@@ -50,7 +50,7 @@ class EventsView:
 
     def load(self) -> None:
         self.log = EventLog(self.store.all_events(), conversation=self.store.conversation(), links=True,
-                            all_methods=self.store.methods)
+                            all_methods=self.store.methods, params=self.store.method_params())
         self.events = self.log.events
         self.refresh()
 

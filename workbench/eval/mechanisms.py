@@ -220,7 +220,8 @@ def _common(c: _Counts, rows: list[dict], traces: list[_Trace | None]) -> None:
     c.put("judge_errors", sum(bool(r.get("judge_error")) for r in rows), src)
 
 
-def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str]) -> dict | None:
+def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str],
+             params: dict | None = None) -> dict | None:
     """Which firings of a method's mechanism were right, against the planted (or annotated) phenomena of the
     conversations (``workbench.eval.annotations.check_run``, the generic check the method's census names);
     ``{"checkable": False, ...}`` where a run's data carries none; None for a method with no check."""
@@ -228,6 +229,9 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
 
     if spec is None or spec.check is None:
         return None
+    off = spec.switched_off(params)
+    if off:  # an ablation without the mechanism: nothing to judge, and nothing it could have done is "missed"
+        return {"checkable": False, "why": off}
     try:
         ann = shipped_annotations()
     except ValueError as exc:  # a damaged annotations file: say so, count nothing against it
@@ -348,7 +352,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                         del part[key]
                 c.lack("mechanisms", reason)
         entry = c.to_dict()
-        checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
+        checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems, params)
         if checked is not None:
             entry["checked"] = checked
         if decided.get(name):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 #: the generic mechanism checks against planted or annotated phenomena (``workbench.eval.annotations``), by what they
 #: judge: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations`` (questions that
@@ -39,12 +39,22 @@ class CensusSpec:
     ``headline``: ``(count name, label)`` pairs the app header and summary line show; ``problems``: counts of
     a model-output problem listed beside the failures when non-zero; ``check``: ``(kind, pick)`` where
     ``kind`` is one of ``CHECK_KINDS`` and ``pick(rows, traces, memories)`` returns that check's input (see
-    ``workbench.eval.annotations.check_run``), or None when the mechanism is not checked."""
+    ``workbench.eval.annotations.check_run``), or None when the mechanism is not checked; ``check_off(params)``:
+    why the run's parameters switched off the mechanism that check judges (an ablation: AMA without its
+    Refresher), or None, so a switched-off mechanism reads "not checkable", never "missed"."""
 
     count: Callable[..., None]
     headline: tuple[tuple[str, str], ...] = ()
     problems: tuple[tuple[str, str], ...] = ()
     check: tuple[str, Callable[..., Any]] | None = None
+    check_off: Callable[[Mapping], str | None] | None = None
+
+    def switched_off(self, params: Any) -> str | None:
+        """``check_off`` of the run's parameters (None when it has none, or the parameters are not a mapping)."""
+        if self.check_off is None or not isinstance(params, Mapping):
+            return None
+        why = self.check_off(params)
+        return str(why) if why else None
 
     def __post_init__(self):
         if self.check is not None and self.check[0] not in CHECK_KINDS:

@@ -87,4 +87,6 @@ CENSUS = K.CensusSpec(
             ("retry_verdicts", "question-time Retry verdicts"),
             ("refresh_verdicts", "question-time Refresh verdicts")),
     check=("edits", lambda rows, traces, mems: {cid: m.events for cid, m in mems.items()}),
+    check_off=lambda params: "the Refresher was switched off (refresher=False)" if params.get("refresher") is False
+    else None,
 )

@@ -56,4 +56,7 @@ CENSUS = K.CensusSpec(
     headline=(("deep_questions", "questions went deep"), ("reflection_rounds", "reflection rounds")),
     check=("escalations", lambda rows, traces, mems: {
     str(r.get("qa_id")): bool(t.of("deep")) for r, t in zip(rows, traces) if t is not None}),
+    check_off=lambda params: ("there is no deep module to escalate to (deep=False)" if params.get("deep") is False
+                              else "every round goes deep, so no escalation is decided (light=False)"
+                              if params.get("light") is False else None),
 )
