@@ -680,6 +680,13 @@ def test_memories_table_cells_read_as_words_and_empty_columns_are_left_out():
     df = appmod.memories_frame([{"id": "e", "kind": "event", "text": "t", "level": 1, "score": 0.5},
                                 {"id": "n", "kind": "entity", "text": "u"}])
     assert list(df["level"]) == ["1", ""] and list(df["score"]) == ["0.5", ""]
+    # a date-time reads to the minute without the ISO "T", and still sorts in time order as text
+    times = ["2023-05-08T13:56:00", "2023-03-14T19:40:00", "2023-03-14T09:05:30", "", "soon"]
+    df = appmod.memories_frame([{"id": f"u{i}", "kind": "raw", "text": "t", "time": t, "updated_at": t}
+                                for i, t in enumerate(times)])
+    assert list(df["time"]) == ["2023-05-08 13:56", "2023-03-14 19:40", "2023-03-14 09:05:30", "", "soon"]
+    assert list(df["updated_at"]) == list(df["time"])
+    assert sorted(df["time"][:3]) == ["2023-03-14 09:05:30", "2023-03-14 19:40", "2023-05-08 13:56"]
 
 
 def test_conversations_tab_counts_the_questions_this_run_answered(good_run):

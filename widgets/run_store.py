@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -379,6 +380,17 @@ def _cell_words(v):
     return v
 
 
+_ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(?::00(?:\.0+)?|(:\d\d(?:\.\d+)?))?")
+
+
+def _moment_cell(v):
+    """An ISO date-time cell to the minute with a space ("2023-03-14 19:40", not "2023-03-14T19:40:00"): still
+    in the order a click on the column header sorts the table (the server sorts the cells as text), yet without
+    the ``T`` and the zero seconds a reader has to look past. Any other value is left as it is."""
+    m = _ISO_MOMENT.fullmatch(v) if isinstance(v, str) else None
+    return f"{m.group(1)} {m.group(2)}{m.group(3) or ''}" if m else v
+
+
 def memories_frame(rows: list[dict]) -> pd.DataFrame:
     """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras."""
     if not rows:
@@ -392,7 +404,7 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
     lead = ["id", "kind"] + (["level"] if "level" in df.columns else []) + ["text", "time", "source_ids"]
     # a list or mapping cell reads as words, not Python text ("D1:1 D1:2", not "['D1:1', 'D1:2']"); an extra
     # column that is empty on every row is left out rather than shown as a blank band
-    df = df.map(_cell_words)
+    df = df.map(_cell_words).map(_moment_cell)
     extra = [c for c in df.columns if c not in lead
              and df[c].map(lambda v: not (v is None or v == "" or (isinstance(v, float) and v != v))).any()]
     df = df[lead + extra]

@@ -47,10 +47,10 @@ class QuestionTab:
         store.param.watch(lambda e: self.load(), "conv_id")
         # a case study or a slide: the comparison as a standalone page, or as a Markdown table
         self.export_html = pn.widgets.FileDownload(callback=self._export_html, filename="question.html",
-                                                   label="export (HTML)", button_type="light", width=140,
+                                                   label="export (HTML)", color="light", width=140,
                                                    align="end")
         self.export_md = pn.widgets.FileDownload(callback=self._export_md, filename="question.md",
-                                                 label="export (Markdown)", button_type="light", width=160,
+                                                 label="export (Markdown)", color="light", width=160,
                                                  align="end")
         self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button, self.export_html, self.export_md),
                                self.body, sizing_mode="stretch_width")
