@@ -610,3 +610,24 @@ def test_a_checker_cell_below_five_questions_is_a_count():
     cell = {"metric": "checker", "n": 2, "accuracy": 0.5, "category": "overall", "ci_low": nan, "ci_high": nan}
     assert cost_accuracy.estimate_cell(cell) == "1/2"
     assert cost_accuracy.estimate_cell({**cell, "metric": "f1", "accuracy": 0.25}) == "0.250 (n=2)"
+
+
+def test_a_labelled_variant_is_drawn_in_a_darker_shade_of_its_methods_colour():
+    """Seen in the Events screenshot: AMA (paper judge) took a green beside Eager floor's and MemR3 (one chunk) an
+    orange beside Naive RAG's; a variant now reads as its method's family, and every colour differs."""
+    from widgets.event_timeline import PALETTE, method_colours
+
+    names = ["naive_rag", "eager_floor", "ama", "ama[paper-judge]", "ama[probe]", "memr3", "memr3[one-chunk]",
+             "not_registered"]
+    got = method_colours(names)
+    assert len(set(got.values())) == len(names)
+    assert got["ama"] == method_colours(["ama"])["ama"]  # a method keeps its colour whatever else is in the run
+
+    def rgb(c):
+        return [int(c[i:i + 2], 16) for i in (1, 3, 5)]
+
+    for variant, base in (("ama[paper-judge]", "ama"), ("ama[probe]", "ama"), ("memr3[one-chunk]", "memr3")):
+        ratios = {round(v / b, 1) for v, b in zip(rgb(got[variant]), rgb(got[base])) if b}
+        assert len(ratios) == 1 and ratios.pop() < 1  # the same hue, darker
+        assert got[variant] not in PALETTE
+    assert got["not_registered"] in PALETTE

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
-from workbench.methods import display_name
+from workbench.methods import display_name, method_base
 from workbench.words import counted, day_words
 
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, short, show_figure, source_ids_html
@@ -97,7 +97,7 @@ def is_question_time(e) -> bool:
 
 def method_sort_key(name: str):
     """Known methods in their order, a labelled variant (``ama[paper-judge]``) right after its method."""
-    base = name.split("[", 1)[0]  # workbench.methods.method_base
+    base = method_base(name)
     order = method_order()
     return (order.index(base), name) if base in order else (len(order), name)
 
@@ -106,13 +106,31 @@ def ordered_methods(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=method_sort_key)
 
 
+#: how dark the 1st, 2nd, ... labelled variant of a method is drawn (a share of its base method's colour)
+VARIANT_SHADES = (0.58, 0.36, 0.8)
+
+
+def _shade(colour: str, share: float) -> str:
+    """``#rrggbb`` darkened towards black, keeping ``share`` of each channel."""
+    rgb = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c * share):02x}" for c in rgb)
+
+
 def method_colours(names: Iterable[str]) -> dict[str, str]:
-    """A colour per method: the known methods keep theirs whatever else is in the run."""
-    out, extra = {}, 0
+    """A colour per method: the known methods keep theirs whatever else is in the run; a labelled variant of one
+    (``ama[paper-judge]``) is a darker shade of its base's, so the two read as one family and never borrow a
+    colour that is close to another method's (seen: AMA (paper judge) in a green beside Eager floor's, MemR3 (one
+    chunk) in an orange beside Naive RAG's); names unknown to the registry take the palette's next colours."""
+    out, extra, variants = {}, 0, Counter()
     order = method_order()
     for n in ordered_methods(names):
+        base = method_base(n)
         if n in order:
             out[n] = PALETTE[order.index(n) % len(PALETTE)]
+        elif base in order and base != n:
+            shade = VARIANT_SHADES[variants[base] % len(VARIANT_SHADES)]
+            variants[base] += 1
+            out[n] = _shade(PALETTE[order.index(base) % len(PALETTE)], shade)
         else:
             out[n] = PALETTE[(len(order) + extra) % len(PALETTE)]
             extra += 1
