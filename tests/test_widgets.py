@@ -584,7 +584,7 @@ def test_a_text_a_little_over_its_limit_is_shown_whole():
     assert "show the rest" in pre("y" * (301 + FOLD_SLACK), limit=300)
 
 
-def test_methods_on_one_spot_of_the_cost_chart_share_one_label():
+def test_methods_on_one_spot_of_the_cost_chart_share_one_label(monkeypatch):
     """Review: AMA and AMA (paper judge) gave the same answers at the same cost, so one dot hid the other with no
     word. One label names both; the hidden one's legend entry says whose point it lies under."""
     import pandas as pd
@@ -601,6 +601,16 @@ def test_methods_on_one_spot_of_the_cost_chart_share_one_label():
     by_name = {t.name: t.text[0] for t in fig.data}
     assert by_name["AMA"].startswith("AMA = AMA (paper judge)")
     assert by_name["AMA (paper judge) (under AMA)"] == "" and by_name["Naive RAG"].startswith("Naive RAG")
+    # the labels are placed by the texts drawn (the merged one longer, the hidden one taking no room)
+    from widgets import cost_accuracy
+
+    seen, real = [], cost_accuracy.label_positions
+    monkeypatch.setattr(cost_accuracy, "label_positions", lambda xs, ys, labels, **kw: seen.append(list(labels))
+                        or real(xs, ys, labels, **kw))
+    cost_accuracy_figure(frame, x="query_tokens", metric="checker")
+    assert seen == [["AMA = AMA (paper judge)", "", "Naive RAG"]]
+    # a label-less point keeps its preferred (unused) position and leaves its neighbour's label where it wants to be
+    assert real([1000, 1010, 1e5], [0.5, 0.5, 0.9], ["", "Naive RAG", "x"], log_x=True)[:2] == ["top center"] * 2
 
 
 def test_a_checker_cell_below_five_questions_is_a_count():

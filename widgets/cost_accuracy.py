@@ -461,6 +461,8 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], labels: Sequence[s
                  for i, (lo, hi) in enumerate(list(bars or ())[:len(px)]) if lo == lo and hi == hi}
 
     def box_at(i: int, pos: str):
+        if not str(labels[i]):  # a point drawn without a label (it lies under another's) blocks nothing
+            return px[i], py[i], px[i], py[i]
         w, h = 7.0 * len(str(labels[i])) + 4, 14.0
         vert, horiz = pos.split()
         cx = px[i] + {"center": 0.0, "right": 9 + w / 2, "left": -9 - w / 2}[horiz]
@@ -536,9 +538,6 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
             bounds = (float(lows.min()), float(highs.max()))
     ref_level = [float(a) for a in pd.to_numeric(frame.loc[frame["method"] == REFERENCE_METHOD, "accuracy"],
                                                  errors="coerce").dropna()] if len(frame) else []
-    positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
-                                                      drawn["label"].tolist(), log_x=log_x, y_bounds=bounds,
-                                                      hlines=ref_level, bars=_bars(drawn))))
     zero = []
     # points drawn on one spot (AMA and its paper-judge variant give the same answers): one label names them all,
     # and the hidden ones say whose point they lie under (review: a dot hidden with no word)
@@ -548,13 +547,19 @@ def cost_accuracy_figure(frame: pd.DataFrame, *, x: str = "query_tokens", metric
         spot.setdefault(where, []).append(i)
     under = {j: frame.loc[ids[0], "label"] for ids in spot.values() for j in ids[1:]}
     together = {ids[0]: [frame.loc[j, "label"] for j in ids[1:]] for ids in spot.values() if len(ids) > 1}
+    shown = {i: "" if i in under else " = ".join([str(r["label"]), *map(str, together.get(i, ()))]) + _small_n(r)
+             for i, r in frame.iterrows()}
+    # placed by the texts as drawn: a merged label ("AMA = AMA (paper judge)") is longer, a hidden one takes no room
+    positions = dict(zip(drawn.index, label_positions(drawn["tokens"].tolist(), drawn["accuracy"].tolist(),
+                                                      [shown[i] for i in drawn.index], log_x=log_x, y_bounds=bounds,
+                                                      hlines=ref_level, bars=_bars(drawn))))
     for i, r in frame.iterrows():
         ref = r["method"] == REFERENCE_METHOD
         hover = _hover(r, x, metric)
         off_axis = log_x and not positive.loc[i]
         if off_axis:
             zero.append(str(r["label"]))
-        label = "" if i in under else esc(" = ".join([str(r["label"]), *map(str, together.get(i, ()))])) + _small_n(r)
+        label = esc(shown[i])
         fig.add_trace(go.Scatter(
             x=[None if off_axis else r["tokens"]], y=[None if off_axis else r["accuracy"]], mode="markers+text",
             name=esc(r["label"]) + (" (0 tokens: not on the log axis)" if off_axis else "")
