@@ -582,6 +582,8 @@ def test_a_text_a_little_over_its_limit_is_shown_whole():
     assert "show the rest" not in clip("x" * 302, limit=300) and "…" not in pre("y" * 330, limit=300)
     assert "show the rest (100 more of 400 characters)" in clip("x" * 400, limit=300)
     assert "show the rest" in pre("y" * (301 + FOLD_SLACK), limit=300)
+    # a short limit allows a quarter of itself: a 40-character answer cut at 20 is folded, one of 25 is not
+    assert "show the rest" in clip("z" * 40, limit=20) and "show the rest" not in clip("z" * 25, limit=20)
 
 
 def test_methods_on_one_spot_of_the_cost_chart_share_one_label(monkeypatch):

@@ -79,24 +79,30 @@ def _more(rest: str, total: int, tag: str) -> str:
             f"<{tag}>{esc(rest)}</{tag}></details>")
 
 
-#: a text at most this much longer than its limit is shown whole (folding "Biscui…" to hide 2 characters helps nobody)
-FOLD_SLACK = 40
+#: a text at most this much longer than its limit is shown whole (folding "Biscui…" to hide 2 characters helps
+#: nobody): a share of the limit, at most 40 characters (a 160-character answer may run to 200, not to 200 + 40 %)
+FOLD_SHARE, FOLD_SLACK = 0.25, 40
+
+
+def fold_slack(limit: int) -> int:
+    """How many characters past ``limit`` a text may run and still be shown whole."""
+    return min(FOLD_SLACK, int(limit * FOLD_SHARE))
 
 
 def pre(text: Any, *, limit: int = TEXT_LIMIT) -> str:
     """Escaped preformatted text; past ``limit`` characters the rest is folded in a ``<details>``
     (one 216 KB turn must not make a page tens of thousands of pixels tall)."""
     s = "" if text is None else (text if isinstance(text, str) else str(text))
-    if len(s) <= limit + FOLD_SLACK:
+    if len(s) <= limit + fold_slack(limit):
         return f"<pre>{esc(s)}</pre>"
     return f"<pre>{esc(s[:limit])}…</pre>" + _more(s[limit:], len(s), "pre")
 
 
 def clip(text: Any, *, limit: int = TEXT_LIMIT) -> str:
     """Escaped inline text, the part past ``limit`` characters folded in a ``<details>`` (a text less than
-    ``FOLD_SLACK`` longer than the limit is shown whole)."""
+    at most ``fold_slack(limit)`` longer than the limit is shown whole)."""
     s = "" if text is None else (text if isinstance(text, str) else str(text))
-    if len(s) <= limit + FOLD_SLACK:
+    if len(s) <= limit + fold_slack(limit):
         return esc(s)
     return esc(s[:limit]) + "…" + _more(s[limit:], len(s), "span")
 

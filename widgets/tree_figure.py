@@ -37,8 +37,10 @@ SELECTED_LINE = "#212529"
 PX_PER_EVENT, MIN_HEIGHT, MAX_HEIGHT = 14, 420, 860
 #: a one-event box shorter than this (px) shows no label: plotly hides 11 px text that does not fit with its padding
 LABELLED_PX = 18
-#: what the figure spends above and below the boxes: the margins and the zoom path bar
-CHROME_PX = 30 + 4 + 22
+#: the figure's margins (top: room for the zoom path bar's line; the sides and bottom: a sliver)
+MARGIN = dict(l=4, r=4, t=30, b=4)
+#: what the figure spends above and below the boxes: the top and bottom margins and the zoom path bar (22 px)
+CHROME_PX = MARGIN["t"] + MARGIN["b"] + 22
 LABEL_CHARS, LEAF_CHARS = 30, 24
 SHOWN_GROUPS = 3  # same-window groups the caption names (highest levels first)
 #: the id of the box drawn above the roots (the whole memory)
@@ -232,7 +234,7 @@ def tree_figure(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None =
     fig = go.Figure(trace)
     if height is None:
         height = figure_height(total)
-    fig.update_layout(height=int(height), margin=dict(l=4, r=4, t=30, b=4), hoverlabel=dict(align="left"),
+    fig.update_layout(height=int(height), margin=MARGIN, hoverlabel=dict(align="left"),
                       uniformtext=dict(minsize=11, mode="hide"),  # a label that cannot be 11 px is hidden
                       font=dict(family="system-ui, sans-serif", size=12))
     return fig
