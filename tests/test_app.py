@@ -287,6 +287,8 @@ def test_header_reads_the_manifest(app):
     assert "llm: scripted-extractive" in html and "embedder: hash-256" in html
     assert "judge: rule:gold-content-words-in-prediction — audited: accepted" in html
     assert "data: sample_conversations" in html and ": ?" not in html
+    # methods by their titles, the run name beside a title that differs (usability review: raw names on screen)
+    assert "Naive RAG (naive_rag)" in html and "Full-Context (full_context)" in html
 
 
 def test_header_of_an_eval_run_manifest(good_run, tmp_path):
@@ -739,3 +741,4 @@ def test_problems_html_lists_escapes_and_counts_by_file():
     assert "<b>bad</b>" not in html
     assert appmod.problems_html([]) == "" and "Problem reading the run — x" in appmod.problems_html(["x"])
     assert appmod.problem_source("skipped a:b/c.jsonl:7: bad") == "a:b/c.jsonl"
+

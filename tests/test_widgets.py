@@ -603,6 +603,7 @@ def test_methods_on_one_spot_of_the_cost_chart_share_one_label(monkeypatch):
     by_name = {t.name: t.text[0] for t in fig.data}
     assert by_name["AMA"].startswith("AMA = AMA (paper judge)")
     assert by_name["AMA (paper judge) (under AMA)"] == "" and by_name["Naive RAG"].startswith("Naive RAG")
+    assert "mean query tokens: 2,500<br>" in fig.data[0].hovertext[0]  # the axis in words, not "query_tokens"
     # the labels are placed by the texts drawn (the merged one longer, the hidden one taking no room)
     from widgets import cost_accuracy
 

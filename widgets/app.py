@@ -88,7 +88,7 @@ from widgets.tabs.structures import (  # noqa: F401 - re-exported
     views_available,
 )
 from widgets.tabs.traces import TracesView  # noqa: F401 - re-exported
-from workbench.methods import method_base
+from workbench.methods import display_name, method_base
 from workbench.words import counted
 
 TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
@@ -323,7 +323,8 @@ class WorkbenchApp(pn.viewable.Viewer):
         # path in the tooltip for whoever runs it
         run = Path(self.store.run_dir)
         notes = departure_notes(self.store.methods, self.store.params)
-        details = (f"<p>methods: {esc(', '.join(self.store.methods) or 'none')} · llm: {esc(s['llm'])}{sha} · "
+        titles = ", ".join(f"{display_name(m)} ({m})" if display_name(m) != m else m for m in self.store.methods)
+        details = (f"<p>methods: {esc(titles or 'none')} · llm: {esc(s['llm'])}{sha} · "
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · data: "
                    f"{esc(s['dataset'])} · commit: {esc(s['git_commit'])}</p>"
                    + departures_by_method(notes)

@@ -399,7 +399,7 @@ def _hover(r, x: str, metric: str) -> str:
                " (no CI: n < 5)")
         delta = f"<br>vs {REFERENCE_TITLE} (paired, n={int(r['delta_n'])}): {r['delta_fc']:+.3f}{dci}"
     return (f"{esc(r['label'])}<br>{esc(metric)} {r['accuracy']:.3f} {ci} · n={r['n']}{judge}{delta}<br>"
-            f"mean {esc(x)}: {r['tokens']:.0f}<br>{params_hover(r['params'])}")
+            f"mean {esc(X_WORDS.get(x, x))}: {r['tokens']:,.0f}<br>{params_hover(r['params'])}")
 
 
 def params_hover(params, width: int = 60, lines: int = 4) -> str:
