@@ -644,3 +644,25 @@ def test_a_labelled_variant_is_drawn_in_a_darker_shade_of_its_methods_colour():
         assert len(ratios) == 1 and ratios.pop() < 1  # the same hue, darker
         assert got[variant] not in PALETTE
     assert got["not_registered"] in PALETTE
+
+
+def test_model_text_hard_to_read_is_flagged_in_the_events_table_and_the_memories_table():
+    """Usability review (T3, B17): the Question tab and the tree flagged raw JSON, code fences and loops, the
+    Events and Memories tables showed the same texts bare (an H-Mem SUMMARIZE "in JSON format ```"; the demo's AMA
+    episodes that loop a sentence three times). The text stays the model's; the flag is beside it."""
+    from widgets.event_timeline import event_row
+    from widgets.run_store import memories_frame
+
+    looped = "Priya agrees with the plan. " * 3
+    summary = MemoryEvent(0, "SUMMARIZE", "sum:1", None, 'The summary is in JSON format: ```{"a": 1}```', "D1:2",
+                          ("D1:2",), None, "hmem")
+    episode = MemoryEvent(1, "ADD", "episode:3", None, looped, "D2:1", ("D2:1",), None, "ama")
+    clean = MemoryEvent(2, "ADD", "fact:1", None, "Priya moved to Bristol.", "D2:1", ("D2:1",), None, "ama")
+    assert "⚠ code fence" in event_row(summary)["after"] and "⚠ repeats itself" in event_row(episode)["after"]
+    assert "⚠" not in event_row(clean)["after"]
+    df = memories_frame([{"id": "e3", "kind": "episode", "text": looped}, {"id": "f1", "kind": "fact",
+                                                                           "text": '{"fact": "x"}'},
+                         {"id": "f2", "kind": "fact", "text": "Priya moved to Bristol."}])
+    assert list(df.columns[:4]) == ["id", "kind", "text", "hard to read"]
+    assert list(df["hard to read"]) == ["⚠ repeats itself", "⚠ raw JSON", ""]
+    assert "hard to read" not in memories_frame([{"id": "f2", "kind": "fact", "text": "Fine."}]).columns

@@ -28,6 +28,7 @@ from workbench.methods import display_name, method_base
 from workbench.words import counted, day_words
 
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, short, show_figure, source_ids_html
+from .readability import flags_html
 
 try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
     # evaluation package there while a view builds here raced (KeyError: 'IPython' in the app's header)
@@ -387,6 +388,9 @@ def event_row(e, placement: Placement | None = None, *, links: bool = False, con
     kind = esc(e.kind)
     if is_refresh(e) and conv_id:
         kind += _edit_mark(e, conv_id)
+    # the model's text as it is, with what makes it hard to read flagged (raw JSON, a code fence, a loop)
+    flags = flags_html(e.after).strip()
+    after += f"<br>{flags}" if flags else ""
     return {"when": esc(when), "method": esc(display_name(e.method)), "#": esc(e.seq), "kind": kind, "unit": unit,
             "before": before, "after": after, "cause": clip(e.cause, limit=600),
             "sources": source_ids_html(e.source_ids, limit=8, links=links), "_refresh": is_refresh(e)}

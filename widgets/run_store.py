@@ -19,6 +19,7 @@ from widgets.cost_accuracy import (
     table_metric,
 )
 from widgets.html import esc
+from widgets.readability import flags_words
 from widgets.lifecycle import LifecycleIndex
 from widgets.panel_parts import (
     _VECTORS,
@@ -408,6 +409,11 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
     extra = [c for c in df.columns if c not in lead
              and df[c].map(lambda v: not (v is None or v == "" or (isinstance(v, float) and v != v))).any()]
     df = df[lead + extra]
+    # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script), said beside it, never
+    # rewritten; the column is there only when some unit needs it
+    flags = df["text"].map(lambda t: "⚠ " + w if (w := flags_words(t)) else "")
+    if flags.astype(bool).any():
+        df.insert(df.columns.get_loc("text") + 1, "hard to read", flags)
     # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
     df.columns = [esc(c) for c in df.columns]
     return df.map(_cell_text)

@@ -121,13 +121,12 @@ def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
 
 
 def _marks(text: str) -> str:
-    """What makes a summary hard to read, flagged beside it (``question.unreadable_marks``: another writing
+    """What makes a summary hard to read, flagged beside it (``readability.flags_html``: another writing
     system's letters, which a page without that font draws as boxes, a code fence, raw JSON): the text is the
     model's and stays as it is (usability review: an H-Mem summary ending in two boxes, unexplained)."""
-    from .question import unreadable_marks
+    from .readability import flags_html
 
-    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
-                   for flag, why in unreadable_marks(str(text or ""), than="the conversation's"))
+    return flags_html(text, than="the conversation's")
 
 
 def _node_body(r: Mapping, chain: list[Mapping]) -> str:
