@@ -146,8 +146,14 @@ def test_present_1_opens_the_app_in_presentation_mode_and_keeps_it_in_the_url(ru
     assert parse_query(loc.search) == {"conv": app.store.conv_id, "tab": "Results", "present": "1"}
     app.tabs.active = list(app.slots).index("Question")
     assert parse_query(loc.search)["present"] == "1"
+    assert app.present_toggle.value  # the header's toggle shows the mode the URL opened
+    app.present_toggle.value = False  # and turns it off in one click, the URL following
+    assert not app.presenting and app._census.visible and "<details>" in app._runline.object
+    assert "present" not in parse_query(loc.search)
+    app.present_toggle.value = True
+    assert app.presenting and parse_query(loc.search)["present"] == "1"
     app.present(False)
-    assert app._census.visible and "<details>" in app._runline.object
+    assert app._census.visible and "<details>" in app._runline.object and not app.present_toggle.value
     other = appmod.build_app(run)
     UrlState(other, Location(search="?present=yes"))
     assert not other.presenting

@@ -229,8 +229,11 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.presenting = False
         self._runline = html_pane(self.header_html())
         self._census = census_pane(self.store.run_dir, on_link=self.follow)
+        # presentation mode one click away (usability review T1: only ``?present=1`` in the URL turned it on)
+        self.present_toggle = pn.widgets.Toggle(name="present", value=False, width=80, margin=(4, 6))
+        self.present_toggle.param.watch(lambda e: self.present(e.new), "value")
         self.header = pn.Column(pn.Row(self._runline, pn.pane.HTML("conversation", margin=(10, 0)),
-                                       conv, sizing_mode="stretch_width"),
+                                       conv, self.present_toggle, sizing_mode="stretch_width"),
                                 self._census, self.problems, sizing_mode="stretch_width")
 
     def _build_view(self, name: str):
@@ -296,13 +299,16 @@ class WorkbenchApp(pn.viewable.Viewer):
         return thread
 
     def present(self, on: bool = True) -> "WorkbenchApp":
-        """Presentation mode (``?present=1``): the header keeps its one run line, without the details and the
-        mechanisms census, so that with the browser's own zoom at 125 % a 1280x720 projector still shows the tab
-        bar and the first answer row. Larger text is left to the browser's zoom: CSS ``zoom`` on the page (tried)
-        puts Plotly's hover targets out of place. Problems reading the run stay shown."""
+        """Presentation mode (``?present=1``, or the header's "present" toggle): the header keeps its one run line,
+        without the details and the mechanisms census, so that with the browser's own zoom at 125 % a 1280x720
+        projector still shows the tab bar and the first answer row. Larger text is left to the browser's zoom: CSS
+        ``zoom`` on the page (tried) puts Plotly's hover targets out of place. Problems reading the run stay
+        shown."""
         self.presenting = bool(on)
         self._census.visible = not self.presenting
         self._runline.object = self.header_html()
+        if self.present_toggle.value != self.presenting:  # turned on from the URL: the toggle shows it
+            self.present_toggle.value = self.presenting
         return self
 
     def header_html(self) -> str:

@@ -7,7 +7,8 @@ when that tab is shown), the trace step (1-based, as on screen) and, when two tr
 side, the compared method and its step; on the Lifecycle tab the turn (``turn=``) or the unit
 (``unit=`` with ``method=``) shown, on Structures and How it works the method's page (``page=``);
 ``present=1`` opens the app in presentation mode
-(``WorkbenchApp.present``: one header line, the page drawn larger, for a projector). ``UrlState`` binds an
+(``WorkbenchApp.present``, also the header's "present" toggle: one header line, for a projector; larger text is
+left to the browser's zoom). ``UrlState`` binds an
 app to Panel's ``pn.state.location``
 (a served page's ``window.location``): opening such a URL restores each part, and every change of
 tab, conversation, question, method or step writes the query again (the browser's address bar and
@@ -178,6 +179,8 @@ class UrlState:
             self._applying = False
         app.tabs.param.watch(lambda e: self._changed(), "active")
         app.store.param.watch(lambda e: self._changed(), "conv_id")
+        if hasattr(app, "present_toggle"):
+            app.present_toggle.param.watch(lambda e: self._changed(), "value")
         self._changed()
 
     def _watch_views(self) -> None:
