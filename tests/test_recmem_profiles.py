@@ -88,6 +88,13 @@ def test_param_notes_are_empty_for_the_paper_and_name_every_aid_of_the_small_pro
     assert RecMem(profile="paper", dedupe_facts=True).param_notes == {"dedupe_facts": RecMem.profile_notes[
         "dedupe_facts"]}
     assert "no_episodes" in RecMem.departures({"refine_with_episode": "no_episodes"})[0]
+    # the paper's LongMemEval settings (0.6 / 4 / free answers) are the paper's, not departures (review audit: a
+    # paper-profile LongMemEval run listed them); one threshold changed alone still is
+    assert RecMem.for_dataset("longmemeval", profile="paper").param_notes == {}
+    assert RecMem.departures({**RecMem.paper_params(), "theta_sim": 0.6, "theta_count": 4,
+                              "answer_length": "free"}) == []
+    assert set(RecMem.for_dataset("longmemeval", profile="paper", theta_count=5).param_notes) == {"theta_sim",
+                                                                                                "answer_length"}
 
 
 def test_the_small_profiles_prompt_hash_is_unchanged_and_the_paper_prompts_are_hashed_for_the_paper_only():

@@ -134,9 +134,11 @@ class AMA(MemoryMethod):
       context in P_con, and a question-time rule in P_ref.
     - ``ingest_retriever=False`` and ``conflict_candidates="sweep"``: the Constructor runs first; the turn and its
       facts are the queries for the ``conflict_k`` nearest entries of every store in ``conflict_stores``, ranked
-      by cosine across stores into one cap of ``k_dyn_max`` (``conflict_k`` per store with the probe), and the
-      Constructor sees those pre-Judge candidates (H_t, not H_t*). With ``ingest_retriever=True`` the routed H_t
-      always reaches that Judge, scored like the sweep.
+      by cosine across stores into one cap of ``k_dyn_max`` (``conflict_k`` per store with the probe). Since the
+      Constructor runs before that sweep (its facts are the sweep's queries), it never sees those candidates nor
+      H_t*: for ``related_id`` it is shown the ``k_m`` raw entries nearest the turn outside W_t (facts when raw
+      is off), found by cosine with no LLM (``_reference_units``). With ``ingest_retriever=True`` it is shown
+      the Retriever's hits instead, and the routed H_t always reaches the Judge, scored like the sweep.
     - ``refresh_on_query=False``: a Refresh verdict on a question only orders H_r and C_err newest first.
     - ``trigger_history="buffer"``: the trigger sees the current episode's turns, not W_t.
 

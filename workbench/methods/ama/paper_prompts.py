@@ -64,7 +64,8 @@ CONSTRUCT_SCHEMA = {
 }
 
 # [paper] App. C, Fig. 7 (the episode trigger, P_tri): every instruction kept, reworded; placeholders, no example
-# values. The history is the episode buffer (see the AMA docstring).
+# values. The history is W_t under the paper profile (trigger_history="window", as Fig. 7 shows it) and the
+# current episode's turns under the small one (trigger_history="buffer"; see the AMA docstring).
 TRIGGER = """You decide where episodes of a conversation begin. Say whether the newly added message starts a new
 episode: a binary decision T_t, 0 or 1.
 

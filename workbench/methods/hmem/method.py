@@ -82,7 +82,7 @@ class HMem(MemoryMethod):
       salience (``graph_.nodes[n]["salience"]``) and the relation confidence (edge ``confidence``); the
       small prompt asks for name and type only, so its edges have confidence 1.0 [§4.5]. Salient = an
       important type AND at least ``profile_min_links`` linked fragments (§3.2 "together with"; the
-      digest reads "or") [§4.4].
+      digest reads "or") [§4.4]; the stored LLM salience is recorded only, never read by that rule.
     - No reranker (Qwen3-Reranker-4B in the paper): both profiles are Table 8's "embedding-only"
       configuration (-1.9 F1 / -2.2 Acc there); no cross-encoder runs offline. The embedder is the harness's
       (MiniLM offline, not Qwen3-Embedding-4B) [§4.10].
@@ -124,6 +124,11 @@ class HMem(MemoryMethod):
     - A JSON reply that fails to parse gets the shared client's repair call (at the call's temperature) and, if
       that fails too, a retry at temperature >= 0.3 (``workbench.llm.base``); the paper states temperature 0 and
       says nothing of retries, so a retried call samples where the paper's would not.
+    - [ours] When a call still fails (the paper describes no failure path), each is recorded in ``failures_``
+      and a stand-in keeps the memory whole: a failed extraction stores one event per turn with rule-based
+      entities (``fallback_entities``); a failed or empty consolidation takes its children's texts joined and
+      cut to 800 characters as the parent's text; a failed profile call keeps the previous persistent part,
+      with its last four mentions joined (at most 400 characters) as the recent part.
 
     Departures of the SMALL profile only (each in ``profile_notes`` with its evidence):
     - ``prompts="small"``: short prompts with concrete example values, entity name/type only, answers

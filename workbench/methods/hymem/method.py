@@ -134,7 +134,10 @@ class HyMem(MemoryMethod):
     ``on_failure="recover"`` (a failed G_theta reply escalates, a failed G_gamma reply keeps the
     light answer as tier ``"deep_failed"``, which ``last_deep`` skips; an empty summary keeps the
     raw event as its Level-1 item), ``embed_dates=True``, ``on_round_limit="last_deep"`` and
-    ``temperature=0.0``.
+    ``temperature=0.0``. The small prompts keep their wording under the Table 2 level ablations (the recorded
+    cassettes' keys): with ``levels="L2"`` the light and selection prompts still call the raw events they show
+    "memory summaries", with ``levels="L1"`` the deep prompt still calls the summaries it shows "conversation
+    excerpts"; only the paper prompts name what they show.
 
     Declined review items (docs/reviews/hymem.md): near-duplicate Level-1 items across overlapping events are
     kept (the paper and the code keep even identical ones; ``dedupe_level1`` drops identical ones of one event);
