@@ -235,6 +235,18 @@ def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tin
     assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["router_steps"] >= 3
     assert re.fullmatch(r"the router wrote no gap in any of its \d+ steps; in 1 of 2 questions it chose to answer "
                         r"at its first step, so it never had to say what was missing", entry["why_zero"]["gaps_opened"])
+    assert entry["counts"]["gaps_only_in_reasoning"] == 0
+    # a router that names a gap in its reasoning but returns an empty list: counted apart and quoted
+    said = "The gaps are that it never says when Noor moved."
+    llm = ScriptedLLM({"memr3.router": [router("reflect", reasoning=f"Noor lives in Geneva. {said}"),
+                                        router("answer", detailed_answer="Geneva")],
+                       "memr3.answer": "Geneva"}, default="auto")
+    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
+             Dataset("tiny", (tiny_conv,)), store=tmp_path / "prose" / "results.jsonl", questions=QUESTIONS[:1],
+             progress=False)
+    entry = census(tmp_path / "prose")["methods"]["memr3"]
+    assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["gaps_only_in_reasoning"] == 1
+    assert f"; in 1 of them its reasoning names one all the same (“{said}”)" in entry["why_zero"]["gaps_opened"]
 
 
 def test_memr3_placeholders_and_schema_words_in_the_gaps_list_are_not_gaps(tmp_path, tiny_conv):

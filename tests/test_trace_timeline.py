@@ -382,3 +382,25 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
                                              for s in both.steps], qa=qa, conversation=conv())
     assert [(i, d) for i, _, d in census_side] == [(i, C.step_decision(C.Ctx(both, i, tl.refs)))
                                                   for i in range(len(both.steps))]
+
+
+def test_an_empty_gaps_list_beside_reasoning_that_names_a_gap_is_said():
+    """Seen in the demo (MemR3, 1.5B, q38): the router reasoned "The gaps are that the question is asking about
+    long-distance running, which is not mentioned in the evidence" and returned an empty gaps list; the card said
+    only "none listed (the router wrote no gap)"."""
+    from workbench.methods.census_kit import gap_in_reasoning
+
+    said = "The gaps are that the question asks about running, which is not mentioned in the evidence."
+    assert gap_in_reasoning(f"The evidence names a dog. {said} So reflect.") == said
+    for none in ("There are no gaps.", "Nothing is missing; answer now.", "Gaps: none.", "", None,
+                 "No information is missing.", "The evidence is complete."):
+        assert gap_in_reasoning(none) is None, none
+    assert gap_in_reasoning("The date of the move is missing.") == "The date of the move is missing."
+    ans = memr3_answer()
+    steps = list(ans.steps)
+    steps[3] = Step(steps[3].kind, steps[3].title, {**steps[3].data, "reasoning": f"Lisbon is known. {said}"},
+                    calls=steps[3].calls)
+    prose = Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3")
+    tl = TraceTimeline.build(prose, conversation=conv())
+    assert f"its gaps list is empty, yet its reasoning names one: “{said}”" in C.card_html(C.Ctx(prose, 3, tl.refs))
+    assert "yet its reasoning names one" not in C.card_html(C.Ctx(prose, 1, tl.refs))  # it listed its gaps

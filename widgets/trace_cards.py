@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from workbench.eval.decisions import Decision, StepContext, Unchecked, decide, declared_cards
 from workbench.eval.mechanisms import open_gaps, router_cause
+from workbench.methods.census_kit import gap_in_reasoning
 from workbench.words import counted
 
 from .html import clip, esc, hits_html, short
@@ -140,6 +141,10 @@ def evidence_gaps_card(c: Ctx) -> str:
     ev, n_add, n_drop = diff_list(before_ev, [str(x) for x in _list(d.get("evidence"))])
     gaps, n_open, n_close = diff_list(before_gaps, after_gaps, added_word="opened", removed_word="closed",
                                       none_word="none listed (the router wrote no gap)")
+    said = None if after_gaps or d.get("error") else gap_in_reasoning(d.get("reasoning"))
+    if said:  # the model named a gap in prose and left its list empty: the list alone would say "no gap"
+        gaps += (f'<p class="wb-muted">its gaps list is empty, yet its reasoning names one: “{clip(said, limit=300)}”'
+                 "</p>")
     if placeholders:
         gaps += (f'<p class="wb-muted">{placeholders} {"entry only says" if placeholders == 1 else "entries only say"} '
                  "there is no gap (e.g. the prompt's own “No gaps noted.” copied back): not counted as gaps</p>")

@@ -172,6 +172,26 @@ router_cause = step_cause  # the name the census and the views have used
 NO_GAP = re.compile(r"^\W*(no( \w+)? gaps?( \w+)?|none|n/?a|nothing( missing)?)\W*$", re.IGNORECASE)
 
 
+#: a sentence of a controller's free-text reasoning that says something is missing ("The gaps are that the question
+#: asks about long-distance running, which is not mentioned in the evidence"), and one that denies it
+GAP_SAID = re.compile(r"\bgaps?\b|\bmissing\b|\bnot (?:mentioned|stated|given|provided)\b|"
+                      r"\bdoes(?: not|n't) (?:mention|say|state|provide|include)\b", re.IGNORECASE)
+NO_GAP_SAID = re.compile(r"\bno (?:\w+ )?(?:gaps?|missing)\b|\bnothing (?:is )?missing\b|\bnot missing\b|"
+                         r"\bgaps?\W+(?:none|n/?a)\b|\bno (?:information|detail)s? (?:is |are )?(?:missing|lacking)\b",
+                         re.IGNORECASE)
+
+
+def gap_in_reasoning(reasoning) -> str | None:
+    """The first sentence of a router's reasoning that names something missing, when the reasoning has one (None
+    otherwise). Seen in the demo: MemR3's 1.5B router wrote "The gaps are that the question is asking about
+    long-distance running, which is not mentioned in the evidence" and an empty gaps list; a view that only read
+    the list said "the router wrote no gap"."""
+    for sentence in re.split(r"(?<=[.!?])\s+", str(reasoning or "")):
+        if GAP_SAID.search(sentence) and not NO_GAP_SAID.search(sentence):
+            return " ".join(sentence.split())
+    return None
+
+
 def open_gaps(values) -> tuple[list[str], int]:
     """(the entries of a gaps list that name something missing, distinct and in order; how many entries are
     empty or only say there is no gap). The trace views' gap diff reads gaps through this rule, so a copied

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...words import one_line
 from .. import census_kit as K
 
 
@@ -38,11 +39,12 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     """This method's counts (``CensusSpec.count``)."""
     names = ("router_steps", "gaps_opened", "gaps_closed", "questions_with_gaps", "gap_entries_not_gaps",
              *(f"router_{k}" for k in ROUTER_CAUSES), "router_actions", "router_call_failures", "reflect_steps",
-             "retrievals")
+             "retrievals", "gaps_only_in_reasoning")
     if not K.traced(c, traces, names):
         return
     steps = opened = closed = with_gaps = failed = failed_misses = reflects = retrievals = answered_first = 0
     questions = not_gaps = 0
+    said: list[str] = []  # steps whose gaps list is empty though their reasoning names something missing
     words = _gap_words()
     by_cause: Counter = Counter()
     actions: dict[str, Counter] = {}
@@ -63,6 +65,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
             steps += 1
             gaps, dropped = _real_gaps(K.as_list(d.get("gaps")), words)
             not_gaps += dropped
+            if not gaps and not d.get("error") and (sentence := K.gap_in_reasoning(d.get("reasoning"))):
+                said.append(sentence)
             opened += sum(g not in prev for g in gaps)
             closed += sum(g not in gaps for g in prev)
             any_gap = any_gap or bool(gaps)
@@ -85,13 +89,16 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                   "so it never had to say what was missing" if answered_first else "")
     junk_note = (f" ({not_gaps} entries of its gaps lists were placeholders or the schema's own words)"
                  if not_gaps else "")
+    said_note = (f"; in {len(said)} of them its reasoning names one all the same (“{one_line(said[0], 110)}”)"
+                 if said else "")
     c.put("gaps_opened", opened, src,
-          f"the router wrote no gap in any of its {steps} steps{junk_note}{first_note}{fail_note}")
+          f"the router wrote no gap in any of its {steps} steps{said_note}{junk_note}{first_note}{fail_note}")
     c.put("gaps_closed", closed, src,
           (f"none of the {opened} gaps opened was dropped by a later router step" if opened
            else "no gap was ever opened") + fail_note)
     c.put("questions_with_gaps", with_gaps, src)
     c.put("gap_entries_not_gaps", not_gaps, src)  # placeholders and schema words, left out of the gap counts
+    c.put("gaps_only_in_reasoning", len(said), src)  # an empty gaps list beside reasoning that names something missing
     forced = ", ".join(f"{k} {v}" for k, v in by_cause.items() if k != "choice") or "none"
     for cause in ROUTER_CAUSES:  # router_choice, router_budget, ...: steps by what decided the action
         c.put(f"router_{cause}", by_cause[cause], src,
