@@ -207,6 +207,8 @@ MemR3.summary_stats(answers)
 # NBVAL_CHECK_OUTPUT
 from IPython.display import Markdown
 
+from workbench.methods.census_kit import gap_in_reasoning
+
 routers = [(q.id, s.data) for q, a in zip(demo_qs, answers) for s in a.steps if s.kind == "router"]
 with_gap = [(qid, d["gaps"]) for qid, d in routers if d.get("gaps")]
 with_evidence = sum(bool(d.get("evidence")) for _, d in routers)
@@ -225,6 +227,13 @@ if not with_gap:
              "25,000 tokens the same five chunks are about 5 %).")
 else:
     text += " First listed gaps: " + "; ".join(f"{qid}: {gaps}" for qid, gaps in with_gap[:5]) + "."
+# a gap the model named in its reasoning but left out of the list (the list is what the controller acts on)
+prose = [(qid, gap_in_reasoning(d.get("reasoning"))) for qid, d in routers if not d.get("gaps")]
+prose = [(qid, said) for qid, said in prose if said]
+if prose:
+    text += (f" Yet in {len(prose)} router step(s) the reasoning names a gap that the list leaves out, e.g. "
+             f"{prose[0][0]}: “{prose[0][1]}”: the model saw what was missing and did not write it where the "
+             "controller reads it.")
 Markdown(text)
 
 # %% [markdown]

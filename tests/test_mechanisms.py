@@ -826,7 +826,8 @@ def test_a_checked_line_agrees_in_number_with_its_counts():
     ("ama", {"refresher": False}, "the Refresher was switched off (refresher=False)"),
     ("hymem", {"deep": False}, "there is no deep module to escalate to (deep=False)"),
     ("hymem", {"light": False}, "every round goes deep, so no escalation is decided (light=False)"),
-    ("hmem", {"use_tree": False}, "no tree is built (use_tree=False)")])
+    ("hmem", {"use_tree": False}, "no tree is built (use_tree=False)"),
+    ("hmem", {"use_long_memory": False}, "no level above the leaves is built (use_long_memory=False)")])
 def test_an_ablation_that_switches_the_checked_mechanism_off_is_not_checkable_never_missed(method, params, why):
     """Paper ablations (AMA without its Refresher, HyMem without its deep module or light tier, H-Mem without its
     tree) leave the checked mechanism nothing to do: the census says so rather than "missed" or "did not fire"."""
@@ -842,3 +843,13 @@ def test_an_ablation_that_switches_the_checked_mechanism_off_is_not_checkable_ne
     assert off["checked"] == {"checkable": False, "why": why}
     assert checked_verdict(off["checked"]) == ("not checkable", f"not checkable: {why}")
     assert entry({k: not v for k, v in params.items()})["checked"]["checkable"] is True
+
+
+def test_a_name_holding_two_configurations_is_switched_off_only_when_every_row_says_so():
+    """``MemoryMethod.ablation`` adds no label, so a full AMA and its Refresher-less row can share the name "ama":
+    one row's parameters must not make the other's edits "not checkable"."""
+    rows = [{"method": "ama", "qa_id": f"sample-1/q{i}", "conv_id": "sample-1", "params": {"refresher": on},
+             "answer": {"question": "q", "text": "x", "steps": []}} for i, on in enumerate((False, True))]
+    mems = {"ama": {"sample-1": {"events": [], "structures": {}}}}
+    assert census(rows, memories=mems)["methods"]["ama"]["checked"]["checkable"] is True
+    assert census(rows[:1], memories=mems)["methods"]["ama"]["checked"]["checkable"] is False

@@ -91,8 +91,10 @@ def test_param_notes_are_empty_for_the_paper_and_name_every_aid_of_the_small_pro
     # the paper's LongMemEval settings (0.6 / 4 / free answers) are the paper's, not departures (review audit: a
     # paper-profile LongMemEval run listed them); one threshold changed alone still is
     assert RecMem.for_dataset("longmemeval", profile="paper").param_notes == {}
-    assert RecMem.departures({**RecMem.paper_params(), "theta_sim": 0.6, "theta_count": 4,
-                              "answer_length": "free"}) == []
+    lme = {**RecMem.paper_params(), "theta_sim": 0.6, "theta_count": 4, "answer_length": "free"}
+    assert RecMem.departures(lme, "longmemeval_oracle") == [] and RecMem.departures(lme, "LongMemEval") == []
+    for other in ("locomo", "sample_conversations", None):  # LongMemEval's values elsewhere are departures
+        assert len(RecMem.departures(lme, other)) == 3, other
     assert set(RecMem.for_dataset("longmemeval", profile="paper", theta_count=5).param_notes) == {"theta_sim",
                                                                                                 "answer_length"}
 

@@ -666,3 +666,27 @@ def test_model_text_hard_to_read_is_flagged_in_the_events_table_and_the_memories
     assert list(df.columns[:4]) == ["id", "kind", "text", "hard to read"]
     assert list(df["hard to read"]) == ["⚠ repeats itself", "⚠ raw JSON", ""]
     assert "hard to read" not in memories_frame([{"id": "f2", "kind": "fact", "text": "Fine."}]).columns
+
+
+def test_the_peoples_own_repeats_are_not_a_model_loop():
+    """Helper review: a HyMem raw excerpt (conv-41) holding "John: Thanks, Maria!" three times, because John said it
+    three times, was flagged "the model looped". Against the unit's source turns it is not; a fact copying one turn's
+    sentence three times still is."""
+    from widgets.readability import repeated_sentence, source_text
+    from widgets.run_store import memories_frame
+
+    turns = {"D1:1": "Thanks so much, Maria! See you.", "D1:2": "Sure.", "D1:3": "Thanks so much, Maria! Great.",
+             "D1:4": "Thanks so much, Maria! Bye."}
+    excerpt = ("John: Thanks so much, Maria! See you. Maria: Sure. John: Thanks so much, Maria! Great. "
+               "John: Thanks so much, Maria! Bye.")
+    assert repeated_sentence(excerpt) == ("John: Thanks so much, Maria!", 3)  # without its source: looks like a loop
+    assert repeated_sentence(excerpt, source_text(list(turns), turns)) is None
+    looped = "Maria says thanks a lot. " * 3
+    assert repeated_sentence(looped, source_text(["D1:1"], turns)) == ("Maria says thanks a lot.", 3)
+    df = memories_frame([{"id": "raw", "kind": "raw", "text": excerpt, "source_ids": list(turns)},
+                         {"id": "f", "kind": "fact", "text": "Thanks so much, Maria! " * 3, "source_ids": ["D1:1"],
+                          "hard to read": "a saved key of that name"}], turns)
+    assert list(df["hard to read"]) == ["", "⚠ repeats itself"]  # ours, not the saved key's (no duplicate column)
+    # times only in time columns: a text that is an ISO date-time stays as written
+    df = memories_frame([{"id": "t", "kind": "fact", "text": "2023-03-14T19:40:00", "time": "2023-03-14T19:40:00"}])
+    assert (df.loc[0, "text"], df.loc[0, "time"]) == ("2023-03-14T19:40:00", "2023-03-14 19:40")

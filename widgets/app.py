@@ -142,16 +142,17 @@ def variant_notes(methods, params_of) -> list[str]:
     return out
 
 
-def departure_notes(methods, params_of) -> list[str]:
+def departure_notes(methods, params_of, dataset: str | None = None) -> list[str]:
     """One line per saved parameter value that leaves the method's paper (``MemoryMethod.param_notes``),
-    read from each method's ``params.json``: a recording made with a workbench option says so on screen."""
+    read from each method's ``params.json``: a recording made with a workbench option says so on screen.
+    ``dataset``: the run's (a paper may set values per dataset: RecMem's LongMemEval thresholds)."""
     from workbench.methods import REGISTRY
 
     out = []
     for name in methods:
         cls = REGISTRY.get(method_base(name))
         params = (params_of(name) or {}).get("params") or {}
-        out += [f"{name}: {note}." for note in (cls.departures(params) if cls else [])]
+        out += [f"{name}: {note}." for note in (cls.departures(params, dataset) if cls else [])]
     return out
 
 
@@ -328,7 +329,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         # the directory's name on screen (screenshots and projected pages show no machine path); the full
         # path in the tooltip for whoever runs it
         run = Path(self.store.run_dir)
-        notes = departure_notes(self.store.methods, self.store.params)
+        notes = departure_notes(self.store.methods, self.store.params, s.get("dataset"))
         titles = ", ".join(f"{display_name(m)} ({m})" if display_name(m) != m else m for m in self.store.methods)
         details = (f"<p>methods: {esc(titles or 'none')} · llm: {esc(s['llm'])}{sha} · "
                    f"embedder: {esc(s['embedder'])} · judge: {esc(s['judge'])}{esc(judge_note)} · data: "

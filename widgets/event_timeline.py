@@ -28,7 +28,7 @@ from workbench.methods import display_name, method_base
 from workbench.words import counted, day_words
 
 from .html import DisplaysWidget, before_after_html, box, clip, esc, link_html, short, show_figure, source_ids_html
-from .readability import flags_html
+from .readability import flags_html, source_text
 
 try:  # at import, in the importing thread: the app reads the run ahead in a worker thread, and importing the
     # evaluation package there while a view builds here raced (KeyError: 'IPython' in the app's header)
@@ -378,7 +378,8 @@ def _axis_layout(fig, axis: Axis, question_zone: bool, layout: dict) -> None:
 TABLE_COLUMNS = ["when", "method", "#", "kind", "unit", "before", "after", "cause", "sources"]
 
 
-def event_row(e, placement: Placement | None = None, *, links: bool = False, conv_id: str | None = None) -> dict:
+def event_row(e, placement: Placement | None = None, *, links: bool = False, conv_id: str | None = None,
+              turn_text: Mapping | None = None) -> dict:
     """One event as table cells (HTML): where it happened, its unit, the before and after texts
     side by side with the change marked, why, and its source turns. A refresh event (UPDATE/DELETE) of an
     annotated conversation says whether it was right (``workbench.eval.annotations.edit_verdict``)."""
@@ -389,7 +390,7 @@ def event_row(e, placement: Placement | None = None, *, links: bool = False, con
     if is_refresh(e) and conv_id:
         kind += _edit_mark(e, conv_id)
     # the model's text as it is, with what makes it hard to read flagged (raw JSON, a code fence, a loop)
-    flags = flags_html(e.after).strip()
+    flags = flags_html(e.after, source=source_text(list(getattr(e, "source_ids", ()) or ()), turn_text)).strip()
     after += f"<br>{flags}" if flags else ""
     return {"when": esc(when), "method": esc(display_name(e.method)), "#": esc(e.seq), "kind": kind, "unit": unit,
             "before": before, "after": after, "cause": clip(e.cause, limit=600),
@@ -483,12 +484,14 @@ def _edit_mark(e, conv_id: str) -> str:
 
 
 def events_table_html(events: Sequence, *, placements: Mapping | None = None, links: bool = False,
-                      columns: Sequence[str] = TABLE_COLUMNS, conv_id: str | None = None) -> str:
+                      columns: Sequence[str] = TABLE_COLUMNS, conv_id: str | None = None,
+                      turn_text: Mapping | None = None) -> str:
     """The given events (all of them: page before calling) as an HTML table; UPDATE/DELETE rows
     carry ``wb-refresh``, before/after cells ``wb-before``/``wb-after``."""
     if not events:
         return box('<p class="wb-muted">No events match.</p>')
-    rows = [event_row(e, (placements or {}).get(event_key(e)), links=links, conv_id=conv_id) for e in events]
+    rows = [event_row(e, (placements or {}).get(event_key(e)), links=links, conv_id=conv_id, turn_text=turn_text)
+            for e in events]
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     body = []
     for r in rows:
@@ -510,6 +513,8 @@ class EventLog:
                  all_methods: Iterable[str] = (), params: Mapping | None = None):
         self.axis = conversation_axis(conversation)
         self.conv_id = getattr(conversation, "id", None)
+        #: what was said, so that an event repeating the people's own words is not flagged as a model loop
+        self.turn_text = {t.id: t.text for t in getattr(conversation, "turns", ())}
         self.placements = place_events(events, self.axis)
         self.events = sorted(events, key=self.sort_key)
         self.page_size = max(1, int(page_size))
@@ -589,7 +594,7 @@ class EventLog:
     @property
     def table_html(self) -> str:
         return events_table_html(self.page_events, placements=self.placements, links=self.links,
-                                 conv_id=self.conv_id)
+                                 conv_id=self.conv_id, turn_text=self.turn_text)
 
 
 # -- notebook shell --------------------------------------------------------------------------------------

@@ -379,7 +379,8 @@ def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
                f"{source_ids_html(r.source_ids, limit=12, links=links)}</h5>{srcs}")
     cols = ["when", "#", "kind", "before", "after", "cause", "sources"]
     history = (f"<h5>Event history ({len(ul.events)})</h5>"
-               + (events_table_html(ul.events, placements=ul.placements, links=links, columns=cols) if ul.events else
+               + (events_table_html(ul.events, placements=ul.placements, links=links, columns=cols,
+                                    turn_text={t.id: t.text for t in ul.source_turns}) if ul.events else
                   "<p class='wb-muted'>No events recorded for this unit (the method logs none for this kind).</p>"))
     seen_cols = ["question", "text", "rank in reader's context", "covers gold evidence", "answer", OUTCOME]
     seen = (f"<h5>Answers whose reader saw it ({len(ul.seen)})</h5>"

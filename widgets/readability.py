@@ -24,7 +24,8 @@ def _scripts(text: str) -> dict[str, list[str]]:
     return out
 
 
-def unreadable_marks(answer: str, question: str = "", *, than: str = "the question's") -> list[tuple[str, str]]:
+def unreadable_marks(answer: str, question: str = "", *, than: str = "the question's",
+                     source: str | None = None) -> list[tuple[str, str]]:
     """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, one
     sentence written ``LOOP_TIMES`` times or more (the model looped), letters of a writing system the question does
     not use (the 0.5B wrote "可爱" into four English HyMem answers over
@@ -41,7 +42,7 @@ def unreadable_marks(answer: str, question: str = "", *, than: str = "the questi
         if script not in asked:
             marks.append((f"{script.lower()} script", f"letters of another writing system than {than}: "
                                                       f"{' '.join(letters)} ({script})"))
-    looped = repeated_sentence(answer)
+    looped = repeated_sentence(answer, source)
     if looped:
         sentence, times = looped
         marks.append(("repeats itself", f'"{short(sentence, 80)}" is written {times} times: the model looped'))
@@ -52,23 +53,49 @@ def unreadable_marks(answer: str, question: str = "", *, than: str = "the questi
 LOOP_TIMES = 3
 
 
-def repeated_sentence(text: str) -> tuple[str, int] | None:
+#: what a line of conversation text starts with before the words said: "[21 May 2023] " and "Tomasz: "
+_SAID_PREFIX = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?(?:[\w .'’-]{1,40}:\s+)?")
+
+
+def _sentences(text) -> list[str]:
+    return [" ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+", str(text or "")) if p.strip()]
+
+
+def _said(sentence: str) -> str:
+    """A sentence as compared: without a date or speaker prefix, lower case."""
+    return _SAID_PREFIX.sub("", sentence, count=1).lower()
+
+
+def repeated_sentence(text: str, source: str | None = None) -> tuple[str, int] | None:
     """The most repeated sentence of three or more words in ``text`` and its count, when it is written
-    ``LOOP_TIMES`` times or more (a small model that loops repeats a sentence word for word); else None."""
-    sentences = [" ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+", text or "")]
-    counts = Counter(p.lower() for p in sentences if len(p.split()) >= 3)
-    if not counts:
+    ``LOOP_TIMES`` times or more (a small model that loops repeats a sentence word for word); else None.
+    ``source``: the conversation text the unit was made from (its source turns), whose own repeats are the
+    people's, not a loop: a raw excerpt holding "John: Thanks, Maria!" three times, because John said it three
+    times, is not flagged; a fact that copies one turn's sentence three times still is."""
+    sentences = _sentences(text)
+    counts = Counter(_said(p) for p in sentences if len(p.split()) >= 3)
+    said = Counter(_said(p) for p in _sentences(source)) if source else Counter()
+    loops = [(k, n) for k, n in counts.most_common() if n >= LOOP_TIMES and n > said[k]]
+    if not loops:
         return None
-    top, times = counts.most_common(1)[0]
-    return (next(p for p in sentences if p.lower() == top), times) if times >= LOOP_TIMES else None
+    top, times = loops[0]
+    return next(p for p in sentences if _said(p) == top), times
 
 
-def flags_html(text, *, than: str = "the conversation's") -> str:
-    """The flags of ``text`` as inline HTML (`` ⚠ code fence``, why on hover); "" for a clean text."""
+def flags_html(text, *, than: str = "the conversation's", source: str | None = None) -> str:
+    """The flags of ``text`` as inline HTML (`` ⚠ code fence``, why on hover); "" for a clean text. ``source``:
+    the conversation text it was made from (``repeated_sentence``)."""
     return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
-                   for flag, why in unreadable_marks(str(text or ""), than=than))
+                   for flag, why in unreadable_marks(str(text or ""), than=than, source=source))
 
 
-def flags_words(text, *, than: str = "the conversation's") -> str:
+def flags_words(text, *, than: str = "the conversation's", source: str | None = None) -> str:
     """The flags of ``text`` as plain words for a table cell ("code fence; raw JSON"); "" for a clean text."""
-    return "; ".join(flag for flag, _ in unreadable_marks(str(text or ""), than=than))
+    return "; ".join(flag for flag, _ in unreadable_marks(str(text or ""), than=than, source=source))
+
+
+def source_text(source_ids, turn_text) -> str | None:
+    """The text of a unit's source turns (``turn_text``: turn id -> text), or None when either is missing."""
+    if not turn_text or not isinstance(source_ids, (list, tuple)) or not source_ids:
+        return None
+    return " ".join(str(turn_text.get(str(i), "")) for i in source_ids)

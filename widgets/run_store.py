@@ -19,7 +19,7 @@ from widgets.cost_accuracy import (
     table_metric,
 )
 from widgets.html import esc
-from widgets.readability import flags_words
+from widgets.readability import flags_words, source_text
 from widgets.lifecycle import LifecycleIndex
 from widgets.panel_parts import (
     _VECTORS,
@@ -180,7 +180,13 @@ class RunStore(param.Parameterized):
         if self.run is None or cid is None:
             return pd.DataFrame()
         return self.cached(("mem", method, cid), f"memories/{method}/{cid}/memories.jsonl",
-                           lambda: memories_frame(self.run.memories(method, cid)), memories_frame([]))
+                           lambda: memories_frame(self.run.memories(method, cid), self.turn_text(cid)),
+                           memories_frame([]))
+
+    def turn_text(self, conv_id=None) -> dict[str, str]:
+        """Turn id -> what was said, of the conversation (``{}`` when it cannot be read)."""
+        conv = self.conversation(conv_id)
+        return {t.id: t.text for t in conv.turns} if conv is not None else {}
 
     def events(self, method: str, conv_id=None) -> list:
         cid = conv_id or self.conv_id
@@ -381,7 +387,8 @@ def _cell_words(v):
     return v
 
 
-_ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(?::00(?:\.0+)?|(:\d\d(?:\.\d+)?))?")
+_ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(?::00(?:\.0+)?|(:\d\d(?:\.\d+)?))?"
+                         r"( ?(?:Z|[+-]\d\d:?\d\d))?")
 
 
 def _moment_cell(v):
@@ -389,14 +396,25 @@ def _moment_cell(v):
     in the order a click on the column header sorts the table (the server sorts the cells as text), yet without
     the ``T`` and the zero seconds a reader has to look past. Any other value is left as it is."""
     m = _ISO_MOMENT.fullmatch(v) if isinstance(v, str) else None
-    return f"{m.group(1)} {m.group(2)}{m.group(3) or ''}" if m else v
+    return f"{m.group(1)} {m.group(2)}{m.group(3) or ''}{m.group(4) or ''}" if m else v
 
 
-def memories_frame(rows: list[dict]) -> pd.DataFrame:
-    """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras."""
+#: the column that says what makes a unit's text hard to read (``readability``)
+FLAGS_COLUMN = "hard to read"
+#: the columns whose ISO date-times are shown to the minute (``_moment_cell``)
+TIME_COLUMNS = ("time", "said_at", "updated_at", "created_at", "refers", "r_m")
+
+
+def memories_frame(rows: list[dict], turn_text: dict | None = None) -> pd.DataFrame:
+    """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras. ``turn_text``
+    (turn id -> text): the conversation, so that a unit repeating what the people said is not flagged as a loop."""
     if not rows:
         return pd.DataFrame(columns=["id", "kind", "level", "text", "time", "source_ids"])
-    df = pd.DataFrame(rows)
+    # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script), said beside it, never
+    # rewritten; measured on the rows as saved (their source ids intact)
+    flags = ["⚠ " + w if (w := flags_words(r.get("text"), source=source_text(r.get("source_ids"), turn_text)))
+             else "" for r in rows]
+    df = pd.DataFrame(rows).drop(columns=[FLAGS_COLUMN], errors="ignore")  # a saved key of that name: ours wins
     for c in ("id", "kind", "text", "time", "source_ids"):
         if c not in df.columns:
             df[c] = ""
@@ -405,15 +423,14 @@ def memories_frame(rows: list[dict]) -> pd.DataFrame:
     lead = ["id", "kind"] + (["level"] if "level" in df.columns else []) + ["text", "time", "source_ids"]
     # a list or mapping cell reads as words, not Python text ("D1:1 D1:2", not "['D1:1', 'D1:2']"); an extra
     # column that is empty on every row is left out rather than shown as a blank band
-    df = df.map(_cell_words).map(_moment_cell)
+    df = df.map(_cell_words)
+    for c in [c for c in TIME_COLUMNS if c in df.columns]:
+        df[c] = df[c].map(_moment_cell)
     extra = [c for c in df.columns if c not in lead
              and df[c].map(lambda v: not (v is None or v == "" or (isinstance(v, float) and v != v))).any()]
     df = df[lead + extra]
-    # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script), said beside it, never
-    # rewritten; the column is there only when some unit needs it
-    flags = df["text"].map(lambda t: "⚠ " + w if (w := flags_words(t)) else "")
-    if flags.astype(bool).any():
-        df.insert(df.columns.get_loc("text") + 1, "hard to read", flags)
+    if any(flags):  # the column is there only when some unit needs it
+        df.insert(df.columns.get_loc("text") + 1, FLAGS_COLUMN, flags)
     # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
     df.columns = [esc(c) for c in df.columns]
     return df.map(_cell_text)

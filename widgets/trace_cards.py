@@ -143,7 +143,7 @@ def evidence_gaps_card(c: Ctx) -> str:
                                       none_word="none listed (the router wrote no gap)")
     said = None if after_gaps or d.get("error") else gap_in_reasoning(d.get("reasoning"))
     if said:  # the model named a gap in prose and left its list empty: the list alone would say "no gap"
-        gaps += (f'<p class="wb-muted">its gaps list is empty, yet its reasoning names one: “{clip(said, limit=300)}”'
+        gaps += (f'<p class="wb-muted">no gap in its list, yet its reasoning names one: “{clip(said, limit=300)}”'
                  "</p>")
     if placeholders:
         gaps += (f'<p class="wb-muted">{placeholders} {"entry only says" if placeholders == 1 else "entries only say"} '

@@ -487,7 +487,7 @@ def run_manifest(method, dataset: Dataset, judge, ctx: _Ctx, plan, workers: int,
         "package": "memory-workbench", "version": workbench.__version__, "git_commit": git_commit(),
         "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "method": ctx.method, "class": type(method).__name__, "params_hash": ctx.params_hash, "params": ctx.params,
-        "profile": getattr(method, "profile", None), "departures": type(method).departures(ctx.params),
+        "profile": getattr(method, "profile", None), "departures": type(method).departures(ctx.params, ctx.dataset),
         # answering can edit the memory later questions read (AMA's refresh_on_query): the order of questions matters
         "order_dependent": bool(getattr(method, "order_dependent", False)),
         "llm_model": ctx.llm_model, "llm": llm_spec(getattr(method, "llm", None)),

@@ -229,9 +229,12 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
 
     if spec is None or spec.check is None:
         return None
-    off = spec.switched_off(params)
-    if off:  # an ablation without the mechanism: nothing to judge, and nothing it could have done is "missed"
-        return {"checkable": False, "why": off}
+    # an ablation without the mechanism: nothing to judge, and nothing it could have done is "missed"; only when
+    # every row of the method says so (one name can hold two configurations: ``configurations`` in the entry)
+    offs = {spec.switched_off(r.get("params")) for r in rows if isinstance(r.get("params"), dict)} or \
+        {spec.switched_off(params)}
+    if len(offs) == 1 and None not in offs:
+        return {"checkable": False, "why": offs.pop()}
     try:
         ann = shipped_annotations()
     except ValueError as exc:  # a damaged annotations file: say so, count nothing against it
@@ -251,7 +254,7 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
                                            f"({type(exc).__name__})"}
 
 
-def _read_conversations(run: Path, rows: list[dict], problems: list[str]) -> dict:
+def _read_conversations(run: Path, rows: list[dict], problems: list[str], given=()) -> dict:
     """The run's saved conversations of ``rows`` (their questions check the methods' decisions). Each is looked up
     by its own id (a hash-shortened file name included); one that is unreadable, or missing while a method with
     checkable decisions answered it, is a problem, and those decisions go unchecked."""
@@ -260,7 +263,7 @@ def _read_conversations(run: Path, rows: list[dict], problems: list[str]) -> dic
 
     checked = {m for m in {str(r.get("method")) for r in rows} if set(declared_cards(m).values()) & set(CHECKS)}
     out, rd, missing = {}, RunDir(run), []
-    for cid in sorted({str(r.get("conv_id")) for r in rows}):
+    for cid in sorted({str(r.get("conv_id")) for r in rows if r.get("conv_id") not in (None, "")} - set(given)):
         try:
             out[cid] = rd.conversation(cid)  # under its safe name (``rundir.safe_name``)
         except FileNotFoundError:
@@ -321,7 +324,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                 problems.append(str(exc))
         sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json",
                    "conversations/*.json"]
-        conversations = {**_read_conversations(run, rows, problems),
+        conversations = {**_read_conversations(run, rows, problems, given=conversations or {}),
                          **(conversations or {})}
     else:
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in source]

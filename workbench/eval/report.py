@@ -547,13 +547,14 @@ def departures_section(df: pd.DataFrame) -> list[str]:
     if df.empty or "params" not in df.columns:
         return []
     lines = []
-    for (method, params), _ in df.groupby(["method", "params"], sort=True):
+    for (method, params), group in df.groupby(["method", "params"], sort=True):
         cls = REGISTRY.get(method_base(method))
         try:
             saved = json.loads(params) if isinstance(params, str) else {}
         except ValueError:
             saved = {}
-        notes = cls.departures(saved) if cls is not None else []
+        names = sorted({str(d) for d in group["dataset"].dropna()}) if "dataset" in group.columns else []
+        notes = cls.departures(saved, names[0] if len(names) == 1 else None) if cls is not None else []
         if notes:
             profile = f" (profile {saved['profile']})" if isinstance(saved.get("profile"), str) else ""
             lines.append(f"- **{method}**{profile}: " + "; ".join(notes))

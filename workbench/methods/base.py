@@ -201,10 +201,11 @@ class MemoryMethod:
         return {**out, **cls.profiles.get("paper", {})}
 
     @classmethod
-    def _departure_notes(cls, params: Mapping) -> dict[str, tuple[Any, str]]:
+    def _departure_notes(cls, params: Mapping, dataset: str | None = None) -> dict[str, tuple[Any, str]]:
         """``param -> (value, note)`` for each value in ``params`` (a method's parameters or a saved config)
         that is not the paper's: a value ``value_notes`` names, or -- for a method with profiles -- any value
-        other than ``paper_params()``'s, noted with ``profile_notes`` (the small profile's aids)."""
+        other than ``paper_params()``'s, noted with ``profile_notes`` (the small profile's aids). ``dataset``:
+        the run's, for a method whose paper sets some values per dataset (RecMem); the others ignore it."""
         if not isinstance(params, Mapping):
             return {}
         paper = cls.paper_params() if cls.profiles else {}
@@ -224,13 +225,14 @@ class MemoryMethod:
     def param_notes(self) -> dict[str, str]:
         """``param -> note`` for each parameter of this instance that leaves the paper's method: empty for
         ``profile="paper"`` at its defaults; the ``small`` profile lists each of its aids."""
-        return {k: note for k, (_, note) in self._departure_notes(self.get_params()).items()}
+        return {k: note for k, (_, note) in
+                self._departure_notes(self.get_params(), getattr(self, "dataset_preset_", None)).items()}
 
     @classmethod
-    def departures(cls, params: dict) -> list[str]:
+    def departures(cls, params: dict, dataset: str | None = None) -> list[str]:
         """``param = value: note`` for each value in ``params`` (e.g. a saved run's parameters) that is not the
         paper's (``_departure_notes``): what the run header, the report and the manifest list."""
-        return [f"{k} = {v!r}: {note}" for k, (v, note) in cls._departure_notes(params).items()]
+        return [f"{k} = {v!r}: {note}" for k, (v, note) in cls._departure_notes(params, dataset).items()]
 
     @classmethod
     def ablation_params(cls, name: str) -> dict:

@@ -172,13 +172,29 @@ router_cause = step_cause  # the name the census and the views have used
 NO_GAP = re.compile(r"^\W*(no( \w+)? gaps?( \w+)?|none|n/?a|nothing( missing)?)\W*$", re.IGNORECASE)
 
 
-#: a sentence of a controller's free-text reasoning that says something is missing ("The gaps are that the question
-#: asks about long-distance running, which is not mentioned in the evidence"), and one that denies it
-GAP_SAID = re.compile(r"\bgaps?\b|\bmissing\b|\bnot (?:mentioned|stated|given|provided)\b|"
-                      r"\bdoes(?: not|n't) (?:mention|say|state|provide|include)\b", re.IGNORECASE)
-NO_GAP_SAID = re.compile(r"\bno (?:\w+ )?(?:gaps?|missing)\b|\bnothing (?:is )?missing\b|\bnot missing\b|"
-                         r"\bgaps?\W+(?:none|n/?a)\b|\bno (?:information|detail)s? (?:is |are )?(?:missing|lacking)\b",
-                         re.IGNORECASE)
+#: a sentence of a controller's free-text reasoning that states something is missing ("The gaps are that the question
+#: asks about long-distance running, which is not mentioned in the evidence", "It is unclear when she moved", "There
+#: is no information about the date"); bare "gap" or "missing" is not enough ("the time gap between the sessions",
+#: "her dog went missing")
+GAP_SAID = re.compile(
+    r"\bthe (?:main |only |remaining |open |key )?gaps? (?:is|are|remains?|would be|includes?|lies?)\b|"
+    r"\b(?:is|are|was|were) (?:not|never) (?:explicitly |directly |clearly )?"
+    r"(?:mentioned|stated|given|provided|specified|said)\b|"
+    r"\b(?:does|do|did)(?: not|n['’]t) (?:explicitly |directly |clearly )?"
+    r"(?:mention|say|state|provide|include|specify|tell)\b(?! anything that contradicts)|"
+    r"\bno (?:information|mention|details?|evidence|data) (?:about|of|on|regarding|as to)\b|"
+    r"\b(?:it is|it's|it remains) (?:unclear|not clear|unknown)\b|"
+    r"\b(?:information|details?|date|time|year|name|place|answer)\b(?: [\w'’]+){0,4} (?:is|are) (?:still )?missing\b|"
+    r"\b(?:is|are) (?:still )?missing (?:from|in) the (?:evidence|memory|memories|context)\b", re.IGNORECASE)
+#: a sentence that denies a gap ("There are no further information gaps", "All gaps have been filled", "Nothing
+#: appears to be missing", "The gaps list is empty")
+NO_GAP_SAID = re.compile(
+    r"\bno (?:\w+ ){0,3}gaps?\b|\bgaps?\W+(?:none|n/?a|\[\s*\])|\bgaps? (?:list )?(?:is|are) "
+    r"(?:now )?(?:empty|none|closed|filled|resolved|answered)\b|"
+    r"\b(?:all|every|each) (?:\w+ ){0,2}gaps? (?:ha(?:ve|s) been|are|is|were|was) (?:now )?"
+    r"(?:filled|closed|resolved|answered|covered)\b|"
+    r"\b(?:nothing|none)\b[^.!?]*\bmissing\b|\bnot missing\b|"
+    r"\bno (?:information|details?) (?:is |are )?(?:missing|lacking)\b", re.IGNORECASE)
 
 
 def gap_in_reasoning(reasoning) -> str | None:

@@ -63,5 +63,9 @@ CENSUS = K.CensusSpec(
     headline=(("multi_child_parents", "parents with >= 2 children"), ("planner_scopes", "planner scopes")),
     check=("grouping", lambda rows, traces, mems: {
     cid: m.structures.get("tree") or [] for cid, m in mems.items() if isinstance(m.structures, dict)}),
-    check_off=lambda params: "no tree is built (use_tree=False)" if params.get("use_tree") is False else None,
+    check_off=lambda params: ("no tree is built (use_tree=False)" if params.get("use_tree") is False
+                              else "no level above the leaves is built (use_long_memory=False)"
+                              if params.get("use_long_memory") is False
+                              else "no level above the leaves is built (levels=1)" if params.get("levels") == 1
+                              else None),
 )

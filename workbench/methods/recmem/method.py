@@ -53,6 +53,15 @@ ABLATIONS = {
                                   "--disable_semantic_refinement, answering without episodes as the paper says"),
 }
 _ALIASES = {"locomo": "locomo", "longmemeval": "longmemeval", "longmemevals": "longmemeval", "lme": "longmemeval"}
+
+
+def dataset_key(name: str | None) -> str | None:
+    """The ``DATASET_PRESETS`` key of a run's dataset name ("longmemeval_oracle", "LoCoMo", "lme" ...); None for
+    a name that is neither benchmark (the sample conversations, a user's own data)."""
+    flat = re.sub(r"[^a-z]", "", str(name or "").lower())
+    if flat in _ALIASES:
+        return _ALIASES[flat]
+    return next((k for k in DATASET_PRESETS if flat.startswith(k)), None)
 # Ledger role -> construction operation ([code] keeps EPISODIC_MERGE / EPISODIC_GENERATION /
 # SEMANTIC_EXTRACTION(_DURING_MERGE)).
 OPERATIONS = {"recmem.merge": "merge", "recmem.consolidate": "consolidate", "recmem.refine": "refine",
@@ -294,16 +303,16 @@ class RecMem(MemoryMethod):
         self._apply_profile(profile, llm)
 
     @classmethod
-    def _departure_notes(cls, params: Mapping) -> dict:
-        """As every method's, except that the paper's own setting for a dataset other than the defaults' LoCoMo
-        (``DATASET_PRESETS``: LongMemEval 0.6 / 4 / "free", as ``for_dataset`` gives) is the paper's, not a
-        departure: the whole preset must match, so a threshold changed alone is still flagged."""
-        out = super()._departure_notes(params)
-        if isinstance(params, Mapping):
-            for preset in DATASET_PRESETS.values():
-                if all(_comparable(params.get(k)) == v for k, v in preset.items()):
-                    for k in preset:
-                        out.pop(k, None)
+    def _departure_notes(cls, params: Mapping, dataset: str | None = None) -> dict:
+        """As every method's, except that the paper's own setting for the run's dataset when it is not the
+        defaults' LoCoMo (``DATASET_PRESETS``: LongMemEval 0.6 / 4 / "free", as ``for_dataset`` gives) is the
+        paper's, not a departure. The whole preset must match, and only that dataset's: a threshold changed alone,
+        or LongMemEval's values on LoCoMo (or on a dataset the run does not name), are still flagged."""
+        out = super()._departure_notes(params, dataset)
+        preset = DATASET_PRESETS.get(dataset_key(dataset)) if isinstance(params, Mapping) else None
+        if preset and all(_comparable(params.get(k)) == v for k, v in preset.items()):
+            for k in preset:
+                out.pop(k, None)
         return out
 
     @classmethod
@@ -316,7 +325,9 @@ class RecMem(MemoryMethod):
         key = _ALIASES.get(re.sub(r"[^a-z]", "", dataset.lower()))
         if key is None:
             raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(DATASET_PRESETS)}")
-        return cls(**{**DATASET_PRESETS[key], **params})
+        method = cls(**{**DATASET_PRESETS[key], **params})
+        method.dataset_preset_ = key  # its param_notes read the preset as the paper's for this dataset
+        return method
 
     def _validate_params(self) -> None:
         super()._validate_params()
