@@ -208,14 +208,16 @@ MemR3.summary_stats(answers)
 from IPython.display import Markdown
 
 from workbench.methods.census_kit import gap_in_reasoning
+from workbench.words import counted
 
 routers = [(q.id, s.data) for q, a in zip(demo_qs, answers) for s in a.steps if s.kind == "router"]
 with_gap = [(qid, d["gaps"]) for qid, d in routers if d.get("gaps")]
 with_evidence = sum(bool(d.get("evidence")) for _, d in routers)
 sources = Counter(str(d.get("delta_source") or "none recorded") for _, d in routers if d.get("action") == "retrieve")
 text = (f"{len(with_gap)} of the {len(routers)} router steps listed a gap and {with_evidence} listed evidence; "
-        f"the census above counted {counts['gaps_opened']} gaps opened. The {sum(sources.values())} router steps "
-        f"that retrieved took their query from: "
+        f"the census above counted {counts['gaps_opened']} gaps opened. "
+        f"{'The router step' if sum(sources.values()) == 1 else f'The {sum(sources.values())} router steps'} "
+        f"that retrieved took {'its' if sum(sources.values()) == 1 else 'their'} query from: "
         + ", ".join(f"{src} ({n})" for src, n in sources.most_common()) + ".")
 first_seen = [len(next(s for s in a.steps if s.kind == "retrieve").data.get("retrieved_ids", [])) for a in answers]
 if not with_gap:
@@ -231,7 +233,7 @@ else:
 prose = [(qid, gap_in_reasoning(d.get("reasoning"))) for qid, d in routers if not d.get("gaps")]
 prose = [(qid, said) for qid, said in prose if said]
 if prose:
-    text += (f" Yet in {len(prose)} router step(s) the reasoning names a gap that the list leaves out, e.g. "
+    text += (f" Yet in {counted(len(prose), 'router step')} the reasoning names a gap that the list leaves out, e.g. "
              f"{prose[0][0]}: “{prose[0][1]}”: the model saw what was missing and did not write it where the "
              "controller reads it.")
 Markdown(text)
