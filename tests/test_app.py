@@ -742,3 +742,18 @@ def test_problems_html_lists_escapes_and_counts_by_file():
     assert appmod.problems_html([]) == "" and "Problem reading the run — x" in appmod.problems_html(["x"])
     assert appmod.problem_source("skipped a:b/c.jsonl:7: bad") == "a:b/c.jsonl"
 
+
+
+def test_the_memories_line_counts_the_units_hard_to_read(app, monkeypatch):
+    """The "hard to read" column can be empty on the first page of a method with flagged units further down: the
+    line above the table says how many there are."""
+    from widgets.run_store import memories_frame
+
+    v = app.views["Memories"]
+    v.method.value = "eager_facts"
+    assert "hard to read" not in v.info.object  # a clean method: no column, no count
+    flagged = memories_frame([{"id": "u1", "kind": "fact", "text": '{"fact": 1}'},
+                              {"id": "u2", "kind": "fact", "text": "Fine."}])
+    monkeypatch.setattr(app.store, "search", lambda *a, **k: flagged)
+    v.refresh()
+    assert "⚠ 1 hard to read</span> (the “hard to read” column)" in v.info.object

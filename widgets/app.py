@@ -226,15 +226,15 @@ class WorkbenchApp(pn.viewable.Viewer):
         self._problems_pane = message("", "danger")  # one pane, its text replaced: never one per problem
         self.store.param.watch(lambda e: self._show_problems(), "errors")
         self._show_problems()
-        conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="", width=220, margin=(4, 10))
+        # the picker's own label, not a text pane beside it: the row keeps room for the run line and the toggle
+        conv = pn.widgets.Select.from_param(self.store.param.conv_id, name="conversation", width=200, margin=(0, 8))
         self.presenting = False
         self._runline = html_pane(self.header_html())
         self._census = census_pane(self.store.run_dir, on_link=self.follow)
         # presentation mode one click away (usability review T1: only ``?present=1`` in the URL turned it on)
-        self.present_toggle = pn.widgets.Toggle(name="present", value=False, width=80, margin=(4, 6))
+        self.present_toggle = pn.widgets.Toggle(name="present", value=False, width=76, margin=(18, 8, 0, 0))
         self.present_toggle.param.watch(lambda e: self.present(e.new), "value")
-        self.header = pn.Column(pn.Row(self._runline, pn.pane.HTML("conversation", margin=(10, 0)),
-                                       conv, self.present_toggle, sizing_mode="stretch_width"),
+        self.header = pn.Column(pn.Row(self._runline, conv, self.present_toggle, sizing_mode="stretch_width"),
                                 self._census, self.problems, sizing_mode="stretch_width")
 
     def _build_view(self, name: str):

@@ -17,7 +17,7 @@ from widgets.panel_parts import (
     text_table,
 )
 from widgets.plotly_loader import defer
-from widgets.run_store import RunStore, memories_frame
+from widgets.run_store import FLAGS_COLUMN, RunStore, memories_frame
 
 
 class MemoriesView:
@@ -77,8 +77,12 @@ class MemoriesView:
         label = f" · {esc(self.store.embedder_label(self.method.value))}" if self.mode.value == "semantic" else ""
         ranked = " · ranked by score (first column)" if self.mode.value == "semantic" and self.query.value.strip() \
             else ""
+        flags = self.results[FLAGS_COLUMN] if FLAGS_COLUMN in self.results.columns else None
+        hard = int((flags != "").sum()) if flags is not None else 0
+        # the column says which; the line says how many, so an empty first page of it is not read as "none"
+        hard = f" · <span class='wb-flag'>⚠ {hard} hard to read</span> (the “{FLAGS_COLUMN}” column)" if hard else ""
         self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(display_name(self.method.value))}</b>"
-                               f"{ranked}{label}")
+                               f"{ranked}{label}{hard}")
 
     def embedding_status(self) -> str:
         """The line shown while the first semantic search embeds every memory of the method."""
