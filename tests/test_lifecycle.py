@@ -223,3 +223,17 @@ def test_a_turn_says_what_is_planted_there():
 
 def index_of_plain_turn():
     return LifecycleIndex(_conv(), *_run()).turn("D1:1")
+
+
+def test_a_units_page_flags_its_text_when_it_is_hard_to_read():
+    """The Memories and Events tables flag raw JSON and loops (``widgets.readability``); the unit's own page did
+    not. A loop is counted against its source turns: what the people said three times is no loop."""
+    from widgets.lifecycle import UnitLifecycle, UnitRef
+
+    looped = "Priya agrees to plant the seeds. " * 3
+    ref = UnitRef("ama", "episode:3", "episode", looped, ("D1:1",), "in memory", 0, 0)
+    turn = Turn("D1:1", "Priya", "Let us plant the seeds.", "S1")
+    head = unit_html(UnitLifecycle(ref, {}, (turn,), (), (), {}, ()), links=False).split("</h4>")[0]
+    assert "⚠ repeats itself" in head
+    said = Turn("D1:1", "Priya", looped, "S1")  # she really said it three times
+    assert "⚠" not in unit_html(UnitLifecycle(ref, {}, (said,), (), (), {}, ()), links=False).split("</h4>")[0]

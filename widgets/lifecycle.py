@@ -30,6 +30,7 @@ from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
                              ordered_methods, place_events)
+from .readability import flags_html
 from .html import DisplaysWidget, box, clip, esc, link_html, method_title_html, pre, source_ids_html, table_html
 
 #: unit status: in the saved memory, or only known from events (removed, or replaced by a new id)
@@ -361,13 +362,18 @@ def _seen_rows(seen: Sequence[Seen], method: str, links: bool, *, in_context: bo
     return rows
 
 
+def _flags(text: str, ul: UnitLifecycle) -> str:
+    """What makes the unit's text hard to read (``readability``), its source turns' own repeats allowed."""
+    return flags_html(text, source=" ".join(str(t.text) for t in ul.source_turns) or None)
+
+
 def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:
     """One unit: its text and status, its source turns, its event history (before | after side by
     side) and the answers whose reader saw it."""
     r = ul.ref
     head = (f"<h4>{method_title_html(r.method)}: unit <code>{esc(r.unit_id)}</code> "
             f"<span class='wb-badge'>{esc(r.kind or '?')}</span> "
-            f"{_status_html(r.status)}</h4>{pre(readable_text(r.method, r.text))}")
+            f"{_status_html(r.status)}{_flags(r.text, ul)}</h4>{pre(readable_text(r.method, r.text))}")
     if readable_text(r.method, r.text) != r.text:  # what the method stored and embedded, one click away
         head += f"<details><summary class='wb-muted'>as stored</summary>{pre(r.text)}</details>"
     srcs = "".join(f"<div class='wb-turn'>{_turn_link(t.id, links)} <b>{esc(t.speaker)}:</b> {clip(t.content)}</div>"
