@@ -410,5 +410,7 @@ def test_an_empty_gaps_list_beside_reasoning_that_names_a_gap_is_said():
                     calls=steps[3].calls)
     prose = Answer(ans.question, ans.text, tuple(steps), ans.context, method="memr3")
     tl = TraceTimeline.build(prose, conversation=conv())
-    assert f"no gap in its list, yet its reasoning names one: “{said}”" in C.card_html(C.Ctx(prose, 3, tl.refs))
+    card = C.card_html(C.Ctx(prose, 3, tl.refs))
+    assert f"no gap in its list, yet its reasoning names one: “{said}”" in card
+    assert "the router wrote no gap" not in card  # the line below says what it did write
     assert "yet its reasoning names one" not in C.card_html(C.Ctx(prose, 1, tl.refs))  # it listed its gaps

@@ -139,9 +139,9 @@ def evidence_gaps_card(c: Ctx) -> str:
     before_gaps = open_gaps(prev.data.get("gaps"))[0] if prev else []
     after_gaps, placeholders = open_gaps(d.get("gaps"))  # a copied "No gaps noted." is no gap opened or closed
     ev, n_add, n_drop = diff_list(before_ev, [str(x) for x in _list(d.get("evidence"))])
-    gaps, n_open, n_close = diff_list(before_gaps, after_gaps, added_word="opened", removed_word="closed",
-                                      none_word="none listed (the router wrote no gap)")
     said = None if after_gaps or d.get("error") else gap_in_reasoning(d.get("reasoning"))
+    gaps, n_open, n_close = diff_list(before_gaps, after_gaps, added_word="opened", removed_word="closed",
+                                      none_word="none listed" if said else "none listed (the router wrote no gap)")
     if said:  # the model named a gap in prose and left its list empty: the list alone would say "no gap"
         gaps += (f'<p class="wb-muted">no gap in its list, yet its reasoning names one: “{clip(said, limit=300)}”'
                  "</p>")
