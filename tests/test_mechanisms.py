@@ -222,6 +222,14 @@ def test_zero_mechanisms_say_why_from_the_run(tmp_path, tiny_conv):
 
 
 
+def memr3_entry(run, llm, conv) -> dict:
+    """MemR3 over a naive backend, scripted by ``llm``, on the first question: its census entry."""
+    emb = HashEmbedder(dim=128)
+    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
+             Dataset("tiny", (conv,)), store=run / "results.jsonl", questions=QUESTIONS[:1], progress=False)
+    return census(run)["methods"]["memr3"]
+
+
 def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tiny_conv):
     """No gap written: the reason counts the questions whose first router step chose to answer (a guard's
     answer is not counted), read from the run."""
@@ -241,10 +249,7 @@ def test_memr3_zero_gaps_say_how_often_the_router_answered_at_once(tmp_path, tin
     llm = ScriptedLLM({"memr3.router": [router("reflect", reasoning=f"Noor lives in Geneva. {said}"),
                                         router("answer", detailed_answer="Geneva")],
                        "memr3.answer": "Geneva"}, default="auto")
-    evaluate(MemR3(llm=llm, embedder=emb, backend=NaiveRAG(llm=llm, embedder=emb, chunking="turn")),
-             Dataset("tiny", (tiny_conv,)), store=tmp_path / "prose" / "results.jsonl", questions=QUESTIONS[:1],
-             progress=False)
-    entry = census(tmp_path / "prose")["methods"]["memr3"]
+    entry = memr3_entry(tmp_path / "prose", llm, tiny_conv)
     assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["gaps_only_in_reasoning"] == 1
     assert f"; in 1 of them its reasoning names one all the same (“{said}”)" in entry["why_zero"]["gaps_opened"]
 
@@ -268,10 +273,7 @@ def test_memr3_placeholders_and_schema_words_in_the_gaps_list_are_not_gaps(tmp_p
     assert counts["gap_entries_not_gaps"] == 10  # 5 a step: the method itself drops the blank and " none. "
     only_junk = ScriptedLLM({"memr3.router": [router("answer", gaps=junk, detailed_answer="Geneva")],
                              "memr3.answer": "Geneva"}, default="auto")
-    evaluate(MemR3(llm=only_junk, embedder=emb, backend=NaiveRAG(llm=only_junk, embedder=emb, chunking="turn")),
-             Dataset("tiny", (tiny_conv,)), store=tmp_path / "junk" / "results.jsonl", questions=QUESTIONS[:1],
-             progress=False)
-    entry = census(tmp_path / "junk")["methods"]["memr3"]
+    entry = memr3_entry(tmp_path / "junk", only_junk, tiny_conv)
     assert entry["counts"]["gaps_opened"] == 0 and entry["counts"]["gap_entries_not_gaps"] == 5
     assert entry["why_zero"]["gaps_opened"].startswith(
         "the router wrote no gap in any of its 1 steps (5 entries of its gaps lists were placeholders or the schema's")

@@ -220,8 +220,7 @@ def _common(c: _Counts, rows: list[dict], traces: list[_Trace | None]) -> None:
     c.put("judge_errors", sum(bool(r.get("judge_error")) for r in rows), src)
 
 
-def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str],
-             params: dict | None = None) -> dict | None:
+def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str]) -> dict | None:
     """Which firings of a method's mechanism were right, against the planted (or annotated) phenomena of the
     conversations (``workbench.eval.annotations.check_run``, the generic check the method's census names);
     ``{"checkable": False, ...}`` where a run's data carries none; None for a method with no check."""
@@ -231,8 +230,7 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
         return None
     # an ablation without the mechanism: nothing to judge, and nothing it could have done is "missed"; only when
     # every row of the method says so (one name can hold two configurations: ``configurations`` in the entry)
-    offs = {spec.switched_off(r.get("params")) for r in rows if isinstance(r.get("params"), dict)} or \
-        {spec.switched_off(params)}
+    offs = {spec.switched_off(r.get("params")) for r in rows if isinstance(r.get("params"), dict)}
     if len(offs) == 1 and None not in offs:
         return {"checkable": False, "why": offs.pop()}
     try:
@@ -355,7 +353,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                         del part[key]
                 c.lack("mechanisms", reason)
         entry = c.to_dict()
-        checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems, params)
+        checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
         if checked is not None:
             entry["checked"] = checked
         if decided.get(name):
