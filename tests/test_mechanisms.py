@@ -855,3 +855,68 @@ def test_a_name_holding_two_configurations_is_switched_off_only_when_every_row_s
     mems = {"ama": {"sample-1": {"events": [], "structures": {}}}}
     assert census(rows, memories=mems)["methods"]["ama"]["checked"]["checkable"] is True
     assert census(rows[:1], memories=mems)["methods"]["ama"]["checked"]["checkable"] is False
+
+
+# -- AMA's Constructor read against its turns (real scale, conv-30: 102 of 368 facts were the prompt's apposition
+# example, "Jon is Gina's friend", in turns that name no friend) ----------------------------------------------
+def test_fact_quality_reads_each_fact_against_its_own_turn():
+    from workbench.methods import census_kit as K
+
+    turn = "Noor: Classic kitten. I found a new violin teacher here, Ines."
+    assert K.copies_turn("classic kitten - I found a new violin teacher here, Ines", turn)  # speaker and marks aside
+    assert not K.copies_turn("Noor found a new violin teacher", turn) and not K.copies_turn("", turn)
+    assert K.first_person("I found a teacher") and K.first_person("My teacher is Ines")
+    assert not K.first_person("Noor said \"I found a teacher\"") and not K.first_person("Ines is Noor's teacher")
+    assert not K.first_person("Sam sent mementos to Noor")  # "me" inside a word is not the pronoun
+    assert K.unstated_relation("Ines is Noor's teacher", turn) is None
+    assert K.unstated_relation("Ines is Noor's teachers", turn) is None  # a plural of the turn's word
+    assert K.unstated_relation("Sam is Noor's friend", turn) == "friend"
+    assert K.unstated_relation("Noor found a violin teacher", turn) is None  # not an apposition
+    q = K.fact_quality([("Sam is Noor's friend", turn), ("Sam is Noor's  friend.", "Sam: hi"),
+                        ("I found a teacher", None), ("Ines is Noor's teacher", turn)])
+    assert {k: q[k] for k in ("written", "repeated", "first_person", "turn_known", "copying_turn",
+                              "unstated_relation")} == {"written": 4, "repeated": 1, "first_person": 1,
+                                                        "turn_known": 3, "copying_turn": 0, "unstated_relation": 2}
+    assert q["repeated_top"] == [("Sam is Noor's friend", 2)]
+
+
+def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_the_trigger(tmp_path, tiny_conv):
+    """Scripted Constructor: D1:1 copies its turn, D1:3 writes an apposition the turn never states (twice over two
+    turns), D1:4 speaks as "I"; the trigger fires once by its model call. Each is counted and listed as a problem,
+    and a run without the raw store says the facts cannot be read against their turns."""
+    from workbench.eval.mechanisms import headline
+
+    facts = {"D1:1": ["Hi Noor! I adopted a kitten on Saturday."], "D1:3": ["Sam is Noor's friend"],
+             "D1:5": ["Sam is Noor's friend"], "D1:4": ["I just started violin lessons"],
+             "D2:5": ["Ines is Noor's violin teacher"]}
+
+    def construct(messages):
+        tid = re.match(r"THE TURN \(([^,]+),", _line(messages, "THE TURN (")).group(1)
+        return {"facts": [{"content": f, "pattern": "S-V-O"} for f in facts.get(tid, [])], "related_id": [],
+                "timestamp": "empty"}
+
+    def run(name, **params):
+        llm = ScriptedLLM({"ama.construct": construct,
+                           "ama.trigger": [{"T_t": 1, "reason": "new topic", "confidence": 0.9, "topic_summary": "x"}]
+                           + [{"T_t": 0, "reason": "same", "confidence": 0.9, "topic_summary": ""}] * 20},
+                          default="auto")
+        out = tmp_path / name
+        evaluate(AMA(llm=llm, embedder=HashEmbedder(dim=64), **params), Dataset("tiny", (tiny_conv,)),
+                 store=out / "results.jsonl", questions=QUESTIONS[:1], save_memories_dir=out, progress=False)
+        return census(out)
+
+    value = run("facts")
+    c = counts(value, "ama")
+    assert c["facts_written"] == 5 and c["facts_repeated"] == 1 and c["facts_written_most"] == {
+        "“Sam is Noor's friend”": 2}
+    assert c["facts_copying_turn"] == 1 and c["facts_first_person"] == 2  # the copied turn says "I adopted"
+    assert c["facts_unstated_relation"] == 2  # "teacher" is in D2:5, "friend" in neither D1:3 nor D1:5
+    assert c["trigger_firings"] == {"llm": 1} and c["trigger_checks"]["llm"] >= 2
+    assert c["episodes_written"] >= 2 and c["episodes_unstored"] == 0  # the firing and the session ends
+    (h,) = headline(value)
+    problems = {f["name"]: f["value"] for f in h["failures"]}
+    assert problems == {"facts_unstated_relation": 2, "facts_copying_turn": 1, "facts_first_person": 2}
+    no_raw = run("no-raw", use_raw=False)
+    missing = no_raw["methods"]["ama"]["missing"]
+    assert "use_raw=False" in missing["facts_copying_turn"] and "facts_copying_turn" in counts(no_raw, "ama")
+    assert counts(no_raw, "ama")["facts_first_person"] == 2  # read from the fact alone

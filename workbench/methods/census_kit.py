@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from ..words import one_line
+
 #: the generic mechanism checks against planted or annotated phenomena (``workbench.eval.annotations``), by what they
 #: judge: ``edits`` (UPDATE/DELETE events vs planted updates and forget requests), ``escalations`` (questions that
 #: went deep vs planted multi-hop questions), ``recurrence`` (consolidated units vs planted recurring topics),
@@ -219,3 +221,70 @@ def open_gaps(values) -> tuple[list[str], int]:
         elif g not in gaps:
             gaps.append(g)
     return gaps, placeholders
+
+
+# ------------------------------------------------------------------------------------------------
+# Facts a model extracted from a turn, read against that turn (AMA's Constructor; any fact extractor)
+# ------------------------------------------------------------------------------------------------
+
+#: "I", "me", "my", "mine", "myself" outside quoted speech: a stored fact in the first person no longer says who
+#: "I" is once it is read apart from its turn (AMA's extraction prompts ask for a named subject)
+FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|mine|myself)\b")
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+#: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
+#: "my <relation> <name>")
+APPOSITION = re.compile(r"^\s*(?P<name>[^.]+?)\s+is\s+(?P<whose>[^.]+?)['’]s\s+(?P<relation>[A-Za-z-]+)\s*\.?\s*$")
+
+
+def plain_words(value) -> str:
+    """Lower-case words joined by single spaces: punctuation, quotes and spacing do not make two texts differ."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text(value).lower()).split())
+
+
+def first_person(fact) -> bool:
+    """The fact speaks as "I" outside quoted speech."""
+    return bool(FIRST_PERSON.search(_QUOTED.sub(" ", text(fact))))
+
+
+def copies_turn(fact, turn: str) -> bool:
+    """The fact is its turn word for word (with or without the leading "Speaker: "): nothing was extracted."""
+    said = text(turn).split(": ", 1)[-1]
+    return bool(plain_words(fact)) and plain_words(fact) in (plain_words(turn), plain_words(said))
+
+
+def unstated_relation(fact, turn: str) -> str | None:
+    """The relation word of an apposition fact ("Jon is Gina's friend") that its turn never says (None when the
+    fact is not an apposition or the turn has the word, singular or plural). Seen at real scale: the 0.5B filled the
+    small prompt's apposition example into turns about dance studios."""
+    m = APPOSITION.match(text(fact))
+    if not m:
+        return None
+    relation = m.group("relation").lower()
+    words = set(plain_words(turn).split())
+    stem = relation[:-1] if relation.endswith("s") else relation
+    return None if {relation, stem, stem + "s"} & words else relation
+
+
+def fact_quality(pairs: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
+    """Counts over ``(fact, its turn's text or None)`` pairs in the order they were written: ``written``,
+    ``repeated`` (the same words as an earlier fact), ``first_person``, and, over the ``turn_known`` facts whose
+    turn is known, ``copying_turn`` and ``unstated_relation``; ``repeated_top``: up to three ``(text, times)`` of
+    the facts written most often (each cut to 60 characters)."""
+    pairs = list(pairs)
+    times: dict[str, int] = {}
+    shown: dict[str, str] = {}
+    out = {"written": len(pairs), "repeated": 0, "first_person": 0, "turn_known": 0, "copying_turn": 0,
+           "unstated_relation": 0}
+    for fact, turn in pairs:
+        key = plain_words(fact)
+        out["repeated"] += key in times
+        times[key] = times.get(key, 0) + 1
+        shown.setdefault(key, one_line(text(fact), 60))
+        out["first_person"] += first_person(fact)
+        if turn is not None:
+            out["turn_known"] += 1
+            out["copying_turn"] += copies_turn(fact, turn)
+            out["unstated_relation"] += unstated_relation(fact, turn) is not None
+    top = sorted((k for k, n in times.items() if n > 1), key=lambda k: -times[k])[:3]
+    out["repeated_top"] = [(shown[k], times[k]) for k in top]
+    return out

@@ -1,10 +1,68 @@
-"""AMA's census: edits at ingestion (events and the ingestion log) and at question time, Judge verdicts.
-(``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.)"""
+"""AMA's census: edits at ingestion (events and the ingestion log) and at question time, Judge verdicts, the
+episode trigger, and the Constructor's facts read against their turns (repeats, copies of the turn, the first
+person, relations the turn never states). (``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``.)"""
 from __future__ import annotations
 
 from collections import Counter
 
 from .. import census_kit as K
+
+
+def _data(event: dict) -> dict:
+    return event.get("data") if isinstance(event.get("data"), dict) else {}
+
+
+def fact_pairs(mem: K.Memory) -> list[tuple[str, str | None]]:
+    """(fact, its turn's text or None) for each fact the Constructor stored, in order; the turn's text is the raw
+    entry AMA stored for it (None when the raw store was off)."""
+    turns = {K.text(e.get("cause")): K.text(e.get("after")) for e in mem.events
+             if e.get("kind") == "ADD" and _data(e).get("store") == "raw"}
+    return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")))) for e in mem.events
+            if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
+
+
+def _facts(c: K.Counts, mems, params) -> None:
+    """What the Constructor wrote, read against each fact's own turn (``census_kit.fact_quality``)."""
+    names = ("facts_written", "facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation")
+    if K.events_lacking(c, mems, names):
+        return
+    q = K.fact_quality(pair for mem in mems.values() for pair in fact_pairs(mem))
+    src = "events.jsonl (ADD to the fact store)"
+    c.put("facts_written", q["written"], src, "use_fact=False in the run's parameters: no fact store"
+          if params.get("use_fact") is False else "the Constructor returned no fact for any turn")
+    c.put("facts_repeated", q["repeated"], src)
+    if q["repeated_top"]:
+        c.put("facts_written_most", {f"“{t}”": n for t, n in q["repeated_top"]}, src)
+    c.put("facts_first_person", q["first_person"], src)
+    unknown = q["written"] - q["turn_known"]
+    for name, key in (("facts_copying_turn", "copying_turn"), ("facts_unstated_relation", "unstated_relation")):
+        if unknown:
+            c.lack(name, f"{unknown} of {q['written']} facts have no raw entry of their turn in the memory "
+                         "(use_raw=False), so they cannot be read against it")
+        else:
+            c.put(name, q[key], src + " x the raw entry of the same turn")
+
+
+def _episodes(c: K.Counts, log: list[dict], mems) -> None:
+    """The episode trigger's decisions (the ingestion log) and the episodes written (events)."""
+    triggers = [x for x in log if x.get("step") == "trigger"]
+    by_source = Counter(str(x.get("source")) for x in triggers)
+    fired = Counter(str(x.get("source")) for x in triggers if x.get("fired") is True)
+    src = "structures.json (ingestion_log)"
+    c.put("trigger_checks", dict(sorted(by_source.items())), src)
+    c.put("trigger_firings", dict(sorted(fired.items())), src,
+          f"the trigger answered 0 on all {by_source['llm']} model checks" if by_source["llm"] else
+          "no trigger call ran (trigger='session', or every episode buffer was empty)")
+    closed = [x for x in log if x.get("step") == "episode"]
+    c.put("episodes_unstored", sum(x.get("stored") is False for x in closed), src)
+    if not K.events_lacking(c, mems, ("episodes_written",)):
+        ends = Counter("session end" if str(x.get("reason")) in ("end of session", "end of conversation")
+                       else "trigger" for x in closed)
+        written = sum(e.get("kind") == "ADD" and _data(e).get("store") == "episode"
+                      for m in mems.values() for e in m.events)
+        c.put("episodes_written", written, "events.jsonl (ADD to the episode store)",
+              f"{len(closed)} episodes closed ({K.fmt_counter(dict(ends))}); none was stored" if closed
+              else "no episode was closed")
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -49,6 +107,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                   "no stored entry was near enough to a new turn to be checked" if not judges else None)
             c.put("ingestion_verdicts", dict(sorted(verdicts.items())), "structures.json (ingestion_log)")
             c.put("ingestion_refresh_actions", dict(sorted(refreshes.items())), "structures.json (ingestion_log)")
+            _episodes(c, log, mems)
+        _facts(c, mems, params)
     names_q = ("updates_at_question", "deletes_at_question", "query_verdicts", "retry_verdicts", "refresh_verdicts",
                "retry_expansions")
     if not K.traced(c, traces, names_q):
@@ -86,6 +146,10 @@ CENSUS = K.CensusSpec(
             ("updates_at_question", "updates at question time"), ("deletes_at_question", "deletes at question time"),
             ("retry_verdicts", "question-time Retry verdicts"),
             ("refresh_verdicts", "question-time Refresh verdicts")),
+    problems=(("facts_unstated_relation", "facts stating a relation their turn never names:"),
+              ("facts_copying_turn", "facts that copy their turn word for word:"),
+              ("facts_first_person", "facts in the first person:"),
+              ("episodes_unstored", "episodes closed but not stored:")),
     check=("edits", lambda rows, traces, mems: {cid: m.events for cid, m in mems.items()}),
     check_off=lambda params: "the Refresher was switched off (refresher=False)" if params.get("refresher") is False
     else None,
