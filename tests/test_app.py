@@ -757,3 +757,10 @@ def test_the_memories_line_counts_the_units_hard_to_read(app, monkeypatch):
     monkeypatch.setattr(app.store, "search", lambda *a, **k: flagged)
     v.refresh()
     assert "⚠ 1 hard to read</span> (the “hard to read” column)" in v.info.object
+    assert "against their turns" not in v.info.object
+    wrong = memories_frame([{"id": "u1", "kind": "fact", "text": "I moved", "source_ids": ["D1:1"]},
+                            {"id": "u2", "kind": "fact", "text": "Sam is Ana's friend", "source_ids": ["D1:1"]}],
+                           {"D1:1": "I moved"})
+    monkeypatch.setattr(app.store, "search", lambda *a, **k: wrong)
+    v.refresh()
+    assert "⚠ 2 facts flagged against their turns</span> (the “against its turns” column)" in v.info.object

@@ -862,9 +862,10 @@ def test_a_name_holding_two_configurations_is_switched_off_only_when_every_row_s
 def test_fact_quality_reads_each_fact_against_its_own_turn():
     from workbench.methods import census_kit as K
 
-    turn = "Noor: Classic kitten. I found a new violin teacher here, Ines."
-    assert K.copies_turn("classic kitten - I found a new violin teacher here, Ines", turn)  # speaker and marks aside
+    turn = "Classic kitten. I found a new violin teacher here, Ines. [shares an image: a violin]"
+    assert K.copies_turn("classic kitten - I found a new violin teacher here, Ines", turn)  # marks, caption aside
     assert not K.copies_turn("Noor found a new violin teacher", turn) and not K.copies_turn("", turn)
+    assert not K.copies_turn("Jon agreed!", "Agreed!")  # the speaker's name is not part of what was said
     assert K.first_person("I found a teacher") and K.first_person("My teacher is Ines")
     assert not K.first_person("Noor said \"I found a teacher\"") and not K.first_person("Ines is Noor's teacher")
     assert not K.first_person("Sam sent mementos to Noor")  # "me" inside a word is not the pronoun
@@ -872,7 +873,7 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.unstated_relation("Ines is Noor's teachers", turn) is None  # a plural of the turn's word
     assert K.unstated_relation("Sam is Noor's friend", turn) == "friend"
     assert K.unstated_relation("Noor found a violin teacher", turn) is None  # not an apposition
-    q = K.fact_quality([("Sam is Noor's friend", turn), ("Sam is Noor's  friend.", "Sam: hi"),
+    q = K.fact_quality([("Sam is Noor's friend", turn), ("Sam is Noor's  friend.", "hi"),
                         ("I found a teacher", None), ("Ines is Noor's teacher", turn)])
     assert {k: q[k] for k in ("written", "repeated", "first_person", "turn_known", "copying_turn",
                               "unstated_relation")} == {"written": 4, "repeated": 1, "first_person": 1,

@@ -690,3 +690,27 @@ def test_the_peoples_own_repeats_are_not_a_model_loop():
     # times only in time columns: a text that is an ISO date-time stays as written
     df = memories_frame([{"id": "t", "kind": "fact", "text": "2023-03-14T19:40:00", "time": "2023-03-14T19:40:00"}])
     assert (df.loc[0, "text"], df.loc[0, "time"]) == ("2023-03-14T19:40:00", "2023-03-14 19:40")
+
+
+def test_facts_are_read_against_their_own_turns_in_the_memories_table():
+    """AMA over conv-30 at real scale: 102 of 368 facts were "Jon is Gina's friend" (the prompt's apposition example)
+    in turns that never say "friend", 84 were the turn word for word, 173 spoke as "I". The Memories table says so
+    per fact, with the census's rules; raw entries (a turn by design) and clean facts get no flag."""
+    from widgets.readability import fact_marks
+    from widgets.run_store import memories_frame
+
+    turns = {"D1:1": "Wow, that must've been great! Check my ideal dance studio by the water.",
+             "D1:2": "My friend Ana runs one. [shares an image: a studio]", "D1:3": "Agreed!"}
+    rows = [{"id": "raw:D1:1", "kind": "raw", "text": "Jon: " + turns["D1:1"], "source_ids": ["D1:1"]},
+            {"id": "fact:0", "kind": "fact", "text": "Jon is Gina's friend", "source_ids": ["D1:1"]},
+            {"id": "fact:1", "kind": "fact", "text": "Ana is Gina's friend.", "source_ids": ["D1:2"]},
+            {"id": "fact:2", "kind": "fact", "text": "My friend Ana runs one.", "source_ids": ["D1:2"]},
+            {"id": "fact:3", "kind": "fact", "text": "Jon agreed!", "source_ids": ["D1:3"]}]
+    df = memories_frame(rows, turns)
+    assert list(df.columns[:4]) == ["id", "kind", "text", "against its turns"]
+    assert list(df["against its turns"]) == ["", "⚠ “friend” not in its turn", "", "⚠ copies its turn; first person",
+                                             ""]
+    assert "against its turns" not in memories_frame(rows[2:3], turns).columns  # only when some fact needs it
+    # without the conversation only the first person can be read
+    assert list(memories_frame(rows, {})["against its turns"]) == ["", "", "", "⚠ first person", ""]
+    assert [f for f, _ in fact_marks("I love Ana", ["I love Ana"])] == ["copies its turn", "first person"]

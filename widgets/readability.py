@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from workbench.methods.census_kit import copies_turn, first_person, unstated_relation
+
 from .html import esc, short
 
 
@@ -99,3 +101,30 @@ def source_text(source_ids, turn_text) -> str | None:
     if not turn_text or not isinstance(source_ids, (list, tuple)) or not source_ids:
         return None
     return " ".join(str(turn_text.get(str(i), "")) for i in source_ids)
+
+
+def fact_marks(text, turns) -> list[tuple[str, str]]:
+    """What a fact gets wrong against the turns it was taken from, each as (flag, why): it is one of them word for
+    word (nothing was extracted), it names a relation none of them says (the 0.5B filled AMA's apposition example,
+    "Jon is Gina's friend", into 102 conv-30 turns that never say "friend"), or it speaks as "I" (a stored fact no
+    longer says who "I" is). ``turns``: the texts of the fact's source turns; without them only the first person is
+    read. The same rules as the census's counts (``census_kit``), so the table and the counts agree."""
+    turns = [str(t) for t in (turns or ()) if t]
+    marks = []
+    if any(copies_turn(text, t) for t in turns):
+        marks.append(("copies its turn", "the fact is its source turn word for word: nothing was extracted"))
+    relation = unstated_relation(text, " ".join(turns)) if turns else None
+    if relation:
+        marks.append((f"“{relation}” not in its turn", f"the fact says someone is a {relation}; its source turns "
+                                                          "never use the word"))
+    if first_person(text):
+        marks.append(("first person", "the fact speaks as “I”: read apart from its turn it no longer says who"))
+    return marks
+
+
+def fact_words(text, source_ids, turn_text) -> str:
+    """``fact_marks`` of a fact unit as plain words for a table cell ("copies its turn; first person"), its source
+    turns looked up in ``turn_text`` (turn id -> text); "" for a fact with nothing to flag."""
+    ids = source_ids if isinstance(source_ids, (list, tuple)) else ()
+    turns = [turn_text.get(str(i)) for i in ids] if turn_text else []
+    return "; ".join(flag for flag, _ in fact_marks(str(text or ""), [t for t in turns if t]))

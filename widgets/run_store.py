@@ -19,7 +19,7 @@ from widgets.cost_accuracy import (
     table_metric,
 )
 from widgets.html import esc
-from widgets.readability import flags_words, source_text
+from widgets.readability import fact_words, flags_words, source_text
 from widgets.lifecycle import LifecycleIndex
 from widgets.panel_parts import (
     _VECTORS,
@@ -401,6 +401,8 @@ def _moment_cell(v):
 
 #: the column that says what makes a unit's text hard to read (``readability``)
 FLAGS_COLUMN = "hard to read"
+#: the column that says what a fact unit gets wrong against its source turns (``readability.fact_marks``)
+FACT_COLUMN = "against its turns"
 #: the columns whose ISO date-times are shown to the minute (``_moment_cell``)
 TIME_COLUMNS = ("time", "said_at", "updated_at", "created_at", "refers", "r_m")
 
@@ -414,7 +416,11 @@ def memories_frame(rows: list[dict], turn_text: dict | None = None) -> pd.DataFr
     # rewritten; measured on the rows as saved (their source ids intact)
     flags = ["⚠ " + w if (w := flags_words(r.get("text"), source=source_text(r.get("source_ids"), turn_text)))
              else "" for r in rows]
-    df = pd.DataFrame(rows).drop(columns=[FLAGS_COLUMN], errors="ignore")  # a saved key of that name: ours wins
+    # what a fact gets wrong against its own turns (a copy, a relation they never name, the first person)
+    wrong = ["⚠ " + w if r.get("kind") == "fact" and (w := fact_words(r.get("text"), r.get("source_ids"), turn_text))
+             else "" for r in rows]
+    # a saved key of either name: ours wins
+    df = pd.DataFrame(rows).drop(columns=[FLAGS_COLUMN, FACT_COLUMN], errors="ignore")
     for c in ("id", "kind", "text", "time", "source_ids"):
         if c not in df.columns:
             df[c] = ""
@@ -429,7 +435,9 @@ def memories_frame(rows: list[dict], turn_text: dict | None = None) -> pd.DataFr
     extra = [c for c in df.columns if c not in lead
              and df[c].map(lambda v: not (v is None or v == "" or (isinstance(v, float) and v != v))).any()]
     df = df[lead + extra]
-    if any(flags):  # the column is there only when some unit needs it
+    if any(wrong):  # each column is there only when some unit needs it
+        df.insert(df.columns.get_loc("text") + 1, FACT_COLUMN, wrong)
+    if any(flags):
         df.insert(df.columns.get_loc("text") + 1, FLAGS_COLUMN, flags)
     # Keys come from the run's files and Tabulator renders column titles as HTML: escape them.
     df.columns = [esc(c) for c in df.columns]

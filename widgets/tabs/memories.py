@@ -17,7 +17,7 @@ from widgets.panel_parts import (
     text_table,
 )
 from widgets.plotly_loader import defer
-from widgets.run_store import FLAGS_COLUMN, RunStore, memories_frame
+from widgets.run_store import FACT_COLUMN, FLAGS_COLUMN, RunStore, memories_frame
 
 
 class MemoriesView:
@@ -77,12 +77,17 @@ class MemoriesView:
         label = f" · {esc(self.store.embedder_label(self.method.value))}" if self.mode.value == "semantic" else ""
         ranked = " · ranked by score (first column)" if self.mode.value == "semantic" and self.query.value.strip() \
             else ""
-        flags = self.results[FLAGS_COLUMN] if FLAGS_COLUMN in self.results.columns else None
-        hard = int((flags != "").sum()) if flags is not None else 0
-        # the column says which; the line says how many, so an empty first page of it is not read as "none"
-        hard = f" · <span class='wb-flag'>⚠ {hard} hard to read</span> (the “{FLAGS_COLUMN}” column)" if hard else ""
+        # each column says which; the line says how many, so an empty first page of it is not read as "none"
+        hard = self._flagged(FLAGS_COLUMN, "{n} hard to read")
+        wrong = self._flagged(FACT_COLUMN, "{n} facts flagged against their turns")
         self.info.object = box(f"{len(self.results)} of {total} units of <b>{esc(display_name(self.method.value))}</b>"
-                               f"{ranked}{label}{hard}")
+                               f"{ranked}{label}{hard}{wrong}")
+
+    def _flagged(self, column: str, words: str) -> str:
+        """`` · ⚠ 3 hard to read (the “hard to read” column)`` when some shown unit has a flag in ``column``."""
+        n = int((self.results[column] != "").sum()) if column in self.results.columns else 0
+        return (f" · <span class='wb-flag'>⚠ {esc(words.format(n=n))}</span> (the “{esc(column)}” column)"
+                if n else "")
 
     def embedding_status(self) -> str:
         """The line shown while the first semantic search embeds every memory of the method."""

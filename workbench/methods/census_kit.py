@@ -246,10 +246,16 @@ def first_person(fact) -> bool:
     return bool(FIRST_PERSON.search(_QUOTED.sub(" ", text(fact))))
 
 
-def copies_turn(fact, turn: str) -> bool:
-    """The fact is its turn word for word (with or without the leading "Speaker: "): nothing was extracted."""
-    said = text(turn).split(": ", 1)[-1]
-    return bool(plain_words(fact)) and plain_words(fact) in (plain_words(turn), plain_words(said))
+#: a bracketed note in a turn's text, such as LoCoMo's "[shares an image: ...]" caption
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+
+
+def copies_turn(fact, said: str) -> bool:
+    """The fact is its turn word for word: nothing was extracted. ``said``: what the turn says (no "Speaker: "
+    before it, which would make "Jon agreed!" a copy of "Jon: Agreed!"); bracketed notes (LoCoMo's image caption)
+    count on neither side."""
+    words = plain_words(_BRACKETED.sub(" ", text(fact)))
+    return bool(words) and words == plain_words(_BRACKETED.sub(" ", text(said)))
 
 
 def unstated_relation(fact, turn: str) -> str | None:

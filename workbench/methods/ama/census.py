@@ -13,9 +13,9 @@ def _data(event: dict) -> dict:
 
 
 def fact_pairs(mem: K.Memory) -> list[tuple[str, str | None]]:
-    """(fact, its turn's text or None) for each fact the Constructor stored, in order; the turn's text is the raw
-    entry AMA stored for it (None when the raw store was off)."""
-    turns = {K.text(e.get("cause")): K.text(e.get("after")) for e in mem.events
+    """(fact, what its turn said or None) for each fact the Constructor stored, in order; the turn's words are the
+    raw entry AMA stored for it ("Speaker: words", the speaker left out; None when the raw store was off)."""
+    turns = {K.text(e.get("cause")): K.text(e.get("after")).split(": ", 1)[-1] for e in mem.events
              if e.get("kind") == "ADD" and _data(e).get("store") == "raw"}
     return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")))) for e in mem.events
             if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
