@@ -164,6 +164,26 @@ def test_expanded_context_highlights_gold_turns_and_escapes_text(tiny_conv):
     assert "<details" not in Q.question_html(state, contexts=False)
 
 
+def test_the_facts_the_reader_saw_are_read_against_their_own_turns(tiny_conv):
+    """AMA over conv-30: for "When has Jon lost his job as a banker?" its reader saw "Jon is Jon's friend" five times
+    and nothing said the facts were not in their turns. Each fact now carries its flags (why on hover); a raw unit
+    or a clean fact carries none."""
+    t1, t3 = tiny_conv.turns[0], tiny_conv.turns[2]  # "Hi Noor! I adopted a kitten on Saturday." / "Miso. She's..."
+    context = [Hit("fact:0", "Sam is Sam's friend", 0.6, (t1.id,), "fact"),
+               Hit("fact:1", t1.text, 0.5, (t1.id,), "fact"),
+               Hit("fact:2", "Miso is grey", 0.4, (t3.id,), "fact"),
+               Hit("raw:1", f"{t1.speaker}: {t1.text}", 0.3, (t1.id,), "raw")]
+    qa = tiny_conv.qa[0]
+    state = Q.question_state([{**row(context=context, qa_id=qa.id), "conv_id": tiny_conv.id}], qa.id,
+                             conversation=tiny_conv)
+    html = Q.context_html(state.rows[0], state)
+    cells = re.findall(r"<tr[^>]*>(.*?)</tr>", html, flags=re.S)[1:]
+    assert len(cells) == 4
+    assert "⚠ “friend” not in its turn" in cells[0] and "title='the fact says someone is a friend" in cells[0]
+    assert "⚠ copies its turn" in cells[1] and "⚠ first person" in cells[1]
+    assert "⚠" not in cells[2] and "⚠" not in cells[3]
+
+
 def test_a_wrong_verdict_by_the_checker_names_its_kind_under_it():
     """Review R1b: a wrong date read "reading_miss by checker" unless one hovered; the kind now shows."""
     wrong = {**row(prediction="21 May 2023"), "gold": "13 May 2023",

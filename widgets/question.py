@@ -35,7 +35,7 @@ from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
 from .html import box, clip, esc, short, source_ids_html, table_html
-from .readability import LOOP_TIMES, repeated_sentence, unreadable_marks  # noqa: F401 - re-exported
+from .readability import LOOP_TIMES, fact_flags_html, repeated_sentence, unreadable_marks  # noqa: F401 - re-exported
 
 #: failure kinds (``harness.question_failures``) after which the answer is not the reader's own reply
 FALLBACK_KINDS = ("llm_error", "fallback", "step_error", "answer_error", "empty_answer")
@@ -127,6 +127,7 @@ class QuestionState:
     rows: tuple[MethodRow, ...]
     judge_notes: tuple[str, ...]  # one per judge that judged these rows, untrusted first
     evidence_dates: Mapping[str, str] = None  # turn id -> its session's date and time (temporal questions)
+    turn_text: Mapping[str, str] = None  # turn id -> what was said (every turn: a fact is read against its own)
 
     @property
     def methods(self) -> list[str]:
@@ -298,7 +299,8 @@ def question_state(rows: Iterable[Mapping[str, Any]], qa_id: str, *, conversatio
         evidence=evidence or (), evidence_turns={e: turns[e] for e in evidence or () if e in turns},
         rows=method_rows,
         judge_notes=tuple(sorted(notes, key=lambda n: notes[n])),
-        evidence_dates={e: conversation.session_of(e).date_text for e in evidence or () if e in turns})
+        evidence_dates={e: conversation.session_of(e).date_text for e in evidence or () if e in turns},
+        turn_text={i: t.text for i, t in turns.items()})
 
 
 def question_options(rows: Iterable[Mapping[str, Any]], conv_id: str | None = None) -> dict[str, str]:
@@ -501,6 +503,8 @@ def context_html(m: MethodRow, state: QuestionState) -> str:
             t = state.evidence_turns[g]
             text += (f'<div class="wb-muted"><small>covers gold {esc(g)} ({esc(t.speaker)}): '
                      f'<mark class="wb-gold">{clip(t.text, limit=300)}</mark></small></div>')
+        if h.kind == "fact":  # what the reader was told, read against the turn it was taken from
+            text += fact_flags_html(h.text, list(h.source_ids), state.turn_text)
         rows.append({"#": rank, "unit": esc(h.unit_id), "kind": esc(h.kind), "score": f"{h.score:.3f}",
                      "text": text, "source turns": source_ids_html(h.source_ids, gold), "_gold": bool(covered)})
     table = table_html(rows, ["#", "unit", "kind", "score", "text", "source turns"],

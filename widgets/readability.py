@@ -122,9 +122,18 @@ def fact_marks(text, turns) -> list[tuple[str, str]]:
     return marks
 
 
+def _fact_turns(source_ids, turn_text) -> list[str]:
+    ids = source_ids if isinstance(source_ids, (list, tuple)) else ()
+    return [t for t in (turn_text.get(str(i)) for i in ids) if t] if turn_text else []
+
+
+def fact_flags_html(text, source_ids, turn_text) -> str:
+    """``fact_marks`` of a fact unit as inline HTML flags (why on hover), as ``flags_html`` draws them."""
+    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
+                   for flag, why in fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
+
+
 def fact_words(text, source_ids, turn_text) -> str:
     """``fact_marks`` of a fact unit as plain words for a table cell ("copies its turn; first person"), its source
     turns looked up in ``turn_text`` (turn id -> text); "" for a fact with nothing to flag."""
-    ids = source_ids if isinstance(source_ids, (list, tuple)) else ()
-    turns = [turn_text.get(str(i)) for i in ids] if turn_text else []
-    return "; ".join(flag for flag, _ in fact_marks(str(text or ""), [t for t in turns if t]))
+    return "; ".join(flag for flag, _ in fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
