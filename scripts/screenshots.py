@@ -372,6 +372,19 @@ def main(argv=None) -> None:
                 print(f"saved {path}")
         finally:
             server.stop()
+            settle_workers()
+
+
+def settle_workers(timeout: float = 180.0) -> None:
+    """Wait for the app's worker threads (the read-ahead that loads the embedder, a first semantic search's
+    embedding) before the process exits: ended mid-load, the native thread pool they started aborted the process
+    ("terminate called without an active exception", exit 134) after the screenshots were saved."""
+    import threading
+
+    end = time.monotonic() + timeout
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and t.name.startswith(("workbench-warm", "embed-")):
+            t.join(max(0.0, end - time.monotonic()))
 
 
 if __name__ == "__main__":
