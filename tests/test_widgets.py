@@ -628,7 +628,7 @@ def test_a_checker_cell_below_five_questions_is_a_count():
 def test_a_labelled_variant_is_drawn_in_a_darker_shade_of_its_methods_colour():
     """Seen in the Events screenshot: AMA (paper judge) took a green beside Eager floor's and MemR3 (one chunk) an
     orange beside Naive RAG's; a variant now reads as its method's family, and every colour differs."""
-    from widgets.event_timeline import PALETTE, method_colours
+    from widgets.event_timeline import PALETTE, method_colours, variant_share
 
     names = ["naive_rag", "eager_floor", "ama", "ama[paper-judge]", "ama[probe]", "memr3", "memr3[one-chunk]",
              "not_registered"]
@@ -644,6 +644,11 @@ def test_a_labelled_variant_is_drawn_in_a_darker_shade_of_its_methods_colour():
         assert len(ratios) == 1 and ratios.pop() < 1  # the same hue, darker
         assert got[variant] not in PALETTE
     assert got["not_registered"] in PALETTE
+    # a 4th, 5th... variant of one method takes a shade of its own (the 4th drew in the 1st one's)
+    many = method_colours(["ama"] + [f"ama[v{i}]" for i in range(7)])
+    assert len(set(many.values())) == 8
+    shares = sorted(variant_share(k) for k in range(9))
+    assert min(b - a for a, b in zip(shares, shares[1:])) >= 0.05 and 0.28 < shares[0] and shares[-1] < 0.88
 
 
 def test_model_text_hard_to_read_is_flagged_in_the_events_table_and_the_memories_table():

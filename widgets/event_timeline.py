@@ -107,8 +107,20 @@ def ordered_methods(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=method_sort_key)
 
 
-#: how dark the 1st, 2nd, ... labelled variant of a method is drawn (a share of its base method's colour)
+#: how dark the 1st, 2nd, 3rd labelled variant of a method is drawn (a share of its base method's colour)
 VARIANT_SHADES = (0.58, 0.36, 0.8)
+
+
+def variant_share(k: int) -> float:
+    """The share of its base colour the ``k``-th (0-based) labelled variant of a method keeps: ``VARIANT_SHADES``,
+    then, for a 4th and later, the middle of the widest gap left between the shares taken (within 0.28-0.88), so no
+    two variants of one method draw alike (a 4th variant drew in the 1st one's shade)."""
+    shares = list(VARIANT_SHADES)
+    while len(shares) <= k:
+        bounds = sorted([0.28, 0.88, *shares])
+        _, low, high = max((round(b - a, 6), a, b) for a, b in zip(bounds, bounds[1:]))
+        shares.append(round((low + high) / 2, 3))
+    return shares[k]
 
 
 def _shade(colour: str, share: float) -> str:
@@ -129,7 +141,7 @@ def method_colours(names: Iterable[str]) -> dict[str, str]:
         if n in order:
             out[n] = PALETTE[order.index(n) % len(PALETTE)]
         elif base in order and base != n:
-            shade = VARIANT_SHADES[variants[base] % len(VARIANT_SHADES)]
+            shade = variant_share(variants[base])
             variants[base] += 1
             out[n] = _shade(PALETTE[order.index(base) % len(PALETTE)], shade)
         else:
