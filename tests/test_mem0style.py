@@ -129,3 +129,41 @@ def test_eager_facts_saved_memory_still_loads(tiny_conv, tmp_path):
         old.save(tmp_path / "m")
         back = get_method("eager_facts").load(tmp_path / "m", embedder=HashEmbedder())
     assert back.name == "eager_facts" and len(back.memories()) == len(old.memories())
+
+
+def test_the_census_counts_each_facts_decision_from_the_saved_structures(tiny_conv, tmp_path):
+    """Mem0-style over conv-30 at real scale: the 0.5B's decision call answered NONE for 617 facts, 420 of them with
+    nothing stored to compare against, and gave no action at all for 741; the reference kept 13 memories. The
+    census reads this from the decisions Mem0Style now saves (structures.json). Here: Lyon is dropped (NONE) with
+    nothing stored, then the Geneva reply answers one of its two facts and names an unknown id for the other."""
+    from workbench.data import Dataset
+    from workbench.eval import evaluate
+    from workbench.eval.mechanisms import census, headline
+
+    def extract(messages):
+        got = _extract(messages)
+        return {"facts": got["facts"] + ["I am happy."]} if "Geneva" in str(got) else got
+
+    decisions = iter([{"actions": [{"fact": 1, "event": "NONE", "id": "", "text": ""}]},
+                      {"actions": [{"fact": 1, "event": "UPDATE", "id": "9", "text": "x"}]}])
+    llm = ScriptedLLM({"mem0_style.extract": extract, "mem0_style.decide": lambda m: next(decisions)},
+                      default="auto")
+    evaluate(Mem0Style(llm=llm, embedder=HashEmbedder(dim=64)), Dataset("tiny", (tiny_conv,)),
+             store=tmp_path / "results.jsonl", questions=["tiny-1/q0"], save_memories_dir=tmp_path, progress=False)
+    entry = census(tmp_path)["methods"]["mem0_style"]
+    c = entry["counts"]
+    assert c["facts_extracted"] == 3 and c["decisions"] == {"NONE": 1, "UPDATE": 1}
+    assert c["none_with_nothing_stored"] == 1 and c["facts_without_action"] == 1 and c["actions_skipped"] == 1
+    assert c["facts_first_person"] == 1  # "I am happy."
+    (h,) = headline(census(tmp_path))
+    assert {f["name"] for f in h["failures"]} >= {"facts_without_action", "none_with_nothing_stored",
+                                                  "actions_skipped"}
+    old = tmp_path / "old"  # a memory saved before the decisions were: missing, never 0
+    (old / "memories" / "mem0_style" / "tiny-1").mkdir(parents=True)
+    for f in ("results.jsonl",):
+        (old / f).write_text((tmp_path / f).read_text())
+    for f in (tmp_path / "memories" / "mem0_style" / "tiny-1").iterdir():
+        if f.is_file() and f.name != "structures.json":
+            (old / "memories" / "mem0_style" / "tiny-1" / f.name).write_bytes(f.read_bytes())
+    stale = census(old)["methods"]["mem0_style"]
+    assert stale["counts"]["none_with_nothing_stored"] is None and "saved before" in stale["missing"]["decisions"]

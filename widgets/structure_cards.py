@@ -530,6 +530,26 @@ def fact_list_card(structures: Mapping, conversation=None, *, memories=(), param
                  _facts_html(rows, _turns(conversation), _order(conversation)), notes)
 
 
+def decisions_sentence(structures: Mapping) -> str:
+    """What the decision call did with the extracted facts, from the saved decisions (one entry per speaker and
+    exchange with facts: its facts, the memories shown, the actions): which events it chose, how many of them with
+    nothing stored to compare against, and how many facts it gave no action. "" when none were saved."""
+    decided = [d for d in (structures.get("decisions") if isinstance(structures, Mapping) else None) or ()
+               if isinstance(d, Mapping)]
+    if not decided:
+        return ""
+    facts = sum(len(d.get("facts")) for d in decided if isinstance(d.get("facts"), list))
+    acts = [(d, a) for d in decided for a in (d.get("actions") if isinstance(d.get("actions"), list) else ())
+            if isinstance(a, Mapping)]
+    events = Counter(_text(a.get("event")) or "(none)" for _, a in acts)
+    blind = sum(_text(a.get("event")) == "NONE" and not d.get("shown") for d, a in acts)
+    silent = sum(max(0, len(d.get("facts") or ()) - len(d.get("actions") or ())) for d in decided)
+    chosen = ", ".join(f"{esc(k)} {n:,}" for k, n in events.most_common())
+    return (f" Of the <b>{facts:,}</b> facts extracted, the decision call chose {chosen or 'nothing'}"
+            + (f" ({blind:,} of the NONEs with nothing stored yet to compare against)" if blind else "")
+            + (f" and gave <b>{silent:,}</b> no action at all (dropped)" if silent else "") + ".")
+
+
 def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
     """Mem0Style: the memories left after the per-fact ADD/UPDATE/DELETE decisions, per speaker."""
     notes: list[str] = []
@@ -539,7 +559,8 @@ def speaker_memories_card(structures: Mapping, conversation=None, *, memories=()
     lead = (f"<b>{len(rows)}</b> memories are stored ("
             + ", ".join(f"{esc(s)}: {n}" for s, n in speakers.most_common())
             + "), what is left after each new fact was added, merged into, or deleted one stored for that "
-              f"speaker; each question retrieves the top {esc(p.get('top_k', '?'))} per speaker.")
+              f"speaker; each question retrieves the top {esc(p.get('top_k', '?'))} per speaker."
+            + decisions_sentence(structures))
     return _card("Memories per speaker, after add / update / delete decisions", lead,
                  _facts_html(rows, _turns(conversation), _order(conversation), extra="speaker"), notes)
 

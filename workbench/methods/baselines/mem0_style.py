@@ -10,7 +10,8 @@ this class reproduces in its own words and prompts (``mem0_style_prompts``):
 2. For each fact, the ``neighbours`` most similar stored memories of that speaker (cosine).
 3. One decision call with all new facts and the union of their neighbours (small integer ids):
    per fact ADD / UPDATE (id + new text) / DELETE (id) / NONE, applied to the store and logged in
-   the unified event log (ADD / UPDATE / DELETE; NONE is kept in ``decisions_``).
+   the unified event log (ADD / UPDATE / DELETE; NONE is kept in ``decisions_``, saved with the facts and the
+   memories shown as ``structures.json``, which the census reads: ``mem0_style_census``).
 
 Answering: top-``top_k`` memories of each speaker by cosine, merged by score, into the answer prompt
 of the retrieval baselines (``ANSWER_FROM_CONTEXT``). Fair arena (``answer_prompt="shared"``): the same
@@ -33,6 +34,7 @@ from datetime import datetime
 from typing import Literal
 
 from .how_it_works import MEM0_STYLE
+from .mem0_style_census import CENSUS
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer
@@ -55,6 +57,7 @@ class Mem0Style(MemoryMethod):
     title = "Mem0-style"
     how_it_works = MEM0_STYLE
     structure_view = "speaker_memories"
+    census = CENSUS  # its decisions counted (mem0_style_census.py), run by the generic census
     prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
 
     def __init__(self, *, llm=None, embedder=None,
@@ -186,6 +189,13 @@ class Mem0Style(MemoryMethod):
             s.data.update(query=question, speakers=list(self.stores_))
         text = answer_from_hits(self, question, hits, now, steps, role=f"{self.name}.answer")
         return Answer(question, text, tuple(steps), tuple(hits))
+
+    def structures(self) -> dict:
+        """Plain JSON of the construction decisions (saved as ``structures.json``): per speaker and exchange with
+        facts, the facts, the stored memories shown to the decision call (prompt id -> unit id) and what was done
+        with each action; and the failed calls and skipped actions (``failures_``)."""
+        return {"decisions": [dict(d, actions=[dict(a) for a in d["actions"]]) for d in self.decisions_],
+                "failures": [dict(f) for f in self.failures_]}
 
     def _units(self) -> list[dict]:
         return [u.row() for store in self.stores_.values() for u in store]

@@ -1,0 +1,54 @@
+"""Mem0Style's census: what its extraction kept and what its decision call did with each fact, read from the
+decisions it saved (``structures.json``: one entry per speaker and exchange with facts). Seen at real scale
+(conv-30, Qwen2.5-Coder-0.5B, the census of the replayed recording in ``benchmarks/bench_real_scale.py``): of 1,365
+facts extracted, the decision call gave 741 no action at all and answered NONE for 617, 420 of them with nothing
+stored to compare against, so the reference kept 13 memories (and 13 updates) over 369 turns and its decision
+prompts never grew: its construction-token count is a floor of what a working Mem0-like pipeline spends."""
+from __future__ import annotations
+
+from collections import Counter
+
+from .. import census_kit as K
+
+
+def count(c: K.Counts, rows, traces, mems, params) -> None:
+    """This method's counts (``CensusSpec.count``)."""
+    names = ("facts_extracted", "decisions", "facts_without_action", "none_with_nothing_stored", "actions_skipped",
+             "facts_first_person")
+    if not K.need_memory(c, mems, names, "mem0_style"):
+        return
+    decided, absent = [], []
+    for conv, mem in mems.items():
+        st = mem.structures if isinstance(mem.structures, dict) else {}
+        if isinstance(st.get("decisions"), list):
+            decided += [d for d in st["decisions"] if isinstance(d, dict)]
+        else:
+            absent.append(mem.structures_problem or f"memories/mem0_style/{conv}/structures.json has no decisions "
+                                                     "(saved before Mem0Style wrote them)")
+    if absent:
+        for n in names:
+            c.lack(n, "; ".join(absent[:3]))
+        return
+    src = "structures.json (decisions)"
+    facts = [str(f) for d in decided for f in K.as_list(d.get("facts"))]
+    actions = [(d, a) for d in decided for a in K.as_list(d.get("actions")) if isinstance(a, dict)]
+    events = Counter(K.text(a.get("event")) or "(none)" for _, a in actions)
+    c.put("facts_extracted", len(facts), src, "the extraction returned no fact for any exchange")
+    c.put("decisions", dict(sorted(events.items())), src)
+    # the decision prompt asks for one action per new fact; a fact the reply never answered is dropped
+    c.put("facts_without_action", sum(max(0, len(K.as_list(d.get("facts"))) - len(K.as_list(d.get("actions"))))
+                                      for d in decided), src)
+    c.put("none_with_nothing_stored", sum(K.text(a.get("event")) == "NONE" and not d.get("shown")
+                                          for d, a in actions), src + ": NONE while no memory was shown to compare")
+    c.put("actions_skipped", sum(bool(a.get("skipped")) for _, a in actions), src)
+    q = K.fact_quality((f, None) for f in facts)
+    c.put("facts_first_person", q["first_person"], src)
+
+
+CENSUS = K.CensusSpec(
+    count,
+    headline=(("facts_extracted", "facts extracted"),),
+    problems=(("facts_without_action", "facts the decision reply gave no action (dropped):"),
+              ("none_with_nothing_stored", "facts dropped (NONE) while nothing was stored to compare them with:"),
+              ("actions_skipped", "decided actions skipped (an unknown id or event):")),
+)
