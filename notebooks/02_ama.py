@@ -95,6 +95,28 @@ mem[mem["kind"] == "raw"][["id", "text", "related_ids", "timestamp_source"]].hea
 # %%
 mem[mem["kind"] == "fact"][["id", "text", "source_ids", "version"]].head(8)
 
+# %% [markdown]
+# Are the facts right? Each is read against the turn it was taken from, with the rules the census counts by and
+# the Memories tab flags with (its "against its turns" column): a fact that is its turn word for word extracted
+# nothing, an apposition ("X is Y's friend") needs the relation in the turn, and a fact that speaks as "I" no longer
+# says who. At real scale the 0.5B wrote the prompt's own apposition example, "Jon is Gina's friend", into 102 of
+# conv-30's turns; here the 1.5B does it once. This reads the memory as it stands: two of the flagged facts
+# (fact:14, fact:45) are the Refresher's rewrites, which the census does not count (it reads the Constructor's facts
+# as they were written).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import pandas as pd
+
+from widgets.readability import fact_marks
+
+said = {t.id: t.text for t in conv.turns}
+flagged = [{"id": r.id, "fact": r.text, "its turn": " / ".join(said[i] for i in r.source_ids if i in said),
+            "flags": "; ".join(flag for flag, _ in fact_marks(r.text, [said[i] for i in r.source_ids if i in said]))}
+           for r in mem[mem["kind"] == "fact"].itertuples()]
+print(f"{len(flagged)} facts, {sum(bool(f['flags']) for f in flagged)} flagged against their turns")
+pd.DataFrame([f for f in flagged if f["flags"]])
+
 # %%
 mem[mem["kind"] == "episode"][["id", "title", "text", "source_ids", "boundary_reason"]]
 
