@@ -879,6 +879,17 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
                               "unstated_relation")} == {"written": 4, "repeated": 1, "first_person": 1,
                                                         "turn_known": 3, "copying_turn": 0, "unstated_relation": 2}
     assert q["repeated_top"] == [("Sam is Noor's friend", 2)]
+    assert q["unstated_relation_words"] == {"friend": 2}
+    # a review's cases: numerals and nouns are not the first person; single-quoted speech is quoted
+    assert not any(K.first_person(f) for f in ("World War I ended", "Episode I aired", "a gold mine",
+                                                "Gina said 'I love it'"))
+    assert K.first_person("I'm starting a studio 'cause I'm into dance") and K.first_person("Gina, I agree")
+    assert K.unstated_relation("Ana is Jon's sister-in-law", "My sister-in-law Ana came") is None
+    assert K.unstated_relation("Ana is Jon's wife", "our wives met") is None  # an irregular plural
+    assert K.unstated_relation("Ana is Jon's best friend", "Ana came") == "friend"  # a qualified relation
+    assert K.unstated_relation("Jon is Gina's friend", "Hi! [shares an image: friends]") == "friend"  # a caption
+    assert K.fact_quality([("", None), (None, None), ("", None)])["repeated"] == 0  # empty facts repeat nothing
+    assert K.plain_words("Café") == "café"
 
 
 def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_the_trigger(tmp_path, tiny_conv):
@@ -917,6 +928,13 @@ def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_th
     (h,) = headline(value)
     problems = {f["name"]: f["value"] for f in h["failures"]}
     assert problems == {"facts_unstated_relation": 2, "facts_copying_turn": 1, "facts_first_person": 2}
+    assert c["facts_unstated_relation_words"] == {"friend": 2}
+    gone = tmp_path / "facts" / "memories" / "ama" / "tiny-1" / "structures.json"
+    gone.unlink()  # a memory saved before AMA wrote its ingestion log: the trigger counts are missing, not absent
+    no_log = census(tmp_path / "facts")["methods"]["ama"]
+    assert all(no_log["counts"][n] is None and "no ingestion_log" in no_log["missing"][n]
+               for n in ("trigger_checks", "trigger_firings", "episodes_unstored"))
+    assert no_log["counts"]["episodes_written"] == c["episodes_written"]  # read from the events either way
     no_raw = run("no-raw", use_raw=False)
     missing = no_raw["methods"]["ama"]["missing"]
     assert "use_raw=False" in missing["facts_copying_turn"] and "facts_copying_turn" in counts(no_raw, "ama")

@@ -215,11 +215,15 @@ def test_baseline_cards_say_what_is_stored(run_dir, tiny_conv):
                          params={"params": {"top_k": 10}})
     assert "<b>1</b> memories are stored (Sam: 1)" in m0 and "<b>D1:3</b> Sam: Miso." in m0
     assert "decision call" not in m0  # saved before the decisions were: nothing claimed
-    decided = {"decisions": [{"facts": ["a", "b"], "shown": {}, "actions": [{"event": "NONE"}]},
-                             {"facts": ["c"], "shown": {"0": "mem-0"}, "actions": [{"event": "ADD"}, "junk"]}]}
+    decided = {"decisions": [{"facts": ["a", "b"], "shown": {}, "actions": [{"event": "NONE", "fact": "a"}]},
+                             {"facts": ["c"], "shown": {"0": "mem-0"},
+                              "actions": [{"event": "ADD", "fact": "c"}, {"event": "UPDATE", "fact": "c",
+                                                                          "skipped": "unknown id"}, "junk"]},
+                             {"facts": 5, "actions": 7}, "junk"]}  # odd saved values: read as empty, no error
     m0 = mem0_style_card(decided, tiny_conv, memories=[], params={"params": {"top_k": 10}})
-    assert ("Of the <b>3</b> facts extracted, the decision call chose NONE 1, ADD 1 (1 of the NONEs with nothing "
-            "stored yet to compare against) and gave <b>1</b> no action at all (dropped).") in m0
+    assert ("Of the <b>3</b> facts extracted, the decision call applied NONE 1, ADD 1 (1 of the NONEs with nothing "
+            "stored yet to compare against), skipped 1 actions naming an unknown id or event and named <b>1</b> "
+            "facts in no action at all (dropped).") in m0
     odd = naive_rag_card({}, None, memories=[{"id": XSS, "text": None, "source_ids": "D1:1"}], params={})
     assert XSS not in odd and "params.json is missing" in odd
 

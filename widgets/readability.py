@@ -106,9 +106,10 @@ def source_text(source_ids, turn_text) -> str | None:
 def fact_marks(text, turns) -> list[tuple[str, str]]:
     """What a fact gets wrong against the turns it was taken from, each as (flag, why): it is one of them word for
     word (nothing was extracted), it names a relation none of them says (the 0.5B filled AMA's apposition example,
-    "Jon is Gina's friend", into 102 conv-30 turns that never say "friend"), or it speaks as "I" (a stored fact no
-    longer says who "I" is). ``turns``: the texts of the fact's source turns; without them only the first person is
-    read. The same rules as the census's counts (``census_kit``), so the table and the counts agree."""
+    "Jon is Gina's friend", into 102 conv-30 facts whose turns never say "friend"), or it speaks as "I" (a stored
+    fact no longer says who "I" is). ``turns``: the texts of the fact's source turns; without them only the first
+    person is read. The rules are ``census_kit``'s, which AMA's census counts the Constructor's facts by (as written;
+    a view shows any method's fact units as they stand now, after any edit)."""
     turns = [str(t) for t in (turns or ()) if t]
     marks = []
     if any(copies_turn(text, t) for t in turns):

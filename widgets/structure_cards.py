@@ -20,6 +20,7 @@ import statistics
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from workbench.methods.census_kit import decision_tally
 from workbench.words import counted
 
 from .html import box, clip, esc, short, table_html
@@ -532,22 +533,20 @@ def fact_list_card(structures: Mapping, conversation=None, *, memories=(), param
 
 def decisions_sentence(structures: Mapping) -> str:
     """What the decision call did with the extracted facts, from the saved decisions (one entry per speaker and
-    exchange with facts: its facts, the memories shown, the actions): which events it chose, how many of them with
-    nothing stored to compare against, and how many facts it gave no action. "" when none were saved."""
-    decided = [d for d in (structures.get("decisions") if isinstance(structures, Mapping) else None) or ()
-               if isinstance(d, Mapping)]
-    if not decided:
+    exchange with facts: its facts, the memories shown, the actions), counted as the census counts them
+    (``census_kit.decision_tally``): the actions applied, how many NONEs had nothing stored to compare against,
+    how many facts no action named, how many actions were skipped. "" when none were saved."""
+    decided = structures.get("decisions") if isinstance(structures, Mapping) else None
+    if not isinstance(decided, list) or not decided:
         return ""
-    facts = sum(len(d.get("facts")) for d in decided if isinstance(d.get("facts"), list))
-    acts = [(d, a) for d in decided for a in (d.get("actions") if isinstance(d.get("actions"), list) else ())
-            if isinstance(a, Mapping)]
-    events = Counter(_text(a.get("event")) or "(none)" for _, a in acts)
-    blind = sum(_text(a.get("event")) == "NONE" and not d.get("shown") for d, a in acts)
-    silent = sum(max(0, len(d.get("facts") or ()) - len(d.get("actions") or ())) for d in decided)
-    chosen = ", ".join(f"{esc(k)} {n:,}" for k, n in events.most_common())
-    return (f" Of the <b>{facts:,}</b> facts extracted, the decision call chose {chosen or 'nothing'}"
-            + (f" ({blind:,} of the NONEs with nothing stored yet to compare against)" if blind else "")
-            + (f" and gave <b>{silent:,}</b> no action at all (dropped)" if silent else "") + ".")
+    t = decision_tally(decided)
+    chosen = ", ".join(f"{esc(k)} {n:,}" for k, n in t["applied"].items())
+    return (f" Of the <b>{t['facts']:,}</b> facts extracted, the decision call applied {chosen or 'nothing'}"
+            + (f" ({t['none_with_nothing_shown']:,} of the NONEs with nothing stored yet to compare against)"
+               if t["none_with_nothing_shown"] else "")
+            + (f", skipped {t['skipped']:,} actions naming an unknown id or event" if t["skipped"] else "")
+            + (f" and named <b>{t['unanswered']:,}</b> facts in no action at all (dropped)" if t["unanswered"] else "")
+            + ".")
 
 
 def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:

@@ -227,23 +227,37 @@ def open_gaps(values) -> tuple[list[str], int]:
 # Facts a model extracted from a turn, read against that turn (AMA's Constructor; any fact extractor)
 # ------------------------------------------------------------------------------------------------
 
-#: "I", "me", "my", "mine", "myself" outside quoted speech: a stored fact in the first person no longer says who
-#: "I" is once it is read apart from its turn (AMA's extraction prompts ask for a named subject)
-FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|mine|myself)\b")
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+#: "I", "me", "my", "myself" outside quoted speech: a stored fact in the first person no longer says who "I" is once
+#: it is read apart from its turn (AMA's extraction prompts ask for a named subject). "mine" is left out (a gold
+#: mine), and an "I" after a capitalised word is a numeral ("World War I", "Episode I"), not the speaker.
+FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|myself)\b")
+#: quoted speech: double quotes, curly quotes, and single quotes that open after a non-letter and close before one
+#: (so the apostrophes of "I'm" and "'cause" never open a quote)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)")
+_NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
-#: "my <relation> <name>")
-APPOSITION = re.compile(r"^\s*(?P<name>[^.]+?)\s+is\s+(?P<whose>[^.]+?)['’]s\s+(?P<relation>[A-Za-z-]+)\s*\.?\s*$")
+#: "my <relation> <name>"); the relation may be qualified ("best friend", "sister-in-law")
+APPOSITION = re.compile(r"^\s*(?P<name>[^.]+?)\s+is\s+(?P<whose>[^.]+?)['’]s\s+"
+                        r"(?P<relation>(?:[A-Za-z-]+\s+){0,2}[A-Za-z-]+)\s*\.?\s*$")
+#: plurals that an "s" does not make, for reading a relation word against a turn
+_PLURALS = {"wife": "wives", "child": "children", "man": "men", "woman": "women", "person": "people",
+            "grandchild": "grandchildren"}
 
 
 def plain_words(value) -> str:
-    """Lower-case words joined by single spaces: punctuation, quotes and spacing do not make two texts differ."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text(value).lower()).split())
+    """Case-folded words joined by single spaces: punctuation, quotes and spacing do not make two texts differ
+    (letters of any script are kept)."""
+    return " ".join(re.sub(r"[\W_]+", " ", text(value).casefold()).split())
 
 
 def first_person(fact) -> bool:
-    """The fact speaks as "I" outside quoted speech."""
-    return bool(FIRST_PERSON.search(_QUOTED.sub(" ", text(fact))))
+    """The fact speaks as "I" (or "me", "my", "myself") outside quoted speech; an "I" right after a capitalised
+    word is read as a numeral."""
+    said = _QUOTED.sub(" ", text(fact))
+    for m in FIRST_PERSON.finditer(said):
+        if m.group() != "I" or not _NUMERAL_BEFORE.search(said[:m.start()]):
+            return True
+    return False
 
 
 #: a bracketed note in a turn's text, such as LoCoMo's "[shares an image: ...]" caption
@@ -259,38 +273,80 @@ def copies_turn(fact, said: str) -> bool:
 
 
 def unstated_relation(fact, turn: str) -> str | None:
-    """The relation word of an apposition fact ("Jon is Gina's friend") that its turn never says (None when the
-    fact is not an apposition or the turn has the word, singular or plural). Seen at real scale: the 0.5B filled the
-    small prompt's apposition example into turns about dance studios."""
+    """The relation word of an apposition fact ("Jon is Gina's friend", "... best friend") that its turn never says
+    (None when the fact is not an apposition or the turn has the word, singular or plural). Bracketed notes (an
+    image caption) are not what the turn says. Seen at real scale: the 0.5B filled the small prompt's apposition
+    example into turns about dance studios."""
     m = APPOSITION.match(text(fact))
     if not m:
         return None
-    relation = m.group("relation").lower()
-    words = set(plain_words(turn).split())
-    stem = relation[:-1] if relation.endswith("s") else relation
-    return None if {relation, stem, stem + "s"} & words else relation
+    head = m.group("relation").split()[-1]
+    relation = plain_words(head)
+    said = f" {plain_words(_BRACKETED.sub(' ', text(turn)))} "
+    singular = relation[:-1] if relation.endswith("s") and not relation.endswith("ss") else relation
+    forms = {relation, singular, singular + "s", _PLURALS.get(singular, singular),
+             *(k for k, v in _PLURALS.items() if v == relation)}
+    return None if any(f" {f} " in said for f in forms if f) else head.lower()
 
 
 def fact_quality(pairs: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
     """Counts over ``(fact, its turn's text or None)`` pairs in the order they were written: ``written``,
     ``repeated`` (the same words as an earlier fact), ``first_person``, and, over the ``turn_known`` facts whose
-    turn is known, ``copying_turn`` and ``unstated_relation``; ``repeated_top``: up to three ``(text, times)`` of
+    turn is known, ``copying_turn`` and ``unstated_relation`` (``unstated_relation_words``: how many per relation
+    word); ``repeated_top``: up to three ``(text, times)`` of
     the facts written most often (each cut to 60 characters)."""
     pairs = list(pairs)
     times: dict[str, int] = {}
     shown: dict[str, str] = {}
+    words: dict[str, int] = {}
     out = {"written": len(pairs), "repeated": 0, "first_person": 0, "turn_known": 0, "copying_turn": 0,
            "unstated_relation": 0}
     for fact, turn in pairs:
         key = plain_words(fact)
-        out["repeated"] += key in times
+        out["repeated"] += bool(key) and key in times  # an empty fact repeats nothing
         times[key] = times.get(key, 0) + 1
         shown.setdefault(key, one_line(text(fact), 60))
         out["first_person"] += first_person(fact)
         if turn is not None:
             out["turn_known"] += 1
             out["copying_turn"] += copies_turn(fact, turn)
-            out["unstated_relation"] += unstated_relation(fact, turn) is not None
-    top = sorted((k for k, n in times.items() if n > 1), key=lambda k: -times[k])[:3]
+            relation = unstated_relation(fact, turn)
+            if relation is not None:
+                out["unstated_relation"] += 1
+                words[relation] = words.get(relation, 0) + 1
+    out["unstated_relation_words"] = dict(sorted(words.items(), key=lambda kv: -kv[1]))
+    top = sorted((k for k, n in times.items() if n > 1 and k), key=lambda k: -times[k])[:3]
     out["repeated_top"] = [(shown[k], times[k]) for k in top]
+    return out
+
+
+def decision_tally(decided) -> dict[str, Any]:
+    """Per-fact decisions of a Mem0-like decision call, saved as entries ``{"facts": [...], "shown": {...},
+    "actions": [{"event", "fact", "applied" | "skipped"}]}`` (any other shape is read as empty): ``facts``
+    extracted, ``applied`` actions by event, ``none_with_nothing_shown`` (NONE while no stored memory was shown to
+    compare against), ``skipped`` actions (an unknown id or event), and ``unanswered``: facts no action named (the
+    prompt asks for one action per fact). The census and the structure view count with this one rule."""
+    out = {"facts": 0, "applied": {}, "none_with_nothing_shown": 0, "skipped": 0, "unanswered": 0}
+    applied: dict[str, int] = {}
+    for d in as_list(decided):
+        if not isinstance(d, Mapping):
+            continue
+        facts = [text(f) for f in as_list(d.get("facts"))]
+        actions = [a for a in as_list(d.get("actions")) if isinstance(a, Mapping)]
+        out["facts"] += len(facts)
+        left = dict.fromkeys(facts, 0)
+        for f in facts:
+            left[f] += 1
+        for a in actions:
+            named = text(a.get("fact"))
+            if left.get(named):
+                left[named] -= 1
+            if a.get("skipped"):
+                out["skipped"] += 1
+                continue
+            event = text(a.get("event")) or "(none)"
+            applied[event] = applied.get(event, 0) + 1
+            out["none_with_nothing_shown"] += event == "NONE" and not d.get("shown")
+        out["unanswered"] += sum(left.values())
+    out["applied"] = dict(sorted(applied.items(), key=lambda kv: -kv[1]))
     return out

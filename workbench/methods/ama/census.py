@@ -17,13 +17,15 @@ def fact_pairs(mem: K.Memory) -> list[tuple[str, str | None]]:
     raw entry AMA stored for it ("Speaker: words", the speaker left out; None when the raw store was off)."""
     turns = {K.text(e.get("cause")): K.text(e.get("after")).split(": ", 1)[-1] for e in mem.events
              if e.get("kind") == "ADD" and _data(e).get("store") == "raw"}
-    return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")))) for e in mem.events
+    turns.pop("", None)  # an event without a turn id (a damaged file) lends its text to no fact
+    return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")) or None)) for e in mem.events
             if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
 
 
 def _facts(c: K.Counts, mems, params) -> None:
     """What the Constructor wrote, read against each fact's own turn (``census_kit.fact_quality``)."""
-    names = ("facts_written", "facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation")
+    names = ("facts_written", "facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation",
+             "facts_unstated_relation_words")
     if K.events_lacking(c, mems, names):
         return
     q = K.fact_quality(pair for mem in mems.values() for pair in fact_pairs(mem))
@@ -41,20 +43,27 @@ def _facts(c: K.Counts, mems, params) -> None:
                          "(use_raw=False), so they cannot be read against it")
         else:
             c.put(name, q[key], src + " x the raw entry of the same turn")
+    if not unknown and q["unstated_relation_words"]:
+        c.put("facts_unstated_relation_words", q["unstated_relation_words"], src + " x the raw entry of the same turn")
 
 
-def _episodes(c: K.Counts, log: list[dict], mems) -> None:
-    """The episode trigger's decisions (the ingestion log) and the episodes written (events)."""
-    triggers = [x for x in log if x.get("step") == "trigger"]
-    by_source = Counter(str(x.get("source")) for x in triggers)
-    fired = Counter(str(x.get("source")) for x in triggers if x.get("fired") is True)
-    src = "structures.json (ingestion_log)"
-    c.put("trigger_checks", dict(sorted(by_source.items())), src)
-    c.put("trigger_firings", dict(sorted(fired.items())), src,
-          f"the trigger answered 0 on all {by_source['llm']} model checks" if by_source["llm"] else
-          "no trigger call ran (trigger='session', or every episode buffer was empty)")
-    closed = [x for x in log if x.get("step") == "episode"]
-    c.put("episodes_unstored", sum(x.get("stored") is False for x in closed), src)
+def _episodes(c: K.Counts, log: list[dict] | None, mems, absent: str = "") -> None:
+    """The episode trigger's decisions (the ingestion log; ``None`` when a memory has none: ``absent`` says why) and
+    the episodes written (events, whether or not the log is there)."""
+    closed = [x for x in log or () if x.get("step") == "episode"]
+    if log is None:
+        for n in ("trigger_checks", "trigger_firings", "episodes_unstored"):
+            c.lack(n, absent)
+    else:
+        triggers = [x for x in log if x.get("step") == "trigger"]
+        by_source = Counter(str(x.get("source")) for x in triggers)
+        fired = Counter(str(x.get("source")) for x in triggers if x.get("fired") is True)
+        src = "structures.json (ingestion_log)"
+        c.put("trigger_checks", dict(sorted(by_source.items())), src)
+        c.put("trigger_firings", dict(sorted(fired.items())), src,
+              f"the trigger answered 0 on all {by_source['llm']} model checks" if by_source["llm"] else
+              "no trigger call ran (trigger='session', or every episode buffer was empty)")
+        c.put("episodes_unstored", sum(x.get("stored") is False for x in closed), src)
     if not K.events_lacking(c, mems, ("episodes_written",)):
         ends = Counter("session end" if str(x.get("reason")) in ("end of session", "end of conversation")
                        else "trigger" for x in closed)
@@ -62,7 +71,7 @@ def _episodes(c: K.Counts, log: list[dict], mems) -> None:
                       for m in mems.values() for e in m.events)
         c.put("episodes_written", written, "events.jsonl (ADD to the episode store)",
               f"{len(closed)} episodes closed ({K.fmt_counter(dict(ends))}); none was stored" if closed
-              else "no episode was closed")
+              else "no episode was closed" if log is not None else None)
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -100,8 +109,10 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
             c.put("updates_at_ingestion", kinds["UPDATE"], "events.jsonl", why)
             c.put("deletes_at_ingestion", kinds["DELETE"], "events.jsonl", why)
         if absent:
+            gone = "; ".join(absent[:3]) + ("; ..." if len(absent) > 3 else "")
             for n in log_names:
-                c.lack(n, "; ".join(absent[:3]) + ("; ..." if len(absent) > 3 else ""))
+                c.lack(n, gone)
+            _episodes(c, None, mems, gone)
         else:
             c.put("ingestion_checks", len(judges), "structures.json (ingestion_log)",
                   "no stored entry was near enough to a new turn to be checked" if not judges else None)

@@ -6,8 +6,6 @@ stored to compare against, so the reference kept 13 memories (and 13 updates) ov
 prompts never grew: its construction-token count is a floor of what a working Mem0-like pipeline spends."""
 from __future__ import annotations
 
-from collections import Counter
-
 from .. import census_kit as K
 
 
@@ -30,19 +28,14 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
             c.lack(n, "; ".join(absent[:3]))
         return
     src = "structures.json (decisions)"
+    t = K.decision_tally(decided)
+    c.put("facts_extracted", t["facts"], src, "the extraction returned no fact for any exchange")
+    c.put("decisions", t["applied"], src + ": the actions applied")
+    c.put("facts_without_action", t["unanswered"], src + ": facts no action named")
+    c.put("none_with_nothing_stored", t["none_with_nothing_shown"], src + ": NONE while no memory was shown")
+    c.put("actions_skipped", t["skipped"], src)
     facts = [str(f) for d in decided for f in K.as_list(d.get("facts"))]
-    actions = [(d, a) for d in decided for a in K.as_list(d.get("actions")) if isinstance(a, dict)]
-    events = Counter(K.text(a.get("event")) or "(none)" for _, a in actions)
-    c.put("facts_extracted", len(facts), src, "the extraction returned no fact for any exchange")
-    c.put("decisions", dict(sorted(events.items())), src)
-    # the decision prompt asks for one action per new fact; a fact the reply never answered is dropped
-    c.put("facts_without_action", sum(max(0, len(K.as_list(d.get("facts"))) - len(K.as_list(d.get("actions"))))
-                                      for d in decided), src)
-    c.put("none_with_nothing_stored", sum(K.text(a.get("event")) == "NONE" and not d.get("shown")
-                                          for d, a in actions), src + ": NONE while no memory was shown to compare")
-    c.put("actions_skipped", sum(bool(a.get("skipped")) for _, a in actions), src)
-    q = K.fact_quality((f, None) for f in facts)
-    c.put("facts_first_person", q["first_person"], src)
+    c.put("facts_first_person", K.fact_quality((f, None) for f in facts)["first_person"], src)
 
 
 CENSUS = K.CensusSpec(
