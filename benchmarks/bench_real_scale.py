@@ -340,10 +340,11 @@ def mem0_caveat(replays: list[dict]) -> str:
         if not c.get("facts_extracted") or not isinstance(c.get("decisions"), dict):
             continue
         d = c["decisions"]
-        bits.append(f"{r.get('conversation')}: of {c['facts_extracted']:,} facts extracted its decision call gave "
-                    f"{c.get('facts_without_action') or 0:,} no action and answered NONE for {d.get('NONE', 0):,} "
-                    f"({c.get('none_with_nothing_stored') or 0:,} with nothing stored yet), ADD {d.get('ADD', 0)}, "
-                    f"UPDATE {d.get('UPDATE', 0)}, DELETE {d.get('DELETE', 0)}")
+        bits.append(f"{r.get('conversation')}: of {c['facts_extracted']:,} facts extracted, its decision call applied "
+                    f"NONE {d.get('NONE', 0):,} ({c.get('none_with_nothing_stored') or 0:,} with nothing stored yet), "
+                    f"ADD {d.get('ADD', 0)}, UPDATE {d.get('UPDATE', 0)}, DELETE {d.get('DELETE', 0)}; "
+                    f"{c.get('facts_without_action') or 0:,} facts were named by no action "
+                    f"({c.get('actions_naming_no_fact') or 0:,} actions named no fact)")
     if not bits:
         return ""
     return ("  - the Mem0-style reference did less than Mem0 does, so its prompts stayed short and the ratio is "

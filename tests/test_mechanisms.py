@@ -888,6 +888,7 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.unstated_relation("Ana is Jon's wife", "our wives met") is None  # an irregular plural
     assert K.unstated_relation("Ana is Jon's best friend", "Ana came") == "friend"  # a qualified relation
     assert K.unstated_relation("Jon is Gina's friend", "Hi! [shares an image: friends]") == "friend"  # a caption
+    assert K.unstated_relation("Gina is dancing, it's like air.", "Dancing is awesome") is None  # not an apposition
     assert K.fact_quality([("", None), (None, None), ("", None)])["repeated"] == 0  # empty facts repeat nothing
     assert K.plain_words("Café") == "café"
 

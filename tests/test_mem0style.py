@@ -154,6 +154,7 @@ def test_the_census_counts_each_facts_decision_from_the_saved_structures(tiny_co
     c = entry["counts"]
     assert c["facts_extracted"] == 3 and c["decisions"] == {"NONE": 1}  # the UPDATE named an unknown id: skipped
     assert c["none_with_nothing_stored"] == 1 and c["facts_without_action"] == 1 and c["actions_skipped"] == 1
+    assert c["actions_naming_no_fact"] == 0
     assert c["facts_first_person"] == 1  # "I am happy."
     (h,) = headline(census(tmp_path))
     assert {f["name"] for f in h["failures"]} >= {"facts_without_action", "none_with_nothing_stored",

@@ -571,14 +571,14 @@ def test_recmem_against_mem0_style_is_measured_only_on_the_conversations_both_ha
     assert "conv-30: -53.1% tokens, -74.6% calls" in md and "conv-26" not in md
     assert construction_vs_mem0(rec, {}) == {}
     assert "light reference" not in md  # no Mem0-style census given: nothing claimed
-    counts = {"facts_extracted": 1365, "facts_without_action": 741, "none_with_nothing_stored": 420,
-              "decisions": {"NONE": 617, "ADD": 13, "UPDATE": 13}}
+    counts = {"facts_extracted": 1365, "facts_without_action": 1309, "none_with_nothing_stored": 420,
+              "actions_naming_no_fact": 600, "decisions": {"NONE": 617, "ADD": 13, "UPDATE": 5}}
     md = anchors_markdown([{"method": "recmem", "construction_vs_mem0": vs}],
                           [{"method": "mem0_style", "conversation": "conv-30", "mechanisms": {"counts": counts}},
                            {"method": "recmem", "conversation": "conv-30", "mechanisms": {"counts": counts}}])
-    assert md.count("light reference") == 1 and ("conv-30: of 1,365 facts extracted its decision call gave 741 no "
-                                                 "action and answered NONE for 617 (420 with nothing stored yet), "
-                                                 "ADD 13, UPDATE 13, DELETE 0") in md
+    assert md.count("light reference") == 1 and ("conv-30: of 1,365 facts extracted, its decision call applied NONE "
+                                                 "617 (420 with nothing stored yet), ADD 13, UPDATE 5, DELETE 0; 1,309 "
+                                                 "facts were named by no action (600 actions named no fact)") in md
 
 
 def test_each_method_s_labelled_answers_are_audited_on_their_own():

@@ -237,7 +237,7 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\
 _NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
 #: "my <relation> <name>"); the relation may be qualified ("best friend", "sister-in-law")
-APPOSITION = re.compile(r"^\s*(?P<name>[^.]+?)\s+is\s+(?P<whose>[^.]+?)['’]s\s+"
+APPOSITION = re.compile(r"^\s*(?P<name>[^.,;:!?]+?)\s+is\s+(?P<whose>[^.,;:!?]+?)['’]s\s+"
                         r"(?P<relation>(?:[A-Za-z-]+\s+){0,2}[A-Za-z-]+)\s*\.?\s*$")
 #: plurals that an "s" does not make, for reading a relation word against a turn
 _PLURALS = {"wife": "wives", "child": "children", "man": "men", "woman": "women", "person": "people",
@@ -325,8 +325,10 @@ def decision_tally(decided) -> dict[str, Any]:
     "actions": [{"event", "fact", "applied" | "skipped"}]}`` (any other shape is read as empty): ``facts``
     extracted, ``applied`` actions by event, ``none_with_nothing_shown`` (NONE while no stored memory was shown to
     compare against), ``skipped`` actions (an unknown id or event), and ``unanswered``: facts no action named (the
-    prompt asks for one action per fact). The census and the structure view count with this one rule."""
-    out = {"facts": 0, "applied": {}, "none_with_nothing_shown": 0, "skipped": 0, "unanswered": 0}
+    prompt asks for one action per fact), with ``actions`` and ``naming_no_fact`` (actions whose fact number was
+    missing or out of range). The census and the structure view count with this one rule."""
+    out = {"facts": 0, "actions": 0, "naming_no_fact": 0, "applied": {}, "none_with_nothing_shown": 0, "skipped": 0,
+           "unanswered": 0}
     applied: dict[str, int] = {}
     for d in as_list(decided):
         if not isinstance(d, Mapping):
@@ -337,8 +339,10 @@ def decision_tally(decided) -> dict[str, Any]:
         left = dict.fromkeys(facts, 0)
         for f in facts:
             left[f] += 1
+        out["actions"] += len(actions)
         for a in actions:
             named = text(a.get("fact"))
+            out["naming_no_fact"] += not named
             if left.get(named):
                 left[named] -= 1
             if a.get("skipped"):
