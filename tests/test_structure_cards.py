@@ -215,6 +215,14 @@ def test_baseline_cards_say_what_is_stored(run_dir, tiny_conv):
                          params={"params": {"top_k": 10}})
     assert "<b>1</b> memories are stored (Sam: 1)" in m0 and "<b>D1:3</b> Sam: Miso." in m0
     assert "decision call" not in m0  # saved before the decisions were: nothing claimed
+    from widgets.structure_cards import fact_list_card, stores_log_card
+    facts = [{"id": "f0", "kind": "fact", "text": "Sam is Noor's friend", "source_ids": ["D1:3"]},
+             {"id": "f1", "kind": "fact", "text": "Miso is grey", "source_ids": ["D1:3"]}]
+    for card in (fact_list_card({}, tiny_conv, memories=facts, params={}),
+                 stores_log_card({}, tiny_conv, memories=facts, params={})):
+        assert "1 of 2 facts are flagged against their own turns" in card and "⚠ “friend” not in its turn" in card
+        assert card.count("wb-flag") == 1
+    assert "flagged" not in fact_list_card({}, tiny_conv, memories=facts[1:], params={})
     decided = {"decisions": [{"facts": ["a", "b"], "shown": {}, "actions": [{"event": "NONE", "fact": "a"}]},
                              {"facts": ["c"], "shown": {"0": "mem-0"},
                               "actions": [{"event": "ADD", "fact": "c"}, {"event": "UPDATE", "fact": "c",

@@ -24,6 +24,7 @@ from workbench.methods.census_kit import decision_tally
 from workbench.words import counted
 
 from .html import box, clip, esc, short, table_html
+from .readability import fact_flags_html
 
 #: rows of a table shown before "N more not shown"
 ROWS = 40
@@ -354,8 +355,8 @@ def stores_log_card(structures: Mapping, conversation=None, *, memories=(), para
 
     # fact store
     facts = sorted(by["fact"], key=lambda r: (_first(_ids(r.get("source_ids")), order), _text(r.get("id"))))
-    body += (f"<h5>Fact store ({len(facts)} facts)</h5>"
-             + _capped([{"fact": clip(short(_text(r.get("text")), CELL)), FORM: _text(r.get("pattern")),
+    body += (f"<h5>Fact store ({len(facts)} facts)</h5>" + _flagged_line(facts, turns)
+             + _capped([{"fact": _fact_text(r, turns), FORM: _text(r.get("pattern")),
                          "source turn": turn_lines(_ids(r.get("source_ids")), turns, limit=3)
                          or esc(" ".join(_ids(r.get("source_ids"))))} for r in facts],
                        ["fact", FORM, "source turn"], raw=["fact", "source turn"], what="facts"))
@@ -509,13 +510,31 @@ def chunks_card(structures: Mapping, conversation=None, *, memories=(), params=N
     return _card("Chunks, retrieved by cosine", lead, chunks_html(rows, _order(conversation)), notes)
 
 
+def _fact_text(r: Mapping, turns: Mapping) -> str:
+    """A unit's text for a card cell; a fact unit also carries its flags against its own turns (the Memories table's
+    "against its turns", ``readability.fact_marks``)."""
+    cell = clip(short(_text(r.get("text")), CELL))
+    if r.get("kind") != "fact":
+        return cell
+    said = {i: getattr(t, "text", "") for i, t in turns.items()}
+    return cell + fact_flags_html(_text(r.get("text")), list(_ids(r.get("source_ids"))), said)
+
+
+def _flagged_line(rows: Sequence[Mapping], turns: Mapping) -> str:
+    """``<p>3 of 68 facts are flagged against their own turns (⚠, why on hover).</p>``, or "" when none is."""
+    facts = [r for r in rows if r.get("kind") == "fact"]
+    n = sum("wb-flag" in _fact_text(r, turns) for r in facts)
+    return (f"<p><small>{n} of {len(facts)} facts are flagged against their own turns (⚠, why on hover): a copy of "
+            "the turn, a relation the turn never names, or the first person.</small></p>") if n else ""
+
+
 def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int], *, extra: str = "") -> str:
     rows = sorted(rows, key=lambda r: (_first(_ids(r.get("source_ids")), order), _num(_text(r.get("id")))))
-    table = [{"memory": clip(short(_text(r.get("text")), CELL)), **({extra: _text(r.get(extra))} if extra else {}),
+    table = [{"memory": _fact_text(r, turns), **({extra: _text(r.get(extra))} if extra else {}),
               "source turns": turn_lines(_ids(r.get("source_ids")), turns, limit=2, chars=120)
               or esc(" ".join(_ids(r.get("source_ids"))))} for r in rows]
-    return _capped(table, ["memory", *([extra] if extra else []), "source turns"], raw=["memory", "source turns"],
-                   what="memories")
+    return _flagged_line(rows, turns) + _capped(table, ["memory", *([extra] if extra else []), "source turns"],
+                                                raw=["memory", "source turns"], what="memories")
 
 
 def fact_list_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
