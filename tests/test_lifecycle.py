@@ -237,3 +237,17 @@ def test_a_units_page_flags_its_text_when_it_is_hard_to_read():
     assert "⚠ repeats itself" in head
     said = Turn("D1:1", "Priya", looped, "S1")  # she really said it three times
     assert "⚠" not in unit_html(UnitLifecycle(ref, {}, (said,), (), (), {}, ()), links=False).split("</h4>")[0]
+
+
+def test_a_fact_units_page_flags_what_it_gets_wrong_against_its_turns():
+    """The Memories table, the Question tab and the Structures cards flag a fact against its own turns; the fact's
+    own page says so too (a raw unit, the turn by design, is not flagged)."""
+    from widgets.lifecycle import UnitLifecycle, UnitRef
+
+    turn = Turn("D1:1", "Jon", "Check my ideal dance studio by the water.", "S1")
+    fact = UnitRef("ama", "fact:20", "fact", "Jon is Gina's friend", ("D1:1",), "in memory", 0, 0)
+    head = unit_html(UnitLifecycle(fact, {}, (turn,), (), (), {}, ()), links=False).split("</h4>")[0]
+    assert "⚠ “friend” not in its turn" in head
+    raw = UnitRef("ama", "raw:D1:1", "raw", "Jon: Check my ideal dance studio by the water.", ("D1:1",), "in memory",
+                  0, 0)
+    assert "⚠" not in unit_html(UnitLifecycle(raw, {}, (turn,), (), (), {}, ()), links=False).split("</h4>")[0]
