@@ -58,7 +58,7 @@ class Mem0Style(MemoryMethod):
     how_it_works = MEM0_STYLE
     structure_view = "speaker_memories"
     census = CENSUS  # its decisions counted (mem0_style_census.py), run by the generic census
-    prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts")
+    prompt_modules = ("baselines.mem0_style", "baselines.mem0_style_prompts", "baselines.mem0_style_census")
 
     def __init__(self, *, llm=None, embedder=None,
                  neighbours: int = 5,  # Mem0: top 5 stored memories searched per new fact
