@@ -100,9 +100,9 @@ mem[mem["kind"] == "fact"][["id", "text", "source_ids", "version"]].head(8)
 # the Memories tab flags with (its "against its turns" column): a fact that is its turn word for word extracted
 # nothing, an apposition ("X is Y's friend") needs the relation in the turn, and a fact that speaks as "I" no longer
 # says who. At real scale the 0.5B wrote the prompt's own apposition example, "Jon is Gina's friend", into 102 of
-# conv-30's turns; here the 1.5B does it once. This reads the memory as it stands: two of the flagged facts
-# (fact:14, fact:45) are the Refresher's rewrites, which the census does not count (it reads the Constructor's facts
-# as they were written).
+# conv-30's turns; here the 1.5B does it once. This reads the memory as it stands: four of the six flagged facts
+# (fact:12, 14, 16, 45) are the Refresher's rewrites, most of them a turn pasted in after "Priya said on <date>:",
+# which the census does not count (it reads the Constructor's facts as they were written).
 
 # %%
 # NBVAL_CHECK_OUTPUT

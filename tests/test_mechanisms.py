@@ -866,6 +866,7 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.copies_turn("classic kitten - I found a new violin teacher here, Ines", turn)  # marks, caption aside
     assert not K.copies_turn("Noor found a new violin teacher", turn) and not K.copies_turn("", turn)
     assert not K.copies_turn("Jon agreed!", "Agreed!")  # the speaker's name is not part of what was said
+    assert K.copies_turn("[14 March 2023] Noor: Classic kitten. I found a new violin teacher here, Ines.", turn)
     assert K.first_person("I found a teacher") and K.first_person("My teacher is Ines")
     assert not K.first_person("Noor said \"I found a teacher\"") and not K.first_person("Ines is Noor's teacher")
     assert not K.first_person("Sam sent mementos to Noor")  # "me" inside a word is not the pronoun

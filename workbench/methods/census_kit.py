@@ -264,12 +264,18 @@ def first_person(fact) -> bool:
 _BRACKETED = re.compile(r"\[[^\]]*\]")
 
 
+#: a speaker's label before a copied line of dialogue ("Priya: ")
+_SPEAKER_LABEL = re.compile(r"^\s*[\w .'’-]{1,40}:\s+")
+
+
 def copies_turn(fact, said: str) -> bool:
     """The fact is its turn word for word: nothing was extracted. ``said``: what the turn says (no "Speaker: "
-    before it, which would make "Jon agreed!" a copy of "Jon: Agreed!"); bracketed notes (LoCoMo's image caption)
-    count on neither side."""
-    words = plain_words(_BRACKETED.sub(" ", text(fact)))
-    return bool(words) and words == plain_words(_BRACKETED.sub(" ", text(said)))
+    before it, which would make "Jon agreed!" a copy of "Jon: Agreed!"); on the fact's side a speaker's label and a
+    date in brackets are the copy's dressing ("[14 March 2023] Priya: Tomatoes first, ..." copies Priya's turn),
+    and bracketed notes (LoCoMo's image caption) count on neither side."""
+    bare = _BRACKETED.sub(" ", text(fact))
+    turn = plain_words(_BRACKETED.sub(" ", text(said)))
+    return bool(turn) and turn in (plain_words(bare), plain_words(_SPEAKER_LABEL.sub("", bare, count=1)))
 
 
 def unstated_relation(fact, turn: str) -> str | None:
