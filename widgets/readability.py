@@ -84,11 +84,16 @@ def repeated_sentence(text: str, source: str | None = None) -> tuple[str, int] |
     return next(p for p in sentences if _said(p) == top), times
 
 
+def _spans(marks: list[tuple[str, str]]) -> str:
+    """(flag, why) pairs as inline HTML flags, why on hover."""
+    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
+                   for flag, why in marks)
+
+
 def flags_html(text, *, than: str = "the conversation's", source: str | None = None) -> str:
     """The flags of ``text`` as inline HTML (`` ⚠ code fence``, why on hover); "" for a clean text. ``source``:
     the conversation text it was made from (``repeated_sentence``)."""
-    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
-                   for flag, why in unreadable_marks(str(text or ""), than=than, source=source))
+    return _spans(unreadable_marks(str(text or ""), than=than, source=source))
 
 
 def flags_words(text, *, than: str = "the conversation's", source: str | None = None) -> str:
@@ -130,8 +135,7 @@ def _fact_turns(source_ids, turn_text) -> list[str]:
 
 def fact_flags_html(text, source_ids, turn_text) -> str:
     """``fact_marks`` of a fact unit as inline HTML flags (why on hover), as ``flags_html`` draws them."""
-    return "".join(f" <span class='wb-flag' style='color:#a04a00' title='{esc(why)}'>⚠ {esc(flag)}</span>"
-                   for flag, why in fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
+    return _spans(fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
 
 
 def fact_words(text, source_ids, turn_text) -> str:

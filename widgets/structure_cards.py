@@ -355,10 +355,11 @@ def stores_log_card(structures: Mapping, conversation=None, *, memories=(), para
 
     # fact store
     facts = sorted(by["fact"], key=lambda r: (_first(_ids(r.get("source_ids")), order), _text(r.get("id"))))
-    body += (f"<h5>Fact store ({len(facts)} facts)</h5>" + _flagged_line(facts, turns)
-             + _capped([{"fact": _fact_text(r, turns), FORM: _text(r.get("pattern")),
+    cells, flagged = _fact_cells(facts, turns)
+    body += (f"<h5>Fact store ({len(facts)} facts)</h5>" + flagged
+             + _capped([{"fact": cell, FORM: _text(r.get("pattern")),
                          "source turn": turn_lines(_ids(r.get("source_ids")), turns, limit=3)
-                         or esc(" ".join(_ids(r.get("source_ids"))))} for r in facts],
+                         or esc(" ".join(_ids(r.get("source_ids"))))} for r, cell in zip(facts, cells)],
                        ["fact", FORM, "source turn"], raw=["fact", "source turn"], what="facts"))
 
     # raw store: one unit per turn; listing all 53 verbatim would repeat the Conversations tab
@@ -510,31 +511,32 @@ def chunks_card(structures: Mapping, conversation=None, *, memories=(), params=N
     return _card("Chunks, retrieved by cosine", lead, chunks_html(rows, _order(conversation)), notes)
 
 
-def _fact_text(r: Mapping, turns: Mapping) -> str:
-    """A unit's text for a card cell; a fact unit also carries its flags against its own turns (the Memories table's
-    "against its turns", ``readability.fact_marks``)."""
-    cell = clip(short(_text(r.get("text")), CELL))
-    if r.get("kind") != "fact":
-        return cell
+def _fact_cells(rows: Sequence[Mapping], turns: Mapping) -> tuple[list[str], str]:
+    """Each unit's text for a card cell, a fact unit's with its flags against its own turns (the Memories table's
+    "against its turns", ``readability.fact_marks``), and the line counting the flagged facts ("" when none is)."""
     said = {i: getattr(t, "text", "") for i, t in turns.items()}
-    return cell + fact_flags_html(_text(r.get("text")), list(_ids(r.get("source_ids"))), said)
-
-
-def _flagged_line(rows: Sequence[Mapping], turns: Mapping) -> str:
-    """``<p>3 of 68 facts are flagged against their own turns (⚠, why on hover).</p>``, or "" when none is."""
-    facts = [r for r in rows if r.get("kind") == "fact"]
-    n = sum("wb-flag" in _fact_text(r, turns) for r in facts)
-    return (f"<p><small>{n} of {len(facts)} facts are flagged against their own turns (⚠, why on hover): a copy of "
-            "the turn, a relation the turn never names, or the first person.</small></p>") if n else ""
+    cells, flagged, facts = [], 0, 0
+    for r in rows:
+        cell = clip(short(_text(r.get("text")), CELL))
+        if r.get("kind") == "fact":
+            facts += 1
+            flags = fact_flags_html(_text(r.get("text")), list(_ids(r.get("source_ids"))), said)
+            flagged += bool(flags)
+            cell += flags
+        cells.append(cell)
+    line = (f"<p><small>{flagged} of {facts} facts are flagged against their own turns (⚠, why on hover): a copy "
+            "of the turn, a relation the turn never names, or the first person.</small></p>") if flagged else ""
+    return cells, line
 
 
 def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int], *, extra: str = "") -> str:
     rows = sorted(rows, key=lambda r: (_first(_ids(r.get("source_ids")), order), _num(_text(r.get("id")))))
-    table = [{"memory": _fact_text(r, turns), **({extra: _text(r.get(extra))} if extra else {}),
+    cells, flagged = _fact_cells(rows, turns)
+    table = [{"memory": cell, **({extra: _text(r.get(extra))} if extra else {}),
               "source turns": turn_lines(_ids(r.get("source_ids")), turns, limit=2, chars=120)
-              or esc(" ".join(_ids(r.get("source_ids"))))} for r in rows]
-    return _flagged_line(rows, turns) + _capped(table, ["memory", *([extra] if extra else []), "source turns"],
-                                                raw=["memory", "source turns"], what="memories")
+              or esc(" ".join(_ids(r.get("source_ids"))))} for r, cell in zip(rows, cells)]
+    return flagged + _capped(table, ["memory", *([extra] if extra else []), "source turns"],
+                             raw=["memory", "source turns"], what="memories")
 
 
 def fact_list_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
