@@ -892,6 +892,38 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.unstated_relation("Gina is dancing, it's like air.", "Dancing is awesome") is None  # not an apposition
     assert K.fact_quality([("", None), (None, None), ("", None)])["repeated"] == 0  # empty facts repeat nothing
     assert K.plain_words("Café") == "café"
+    # a fact taken from several turns (an exchange, a RecMem cluster): a copy of any one, a relation none of them says
+    two = ["Hi Noor! I adopted a kitten on Saturday.", "Aww! Is Ines your teacher?"]
+    q = K.fact_quality([("Sam: Aww! Is Ines your teacher?", two), ("Ines is Noor's teacher", two),
+                        ("Ines is Noor's friend", two), ("x", []), ("y", [None, ""])])
+    assert (q["turn_known"], q["copying_turn"], q["unstated_relation"]) == (3, 1, 1)  # empty lists: turns unknown
+    assert K.source_turns({"source_ids": ["D1:1", "D9:9"]}, {"D1:1": "Hi"}) == ["Hi"]
+    assert K.source_turns({"source_ids": ["D9:9"]}, {"D1:1": "Hi"}) is None
+    assert K.source_turns({"source_ids": "D1:1"}, {"D1:1": "Hi"}) is None  # not a list: read as unknown
+    assert K.source_turns({"source_ids": ["D1:1"]}, {}) is None
+
+
+def test_the_recmem_census_reads_its_refined_facts_against_the_clusters_turns(tiny_conv):
+    """RecMem's refinement writes facts from a cluster of turns (seen in the demo: "Tomasz is considering adopting a
+    new dog for his training"); the census reads each against the cluster's source turns from the saved
+    conversation, and says the turn-based counts are missing when the run saved no conversation."""
+    events = [{"kind": "ADD", "unit_id": f"fact:{i}", "after": text, "source_ids": ["D1:1", "D1:2", "D1:3"],
+               "data": {"mode": "new_episode"}} for i, text in enumerate((
+                   "Miso. She's grey with white paws.", "Noor is Sam's friend", "Noor is Sam's friend",
+                   "I adopted a kitten on Saturday.", "Sam adopted a grey kitten named Miso."))]
+    events.append({"kind": "BUFFER", "unit_id": "u1", "after": "Noor is Sam's friend", "source_ids": ["D1:1"]})
+    mems = {"recmem": {"tiny-1": {"events": events, "structures": {}}}}
+    rows = [{"method": "recmem", "qa_id": "tiny-1/q0", "conv_id": "tiny-1",
+             "answer": {"question": "q", "text": "x", "steps": []}}]
+    entry = census(rows, memories=mems, conversations={"tiny-1": tiny_conv})["methods"]["recmem"]
+    c = entry["counts"]
+    assert (c["facts_copying_turn"], c["facts_unstated_relation"], c["facts_first_person"], c["facts_repeated"]) == (
+        1, 2, 1, 1)  # the BUFFER unit is no refined fact
+    assert c["facts_written_most"] == {"“Noor is Sam's friend”": 2}
+    assert "source turns" in entry["sources"]["facts_copying_turn"]
+    bare = census(rows, memories=mems)["methods"]["recmem"]  # no conversation: read from the facts alone
+    assert bare["counts"]["facts_first_person"] == 1 and bare["counts"]["facts_copying_turn"] is None
+    assert "did not save their conversation" in bare["missing"]["facts_copying_turn"]
 
 
 def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_the_trigger(tmp_path, tiny_conv):
@@ -937,7 +969,10 @@ def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_th
     assert all(no_log["counts"][n] is None and "no ingestion_log" in no_log["missing"][n]
                for n in ("trigger_checks", "trigger_firings", "episodes_unstored"))
     assert no_log["counts"]["episodes_written"] == c["episodes_written"]  # read from the events either way
-    no_raw = run("no-raw", use_raw=False)
-    missing = no_raw["methods"]["ama"]["missing"]
-    assert "use_raw=False" in missing["facts_copying_turn"] and "facts_copying_turn" in counts(no_raw, "ama")
-    assert counts(no_raw, "ama")["facts_first_person"] == 2  # read from the fact alone
+    no_raw = run("no-raw", use_raw=False)  # without the raw store the facts are read against the saved conversation
+    assert counts(no_raw, "ama")["facts_copying_turn"] == 1 and counts(no_raw, "ama")["facts_unstated_relation"] == 2
+    for f in (tmp_path / "no-raw" / "conversations").iterdir():
+        f.unlink()
+    missing = census(tmp_path / "no-raw")["methods"]["ama"]["missing"]
+    assert "use_raw=False" in missing["facts_copying_turn"] and "saved conversation" in missing["facts_copying_turn"]
+    assert counts(census(tmp_path / "no-raw"), "ama")["facts_first_person"] == 2  # read from the fact alone

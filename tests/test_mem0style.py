@@ -156,6 +156,7 @@ def test_the_census_counts_each_facts_decision_from_the_saved_structures(tiny_co
     assert c["none_with_nothing_stored"] == 1 and c["facts_without_action"] == 1 and c["actions_skipped"] == 1
     assert c["actions_naming_no_fact"] == 0
     assert c["facts_first_person"] == 1  # "I am happy."
+    assert c["facts_copying_turn"] == 0 and c["facts_unstated_relation"] == 0  # read against the exchange's turns
     (h,) = headline(census(tmp_path))
     assert {f["name"] for f in h["failures"]} >= {"facts_without_action", "none_with_nothing_stored",
                                                   "actions_skipped"}
@@ -168,3 +169,35 @@ def test_the_census_counts_each_facts_decision_from_the_saved_structures(tiny_co
             (old / "memories" / "mem0_style" / "tiny-1" / f.name).write_bytes(f.read_bytes())
     stale = census(old)["methods"]["mem0_style"]
     assert stale["counts"]["none_with_nothing_stored"] is None and "saved before" in stale["missing"]["decisions"]
+
+
+def test_the_eager_floors_census_reads_each_fact_against_its_exchange(tiny_conv, tmp_path):
+    """Seen in the demo replay: Eager floor's 0.5B wrote a turn behind a date as a fact ("[14 March 2023] Priya:
+    Tomatoes first, ...") and one fact seven times from one exchange. Scripted here: the first exchange's reply copies
+    Sam's turn, the second's states a relation neither turn says, twice; the census counts each and lists them."""
+    from workbench.data import Dataset
+    from workbench.eval import evaluate
+    from workbench.eval.mechanisms import census, headline
+
+    def extract(messages):
+        p = _prompt(messages)
+        if "adopted a kitten" in p:
+            return {"facts": ["Sam: Hi Noor! I adopted a kitten on Saturday."]}
+        if "grey with white paws" in p:
+            return {"facts": ["Miso is Sam's friend", "Miso is Sam's friend"]}
+        return {"facts": []}
+
+    llm = ScriptedLLM({"eager_floor.extract": extract}, default="auto")
+    evaluate(EagerFloor(llm=llm, embedder=HashEmbedder(dim=64)), Dataset("tiny", (tiny_conv,)),
+             store=tmp_path / "results.jsonl", questions=["tiny-1/q0"], save_memories_dir=tmp_path, progress=False)
+    c = census(tmp_path)["methods"]["eager_floor"]["counts"]
+    assert (c["facts_written"], c["facts_copying_turn"], c["facts_first_person"], c["facts_unstated_relation"],
+            c["facts_repeated"]) == (3, 1, 1, 2, 1)
+    assert c["facts_unstated_relation_words"] == {"friend": 2}
+    (h,) = headline(census(tmp_path))
+    assert {f["name"]: f["value"] for f in h["failures"]} == {"facts_copying_turn": 1, "facts_unstated_relation": 2,
+                                                             "facts_first_person": 1}
+    for f in (tmp_path / "conversations").iterdir():
+        f.unlink()
+    bare = census(tmp_path)["methods"]["eager_floor"]
+    assert bare["counts"]["facts_copying_turn"] is None and bare["counts"]["facts_first_person"] == 1

@@ -33,7 +33,9 @@ replay-cassette misses), construction failures, and judge errors.
 
 Where the run's conversations are saved (``conversations/*.json``, or given as ``conversations=``), each
 method's steps' own decisions are also checked against the question's gold (``decisions``: per step kind, right,
-wrong, by verdict, and how many could not be checked and why; ``workbench.eval.decisions``).
+wrong, by verdict, and how many could not be checked and why; ``workbench.eval.decisions``), and each saved memory
+is lent its conversation's turns (``Memory.turns``), so a method's census reads the facts it wrote against the turns
+they came from (``census_kit.fact_quality``).
 
 Everything read from a run directory is untrusted: bad JSONL lines, damaged JSON files and
 unexpected shapes become entries of ``problems`` (``file: what``) and the counts that needed them
@@ -252,16 +254,18 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
                                            f"({type(exc).__name__})"}
 
 
-def _read_conversations(run: Path, rows: list[dict], problems: list[str], given=()) -> dict:
-    """The run's saved conversations of ``rows`` (their questions check the methods' decisions). Each is looked up
-    by its own id (a hash-shortened file name included); one that is unreadable, or missing while a method with
-    checkable decisions answered it, is a problem, and those decisions go unchecked."""
+def _read_conversations(run: Path, rows: list[dict], problems: list[str], given=(), saved=()) -> dict:
+    """The run's saved conversations of ``rows`` and of the ``saved`` memories (their questions check the methods'
+    decisions, their turns the facts a memory wrote). Each is looked up by its own id (a hash-shortened file name
+    included); one that is unreadable, or missing while a method with checkable decisions answered it, is a problem,
+    and those decisions go unchecked."""
     from ..rundir import RunDir
     from .decisions import CHECKS, declared_cards
 
     checked = {m for m in {str(r.get("method")) for r in rows} if set(declared_cards(m).values()) & set(CHECKS)}
     out, rd, missing = {}, RunDir(run), []
-    for cid in sorted({str(r.get("conv_id")) for r in rows if r.get("conv_id") not in (None, "")} - set(given)):
+    wanted = {str(r.get("conv_id")) for r in rows if r.get("conv_id") not in (None, "")} | set(saved)
+    for cid in sorted(wanted - set(given)):
         try:
             out[cid] = rd.conversation(cid)  # under its safe name (``rundir.safe_name``)
         except FileNotFoundError:
@@ -274,6 +278,17 @@ def _read_conversations(run: Path, rows: list[dict], problems: list[str], given=
                         f"({', '.join(map(repr, missing[:5]))}{', …' if len(missing) > 5 else ''}): "
                         "the decisions made on their questions are not checked")
     return out
+
+
+def _lend_turns(mems: dict[str, dict[str, _Memory]], conversations: dict) -> None:
+    """Give each saved memory what its conversation's turns said (``Memory.turns``), so a method's census can read
+    the facts it wrote against their source turns; a memory whose conversation the run lacks gets none."""
+    for convs in mems.values():
+        for cid, mem in convs.items():
+            conv = conversations.get(cid)
+            turns = getattr(conv, "turns", None)
+            if turns:
+                mem.turns = {str(t.id): str(t.text) for t in turns}
 
 
 def _decisions(rows: list[dict], conversations: dict, problems: list[str]) -> dict:
@@ -322,7 +337,8 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                 problems.append(str(exc))
         sources = ["results.jsonl", "memories/*/*/events.jsonl", "memories/*/*/structures.json", "manifest.json",
                    "conversations/*.json"]
-        conversations = {**_read_conversations(run, rows, problems, given=conversations or {}),
+        saved = {cid for convs in mems.values() for cid in convs}
+        conversations = {**_read_conversations(run, rows, problems, given=conversations or {}, saved=saved),
                          **(conversations or {})}
     else:
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in source]
@@ -333,6 +349,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
     for r in rows:
         by_method.setdefault(str(r.get("method")), []).append(r)
     decided = _decisions(rows, conversations or {}, problems)
+    _lend_turns(mems, conversations or {})
     methods = {}
     for name in sorted(set(by_method) | set(mems)):
         mrows = by_method.get(name, [])

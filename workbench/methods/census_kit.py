@@ -11,7 +11,9 @@ counts what every method has (questions, failures), then runs the counters a met
 - ``Counts``: ``put(name, value, source, why_zero)`` records a count with where it was read and, for a zero,
   why; ``lack(name, reason)`` marks a count the run cannot support (never guessed);
 - ``traced`` / ``need_memory`` / ``events_lacking``: mark counts missing when the run lacks what they need;
-- small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape.
+- small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape;
+- fact checks any method's census can count its written facts with (``fact_quality``, ``put_fact_quality``,
+  ``source_turns``): a fact that copies its turn, names a relation its turns never say, or speaks as "I".
 
 A ``CensusSpec`` also names the counts the app header shows (``headline``), the model-output problems it lists
 beside failures (``problems``), and how the run is checked against planted (or, for LoCoMo conv-26 and conv-41,
@@ -75,14 +77,17 @@ class Trace:
 
 class Memory:
     """One saved memory: its events (plain dicts) and structures; ``structures_problem`` says why
-    the structures are unusable (None when fine or simply absent)."""
+    the structures are unusable (None when fine or simply absent); ``turns``: what each turn of its conversation
+    said (turn id -> text, the speaker left out), empty when the run did not save the conversation."""
 
     def __init__(self, events: list[dict] | None = None, structures: dict | None = None,
-                 structures_problem: str | None = None, events_problem: str | None = None):
+                 structures_problem: str | None = None, events_problem: str | None = None,
+                 turns: Mapping[str, str] | None = None):
         self.events = events if events is not None else []
         self.structures = structures if structures is not None else {}
         self.structures_problem = structures_problem
         self.events_problem = events_problem
+        self.turns = dict(turns or {})
 
 
 class Counts:
@@ -295,12 +300,23 @@ def unstated_relation(fact, turn: str) -> str | None:
     return None if any(f" {f} " in said for f in forms if f) else head.lower()
 
 
-def fact_quality(pairs: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
-    """Counts over ``(fact, its turn's text or None)`` pairs in the order they were written: ``written``,
-    ``repeated`` (the same words as an earlier fact), ``first_person``, and, over the ``turn_known`` facts whose
-    turn is known, ``copying_turn`` and ``unstated_relation`` (``unstated_relation_words``: how many per relation
-    word); ``repeated_top``: up to three ``(text, times)`` of
-    the facts written most often (each cut to 60 characters)."""
+def turn_texts(turn) -> list[str] | None:
+    """What a fact's source turns said, as a list: ``turn`` is one text, a list of texts (a fact taken from an
+    exchange or a cluster of turns), or None (its turns are unknown, also when a list holds no text)."""
+    if turn is None:
+        return None
+    said = [text(t) for t in ([turn] if isinstance(turn, str) else as_list(turn))]
+    said = [t for t in said if t]
+    return said or None
+
+
+def fact_quality(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Counts over ``(fact, what its source turns said)`` pairs in the order they were written (the turns: one text,
+    a list of texts, or None when unknown; ``turn_texts``): ``written``, ``repeated`` (the same words as an earlier
+    fact), ``first_person``, and, over the ``turn_known`` facts, ``copying_turn`` (word for word one of its turns)
+    and ``unstated_relation`` (a relation none of its turns says; ``unstated_relation_words``: how many per relation
+    word); ``repeated_top``: up to three ``(text, times)`` of the facts written most often (each cut to 60
+    characters). The views flag one fact unit with the same rules (``widgets.readability.fact_marks``)."""
     pairs = list(pairs)
     times: dict[str, int] = {}
     shown: dict[str, str] = {}
@@ -313,10 +329,11 @@ def fact_quality(pairs: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
         times[key] = times.get(key, 0) + 1
         shown.setdefault(key, one_line(text(fact), 60))
         out["first_person"] += first_person(fact)
-        if turn is not None:
+        said = turn_texts(turn)
+        if said is not None:
             out["turn_known"] += 1
-            out["copying_turn"] += copies_turn(fact, turn)
-            relation = unstated_relation(fact, turn)
+            out["copying_turn"] += any(copies_turn(fact, t) for t in said)
+            relation = unstated_relation(fact, " ".join(said))
             if relation is not None:
                 out["unstated_relation"] += 1
                 words[relation] = words.get(relation, 0) + 1
@@ -324,6 +341,37 @@ def fact_quality(pairs: Iterable[tuple[str, str | None]]) -> dict[str, Any]:
     top = sorted((k for k, n in times.items() if n > 1 and k), key=lambda k: -times[k])[:3]
     out["repeated_top"] = [(shown[k], times[k]) for k in top]
     return out
+
+
+#: the counts ``put_fact_quality`` writes (a census marks them missing together when it cannot read the facts;
+#: ``facts_written_most`` is written only when a fact repeats)
+FACT_COUNTS = ("facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation",
+               "facts_unstated_relation_words")
+
+
+def put_fact_quality(c: Counts, q: Mapping[str, Any], src: str, unknown_why: str) -> None:
+    """``fact_quality``'s counts ``q`` as a census's ``facts_*`` counts (``FACT_COUNTS``), read from ``src``. The
+    two read against the turns are marked missing when any fact's turns are unknown (``unknown_why`` says why), never
+    counted over part of the facts."""
+    c.put("facts_repeated", q["repeated"], src)
+    if q["repeated_top"]:
+        c.put("facts_written_most", {f"“{t}”": n for t, n in q["repeated_top"]}, src)
+    c.put("facts_first_person", q["first_person"], src)
+    unknown = q["written"] - q["turn_known"]
+    against = src + " x the text of its source turns"
+    for name, key in (("facts_copying_turn", "copying_turn"), ("facts_unstated_relation", "unstated_relation")):
+        if unknown:
+            c.lack(name, f"{unknown} of {q['written']} facts cannot be read against their turns: {unknown_why}")
+        else:
+            c.put(name, q[key], against)
+    if not unknown and q["unstated_relation_words"]:
+        c.put("facts_unstated_relation_words", q["unstated_relation_words"], against)
+
+
+def source_turns(event: Mapping, turns: Mapping[str, str]) -> list[str] | None:
+    """What an event's source turns said (``Memory.turns``: turn id -> text), or None when none is known."""
+    ids = event.get("source_ids")
+    return turn_texts([turns.get(str(i)) for i in ids]) if isinstance(ids, (list, tuple)) and turns else None
 
 
 def decision_tally(decided) -> dict[str, Any]:

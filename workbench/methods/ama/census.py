@@ -12,39 +12,27 @@ def _data(event: dict) -> dict:
     return event.get("data") if isinstance(event.get("data"), dict) else {}
 
 
-def fact_pairs(mem: K.Memory) -> list[tuple[str, str | None]]:
+def fact_pairs(mem: K.Memory) -> list[tuple[str, str | list[str] | None]]:
     """(fact, what its turn said or None) for each fact the Constructor stored, in order; the turn's words are the
-    raw entry AMA stored for it ("Speaker: words", the speaker left out; None when the raw store was off)."""
+    raw entry AMA stored for it ("Speaker: words", the speaker left out), else the run's saved conversation
+    (``Memory.turns``, by the event's source turns); None when neither has it."""
     turns = {K.text(e.get("cause")): K.text(e.get("after")).split(": ", 1)[-1] for e in mem.events
              if e.get("kind") == "ADD" and _data(e).get("store") == "raw"}
     turns.pop("", None)  # an event without a turn id (a damaged file) lends its text to no fact
-    return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")) or None)) for e in mem.events
-            if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
+    return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")) or None) or K.source_turns(e, mem.turns))
+            for e in mem.events if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
 
 
 def _facts(c: K.Counts, mems, params) -> None:
     """What the Constructor wrote, read against each fact's own turn (``census_kit.fact_quality``)."""
-    names = ("facts_written", "facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation",
-             "facts_unstated_relation_words")
-    if K.events_lacking(c, mems, names):
+    if K.events_lacking(c, mems, ("facts_written", *K.FACT_COUNTS)):
         return
     q = K.fact_quality(pair for mem in mems.values() for pair in fact_pairs(mem))
     src = "events.jsonl (ADD to the fact store)"
     c.put("facts_written", q["written"], src, "use_fact=False in the run's parameters: no fact store"
           if params.get("use_fact") is False else "the Constructor returned no fact for any turn")
-    c.put("facts_repeated", q["repeated"], src)
-    if q["repeated_top"]:
-        c.put("facts_written_most", {f"“{t}”": n for t, n in q["repeated_top"]}, src)
-    c.put("facts_first_person", q["first_person"], src)
-    unknown = q["written"] - q["turn_known"]
-    for name, key in (("facts_copying_turn", "copying_turn"), ("facts_unstated_relation", "unstated_relation")):
-        if unknown:
-            c.lack(name, f"{unknown} of {q['written']} facts have no raw entry of their turn in the memory "
-                         "(use_raw=False), so they cannot be read against it")
-        else:
-            c.put(name, q[key], src + " x the raw entry of the same turn")
-    if not unknown and q["unstated_relation_words"]:
-        c.put("facts_unstated_relation_words", q["unstated_relation_words"], src + " x the raw entry of the same turn")
+    K.put_fact_quality(c, q, src, "neither a raw entry of their turn in the memory (use_raw=False) nor the run's "
+                                  "saved conversation has it")
 
 
 def _episodes(c: K.Counts, log: list[dict] | None, mems, absent: str = "") -> None:

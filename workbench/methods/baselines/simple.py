@@ -33,6 +33,7 @@ from ..base import MemoryMethod
 from ..common import exchanges, format_conversation, format_date, format_hits, format_turn, question_date_line
 from ..store import MemoryUnit, UnitStore
 from . import simple_prompts as P
+from .eager_floor_census import CENSUS
 
 # the modules whose prompts these baselines send (``MemoryMethod.prompt_modules``)
 _PROMPT_MODULES = ("baselines.simple", "baselines.simple_prompts", "baselines.how_it_works")
@@ -192,7 +193,8 @@ class EagerFloor(MemoryMethod):
     title = "Eager floor"
     how_it_works = HW.EAGER_FLOOR
     structure_view = "fact_list"
-    prompt_modules = _PROMPT_MODULES
+    census = CENSUS  # its facts read against their turns (eager_floor_census.py), run by the generic census
+    prompt_modules = (*_PROMPT_MODULES, "baselines.eager_floor_census")
 
     def __init__(self, *, llm=None, embedder=None, top_k: int = 10,
                  answer_prompt: Literal["native", "shared"] = "native"):

@@ -1,5 +1,7 @@
-"""RecMem's census: the trigger's checks and firings, consolidations, episodes, merges and refinements.
-(``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.)"""
+"""RecMem's census: the trigger's checks and firings, consolidations, episodes, merges and refinements, and the
+refined facts read against the turns they came from (repeats, copies of a turn, the first person, relations no
+turn states).
+(``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``.)"""
 from __future__ import annotations
 
 from collections import Counter
@@ -19,6 +21,24 @@ def written_copies(events) -> dict[str, str]:
             key = str(data.get("cluster") if data.get("cluster") is not None else e.get("unit_id"))
             written.setdefault(key, []).append({"id": e.get("unit_id"), "text": e.get("after")})
     return {eid: first for eps in written.values() for eid, first in repeated_episodes(eps).items()}
+
+
+def refined_fact_pairs(mem: K.Memory) -> list[tuple[str, list[str] | None]]:
+    """(fact, what its source turns said) for each fact a refinement added, in order: the turns are the cluster's
+    (or the episode's) source turns from the run's saved conversation (``Memory.turns``), None when it lacks them."""
+    return [(K.text(e.get("after")), K.source_turns(e, mem.turns)) for e in mem.events
+            if e.get("kind") == "ADD" and isinstance(e.get("data"), dict) and e["data"].get("mode")]
+
+
+def _facts(c: K.Counts, mems) -> None:
+    """The refined facts read against their source turns (``census_kit.fact_quality``); the view flags each fact
+    with the same rules."""
+    if K.events_lacking(c, mems, K.FACT_COUNTS):
+        return
+    q = K.fact_quality(pair for mem in mems.values() for pair in refined_fact_pairs(mem))
+    if q["written"]:
+        K.put_fact_quality(c, q, "events.jsonl (ADD from a refinement)",
+                           "the run did not save their conversation (conversations/*.json)")
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -115,6 +135,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     if not ev_gone:
         c.put("refined_facts", refined_facts, src_ev + " (ADD from a refinement)",
               "no refinement call ran" if not no_refinements and not refinements else None)
+    _facts(c, mems)
 
 
 CENSUS = K.CensusSpec(
@@ -122,7 +143,10 @@ CENSUS = K.CensusSpec(
     headline=(("trigger_firings", "trigger firings"), ("consolidations", "consolidations"),
             ("episodes_produced", "episodes"), ("merges", "merges"), ("refinements", "refinements")),
     problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
-            ("refinements_of_repeats", "refinement calls spent on those repeats:")),
+            ("refinements_of_repeats", "refinement calls spent on those repeats:"),
+            ("facts_unstated_relation", "refined facts stating a relation their turns never name:"),
+            ("facts_copying_turn", "refined facts that copy a turn word for word:"),
+            ("facts_first_person", "refined facts in the first person:")),
     check=("recurrence", lambda rows, traces, mems: {
         cid: episodes_with_parts(m.structures, written_copies(m.events)) for cid, m in mems.items()
         if isinstance(m.structures, dict)}),
