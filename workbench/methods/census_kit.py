@@ -234,15 +234,19 @@ def open_gaps(values) -> tuple[list[str], int]:
 
 #: "I", "me", "my", "myself" outside quoted speech: a stored fact in the first person no longer says who "I" is once
 #: it is read apart from its turn (AMA's extraction prompts ask for a named subject). "mine" is left out (a gold
-#: mine), and an "I" after a capitalised word is a numeral ("World War I", "Episode I"), not the speaker.
+#: mine), an "I" after a capitalised word is a numeral ("World War I", "Episode I"), not the speaker, and a
+#: capitalised "Me" or "My" inside a sentence is a title's word ("read Me Before You").
 FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|myself)\b")
+#: what may stand before a sentence's first word: nothing, or a sentence's end (or a bracketed date's) and spaces
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\]]\s*|\n\s*)$")
 #: quoted speech: double quotes, curly quotes, and single quotes that open after a non-letter and close before one
 #: (so the apostrophes of "I'm" and "'cause" never open a quote)
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)")
 _NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
 #: "my <relation> <name>"); the relation may be qualified ("best friend", "sister-in-law")
-APPOSITION = re.compile(r"^\s*(?P<name>[^.,;:!?]+?)\s+is\s+(?P<whose>[^.,;:!?]+?)['’]s\s+"
+_NAME = r"(?:(?:Dr|Mrs?|Ms|Mx|Prof|St|Jr|Sr)\.|[^.,;:!?])+?"  # a name, with an honorific's full stop ("Dr. Okafor")
+APPOSITION = re.compile(rf"^\s*(?P<name>{_NAME})\s+is\s+(?P<whose>{_NAME})['’]s\s+"
                         r"(?P<relation>(?:[A-Za-z-]+\s+){0,2}[A-Za-z-]+)\s*\.?\s*$")
 #: plurals that an "s" does not make, for reading a relation word against a turn
 _PLURALS = {"wife": "wives", "child": "children", "man": "men", "woman": "women", "person": "people",
@@ -257,10 +261,14 @@ def plain_words(value) -> str:
 
 def first_person(fact) -> bool:
     """The fact speaks as "I" (or "me", "my", "myself") outside quoted speech; an "I" right after a capitalised
-    word is read as a numeral."""
+    word is read as a numeral, a capitalised "Me" or "My" inside a sentence as a word of a title."""
     said = _QUOTED.sub(" ", text(fact))
     for m in FIRST_PERSON.finditer(said):
-        if m.group() != "I" or not _NUMERAL_BEFORE.search(said[:m.start()]):
+        before = said[:m.start()]
+        if m.group() == "I":
+            if not _NUMERAL_BEFORE.search(before):
+                return True
+        elif not m.group()[0].isupper() or _SENTENCE_START.search(before):  # "Me Before You" mid-sentence: a title
             return True
     return False
 
