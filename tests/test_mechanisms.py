@@ -890,6 +890,13 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
                                            "Gina met me"))
     assert K.unstated_relation("Dr. Okafor is Priya's neighbour", "Dr. Okafor came by") == "neighbour"  # honorific
     assert K.unstated_relation("Mr. Okafor is Priya's neighbour", "my neighbour Mr. Okafor") is None
+    # both sides must be names (or "a <noun>"): the Mem0-style reference's "Jon is proud of Gina's efforts" at real
+    # scale is no apposition, AMA's "Jon is a dancer's friend" is
+    assert K.unstated_relation("Jon is proud of Gina's efforts.", "Thanks!") is None
+    assert K.unstated_relation("Jon is excited to see Gina's words motivating him.", "Thanks!") is None
+    assert K.unstated_relation("Jon is a dancer's friend.", "Thanks!") == "friend"
+    assert K.unstated_relation("[2 May 2023] Jon is Gina's friend", "Thanks!") == "friend"  # a dated fact
+    assert K.unstated_relation("Mary Ann is Jon Smith's violin teacher", "Thanks!") == "teacher"
     assert K.unstated_relation("Ana is Jon's sister-in-law", "My sister-in-law Ana came") is None
     assert K.unstated_relation("Ana is Jon's wife", "our wives met") is None  # an irregular plural
     assert K.unstated_relation("Ana is Jon's best friend", "Ana came") == "friend"  # a qualified relation

@@ -244,10 +244,12 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;\]]\s*|\n\s*)$")
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)")
 _NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
-#: "my <relation> <name>"); the relation may be qualified ("best friend", "sister-in-law")
-_NAME = r"(?:(?:Dr|Mrs?|Ms|Mx|Prof|St|Jr|Sr)\.|[^.,;:!?])+?"  # a name, with an honorific's full stop ("Dr. Okafor")
-APPOSITION = re.compile(rf"^\s*(?P<name>{_NAME})\s+is\s+(?P<whose>{_NAME})['’]s\s+"
-                        r"(?P<relation>(?:[A-Za-z-]+\s+){0,2}[A-Za-z-]+)\s*\.?\s*$")
+#: "my <relation> <name>"); both sides are names (capitalised words, an honorific's full stop allowed: "Dr. Okafor"),
+#: or "a <noun>" ("Jon is a dancer's friend"), so "Jon is proud of Gina's efforts" is no apposition (the Mem0-style
+#: reference's facts at real scale); the relation is one to three lower-case words ("best friend", "sister-in-law")
+_NAME = r"(?:(?:Dr|Mrs?|Ms|Mx|Prof|St)\.\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,3}"
+APPOSITION = re.compile(rf"^\s*(?P<name>{_NAME})\s+is\s+(?P<whose>{_NAME}|(?:a|an|the)\s+[a-z-]+)['’]s\s+"
+                        r"(?P<relation>(?:[a-z-]+\s+){0,2}[a-z-]+)\s*\.?\s*$")
 #: plurals that an "s" does not make, for reading a relation word against a turn
 _PLURALS = {"wife": "wives", "child": "children", "man": "men", "woman": "women", "person": "people",
             "grandchild": "grandchildren"}
@@ -296,7 +298,7 @@ def unstated_relation(fact, turn: str) -> str | None:
     (None when the fact is not an apposition or the turn has the word, singular or plural). Bracketed notes (an
     image caption) are not what the turn says. Seen at real scale: the 0.5B filled the small prompt's apposition
     example into turns about dance studios."""
-    m = APPOSITION.match(text(fact))
+    m = APPOSITION.match(_BRACKETED.sub(" ", text(fact)))  # a date in brackets before it (Eager floor's facts)
     if not m:
         return None
     head = m.group("relation").split()[-1]
