@@ -764,3 +764,9 @@ def test_the_memories_line_counts_the_units_hard_to_read(app, monkeypatch):
     monkeypatch.setattr(app.store, "search", lambda *a, **k: wrong)
     v.refresh()
     assert "⚠ 2 facts flagged against their turns</span> (the “against its turns” column)" in v.info.object
+    from widgets.readability import method_prompts
+
+    copied = memories_frame([{"id": "u1", "kind": "fact", "text": "Anchor times to the message timestamps (",
+                              "source_ids": ["D1:1"]}], {"D1:1": "I moved"}, method_prompts("recmem"))
+    assert copied["against its turns"].tolist() == ["⚠ copies its prompt"]  # a line of RecMem's own prompt
+    assert "against its turns" not in memories_frame(copied.to_dict("records"), {"D1:1": "I moved"})  # no prompts

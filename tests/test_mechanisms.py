@@ -913,6 +913,15 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.source_turns({"source_ids": ["D9:9"]}, {"D1:1": "Hi"}) is None
     assert K.source_turns({"source_ids": "D1:1"}, {"D1:1": "Hi"}) is None  # not a list: read as unknown
     assert K.source_turns({"source_ids": ["D1:1"]}, {}) is None
+    # a fact that is a piece of its method's own prompt (RecMem over conv-26 stored 6 such lines as facts)
+    prompts = K.method_prompt_words("recmem")
+    assert any("anchor times to the message timestamps" in p for p in prompts)
+    assert K.copies_prompt("Anchor times to the message timestamps (", prompts)
+    assert not K.copies_prompt("Anchor times", prompts)  # fewer than PROMPT_COPY_WORDS words: never a copy
+    assert not K.copies_prompt("Caroline went to the pride parade", prompts)
+    assert K.method_prompt_words("no_such_method") == () and K.method_prompt_words("recmem[x]") == prompts
+    assert K.fact_quality([("Anchor times to the message timestamps", None), ("x y z w", None)],
+                          prompts)["copying_prompt"] == 1
 
 
 def test_the_recmem_census_reads_its_refined_facts_against_the_clusters_turns(tiny_conv):
@@ -922,7 +931,8 @@ def test_the_recmem_census_reads_its_refined_facts_against_the_clusters_turns(ti
     events = [{"kind": "ADD", "unit_id": f"fact:{i}", "after": text, "source_ids": ["D1:1", "D1:2", "D1:3"],
                "data": {"mode": "new_episode"}} for i, text in enumerate((
                    "Miso. She's grey with white paws.", "Noor is Sam's friend", "Noor is Sam's friend",
-                   "I adopted a kitten on Saturday.", "Sam adopted a grey kitten named Miso."))]
+                   "I adopted a kitten on Saturday.", "Sam adopted a grey kitten named Miso.",
+                   "Anchor times to the message timestamps (on 8 May 2023"))]
     events.append({"kind": "BUFFER", "unit_id": "u1", "after": "Noor is Sam's friend", "source_ids": ["D1:1"]})
     mems = {"recmem": {"tiny-1": {"events": events, "structures": {}}}}
     rows = [{"method": "recmem", "qa_id": "tiny-1/q0", "conv_id": "tiny-1",
@@ -931,6 +941,7 @@ def test_the_recmem_census_reads_its_refined_facts_against_the_clusters_turns(ti
     c = entry["counts"]
     assert (c["facts_copying_turn"], c["facts_unstated_relation"], c["facts_first_person"], c["facts_repeated"]) == (
         1, 2, 1, 1)  # the BUFFER unit is no refined fact
+    assert c["facts_copying_prompt"] == 1  # a line of its own refinement prompt
     assert c["facts_written_most"] == {"“Noor is Sam's friend”": 2}
     assert "source turns" in entry["sources"]["facts_copying_turn"]
     bare = census(rows, memories=mems)["methods"]["recmem"]  # no conversation: read from the facts alone

@@ -476,6 +476,43 @@ def test_consolidations_get_distinct_markers_and_their_episodes():
     assert len(stars) == 2  # the two trigger units
 
 
+def test_each_consolidation_lists_the_facts_refined_from_it_flagged_against_their_turns():
+    """At real scale RecMem's refinement pasted dialogue and its own prompt into facts (conv-26: of 136 refined facts,
+    6 are a turn word for word, 16 in the first person, "Melanie is getting there, Caroline. Creativity and family
+    keep me at peace", and 6 lines of its prompt, "Anchor times to the message timestamps ("); the clusters view
+    lists each consolidation's refined facts with their flags (the census's rules), counts them, and says so when
+    the turns are not at hand (the first person and the prompt only)."""
+    from types import SimpleNamespace
+
+    from widgets.cluster_view import ClusterState
+
+    units = [{"id": f"u{i}", "text": f"text {i}", "source_ids": [f"D1:{i}"]} for i in range(3)]
+    log = [{"unit_id": "u1", "position": 1, "count": 2, "fired": True, "outcome": "triggered", "relevant_ids": ["u0"]}]
+    episodes = [{"id": "epi-0", "cluster": "c1", "member_ids": ["u0", "u1"], "text": "first"}]
+    facts = [{"id": "fact-0", "text": "Noor moved to Geneva.", "source_ids": ["D1:0", "D1:1"], "episode": "epi-0",
+              "cluster": "c1"},
+             {"id": "fact-1", "text": "Yes, still in Lyon for now.", "source_ids": ["D1:0", "D1:1"],
+              "episode": "epi-0", "cluster": "c1"},
+             {"id": "fact-2", "text": "I got a job at a museum.", "source_ids": ["D1:1"], "episode": "epi-0",
+              "cluster": "c1"},
+             {"id": "fact-3", "text": "Anchor times to the message timestamps (", "source_ids": ["D1:1"],
+              "episode": "epi-0", "cluster": "c1"}]  # a line of RecMem's own refinement prompt (conv-26)
+    structures = {"units": units, "trigger_log": log, "episodes": episodes, "facts": facts,
+                  "params": {"theta_count": 2}}
+    turns = [SimpleNamespace(id="D1:0", text="Big news: I moved to Geneva."),
+             SimpleNamespace(id="D1:1", text="Yes, still in Lyon for now.")]
+    html = ClusterState(structures, conversation=SimpleNamespace(id="tiny-1", turns=turns)).episodes_html
+    assert "4 facts refined (3 flagged ⚠)" in html and "Facts refined from its episodes" in html
+    assert "3 of 4 refined facts flagged against their own turns" in html
+    assert html.count("copies its turn") == 1 and html.count("first person") >= 2  # the flag, and the line's words
+    assert html.count("copies its prompt") == 1
+    bare = ClusterState(structures, conversation="tiny-1").episodes_html  # an id only: no turns at hand
+    assert "for the first person and copies of the prompt only" in bare and "copies its turn" not in bare
+    assert "4 facts refined (2 flagged ⚠)" in bare
+    none = ClusterState({**structures, "facts": []}).episodes_html
+    assert "Facts refined from its episodes" not in none and "refined facts flagged" not in none
+
+
 def test_episodes_say_whether_they_are_on_a_recurring_topic_when_the_conversation_has_them():
     """sample-1 plants recurring topics (sample_data/annotations.json): each episode of the clusters view says whether
     it is on one (the topic in >= 60 % of the exchanges it was made of), mixed or off, and the line above counts them;

@@ -32,6 +32,7 @@ from workbench.words import counted
 
 from .html import box, clip, esc, short, source_ids_html, table_html, when_text
 from .notebook_shell import NotebookShell
+from .readability import fact_flags_html, method_prompts
 from .structures import conversation_of, structures_of
 from .view_state import Control, Part, ViewState
 
@@ -56,6 +57,15 @@ def declared_hooks(kind: str = "clusters") -> dict:
         if getattr(cls, "structure_view", None) == kind and getattr(cls, "structure_hooks", None):
             return dict(cls.structure_hooks)
     return {}
+
+
+def declared_prompts(kind: str = "clusters") -> tuple[str, ...]:
+    """The prompts of the first registered method whose ``structure_view`` is ``kind`` (``method_prompts``), so a
+    refined fact copied from them is flagged; () if none."""
+    from workbench.methods import REGISTRY
+
+    return next((method_prompts(name) for name, cls in REGISTRY.items()
+                 if getattr(cls, "structure_view", None) == kind), ())
 
 
 def fired_count(decisions: Sequence[Any]) -> int:
@@ -94,7 +104,8 @@ class ClusterData:
     """The replayable state of one RecMem memory, from its structures dict (pure; no widgets)."""
 
     def __init__(self, structures: Mapping, *, live_outcomes: bool = True, hooks: Mapping | None = None,
-                 conversation_id: str | None = None):
+                 conversation_id: str | None = None, turn_text: Mapping[str, str] | None = None,
+                 prompts: Sequence[str] | None = None):
         # the replay, the gate check, the trigger-log reader and the copy finder come from the method that
         # declares this kind of view (``structure_hooks``), so this view never imports a method by name
         self.hooks = declared_hooks("clusters") if hooks is None else dict(hooks)
@@ -115,7 +126,11 @@ class ClusterData:
         self.looks()  # the live run's consolidations take the first looks, in the order they fired
         self.live_outcomes = live_outcomes
         self.episodes = list(structures.get("episodes") or [])
-        self.facts = list(structures.get("facts") or [])
+        self.facts = [f for f in structures.get("facts") or [] if isinstance(f, Mapping)]
+        #: what each turn said (turn id -> text), to read a refined fact against its turns; {} when not known
+        self.turn_text = dict(turn_text or {})
+        #: the method's own prompts, to flag a refined fact copied from them (``declared_prompts`` when not given)
+        self.prompts = declared_prompts("clusters") if prompts is None else tuple(prompts)
 
     def looks(self, decisions: Sequence[Any] | None = None) -> dict[str, int]:
         """Consolidation label -> its place in the palette (``style``): the live run's in firing order, then
@@ -369,6 +384,11 @@ def episodes_html(data: ClusterData) -> str:
                     "text": clip(e.get("text", ""), limit=600)} for e in g["episodes"]]
         copied = f" ({len(copies)} a word-for-word copy)" if len(copies) == 1 else (
             f" ({len(copies)} word-for-word copies)" if copies else "")
+        fact_rows, flagged = _refined_facts(data, g["cluster"])
+        refined = (f" · {counted(len(fact_rows), 'fact')} refined" + (f" ({flagged} flagged ⚠)" if flagged else "")
+                   if fact_rows else "")
+        facts_part = (f"<h6>Facts refined from its episodes</h6>"
+                      f"{table_html(fact_rows, ['fact', 'from episode'], raw=('fact',))}" if fact_rows else "")
         turns = sorted({t for u in members for t in u.get("source_ids") or []})
         # the label names the trigger; a group without one (merged episodes) says so
         trigger = "" if g["trigger"] else " · no trigger in this run"
@@ -376,9 +396,9 @@ def episodes_html(data: ClusterData) -> str:
             f"<details{' open' if n == 0 else ''}><summary>{marker_html(g['label'], data.looks())} "
             f"<b>{esc(g['label'])}</b> "
             f"<span class='wb-muted'>({esc(g['cluster'])})</span>{trigger} · {counted(len(members), 'member unit')} · "
-            f"{counted(len(g['episodes']), 'episode')}{copied} · {counted(len(turns), 'turn')}</summary>"
+            f"{counted(len(g['episodes']), 'episode')}{copied}{refined} · {counted(len(turns), 'turn')}</summary>"
             f"<h6>Member units</h6>{table_html(unit_rows, ['unit', 'time', 'turns', 'text'], raw=('turns', 'text'))}"
-            f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ep_cols, raw=('turns', 'text'))}"
+            f"<h6>Episodes it wrote</h6>{table_html(ep_rows, ep_cols, raw=('turns', 'text'))}{facts_part}"
             "</details>")
     in_groups = {m for g in groups for m in g["members"]}
     waiting = [u for u in data.ids if u not in in_groups]
@@ -391,8 +411,39 @@ def episodes_html(data: ClusterData) -> str:
                f"<h5>Episodes of the live run ({len(data.episodes)}), by the consolidation that wrote them "
                f"({len(groups)})</h5><p class='wb-muted'>Each consolidation is named by the unit whose arrival "
                "fired it, with its marker as in the scatter: a replay that fires at the same unit shows the same "
-               "name and marker. Click a line for its member units and its episodes.</p>" + _checked_line(checked)
-               + "".join(lines) + rest)
+               "name and marker. Click a line for its member units, its episodes and the facts refined from them."
+               "</p>" + _checked_line(checked) + _facts_line(data) + "".join(lines) + rest)
+
+
+def _refined_facts(data: ClusterData, cluster: str) -> tuple[list[dict], int]:
+    """The facts refined from one consolidation's episodes as table rows, each with its flags against its own turns
+    and the method's prompts (``readability.fact_flags_html``: a copy of a turn or of the prompt, a relation no turn
+    names, the first person), and how many are flagged."""
+    rows, flagged = [], 0
+    for f in data.facts:
+        if str(f.get("cluster")) != cluster:
+            continue
+        ids = f.get("source_ids") if isinstance(f.get("source_ids"), list) else []
+        flags = fact_flags_html(str(f.get("text") or ""), ids, data.turn_text, data.prompts)  # as the census reads
+        flagged += bool(flags)
+        rows.append({"fact": clip(short(data.readable(f.get("text")), 400)) + flags,
+                     "from episode": str(f.get("episode") or "")})
+    return rows, flagged
+
+
+def _facts_line(data: ClusterData) -> str:
+    """How many refined facts are flagged against their own turns (what the census counts too), or why only the
+    first person could be read."""
+    if not data.facts:
+        return ""
+    if not data.turn_text:
+        return ("<p class='wb-muted'>The refined facts are read here for the first person and copies of the prompt "
+                "only: the conversation's turns are not at hand, so a copy of a turn or a relation no turn names "
+                "cannot be told.</p>")
+    flagged = sum(_refined_facts(data, g)[1] for g in {str(f.get("cluster")) for f in data.facts})
+    return (f"<p class='wb-muted'>{flagged} of {counted(len(data.facts), 'refined fact')} flagged against their own "
+            "turns (⚠, why on hover): a copy of a turn or of the method's own prompt, a relation none of them names, "
+            "or the first person.</p>")
 
 
 NO_EMBEDDINGS = box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")
@@ -414,7 +465,9 @@ class ClusterState(ViewState):
         super().__init__()
         cid = conversation if isinstance(conversation, str) or conversation is None else \
             getattr(conversation, "id", None)
-        self.data = ClusterData(structures, live_outcomes=live_outcomes, hooks=hooks, conversation_id=cid)
+        turns = getattr(conversation, "turns", None) if not isinstance(conversation, str) else None
+        self.data = ClusterData(structures, live_outcomes=live_outcomes, hooks=hooks, conversation_id=cid,
+                                turn_text={str(t.id): str(t.text) for t in turns or ()})
         self.live_trigger_count = fired_count(self.data.live)
         sim, count = self.data.live_thresholds
         off = not self.data.can_replay

@@ -30,7 +30,7 @@ from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
                              ordered_methods, place_events)
-from .readability import fact_flags_html, flags_html
+from .readability import fact_flags_html, flags_html, method_prompts
 from .html import DisplaysWidget, box, clip, esc, link_html, method_title_html, pre, source_ids_html, table_html
 
 #: unit status: in the saved memory, or only known from events (removed, or replaced by a new id)
@@ -368,7 +368,8 @@ def _flags(text: str, ul: UnitLifecycle) -> str:
     hard = flags_html(text, source=" ".join(str(t.text) for t in ul.source_turns) or None)
     if ul.ref.kind != "fact":
         return hard
-    return hard + fact_flags_html(text, [t.id for t in ul.source_turns], {t.id: str(t.text) for t in ul.source_turns})
+    return hard + fact_flags_html(text, [t.id for t in ul.source_turns], {t.id: str(t.text) for t in ul.source_turns},
+                                  method_prompts(ul.ref.method))
 
 
 def unit_html(ul: UnitLifecycle, *, links: bool = True) -> str:

@@ -35,7 +35,8 @@ from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
 from .html import box, clip, esc, short, source_ids_html, table_html
-from .readability import LOOP_TIMES, fact_flags_html, repeated_sentence, unreadable_marks  # noqa: F401 - re-exported
+from .readability import (LOOP_TIMES, fact_flags_html, method_prompts, repeated_sentence,  # noqa: F401 - re-exported
+                          unreadable_marks)
 
 #: failure kinds (``harness.question_failures``) after which the answer is not the reader's own reply
 FALLBACK_KINDS = ("llm_error", "fallback", "step_error", "answer_error", "empty_answer")
@@ -504,7 +505,7 @@ def context_html(m: MethodRow, state: QuestionState) -> str:
             text += (f'<div class="wb-muted"><small>covers gold {esc(g)} ({esc(t.speaker)}): '
                      f'<mark class="wb-gold">{clip(t.text, limit=300)}</mark></small></div>')
         if h.kind == "fact":  # what the reader was told, read against the turn it was taken from
-            text += fact_flags_html(h.text, list(h.source_ids), state.turn_text)
+            text += fact_flags_html(h.text, list(h.source_ids), state.turn_text, method_prompts(m.method))
         rows.append({"#": rank, "unit": esc(h.unit_id), "kind": esc(h.kind), "score": f"{h.score:.3f}",
                      "text": text, "source turns": source_ids_html(h.source_ids, gold), "_gold": bool(covered)})
     table = table_html(rows, ["#", "unit", "kind", "score", "text", "source turns"],

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from workbench.methods.census_kit import copies_turn, first_person, unstated_relation
+from workbench.methods.census_kit import (copies_prompt, copies_turn, first_person, method_prompt_words,
+                                          unstated_relation)
 
 from .html import esc, short
 
@@ -108,15 +109,20 @@ def source_text(source_ids, turn_text) -> str | None:
     return " ".join(str(turn_text.get(str(i), "")) for i in source_ids)
 
 
-def fact_marks(text, turns) -> list[tuple[str, str]]:
-    """What a fact gets wrong against the turns it was taken from, each as (flag, why): it is one of them word for
-    word (nothing was extracted), it names a relation none of them says (the 0.5B filled AMA's apposition example,
-    "Jon is Gina's friend", into 102 conv-30 facts whose turns never say "friend"), or it speaks as "I" (a stored
-    fact no longer says who "I" is). ``turns``: the texts of the fact's source turns; without them only the first
-    person is read. The rules are ``census_kit``'s, which AMA's census counts the Constructor's facts by (as written;
-    a view shows any method's fact units as they stand now, after any edit)."""
+def fact_marks(text, turns, prompts=()) -> list[tuple[str, str]]:
+    """What a fact gets wrong against the turns it was taken from, each as (flag, why): it is a piece of its method's
+    own prompt (``prompts``: ``census_kit.method_prompt_words``; RecMem's refinement stored "Anchor times to the
+    message timestamps (" at real scale), it is one of its turns word for word (nothing was extracted), it names a
+    relation none of them says (the 0.5B filled AMA's apposition example, "Jon is Gina's friend", into 102 conv-30
+    facts whose turns never say "friend"), or it speaks as "I" (a stored fact no longer says who "I" is). ``turns``:
+    the texts of the fact's source turns; without them only the prompt and the first person are read. The rules are
+    ``census_kit``'s, which the methods' censuses count their facts by (as written; a view shows any method's fact
+    units as they stand now, after any edit)."""
     turns = [str(t) for t in (turns or ()) if t]
     marks = []
+    if copies_prompt(text, prompts):
+        marks.append(("copies its prompt", "the fact is a piece of the method's own prompt word for word (an "
+                                           "instruction or example): nothing anyone said"))
     if any(copies_turn(text, t) for t in turns):
         marks.append(("copies its turn", "the fact is its source turn word for word: nothing was extracted"))
     relation = unstated_relation(text, " ".join(turns)) if turns else None
@@ -133,12 +139,18 @@ def _fact_turns(source_ids, turn_text) -> list[str]:
     return [t for t in (turn_text.get(str(i)) for i in ids) if t] if turn_text else []
 
 
-def fact_flags_html(text, source_ids, turn_text) -> str:
+def method_prompts(method) -> tuple[str, ...]:
+    """The prompts a run's method sends (``census_kit.method_prompt_words``), for ``fact_marks``; () for no method or
+    one not installed here."""
+    return method_prompt_words(str(method)) if method else ()
+
+
+def fact_flags_html(text, source_ids, turn_text, prompts=()) -> str:
     """``fact_marks`` of a fact unit as inline HTML flags (why on hover), as ``flags_html`` draws them."""
-    return _spans(fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
+    return _spans(fact_marks(str(text or ""), _fact_turns(source_ids, turn_text), prompts))
 
 
-def fact_words(text, source_ids, turn_text) -> str:
+def fact_words(text, source_ids, turn_text, prompts=()) -> str:
     """``fact_marks`` of a fact unit as plain words for a table cell ("copies its turn; first person"), its source
     turns looked up in ``turn_text`` (turn id -> text); "" for a fact with nothing to flag."""
-    return "; ".join(flag for flag, _ in fact_marks(str(text or ""), _fact_turns(source_ids, turn_text)))
+    return "; ".join(flag for flag, _ in fact_marks(str(text or ""), _fact_turns(source_ids, turn_text), prompts))

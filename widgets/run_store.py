@@ -19,7 +19,7 @@ from widgets.cost_accuracy import (
     table_metric,
 )
 from widgets.html import esc
-from widgets.readability import fact_words, flags_words, source_text
+from widgets.readability import fact_words, flags_words, method_prompts, source_text
 from widgets.lifecycle import LifecycleIndex
 from widgets.panel_parts import (
     _VECTORS,
@@ -180,7 +180,8 @@ class RunStore(param.Parameterized):
         if self.run is None or cid is None:
             return pd.DataFrame()
         return self.cached(("mem", method, cid), f"memories/{method}/{cid}/memories.jsonl",
-                           lambda: memories_frame(self.run.memories(method, cid), self.turn_text(cid)),
+                           lambda: memories_frame(self.run.memories(method, cid), self.turn_text(cid),
+                                                  method_prompts(method)),
                            memories_frame([]))
 
     def turn_text(self, conv_id=None) -> dict[str, str]:
@@ -407,9 +408,10 @@ FACT_COLUMN = "against its turns"
 TIME_COLUMNS = ("time", "said_at", "updated_at", "created_at", "refers", "r_m")
 
 
-def memories_frame(rows: list[dict], turn_text: dict | None = None) -> pd.DataFrame:
+def memories_frame(rows: list[dict], turn_text: dict | None = None, prompts=()) -> pd.DataFrame:
     """Saved memories() rows as strings: id, kind, level, text, time, source_ids, then extras. ``turn_text``
-    (turn id -> text): the conversation, so that a unit repeating what the people said is not flagged as a loop."""
+    (turn id -> text): the conversation, so that a unit repeating what the people said is not flagged as a loop;
+    ``prompts``: the method's own (``readability.method_prompts``), so that a fact copied from them is flagged."""
     if not rows:
         return pd.DataFrame(columns=["id", "kind", "level", "text", "time", "source_ids"])
     # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script), said beside it, never
@@ -417,7 +419,8 @@ def memories_frame(rows: list[dict], turn_text: dict | None = None) -> pd.DataFr
     flags = ["⚠ " + w if (w := flags_words(r.get("text"), source=source_text(r.get("source_ids"), turn_text)))
              else "" for r in rows]
     # what a fact gets wrong against its own turns (a copy, a relation they never name, the first person)
-    wrong = ["⚠ " + w if r.get("kind") == "fact" and (w := fact_words(r.get("text"), r.get("source_ids"), turn_text))
+    wrong = ["⚠ " + w if r.get("kind") == "fact" and (w := fact_words(r.get("text"), r.get("source_ids"), turn_text,
+                                                                      prompts))
              else "" for r in rows]
     # a saved key of either name: ours wins
     df = pd.DataFrame(rows).drop(columns=[FLAGS_COLUMN, FACT_COLUMN], errors="ignore")

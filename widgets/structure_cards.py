@@ -24,7 +24,7 @@ from workbench.methods.census_kit import decision_tally
 from workbench.words import counted
 
 from .html import box, clip, esc, short, table_html
-from .readability import fact_flags_html
+from .readability import fact_flags_html, method_prompts
 
 #: rows of a table shown before "N more not shown"
 ROWS = 40
@@ -318,7 +318,7 @@ def _ingestion_log_html(structures: Mapping, order: Mapping[str, int], notes: li
                "no episode decision.</p>" if quiet else ""))
 
 
-def stores_log_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def stores_log_card(structures: Mapping, conversation=None, *, memories=(), params=None, method=None, **_) -> str:
     """AMA: the raw / fact / episode stores (counts and capped tables with source-turn text), the episode
     timeline in conversation order, and the ingestion log of Judge verdicts and Refresher actions."""
     notes: list[str] = []
@@ -355,7 +355,7 @@ def stores_log_card(structures: Mapping, conversation=None, *, memories=(), para
 
     # fact store
     facts = sorted(by["fact"], key=lambda r: (_first(_ids(r.get("source_ids")), order), _text(r.get("id"))))
-    cells, flagged = _fact_cells(facts, turns)
+    cells, flagged = _fact_cells(facts, turns, method_prompts(method))
     body += (f"<h5>Fact store ({len(facts)} facts)</h5>" + flagged
              + _capped([{"fact": cell, FORM: _text(r.get("pattern")),
                          "source turn": turn_lines(_ids(r.get("source_ids")), turns, limit=3)
@@ -511,27 +511,30 @@ def chunks_card(structures: Mapping, conversation=None, *, memories=(), params=N
     return _card("Chunks, retrieved by cosine", lead, chunks_html(rows, _order(conversation)), notes)
 
 
-def _fact_cells(rows: Sequence[Mapping], turns: Mapping) -> tuple[list[str], str]:
-    """Each unit's text for a card cell, a fact unit's with its flags against its own turns (the Memories table's
-    "against its turns", ``readability.fact_marks``), and the line counting the flagged facts ("" when none is)."""
+def _fact_cells(rows: Sequence[Mapping], turns: Mapping, prompts: Sequence[str] = ()) -> tuple[list[str], str]:
+    """Each unit's text for a card cell, a fact unit's with its flags against its own turns and its method's
+    ``prompts`` (the Memories table's "against its turns", ``readability.fact_marks``), and the line counting the
+    flagged facts ("" when none is)."""
     said = {i: getattr(t, "text", "") for i, t in turns.items()}
     cells, flagged, facts = [], 0, 0
     for r in rows:
         cell = clip(short(_text(r.get("text")), CELL))
         if r.get("kind") == "fact":
             facts += 1
-            flags = fact_flags_html(_text(r.get("text")), list(_ids(r.get("source_ids"))), said)
+            flags = fact_flags_html(_text(r.get("text")), list(_ids(r.get("source_ids"))), said, prompts)
             flagged += bool(flags)
             cell += flags
         cells.append(cell)
     line = (f"<p><small>{flagged} of {facts} facts are flagged against their own turns (⚠, why on hover): a copy "
-            "of the turn, a relation the turn never names, or the first person.</small></p>") if flagged else ""
+            "of the turn or of the method's own prompt, a relation the turn never names, or the first person."
+            "</small></p>") if flagged else ""
     return cells, line
 
 
-def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int], *, extra: str = "") -> str:
+def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int], *, extra: str = "",
+                prompts: Sequence[str] = ()) -> str:
     rows = sorted(rows, key=lambda r: (_first(_ids(r.get("source_ids")), order), _num(_text(r.get("id")))))
-    cells, flagged = _fact_cells(rows, turns)
+    cells, flagged = _fact_cells(rows, turns, prompts)
     table = [{"memory": cell, **({extra: _text(r.get(extra))} if extra else {}),
               "source turns": turn_lines(_ids(r.get("source_ids")), turns, limit=2, chars=120)
               or esc(" ".join(_ids(r.get("source_ids"))))} for r, cell in zip(rows, cells)]
@@ -539,7 +542,7 @@ def _facts_html(rows: Sequence[Mapping], turns: Mapping, order: Mapping[str, int
                              raw=["memory", "source turns"], what="memories")
 
 
-def fact_list_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def fact_list_card(structures: Mapping, conversation=None, *, memories=(), params=None, method=None, **_) -> str:
     """EagerFloor: the facts one extraction call per exchange wrote (append-only), with their turns."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -549,7 +552,7 @@ def fact_list_card(structures: Mapping, conversation=None, *, memories=(), param
             f"or deleted ({exchanges} exchanges yielded at least one fact); each question retrieves the top "
             f"{esc(p.get('top_k', '?'))} by cosine.")
     return _card("Facts, one extraction call per exchange", lead,
-                 _facts_html(rows, _turns(conversation), _order(conversation)), notes)
+                 _facts_html(rows, _turns(conversation), _order(conversation), prompts=method_prompts(method)), notes)
 
 
 def decisions_sentence(structures: Mapping) -> str:
@@ -570,7 +573,7 @@ def decisions_sentence(structures: Mapping) -> str:
             + ".")
 
 
-def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, **_) -> str:
+def speaker_memories_card(structures: Mapping, conversation=None, *, memories=(), params=None, method=None, **_) -> str:
     """Mem0Style: the memories left after the per-fact ADD/UPDATE/DELETE decisions, per speaker."""
     notes: list[str] = []
     _no_conversation(conversation, notes)
@@ -582,7 +585,8 @@ def speaker_memories_card(structures: Mapping, conversation=None, *, memories=()
               f"speaker; each question retrieves the top {esc(p.get('top_k', '?'))} per speaker."
             + decisions_sentence(structures))
     return _card("Memories per speaker, after add / update / delete decisions", lead,
-                 _facts_html(rows, _turns(conversation), _order(conversation), extra="speaker"), notes)
+                 _facts_html(rows, _turns(conversation), _order(conversation), extra="speaker",
+                             prompts=method_prompts(method)), notes)
 
 
 # -- MemR3 -------------------------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ STRUCTURE_VIEWS: dict[str, Callable[[dict, Any], Any]] = {}
 def register_structure_view(method: str, *, files: bool = False):
     """Decorator: show ``fn(structures, conversation)`` in the Structures tab for ``method``.
     ``files=True``: called as ``fn(structures, conversation, **files)`` with the memory's
-    ``memories`` rows, ``params`` and ``backend_params`` (params.json contents) and ``views``
-    (the methods that have a structure view)."""
+    ``memories`` rows, ``params`` and ``backend_params`` (params.json contents), ``views``
+    (the methods that have a structure view) and ``method`` (the run's name of the method shown)."""
     def deco(fn):
         fn.structure_files = files  # read by StructuresView.section
         STRUCTURE_VIEWS[method] = fn
@@ -142,7 +142,7 @@ class StructuresView:
         """What a ``files=True`` view reads besides structures.json (read errors land in the header)."""
         return {"memories": self.store.memory_rows(method), "params": self.store.params(method),
                 "backend_params": self.store.params(method, backend=True),
-                "views": views_available()}
+                "views": views_available(), "method": method}
 
     def section(self, method: str) -> list:
         data = self.store.structures(method)

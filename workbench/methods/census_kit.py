@@ -13,7 +13,8 @@ counts what every method has (questions, failures), then runs the counters a met
 - ``traced`` / ``need_memory`` / ``events_lacking``: mark counts missing when the run lacks what they need;
 - small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape;
 - fact checks any method's census can count its written facts with (``fact_quality``, ``put_fact_quality``,
-  ``source_turns``): a fact that copies its turn, names a relation its turns never say, or speaks as "I".
+  ``source_turns``, ``class_prompt_words``): a fact that copies its turn or its method's own prompt, names a relation
+  its turns never say, or speaks as "I".
 
 A ``CensusSpec`` also names the counts the app header shows (``headline``), the model-output problems it lists
 beside failures (``problems``), and how the run is checked against planted (or, for LoCoMo conv-26 and conv-41,
@@ -22,8 +23,10 @@ picks its input from the run).
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
 from ..words import one_line
@@ -310,6 +313,46 @@ def unstated_relation(fact, turn: str) -> str | None:
     return None if any(f" {f} " in said for f in forms if f) else head.lower()
 
 
+#: a fact of at least this many words found word for word in its method's own prompts was copied from them (shorter
+#: ones, "Jon likes dance", could be in an example by chance)
+PROMPT_COPY_WORDS = 4
+
+
+@lru_cache(maxsize=None)
+def prompt_words(*modules: str) -> tuple[str, ...]:
+    """The prompts a method sends, as ``plain_words``: every UPPER_CASE string constant of ``modules`` (dotted, under
+    ``workbench.methods``: the modules ``MemoryMethod.prompt_modules`` names), for ``copies_prompt``."""
+    out = []
+    for name in modules:
+        module = importlib.import_module(f"{__package__}.{name}")
+        out += [plain_words(v) for k, v in vars(module).items() if k.isupper() and isinstance(v, str)]
+    return tuple(w for w in out if w)
+
+
+def class_prompt_words(cls) -> tuple[str, ...]:
+    """``prompt_words`` of a method class: its ``prompt_modules`` and every profile's own prompt modules."""
+    extra = [m for mods in (getattr(cls, "profile_prompt_modules", None) or {}).values() for m in mods]
+    return prompt_words(*sorted({*getattr(cls, "prompt_modules", ()), *extra}))
+
+
+def method_prompt_words(name: str) -> tuple[str, ...]:
+    """``class_prompt_words`` of a registered method by its name as a run records it (a labelled variant,
+    ``ama[paper-judge]``, is its method's); () for a name no registered method has."""
+    from . import REGISTRY  # at call time: the method modules import this kit
+
+    cls = REGISTRY.get(str(name).split("[", 1)[0])
+    return class_prompt_words(cls) if cls is not None else ()
+
+
+def copies_prompt(fact, prompts: Iterable[str]) -> bool:
+    """The fact is a piece of its method's own prompt word for word (an instruction or an example, not something
+    anyone said): seen at real scale, RecMem's refinement stored "Anchor times to the message timestamps (" and
+    "Kinds of fact: an event or decision of a speaker ..." as facts. ``prompts``: ``prompt_words`` of the method;
+    a fact of fewer than ``PROMPT_COPY_WORDS`` words is never read as a copy."""
+    words = plain_words(fact)
+    return len(words.split()) >= PROMPT_COPY_WORDS and any(words in p for p in prompts)
+
+
 def turn_texts(turn) -> list[str] | None:
     """What a fact's source turns said, as a list: ``turn`` is one text, a list of texts (a fact taken from an
     exchange or a cluster of turns), or None (its turns are unknown, also when a list holds no text)."""
@@ -320,10 +363,11 @@ def turn_texts(turn) -> list[str] | None:
     return said or None
 
 
-def fact_quality(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+def fact_quality(pairs: Iterable[tuple[str, Any]], prompts: Iterable[str] = ()) -> dict[str, Any]:
     """Counts over ``(fact, what its source turns said)`` pairs in the order they were written (the turns: one text,
     a list of texts, or None when unknown; ``turn_texts``): ``written``, ``repeated`` (the same words as an earlier
-    fact), ``first_person``, and, over the ``turn_known`` facts, ``copying_turn`` (word for word one of its turns)
+    fact), ``first_person``, ``copying_prompt`` (a piece of the method's own ``prompts``, ``copies_prompt``), and,
+    over the ``turn_known`` facts, ``copying_turn`` (word for word one of its turns)
     and ``unstated_relation`` (a relation none of its turns says; ``unstated_relation_words``: how many per relation
     word); ``repeated_top``: up to three ``(text, times)`` of the facts written most often (each cut to 60
     characters). The views flag one fact unit with the same rules (``widgets.readability.fact_marks``)."""
@@ -331,14 +375,16 @@ def fact_quality(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     times: dict[str, int] = {}
     shown: dict[str, str] = {}
     words: dict[str, int] = {}
-    out = {"written": len(pairs), "repeated": 0, "first_person": 0, "turn_known": 0, "copying_turn": 0,
-           "unstated_relation": 0}
+    prompts = tuple(prompts)
+    out = {"written": len(pairs), "repeated": 0, "first_person": 0, "copying_prompt": 0, "turn_known": 0,
+           "copying_turn": 0, "unstated_relation": 0}
     for fact, turn in pairs:
         key = plain_words(fact)
         out["repeated"] += bool(key) and key in times  # an empty fact repeats nothing
         times[key] = times.get(key, 0) + 1
         shown.setdefault(key, one_line(text(fact), 60))
         out["first_person"] += first_person(fact)
+        out["copying_prompt"] += copies_prompt(fact, prompts)
         said = turn_texts(turn)
         if said is not None:
             out["turn_known"] += 1
@@ -355,8 +401,8 @@ def fact_quality(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 
 #: the counts ``put_fact_quality`` writes (a census marks them missing together when it cannot read the facts;
 #: ``facts_written_most`` is written only when a fact repeats)
-FACT_COUNTS = ("facts_repeated", "facts_first_person", "facts_copying_turn", "facts_unstated_relation",
-               "facts_unstated_relation_words")
+FACT_COUNTS = ("facts_repeated", "facts_first_person", "facts_copying_prompt", "facts_copying_turn",
+               "facts_unstated_relation", "facts_unstated_relation_words")
 
 
 def put_fact_quality(c: Counts, q: Mapping[str, Any], src: str, unknown_why: str) -> None:
@@ -367,6 +413,7 @@ def put_fact_quality(c: Counts, q: Mapping[str, Any], src: str, unknown_why: str
     if q["repeated_top"]:
         c.put("facts_written_most", {f"“{t}”": n for t, n in q["repeated_top"]}, src)
     c.put("facts_first_person", q["first_person"], src)
+    c.put("facts_copying_prompt", q["copying_prompt"], src + " x the method's own prompts")
     unknown = q["written"] - q["turn_known"]
     against = src + " x the text of its source turns"
     for name, key in (("facts_copying_turn", "copying_turn"), ("facts_unstated_relation", "unstated_relation")):

@@ -27,7 +27,7 @@ def _facts(c: K.Counts, mems, params) -> None:
     """What the Constructor wrote, read against each fact's own turn (``census_kit.fact_quality``)."""
     if K.events_lacking(c, mems, ("facts_written", *K.FACT_COUNTS)):
         return
-    q = K.fact_quality(pair for mem in mems.values() for pair in fact_pairs(mem))
+    q = K.fact_quality([pair for mem in mems.values() for pair in fact_pairs(mem)], K.method_prompt_words("ama"))
     src = "events.jsonl (ADD to the fact store)"
     c.put("facts_written", q["written"], src, "use_fact=False in the run's parameters: no fact store"
           if params.get("use_fact") is False else "the Constructor returned no fact for any turn")
@@ -145,7 +145,8 @@ CENSUS = K.CensusSpec(
             ("updates_at_question", "updates at question time"), ("deletes_at_question", "deletes at question time"),
             ("retry_verdicts", "question-time Retry verdicts"),
             ("refresh_verdicts", "question-time Refresh verdicts")),
-    problems=(("facts_unstated_relation", "facts stating a relation their turn never names:"),
+    problems=(("facts_copying_prompt", "facts copied from its own prompt (an instruction or example, nothing said):"),
+              ("facts_unstated_relation", "facts stating a relation their turn never names:"),
               ("facts_copying_turn", "facts that copy their turn word for word:"),
               ("facts_first_person", "facts in the first person:"),
               ("episodes_unstored", "episodes closed but not stored:")),

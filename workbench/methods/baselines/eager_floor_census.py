@@ -17,7 +17,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     names = ("facts_written", *K.FACT_COUNTS)
     if not K.need_memory(c, mems, names, "eager_floor") or K.events_lacking(c, mems, names):
         return
-    q = K.fact_quality(pair for mem in mems.values() for pair in fact_pairs(mem))
+    pairs = [pair for mem in mems.values() for pair in fact_pairs(mem)]
+    q = K.fact_quality(pairs, K.method_prompt_words("eager_floor"))
     src = "events.jsonl (ADD)"
     c.put("facts_written", q["written"], src, "the extraction returned no fact for any exchange")
     K.put_fact_quality(c, q, src, "the run did not save their conversation (conversations/*.json)")
@@ -26,7 +27,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
 CENSUS = K.CensusSpec(
     count,
     headline=(("facts_written", "facts written"),),
-    problems=(("facts_copying_turn", "facts that copy a turn word for word:"),
+    problems=(("facts_copying_prompt", "facts copied from its own prompt (an instruction or example, nothing said):"),
+              ("facts_copying_turn", "facts that copy a turn word for word:"),
               ("facts_unstated_relation", "facts stating a relation their turns never name:"),
               ("facts_first_person", "facts in the first person:")),
 )

@@ -39,7 +39,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     c.put("actions_naming_no_fact", t["naming_no_fact"], src + f": of {t['actions']} actions")
     c.put("none_with_nothing_stored", t["none_with_nothing_shown"], src + ": NONE while no memory was shown")
     c.put("actions_skipped", t["skipped"], src)
-    K.put_fact_quality(c, K.fact_quality(pairs), src + ": the facts extracted",
+    K.put_fact_quality(c, K.fact_quality(pairs, K.method_prompt_words("mem0_style")), src + ": the facts extracted",
                        "the run did not save their conversation (conversations/*.json)")
 
 
@@ -50,6 +50,7 @@ CENSUS = K.CensusSpec(
               ("actions_naming_no_fact", "actions naming no fact (no or a wrong fact number):"),
               ("none_with_nothing_stored", "facts dropped (NONE) while nothing was stored to compare them with:"),
               ("actions_skipped", "decided actions skipped (an unknown id or event):"),
+              ("facts_copying_prompt", "facts extracted that copy its own prompt (an instruction or example):"),
               ("facts_copying_turn", "facts extracted that copy a turn word for word:"),
               ("facts_unstated_relation", "facts extracted stating a relation their turns never name:")),
 )

@@ -35,7 +35,8 @@ def _facts(c: K.Counts, mems) -> None:
     with the same rules."""
     if K.events_lacking(c, mems, K.FACT_COUNTS):
         return
-    q = K.fact_quality(pair for mem in mems.values() for pair in refined_fact_pairs(mem))
+    pairs = [pair for mem in mems.values() for pair in refined_fact_pairs(mem)]
+    q = K.fact_quality(pairs, K.method_prompt_words("recmem"))
     if q["written"]:
         K.put_fact_quality(c, q, "events.jsonl (ADD from a refinement)",
                            "the run did not save their conversation (conversations/*.json)")
@@ -144,6 +145,7 @@ CENSUS = K.CensusSpec(
             ("episodes_produced", "episodes"), ("merges", "merges"), ("refinements", "refinements")),
     problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
             ("refinements_of_repeats", "refinement calls spent on those repeats:"),
+            ("facts_copying_prompt", "refined facts copied from its own prompt (an instruction, not anything said):"),
             ("facts_unstated_relation", "refined facts stating a relation their turns never name:"),
             ("facts_copying_turn", "refined facts that copy a turn word for word:"),
             ("facts_first_person", "refined facts in the first person:")),
