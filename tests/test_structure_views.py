@@ -509,6 +509,9 @@ def test_each_consolidation_lists_the_facts_refined_from_it_flagged_against_thei
     bare = ClusterState(structures, conversation="tiny-1").episodes_html  # an id only: no turns at hand
     assert "for the first person and copies of the prompt only" in bare and "copies its turn" not in bare
     assert "4 facts refined (2 flagged ⚠)" in bare
+    clean = ClusterState({**structures, "facts": facts[:1]}, conversation=SimpleNamespace(id="tiny-1", turns=turns))
+    assert "The one refined fact does not copy a turn or the method's own prompt, name a relation" in (
+        clean.episodes_html) and "not its truth" in clean.episodes_html
     none = ClusterState({**structures, "facts": []}).episodes_html
     assert "Facts refined from its episodes" not in none and "refined facts flagged" not in none
 

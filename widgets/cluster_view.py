@@ -433,7 +433,7 @@ def _refined_facts(data: ClusterData, cluster: str) -> tuple[list[dict], int]:
 
 def _facts_line(data: ClusterData) -> str:
     """How many refined facts are flagged against their own turns (what the census counts too), or why only the
-    first person could be read."""
+    first person and copies of the prompt could be read."""
     if not data.facts:
         return ""
     if not data.turn_text:
@@ -441,9 +441,16 @@ def _facts_line(data: ClusterData) -> str:
                 "only: the conversation's turns are not at hand, so a copy of a turn or a relation no turn names "
                 "cannot be told.</p>")
     flagged = sum(_refined_facts(data, g)[1] for g in {str(f.get("cluster")) for f in data.facts})
-    return (f"<p class='wb-muted'>{flagged} of {counted(len(data.facts), 'refined fact')} flagged against their own "
-            "turns (⚠, why on hover): a copy of a turn or of the method's own prompt, a relation none of them names, "
-            "or the first person.</p>")
+    n = len(data.facts)
+    if flagged:
+        said = (f"{flagged} of {counted(n, 'refined fact')} flagged against their own turns (⚠, why on hover): a copy "
+                "of a turn or of the method's own prompt, a relation none of its turns names, or the first person")
+    else:
+        clean = "a turn or the method's own prompt, names a relation its turns never say, or speaks as “I”"
+        said = (f"None of the {n} refined facts copies {clean}" if n > 1 else
+                "The one refined fact does not copy " + clean.replace("names", "name").replace("speaks", "speak"))
+    return (f"<p class='wb-muted'>{said}. These rules read a fact's form, not its truth: a fact the turns do not "
+            "support is not caught (open a line and read each against its member units).</p>")
 
 
 NO_EMBEDDINGS = box("<p class='wb-muted'>No unit embeddings saved: showing the live run only.</p>")
