@@ -914,12 +914,14 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert K.source_turns({"source_ids": "D1:1"}, {"D1:1": "Hi"}) is None  # not a list: read as unknown
     assert K.source_turns({"source_ids": ["D1:1"]}, {}) is None
     # a fact that is a piece of its method's own prompt (RecMem over conv-26 stored 6 such lines as facts)
-    prompts = K.method_prompt_words("recmem")
+    from widgets.readability import method_prompts
+
+    prompts = K.class_prompt_words(RecMem)
     assert any("anchor times to the message timestamps" in p for p in prompts)
     assert K.copies_prompt("Anchor times to the message timestamps (", prompts)
     assert not K.copies_prompt("Anchor times", prompts)  # fewer than PROMPT_COPY_WORDS words: never a copy
     assert not K.copies_prompt("Caroline went to the pride parade", prompts)
-    assert K.method_prompt_words("no_such_method") == () and K.method_prompt_words("recmem[x]") == prompts
+    assert method_prompts("no_such_method") == () and method_prompts("recmem[x]") == prompts
     assert K.fact_quality([("Anchor times to the message timestamps", None), ("x y z w", None)],
                           prompts)["copying_prompt"] == 1
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from workbench.methods.census_kit import (copies_prompt, copies_turn, first_person, method_prompt_words,
-                                          unstated_relation)
+from workbench.methods.census_kit import class_prompt_words, copies_prompt, copies_turn, first_person, unstated_relation
 
 from .html import esc, short
 
@@ -111,7 +110,7 @@ def source_text(source_ids, turn_text) -> str | None:
 
 def fact_marks(text, turns, prompts=()) -> list[tuple[str, str]]:
     """What a fact gets wrong against the turns it was taken from, each as (flag, why): it is a piece of its method's
-    own prompt (``prompts``: ``census_kit.method_prompt_words``; RecMem's refinement stored "Anchor times to the
+    own prompt (``prompts``: ``method_prompts``; RecMem's refinement stored "Anchor times to the
     message timestamps (" at real scale), it is one of its turns word for word (nothing was extracted), it names a
     relation none of them says (the 0.5B filled AMA's apposition example, "Jon is Gina's friend", into 102 conv-30
     facts whose turns never say "friend"), or it speaks as "I" (a stored fact no longer says who "I" is). ``turns``:
@@ -140,9 +139,12 @@ def _fact_turns(source_ids, turn_text) -> list[str]:
 
 
 def method_prompts(method) -> tuple[str, ...]:
-    """The prompts a run's method sends (``census_kit.method_prompt_words``), for ``fact_marks``; () for no method or
-    one not installed here."""
-    return method_prompt_words(str(method)) if method else ()
+    """The prompts a run's method sends (``census_kit.class_prompt_words`` of its registered class; a labelled
+    variant, ``ama[paper-judge]``, is its method's), for ``fact_marks``; () for no method or one not installed here."""
+    from workbench.methods import REGISTRY, method_base
+
+    cls = REGISTRY.get(method_base(str(method))) if method else None
+    return class_prompt_words(cls) if cls is not None else ()
 
 
 def fact_flags_html(text, source_ids, turn_text, prompts=()) -> str:

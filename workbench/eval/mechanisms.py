@@ -291,6 +291,20 @@ def _lend_turns(mems: dict[str, dict[str, _Memory]], conversations: dict) -> Non
                 mem.turns = {str(t.id): str(t.text) for t in turns}
 
 
+def _lend_prompts(name: str, mems: dict[str, _Memory]) -> None:
+    """Give each saved memory of a method the prompts that method sends (``Memory.prompts``), so its census can find
+    a fact copied from them; none for a method this installation does not have."""
+    from ..methods import get_method
+    from ..methods.census_kit import class_prompt_words
+
+    try:
+        prompts = class_prompt_words(get_method(method_base(name)))
+    except ValueError:
+        return
+    for mem in mems.values():
+        mem.prompts = prompts
+
+
 def _decisions(rows: list[dict], conversations: dict, problems: list[str]) -> dict:
     """Per method, its steps' own decisions checked against the gold (``workbench.eval.decisions.tally``)."""
     from .decisions import tally
@@ -358,6 +372,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
         _common(c, mrows, traces)
         params = _params(mrows)
         spec = method_census(name)  # the method's own counters, declared in its folder
+        _lend_prompts(name, mems.get(name, {}))
         if spec is not None:
             common = set(c.counts)
             try:

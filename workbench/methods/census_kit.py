@@ -13,8 +13,8 @@ counts what every method has (questions, failures), then runs the counters a met
 - ``traced`` / ``need_memory`` / ``events_lacking``: mark counts missing when the run lacks what they need;
 - small readers (``text``, ``as_int``, ``as_list``) that never raise on an unexpected shape;
 - fact checks any method's census can count its written facts with (``fact_quality``, ``put_fact_quality``,
-  ``source_turns``, ``class_prompt_words``): a fact that copies its turn or its method's own prompt, names a relation
-  its turns never say, or speaks as "I".
+  ``source_turns``, ``prompts_of``: the census lends each memory its method's prompts): a fact that
+  copies its turn or its method's own prompt, names a relation its turns never say, or speaks as "I".
 
 A ``CensusSpec`` also names the counts the app header shows (``headline``), the model-output problems it lists
 beside failures (``problems``), and how the run is checked against planted (or, for LoCoMo conv-26 and conv-41,
@@ -91,6 +91,8 @@ class Memory:
         self.structures_problem = structures_problem
         self.events_problem = events_problem
         self.turns = dict(turns or {})
+        #: the prompts its method sends (``class_prompt_words``), lent by the census, to find a fact copied from them
+        self.prompts: tuple[str, ...] = ()
 
 
 class Counts:
@@ -335,19 +337,15 @@ def class_prompt_words(cls) -> tuple[str, ...]:
     return prompt_words(*sorted({*getattr(cls, "prompt_modules", ()), *extra}))
 
 
-def method_prompt_words(name: str) -> tuple[str, ...]:
-    """``class_prompt_words`` of a registered method by its name as a run records it (a labelled variant,
-    ``ama[paper-judge]``, is its method's); () for a name no registered method has."""
-    from . import REGISTRY  # at call time: the method modules import this kit
-
-    cls = REGISTRY.get(str(name).split("[", 1)[0])
-    return class_prompt_words(cls) if cls is not None else ()
+def prompts_of(mems: Mapping[str, Memory]) -> tuple[str, ...]:
+    """The prompts the census lent a method's memories (``Memory.prompts``; one method's, so the first found)."""
+    return next((m.prompts for m in mems.values() if m.prompts), ())
 
 
 def copies_prompt(fact, prompts: Iterable[str]) -> bool:
     """The fact is a piece of its method's own prompt word for word (an instruction or an example, not something
     anyone said): seen at real scale, RecMem's refinement stored "Anchor times to the message timestamps (" and
-    "Kinds of fact: an event or decision of a speaker ..." as facts. ``prompts``: ``prompt_words`` of the method;
+    "Kinds of fact: an event or decision of a speaker ..." as facts. ``prompts``: ``class_prompt_words`` of the method;
     a fact of fewer than ``PROMPT_COPY_WORDS`` words is never read as a copy."""
     words = plain_words(fact)
     return len(words.split()) >= PROMPT_COPY_WORDS and any(words in p for p in prompts)

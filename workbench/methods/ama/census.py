@@ -27,7 +27,7 @@ def _facts(c: K.Counts, mems, params) -> None:
     """What the Constructor wrote, read against each fact's own turn (``census_kit.fact_quality``)."""
     if K.events_lacking(c, mems, ("facts_written", *K.FACT_COUNTS)):
         return
-    q = K.fact_quality([pair for mem in mems.values() for pair in fact_pairs(mem)], K.method_prompt_words("ama"))
+    q = K.fact_quality([pair for mem in mems.values() for pair in fact_pairs(mem)], K.prompts_of(mems))
     src = "events.jsonl (ADD to the fact store)"
     c.put("facts_written", q["written"], src, "use_fact=False in the run's parameters: no fact store"
           if params.get("use_fact") is False else "the Constructor returned no fact for any turn")

@@ -18,7 +18,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     if not K.need_memory(c, mems, names, "eager_floor") or K.events_lacking(c, mems, names):
         return
     pairs = [pair for mem in mems.values() for pair in fact_pairs(mem)]
-    q = K.fact_quality(pairs, K.method_prompt_words("eager_floor"))
+    q = K.fact_quality(pairs, K.prompts_of(mems))
     src = "events.jsonl (ADD)"
     c.put("facts_written", q["written"], src, "the extraction returned no fact for any exchange")
     K.put_fact_quality(c, q, src, "the run did not save their conversation (conversations/*.json)")

@@ -39,7 +39,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     c.put("actions_naming_no_fact", t["naming_no_fact"], src + f": of {t['actions']} actions")
     c.put("none_with_nothing_stored", t["none_with_nothing_shown"], src + ": NONE while no memory was shown")
     c.put("actions_skipped", t["skipped"], src)
-    K.put_fact_quality(c, K.fact_quality(pairs, K.method_prompt_words("mem0_style")), src + ": the facts extracted",
+    K.put_fact_quality(c, K.fact_quality(pairs, K.prompts_of(mems)), src + ": the facts extracted",
                        "the run did not save their conversation (conversations/*.json)")
 
 

@@ -36,7 +36,7 @@ def _facts(c: K.Counts, mems) -> None:
     if K.events_lacking(c, mems, K.FACT_COUNTS):
         return
     pairs = [pair for mem in mems.values() for pair in refined_fact_pairs(mem)]
-    q = K.fact_quality(pairs, K.method_prompt_words("recmem"))
+    q = K.fact_quality(pairs, K.prompts_of(mems))
     if q["written"]:
         K.put_fact_quality(c, q, "events.jsonl (ADD from a refinement)",
                            "the run did not save their conversation (conversations/*.json)")
