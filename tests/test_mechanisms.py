@@ -1001,3 +1001,80 @@ def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_th
     missing = census(tmp_path / "no-raw")["methods"]["ama"]["missing"]
     assert "use_raw=False" in missing["facts_copying_turn"] and "saved conversation" in missing["facts_copying_turn"]
     assert counts(census(tmp_path / "no-raw"), "ama")["facts_first_person"] == 2  # read from the fact alone
+
+
+# -- H-Mem's written memory read against its turns (real scale, conv-30: 131 of 132 relations labelled with the
+# prompt's own examples, "Jon lives in Google", "Jon sister of Gina", in turns that never say "live" or "sister";
+# summaries cut at the 640-character bound, looping, in Chinese; profiles echoing "| recent:") -------------------
+def _hmem_entry(tiny_conv, structures, params=None, conversations=True):
+    rows = [{"method": "hmem", "qa_id": "tiny-1/q0", "conv_id": "tiny-1", "params": params or {"summary_words": 12},
+             "answer": {"question": "q", "text": "x", "steps": []}}]
+    mems = {"hmem": {"tiny-1": {"events": [], "structures": structures}}}
+    return census(rows, memories=mems, conversations={"tiny-1": tiny_conv} if conversations else None)
+
+
+def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_their_turns(tiny_conv):
+    loop = "Noor went to Geneva for a new job at the museum. " * 3
+    tree = [{"id": "e1", "level": 1, "summary": "I moved to Geneva last week.", "source_ids": ["D2:1"]},
+            {"id": "e2", "level": 1, "summary": "Noor moved to Geneva.", "source_ids": ["D2:1"]},
+            {"id": "e3", "level": 1, "summary": "Sam: Wow! For work?", "source_ids": ["D2:2"]},
+            {"id": "s1", "level": 2, "summary": "Noor moved to Geneva and works at a museum there.",
+             "source_ids": ["D2:1", "D2:3"]},
+            {"id": "s2", "level": 2, "summary": "Noor moved to Geneva for work and then she started to",
+             "source_ids": ["D2:1"]},  # cut off mid-sentence
+            {"id": "s3", "level": 3, "summary": loop.strip(), "source_ids": ["D2:1", "D2:3"]},  # looping, 33 words
+            {"id": "s4", "level": 3, "summary": "Noor moved to Geneva 跳舞.", "source_ids": ["D2:1"]},
+            {"id": "s5", "level": 4, "summary": "Noor moved to Geneva.", "source_ids": ["D2:1"], "copy_of_child": True}]
+    graph = {"nodes": [{"id": "noor", "name": "Noor", "profile": {"persistent": "Noor is a violinist. | recent: x",
+                                                                   "recent": "Noor moved."}},
+                       {"id": "sam", "name": "Sam", "profile": {"persistent": "Sam has a kitten.", "recent": ""}},
+                       {"id": "lyon", "name": "Lyon", "profile": None}, {"id": "miso", "name": "Miso"}],
+             "edges": [{"source": "noor", "target": "lyon", "relation": "lives in", "kind": "relation",
+                        "source_ids": ["D1:5", "D1:6"]},  # "living" in D1:5: said
+                       {"source": "sam", "target": "miso", "relation": "lives in", "kind": "relation",
+                        "source_ids": ["D1:1"]},  # never said
+                       {"source": "sam", "target": "noor", "relation": "sister of", "kind": "relation",
+                        "source_ids": ["D1:1"]},
+                       {"source": "sam", "target": "miso", "relation": "adopted", "kind": "relation",
+                        "source_ids": ["D1:1"]},  # not the prompt's example: not read
+                       {"source": "noor", "target": "lyon", "relation": "overlap", "kind": "overlap",
+                        "source_ids": ["D1:1"]}]}
+    value = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph})
+    c = value["methods"]["hmem"]["counts"]
+    assert (c["facts_first_person"], c["facts_copying_turn"], c["facts_repeated"]) == (1, 1, 0)
+    assert (c["summaries"], c["summaries_cut"], c["summaries_looping"], c["summaries_foreign_script"]) == (4, 1, 1, 1)
+    assert c["summaries_over_words"] == 1  # the looping one: 33 words over summary_words=12
+    assert (c["relations"], c["relations_prompt_example"], c["relations_prompt_example_unsaid"]) == (4, 3, 2)
+    assert c["relations_prompt_example_words"] == {"lives in": 1, "sister of": 1}
+    assert (c["profiles"], c["profiles_echoing_prompt"]) == (2, 1)
+    problems = {f["name"]: f["value"] for f in headline(value)[0]["failures"]}
+    assert {k: problems.get(k) for k in ("relations_prompt_example_unsaid", "summaries_cut", "profiles_echoing_prompt",
+                                         "facts_copying_turn")} == {"relations_prompt_example_unsaid": 2,
+                                                                    "summaries_cut": 1, "profiles_echoing_prompt": 1,
+                                                                    "facts_copying_turn": 1}
+    # no conversation saved: what needs the turns is missing, never counted as 0
+    bare = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, conversations=False)["methods"]["hmem"]
+    for name in ("summaries_looping", "summaries_foreign_script", "relations_prompt_example_unsaid",
+                 "facts_copying_turn"):
+        assert bare["counts"][name] is None and bare["missing"][name]
+    assert bare["counts"]["summaries_cut"] == 1
+    # the paper profile sets no word limit: not a count of 0
+    nolimit = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, params={"summary_words": None})["methods"]["hmem"]
+    assert nolimit["counts"]["summaries_over_words"] is None and "no word limit" in nolimit["missing"][
+        "summaries_over_words"]
+
+
+def test_text_rules_for_loops_scripts_and_cut_offs():
+    from workbench.methods import census_kit as K
+
+    assert K.looping_run("Gina, " * 30) == ("gina gina gina gina gina gina gina gina", 23)
+    said = "We sing the song that goes la la la la la la la la la la la la la la la la la la la la la la la la"
+    assert K.looping_run(said, said) is None  # the people's own repeat
+    assert K.looping_run("Jon and Gina are a great team and they do amazing things. " * 2) is None  # twice only
+    assert K.foreign_scripts("Jon's财务", "Jon talked money") == {"CJK": ["财", "务"]}
+    assert K.foreign_scripts("可爱", "可爱!") == {} and K.foreign_scripts("Zürich", "") == {}
+    assert K.ends_mid_sentence("Jon started his own business and") and K.ends_mid_sentence("He said,")
+    assert not any(K.ends_mid_sentence(t) for t in ("Done.", 'He said "go!"', "Really?)", "", "Wow…"))
+    from widgets.readability import unreadable_marks
+
+    assert [f for f, _ in unreadable_marks("Gina, " * 30)] == ["repeats itself"]  # a run no sentence ends

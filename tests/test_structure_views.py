@@ -642,7 +642,14 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
 
     body = _node_body({"id": "sum4", "level": 4, "summary": "Tomasz plans to call his 灰色"}, [{}])
     assert "Tomasz plans to call his 灰色" in body and "⚠ cjk script" in body and "conversation&#x27;s" in body
-    assert _marks("Tomasz plans to call his greyhound Biscuit.") == ""
+    assert _marks({"level": 4, "summary": "Tomasz plans to call his greyhound Biscuit."}) == ""
+    # a summary the model wrote past its length cap stops mid-word (H-Mem over conv-30: 38 of 103), and one that
+    # repeats a run of words without ending a sentence loops; an event or a copy need not end with a full stop
+    assert "⚠ cut off" in body
+    assert "⚠ cut off" not in _marks({"level": 1, "summary": "Jon lost his job"})
+    assert "⚠ cut off" not in _marks({"level": 2, "summary": "Jon lost his job", "copy_of_child": True})
+    looped = _marks({"level": 3, "summary": "Gina, " * 40 + "Gina."})
+    assert "⚠ repeats itself" in looped and "⚠ cut off" not in looped
 
 
 def test_a_recmem_unit_reads_as_the_exchange_its_time_in_words():

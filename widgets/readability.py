@@ -7,29 +7,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from workbench.methods.census_kit import class_prompt_words, copies_prompt, copies_turn, first_person, unstated_relation
+from workbench.methods.census_kit import (class_prompt_words, copies_prompt, copies_turn, ends_mid_sentence,
+                                          first_person, looping_run, scripts, unstated_relation)
 
 from .html import esc, short
-
-
-def _scripts(text: str) -> dict[str, list[str]]:
-    """The writing systems of ``text``'s letters (the first word of each letter's Unicode name: LATIN, CJK,
-    CYRILLIC, ...), each with up to five of its letters."""
-    import unicodedata
-
-    out: dict[str, list[str]] = {}
-    for ch in text:
-        if ch.isalpha():
-            letters = out.setdefault(unicodedata.name(ch, "UNKNOWN").split()[0], [])
-            if len(letters) < 5 and ch not in letters:
-                letters.append(ch)
-    return out
 
 
 def unreadable_marks(answer: str, question: str = "", *, than: str = "the question's",
                      source: str | None = None) -> list[tuple[str, str]]:
     """What makes an answer hard to read as an answer, each as (flag, why): a code fence, a raw JSON object, one
-    sentence written ``LOOP_TIMES`` times or more (the model looped), letters of a writing system the question does
+    sentence written ``LOOP_TIMES`` times or more, or a run of words written over and over without a sentence's end
+    (``census_kit.looping_run``: the model looped), letters of a writing system the question does
     not use (the 0.5B wrote "可爱" into four English HyMem answers over
     conv-26). A view shows the model's text as it is; these say so instead of leaving a reader to guess (usability
     review B17)."""
@@ -39,12 +27,12 @@ def unreadable_marks(answer: str, question: str = "", *, than: str = "the questi
     head = answer.lstrip()
     if head.startswith("{") and '":' in head:
         marks.append(("raw JSON", "the answer is a JSON object, not a sentence"))
-    asked = set(_scripts(question)) or {"LATIN"}
-    for script, letters in _scripts(answer).items():
+    asked = set(scripts(question)) or {"LATIN"}
+    for script, letters in scripts(answer).items():  # the census's rule
         if script not in asked:
             marks.append((f"{script.lower()} script", f"letters of another writing system than {than}: "
                                                       f"{' '.join(letters)} ({script})"))
-    looped = repeated_sentence(answer, source)
+    looped = repeated_sentence(answer, source) or looping_run(answer, source)  # a sentence, or a run never ended
     if looped:
         sentence, times = looped
         marks.append(("repeats itself", f'"{short(sentence, 80)}" is written {times} times: the model looped'))
@@ -94,6 +82,16 @@ def flags_html(text, *, than: str = "the conversation's", source: str | None = N
     """The flags of ``text`` as inline HTML (`` ⚠ code fence``, why on hover); "" for a clean text. ``source``:
     the conversation text it was made from (``repeated_sentence``)."""
     return _spans(unreadable_marks(str(text or ""), than=than, source=source))
+
+
+def summary_flags_html(text, *, source: str | None = None) -> str:
+    """``flags_html`` of a model-written summary, and "cut off" when it stops mid-sentence (``census_kit.
+    ends_mid_sentence``: a summary ends its sentences; H-Mem's bounded summaries stop mid-word at their length cap,
+    which the census counts as ``summaries_cut``)."""
+    marks = unreadable_marks(str(text or ""), than="the conversation's", source=source)
+    if ends_mid_sentence(text):
+        marks.append(("cut off", "the summary stops mid-sentence: the model wrote past its length limit"))
+    return _spans(marks)
 
 
 def flags_words(text, *, than: str = "the conversation's", source: str | None = None) -> str:

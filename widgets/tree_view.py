@@ -120,12 +120,17 @@ def _level_badge(r: Mapping, levels: Mapping[int, str]) -> str:
     return f"<span class='wb-lv' style='background:{colour}' title='{esc(title)}'>L{lv} {esc(window)}</span>"
 
 
-def _marks(text: str) -> str:
-    """What makes a summary hard to read, flagged beside it (``readability.flags_html``: another writing
-    system's letters, which a page without that font draws as boxes, a code fence, raw JSON): the text is the
-    model's and stays as it is (usability review: an H-Mem summary ending in two boxes, unexplained)."""
-    from .readability import flags_html
+def _marks(r: Mapping) -> str:
+    """What makes a node's text hard to read, flagged beside it (``readability.flags_html``: another writing
+    system's letters, which a page without that font draws as boxes, a code fence, raw JSON, a loop; for a summary
+    the model wrote, also ``summary_flags_html``'s "cut off"): the text is the model's and stays as it is (usability
+    review: an H-Mem summary ending in two boxes, unexplained). An event or a copy of one is not read as cut off (an
+    event need not end with a full stop)."""
+    from .readability import flags_html, summary_flags_html
 
+    text = r.get("summary")
+    if int(r.get("level") or 1) >= 2 and not r.get("copy_of_child"):
+        return summary_flags_html(text)
     return flags_html(text, than="the conversation's")
 
 
@@ -138,7 +143,7 @@ def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     if len(chain) > 1:
         copies = ("<br>" + esc(", ".join(f"{c['id']} (L{c['level']})" for c in chain[:-1]))
                   + esc(f" copy the text of {r['id']} (L{r['level']}): single-child parents, no LLM summary"))
-    return (f"<div class='wb-node-body'>{clip(r.get('summary', ''), limit=1500)}{_marks(r.get('summary'))}"
+    return (f"<div class='wb-node-body'>{clip(r.get('summary', ''), limit=1500)}{_marks(r)}"
             f"<br>{facts}{copies}</div>")
 
 
@@ -210,7 +215,7 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
     shown = turns_html(ids, turns or {})
     return box(f"<h4>{esc(node_id)} <span class='wb-badge'>L{esc(r['level'])}</span></h4>"
                f"<h5>Summary{esc(' (' + _copy_note(r) + ', not an LLM summary)') if _copy_note(r) else ''}"
-               f"{_marks(r.get('summary'))}</h5>"
+               f"{_marks(r)}</h5>"
                f"<div class='wb-summary'>{pre(r.get('summary', ''))}</div><table>{rows}</table>"
                f"<h5>Children ({len(kids)})</h5>{children}"
                f"<h5>Source turns ({len(ids)})</h5><p>{source_ids_html(ids)}</p>"

@@ -423,6 +423,69 @@ def put_fact_quality(c: Counts, q: Mapping[str, Any], src: str, unknown_why: str
         c.put("facts_unstated_relation_words", q["unstated_relation_words"], against)
 
 
+def scripts(value) -> dict[str, list[str]]:
+    """The writing systems of a text's letters (the first word of each letter's Unicode name: LATIN, CJK,
+    CYRILLIC, ...), each with up to five of its letters. The views flag a text with letters of a script its
+    question or source does not use (``widgets.readability``); H-Mem's census counts such summaries."""
+    import unicodedata
+
+    out: dict[str, list[str]] = {}
+    for ch in text(value):
+        if ch.isalpha():
+            letters = out.setdefault(unicodedata.name(ch, "UNKNOWN").split()[0], [])
+            if len(letters) < 5 and ch not in letters:
+                letters.append(ch)
+    return out
+
+
+def foreign_scripts(value, source) -> dict[str, list[str]]:
+    """``scripts`` of ``value`` that ``source`` (what it was made from) never uses: the 0.5B wrote Chinese into
+    35 of H-Mem's English conv-30 summaries. A source without letters is read as English (LATIN)."""
+    said = set(scripts(source)) or {"LATIN"}
+    return {k: v for k, v in scripts(value).items() if k not in said}
+
+
+#: a run of this many words written ``LOOP_RUN_TIMES`` times in one text is a loop: the 0.5B's H-Mem summaries over
+#: conv-30 repeat "Jon and Gina are a great team and they can do amazing things together" until the length cap,
+#: without ever ending the sentence (so a repeated-sentence rule does not see it)
+LOOP_RUN_WORDS = 8
+LOOP_RUN_TIMES = 3
+
+
+def looping_run(value, source=None) -> tuple[str, int] | None:
+    """The most repeated run of ``LOOP_RUN_WORDS`` words in a text and how often it is written, when that is
+    ``LOOP_RUN_TIMES`` or more and more often than in ``source`` (the turns it was made from: a person who said it
+    three times is not a model's loop); else None. Words compare as ``plain_words``; the run is shown as written
+    (plain words)."""
+    words = plain_words(value).split()
+    n = LOOP_RUN_WORDS
+    if len(words) < n * LOOP_RUN_TIMES:
+        return None
+    runs: dict[str, int] = {}
+    for i in range(len(words) - n + 1):
+        run = " ".join(words[i:i + n])
+        runs[run] = runs.get(run, 0) + 1
+    run, times = max(runs.items(), key=lambda kv: kv[1])
+    if times < LOOP_RUN_TIMES:
+        return None
+    if source is not None and f" {run} " in f" {plain_words(source)} ":
+        said = plain_words(source).split()
+        if sum(" ".join(said[i:i + n]) == run for i in range(len(said) - n + 1)) >= times:
+            return None
+    return run, times
+
+
+#: what ends a sentence, quotes and brackets after it allowed: a text that ends without one was cut off
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’)\]]*\s*$")
+
+
+def ends_mid_sentence(value) -> bool:
+    """The text stops without ending its sentence (its last letter is not followed by ".", "!", "?" or "…"): cut
+    off by a length limit. H-Mem's bounded summaries (640 characters at most) stop mid-word when the model writes
+    past the limit; a length check on completion tokens does not see it (the reply closes its JSON)."""
+    return bool(text(value).strip()) and not _SENTENCE_END.search(text(value))
+
+
 def source_turns(event: Mapping, turns: Mapping[str, str]) -> list[str] | None:
     """What an event's source turns said (``Memory.turns``: turn id -> text), or None when none is known."""
     ids = event.get("source_ids")

@@ -1,10 +1,98 @@
-"""H-Mem's census: the tree's parents (from structures.json) and the planner's scopes (from traces). (``CensusSpec``,
-run by the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.)"""
+"""H-Mem's census: the tree's parents (from structures.json), the planner's scopes (from traces), and what the model
+wrote into the memory read against the turns it was made from: the leaves as facts, the relations labelled with the
+prompt's own example, the summaries (over their word limit, cut off, looping, in another script) and the profiles
+(echoing the prompt's layout). (``CensusSpec``, run by the generic census ``workbench.eval.mechanisms``.)"""
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from .. import census_kit as K
+from . import prompts as P
+
+#: the relation labels the small profile's extraction prompt gives as examples ("lives in", "sister of"); the paper
+#: profile's prompt gives none. Over conv-30 the 0.5B labelled 132 of its 234 relations with them ("Jon lives in
+#: Google", "Jon sister of Gina"), and only 1 of those relations' turns ever says "live" or "sister".
+EXAMPLE_RELATIONS = tuple(re.findall(r'"([a-z]+(?: [a-z]+)*)"', P.EXTRACT_GRAPH.split("such as", 1)[1].split(")")[0]))
+#: words of a relation label that say nothing about it on their own
+_LINK_WORDS = {"in", "of", "at", "on", "to", "with", "for", "from", "by", "the", "a", "an", "is"}
+#: the layout of the profile prompt's "current profile" line, copied into a profile's text ("... | recent: ...")
+PROFILE_ECHO = re.compile(r"\|\s*recent\s*:|\b(?:lasting|persistent)\s*:", re.IGNORECASE)
+
+
+def relation_said(label: str, said: str) -> bool:
+    """Whether the turns ``said`` use a relation label's own word ("lives in": "live", "lived", "living"; "sister
+    of": "sister", "sisters"), read as a word's start (so leniently: "liver" says "lives"); a label of link words
+    only is read as said."""
+    words = [w for w in K.plain_words(label).split() if w not in _LINK_WORDS]
+    stems = [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
+    stems = [w[:-1] if w.endswith("e") and len(w) > 3 else w for w in stems]  # "live" -> "liv": "living" says it
+    return not stems or any(re.search(rf"\b{re.escape(w)}", K.plain_words(said)) for w in stems)
+
+
+def _turns_of(row, mem: K.Memory) -> str | None:
+    said = K.source_turns(row, mem.turns)
+    return " ".join(said) if said else None
+
+
+def count_written(c: K.Counts, mems, params) -> None:
+    """What the model wrote into the memory, read against the turns it was made from (``Memory.turns``): the tree's
+    leaves as facts (``put_fact_quality``), relations labelled with the prompt's example that their turns never
+    say, summaries over ``summary_words``, cut off, looping or in a script their turns never use, and profiles
+    that copy the profile prompt's layout. Rules read form, not truth: a summary can be well formed and wrong."""
+    leaves, summaries, relations, profiles = [], [], [], []
+    for mem in mems.values():
+        st = mem.structures if isinstance(mem.structures, dict) else {}
+        for r in K.as_list(st.get("tree")):
+            if not isinstance(r, dict):
+                continue
+            if K.as_int(r.get("level")) == 1:
+                leaves.append((K.text(r.get("summary")), K.source_turns(r, mem.turns)))
+            elif K.as_int(r.get("level")) >= 2 and not r.get("copy_of_child"):
+                summaries.append((K.text(r.get("summary")), _turns_of(r, mem)))
+        graph = st.get("graph") if isinstance(st.get("graph"), dict) else {}
+        names = {n.get("id"): K.text(n.get("name")) for n in K.as_list(graph.get("nodes")) if isinstance(n, dict)}
+        for e in K.as_list(graph.get("edges")):
+            if isinstance(e, dict) and e.get("kind") == "relation":
+                relations.append((e, names, _turns_of(e, mem)))
+        profiles += [n["profile"] for n in K.as_list(graph.get("nodes"))
+                     if isinstance(n, dict) and isinstance(n.get("profile"), dict)]
+    tree_src, graph_src = "structures.json (tree)", "structures.json (graph)"
+    why = "the run saved no conversation (conversations/<id>.json) to read the turns from"
+    K.put_fact_quality(c, K.fact_quality(leaves, K.prompts_of(mems)), tree_src + " leaves", why)
+    c.put("summaries", len(summaries), tree_src, "no parent above the leaves has a summary of its own")
+    limit = params.get("summary_words") if isinstance(params, dict) else None
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        over = sum(len(t.split()) > limit for t, _ in summaries)
+        c.put("summaries_over_words", over, tree_src + f" (over summary_words={limit})")
+    else:
+        c.lack("summaries_over_words", "the run set no word limit for a summary (summary_words; the paper sets none)")
+    c.put("summaries_cut", sum(K.ends_mid_sentence(t) for t, _ in summaries), tree_src)
+    if any(src is None for _, src in summaries):
+        for name in ("summaries_looping", "summaries_foreign_script"):
+            c.lack(name, f"{sum(src is None for _, src in summaries)} of {len(summaries)} summaries cannot be read "
+                         f"against their turns: {why}")
+    else:
+        against = tree_src + " x the text of its source turns"
+        c.put("summaries_looping", sum(K.looping_run(t, src) is not None for t, src in summaries), against)
+        c.put("summaries_foreign_script", sum(bool(K.foreign_scripts(t, src)) for t, src in summaries), against)
+    c.put("relations", len(relations), graph_src)
+    example = [(e, said) for e, _, said in relations if str(e.get("relation", "")).lower() in EXAMPLE_RELATIONS]
+    if not example:
+        c.put("relations_prompt_example_unsaid", 0, graph_src,
+              f"no relation is labelled with the prompt's examples ({', '.join(EXAMPLE_RELATIONS)})")
+    elif any(said is None for _, said in example):
+        c.lack("relations_prompt_example_unsaid", f"relations cannot be read against their turns: {why}")
+    else:
+        unsaid = Counter(str(e["relation"]).lower() for e, said in example if not relation_said(e["relation"], said))
+        c.put("relations_prompt_example", len(example), graph_src)
+        c.put("relations_prompt_example_unsaid", sum(unsaid.values()), graph_src + " x the text of its source turns")
+        if unsaid:
+            c.put("relations_prompt_example_words", dict(unsaid.most_common()), graph_src)
+    c.put("profiles", len(profiles), graph_src, "no entity was salient enough for a profile")
+    c.put("profiles_echoing_prompt", sum(bool(PROFILE_ECHO.search(f"{K.text(p.get('persistent'))} "
+                                                                  f"{K.text(p.get('recent'))}")) for p in profiles),
+          graph_src + " (profiles)")
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -37,6 +125,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                   (f"all {parents} parents (level >= 2) have a single child; {copies} of them are verbatim copies"
                    if parents else f"the tree has no node above level 1 ({nodes} nodes)"))
             c.put("single_child_copies", copies, src)
+            count_written(c, mems, params)
     names = ("subqueries", "planner_scopes", "planner_fallbacks", "followups")
     if not K.traced(c, traces, names):
         return
@@ -61,6 +150,16 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
 CENSUS = K.CensusSpec(
     count,
     headline=(("multi_child_parents", "parents with >= 2 children"), ("planner_scopes", "planner scopes")),
+    problems=(("relations_prompt_example_unsaid", "relations labelled with the prompt's example (\"lives in\", "
+                                                  "\"sister of\") that their turns never say:"),
+              ("summaries_cut", "summaries cut off mid-sentence (the length cap):"),
+              ("summaries_looping", "summaries repeating a run of words (the model looped):"),
+              ("summaries_foreign_script", "summaries in a script their turns never use:"),
+              ("summaries_over_words", "summaries over the word limit the prompt asks for:"),
+              ("profiles_echoing_prompt", "profiles copying the profile prompt's layout (\"| recent:\"):"),
+              ("facts_copying_prompt", "leaf events copied from its own prompt (an instruction or example):"),
+              ("facts_copying_turn", "leaf events that copy their turn word for word:"),
+              ("facts_first_person", "leaf events in the first person:")),
     check=("grouping", lambda rows, traces, mems: {
     cid: m.structures.get("tree") or [] for cid, m in mems.items() if isinstance(m.structures, dict)}),
     check_off=lambda params: ("no tree is built (use_tree=False)" if params.get("use_tree") is False
