@@ -24,16 +24,6 @@ from functools import lru_cache
 from pathlib import Path
 
 
-def _constants(module) -> dict[str, str]:
-    out = {}
-    for name, value in vars(module).items():
-        if name.isupper() and isinstance(value, str):
-            out[name] = value
-        elif name.isupper() and isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
-            out[name] = json.dumps(value, sort_keys=True)
-    return out
-
-
 def prompt_modules(method) -> list[str]:
     """The modules whose string constants make up a method's prompts (full dotted paths)."""
     import workbench.methods as pkg
@@ -46,11 +36,12 @@ def prompt_modules(method) -> list[str]:
 
 def method_prompt_hashes(method) -> dict[str, str]:
     """``{module key: sha256[:12] of its prompt constants}`` for a method's prompt modules."""
+    from ..methods.census_kit import prompt_constants
     from ..methods.moved import prompt_key
 
     out = {}
     for name in prompt_modules(method):
-        consts = _constants(importlib.import_module(name))
+        consts = prompt_constants(importlib.import_module(name))
         if consts:
             out[prompt_key(name)] = hashlib.sha256(json.dumps(consts, sort_keys=True).encode()).hexdigest()[:12]
     return out

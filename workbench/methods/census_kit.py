@@ -24,6 +24,7 @@ picks its input from the run).
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -320,14 +321,30 @@ def unstated_relation(fact, turn: str) -> str | None:
 PROMPT_COPY_WORDS = 4
 
 
+def prompt_constants(module) -> dict[str, str]:
+    """What a module's prompts are: its UPPER_CASE string constants, and its UPPER_CASE dicts of strings (as sorted
+    JSON). One reader for the two uses: the run manifest hashes them (``eval.manifest.method_prompt_hashes``: a
+    changed prompt re-answers) and the census finds a fact copied from them (``prompt_words``)."""
+    out = {}
+    for name, value in vars(module).items():
+        if name.isupper() and isinstance(value, str):
+            out[name] = value
+        elif name.isupper() and isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+            out[name] = json.dumps(value, sort_keys=True)
+    return out
+
+
 @lru_cache(maxsize=None)
 def prompt_words(*modules: str) -> tuple[str, ...]:
-    """The prompts a method sends, as ``plain_words``: every UPPER_CASE string constant of ``modules`` (dotted, under
-    ``workbench.methods``: the modules ``MemoryMethod.prompt_modules`` names), for ``copies_prompt``."""
+    """The prompts a method sends, as ``plain_words``: the string constants (``prompt_constants``, dicts of strings
+    read as their values) of ``modules`` (dotted, under ``workbench.methods``: the modules
+    ``MemoryMethod.prompt_modules`` names), for ``copies_prompt``."""
     out = []
     for name in modules:
         module = importlib.import_module(f"{__package__}.{name}")
-        out += [plain_words(v) for k, v in vars(module).items() if k.isupper() and isinstance(v, str)]
+        for key in prompt_constants(module):
+            value = getattr(module, key)
+            out += [plain_words(t) for t in ([value] if isinstance(value, str) else value.values())]
     return tuple(w for w in out if w)
 
 
