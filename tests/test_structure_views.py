@@ -650,6 +650,17 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
     assert "⚠ cut off" not in _marks({"level": 2, "summary": "Jon lost his job", "copy_of_child": True})
     looped = _marks({"level": 3, "summary": "Gina, " * 40 + "Gina."})
     assert "⚠ repeats itself" in looped and "⚠ cut off" not in looped
+    from widgets.tree_view import flagged_line, tree_html
+
+    nodes = {"a": {"id": "a", "level": 2, "summary": "Tomasz plans to call his 灰色", "children": ["c"]},
+             "b": {"id": "b", "level": 3, "summary": "Gina, " * 40 + "Gina.", "children": ["a"]},
+             "c": {"id": "c", "level": 1, "summary": "Jon lost his job", "parent": "a"},
+             "d": {"id": "d", "level": 2, "summary": "Jon lost his job", "copy_of_child": True}}
+    nodes["a"]["parent"] = "b"
+    line = flagged_line(nodes)
+    assert "Of the 2 summaries the model wrote: " in line and "1 cut off" in line and "1 in another script" in line
+    assert "1 repeat themselves" in line and line in tree_html(nodes)
+    assert flagged_line({"c": nodes["c"]}) == ""
 
 
 def test_a_recmem_unit_reads_as_the_exchange_its_time_in_words():
@@ -709,3 +720,30 @@ def test_a_replay_that_skips_a_consolidation_keeps_the_others_names_and_markers(
     assert len(live_colours) == 3 and again["consolidation at unit-2"] not in live_colours
     assert again["consolidation at unit-5"] == names["consolidation at unit-5"]  # the replay recoloured nothing
     assert "consolidation at unit-5</b>" in state.episodes_html and "consolidation 2" not in state.episodes_html
+
+
+def test_a_relation_whose_label_its_turns_never_say_is_flagged_in_the_graph(tiny_conv):
+    """H-Mem over conv-30: the 0.5B labelled 131 relations with the extraction prompt's own examples in turns that
+    never say them ("Jon lives in Google", "Jon sister of Gina"). The entity page and the script-free tables flag a
+    relation whose label's words no source turn says; a said one ("living in Lyon"), an overlap link, or a view
+    without the conversation is not flagged."""
+    from widgets.graph_view import GraphState, relations_html, unsaid_mark
+
+    graph = {"nodes": [{"id": "noor", "name": "Noor", "type": "person", "source_ids": ["D1:5"], "mentions": 2},
+                       {"id": "lyon", "name": "Lyon", "type": "location", "source_ids": ["D1:5"], "mentions": 1},
+                       {"id": "miso", "name": "Miso", "type": "other", "source_ids": ["D1:3"], "mentions": 1}],
+             "edges": [{"source": "noor", "target": "lyon", "relation": "lives in", "kind": "relation",
+                        "source_ids": ["D1:5", "D1:6"]},
+                       {"source": "noor", "target": "miso", "relation": "sister of", "kind": "relation",
+                        "source_ids": ["D1:3"]},
+                       {"source": "lyon", "target": "miso", "relation": "overlap", "kind": "overlap",
+                        "source_ids": ["D1:3"]}]}
+    turns = {t.id: t for t in tiny_conv.turns}
+    assert [unsaid_mark(e, turns) for e in graph["edges"]] == ["", "⚠ “sister of” never said", ""]
+    assert unsaid_mark(graph["edges"][1], {}) == "" and unsaid_mark(graph["edges"][1], {"D1:3": "my sister"}) == ""
+    state = GraphState({"graph": graph}, tiny_conv)
+    state.select("Noor")
+    assert "⚠ “sister of” never said" in state.detail_html and "1 relation below uses a label" in state.detail_html
+    tables = state.static_part("frame")
+    assert tables.count("never said") == 1 and "said?" in tables
+    assert "said?" not in relations_html(graph)  # no conversation: nothing read, no column

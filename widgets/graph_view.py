@@ -163,6 +163,28 @@ def find_entity(graph: Mapping, entity: str) -> str:
     raise KeyError(f"no entity {entity!r}")
 
 
+def unsaid_mark(e: Mapping, turns: Mapping | None) -> str:
+    """"⚠ “lives in” never said" when a relation's label uses no word its source turns say (``census_kit.
+    relation_said``: the 0.5B labelled 131 conv-30 relations with the extraction prompt's own examples, "Jon lives in
+    Google", "Jon sister of Gina"); "" for a said one, an overlap edge, or turns not at hand. Form, not truth."""
+    from workbench.methods.census_kit import relation_said
+
+    found = (turns.get(i) for i in e.get("source_ids") or []) if turns else ()
+    said = [str(getattr(t, "text", t)) for t in found if t]  # a Turn, or a turn's text
+    if e.get("kind") == "overlap" or not said or relation_said(e.get("relation", ""), " ".join(said)):
+        return ""
+    return f"⚠ “{e.get('relation', '')}” never said"
+
+
+def _unsaid_note(rows: list[dict]) -> str:
+    flagged = sum(bool(r.get("said?")) for r in rows)
+    if not flagged:
+        return ""
+    what = f"{flagged} relations below use" if flagged > 1 else "1 relation below uses"
+    return (f"<p class='wb-muted'>⚠ {what} a label whose words the source turns never say (read as written: a rule "
+            "on form, not a check of truth).</p>")
+
+
 def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = None) -> str:
     """One entity, escaped: type, aliases, mentions, profile, relations, source turns."""
     by_id = {n["id"]: n for n in graph.get("nodes") or []}
@@ -173,7 +195,8 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
             out = e["source"] == node_id
             other = by_id.get(e["target"] if out else e["source"], {}).get("name", "?")
             rels.append({"direction": "→" if out else "←", "relation": e.get("relation", ""), "entity": other,
-                         "count": e.get("count", 1), "turns": " ".join(e.get("source_ids") or [])})
+                         "count": e.get("count", 1), "turns": " ".join(e.get("source_ids") or []),
+                         "said?": unsaid_mark(e, turns)})
     prof = n.get("profile") or {}
     facts = {"type": n.get("type"), "aliases": ", ".join(n.get("aliases") or []) or "(none)",
              "mentions": n.get("mentions"),
@@ -184,8 +207,8 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts.items())
     ids = list(n.get("source_ids") or [])
     shown = turns_html(ids, turns or {})
-    relations = (table_html(rels, ["direction", "relation", "entity", "count", "turns"]) if rels
-                 else "<p class='wb-muted'>(no relations)</p>")
+    cols = ["direction", "relation", "entity", "count", "turns"] + (["said?"] if any(r["said?"] for r in rels) else [])
+    relations = (_unsaid_note(rels) + table_html(rels, cols) if rels else "<p class='wb-muted'>(no relations)</p>")
     return box(f"<h4>{esc(n['name'])} <span class='wb-badge' style='background:{colour(n.get('type'))};color:#fff'>"
                f"{esc(n.get('type'))}</span> <small>{esc(node_id)}</small></h4><table>{rows}</table>"
                f"<h5>Relations ({len(rels)})</h5>{relations}"
@@ -193,9 +216,10 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
                f"{shown or '<p class=wb-muted>(turn texts not available)</p>' if ids else ''}")
 
 
-def relations_html(graph: Mapping) -> str:
+def relations_html(graph: Mapping, turns: Mapping | None = None) -> str:
     """The whole graph as tables, for a page that runs no script (the drawn graph needs vis-network):
-    every entity (most mentioned first) and every relation, escaped, each in a scrolling box."""
+    every entity (most mentioned first) and every relation, escaped, each in a scrolling box; with the conversation's
+    ``turns``, a relation whose label its turns never say is flagged (``unsaid_mark``)."""
     nodes = sorted(graph.get("nodes") or [], key=lambda n: (-int(n.get("mentions") or 0), str(n["name"]).lower()))
     if not nodes:
         return EMPTY
@@ -204,12 +228,14 @@ def relations_html(graph: Mapping) -> str:
              "aliases": ", ".join(n.get("aliases") or [])} for n in nodes]
     rels = [{"from": names.get(e["source"], e["source"]), "relation": e.get("relation", ""),
              "to": names.get(e["target"], e["target"]), "count": e.get("count", 1),
-             "turns": " ".join(e.get("source_ids") or [])} for e in graph.get("edges") or []]
+             "turns": " ".join(e.get("source_ids") or []), "said?": unsaid_mark(e, turns)}
+            for e in graph.get("edges") or []]
+    cols = ["from", "relation", "to", "count", "turns"] + (["said?"] if any(r["said?"] for r in rels) else [])
     scroll = "<div style='max-height:28em;overflow:auto'>{}</div>"
     return box(f"<h5>Entities ({len(ents)})</h5>"
                + scroll.format(table_html(ents, ["entity", "type", "mentions", "aliases"]))
-               + f"<h5>Relations ({len(rels)})</h5>"
-               + scroll.format(table_html(rels, ["from", "relation", "to", "count", "turns"])))
+               + f"<h5>Relations ({len(rels)})</h5>" + _unsaid_note(rels)
+               + scroll.format(table_html(rels, cols)))
 
 
 def entity_options(graph: Mapping) -> list[tuple[str, str]]:
@@ -261,7 +287,7 @@ class GraphState(ViewState):
 
     def static_part(self, name: str) -> str:
         """The drawn graph needs a script: without one, its entities and relations as tables."""
-        return relations_html(self.graph) if name == "frame" else super().static_part(name)
+        return relations_html(self.graph, self.turns) if name == "frame" else super().static_part(name)
 
 
 # -- notebook shell --------------------------------------------------------------------------------------------

@@ -84,14 +84,19 @@ def flags_html(text, *, than: str = "the conversation's", source: str | None = N
     return _spans(unreadable_marks(str(text or ""), than=than, source=source))
 
 
-def summary_flags_html(text, *, source: str | None = None) -> str:
-    """``flags_html`` of a model-written summary, and "cut off" when it stops mid-sentence (``census_kit.
+def summary_marks(text, *, source: str | None = None) -> list[tuple[str, str]]:
+    """``unreadable_marks`` of a model-written summary, and "cut off" when it stops mid-sentence (``census_kit.
     ends_mid_sentence``: a summary ends its sentences; H-Mem's bounded summaries stop mid-word at their length cap,
     which the census counts as ``summaries_cut``)."""
     marks = unreadable_marks(str(text or ""), than="the conversation's", source=source)
     if ends_mid_sentence(text):
         marks.append(("cut off", "the summary stops mid-sentence: the model wrote past its length limit"))
-    return _spans(marks)
+    return marks
+
+
+def summary_flags_html(text, *, source: str | None = None) -> str:
+    """``summary_marks`` as inline HTML flags (why on hover)."""
+    return _spans(summary_marks(text, source=source))
 
 
 def flags_words(text, *, than: str = "the conversation's", source: str | None = None) -> str:

@@ -134,6 +134,23 @@ def _marks(r: Mapping) -> str:
     return flags_html(text, than="the conversation's")
 
 
+def flagged_line(nodes: Mapping[str, Mapping]) -> str:
+    """One line over the tree saying how many of the summaries the model wrote (parents that are not a copy) are
+    flagged, by flag ("⚠ Of 103 summaries the model wrote: 38 cut off, 25 repeat themselves, 7 in another script"):
+    the census's counts as a reader meets them (``readability.summary_flags_html``); "" when none is flagged."""
+    from .readability import summary_marks
+
+    written = [r for r in nodes.values() if int(r.get("level") or 1) >= 2 and not r.get("copy_of_child")]
+    plural = {"repeats itself": "repeat themselves", "code fence": "hold a code fence", "raw JSON": "are raw JSON"}
+    counts = Counter(("in another script" if flag.endswith(" script") else plural.get(flag, flag))
+                     for r in written for flag in {f for f, _ in summary_marks(r.get("summary"))})
+    if not counts:
+        return ""
+    words = ", ".join(f"{n} {flag}" for flag, n in counts.most_common())
+    return (f"<p class='wb-legend-line'>⚠ Of the {len(written)} summaries the model wrote: {esc(words)} (flagged "
+            "beside each; the flags read a summary's form, not whether it is true).</p>")
+
+
 def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     ids = list(r.get("source_ids") or [])
     facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) "
@@ -185,7 +202,7 @@ def tree_html(nodes: Mapping[str, Mapping], levels: Mapping[int, str] | None = N
     if lost:
         body += f"<p class='wb-muted'>Not reachable from a root: {esc(' '.join(lost))}</p>"
     return box(f"{CSS}<div class='wb-tree'><p><b>Text outline</b> · <b>{s['nodes']} nodes</b>, {s['roots']} roots · "
-               f"{per_level} · {s['copies']} single-child copies</p>"
+               f"{per_level} · {s['copies']} single-child copies</p>{flagged_line(nodes)}"
                "<p class='wb-legend-line'>The same tree as text: one line per node, oldest first; click a line to "
                "open it. A dashed "
                "badge marked <i>copy</i> is a single-child parent that copies its child's text (no LLM summary): "

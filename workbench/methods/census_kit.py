@@ -316,6 +316,22 @@ def unstated_relation(fact, turn: str) -> str | None:
     return None if any(f" {f} " in said for f in forms if f) else head.lower()
 
 
+#: words of a relation label that say nothing about it on their own
+_LINK_WORDS = {"in", "of", "at", "on", "to", "with", "for", "from", "by", "the", "a", "an", "is"}
+
+
+def relation_said(label, said) -> bool:
+    """Whether the turns ``said`` use a relation label's own words ("lives in": "live", "lived", "living"; "sister
+    of": "sister", "sisters"), each read as a word's start (so leniently: "liver" says "lives"); a label of link
+    words only is read as said. Form, not truth: "Tomasz lives in Manchester" is true in the demo, though no turn
+    says "live", and "Tomasz sister of Anjali" is false, though a turn says "my sister Anjali". H-Mem's census counts
+    its prompt-example relations by it, the graph view flags any relation by it."""
+    words = [w for w in plain_words(label).split() if w not in _LINK_WORDS]
+    stems = [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
+    stems = [w[:-1] if w.endswith("e") and len(w) > 3 else w for w in stems]  # "live" -> "liv": "living" says it
+    return not stems or any(re.search(rf"\b{re.escape(w)}", plain_words(said)) for w in stems)
+
+
 #: a fact of at least this many words found word for word in its method's own prompts was copied from them (shorter
 #: ones, "Jon likes dance", could be in an example by chance)
 PROMPT_COPY_WORDS = 4

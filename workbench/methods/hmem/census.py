@@ -14,20 +14,8 @@ from . import prompts as P
 #: profile's prompt gives none. Over conv-30 the 0.5B labelled 132 of its 234 relations with them ("Jon lives in
 #: Google", "Jon sister of Gina"), and only 1 of those relations' turns ever says "live" or "sister".
 EXAMPLE_RELATIONS = tuple(re.findall(r'"([a-z]+(?: [a-z]+)*)"', P.EXTRACT_GRAPH.split("such as", 1)[1].split(")")[0]))
-#: words of a relation label that say nothing about it on their own
-_LINK_WORDS = {"in", "of", "at", "on", "to", "with", "for", "from", "by", "the", "a", "an", "is"}
 #: the layout of the profile prompt's "current profile" line, copied into a profile's text ("... | recent: ...")
 PROFILE_ECHO = re.compile(r"\|\s*recent\s*:|\b(?:lasting|persistent)\s*:", re.IGNORECASE)
-
-
-def relation_said(label: str, said: str) -> bool:
-    """Whether the turns ``said`` use a relation label's own word ("lives in": "live", "lived", "living"; "sister
-    of": "sister", "sisters"), read as a word's start (so leniently: "liver" says "lives"); a label of link words
-    only is read as said."""
-    words = [w for w in K.plain_words(label).split() if w not in _LINK_WORDS]
-    stems = [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
-    stems = [w[:-1] if w.endswith("e") and len(w) > 3 else w for w in stems]  # "live" -> "liv": "living" says it
-    return not stems or any(re.search(rf"\b{re.escape(w)}", K.plain_words(said)) for w in stems)
 
 
 def _turns_of(row, mem: K.Memory) -> str | None:
@@ -84,7 +72,7 @@ def count_written(c: K.Counts, mems, params) -> None:
     elif any(said is None for _, said in example):
         c.lack("relations_prompt_example_unsaid", f"relations cannot be read against their turns: {why}")
     else:
-        unsaid = Counter(str(e["relation"]).lower() for e, said in example if not relation_said(e["relation"], said))
+        unsaid = Counter(str(e["relation"]).lower() for e, said in example if not K.relation_said(e["relation"], said))
         c.put("relations_prompt_example", len(example), graph_src)
         c.put("relations_prompt_example_unsaid", sum(unsaid.values()), graph_src + " x the text of its source turns")
         if unsaid:
