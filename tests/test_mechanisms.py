@@ -1009,7 +1009,14 @@ def test_the_ama_census_counts_the_constructors_facts_against_their_turns_and_th
 def _hmem_entry(tiny_conv, structures, params=None, conversations=True):
     rows = [{"method": "hmem", "qa_id": "tiny-1/q0", "conv_id": "tiny-1", "params": params or {"summary_words": 12},
              "answer": {"question": "q", "text": "x", "steps": []}}]
-    mems = {"hmem": {"tiny-1": {"events": [], "structures": structures}}}
+    # one LINK event per relation the model extracted, with its fragment's turns (as HMem._add_graph emits them)
+    events = [{"kind": "LINK", "unit_id": f"{e['source']}->{e['target']}", "after": e["relation"],
+               "source_ids": e["source_ids"], "data": {"source": e["source"], "target": e["target"],
+                                                       "relation": e["relation"]}}
+              for e in structures["graph"]["edges"]]
+    events.append({"kind": "LINK", "unit_id": "noor", "after": "Noor", "source_ids": ["D1:5"],
+                   "data": {"surface": "Noor", "how": "new"}})  # an entity's link: no relation
+    mems = {"hmem": {"tiny-1": {"events": events, "structures": structures}}}
     return census(rows, memories=mems, conversations={"tiny-1": tiny_conv} if conversations else None)
 
 
@@ -1044,7 +1051,8 @@ def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_t
     assert (c["facts_first_person"], c["facts_copying_turn"], c["facts_repeated"]) == (1, 1, 0)
     assert (c["summaries"], c["summaries_cut"], c["summaries_looping"], c["summaries_foreign_script"]) == (4, 1, 1, 1)
     assert c["summaries_over_words"] == 1  # the looping one: 33 words over summary_words=12
-    assert (c["relations"], c["relations_prompt_example"], c["relations_prompt_example_unsaid"]) == (4, 3, 2)
+    assert (c["relations"], c["relation_extractions"], c["relations_prompt_example"],
+            c["relations_prompt_example_unsaid"]) == (4, 4, 3, 2)
     assert c["relations_prompt_example_words"] == {"lives in": 1, "sister of": 1}
     assert (c["profiles"], c["profiles_echoing_prompt"]) == (2, 1)
     problems = {f["name"]: f["value"] for f in headline(value)[0]["failures"]}

@@ -202,8 +202,9 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
              "mentions": n.get("mentions"),
              "first / last seen": f"{when_text(n.get('first_time'))} / {when_text(n.get('last_time'))}",
              "fragments": " ".join(n.get("fragment_ids") or [])}
-    if prof:
-        facts["profile"] = f"{prof.get('persistent', '')} | recent: {prof.get('recent', '')}"
+    if prof:  # the two parts on rows of their own: a model that copied the prompt's "| recent:" shows as it is
+        facts["profile: lasting"] = prof.get("persistent", "")
+        facts["profile: recent"] = prof.get("recent", "")
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts.items())
     ids = list(n.get("source_ids") or [])
     shown = turns_html(ids, turns or {})

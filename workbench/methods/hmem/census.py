@@ -23,11 +23,40 @@ def _turns_of(row, mem: K.Memory) -> str | None:
     return " ".join(said) if said else None
 
 
+def _count_extracted_relations(c: K.Counts, mems, why: str) -> None:
+    """Each relation as the model extracted it (a LINK event: one extraction call, one fragment's turns), labelled
+    with the prompt's example and read against that fragment's turns. Read per extraction, not per graph edge: an
+    edge gathers the turns of every extraction that named it ("Jon lives in Gina": 103 extractions over conv-30),
+    and some turn among a hundred says "live"."""
+    names = ("relation_extractions", "relations_prompt_example", "relations_prompt_example_unsaid")
+    if K.events_lacking(c, mems, names):
+        return
+    src = "events.jsonl (LINK events of a relation)"
+    links = [(e, m) for m in mems.values() for e in m.events if e.get("kind") == "LINK"
+             and isinstance(e.get("data"), dict) and K.text(e["data"].get("relation")) not in ("", "overlap")]
+    c.put("relation_extractions", len(links), src, "the model extracted no relation")
+    example = [(e, m) for e, m in links if e["data"]["relation"].lower() in EXAMPLE_RELATIONS]
+    c.put("relations_prompt_example", len(example), src,
+          f"no extracted relation is labelled with the prompt's examples ({', '.join(EXAMPLE_RELATIONS) or 'none'})")
+    said = [(e["data"]["relation"].lower(), K.source_turns(e, m.turns)) for e, m in example]
+    if any(t is None for _, t in said):
+        c.lack("relations_prompt_example_unsaid", f"{sum(t is None for _, t in said)} of {len(said)} extractions "
+                                                  f"cannot be read against their turns: {why}")
+        return
+    unsaid = Counter(label for label, t in said if not K.relation_said(label, " ".join(t)))
+    c.put("relations_prompt_example_unsaid", sum(unsaid.values()), src + " x the text of its fragment's turns",
+          f"no extracted relation is labelled with the prompt's examples ({', '.join(EXAMPLE_RELATIONS) or 'none'})"
+          if not example else None)
+    if unsaid:
+        c.put("relations_prompt_example_words", dict(unsaid.most_common()), src)
+
+
 def count_written(c: K.Counts, mems, params) -> None:
     """What the model wrote into the memory, read against the turns it was made from (``Memory.turns``): the tree's
-    leaves as facts (``put_fact_quality``), relations labelled with the prompt's example that their turns never
-    say, summaries over ``summary_words``, cut off, looping or in a script their turns never use, and profiles
-    that copy the profile prompt's layout. Rules read form, not truth: a summary can be well formed and wrong."""
+    leaves as facts (``put_fact_quality``), relation extractions labelled with the prompt's example that their turns
+    never say (``_count_extracted_relations``), summaries over ``summary_words``, cut off, looping or in a script
+    their turns never use, and profiles that copy the profile prompt's layout. Rules read form, not truth: a summary
+    can be well formed and wrong."""
     leaves, summaries, relations, profiles = [], [], [], []
     for mem in mems.values():
         st = mem.structures if isinstance(mem.structures, dict) else {}
@@ -39,10 +68,7 @@ def count_written(c: K.Counts, mems, params) -> None:
             elif K.as_int(r.get("level")) >= 2 and not r.get("copy_of_child"):
                 summaries.append((K.text(r.get("summary")), _turns_of(r, mem)))
         graph = st.get("graph") if isinstance(st.get("graph"), dict) else {}
-        names = {n.get("id"): K.text(n.get("name")) for n in K.as_list(graph.get("nodes")) if isinstance(n, dict)}
-        for e in K.as_list(graph.get("edges")):
-            if isinstance(e, dict) and e.get("kind") == "relation":
-                relations.append((e, names, _turns_of(e, mem)))
+        relations += [e for e in K.as_list(graph.get("edges")) if isinstance(e, dict) and e.get("kind") == "relation"]
         profiles += [n["profile"] for n in K.as_list(graph.get("nodes"))
                      if isinstance(n, dict) and isinstance(n.get("profile"), dict)]
     tree_src, graph_src = "structures.json (tree)", "structures.json (graph)"
@@ -65,18 +91,7 @@ def count_written(c: K.Counts, mems, params) -> None:
         c.put("summaries_looping", sum(K.looping_run(t, src) is not None for t, src in summaries), against)
         c.put("summaries_foreign_script", sum(bool(K.foreign_scripts(t, src)) for t, src in summaries), against)
     c.put("relations", len(relations), graph_src)
-    example = [(e, said) for e, _, said in relations if str(e.get("relation", "")).lower() in EXAMPLE_RELATIONS]
-    if not example:
-        c.put("relations_prompt_example_unsaid", 0, graph_src,
-              f"no relation is labelled with the prompt's examples ({', '.join(EXAMPLE_RELATIONS)})")
-    elif any(said is None for _, said in example):
-        c.lack("relations_prompt_example_unsaid", f"relations cannot be read against their turns: {why}")
-    else:
-        unsaid = Counter(str(e["relation"]).lower() for e, said in example if not K.relation_said(e["relation"], said))
-        c.put("relations_prompt_example", len(example), graph_src)
-        c.put("relations_prompt_example_unsaid", sum(unsaid.values()), graph_src + " x the text of its source turns")
-        if unsaid:
-            c.put("relations_prompt_example_words", dict(unsaid.most_common()), graph_src)
+    _count_extracted_relations(c, mems, why)
     c.put("profiles", len(profiles), graph_src, "no entity was salient enough for a profile")
     c.put("profiles_echoing_prompt", sum(bool(PROFILE_ECHO.search(f"{K.text(p.get('persistent'))} "
                                                                   f"{K.text(p.get('recent'))}")) for p in profiles),
@@ -138,8 +153,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
 CENSUS = K.CensusSpec(
     count,
     headline=(("multi_child_parents", "parents with >= 2 children"), ("planner_scopes", "planner scopes")),
-    problems=(("relations_prompt_example_unsaid", "relations labelled with the prompt's example (\"lives in\", "
-                                                  "\"sister of\") that their turns never say:"),
+    problems=(("relations_prompt_example_unsaid", "relations extracted with the prompt's example label (\"lives in\", "
+                                                  "\"sister of\") from turns that never say it:"),
               ("summaries_cut", "summaries cut off mid-sentence (the length cap):"),
               ("summaries_looping", "summaries repeating a run of words (the model looped):"),
               ("summaries_foreign_script", "summaries in a script their turns never use:"),
