@@ -1070,6 +1070,11 @@ def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_t
     nolimit = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, params={"summary_words": None})["methods"]["hmem"]
     assert nolimit["counts"]["summaries_over_words"] is None and "no word limit" in nolimit["missing"][
         "summaries_over_words"]
+    # the paper profile's extraction prompt gives no example label: its "lives in" is not the prompt's example
+    paper = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, params={"prompts": "paper", "summary_words": None})
+    paper = paper["methods"]["hmem"]
+    assert paper["counts"]["relation_extractions"] == 4 and paper["counts"]["relations_prompt_example_unsaid"] is None
+    assert "prompts='paper'" in paper["missing"]["relations_prompt_example"]
 
 
 def test_text_rules_for_loops_scripts_and_cut_offs():

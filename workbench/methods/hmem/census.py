@@ -23,7 +23,7 @@ def _turns_of(row, mem: K.Memory) -> str | None:
     return " ".join(said) if said else None
 
 
-def _count_extracted_relations(c: K.Counts, mems, why: str) -> None:
+def _count_extracted_relations(c: K.Counts, mems, params, why: str) -> None:
     """Each relation as the model extracted it (a LINK event: one extraction call, one fragment's turns), labelled
     with the prompt's example and read against that fragment's turns. Read per extraction, not per graph edge: an
     edge gathers the turns of every extraction that named it ("Jon lives in Gina": 103 extractions over conv-30),
@@ -31,10 +31,16 @@ def _count_extracted_relations(c: K.Counts, mems, why: str) -> None:
     names = ("relation_extractions", "relations_prompt_example", "relations_prompt_example_unsaid")
     if K.events_lacking(c, mems, names):
         return
+    if isinstance(params, dict) and params.get("prompts") == "paper":
+        for name in names[1:]:
+            c.lack(name, "the paper profile's extraction prompt gives no example label (prompts='paper')")
+        names = names[:1]
     src = "events.jsonl (LINK events of a relation)"
     links = [(e, m) for m in mems.values() for e in m.events if e.get("kind") == "LINK"
              and isinstance(e.get("data"), dict) and K.text(e["data"].get("relation")) not in ("", "overlap")]
     c.put("relation_extractions", len(links), src, "the model extracted no relation")
+    if len(names) == 1:
+        return
     example = [(e, m) for e, m in links if e["data"]["relation"].lower() in EXAMPLE_RELATIONS]
     c.put("relations_prompt_example", len(example), src,
           f"no extracted relation is labelled with the prompt's examples ({', '.join(EXAMPLE_RELATIONS) or 'none'})")
@@ -91,7 +97,7 @@ def count_written(c: K.Counts, mems, params) -> None:
         c.put("summaries_looping", sum(K.looping_run(t, src) is not None for t, src in summaries), against)
         c.put("summaries_foreign_script", sum(bool(K.foreign_scripts(t, src)) for t, src in summaries), against)
     c.put("relations", len(relations), graph_src)
-    _count_extracted_relations(c, mems, why)
+    _count_extracted_relations(c, mems, params, why)
     c.put("profiles", len(profiles), graph_src, "no entity was salient enough for a profile")
     c.put("profiles_echoing_prompt", sum(bool(PROFILE_ECHO.search(f"{K.text(p.get('persistent'))} "
                                                                   f"{K.text(p.get('recent'))}")) for p in profiles),
