@@ -1091,3 +1091,20 @@ def test_text_rules_for_loops_scripts_and_cut_offs():
     from widgets.readability import unreadable_marks
 
     assert [f for f, _ in unreadable_marks("Gina, " * 30)] == ["repeats itself"]  # a run no sentence ends
+
+
+#: a plugin method's prompt, kept in its own module (the test below): read for prompt copies like any method's
+PLUGIN_PROMPT = "List every fact the speakers state about themselves, one per line."
+
+
+def test_a_method_naming_no_prompt_modules_is_read_for_prompt_copies_in_its_own_module():
+    """The run manifest hashes a class's own module as its prompts when it names no ``prompt_modules`` (a plugin
+    method); the census's prompt-copy check reads the same module, so a plugin's copied instruction is flagged."""
+    from workbench.methods import census_kit as K
+
+    class Plugin:
+        pass
+
+    words = K.class_prompt_words(Plugin)
+    assert K.copies_prompt("List every fact the speakers state", words)
+    assert not K.copies_prompt("Noor moved to Geneva last week", words)

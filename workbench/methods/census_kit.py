@@ -353,11 +353,10 @@ def prompt_constants(module) -> dict[str, str]:
 @lru_cache(maxsize=None)
 def prompt_words(*modules: str) -> tuple[str, ...]:
     """The prompts a method sends, as ``plain_words``: the string constants (``prompt_constants``, dicts of strings
-    read as their values) of ``modules`` (dotted, under ``workbench.methods``: the modules
-    ``MemoryMethod.prompt_modules`` names), for ``copies_prompt``."""
+    read as their values) of ``modules`` (full dotted names), for ``copies_prompt``."""
     out = []
     for name in modules:
-        module = importlib.import_module(f"{__package__}.{name}")
+        module = importlib.import_module(name)
         for key in prompt_constants(module):
             value = getattr(module, key)
             out += [plain_words(t) for t in ([value] if isinstance(value, str) else value.values())]
@@ -365,9 +364,12 @@ def prompt_words(*modules: str) -> tuple[str, ...]:
 
 
 def class_prompt_words(cls) -> tuple[str, ...]:
-    """``prompt_words`` of a method class: its ``prompt_modules`` and every profile's own prompt modules."""
+    """``prompt_words`` of a method class: its ``prompt_modules`` and every profile's own prompt modules (named under
+    ``workbench.methods``), or, for a class that names none (a plugin method), its own module: the modules the run
+    manifest hashes as its prompts (``eval.manifest.prompt_modules``)."""
     extra = [m for mods in (getattr(cls, "profile_prompt_modules", None) or {}).values() for m in mods]
-    return prompt_words(*sorted({*getattr(cls, "prompt_modules", ()), *extra}))
+    names = {f"{__package__}.{m}" for m in (*getattr(cls, "prompt_modules", ()), *extra)}
+    return prompt_words(*sorted(names or {cls.__module__}))
 
 
 def prompts_of(mems: Mapping[str, Memory]) -> tuple[str, ...]:
