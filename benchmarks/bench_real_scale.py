@@ -268,6 +268,8 @@ def table(path: Path, replays: list[dict], recordings: dict, labels=None) -> lis
                      "recording_cpu_s": sum(r.get("cpu_s") or 0 for r in recs) or None,
                      # (an entry from before the recorder said whether its count is whole is taken as partial)
                      "recording_cpu_partial": any(not r.get("cpu_s") or r.get("cpu_partial", True) for r in recs),
+                     # a recording seeded from a committed cassette was timed partly on another machine
+                     "recording_wall_partial": any(r.get("wall_partial") for r in recs),
                      "recording_calls": sum(r.get("cassette_entries") or 0 for r in recs) or None,
                      "paper_anchor": ANCHORS.get(method, {}).get("text")})
         lines.append(line)
@@ -315,7 +317,8 @@ def to_markdown(lines: list[dict]) -> str:
         fa = "" if x["judge_false_accept"] is None else f" ({x['judge_false_accept']:.0%}"
         own = x.get("judge_false_accept_own")
         fa += (f"; its own: {own['rate']:.0%} of {own['n']} wrong)" if own else ")") if fa else ""
-        wall = "–" if not x["recording_wall_s"] else f"{x['recording_wall_s'] / 60:.0f} min"
+        wall = "–" if not x["recording_wall_s"] else (f"{'>= ' if x.get('recording_wall_partial') else ''}"
+                                                      f"{x['recording_wall_s'] / 60:.0f} min")
         if x.get("recording_cpu_s"):
             wall += f" (CPU {'>= ' if x.get('recording_cpu_partial') else ''}{x['recording_cpu_s'] / 60:.0f} min)"
         lo, hi = x.get("verdict_ci") or [None, None]

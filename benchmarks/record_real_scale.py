@@ -24,7 +24,8 @@ Wall and CPU time survive a killed session (to within the last minute): a heartb
 ``runs/real_scale/wall.json`` and, on Linux (``/proc``), the running subprocess's CPU seconds to
 ``runs/real_scale/cpu.json`` every minute. Only a recording sampled this way from its first call publishes
 ``cpu_partial: false``; one seeded from a committed cassette, begun before the sampling, or run where ``/proc`` is
-absent publishes ``cpu_partial: true`` (its CPU figure is a lower bound).
+absent publishes ``cpu_partial: true`` (its CPU figure is a lower bound). One seeded from a committed cassette also
+publishes ``wall_partial: true``: the sessions before the seed were timed on another machine.
 
 Usage: python -m benchmarks.record_real_scale [--methods naive_rag full_context ...] [--model NAME]
 """
@@ -49,6 +50,7 @@ RECORDINGS = ROOT / "benchmarks" / "results" / "real_scale_recordings.json"
 CONVERSATION = "conv-30"  # the first conversation recorded; ``--conversation`` records another (main sets this)
 CATEGORIES = "1,2,3,4"
 FROM_START = "_measured_from_start"  # cpu.json: the run tags whose CPU seconds were sampled from their first call
+SEEDED = "_seeded"  # wall.json: the run tags whose cassette here began from a committed one (earlier wall elsewhere)
 #: the issue's staged order: cheap to build first, then RecMem with the Mem0-style reference, then AMA
 ORDER = ("naive_rag", "full_context", "hmem", "hymem", "memr3", "recmem", "mem0_style", "ama")
 
@@ -174,7 +176,8 @@ def partial_name(method: str) -> str:
 def seed_cassette(method: str) -> Path | None:
     """Start a recording from what the repository holds when this machine has no cassette for ``method``:
     the published cassette, else the partial one committed while it was being recorded (``--snapshot``), so
-    that calls made in an earlier session replay instead of running again. Returns the file used."""
+    that calls made in an earlier session replay instead of running again (and the recording's wall time, counted
+    partly elsewhere, is then marked partial: ``_mark_seeded``). Returns the file used."""
     dst = WORK / "cassettes" / cassette_name(method)
     if dst.exists():
         return None
@@ -182,6 +185,7 @@ def seed_cassette(method: str) -> Path | None:
         if src.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+            _mark_seeded(method)
             return src
     return None
 
@@ -260,6 +264,15 @@ def _mark_cpu_from_start(method: str) -> None:
     _write_json(path, data)
 
 
+def _mark_seeded(method: str) -> None:
+    """Note in ``wall.json`` that ``method``'s cassette on this machine was seeded from a committed one: earlier
+    sessions' wall time was counted on another machine, so the recording publishes ``wall_partial`` (a lower bound)."""
+    path = WORK / "wall.json"
+    data = _load_json(path)
+    data[SEEDED] = sorted({*data.get(SEEDED, []), run_tag(method)})
+    _write_json(path, data)
+
+
 def _add_cpu(method: str, seconds: float) -> None:
     """Add a subprocess's CPU seconds to ``cpu.json`` (summed over sessions, like the wall time): on a machine
     shared with tests the wall time overstates what a recording costs."""
@@ -311,6 +324,7 @@ def publish(method: str, model: str | None) -> dict:
              "judge": "the same model (LLMJudge)", "wall_s": _load_json(WORK / "wall.json").get(run_tag(method)),
              "cpu_s": _load_json(WORK / "cpu.json").get(run_tag(method)),
              "cpu_partial": run_tag(method) not in _load_json(WORK / "cpu.json").get(FROM_START, []),
+             "wall_partial": run_tag(method) in _load_json(WORK / "wall.json").get(SEEDED, []),
              "cassette_entries": cassette_counts(dst), "cassette": repo_relative(dst),
              "published": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "machine": {"cpu_count": os.cpu_count()},

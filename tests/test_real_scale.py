@@ -626,6 +626,28 @@ def test_the_recorders_cpu_seconds_are_sampled_while_a_subprocess_runs(recorder,
     rec = json.loads(rrs.RECORDINGS.read_text())["recordings"]
     assert rec["naive_rag"]["cpu_partial"] is False and rec["hmem"]["cpu_partial"] is True
     assert rec["hmem"]["cpu_s"] == 5.0
+    # neither was seeded from a committed cassette: their wall time was all counted here
+    assert rec["naive_rag"]["wall_partial"] is False and rec["hmem"]["wall_partial"] is False
+
+
+def test_a_recording_seeded_from_a_committed_cassette_publishes_its_wall_time_as_a_lower_bound(recorder):
+    """H-Mem over conv-30 was recorded over three sessions: the first 391 calls on one machine, the rest, seeded
+    from the committed partial cassette, on another, whose wall time alone (192 min) reached the recordings file."""
+    rrs, answered = recorder
+    rrs.PUBLISHED.mkdir(parents=True, exist_ok=True)
+    (rrs.PUBLISHED / rrs.partial_name("hmem")).write_text('{"key": "a", "model": "m-0.5b"}\n')
+    assert rrs.seed_cassette("hmem") == rrs.PUBLISHED / rrs.partial_name("hmem")  # as record() starts
+    answered["hmem"] = ["c/q0", "c/q1", "c/q2"]
+    assert rrs.main(["--methods", "hmem"]) == 0
+    rec = json.loads(rrs.RECORDINGS.read_text())["recordings"]["hmem"]
+    assert rec["wall_partial"] is True and rec["cpu_partial"] is True
+    from benchmarks.bench_real_scale import to_markdown
+
+    line = {"method": "hmem", "model": "m", "n": 81.0, "f1": 0.2, "accuracy": None, "judge_false_accept": None,
+            "evidence_recall": 0.4, "query_tokens": 1.0, "fc_token_ratio": 0.1, "construction_tokens": 1.0,
+            "construction_calls": 1, "errors": 0.0, "recording_wall_s": 11520, "recording_wall_partial": True,
+            "recording_cpu_s": 16080, "recording_cpu_partial": True, "attribution": {}, "paper_anchor": None}
+    assert "| >= 192 min (CPU >= 268 min) |" in to_markdown([line])
 
 
 def test_a_running_process_cpu_is_read_from_proc():
