@@ -722,13 +722,15 @@ def test_a_replay_that_skips_a_consolidation_keeps_the_others_names_and_markers(
     assert "consolidation at unit-5</b>" in state.episodes_html and "consolidation 2" not in state.episodes_html
 
 
-def test_a_relation_whose_label_its_turns_never_say_is_flagged_in_the_graph(tiny_conv):
-    """H-Mem over conv-30: the 0.5B labelled 131 relations with the extraction prompt's own examples in turns that
-    never say them ("Jon lives in Google", "Jon sister of Gina"). The entity page and the script-free tables flag a
-    relation whose label's words no source turn says; a said one ("living in Lyon"), an overlap link, or a view
+def test_a_relation_carrying_the_prompts_example_label_its_turns_never_say_is_flagged_in_the_graph(tiny_conv, hmem):
+    """H-Mem over conv-30: the 0.5B labelled 299 relation extractions with the extraction prompt's own examples in
+    turns that never say them ("Jon lives in Google", "Jon sister of Gina"). The entity page and the script-free
+    tables flag a relation carrying an example label (saved with the graph) that no source turn says; a said one
+    ("living in Lyon"), another label (a paraphrase such as "adopted" is often true), an overlap link, or a view
     without the conversation is not flagged."""
-    from widgets.graph_view import GraphState, relations_html, unsaid_mark
+    from widgets.graph_view import GraphState, prompt_examples, relations_html, unsaid_mark
 
+    assert hmem.structures()["graph"]["prompt_examples"] == ["lives in", "sister of"]  # as the method saves them
     graph = {"nodes": [{"id": "noor", "name": "Noor", "type": "person", "source_ids": ["D1:5"], "mentions": 2},
                        {"id": "lyon", "name": "Lyon", "type": "location", "source_ids": ["D1:5"], "mentions": 1},
                        {"id": "miso", "name": "Miso", "type": "other", "source_ids": ["D1:3"], "mentions": 1}],
@@ -736,14 +738,24 @@ def test_a_relation_whose_label_its_turns_never_say_is_flagged_in_the_graph(tiny
                         "source_ids": ["D1:5", "D1:6"]},
                        {"source": "noor", "target": "miso", "relation": "sister of", "kind": "relation",
                         "source_ids": ["D1:3"]},
+                       {"source": "noor", "target": "miso", "relation": "adopted", "kind": "relation",
+                        "source_ids": ["D1:3"]},
                        {"source": "lyon", "target": "miso", "relation": "overlap", "kind": "overlap",
-                        "source_ids": ["D1:3"]}]}
+                        "source_ids": ["D1:3"]}],
+             "prompt_examples": ["lives in", "sister of", 3]}
     turns = {t.id: t for t in tiny_conv.turns}
-    assert [unsaid_mark(e, turns) for e in graph["edges"]] == ["", "⚠ “sister of” never said", ""]
-    assert unsaid_mark(graph["edges"][1], {}) == "" and unsaid_mark(graph["edges"][1], {"D1:3": "my sister"}) == ""
+    examples = prompt_examples(graph)
+    assert examples == ("lives in", "sister of")  # a stray non-string dropped
+    assert [unsaid_mark(e, turns, examples) for e in graph["edges"]] == [
+        "", "⚠ the prompt's example, never said", "", ""]
+    assert unsaid_mark(graph["edges"][1], {}, examples) == ""
+    assert unsaid_mark(graph["edges"][1], {"D1:3": "my sister"}, examples) == ""
+    assert unsaid_mark(graph["edges"][1], turns) == ""  # no examples saved (an older run, the paper profile)
     state = GraphState({"graph": graph}, tiny_conv)
     state.select("Noor")
-    assert "⚠ “sister of” never said" in state.detail_html and "1 relation below uses a label" in state.detail_html
+    assert "⚠ the prompt&#x27;s example, never said" in state.detail_html
+    assert "1 relation below carries an example label" in state.detail_html
     tables = state.static_part("frame")
     assert tables.count("never said") == 1 and "said?" in tables
     assert "said?" not in relations_html(graph)  # no conversation: nothing read, no column
+    assert prompt_examples({"prompt_examples": "lives in"}) == ()  # not a list: untrusted, ignored

@@ -163,32 +163,46 @@ def find_entity(graph: Mapping, entity: str) -> str:
     raise KeyError(f"no entity {entity!r}")
 
 
-def unsaid_mark(e: Mapping, turns: Mapping | None) -> str:
-    """"⚠ “lives in” never said" when a relation's label uses no word its source turns say (``census_kit.
-    relation_said``: the 0.5B labelled 131 conv-30 relations with the extraction prompt's own examples, "Jon lives in
-    Google", "Jon sister of Gina"); "" for a said one, an overlap edge, or turns not at hand. Form, not truth."""
+def prompt_examples(graph: Mapping) -> tuple[str, ...]:
+    """The extraction prompt's example relation labels the method saved with its graph (``"prompt_examples"``;
+    H-Mem's small profile: "lives in", "sister of"), lower case; () when absent or not a list of strings."""
+    value = graph.get("prompt_examples")
+    return tuple(str(v).lower() for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def unsaid_mark(e: Mapping, turns: Mapping | None, examples=()) -> str:
+    """"⚠ the prompt's example, never said" when a relation carries one of the extraction prompt's own example labels
+    (``examples``: ``prompt_examples``) and no word of it is in its source turns (``census_kit.relation_said``: the 0.5B
+    labelled 299 conv-30 relation extractions "lives in" or "sister of" from turns that never say them, "Jon lives in
+    Google", "Jon sister of Gina"); "" otherwise, or with its turns not at hand. Other labels are not read: the
+    model's own paraphrases ("asked", "congratulated") are rarely the turn's words and are often true. An edge
+    gathers every extraction that named it, so it is read against all their turns (leniently). Form, not truth."""
     from workbench.methods.census_kit import relation_said
 
+    label = str(e.get("relation", ""))
     found = (turns.get(i) for i in e.get("source_ids") or []) if turns else ()
     said = [str(getattr(t, "text", t)) for t in found if t]  # a Turn, or a turn's text
-    if e.get("kind") == "overlap" or not said or relation_said(e.get("relation", ""), " ".join(said)):
+    if label.lower() not in examples or not said or relation_said(label, " ".join(said)):
         return ""
-    return f"⚠ “{e.get('relation', '')}” never said"
+    return "⚠ the prompt's example, never said"
 
 
-def _unsaid_note(rows: list[dict]) -> str:
+def _unsaid_note(rows: list[dict], examples) -> str:
     flagged = sum(bool(r.get("said?")) for r in rows)
     if not flagged:
         return ""
-    what = f"{flagged} relations below use" if flagged > 1 else "1 relation below uses"
-    return (f"<p class='wb-muted'>⚠ {what} a label whose words the source turns never say (read as written: a rule "
-            "on form, not a check of truth).</p>")
+    what = f"{flagged} relations below carry" if flagged > 1 else "1 relation below carries"
+    labels = ", ".join(f"“{x}”" for x in examples)
+    return (f"<p class='wb-muted'>⚠ {what} an example label of the extraction prompt ({esc(labels)}) that no word of "
+            "its source turns says: the model copied the example (read as written: a rule on form, not a check of "
+            "truth).</p>")
 
 
 def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = None) -> str:
     """One entity, escaped: type, aliases, mentions, profile, relations, source turns."""
     by_id = {n["id"]: n for n in graph.get("nodes") or []}
     n = by_id[node_id]
+    examples = prompt_examples(graph)
     rels = []
     for e in graph.get("edges") or []:
         if node_id in (e["source"], e["target"]):
@@ -196,7 +210,7 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
             other = by_id.get(e["target"] if out else e["source"], {}).get("name", "?")
             rels.append({"direction": "→" if out else "←", "relation": e.get("relation", ""), "entity": other,
                          "count": e.get("count", 1), "turns": " ".join(e.get("source_ids") or []),
-                         "said?": unsaid_mark(e, turns)})
+                         "said?": unsaid_mark(e, turns, examples)})
     prof = n.get("profile") or {}
     facts = {"type": n.get("type"), "aliases": ", ".join(n.get("aliases") or []) or "(none)",
              "mentions": n.get("mentions"),
@@ -209,7 +223,8 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
     ids = list(n.get("source_ids") or [])
     shown = turns_html(ids, turns or {})
     cols = ["direction", "relation", "entity", "count", "turns"] + (["said?"] if any(r["said?"] for r in rels) else [])
-    relations = (_unsaid_note(rels) + table_html(rels, cols) if rels else "<p class='wb-muted'>(no relations)</p>")
+    relations = (_unsaid_note(rels, examples) + table_html(rels, cols) if rels
+                 else "<p class='wb-muted'>(no relations)</p>")
     return box(f"<h4>{esc(n['name'])} <span class='wb-badge' style='background:{colour(n.get('type'))};color:#fff'>"
                f"{esc(n.get('type'))}</span> <small>{esc(node_id)}</small></h4><table>{rows}</table>"
                f"<h5>Relations ({len(rels)})</h5>{relations}"
@@ -220,22 +235,23 @@ def entity_detail_html(graph: Mapping, node_id: str, *, turns: Mapping | None = 
 def relations_html(graph: Mapping, turns: Mapping | None = None) -> str:
     """The whole graph as tables, for a page that runs no script (the drawn graph needs vis-network):
     every entity (most mentioned first) and every relation, escaped, each in a scrolling box; with the conversation's
-    ``turns``, a relation whose label its turns never say is flagged (``unsaid_mark``)."""
+    ``turns``, a relation carrying the prompt's example label that its turns never say is flagged (``unsaid_mark``)."""
     nodes = sorted(graph.get("nodes") or [], key=lambda n: (-int(n.get("mentions") or 0), str(n["name"]).lower()))
     if not nodes:
         return EMPTY
     names = {n["id"]: n["name"] for n in nodes}
+    examples = prompt_examples(graph)
     ents = [{"entity": n["name"], "type": n.get("type", "other"), "mentions": n.get("mentions", 0),
              "aliases": ", ".join(n.get("aliases") or [])} for n in nodes]
     rels = [{"from": names.get(e["source"], e["source"]), "relation": e.get("relation", ""),
              "to": names.get(e["target"], e["target"]), "count": e.get("count", 1),
-             "turns": " ".join(e.get("source_ids") or []), "said?": unsaid_mark(e, turns)}
+             "turns": " ".join(e.get("source_ids") or []), "said?": unsaid_mark(e, turns, examples)}
             for e in graph.get("edges") or []]
     cols = ["from", "relation", "to", "count", "turns"] + (["said?"] if any(r["said?"] for r in rels) else [])
     scroll = "<div style='max-height:28em;overflow:auto'>{}</div>"
     return box(f"<h5>Entities ({len(ents)})</h5>"
                + scroll.format(table_html(ents, ["entity", "type", "mentions", "aliases"]))
-               + f"<h5>Relations ({len(rels)})</h5>" + _unsaid_note(rels)
+               + f"<h5>Relations ({len(rels)})</h5>" + _unsaid_note(rels, examples)
                + scroll.format(table_html(rels, cols)))
 
 

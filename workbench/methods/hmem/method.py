@@ -630,7 +630,8 @@ class HMem(MemoryMethod):
     def structures(self) -> dict:
         """Plain JSON for the structure views (``widgets.tree_view``, ``widgets.graph_view``): the tree
         rows, the window name per level, and the entity graph (nodes with type, aliases, provenance
-        and profile; edges with relation, kind and provenance). Saved as ``structures.json``."""
+        and profile; edges with relation, kind and provenance; the extraction prompt's example relation labels).
+        Saved as ``structures.json``."""
         self._check_ingested()
         g = self.kg_.graph
         nodes = [{"id": n, "name": a["name"], "type": a["type"], "aliases": list(a["aliases"]),
@@ -643,7 +644,10 @@ class HMem(MemoryMethod):
                  for u, v, d in g.edges(data=True)]
         return {"tree": self.tree_nodes(),
                 "levels": {str(lv): self.tree_.window_name(lv) for lv in range(1, self.tree_.l_max + 1)},
-                "graph": {"nodes": nodes, "edges": edges}}
+                # the extraction prompt's example relation labels (none in the paper profile): the graph view flags
+                # a relation carrying one that its turns never say
+                "graph": {"nodes": nodes, "edges": edges,
+                          "prompt_examples": list(getattr(self.prompt_set, "EXAMPLE_RELATIONS", ()))}}
 
     def _units(self) -> list[dict]:
         rows = self.fragments_.rows()

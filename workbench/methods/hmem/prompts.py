@@ -3,6 +3,8 @@
 text below is written for the workbench from the method description in §3 and App. A.2/A.4/B.
 Prompts stay short: the offline model is a 0.5B model with a 16k context.
 """
+import re
+
 from .graph import ENTITY_TYPES, SCOPES
 
 # -- construction ---------------------------------------------------------------------------------
@@ -24,6 +26,10 @@ dates and other named things mentioned, each with a "name" and a "type" (one of:
 "lives in" or "sister of") and "target".
 """
 EXTRACT_FORMAT = "Return JSON only, like: {example}"
+#: the relation labels EXTRACT_GRAPH gives as examples ("lives in", "sister of"), read from its text: the census counts
+#: relations extracted with them from turns that never say them, and the graph view flags such a relation (a tuple:
+#: not part of the prompt hash, which reads string constants)
+EXAMPLE_RELATIONS = tuple(re.findall(r'"([a-z]+(?: [a-z]+)*)"', EXTRACT_GRAPH.split("such as", 1)[1].split(")")[0]))
 
 _EVENT_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}, "date": {"type": "string"}},
                  "required": ["text"]}
