@@ -101,6 +101,46 @@ display(nodes.groupby("level").size().to_frame("nodes"))
 nodes[["id", "level", "parent", "window", "start", "end", "n_m", "summary"]].sort_values(["level", "start"]).head(15)
 
 # %% [markdown]
+# ### Is what the model wrote right?
+#
+# The census (`workbench mechanisms RUN_DIR`) reads what the model wrote into the memory against the turns it came
+# from, with rules on form, not truth, and the Structures tab flags each case. A summary the model wrote (a parent
+# that is not a copy of its single child) should end its sentences, keep to the 80 words its prompt asks for, not
+# repeat itself, and stay in the conversation's script; its bounded reply stops at 640 characters, mid-word when
+# the model writes on. A relation that carries one of the extraction prompt's own example labels ("lives in",
+# "sister of") while no word of it is in its fragment's turns was copied from the prompt. At real scale (conv-30,
+# the 0.5B) 299 of 407 relation extractions were such copies ("Jon lives in Google"), and 38 of 103 summaries
+# were cut off.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from workbench.methods.census_kit import relation_said
+from widgets.readability import summary_marks
+
+written = [r for r in hmem.tree_nodes() if r["level"] >= 2 and not r["copy_of_child"]]
+summaries = pd.DataFrame([{"node": r["id"], "level": r["level"], "words": len(r["summary"].split()),
+                           "flags": "; ".join(flag for flag, _ in summary_marks(r["summary"])),
+                           "ends": "..." + r["summary"][-50:]} for r in written])
+print(f"{len(written)} summaries written by the model, {int((summaries['flags'] != '').sum())} flagged")
+display(summaries)
+said = {t.id: t.text for t in conv.turns}
+examples = hmem.structures()["graph"]["prompt_examples"]
+names = {n: a["name"] for n, a in hmem.graph_.nodes(data=True)}
+copied = [{"relation": f"{names[e.data['source']]} {e.data['relation']} {names[e.data['target']]}",
+           "said in its turns?": relation_said(e.data["relation"], " ".join(said.get(i, "") for i in e.source_ids)),
+           "turns": " / ".join(said.get(i, "")[:50] for i in e.source_ids)}
+          for e in hmem.events if e.kind == "LINK" and e.data.get("relation") in examples]
+print(f"prompt's example labels {examples}: on {len(copied)} relation extractions, "
+      f"{sum(not c['said in its turns?'] for c in copied)} from turns that never say them")
+pd.DataFrame(copied)
+
+# %% [markdown]
+# Read one by one, the rules are right about form and silent about truth: of the 8 relations flagged, 3 are true
+# though no turn says "live" (Tomasz does live in Manchester, and the dog Pilot in Tomasz's house), while both
+# "said" ones are false (Priya's sister Anjali lives in Bristol, not Priya; Tomasz is nobody's sister). The looping
+# summaries repeat a sentence of their children until the length cap.
+
+# %% [markdown]
 # ## 3. The graph's busiest entities
 #
 # Each profile is the model's own summary of what the conversation says about the entity. Read them as
