@@ -885,6 +885,7 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
     assert not any(K.first_person(f) for f in ("World War I ended", "Episode I aired", "a gold mine",
                                                 "Gina said 'I love it'"))
     assert K.first_person("I'm starting a studio 'cause I'm into dance") and K.first_person("Gina, I agree")
+    assert not K.first_person("Jon said, 'I'm feeling better today.'")  # an apostrophe inside the quoted speech
     assert not K.first_person("Gina read Me Before You")  # a title's capitalised word inside a sentence
     assert all(K.first_person(f) for f in ("My sister visited", "Gina said: My sister", "[2 May 2023] My radiator",
                                            "Gina met me"))

@@ -246,8 +246,9 @@ FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|myself)\b")
 #: what may stand before a sentence's first word: nothing, or a sentence's end (or a bracketed date's) and spaces
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\]]\s*|\n\s*)$")
 #: quoted speech: double quotes, curly quotes, and single quotes that open after a non-letter and close before one
-#: (so the apostrophes of "I'm" and "'cause" never open a quote)
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)")
+#: (so the apostrophes of "I'm" and "'cause" never open a quote), an apostrophe between letters inside ("Jon said,
+#: 'I'm feeling better today.'": H-Mem's leaves at real scale)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'(?:[^']|(?<=\w)'(?=\w))*'(?!\w)")
 _NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
 #: "my <relation> <name>"); both sides are names (capitalised words, an honorific's full stop allowed: "Dr. Okafor"),
