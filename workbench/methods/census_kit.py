@@ -522,6 +522,31 @@ def ends_mid_sentence(value) -> bool:
     return bool(text(value).strip()) and not _SENTENCE_END.search(text(value))
 
 
+def put_summary_quality(c: Counts, name: str, pairs: Iterable[tuple[str, Any]], src: str, unknown_why: str, *,
+                        limit: Any = None, no_limit_why: str | None = None, none_why: str | None = None) -> None:
+    """Counts over the texts a model wrote as summaries (``pairs``: ``(text, what its source turns said)``, the turns
+    one text or None when unknown), as ``<name>`` (how many), ``<name>_cut`` (stops mid-sentence:
+    ``ends_mid_sentence``), ``<name>_over_words`` (over ``limit`` words; missing with ``no_limit_why`` when the run set
+    none), and, read against their turns, ``<name>_looping`` (``looping_run``) and ``<name>_foreign_script``
+    (``foreign_scripts``), both missing when any text's turns are unknown (``unknown_why``), never counted over part.
+    H-Mem's tree summaries, AMA's and RecMem's episodes are read by it: rules on form, not truth."""
+    pairs = [(text(t), None if said is None else " ".join(turn_texts(said) or []) or None) for t, said in pairs]
+    c.put(name, len(pairs), src, none_why)
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        c.put(f"{name}_over_words", sum(len(t.split()) > limit for t, _ in pairs), src + f" (over {limit} words)")
+    else:
+        c.lack(f"{name}_over_words", no_limit_why or "the run set no word limit")
+    c.put(f"{name}_cut", sum(ends_mid_sentence(t) for t, _ in pairs), src)
+    unknown = sum(said is None for _, said in pairs)
+    if unknown:
+        for count in (f"{name}_looping", f"{name}_foreign_script"):
+            c.lack(count, f"{unknown} of {len(pairs)} cannot be read against their turns: {unknown_why}")
+        return
+    against = src + " x the text of its source turns"
+    c.put(f"{name}_looping", sum(looping_run(t, said) is not None for t, said in pairs), against)
+    c.put(f"{name}_foreign_script", sum(bool(foreign_scripts(t, said)) for t, said in pairs), against)
+
+
 def source_turns(event: Mapping, turns: Mapping[str, str]) -> list[str] | None:
     """What an event's source turns said (``Memory.turns``: turn id -> text), or None when none is known."""
     ids = event.get("source_ids")

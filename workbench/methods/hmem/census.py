@@ -18,11 +18,6 @@ EXAMPLE_RELATIONS = P.EXAMPLE_RELATIONS
 PROFILE_ECHO = re.compile(r"\|\s*recent\s*:|\b(?:lasting|persistent)\s*:", re.IGNORECASE)
 
 
-def _turns_of(row, mem: K.Memory) -> str | None:
-    said = K.source_turns(row, mem.turns)
-    return " ".join(said) if said else None
-
-
 def _count_extracted_relations(c: K.Counts, mems, params, why: str) -> None:
     """Each relation as the model extracted it (a LINK event: one extraction call, one fragment's turns), labelled
     with the prompt's example and read against that fragment's turns. Read per extraction, not per graph edge: an
@@ -72,7 +67,7 @@ def count_written(c: K.Counts, mems, params) -> None:
             if K.as_int(r.get("level")) == 1:
                 leaves.append((K.text(r.get("summary")), K.source_turns(r, mem.turns)))
             elif K.as_int(r.get("level")) >= 2 and not r.get("copy_of_child"):
-                summaries.append((K.text(r.get("summary")), _turns_of(r, mem)))
+                summaries.append((K.text(r.get("summary")), K.source_turns(r, mem.turns)))
         graph = st.get("graph") if isinstance(st.get("graph"), dict) else {}
         relations += [e for e in K.as_list(graph.get("edges")) if isinstance(e, dict) and e.get("kind") == "relation"]
         profiles += [n["profile"] for n in K.as_list(graph.get("nodes"))
@@ -80,22 +75,10 @@ def count_written(c: K.Counts, mems, params) -> None:
     tree_src, graph_src = "structures.json (tree)", "structures.json (graph)"
     why = "the run saved no conversation (conversations/<id>.json) to read the turns from"
     K.put_fact_quality(c, K.fact_quality(leaves, K.prompts_of(mems)), tree_src + " leaves", why)
-    c.put("summaries", len(summaries), tree_src, "no parent above the leaves has a summary of its own")
     limit = params.get("summary_words") if isinstance(params, dict) else None
-    if isinstance(limit, int) and not isinstance(limit, bool):
-        over = sum(len(t.split()) > limit for t, _ in summaries)
-        c.put("summaries_over_words", over, tree_src + f" (over summary_words={limit})")
-    else:
-        c.lack("summaries_over_words", "the run set no word limit for a summary (summary_words; the paper sets none)")
-    c.put("summaries_cut", sum(K.ends_mid_sentence(t) for t, _ in summaries), tree_src)
-    if any(src is None for _, src in summaries):
-        for name in ("summaries_looping", "summaries_foreign_script"):
-            c.lack(name, f"{sum(src is None for _, src in summaries)} of {len(summaries)} summaries cannot be read "
-                         f"against their turns: {why}")
-    else:
-        against = tree_src + " x the text of its source turns"
-        c.put("summaries_looping", sum(K.looping_run(t, src) is not None for t, src in summaries), against)
-        c.put("summaries_foreign_script", sum(bool(K.foreign_scripts(t, src)) for t, src in summaries), against)
+    K.put_summary_quality(c, "summaries", summaries, tree_src, why, limit=limit,
+                          no_limit_why="the run set no word limit for a summary (summary_words; the paper sets none)",
+                          none_why="no parent above the leaves has a summary of its own")
     c.put("relations", len(relations), graph_src)
     _count_extracted_relations(c, mems, params, why)
     c.put("profiles", len(profiles), graph_src, "no entity was salient enough for a profile")
