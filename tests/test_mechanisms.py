@@ -1028,7 +1028,8 @@ def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_t
             {"id": "e3", "level": 1, "summary": "Sam: Wow! For work?", "source_ids": ["D2:2"]},
             {"id": "s1", "level": 2, "summary": "Noor moved to Geneva and works at a museum there.",
              "source_ids": ["D2:1", "D2:3"]},
-            {"id": "s2", "level": 2, "summary": "Noor moved to Geneva for work and then she started to",
+            {"id": "s2", "level": 2, "summary": "Noor moved to Geneva for work last week and then she started to look "
+                                                "for",
              "source_ids": ["D2:1"]},  # cut off mid-sentence
             {"id": "s3", "level": 3, "summary": loop.strip(), "source_ids": ["D2:1", "D2:3"]},  # looping, 33 words
             {"id": "s4", "level": 3, "summary": "Noor moved to Geneva 跳舞.", "source_ids": ["D2:1"]},
@@ -1087,8 +1088,10 @@ def test_text_rules_for_loops_scripts_and_cut_offs():
     assert K.looping_run("Jon and Gina are a great team and they do amazing things. " * 2) is None  # twice only
     assert K.foreign_scripts("Jon's财务", "Jon talked money") == {"CJK": ["财", "务"]}
     assert K.foreign_scripts("可爱", "可爱!") == {} and K.foreign_scripts("Zürich", "") == {}
-    assert K.ends_mid_sentence("Jon started his own business and") and K.ends_mid_sentence("He said,")
-    assert not any(K.ends_mid_sentence(t) for t in ("Done.", 'He said "go!"', "Really?)", "", "Wow…"))
+    long = "Jon lost his job as a banker and started his own dance studio in town and"
+    assert K.ends_mid_sentence(long) and K.ends_mid_sentence(long[:-4] + ",")
+    assert not any(K.ends_mid_sentence(long[:-4] + end) for end in (".", ' "go!"', "?)", "…"))
+    assert not K.ends_mid_sentence("Episode one") and not K.ends_mid_sentence("")  # a terse note is not cut off
     from widgets.readability import unreadable_marks
 
     assert [f for f, _ in unreadable_marks("Gina, " * 30)] == ["repeats itself"]  # a run no sentence ends
@@ -1109,3 +1112,31 @@ def test_a_method_naming_no_prompt_modules_is_read_for_prompt_copies_in_its_own_
     words = K.class_prompt_words(Plugin)
     assert K.copies_prompt("List every fact the speakers state", words)
     assert not K.copies_prompt("Noor moved to Geneva last week", words)
+
+
+def test_ama_and_recmem_episodes_are_read_for_cut_offs_loops_and_other_scripts(tiny_conv):
+    """Real scale, conv-30: 42 of AMA's 121 episodes stop mid-sentence at their 800-character bound and 35 loop ("She
+    is looking for a new business, but she also lost her job at Door Dash this month." again and again); 13 of
+    RecMem's 158 stop at 300 characters and 3 end in Chinese. Both censuses count them (``put_summary_quality``),
+    read against the episode's own turns, and say so as problems; without the conversation the turn-based two are
+    missing."""
+    loop = "Noor moved to Geneva for a new job at the museum there. " * 3
+    texts = ["Noor moved to Geneva for a job at a museum.",
+             "Noor moved to Geneva last week for a new job at the museum there and she", loop.strip(),
+             "Sam adopted Miso 跳舞."]
+    rows = lambda m: [{"method": m, "qa_id": "tiny-1/q0", "conv_id": "tiny-1",  # noqa: E731
+                       "answer": {"question": "q", "text": "x", "steps": []}}]
+    ids = ["D2:1", "D2:3"]
+    ama_events = [{"kind": "ADD", "unit_id": f"episode:{i}", "after": t, "source_ids": ids,
+                   "data": {"store": "episode"}} for i, t in enumerate(texts)]
+    recmem = {"episodes": [{"id": f"epi-{i}", "text": t, "source_ids": ids} for i, t in enumerate(texts)]}
+    for method, mem in (("ama", {"events": ama_events, "structures": {}}),
+                        ("recmem", {"events": [], "structures": recmem})):
+        value = census(rows(method), memories={method: {"tiny-1": mem}}, conversations={"tiny-1": tiny_conv})
+        c = value["methods"][method]["counts"]
+        assert (c["episodes_cut"], c["episodes_looping"], c["episodes_foreign_script"]) == (1, 1, 1), method
+        assert "episodes_over_words" not in c  # neither prompt asks for a length
+        problems = {f["name"] for f in headline(value)[0]["failures"]}
+        assert {"episodes_cut", "episodes_looping", "episodes_foreign_script"} <= problems
+        bare = census(rows(method), memories={method: {"tiny-1": mem}})["methods"][method]
+        assert bare["counts"]["episodes_cut"] == 1 and bare["counts"]["episodes_looping"] is None

@@ -640,8 +640,9 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
     font), with nothing to say why. The text stays the model's; a flag beside it names the script."""
     from widgets.tree_view import _marks, _node_body
 
-    body = _node_body({"id": "sum4", "level": 4, "summary": "Tomasz plans to call his 灰色"}, [{}])
-    assert "Tomasz plans to call his 灰色" in body and "⚠ cjk script" in body and "conversation&#x27;s" in body
+    cut = "Tomasz interviewed in Bristol, adopted a dog from a rescue in Stockport, plans to call his 灰色"
+    body = _node_body({"id": "sum4", "level": 4, "summary": cut}, [{}])
+    assert "plans to call his 灰色" in body and "⚠ cjk script" in body and "conversation&#x27;s" in body
     assert _marks({"level": 4, "summary": "Tomasz plans to call his greyhound Biscuit."}) == ""
     # a summary the model wrote past its length cap stops mid-word (H-Mem over conv-30: 38 of 103), and one that
     # repeats a run of words without ending a sentence loops; an event or a copy need not end with a full stop
@@ -652,7 +653,7 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
     assert "⚠ repeats itself" in looped and "⚠ cut off" not in looped
     from widgets.tree_view import flagged_line, tree_html
 
-    nodes = {"a": {"id": "a", "level": 2, "summary": "Tomasz plans to call his 灰色", "children": ["c"]},
+    nodes = {"a": {"id": "a", "level": 2, "summary": cut, "children": ["c"]},
              "b": {"id": "b", "level": 3, "summary": "Gina, " * 40 + "Gina.", "children": ["a"]},
              "c": {"id": "c", "level": 1, "summary": "Jon lost his job", "parent": "a"},
              "d": {"id": "d", "level": 2, "summary": "Jon lost his job", "copy_of_child": True}}

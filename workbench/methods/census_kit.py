@@ -515,26 +515,36 @@ def looping_run(value, source=None) -> tuple[str, int] | None:
 _SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’)\]]*\s*$")
 
 
+#: a text shorter than this many words that ends without a full stop is read as a terse note ("Episode one"), not as
+#: one cut off by a length cap (which stops a long reply: H-Mem's at 640 characters, about 100 words)
+CUT_MIN_WORDS = 12
+
+
 def ends_mid_sentence(value) -> bool:
-    """The text stops without ending its sentence (its last letter is not followed by ".", "!", "?" or "…"): cut
-    off by a length limit. H-Mem's bounded summaries (640 characters at most) stop mid-word when the model writes
-    past the limit; a length check on completion tokens does not see it (the reply closes its JSON)."""
-    return bool(text(value).strip()) and not _SENTENCE_END.search(text(value))
+    """The text, of ``CUT_MIN_WORDS`` words or more, stops without ending its sentence (its last letter is not
+    followed by ".", "!", "?" or "…"): cut off by a length limit. H-Mem's bounded summaries (640 characters at most)
+    stop mid-word when the model writes past the limit; a length check on completion tokens does not see it (the
+    reply closes its JSON)."""
+    return len(text(value).split()) >= CUT_MIN_WORDS and not _SENTENCE_END.search(text(value))
 
 
 def put_summary_quality(c: Counts, name: str, pairs: Iterable[tuple[str, Any]], src: str, unknown_why: str, *,
-                        limit: Any = None, no_limit_why: str | None = None, none_why: str | None = None) -> None:
+                        limit: Any = None, no_limit_why: str | None = None, none_why: str | None = None,
+                        count: bool = True, words: bool = True) -> None:
     """Counts over the texts a model wrote as summaries (``pairs``: ``(text, what its source turns said)``, the turns
     one text or None when unknown), as ``<name>`` (how many), ``<name>_cut`` (stops mid-sentence:
     ``ends_mid_sentence``), ``<name>_over_words`` (over ``limit`` words; missing with ``no_limit_why`` when the run set
     none), and, read against their turns, ``<name>_looping`` (``looping_run``) and ``<name>_foreign_script``
     (``foreign_scripts``), both missing when any text's turns are unknown (``unknown_why``), never counted over part.
-    H-Mem's tree summaries, AMA's and RecMem's episodes are read by it: rules on form, not truth."""
+    ``count=False``: the census counts the texts itself (AMA's ``episodes_written``); ``words=False``: the prompt
+    asks for no length, so none is read. H-Mem's tree summaries, AMA's and RecMem's episodes are read by it: rules
+    on form, not truth."""
     pairs = [(text(t), None if said is None else " ".join(turn_texts(said) or []) or None) for t, said in pairs]
-    c.put(name, len(pairs), src, none_why)
-    if isinstance(limit, int) and not isinstance(limit, bool):
+    if count:
+        c.put(name, len(pairs), src, none_why)
+    if words and isinstance(limit, int) and not isinstance(limit, bool):
         c.put(f"{name}_over_words", sum(len(t.split()) > limit for t, _ in pairs), src + f" (over {limit} words)")
-    else:
+    elif words:
         c.lack(f"{name}_over_words", no_limit_why or "the run set no word limit")
     c.put(f"{name}_cut", sum(ends_mid_sentence(t) for t, _ in pairs), src)
     unknown = sum(said is None for _, said in pairs)

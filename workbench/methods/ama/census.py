@@ -55,11 +55,15 @@ def _episodes(c: K.Counts, log: list[dict] | None, mems, absent: str = "") -> No
     if not K.events_lacking(c, mems, ("episodes_written",)):
         ends = Counter("session end" if str(x.get("reason")) in ("end of session", "end of conversation")
                        else "trigger" for x in closed)
-        written = sum(e.get("kind") == "ADD" and _data(e).get("store") == "episode"
-                      for m in mems.values() for e in m.events)
-        c.put("episodes_written", written, "events.jsonl (ADD to the episode store)",
+        episodes = [(K.text(e.get("after")), K.source_turns(e, m.turns)) for m in mems.values() for e in m.events
+                    if e.get("kind") == "ADD" and _data(e).get("store") == "episode"]
+        src = "events.jsonl (ADD to the episode store)"
+        c.put("episodes_written", len(episodes), src,
               f"{len(closed)} episodes closed ({K.fmt_counter(dict(ends))}); none was stored" if closed
               else "no episode was closed" if log is not None else None)
+        # the episode prompt asks for no length; its bounded reply stops at 800 characters (workbench.llm.bounds)
+        K.put_summary_quality(c, "episodes", episodes, src, "the run saved no conversation (conversations/<id>.json)",
+                              count=False, words=False)
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -149,7 +153,10 @@ CENSUS = K.CensusSpec(
               ("facts_unstated_relation", "facts stating a relation their turn never names:"),
               ("facts_copying_turn", "facts that copy their turn word for word:"),
               ("facts_first_person", "facts in the first person:"),
-              ("episodes_unstored", "episodes closed but not stored:")),
+              ("episodes_unstored", "episodes closed but not stored:"),
+              ("episodes_cut", "episodes cut off mid-sentence (the length cap):"),
+              ("episodes_looping", "episodes repeating a run of words (the model looped):"),
+              ("episodes_foreign_script", "episodes in a script their turns never use:")),
     check=("edits", lambda rows, traces, mems: {cid: m.events for cid, m in mems.items()}),
     check_off=lambda params: "the Refresher was switched off (refresher=False)" if params.get("refresher") is False
     else None,

@@ -110,6 +110,15 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
               if theta.get("refine_with_episode") == "no_episodes" else cons_why)
         c.put("episodes_repeated", len(repeats), src_ev + " (CONSOLIDATE: the same text as an earlier episode of "
                                                          "the same cluster)")
+    held = [m.structures.get("episodes") if isinstance(m.structures, dict) else None for m in mems.values()]
+    if mems and all(isinstance(h, list) for h in held):
+        # the episodes the memory holds, as the model wrote them (a merge rewrites one); each consolidation item is
+        # bounded at 300 characters (workbench.llm.bounds), so a reply that runs on stops mid-word
+        K.put_summary_quality(c, "episodes", [(K.text(e.get("text")), K.source_turns(e, m.turns))
+                                              for m in mems.values() for e in K.as_list(m.structures["episodes"])
+                                              if isinstance(e, dict)],
+                              "structures.json (episodes)", "the run saved no conversation (conversations/<id>.json)",
+                              count=False, words=False)
     merge_why = None
     if no_attempts:
         c.lack("merge_checks", "; ".join(no_attempts[:3]))
@@ -144,6 +153,9 @@ CENSUS = K.CensusSpec(
     headline=(("trigger_firings", "trigger firings"), ("consolidations", "consolidations"),
             ("episodes_produced", "episodes"), ("merges", "merges"), ("refinements", "refinements")),
     problems=(("episodes_repeated", "episodes repeating another of the same reply word for word:"),
+              ("episodes_cut", "episodes cut off mid-sentence (the length cap):"),
+              ("episodes_looping", "episodes repeating a run of words (the model looped):"),
+              ("episodes_foreign_script", "episodes in a script their turns never use:"),
             ("refinements_of_repeats", "refinement calls spent on those repeats:"),
             ("facts_copying_prompt", "refined facts copied from its own prompt (an instruction, not anything said):"),
             ("facts_unstated_relation", "refined facts stating a relation their turns never name:"),
