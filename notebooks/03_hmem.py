@@ -109,7 +109,7 @@ nodes[["id", "level", "parent", "window", "start", "end", "n_m", "summary"]].sor
 # repeat itself, and stay in the conversation's script; its bounded reply stops at 640 characters, mid-word when
 # the model writes on. A relation that carries one of the extraction prompt's own example labels ("lives in",
 # "sister of") while no word of it is in its fragment's turns was copied from the prompt. At real scale (conv-30,
-# the 0.5B) 299 of 407 relation extractions were such copies ("Jon lives in Google"), and 38 of 103 summaries
+# the 0.5B) 299 of 407 relation extractions were such copies ("Jon lives in Google"), and 37 of 103 summaries
 # were cut off.
 
 # %%
