@@ -770,3 +770,10 @@ def test_the_memories_line_counts_the_units_hard_to_read(app, monkeypatch):
                               "source_ids": ["D1:1"]}], {"D1:1": "I moved"}, method_prompts("recmem"))
     assert copied["against its turns"].tolist() == ["⚠ copies its prompt"]  # a line of RecMem's own prompt
     assert "against its turns" not in memories_frame(copied.to_dict("records"), {"D1:1": "I moved"})  # no prompts
+    # a summary or episode the model wrote that stops mid-sentence was cut at its length cap (AMA over conv-30: 42 of
+    # 121 episodes); an event, or a parent that copies its child, need not end with a full stop
+    cut = "Gina is thinking of starting her own business, but she also lost her job at Door Dash this month. She is"
+    cells = memories_frame([{"id": "e1", "kind": "episode", "text": cut}, {"id": "s1", "kind": "summary", "text": cut},
+                            {"id": "s2", "kind": "summary", "text": cut, "copy_of_child": True},
+                            {"id": "v1", "kind": "event", "text": cut}])["hard to read"].tolist()
+    assert cells == ["⚠ cut off", "⚠ cut off", "", ""]

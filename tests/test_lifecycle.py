@@ -237,6 +237,14 @@ def test_a_units_page_flags_its_text_when_it_is_hard_to_read():
     assert "⚠ repeats itself" in head
     said = Turn("D1:1", "Priya", looped, "S1")  # she really said it three times
     assert "⚠" not in unit_html(UnitLifecycle(ref, {}, (said,), (), (), {}, ()), links=False).split("</h4>")[0]
+    # an episode or summary the model wrote that stops mid-sentence was cut at its length cap; a parent copying its
+    # child's text is read as that child (an event need not end with a full stop)
+    cut = "Priya agrees to plant the seeds on the windowsill first and then outside when the frost risk is"
+    for kind, row, flagged in (("episode", {}, True), ("summary", {}, True),
+                               ("summary", {"copy_of_child": True}, False), ("event", {}, False)):
+        unit = UnitRef("m", "u1", kind, cut, ("D1:1",), "in memory", 0, 0)
+        head = unit_html(UnitLifecycle(unit, row, (turn,), (), (), {}, ()), links=False).split("</h4>")[0]
+        assert ("⚠ cut off" in head) is flagged, kind
 
 
 def test_a_fact_units_page_flags_what_it_gets_wrong_against_its_turns():

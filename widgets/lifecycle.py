@@ -30,7 +30,7 @@ from workbench.trace import Answer
 
 from .event_timeline import (Placement, conversation_axis, event_key, events_table_html, method_sort_key,
                              ordered_methods, place_events)
-from .readability import fact_flags_html, flags_html, method_prompts
+from .readability import SUMMARY_KINDS, fact_flags_html, flags_html, method_prompts, summary_flags_html
 from .html import DisplaysWidget, box, clip, esc, link_html, method_title_html, pre, source_ids_html, table_html
 
 #: unit status: in the saved memory, or only known from events (removed, or replaced by a new id)
@@ -365,7 +365,11 @@ def _seen_rows(seen: Sequence[Seen], method: str, links: bool, *, in_context: bo
 def _flags(text: str, ul: UnitLifecycle) -> str:
     """What makes the unit's text hard to read (``readability``), its source turns' own repeats allowed; for a fact
     unit also what it gets wrong against those turns (``readability.fact_marks``)."""
-    hard = flags_html(text, source=" ".join(str(t.text) for t in ul.source_turns) or None)
+    source = " ".join(str(t.text) for t in ul.source_turns) or None
+    # a summary or episode the model wrote is also read for a cut-off; an H-Mem parent that copies its child's text
+    # (copy_of_child) is read as that child
+    written = ul.ref.kind in SUMMARY_KINDS and not (isinstance(ul.row, Mapping) and ul.row.get("copy_of_child"))
+    hard = summary_flags_html(text, source=source) if written else flags_html(text, source=source)
     if ul.ref.kind != "fact":
         return hard
     return hard + fact_flags_html(text, [t.id for t in ul.source_turns], {t.id: str(t.text) for t in ul.source_turns},

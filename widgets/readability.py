@@ -94,6 +94,20 @@ def summary_marks(text, *, source: str | None = None) -> list[tuple[str, str]]:
     return marks
 
 
+#: the memory-unit kinds a model writes as a summary of several turns (H-Mem's tree summaries, AMA's and RecMem's
+#: episodes): the Memories table reads them with ``summary_marks`` (a cut-off as well)
+SUMMARY_KINDS = ("summary", "episode")
+
+
+def unit_flag_words(row, source: str | None = None) -> str:
+    """The flags of one saved memory unit as plain words for a table cell: ``summary_marks`` for a summary the
+    model wrote (``SUMMARY_KINDS``, not a parent that copies its child: ``copy_of_child``), else ``flags_words``."""
+    text = row.get("text")
+    if row.get("kind") in SUMMARY_KINDS and not row.get("copy_of_child"):
+        return "; ".join(flag for flag, _ in summary_marks(text, source=source))
+    return flags_words(text, source=source)
+
+
 def summary_flags_html(text, *, source: str | None = None) -> str:
     """``summary_marks`` as inline HTML flags (why on hover)."""
     return _spans(summary_marks(text, source=source))

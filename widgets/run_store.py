@@ -19,7 +19,7 @@ from widgets.cost_accuracy import (
     table_metric,
 )
 from widgets.html import esc
-from widgets.readability import fact_words, flags_words, method_prompts, source_text
+from widgets.readability import fact_words, method_prompts, source_text, unit_flag_words
 from widgets.lifecycle import LifecycleIndex
 from widgets.panel_parts import (
     _VECTORS,
@@ -414,9 +414,9 @@ def memories_frame(rows: list[dict], turn_text: dict | None = None, prompts=()) 
     ``prompts``: the method's own (``readability.method_prompts``), so that a fact copied from them is flagged."""
     if not rows:
         return pd.DataFrame(columns=["id", "kind", "level", "text", "time", "source_ids"])
-    # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script), said beside it, never
+    # what makes a unit's text hard to read (raw JSON, a code fence, a loop, another script, a summary cut off), never
     # rewritten; measured on the rows as saved (their source ids intact)
-    flags = ["⚠ " + w if (w := flags_words(r.get("text"), source=source_text(r.get("source_ids"), turn_text)))
+    flags = ["⚠ " + w if (w := unit_flag_words(r, source=source_text(r.get("source_ids"), turn_text)))
              else "" for r in rows]
     # what a fact gets wrong against its own turns (a copy, a relation they never name, the first person)
     wrong = ["⚠ " + w if r.get("kind") == "fact" and (w := fact_words(r.get("text"), r.get("source_ids"), turn_text,
