@@ -1052,7 +1052,7 @@ def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_t
     c = value["methods"]["hmem"]["counts"]
     assert (c["facts_first_person"], c["facts_copying_turn"], c["facts_repeated"]) == (1, 1, 0)
     assert (c["summaries"], c["summaries_cut"], c["summaries_looping"], c["summaries_foreign_script"]) == (4, 1, 1, 1)
-    assert c["summaries_over_words"] == 1  # the looping one: 33 words over summary_words=12
+    assert c["summaries_over_words"] == 2  # the looping one (33 words) and the cut one (16) over summary_words=12
     assert (c["relations"], c["relation_extractions"], c["relations_prompt_example"],
             c["relations_prompt_example_unsaid"]) == (4, 4, 3, 2)
     assert c["relations_prompt_example_words"] == {"lives in": 1, "sister of": 1}
