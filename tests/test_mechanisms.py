@@ -1072,6 +1072,10 @@ def test_the_hmem_census_reads_leaves_summaries_relations_and_profiles_against_t
     nolimit = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, params={"summary_words": None})["methods"]["hmem"]
     assert nolimit["counts"]["summaries_over_words"] is None and "no word limit" in nolimit["missing"][
         "summaries_over_words"]
+    # a saved memory without its tree: what the model wrote cannot be read either, so it is missing, not 0
+    gone = _hmem_entry(tiny_conv, {"graph": graph})["methods"]["hmem"]
+    assert gone["counts"]["summaries"] is None and gone["counts"]["facts_first_person"] is None
+    assert "has no tree" in gone["missing"]["relation_extractions"]
     # the paper profile's extraction prompt gives no example label: its "lives in" is not the prompt's example
     paper = _hmem_entry(tiny_conv, {"tree": tree, "graph": graph}, params={"prompts": "paper", "summary_words": None})
     paper = paper["methods"]["hmem"]

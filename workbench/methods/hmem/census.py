@@ -106,8 +106,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                     parents += 1
                     multi += len(K.as_list(r.get("children"))) >= 2
                     copies += bool(r.get("copy_of_child"))
-        if absent:
-            for n in tree_names:
+        if absent:  # neither the tree counts nor what the model wrote into the memory can be read
+            for n in (*tree_names, *K.FACT_COUNTS, "summaries", "relations", "relation_extractions", "profiles"):
                 c.lack(n, "; ".join(absent[:3]))
         else:
             src = "structures.json (tree)"
