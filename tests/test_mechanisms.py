@@ -886,6 +886,8 @@ def test_fact_quality_reads_each_fact_against_its_own_turn():
                                                 "Gina said 'I love it'"))
     assert K.first_person("I'm starting a studio 'cause I'm into dance") and K.first_person("Gina, I agree")
     assert not K.first_person("Jon said, 'I'm feeling better today.'")  # an apostrophe inside the quoted speech
+    assert K.first_person("Loved the '90s, I'm at my friends' place")  # an elided year and a plural possessive
+    assert K.first_person("'Cause I'm sure I saw my parents' car.")
     assert not K.first_person("Gina read Me Before You")  # a title's capitalised word inside a sentence
     assert all(K.first_person(f) for f in ("My sister visited", "Gina said: My sister", "[2 May 2023] My radiator",
                                            "Gina met me"))
@@ -1090,6 +1092,8 @@ def test_text_rules_for_loops_scripts_and_cut_offs():
     said = "We sing the song that goes la la la la la la la la la la la la la la la la la la la la la la la la"
     assert K.looping_run(said, said) is None  # the people's own repeat
     assert K.looping_run("Jon and Gina are a great team and they do amazing things. " * 2) is None  # twice only
+    said = "alpha beta gamma delta epsilon zeta eta theta " * 3  # a loop beside a run the source repeats as often
+    assert K.looping_run(said + "one two three four five six seven eight " * 3, said)[1] == 3
     assert K.foreign_scripts("Jon's财务", "Jon talked money") == {"CJK": ["财", "务"]}
     assert K.foreign_scripts("可爱", "可爱!") == {} and K.foreign_scripts("Zürich", "") == {}
     long = "Jon lost his job as a banker and started his own dance studio in town and"

@@ -662,6 +662,8 @@ def test_a_summary_in_another_script_is_flagged_in_the_tree():
     assert "Of the 2 summaries the model wrote: " in line and "1 cut off" in line and "1 in another script" in line
     assert "1 repeat themselves" in line and line in tree_html(nodes)
     assert flagged_line({"c": nodes["c"]}) == ""
+    two = {"a": {**nodes["a"], "summary": cut[:-2] + "可爱 Привет."}}  # two other scripts in one summary: counted once
+    assert "1 in another script" in flagged_line(two)
 
 
 def test_a_recmem_unit_reads_as_the_exchange_its_time_in_words():

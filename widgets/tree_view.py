@@ -142,8 +142,8 @@ def flagged_line(nodes: Mapping[str, Mapping]) -> str:
 
     written = [r for r in nodes.values() if int(r.get("level") or 1) >= 2 and not r.get("copy_of_child")]
     plural = {"repeats itself": "repeat themselves", "code fence": "hold a code fence", "raw JSON": "are raw JSON"}
-    counts = Counter(("in another script" if flag.endswith(" script") else plural.get(flag, flag))
-                     for r in written for flag in {f for f, _ in summary_marks(r.get("summary"))})
+    counts = Counter(flag for r in written for flag in {"in another script" if f.endswith(" script") else
+                                                         plural.get(f, f) for f, _ in summary_marks(r.get("summary"))})
     if not counts:
         return ""
     words = ", ".join(f"{n} {flag}" for flag, n in counts.most_common())

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
@@ -246,9 +247,11 @@ FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|myself)\b")
 #: what may stand before a sentence's first word: nothing, or a sentence's end (or a bracketed date's) and spaces
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\]]\s*|\n\s*)$")
 #: quoted speech: double quotes, curly quotes, and single quotes that open after a non-letter and close before one
-#: (so the apostrophes of "I'm" and "'cause" never open a quote), an apostrophe between letters inside ("Jon said,
-#: 'I'm feeling better today.'": H-Mem's leaves at real scale)
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'(?:[^']|(?<=\w)'(?=\w))*'(?!\w)")
+#: (so the apostrophes of "I'm" and "'cause" never open a quote); an apostrophe between letters may stand inside a
+#: quote that opens after a space or punctuation and closes after a sentence's punctuation ("Jon said, 'I'm feeling
+#: better today.'": H-Mem's leaves at real scale), so "the '90s, I'm at my friends' place" is no quote
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)|"
+                     r"(?<![^\s(\[{,:])'(?:[^']|(?<=\w)'(?=\w))*(?<=[.!?,])'(?!\w)")
 _NUMERAL_BEFORE = re.compile(r"\b[A-Z][\w-]*\s+$")
 #: an apposition fact, "<name> is <person>'s <relation>" (the form both AMA prompts ask for when a turn says
 #: "my <relation> <name>"); both sides are names (capitalised words, an honorific's full stop allowed: "Dr. Okafor"),
@@ -325,8 +328,8 @@ def relation_said(label, said) -> bool:
     """Whether the turns ``said`` use a relation label's own words ("lives in": "live", "lived", "living"; "sister
     of": "sister", "sisters"), each read as a word's start (so leniently: "liver" says "lives"); a label of link
     words only is read as said. Form, not truth: "Tomasz lives in Manchester" is true in the demo, though no turn
-    says "live", and "Tomasz sister of Anjali" is false, though a turn says "my sister Anjali". H-Mem's census counts
-    its prompt-example relations by it, the graph view flags any relation by it."""
+    says "live", and "Tomasz sister of Anjali" is false, though a turn says "my sister Anjali". H-Mem's census and the
+    graph view read the relations that carry the extraction prompt's example labels by it."""
     words = [w for w in plain_words(label).split() if w not in _LINK_WORDS]
     stems = [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
     stems = [w[:-1] if w.endswith("e") and len(w) > 3 else w for w in stems]  # "live" -> "liv": "living" says it
@@ -497,18 +500,15 @@ def looping_run(value, source=None) -> tuple[str, int] | None:
     n = LOOP_RUN_WORDS
     if len(words) < n * LOOP_RUN_TIMES:
         return None
-    runs: dict[str, int] = {}
-    for i in range(len(words) - n + 1):
-        run = " ".join(words[i:i + n])
-        runs[run] = runs.get(run, 0) + 1
-    run, times = max(runs.items(), key=lambda kv: kv[1])
-    if times < LOOP_RUN_TIMES:
-        return None
-    if source is not None and f" {run} " in f" {plain_words(source)} ":
-        said = plain_words(source).split()
-        if sum(" ".join(said[i:i + n]) == run for i in range(len(said) - n + 1)) >= times:
+    runs = Counter(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+    said = plain_words(source).split() if source is not None else []
+    in_source = Counter(" ".join(said[i:i + n]) for i in range(len(said) - n + 1))
+    for run, times in runs.most_common():  # the most repeated run the source does not repeat as often
+        if times < LOOP_RUN_TIMES:
             return None
-    return run, times
+        if times > in_source[run]:
+            return run, times
+    return None
 
 
 #: what ends a sentence, quotes and brackets after it allowed: a text that ends without one was cut off
@@ -549,8 +549,8 @@ def put_summary_quality(c: Counts, name: str, pairs: Iterable[tuple[str, Any]], 
     c.put(f"{name}_cut", sum(ends_mid_sentence(t) for t, _ in pairs), src)
     unknown = sum(said is None for _, said in pairs)
     if unknown:
-        for count in (f"{name}_looping", f"{name}_foreign_script"):
-            c.lack(count, f"{unknown} of {len(pairs)} cannot be read against their turns: {unknown_why}")
+        for missing in (f"{name}_looping", f"{name}_foreign_script"):
+            c.lack(missing, f"{unknown} of {len(pairs)} cannot be read against their turns: {unknown_why}")
         return
     against = src + " x the text of its source turns"
     c.put(f"{name}_looping", sum(looping_run(t, said) is not None for t, said in pairs), against)
