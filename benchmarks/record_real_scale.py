@@ -255,22 +255,24 @@ def _children_cpu() -> float:
     return use.ru_utime + use.ru_stime
 
 
+def _tag(file: str, key: str, method: str) -> None:
+    """Add ``method``'s run tag to the list ``key`` of ``WORK/file`` (a note kept beside the timings it qualifies)."""
+    path = WORK / file
+    data = _load_json(path)
+    data[key] = sorted({*data.get(key, []), run_tag(method)})
+    _write_json(path, data)
+
+
 def _mark_cpu_from_start(method: str) -> None:
     """Note in ``cpu.json`` that ``method``'s recording is measured from its start (``FROM_START``); one begun
     before the recorder measured CPU, or before it sampled a running subprocess, publishes ``cpu_partial``."""
-    path = WORK / "cpu.json"
-    data = _load_json(path)
-    data[FROM_START] = sorted({*data.get(FROM_START, []), run_tag(method)})
-    _write_json(path, data)
+    _tag("cpu.json", FROM_START, method)
 
 
 def _mark_seeded(method: str) -> None:
     """Note in ``wall.json`` that ``method``'s cassette on this machine was seeded from a committed one: earlier
     sessions' wall time was counted on another machine, so the recording publishes ``wall_partial`` (a lower bound)."""
-    path = WORK / "wall.json"
-    data = _load_json(path)
-    data[SEEDED] = sorted({*data.get(SEEDED, []), run_tag(method)})
-    _write_json(path, data)
+    _tag("wall.json", SEEDED, method)
 
 
 def _add_cpu(method: str, seconds: float) -> None:
