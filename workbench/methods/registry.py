@@ -14,14 +14,35 @@ imports no plugin. A class made at run time (in a notebook) joins with ``registe
 old) ``entry_points.txt``, and the built-ins must not disappear with it. It is also the order views list
 methods in (the cheap baselines first); plugins follow, by name, then run-time registrations.
 
-A plugin that cannot be loaded (import error, not a ``MemoryMethod`` subclass, a ``name`` different from its
-entry point's, a name a built-in already has) is left out with a ``PluginWarning`` naming the entry point and
-what is wrong; it never hides the built-ins or the other plugins. Nothing here imports a method subpackage
-by name: MemR3's backend lookup and the generic census, report and views all come through ``get_method``.
+A plugin that cannot be loaded is left out, and every built-in and every other plugin keeps working. Each
+such plugin gives one line (a ``PluginWarning``, printed once per process, and kept in ``plugin_problems()``
+for the app's header), naming its entry point (name, ``module:Class``, the distribution it comes from), what is
+wrong and how to switch it off. What is wrong may be:
+
+- its import raised: any exception, and also ``SystemExit`` (a plugin that calls ``sys.exit()`` or runs an
+  ``argparse`` parser at import would otherwise stop every CLI command with what reads as a workbench usage
+  error, and the app with it) and ``GeneratorExit``; only ``KeyboardInterrupt`` goes through, since the person
+  pressing Ctrl-C meant it;
+- what it loads is not a ``MemoryMethod`` subclass, or its ``name`` is not its entry point's;
+- its name is a built-in method's: the built-in is kept;
+- two plugins (two distributions) register one name: **both are left out**. Any rule for picking one (the
+  order of ``sys.path``, of the distributions' names) depends on how each machine was set up, so one run
+  directory would be evaluated with one class and viewed with another without anyone noticing; results are
+  filed under the name, so the mix-up would reach every figure. Refusing both makes the clash visible on the
+  first command, and the line says how to keep the one meant.
+
+``WORKBENCH_DISABLE_PLUGINS`` (names separated by commas or spaces: an entry point's name or a distribution's,
+or ``all``) leaves plugins out before they are imported: the way to keep one of two clashing plugins, or to
+work around one that breaks at import until it is fixed, without uninstalling it.
+
+Nothing here imports a method subpackage by name: MemR3's backend lookup and the generic census, report and
+views all come through ``get_method``.
 """
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -48,8 +69,63 @@ BUILTIN: dict[str, str] = {
 DEPRECATED: dict[str, str] = {"eager_facts": "eager_floor"}
 
 
+#: the environment variable naming plugins to leave out unimported (see the module docstring)
+DISABLE_ENV = "WORKBENCH_DISABLE_PLUGINS"
+#: how long a plugin's exception message may be in its one line (a traceback pasted into a message is cut)
+MESSAGE_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 class PluginWarning(UserWarning):
-    """A method plugin was left out; the message names its entry point and why."""
+    """A method plugin was left out; the message names its entry point, why, and how to switch it off."""
+
+
+def _one_line(text: object, limit: int = MESSAGE_CHARS) -> str:
+    """``text`` on one line a terminal shows as it is: whitespace runs (newlines) as one space, control
+    characters (an ANSI escape in a plugin's message) spelled ``\\xNN``, cut to ``limit`` characters."""
+    flat = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(str(text).split()))
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def _dist_name(ep: EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    try:
+        name = dist.metadata["Name"] if dist is not None else None
+    except Exception:  # a distribution whose metadata cannot be read: named by its entry point alone
+        return None
+    return _one_line(name, 100) if name else None
+
+
+def _normal(name: str) -> str:
+    """A distribution or entry point name compared as pip compares names (case, ``-``/``_``/``.`` folded)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _where(ep: EntryPoint) -> str:
+    """An entry point as its one line names it: ``'name' = 'module:Class' (from distribution X 1.0)``."""
+    dist = _dist_name(ep)
+    version = getattr(getattr(ep, "dist", None), "version", None) if dist else None
+    origin = f" from distribution {dist}{' ' + _one_line(version, 40) if version else ''}" if dist else ""
+    return f"method plugin {ep.name!r} = {ep.value!r}{origin} (entry point group {GROUP!r})"
+
+
+def _how_to_disable(ep: EntryPoint) -> str:
+    dist = _dist_name(ep)
+    return (f"to switch it off, set {DISABLE_ENV}={dist or ep.name}"
+            + (f" or uninstall it (pip uninstall {dist})" if dist else ""))
+
+
+def disabled_plugins(value: str | None = None) -> set[str]:
+    """The names ``WORKBENCH_DISABLE_PLUGINS`` lists (normalised), ``{"all"}`` for every plugin."""
+    value = os.environ.get(DISABLE_ENV, "") if value is None else value
+    return {_normal(v) for v in re.split(r"[,\s]+", value) if v}
+
+
+def _is_disabled(ep: EntryPoint, disabled: set[str]) -> bool:
+    if not disabled:
+        return False
+    dist = _dist_name(ep)
+    return "all" in disabled or _normal(ep.name) in disabled or (dist is not None and _normal(dist) in disabled)
 
 
 def _load_target(target: str) -> object:
@@ -79,6 +155,8 @@ class _Registry(Mapping):
         self._classes: dict[str, type[MemoryMethod]] | None = None
         self._runtime: dict[str, type[MemoryMethod]] = {}
         self._lock = threading.RLock()
+        #: one line per plugin left out by the last load (``plugin_problems``)
+        self.problems: list[str] = []
 
     def _entry_points(self) -> list[EntryPoint]:
         return list(entry_points(group=GROUP))
@@ -90,23 +168,69 @@ class _Registry(Mapping):
             classes: dict[str, type[MemoryMethod]] = {}
             for name, target in BUILTIN.items():  # a broken built-in is a bug: it raises
                 classes[name] = _check_class(name, _load_target(target), f"built-in method {name!r} ({target})")
-            plugins = {}
-            for ep in sorted(self._entry_points(), key=lambda e: e.name):
-                where = f"entry point {ep.name!r} = {ep.value!r} (group {GROUP!r})"
-                if ep.name in BUILTIN:
-                    if ep.value != BUILTIN[ep.name]:
-                        warnings.warn(f"{where} left out: {ep.name!r} is a built-in method's name", PluginWarning,
-                                      stacklevel=3)
-                    continue
-                try:
-                    plugins[ep.name] = _check_class(ep.name, ep.load(), where)
-                except Exception as exc:  # any failure of a third-party import is that plugin's, not ours
-                    warnings.warn(f"{where} left out: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
+            problems: list[str] = []
+            plugins = self._load_plugins(problems)
             classes.update(plugins)
             for name, cls in self._runtime.items():
                 classes.setdefault(name, cls)
             self._classes = classes
+            self.problems = problems
+            for line in problems:  # once per load (the registry is read once per process)
+                _warn(line)
             return classes
+
+    def _load_plugins(self, problems: list[str]) -> dict[str, type[MemoryMethod]]:
+        """The plugins' classes by name; every plugin left out adds its one line to ``problems``."""
+        try:
+            eps = self._entry_points()
+        except Exception as exc:  # a broken distribution's metadata: the built-ins still work
+            problems.append(f"the installed packages' method plugins could not be listed ({type(exc).__name__}: "
+                            f"{_one_line(exc)}); only the built-in methods are available")
+            return {}
+        disabled = disabled_plugins()
+        by_name: dict[str, list[EntryPoint]] = {}
+        for ep in eps:
+            if ep.name in BUILTIN and ep.value == BUILTIN[ep.name]:
+                continue  # the workbench's own entry point for a built-in
+            if not _is_disabled(ep, disabled):
+                by_name.setdefault(ep.name, []).append(ep)
+        plugins: dict[str, type[MemoryMethod]] = {}
+        for name in sorted(by_name):
+            found = list({ep.value: ep for ep in by_name[name]}.values())  # one target declared twice is one
+            if name in BUILTIN:
+                problems.extend(f"{_where(ep)} left out: {name!r} is a built-in method's name, and the built-in "
+                                f"({BUILTIN[name]}) is kept; rename the plugin's entry point and class name; "
+                                f"{_how_to_disable(ep)}" for ep in found)
+                continue
+            if len(found) > 1:
+                problems.append(f"method plugins {' and '.join(_where(ep) for ep in found)} register one name "
+                                f"{name!r}: both are left out (which one is meant would depend on this machine's "
+                                f"install order); keep one by setting {DISABLE_ENV} to the other's distribution "
+                                "name, or uninstall one")
+                continue
+            ep = found[0]
+            try:
+                plugins[name] = _check_class(name, ep.load(), _where(ep))
+            except KeyboardInterrupt:  # the person at the keyboard meant it
+                raise
+            except TypeError as exc:  # what it loads is not a method class of that name (``_check_class``)
+                if str(exc).startswith(_where(ep)):
+                    problems.append(f"{_one_line(exc, 2 * MESSAGE_CHARS)}; left out; {_how_to_disable(ep)}")
+                else:
+                    problems.append(self._failed(ep, exc))
+            except BaseException as exc:  # noqa: B036 - SystemExit, GeneratorExit and every error of its import
+                problems.append(self._failed(ep, exc))
+        return plugins
+
+    @staticmethod
+    def _failed(ep: EntryPoint, exc: BaseException) -> str:
+        if isinstance(exc, SystemExit):
+            code = "" if exc.code is None else _one_line(repr(exc.code))
+            what = f"SystemExit({code}) (it called sys.exit while being imported)"
+        else:
+            what = f"{type(exc).__name__}: {_one_line(exc) or '(no message)'}"
+        return (f"{_where(ep)} left out: importing it raised {what}; every other method works; "
+                f"{_how_to_disable(ep)}")
 
     def register(self, cls: type[MemoryMethod], *, replace: bool = False) -> type[MemoryMethod]:
         """Add a method class made at run time (a notebook's) under ``cls.name``; returns it, so it can be a
@@ -147,8 +271,24 @@ class _Registry(Mapping):
         return f"REGISTRY({sorted(self._load())})"
 
 
+def _warn(line: str) -> None:
+    """One ``PluginWarning`` line: issued at no source line, so it prints as the one line (Python's own
+    ``file:line:`` form would add the line of the registry or of its caller, which says nothing about the
+    plugin). Each load issues each line once; a filter (``-W``, ``warnings.simplefilter``) still applies."""
+    warnings.warn_explicit(line, PluginWarning, filename="workbench.methods", lineno=0,
+                           module="workbench.methods.registry")
+
+
 REGISTRY = _Registry()
 register = REGISTRY.register
+
+
+def plugin_problems() -> list[str]:
+    """One line per method plugin left out (import error, ``SystemExit``, a name clash, not a method class),
+    after reading the entry points if that has not happened yet: what the app lists in its header's
+    problems (``store.note_all``), the CLI's stderr having had each line once already."""
+    REGISTRY._load()
+    return list(REGISTRY.problems)
 
 
 def get_method(name: str) -> type[MemoryMethod]:
