@@ -51,6 +51,57 @@ def test_markdown_text_shows_the_same_characters():
     assert unescape(html.replace("<p>", "").replace("</p>", "").strip()) == payload
 
 
+#: bare URLs, domains and addresses in run text, each of a form some link detector turns into a live link
+AUTOLINK_PAYLOADS = [
+    "https://evil.example/x?a=1&b=2", "see http://evil.example.", "ftp://evil.example/f", "HTTPS://EVIL.EXAMPLE/",
+    "www.evil.example", "(www.evil.com/path)", "mail me: mal@evil.example", "first.last+tag@evil.co.uk",
+    "mailto:mal@evil.example", "xmpp:mal@evil.example/home", "evil.com", "a sub.evil.org/page link",
+    "//evil.example/protocol-relative", "x //localhost/x", "https://127.0.0.1:8080/", "пример.рф", "wait https://evil.example/x*",
+]
+
+
+def _gfm(markdown: str) -> str:
+    """GitHub's own renderer (cmark-gfm, with its autolink and table extensions), raw HTML allowed."""
+    cmarkgfm = pytest.importorskip("cmarkgfm", reason="cmarkgfm (the dev extra) is not installed")
+    from cmarkgfm.cmark import Options
+
+    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+
+
+def _linkify(markdown: str) -> str:
+    """markdown-it with linkify (linkify-it: links bare domains, ``//host`` and addresses too), raw HTML allowed."""
+    pytest.importorskip("linkify_it", reason="linkify-it-py (the dev extra) is not installed")
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True, "linkify": True}).enable(["table", "linkify"]).render(markdown)
+
+
+@pytest.mark.parametrize("payload", AUTOLINK_PAYLOADS)
+@pytest.mark.parametrize("render", [_gfm, _linkify], ids=["gfm", "linkify"])
+def test_markdown_text_leaves_no_bare_url_to_autolink(render, payload):
+    from html import unescape
+
+    from workbench.untrusted import WORD_JOINER
+
+    for markdown in (f"text {markdown_text(payload)} text\n", f"| h |\n|---|\n| {markdown_text(payload)} |\n"):
+        html = render(markdown)
+        assert "<a " not in html and "href" not in html, (payload, markdown, html)
+    # rendered, it reads as the run wrote it (an address keeps an invisible word joiner after its "@")
+    shown = unescape(render(markdown_text(payload)).replace("<p>", "").replace("</p>", "").strip())
+    assert shown.replace(WORD_JOINER, "") == payload
+
+
+def test_the_link_oracles_do_link_the_raw_payloads():
+    """The oracles above would catch a live link: unescaped, each payload is linked by one of them."""
+    unlinked = [p for p in AUTOLINK_PAYLOADS if "<a " not in _gfm(p) and "<a " not in _linkify(p)]
+    assert unlinked == [], unlinked
+
+
+def test_no_autolinks_leaves_ordinary_text_alone():
+    for text in ("D1:3 at 10:30", "3.14 and 1.5B", "Note: done", "a / b and c/d", "ama[paper-judge]"):
+        assert markdown_text(text) == text.replace("[", "\\[").replace("]", "\\]")
+
+
 def test_terminal_json_stays_valid_json():
     from workbench.untrusted import terminal_json
 
@@ -105,7 +156,7 @@ def test_report_markdown_file_and_terminal_output_are_inert(demo_run, tmp_path):
     html = rendered(md)
     assert "<img" not in html and "beacon.invalid" in html  # shown as text, not fetched
     out = cli("report", str(run / "results.jsonl"))
-    assert out.returncode == 0 and b"beacon.invalid" in out.stdout
+    assert out.returncode == 0 and b"beacon\\.invalid" in out.stdout  # the Markdown, no autolink in it
     assert_no_controls(out.stdout)
     assert b"\\x1b\\]0;owned title" in out.stdout  # shown, escaped for Markdown and the terminal
 
