@@ -37,7 +37,6 @@ conversation with neither gets ``{"checkable": False, "why": ...}``, never a sil
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from datetime import date
@@ -175,11 +174,10 @@ def _conversation(path, conv_id: str, body, origin: str = "planted") -> Conversa
 def load_annotations(path: str | Path = ANNOTATIONS, *, dataset=None) -> dict[str, ConversationAnnotations]:
     """``{conv_id: ConversationAnnotations}`` from ``path``; with ``dataset``, every turn id and question id is
     checked against its conversations (an annotation pointing at a turn that does not exist is an error)."""
+    from .labels import parse_label_json, read_label_file  # not a pipe, not huge, UTF-8, no repeated key
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DatasetError(str(path), "file", f"not a readable JSON file ({exc})") from None
+    data = parse_label_json(path, read_label_file(path))
     if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("conversations"), dict):
         _fail(path, "top level", "expected {'schema': 1, 'conversations': {conv_id: {...}}}")
     origin = data.get("origin", "planted")
@@ -218,16 +216,31 @@ _CACHE: dict = {}
 
 def shipped_annotations() -> dict[str, ConversationAnnotations]:
     """The annotations shipped with the package: the sample conversations' planted phenomena and the annotated
-    LoCoMo ones (either file may be absent), read once per file version."""
-    files = [p for p in (ANNOTATIONS, LOCOMO_ANNOTATIONS) if p.is_file()]
-    key = tuple((str(p), p.stat().st_mtime) for p in files)
-    if key not in _CACHE:
+    LoCoMo ones (either file may be absent), read once per file version. A damaged file raises its
+    ``DatasetError`` (each caller carries on without phenomena) and is said once (``labels.label_problems``)."""
+    from .labels import note_label_problem
+
+    files = [p for p in (ANNOTATIONS, LOCOMO_ANNOTATIONS) if p.exists()]
+    try:
+        key = tuple((str(p), p.stat().st_mtime) for p in files)
+    except OSError:  # a file removed between the listing and its stat: read again next time
+        key = None
+    got = _CACHE.get(key) if key is not None else None
+    if got is None:
+        try:
+            merged: dict[str, ConversationAnnotations] = {}
+            for p in files:
+                merged.update(load_annotations(p))
+            got = merged
+        except DatasetError as exc:  # each caller goes on without phenomena (and says so); said once here too
+            note_label_problem(f"phenomena annotations unusable, so no mechanism is checked against them: {exc}")
+            got = exc  # kept, so a damaged file is not parsed again by every view
         _CACHE.clear()
-        merged: dict[str, ConversationAnnotations] = {}
-        for p in files:
-            merged.update(load_annotations(p))
-        _CACHE[key] = merged
-    return _CACHE[key]
+        if key is not None:
+            _CACHE[key] = got
+    if isinstance(got, DatasetError):  # a fresh error each time (one raised again would grow its traceback)
+        raise DatasetError(got.file, got.location, got.what)
+    return got
 
 
 def not_checkable(conv_ids: Iterable[str], ann: Mapping[str, ConversationAnnotations] | None = None) -> dict:

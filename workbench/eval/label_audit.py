@@ -13,14 +13,15 @@ Labels default to the lenient protocol; ``protocol="strict"`` audits against the
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from .checker import check_answer
-from .labels import DEFAULT_LABELS, LABELS_DIR, WRONG_KINDS, LabelledAnswer, load_labels
+from ..data import DatasetError
+from .labels import (DEFAULT_LABELS, LABELS_DIR, WRONG_KINDS, LabelledAnswer, load_labels, note_label_problem,
+                     parse_label_json, read_label_file)
 from .metrics import token_f1
 from .stats import rate
 
@@ -106,7 +107,11 @@ def source_table(labels: Sequence[LabelledAnswer] | None = None) -> list[dict]:
 
 @lru_cache(maxsize=2)
 def _best(key: tuple) -> str:
-    rows = {r["source"]: r for r in source_table()}
+    try:
+        rows = {r["source"]: r for r in source_table()}
+    except DatasetError as exc:  # the checker's names damaged: the default, said once
+        note_label_problem(f"the checker's names unusable, so the best verdict source is not measured: {exc}")
+        return "checker"
     scored = [(rows[name]["agreement"] or 0.0, name) for name in ("checker", "f1") if name in rows]
     return max(scored)[1] if scored else "checker"
 
@@ -114,8 +119,7 @@ def _best(key: tuple) -> str:
 def best_row_source() -> str:
     """``checker`` or ``f1``: whichever agrees more with the labelled real answers (``checker`` when no set is
     shipped). ``report.auto_metric`` leads with it when no judge is trusted."""
-    path = Path(DEFAULT_LABELS)
-    return _best((str(path), path.stat().st_mtime if path.is_file() else 0.0))
+    return _best(_version(DEFAULT_LABELS, ENTITIES_FILE))  # the globals, read now (a test may point them away)
 
 
 def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protocol: str = "lenient",
@@ -161,21 +165,39 @@ def _shipped(path: str, mtime: float) -> tuple[LabelledAnswer, ...]:
     return tuple(load_labels(path))
 
 
-def shipped_labels(path: str | Path = DEFAULT_LABELS) -> tuple[LabelledAnswer, ...]:
-    """The labelled answers shipped with the package (empty when the file is absent); cached per file version."""
-    path = Path(path)
-    if not path.is_file():
+def shipped_labels(path: str | Path | None = None) -> tuple[LabelledAnswer, ...]:
+    """The labelled answers shipped with the package (empty when the file is absent); cached per file version.
+    A damaged file reads as empty too, said once (``labels.note_label_problem``): every view that shows an
+    audit figure then says it is not audited, rather than the page failing. ``path``: ``DEFAULT_LABELS``."""
+    path = Path(path or DEFAULT_LABELS)
+    try:
+        return _shipped(str(path), path.stat().st_mtime) if path.exists() else ()
+    except (DatasetError, OSError) as exc:
+        note_label_problem(f"labelled answers unusable, so no verdict source is audited on them: {exc}")
         return ()
-    return _shipped(str(path), path.stat().st_mtime)
 
 
-def shipped_entities(path: str | Path = ENTITIES_FILE) -> dict[str, list[str]]:
-    """Conversation id -> names, saved beside the labels so the checker can be audited without the datasets."""
-    path = Path(path)
-    if not path.is_file():
+def load_entities(path: str | Path) -> dict[str, list[str]]:
+    """``entities.json``: conversation id -> the names the checker should know; a ``DatasetError`` naming the
+    file and the entry when it is damaged (an entry dropped would change the checker's audit unseen)."""
+    data = parse_label_json(path, read_label_file(path))
+    if not isinstance(data, dict):
+        raise DatasetError(str(path), "top level", f"expected an object {{conv_id: [names]}}, found "
+                                                   f"{type(data).__name__}")
+    for conv_id, names in data.items():
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise DatasetError(str(path), conv_id, "must be a list of non-empty name strings")
+    return data
+
+
+def shipped_entities(path: str | Path | None = None) -> dict[str, list[str]]:
+    """Conversation id -> names, saved beside the labels so the checker can be audited without the datasets
+    (empty when the file is absent; a damaged one raises ``DatasetError``, see ``load_entities``).
+    ``path``: ``ENTITIES_FILE``."""
+    path = Path(path or ENTITIES_FILE)
+    if not path.exists():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {str(k): [str(n) for n in v] for k, v in data.items() if isinstance(v, list)}
+    return load_entities(path)
 
 
 def _as_audit(result: dict, **extra) -> dict:
@@ -204,14 +226,29 @@ def _checker_audit(key: tuple) -> dict | None:
     labels = shipped_labels()
     if not labels:
         return None
-    return _as_audit(audit_on_labels(labels, checker_source(shipped_entities()), name="checker",
+    try:
+        entities = shipped_entities()
+    except DatasetError as exc:  # the audit without the names would be another figure: none, said once
+        note_label_problem(f"the checker's names unusable, so the checker is not audited: {exc}")
+        return None
+    return _as_audit(audit_on_labels(labels, checker_source(entities), name="checker",
                                      cost_per_verdict="no model call (regular expressions and a stemmer)"))
 
 
 def checker_audit() -> dict | None:
     """The deterministic checker's audit on the shipped labelled answers (None when no set is shipped)."""
-    path = Path(DEFAULT_LABELS)
-    return _checker_audit((str(path), path.stat().st_mtime if path.is_file() else 0.0))
+    return _checker_audit(_version(DEFAULT_LABELS, ENTITIES_FILE))
+
+
+def _version(*paths) -> tuple:
+    """What a cached figure over the shipped files depends on: each file's path and modification time."""
+    out = []
+    for p in map(Path, paths):
+        try:
+            out.append((str(p), p.stat().st_mtime))
+        except OSError:
+            out.append((str(p), 0.0))
+    return tuple(out)
 
 
 def verdict_note(metric: str, audit: dict | None) -> str:

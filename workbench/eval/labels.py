@@ -21,15 +21,32 @@ the gold and the evidence turns under ``sample_data/labels/PROTOCOL.md``:
 
 ``load_labels`` refuses a malformed line with an error naming file, line and field, so a broken set never
 turns into a silently smaller audit.
+
+Every label and annotation file (this one, ``entities.json``, ``sample_data/annotations.json`` and the
+annotated LoCoMo phenomena) is read through ``read_label_file`` and parsed strictly (``workbench.jsonl``'s
+``loads_strict``: a key repeated in one object, NaN, a lone surrogate or absurd nesting is refused, not
+guessed at): a named pipe or device given as ``--labels`` is refused before it is opened for reading (a pipe
+with no writer would hang the command), a file over ``MAX_LABEL_BYTES`` is refused by its size, and text
+that is not UTF-8 names its byte. Each refusal is one ``DatasetError`` naming the file and the field.
+
+The files shipped with the package are read by every view (a verdict's audit, the checker's note). When one
+of those is damaged, the views carry on as if it were absent (no audit figure, no planted marks) and the
+damage is said once: a ``LabelFileWarning`` line, and ``label_problems()`` for the app's header. A file given
+by name (``judge-audit --labels``) is an error instead.
 """
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from ..data import DatasetError
+from ..jsonl import json_reason, loads_strict
 
 VERDICTS = ("right", "wrong")
 #: kinds of wrong answer, as the labelling protocol defines them
@@ -42,6 +59,83 @@ LABELS_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "labels"  # i
 if not LABELS_DIR.is_dir():  # a checkout: sample_data/ sits at the top of the tree
     LABELS_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "labels"
 DEFAULT_LABELS = LABELS_DIR / "answers.jsonl"
+#: the largest label or annotation file read: the shipped answers are under 1 MB and a careful reader labels
+#: a few thousand answers at most, so a file this big is not a labels file (and would hold the audit for minutes)
+MAX_LABEL_BYTES = 64 * 1024 * 1024
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class LabelFileWarning(UserWarning):
+    """A label or annotation file shipped with the package is damaged; the views go on without it."""
+
+
+_PROBLEMS: list[str] = []
+_PROBLEMS_LOCK = threading.Lock()
+
+
+def note_label_problem(text: str) -> None:
+    """Say once per process that a shipped label or annotation file could not be used (``LabelFileWarning``)
+    and keep the line for ``label_problems``."""
+    with _PROBLEMS_LOCK:
+        if text in _PROBLEMS:
+            return
+        _PROBLEMS.append(text)
+    warnings.warn_explicit(text, LabelFileWarning, filename="workbench labels", lineno=0,
+                           module="workbench.eval.labels")
+
+
+def label_problems() -> list[str]:
+    """One line per shipped label or annotation file that could not be read in this process (what the app
+    lists among its header's problems)."""
+    with _PROBLEMS_LOCK:
+        return list(_PROBLEMS)
+
+
+def read_label_file(path: str | Path, *, limit: int = MAX_LABEL_BYTES) -> str:
+    """The text of a label or annotation file; a ``DatasetError`` naming it when it is missing, is not a
+    regular file (refused before any read: opened without blocking, so a named pipe with no writer cannot
+    hang the open, and checked on the open descriptor), is larger than ``limit`` bytes, or is not UTF-8."""
+    file = str(path)
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise DatasetError(file, "<file>", "file not found") from None
+    except IsADirectoryError:
+        raise DatasetError(file, "<file>", "is a directory, not a labels file") from None
+    except OSError as exc:
+        raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+                raise DatasetError(file, "<file>", f"is {kind}, not a regular labels file (refused before reading)")
+            if info.st_size > limit:
+                raise DatasetError(file, "<file>", f"is {info.st_size:,} bytes; a labels or annotations file may "
+                                                   f"hold at most {limit:,} (refused before reading)")
+            data = f.read(limit + 1)  # a file that grows while read is cut here, and refused below
+        except OSError as exc:
+            raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise DatasetError(file, "<file>", f"is more than {limit:,} bytes (refused)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(file, f"byte {exc.start}", "not UTF-8 text") from None
+
+
+def parse_label_json(path: str | Path, text: str, where: str = "file"):
+    """``text`` parsed strictly (a repeated key, NaN, a lone surrogate or deep nesting refused); a
+    ``DatasetError`` naming the file, ``where`` and the place inside the document otherwise."""
+    try:
+        return loads_strict(text, unique_keys=True)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(str(path), where, f"not JSON: {json_reason(exc)}") from None
+    except ValueError as exc:  # RefusedJson: said where inside the document
+        inside = getattr(exc, "where", "")
+        raise DatasetError(str(path), f"{where}, at {inside}" if inside else where,
+                           f"refused JSON: {getattr(exc, 'reason', exc)}") from None
 
 
 @dataclass(frozen=True)
@@ -109,33 +203,35 @@ def _check_row(path: Path, line: int, row) -> LabelledAnswer:
     judge = row.get("judge_label")
     if judge is not None and judge not in ("CORRECT", "WRONG"):
         _fail(path, line, f"field 'judge_label' must be CORRECT, WRONG or null, not {judge!r}")
+    for name in ("note", "judge_model"):  # optional, but never a number or a list read as text
+        if row.get(name) is not None and not isinstance(row[name], str):
+            _fail(path, line, f"field {name!r} must be a string or null, not {type(row[name]).__name__}")
     return LabelledAnswer(
         id=row["id"], source=row["source"], dataset=row["dataset"], conv_id=row["conv_id"], qa_id=row["qa_id"],
         category=category, question=row["question"], gold=row["gold"], prediction=row["prediction"],
         method=row["method"], lenient=row["lenient"], strict=row["strict"], kind=row["kind"],
         evidence=tuple(evidence), note=str(row.get("note") or ""), judge_label=judge,
-        judge_model=row.get("judge_model") if isinstance(row.get("judge_model"), str) else None,
+        judge_model=row.get("judge_model"),
         relabel=dict(relabel) if relabel else None)
 
 
 def load_labels(path: str | Path = DEFAULT_LABELS) -> list[LabelledAnswer]:
     """Every labelled answer in ``path``; a malformed line or a repeated id is a ``DatasetError``
-    naming the file, the line and the field."""
+    naming the file, the line and the field, and so is a file that holds no labelled answer at all (the
+    audit on real answers would otherwise be left out without a word)."""
     path = Path(path)
     out, seen = [], {}
-    with open(path, encoding="utf-8") as f:
-        for n, text in enumerate(f, 1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError as exc:
-                _fail(path, n, f"not JSON ({exc})")
-            item = _check_row(path, n, row)
-            if item.id in seen:
-                _fail(path, n, f"id {item.id!r} repeats line {seen[item.id]}")
-            seen[item.id] = n
-            out.append(item)
+    for n, text in enumerate(read_label_file(path).split("\n"), 1):
+        if not text.strip():
+            continue
+        row = parse_label_json(path, text, f"line {n}")
+        item = _check_row(path, n, row)
+        if item.id in seen:
+            _fail(path, n, f"id {item.id!r} repeats line {seen[item.id]}")
+        seen[item.id] = n
+        out.append(item)
+    if not out:
+        raise DatasetError(str(path), "<file>", "holds no labelled answer (one JSON object a line is expected)")
     return out
 
 
