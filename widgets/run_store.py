@@ -118,7 +118,9 @@ class RunStore(param.Parameterized):
             if self.run is not None and self.run.problems:
                 problems = list(self.run.problems)
                 self.run.problems.clear()
-                self.note_all(f"skipped {problem}" for problem in problems)
+                # a file above the read limit is a warning of its own (what was read, what left out), not a line
+                self.note_all(problem if problem in self.run.cap_notes else f"skipped {problem}"
+                              for problem in problems)
 
     def cached(self, key, what, fn, default):
         """``fn()`` read once per key (its failure recorded and ``default`` kept). The background warm

@@ -3,15 +3,19 @@ judge-audit | calibrate``.
 
 A user error (bad dataset, unknown method, missing model, bad spec, damaged file) prints one
 line ``workbench: error: ...`` and exits with status 2; ``--debug`` shows the traceback instead.
+So does a write the machine refused (a full disk, a read-only folder: the line names the file and
+what to do) and an environment failure that stopped a run (``failures.EnvironmentFailure``).
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
 
 from .extras import MissingExtra, run_benchmarks, serve_app, usage_errors
+from .failures import EnvironmentFailure
 from .untrusted import terminal_text
 
 DEFAULT_RUN = Path("runs") / "demo"
@@ -335,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory (results.jsonl, memories/, manifest.json)")
     p.add_argument("--format", default="table", choices=["table", "json"], help="what to print")
     p.add_argument("--no-write", action="store_true", help="print only; do not (re)write mechanisms.json")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="write the census here instead of RUN_DIR/mechanisms.json (a run on a read-only disk); a "
+                        "run that cannot be written to is still counted and printed, with a note")
     p.set_defaults(func=cmd_mechanisms)
 
     p = sub.add_parser("cassette", help="check, repair or price a record/replay cassette (JSONL)")
@@ -378,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished work is kept", file=sys.stderr)
         return 130
+    except EnvironmentFailure as exc:  # the machine failed the run (a cassette on a full disk), not the method
+        if args.debug:
+            raise
+        print(f"workbench: error: {printable(one_line(exc))}", file=sys.stderr)
+        return 2
     except MissingExtra as exc:
         print(f"workbench {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -388,15 +400,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from .llm.redact import redact_text
 
-        print(terminal_text(redact_text(exc.code)), file=sys.stderr)
+        print(printable(redact_text(exc.code)), file=sys.stderr)
         return 2
     except Exception as exc:  # reported in one line; the traceback only with --debug
         if args.debug:
             raise
-        if isinstance(exc, USER_ERRORS):
-            print(f"workbench: error: {terminal_text(one_line(exc))}", file=sys.stderr)
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+            print(f"workbench: error: {printable(disk_error(exc))}", file=sys.stderr)
+        elif isinstance(exc, USER_ERRORS):
+            print(f"workbench: error: {printable(one_line(exc))}", file=sys.stderr)
         else:
-            print(f"workbench: internal error: {type(exc).__name__}: {terminal_text(one_line(exc))} (--debug shows the "
+            print(f"workbench: internal error: {type(exc).__name__}: {printable(one_line(exc))} (--debug shows the "
                   "traceback)",
                   file=sys.stderr)
         return 2
@@ -405,6 +419,41 @@ def main(argv: list[str] | None = None) -> int:
 #: errors caused by what the user gave (data, names, specs, files), reported in one line
 USER_ERRORS = (ValueError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
                PermissionError, ImportError, RuntimeError)
+
+
+#: the file system refused a write (or a read) for a reason of the machine's, not of the command: each gets a line
+#: saying which file and what to do (``disk_error``), never "internal error"
+DISK_ERRORS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+               errno.EROFS: "it is on a read-only file system", errno.EACCES: "permission denied",
+               errno.EPERM: "the operation is not permitted"}
+
+
+def disk_error(exc: OSError) -> str:
+    """One line for a write the file system refused: the file, why, and what to do. Whatever was written before
+    is kept: the workbench writes whole files by rename and appends whole lines, so an interrupted ``eval`` is
+    resumed by running the same command again."""
+    why = DISK_ERRORS[exc.errno]
+    path = exc.filename
+    if exc.errno in (errno.EACCES, errno.EPERM):  # a read refused as well as a write: say which file, not which way
+        where = f"{path}" if path is not None else "a file could not be opened"
+    else:
+        where = f"cannot write {path}" if path is not None else "a file could not be written"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        todo = ("free some space there (or write elsewhere: --out/--output), then run the same command again; what "
+                "was written before is kept (an eval resumes where it stopped)")
+    elif exc.errno == errno.EROFS:
+        todo = "write somewhere writable instead (--out/--output), or remount it read-write"
+    else:
+        todo = "check who owns it and its permissions, or write somewhere else (--out/--output)"
+    return f"{where}: {why} ({exc.strerror or exc}); {todo}"
+
+
+def printable(text: str) -> str:
+    """Text for the terminal: controls shown as escapes (``terminal_text``), and the bytes of a name that was not
+    UTF-8 as ``\\xNN`` (``jsonl.escape_undecodable``), so printing an error about such a folder cannot fail."""
+    from .jsonl import escape_undecodable
+
+    return terminal_text(escape_undecodable(str(text)))
 
 
 def one_line(exc: BaseException) -> str:

@@ -6,12 +6,22 @@ method: ``IndexError: list index out of range`` says where the code broke, not w
 wrong type, a model server that did not answer...), then the exception's message, then its type
 in brackets (kept for whoever debugs it). Failures that already speak in words (``InWords``:
 ``LLMError`` and its kinds, whose messages this package writes) keep their message as it is.
+``EnvironmentFailure`` is the one failure that is never a row's: it stops the run.
 """
 from __future__ import annotations
 
 
 class InWords(Exception):
     """Marks an error whose message this package wrote to say what failed (kept as it is)."""
+
+
+class EnvironmentFailure(BaseException):
+    """The machine failed a run, not the method: a file the run must write (the record/replay cassette) could not be
+    written, on a full or read-only disk. Recorded as the method's failure, it would score as a wrong answer and a
+    plain resume would keep it; so it stops the run instead (the rows already written are kept, and running the
+    same command again resumes). A ``BaseException``, as ``KeyboardInterrupt`` is, because methods take fallback
+    paths on ``except Exception`` and the harness turns an ``Exception`` into a failure row: neither may catch
+    this. ``workbench`` prints its message in one line (``cli.main``)."""
 
 
 #: exception type -> what it means for a reader of a result row (the first matching base wins)

@@ -118,6 +118,31 @@ def _is_lone_surrogate(v) -> bool:
     return False
 
 
+def escape_undecodable(text: str) -> str:
+    """``text`` with each lone surrogate spelled out: ``\\xNN`` for a byte of a file name that was not UTF-8
+    (Python reads such names with ``surrogateescape``: ``b"run\\xff"`` becomes ``"run\\udcff"``), ``\\uNNNN`` for
+    any other. What comes out can be printed on any terminal, written as UTF-8 and put in JSON; what goes in is
+    unchanged when it holds none (the usual case costs one ``encode``)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else
+                       f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def escape_undecodable_all(value: Any) -> Any:
+    """``value`` (plain JSON data: dicts, lists, strings) with ``escape_undecodable`` applied to every string and
+    key: a census or report built from non-UTF-8 folder names can then be written and printed."""
+    if isinstance(value, str):
+        return escape_undecodable(value)
+    if isinstance(value, dict):
+        return {escape_undecodable(k) if isinstance(k, str) else k: escape_undecodable_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape_undecodable_all(v) for v in value]
+    return value
+
+
 def _lone_surrogate(value) -> bool:
     """True when a string (or key) anywhere in ``value`` holds a surrogate that is not half of a pair
     (it cannot be written back as UTF-8). Iterative: the depth is already bounded, but cheaply so."""
@@ -275,6 +300,7 @@ class JsonlRead:
     torn_tail: bool = False  # the file ends without a newline (the next append must start a new line)
     end_offset: int = 0  # byte offset just past the last complete line (for incremental readers)
     next_line: int = 1  # the line number at ``end_offset``
+    capped: "CappedRead | None" = None  # set when a capped read stopped before the end (what it left out)
 
     def __iter__(self):
         return iter(self.rows)
@@ -307,43 +333,130 @@ def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, 
     return row, None
 
 
+#: The stated size limit of one JSONL file read *for display* from a run directory (``results.jsonl``,
+#: ``events.jsonl``, ``memories.jsonl``: the app, ``workbench report``, ``workbench mechanisms``). A file past
+#: ``MAX_READ_BYTES`` or ``MAX_READ_ROWS`` is read line by line up to the limit, and what was left out is said
+#: (``CappedRead``): a 1 GB results file would otherwise take minutes and gigabytes of memory to show (its parsed
+#: rows are several times its size), and no run of ours comes near it (LoCoMo's 1,986 questions for ten methods
+#: are about 20,000 rows, some 100 MB with their traces). Resuming an evaluation reads its store whole: the limit
+#: is for showing a run, never for deciding what is already done.
+MAX_READ_BYTES = 256 * 1024 * 1024
+MAX_READ_ROWS = 200_000
+#: a capped read lists at most this many bad lines one by one (the rest are counted in one more entry): a file of
+#: millions of damaged lines would otherwise hold a report larger than the rows themselves
+MAX_LISTED_BAD = 10_000
+
+
+@dataclass(frozen=True)
+class CappedRead:
+    """What a capped read (``read_jsonl(..., max_bytes=, max_rows=)``) left out of a file above the limit."""
+
+    file: str
+    size: int  # the file's bytes (from where reading started)
+    limit_bytes: int
+    limit_rows: int
+    rows_read: int
+    lines_left: int  # lines not read, the last one counted even without its newline
+    bytes_left: int
+
+    def __str__(self) -> str:
+        return (f"{self.file} is {_size(self.size)}, above the read limit of {_size(self.limit_bytes)} or "
+                f"{self.limit_rows:,} rows (workbench.jsonl.MAX_READ_BYTES / MAX_READ_ROWS): only its first "
+                f"{self.rows_read:,} rows were read; {self.lines_left:,} lines ({_size(self.bytes_left)}) were left "
+                "out, so every figure shown from it covers those rows only")
+
+
+def _size(n: int) -> str:
+    """A byte count for a person: ``1.0 GB``, ``256 MB``, ``12 kB``, ``300 bytes``."""
+    for unit, scale in (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("kB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{n} bytes"
+
+
+def _count_lines(f, start: int, end: int) -> int:
+    """How many lines the bytes ``start``..``end`` of ``f`` hold (a last one without newline counted), read in
+    1 MiB chunks so counting what a capped read left out costs no memory."""
+    f.seek(start)
+    lines, left, last = 0, end - start, b"\n"
+    while left > 0:
+        chunk = f.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        lines += chunk.count(b"\n")
+        left -= len(chunk)
+        last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
 def read_jsonl(path: str | os.PathLike, *, check: RowCheck | None = None, offset: int = 0,
-               first_line: int = 1, keep_tail: bool = False) -> JsonlRead:
+               first_line: int = 1, keep_tail: bool = False, max_bytes: int | None = None,
+               max_rows: int | None = None) -> JsonlRead:
     """Every good row of a JSONL file, skipping (and reporting) bad lines.
 
     ``offset``/``first_line`` resume reading at a byte offset (``end_offset`` of a previous read).
     ``keep_tail=True`` leaves a final line without newline unread (and unreported) so an
-    incremental reader can pick it up later. Reading takes a shared lock, and writers
-    (``append_line``) write each line under an exclusive one, so a final line without newline
-    is a torn write, not a line in progress. A missing file reads as empty.
+    incremental reader can pick it up later. The file's size is taken under the shared lock that
+    writers (``append_line``) take for each whole line, and only that much is read: a final line
+    without newline is a torn write, not a line in progress. A missing file reads as empty.
+
+    ``max_bytes``/``max_rows`` (readers for display pass ``MAX_READ_BYTES``/``MAX_READ_ROWS``) stop
+    reading at the last whole line within that many bytes, or after that many good rows; ``capped``
+    then says what was left out. The file is read line by line, never whole, so memory follows the
+    rows kept, not the file's size.
     """
     out = JsonlRead(end_offset=offset, next_line=first_line)
     path = Path(path)
     if not path.exists():
         return out
-    with _file_lock(path, reading=True), open(path, "rb") as f:  # writers hold it per line: no half line
+    with open(path, "rb") as f:
+        with _file_lock(path, reading=True):  # writers append whole lines under it: the size ends on one
+            end = os.fstat(f.fileno()).st_size
         f.seek(offset)
-        data = f.read()
-    pieces = data.split(b"\n")
-    tail = pieces.pop()  # the bytes after the last newline ("" when the file ends with one)
-    pos = offset
-    for i, raw in enumerate(pieces):
-        pos += len(raw) + 1
-        row, reason = parse_line(raw, check)
-        if row is not None:
-            out.rows.append(row)
-            out.lines.append(first_line + i)
-        elif reason:
-            out.bad.append(BadLine(str(path), first_line + i, reason))
-    out.end_offset, out.next_line = pos, first_line + len(pieces)
-    if tail:
-        out.torn_tail = True
-        if not keep_tail:
-            row, reason = parse_line(tail, check)
-            out.bad.append(BadLine(str(path), first_line + len(pieces),
-                                   "torn final line (no newline; a write was cut off)"
-                                   + (f": {reason}" if reason else "")))
+        pos, number, budget = offset, first_line, None if max_bytes is None else offset + max_bytes
+        unlisted = 0  # bad lines a capped read counted without listing each
+        while pos < end:
+            limit = end - pos if budget is None else min(end, budget) - pos
+            raw = f.readline(limit) if limit > 0 else b""
+            if not raw.endswith(b"\n"):
+                if budget is not None and pos + len(raw) == budget < end:  # the next line passes the byte limit
+                    out.capped = _capped(f, path, offset, end, pos, max_bytes, max_rows, len(out.rows))
+                elif raw:  # the file's last bytes, without their newline
+                    out.torn_tail = True
+                    if not keep_tail:
+                        row, reason = parse_line(raw, check)
+                        out.bad.append(BadLine(str(path), number, "torn final line (no newline; a write was cut "
+                                               "off)" + (f": {reason}" if reason else "")))
+                break
+            row, reason = parse_line(raw, check)
+            if row is not None:
+                out.rows.append(row)
+                out.lines.append(number)
+            elif reason:
+                if budget is None or len(out.bad) < MAX_LISTED_BAD:
+                    out.bad.append(BadLine(str(path), number, reason))
+                else:
+                    unlisted += 1
+            pos, number = pos + len(raw), number + 1
+            out.end_offset, out.next_line = pos, number
+            if max_rows is not None and len(out.rows) >= max_rows and pos < end:
+                out.capped = _capped(f, path, offset, end, pos, max_bytes, max_rows, len(out.rows))
+                break
+    if unlisted:
+        out.bad.append(BadLine(str(path), number, f"and {unlisted:,} more bad lines before this one, not listed one by "
+                                                  f"one (a capped read lists the first {MAX_LISTED_BAD:,})"))
     return out
+
+
+def _capped(f, path: Path, offset: int, end: int, pos: int, max_bytes, max_rows, rows: int) -> CappedRead:
+    return CappedRead(str(path), end - offset, MAX_READ_BYTES if max_bytes is None else max_bytes,
+                      MAX_READ_ROWS if max_rows is None else max_rows, rows, _count_lines(f, pos, end), end - pos)
+
+
+def read_jsonl_capped(path: str | os.PathLike, *, check: RowCheck | None = None) -> JsonlRead:
+    """``read_jsonl`` under the stated display limits (``MAX_READ_BYTES``, ``MAX_READ_ROWS``, read when called, so a
+    test may lower them); ``capped`` says what a file above them left out."""
+    return read_jsonl(path, check=check, max_bytes=MAX_READ_BYTES, max_rows=MAX_READ_ROWS)
 
 
 def dumps_line(row: Any, *, default=str) -> str:
@@ -384,7 +497,7 @@ def append_line(path: str | os.PathLike, line: str, *, root: str | os.PathLike |
     path.parent.mkdir(parents=True, exist_ok=True)
     confined(path, path.parent if root is None else root)
     data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
-    with _file_lock(path), open(path, "a+b") as f:
+    with naming(path), _file_lock(path), open(path, "a+b") as f:
         f.seek(0, os.SEEK_END)
         size = f.tell()
         if size:
@@ -393,6 +506,22 @@ def append_line(path: str | os.PathLike, line: str, *, root: str | os.PathLike |
                 data = b"\n" + data
         f.seek(0, os.SEEK_END)
         f.write(data)
+        f.flush()  # a full disk is met here, inside ``naming``, not when the file is closed
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike, temp_prefix: str | None = None):
+    """An ``OSError`` raised inside without a file name (``write`` on a full disk says only "No space left on
+    device"), or naming a temporary file whose name starts with ``temp_prefix`` (which means nothing to the user),
+    raised again naming ``path``, as the same subclass (``OSError(errno, ...)`` picks it): whoever reports it
+    (``workbench.cli``) can then say which file could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        named = exc.filename is not None and not (temp_prefix and Path(str(exc.filename)).name.startswith(temp_prefix))
+        if named or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path)) from exc
 
 
 def _file_lock(path: Path, *, reading: bool = False):
@@ -408,18 +537,19 @@ def _file_lock(path: Path, *, reading: bool = False):
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write a whole file via a temporary file in the same folder and a rename (never half-written)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with naming(path, temp_prefix=f".{path.name}."):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path
 
 

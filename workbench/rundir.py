@@ -20,7 +20,8 @@ from urllib.parse import quote, unquote
 
 from .data import Conversation
 from .data.serialize import conversation_from_dict, conversation_to_dict
-from .jsonl import DamagedFile, LeadsOutside, confined, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+from .jsonl import (DamagedFile, LeadsOutside, confined, read_json, read_jsonl, read_jsonl_capped, write_json_atomic,
+                    write_jsonl_atomic)
 from .trace import Answer, MemoryEvent
 
 #: characters an id keeps in its file name; everything else is %-encoded (UTF-8 bytes)
@@ -87,11 +88,18 @@ def write_jsonl(path: Path, rows) -> None:
     write_jsonl_atomic(path, rows, default=_jsonable)
 
 
-def read_jsonl_rows(path: Path, problems: list | None = None) -> list[dict]:
-    """Rows of a JSONL file through the shared tolerant reader; bad lines go to ``problems``."""
-    got = read_jsonl(path)
+def read_jsonl_rows(path: Path, problems: list | None = None, *, capped: bool = False,
+                    notes: set | None = None) -> list[dict]:
+    """Rows of a JSONL file through the shared tolerant reader; bad lines go to ``problems``. ``capped=True``
+    reads at most the stated display limit (``jsonl.MAX_READ_BYTES`` / ``MAX_READ_ROWS``); what a file above it
+    left out is said in ``problems`` too (and that text added to ``notes``: it is a warning, not a skipped line)."""
+    got = read_jsonl_capped(path) if capped else read_jsonl(path)
     if problems is not None:
         problems.extend(str(b) for b in got.bad)
+        if got.capped is not None:
+            problems.append(str(got.capped))
+            if notes is not None:
+                notes.add(str(got.capped))
     return got.rows
 
 
@@ -130,7 +138,10 @@ class RunDir:
     raises ``DamagedFile`` naming it (the app shows it, nothing is silently reset); bad JSONL
     lines are skipped and listed in ``problems`` as ``file:line: reason``. No read follows a link
     out of the run directory: such a file raises ``LeadsOutside`` (a ``DamagedFile``), or for a
-    JSONL file is listed in ``problems`` and reads as empty.
+    JSONL file is listed in ``problems`` and reads as empty. A JSONL file above the stated display
+    limit (``jsonl.MAX_READ_BYTES`` / ``MAX_READ_ROWS``: a 1 GB results file) is read up to it, and
+    what was left out is said in ``problems`` (that text is also in ``cap_notes``, for a reader who
+    shows warnings apart from skipped lines).
     """
 
     def __init__(self, path: str | Path):
@@ -138,6 +149,7 @@ class RunDir:
         if not self.path.is_dir():
             raise FileNotFoundError(f"run directory not found: {self.path}")
         self.problems: list[str] = []
+        self.cap_notes: set[str] = set()
 
     def _inside(self, p: Path) -> Path:
         """``p`` when it resolves inside the run directory; ``LeadsOutside`` when a link leads out."""
@@ -149,7 +161,7 @@ class RunDir:
         except LeadsOutside as exc:
             self.problems.append(str(exc))
             return []
-        return read_jsonl_rows(p, self.problems) if p.is_file() else []
+        return read_jsonl_rows(p, self.problems, capped=True, notes=self.cap_notes) if p.is_file() else []
 
     def _json(self, p: Path) -> Any:
         """A whole JSON file of the run (``{}`` when absent), never through a link out of it."""

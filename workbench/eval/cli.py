@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from ..extras import usage_errors
-from ..jsonl import DamagedFile, append_line, confined, read_json
+from ..jsonl import DamagedFile, append_line, confined, escape_undecodable, read_json
 from ..rundir import check_links_stay_inside
 from ..untrusted import terminal_text
 
@@ -397,7 +397,10 @@ def report_command(args) -> int:
     from .store import load_rows
 
     paths = [Path(p) / "results.jsonl" if Path(p).is_dir() else Path(p) for p in args.results]
-    rows = load_rows(paths)
+    problems: list[str] = []
+    rows = load_rows(paths, problems)  # each file up to the display limit (jsonl.MAX_READ_BYTES): said if cut
+    for problem in problems:
+        print(terminal_text(escape_undecodable(f"warning: {problem}")), file=sys.stderr)
     df = results_frame(rows)
     if df.empty:
         print("no result rows found", file=sys.stderr)
@@ -409,7 +412,7 @@ def report_command(args) -> int:
     elif args.format == "md":
         # one run directory: its mechanism census, recomputed from what it holds (never a stale file)
         one_run = len(paths) == 1 and paths[0].name == "results.jsonl"
-        mechanisms = census(paths[0].parent) if one_run else None
+        mechanisms = census(paths[0].parent, rows=rows) if one_run else None  # the rows read above, not a 2nd copy
         text = report_markdown(df, title=args.title, stats=method_stats(rows), mechanisms=mechanisms, **kw)
         text += "\n\n" + attribution_markdown(df)
         failures = failure_counts(rows)

@@ -14,7 +14,8 @@ OpenAI-compatible endpoints across tasks round-robin (``--llm openai:<model>@<ur
 Failures: a worker that dies (OOM, a killed process, a lost node) makes Ray rerun the task up to
 ``max_retries`` times; rows a rerun yields again are dropped by key, so the store never gets a
 duplicate. A task that still fails gives a failure row for each of its questions not yet stored
-(scored as wrong, rerun by ``--retry-errors``), so one lost conversation never stops the run.
+(scored as wrong, rerun by ``--retry-errors``), so one lost conversation never stops the run; a task stopped by
+an ``EnvironmentFailure`` (its cassette on a full disk) stops the run instead, as on the thread executor.
 Cassettes are shared through the file system (``CachedLLM`` appends under a file lock): fine on one
 machine; on a multi-node cluster give each node the cassette path on shared storage.
 """
@@ -25,6 +26,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ..failures import EnvironmentFailure
 from .harness import QuestionResult, _answer_all, _ingest, _judge, category_name
 
 Recipe = Callable[[int], tuple[Any, Any]]
@@ -163,6 +165,8 @@ class RayExecutor:
                 except StopIteration:
                     continue
                 except Exception as exc:  # the task failed for good: its missing questions become failure rows
+                    if isinstance(getattr(exc, "cause", None), EnvironmentFailure):  # a full disk: not the method's
+                        raise exc.cause from exc
                     conv, qas = gens[gen]
                     error = f"ray task failed: {type(exc).__name__}: {_first_line(exc)}"
                     for qa in qas:

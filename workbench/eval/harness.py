@@ -17,7 +17,10 @@ re-judged from its stored prediction, without re-answering; rows written before 
 are kept as they are unless their judge model differs from the current one. Any ``Exception`` from
 ``ingest``/``answer`` becomes a failure row carrying the error in words (``row_error``: "answering
 failed: <what happened>: <message> [<type>]"; scored as a wrong answer);
-``KeyboardInterrupt`` stops the run with every finished row kept.
+``KeyboardInterrupt`` stops the run with every finished row kept, and so does an
+``EnvironmentFailure`` (a cassette that cannot be written on a full disk: the machine's failure,
+never recorded as the method's). ``retry_errors`` reruns failure rows and re-judges rows whose
+judge call failed.
 
 Protocol choices (DATA.md): LoCoMo categories 1-4 are scored by every metric and the judge;
 category 5 (adversarial) only by the official rule (``adversarial``) and reported apart from the
@@ -194,7 +197,8 @@ def evaluate(method, dataset: Dataset, *, judge: LLMJudge | None = None, metrics
     most N per conversation, dataset order) or iterable of QA ids; ``categories``: LoCoMo ints or
     LongMemEval types. ``workers`` > 1 answers questions of a conversation on a thread pool.
     ``save_memories_dir``: save each built memory there (``rundir`` layout) for the app and widgets.
-    ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it).
+    ``retry_errors``: rerun questions whose stored row is a failure (the new row supersedes it), and judge again
+    rows whose judge call failed (``judge_error``; the stored answer is kept, not answered again).
     ``estimate``: a ``RunEstimate`` of this run (``workbench.eval.estimate``), or a function of the plan
     still to run (resumed rows left out) returning one; computed when None. The manifest holds it
     beside what the run spent (``spent``, ``estimate_vs_spent``).
@@ -277,7 +281,8 @@ def _running_counts(bar):
 
 def _needs_run(row: dict | None, retry_errors: bool, ctx: _Ctx | None = None) -> str | None:
     """What a stored row needs: ``"answer"`` (absent, a failure to retry, or answered under other
-    method prompts), ``"judge"`` (judged by another judge, or not judged), or None (nothing)."""
+    method prompts), ``"judge"`` (judged by another judge, not judged, or, with ``retry_errors``, a
+    judge call that failed: its answer is kept and judged again), or None (nothing)."""
     if row is None or (retry_errors and bool(row.get("error"))):
         return "answer"
     if ctx is None:
@@ -286,6 +291,8 @@ def _needs_run(row: dict | None, retry_errors: bool, ctx: _Ctx | None = None) ->
         return "answer"
     if ctx.judge is None:
         return None
+    if retry_errors and row.get("judge_error"):  # the answer stands; the judge call that failed is made again
+        return "judge"
     if row.get("judge_key"):
         return "judge" if row["judge_key"] != ctx.judge_key else None
     # a row from before judge keys: keep it when the same judge model judged it
@@ -529,9 +536,13 @@ def _append_costs(results_path: Path, manifest: dict) -> None:
     (the manifest line is written before the run, when only the estimate is known)."""
     keys = ("date", "method", "params_hash", "llm_model", "judge_model", "dataset", "conversations", "questions",
             "interrupted", "estimate", "spent", "estimate_vs_spent")
+    from ..jsonl import append_line
+
     path = results_path.with_name(results_path.stem + ".costs.jsonl")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({k: manifest.get(k) for k in keys}, default=str) + "\n")
+    try:
+        append_line(path, json.dumps({k: manifest.get(k) for k in keys}, default=str))
+    except OSError as exc:  # runs in ``evaluate``'s ``finally``: it must not hide why the run stopped (a full disk)
+        print(f"warning: the run's costs were not recorded in {path}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

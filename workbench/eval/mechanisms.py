@@ -45,12 +45,15 @@ become missing; the census itself never raises on a damaged run. ``write_census(
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 
-from ..jsonl import DamagedFile, LeadsOutside, confined, read_json, read_jsonl, write_json_atomic
+from ..jsonl import (DamagedFile, LeadsOutside, confined, escape_undecodable, escape_undecodable_all, read_json,
+                     read_jsonl_capped, write_json_atomic)
 from ..methods.base import method_base
 from ..methods.census_kit import CensusSpec
 from ..methods.census_kit import Counts as _Counts
@@ -145,8 +148,10 @@ def _read_events(ev: Path, mem: "_Memory", problems: list[str]) -> None:
     if not ev.is_file():
         mem.events_problem = f"{ev} is missing"
         return
-    got = read_jsonl(ev)
+    got = read_jsonl_capped(ev)  # a huge log is counted up to the display limit, and that is said
     problems.extend(str(b) for b in got.bad)
+    if got.capped is not None:
+        problems.append(f"{got.capped}; its counts cover those events only")
     mem.events = [r for r in got.rows if isinstance(r.get("kind"), str)]
     if len(mem.events) < len(got.rows):
         problems.append(f"{ev}: {len(got.rows) - len(mem.events)} event(s) without a string 'kind' skipped")
@@ -321,26 +326,37 @@ def _decisions(rows: list[dict], conversations: dict, problems: list[str]) -> di
 # The census
 # ================================================================================================
 def census(source, *, memories: dict | None = None, manifest: dict | None = None,
-           conversations: dict | None = None) -> dict:
+           conversations: dict | None = None, rows: list[dict] | None = None) -> dict:
     """The mechanism census of a run directory (a path), or of result rows (an iterable of dicts or
     ``QuestionResult``) with optional saved ``memories`` (``{method: {conv_id: {"events": [...],
     "structures": {...}}}}``), ``manifest`` and ``conversations`` (id -> ``Conversation``: their questions let
-    each method's own decisions be checked, ``decisions``). See the module docstring for what is counted."""
+    each method's own decisions be checked, ``decisions``). See the module docstring for what is counted.
+
+    For a run directory, ``rows`` are its result rows when the caller has read them already (``workbench report``
+    has: a second copy of a large results file is what it cannot afford); else ``results.jsonl`` is read, up to
+    the display limit (``workbench.jsonl.MAX_READ_BYTES``; what a larger file left out is a problem). Names of
+    folders that are not UTF-8 appear with their bytes escaped (``naive\\xfe``), so the census can be written
+    as JSON and printed anywhere."""
     problems: list[str] = []
     if isinstance(source, (str, os.PathLike)):
         run = Path(source)
         if not run.is_dir():
-            raise FileNotFoundError(f"run directory not found: {run}")
+            raise FileNotFoundError(f"run directory not found: {escape_undecodable(str(run))}")
         store, results = None, run / "results.jsonl"
-        try:
-            store = ResultsStore(results) if results.is_file() else None
-            why_none = f"{results} is missing"
-        except LeadsOutside as exc:
-            why_none = str(exc)
-        rows = list(store) if store is not None else []
+        if rows is not None:
+            rows, why_none = list(rows), None
+        else:
+            try:
+                store = ResultsStore(results, capped=True) if results.is_file() else None
+                why_none = f"{results} is missing"
+            except LeadsOutside as exc:
+                why_none = str(exc)
+            rows = list(store) if store is not None else []
         if store is not None:
             problems.extend(str(b) for b in store.bad)
-        else:
+            if store.capped is not None:
+                problems.append(f"{store.capped}; the counts cover those rows only")
+        elif why_none is not None:
             problems.append(f"{why_none}: only saved memories are counted")
         mems = _read_memories(run, problems)
         manifest = {}
@@ -393,10 +409,11 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
         entry["configurations"] = len({str(r.get("params_hash")) for r in mrows})
         entry["conversations_saved"] = len(mems.get(name, {}))
         methods[name] = entry
-    return {"schema": SCHEMA, "computed_from": sources,
-            "scripted": bool(manifest.get("scripted")) if isinstance(manifest, dict) else False,
-            "label": manifest.get("label") if isinstance(manifest, dict) and manifest.get("scripted") else None,
-            "methods": methods, "problems": problems}
+    return escape_undecodable_all({
+        "schema": SCHEMA, "computed_from": sources,
+        "scripted": bool(manifest.get("scripted")) if isinstance(manifest, dict) else False,
+        "label": manifest.get("label") if isinstance(manifest, dict) and manifest.get("scripted") else None,
+        "methods": methods, "problems": problems})
 
 
 def write_census(run_dir: str | os.PathLike, value: dict | None = None) -> Path:
@@ -582,15 +599,33 @@ def census_text(value: dict) -> str:
     return "\n".join(line.rstrip() for line in out)
 
 
+#: what ``workbench mechanisms`` meets when it cannot write ``mechanisms.json`` where it was asked to: a run on a
+#: read-only disk or someone else's folder, or a full disk. The census is printed all the same; nothing is written
+UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+
+
 def mechanisms_command(args) -> int:
-    """``workbench mechanisms RUN_DIR``: (re)compute the census, print it, write ``mechanisms.json``."""
+    """``workbench mechanisms RUN_DIR``: (re)compute the census, print it, write ``mechanisms.json`` (or ``--out``).
+
+    A run that cannot be written to (read-only, not ours, a full disk) is still counted and printed: the file is
+    then not written, and a note on stderr says so and where it could go (``--out``); the run is left unchanged."""
     value = census(args.run)
     if args.format == "json":
         print(terminal_json(json.dumps(value, indent=2, ensure_ascii=False)))  # C1 controls survive json.dumps
     else:
         print(terminal_text(census_text(value)))
-    if not args.no_write:
-        path = write_census(args.run, value)
-        if args.format != "json":
-            print(f"\n-> {path}")
+    if args.no_write:
+        return 0
+    target = Path(args.out) if getattr(args, "out", None) else Path(args.run) / FILE
+    shown = terminal_text(escape_undecodable(str(target)))
+    try:
+        path = write_json_atomic(target, value, indent=2)
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        print(f"note: {shown} was not written ({exc.strerror or exc}); the census above is printed only and the run "
+              "is left unchanged (--out FILE writes it elsewhere, --no-write skips writing)", file=sys.stderr)
+        return 0
+    if args.format != "json":
+        print(f"\n-> {terminal_text(escape_undecodable(str(path)))}")
     return 0

@@ -6,6 +6,9 @@ the shared tolerant reader (``workbench.jsonl``): a torn last line (a crash mid-
 bad line is skipped, its number listed in ``bad_lines`` and its ``file:line: reason`` in ``bad``,
 and the next append starts on a fresh line. A results file that is a link leading out of its
 folder (the run directory) is refused (``workbench.jsonl.LeadsOutside``): neither read nor appended to.
+A store opened to show a run (``capped=True``: ``load_rows``, the census) reads at most the stated display limit
+(``workbench.jsonl.MAX_READ_BYTES`` / ``MAX_READ_ROWS``) and says in ``capped`` what it left out; the harness
+opens its store whole, since a row left unread there would be answered again.
 Nothing is ever rewritten: when a key occurs more than once (a retried failure, two writers), the
 last row wins and ``duplicates`` counts the superseded ones.
 """
@@ -17,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..jsonl import BadLine, append_line, confined, dumps_line, read_jsonl
+from ..jsonl import BadLine, CappedRead, append_line, confined, dumps_line, read_jsonl, read_jsonl_capped
 
 KEY_FIELDS = ("method", "params_hash", "dataset", "qa_id")
 Key = tuple[str, str, str, str]
@@ -35,8 +38,10 @@ def row_key(row: dict) -> Key:
 class ResultsStore:
     """Rows by key, backed by a JSONL file (or memory only when ``path`` is None)."""
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike | None = None, *, capped: bool = False):
         self.path = confined(path, Path(path).parent) if path else None
+        self.capped_read = capped
+        self.capped: CappedRead | None = None  # what a capped read left out (None: the whole file was read)
         self._rows: dict[Key, dict] = {}
         self._lock = threading.Lock()
         self.duplicates = 0
@@ -46,8 +51,8 @@ class ResultsStore:
             self._load()
 
     def _load(self) -> None:
-        got = read_jsonl(self.path, check=_check_row)
-        self.bad = got.bad
+        got = (read_jsonl_capped if self.capped_read else read_jsonl)(self.path, check=_check_row)
+        self.bad, self.capped = got.bad, got.capped
         self.bad_lines = [b.line for b in got.bad]
         for row in got.rows:
             key = row_key(row)
@@ -76,6 +81,8 @@ class ResultsStore:
     # -- writing --------------------------------------------------------------------------------
     def append(self, row: dict) -> None:
         """Write one row as one line and flush it before returning."""
+        if self.capped is not None:  # its unread rows would be superseded or duplicated: never written to
+            raise RuntimeError(f"this results store was read capped for display ({self.capped}); it is not appended to")
         key = row_key(row)
         line = dumps_line(row)
         with self._lock:
@@ -90,13 +97,27 @@ class ResultsStore:
         return f"ResultsStore({str(self.path) if self.path else 'memory'}, rows={len(self)})"
 
 
-def load_rows(paths: Iterable[str | os.PathLike]) -> list[dict]:
-    """Rows of several stores; a key present in more than one file keeps the last file's row."""
+def load_rows(paths: Iterable[str | os.PathLike], problems: list | None = None) -> list[dict]:
+    """Rows of several stores, to show or report (each read under the display limit, ``ResultsStore(capped=True)``);
+    a key present in more than one file keeps the last file's row. What a read left out (a file above the limit)
+    and every bad line go to ``problems`` (``file: what``); without a list they are warned about
+    (``warnings.warn``), never dropped unsaid."""
     merged: dict[Key, dict] = {}
+    said: list[str] = []
     for p in paths:
         if not Path(p).exists():
             raise FileNotFoundError(f"results file not found: {p}")
-        for row in ResultsStore(p):
+        store = ResultsStore(p, capped=True)
+        if store.capped is not None:
+            said.append(str(store.capped))
+        said.extend(f"skipped {b}" for b in store.bad)
+        for row in store:
             merged.pop(row_key(row), None)
             merged[row_key(row)] = row
+    if problems is not None:
+        problems.extend(said)
+    elif said:
+        import warnings
+
+        warnings.warn(f"{said[0]}" + (f" (and {len(said) - 1} more problems)" if len(said) > 1 else ""), stacklevel=2)
     return list(merged.values())

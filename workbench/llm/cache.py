@@ -7,7 +7,9 @@ reply, token counts): plain text, diffable, committable. Appends take an exclusi
 write whole lines, so several processes or threads may record into one cassette.
 
 Modes: ``auto`` (hit or call the inner model and record), ``replay`` (hit or ``CacheMiss``; no
-model needed), ``record`` (always call and overwrite the entry).
+model needed), ``record`` (always call and overwrite the entry). A reply that cannot be recorded (a
+full or read-only disk) raises ``CassetteWriteFailed``, which stops the run rather than becoming a
+failure of the method that asked (``failures.EnvironmentFailure``).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Literal
 
 from ..jsonl import BadLine, append_line, read_jsonl, write_text_atomic
 from .base import BaseLLM, Generation
-from .errors import CacheMiss
+from .errors import CacheMiss, CassetteWriteFailed
 from .tokens import count_message_tokens, count_tokens
 
 
@@ -237,8 +239,12 @@ class CachedLLM(BaseLLM):
         latency = time.perf_counter() - start
         pt = gen.prompt_tokens if gen.prompt_tokens is not None else count_message_tokens(messages)
         ct = gen.completion_tokens if gen.completion_tokens is not None else count_tokens(gen.text)
-        self.cassette.put({"key": key, "role": role, "model": self.model, "messages": list(messages),
-                           "schema": schema, "temperature": temperature, "seed": seed, "max_tokens": max_tokens,
-                           "reply": gen.text, "prompt_tokens": pt, "completion_tokens": ct,
-                           "latency_s": round(latency, 3)})  # what recording it cost (``cassette_costs``)
+        entry = {"key": key, "role": role, "model": self.model, "messages": list(messages), "schema": schema,
+                 "temperature": temperature, "seed": seed, "max_tokens": max_tokens, "reply": gen.text,
+                 "prompt_tokens": pt, "completion_tokens": ct,
+                 "latency_s": round(latency, 3)}  # what recording it cost (``cassette_costs``)
+        try:
+            self.cassette.put(entry)
+        except OSError as exc:  # the machine's failure, not the method's: it stops the run (``EnvironmentFailure``)
+            raise CassetteWriteFailed(self.cassette.path, exc) from exc
         return Generation(gen.text, gen.model, pt, ct, False)

@@ -1,5 +1,5 @@
 """Errors raised at the LLM boundary."""
-from ..failures import InWords
+from ..failures import EnvironmentFailure, InWords
 
 
 class LLMError(InWords, RuntimeError):
@@ -23,3 +23,15 @@ class CacheMiss(LLMError):
 
 class NoModelError(LLMError):
     """No language model is configured or installed."""
+
+
+class CassetteWriteFailed(EnvironmentFailure):
+    """A reply could not be recorded in the cassette (a full or read-only disk): the run stops with this, never
+    a failure row of the method (``EnvironmentFailure``). The reply was received but is not kept; the next run
+    asks for it again. ``path`` is the cassette, ``error`` the ``OSError``."""
+
+    def __init__(self, path, error: OSError):
+        self.path, self.error = str(path), error
+        why = error.strerror or str(error)
+        super().__init__(f"cannot write the cassette {path}: {why}; the run was stopped, its finished rows are kept. "
+                         "Free some space (or make the folder writable), then run the same command again to resume")
