@@ -34,13 +34,14 @@ def _write(tmp_path, data, name="d.json"):
 def test_locomo_quirks(tmp_path):
     ds = load_locomo(_write(tmp_path, _sample()))
     conv = ds[0]
-    assert [s.id for s in conv.sessions] == ["S1", "S2"]  # extra date key ignored
+    assert [s.id for s in conv.sessions] == ["S1", "S2"]  # extra date key ignored (and counted)
     assert conv.qa[0].answer == "2022"  # int answer cast
     assert conv.qa[1].answer == "" and conv.qa[1].extras["adversarial_answer"] == "yes"
     assert conv.qa[2].answer == "No"
-    assert conv.qa[3].evidence == ("D1:1", "D2:1")  # split on ';', bad ids dropped
+    assert conv.qa[3].evidence == ("D1:1", "D2:1")  # split on ';' (counted), bad ids dropped (counted)
     assert ds.skipped == {"category5_without_answer": 1, "qa_without_evidence": 1,
-                          "malformed_evidence_parts_dropped": 2}
+                          "malformed_evidence_parts_dropped": 2, "evidence_entries_split": 1,
+                          "session_dates_without_session": 1}
     img = conv.turn("D1:2")
     assert img.extras["blip_caption"] == "a photo of a cat" and "a photo of a cat" in img.content
     assert img.time.year == 2023 and img.time.hour == 13

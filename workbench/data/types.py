@@ -37,8 +37,8 @@ class Turn:
         """Text as every method sees it: image turns get their caption appended once, the same
         way for every method (LoCoMo image turns carry ``blip_caption``)."""
         caption = self.extras.get("blip_caption") if self.extras else None
-        if caption:
-            return f"{self.text} [shares an image: {caption}]"
+        if caption:  # an image turn without words (LoCoMo allows it only with a caption) is its caption alone
+            return f"{self.text} [shares an image: {caption}]" if self.text else f"[shares an image: {caption}]"
         return self.text
 
 
@@ -195,28 +195,110 @@ def read_regular_file(file: str) -> bytes:
             raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
 
 
-def read_json_file(path) -> object:
+#: What a file that is not UTF-8 JSON most often is, told by its first bytes: said in the error, so the
+#: reader knows what to do (decompress, re-save as UTF-8) rather than only that byte 0 is wrong.
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed data (decompress it first)"),
+          (b"PK\x03\x04", "a zip archive (extract the JSON file from it)"),
+          (b"BZh", "bzip2-compressed data (decompress it first)"),
+          (b"\xfd7zXZ\x00", "xz-compressed data (decompress it first)"),
+          (b"\xff\xfe\x00\x00", "UTF-32 text (save it as UTF-8)"),
+          (b"\x00\x00\xfe\xff", "UTF-32 text (save it as UTF-8)"),
+          (b"\xff\xfe", "UTF-16 text (save it as UTF-8)"),
+          (b"\xfe\xff", "UTF-16 text (save it as UTF-8)"))
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _not_json_text(file: str, data: bytes) -> None:
+    """A ``DatasetError`` for bytes that are plainly not a UTF-8 JSON document (empty, an archive,
+    UTF-16/32 with or without a byte-order mark); returns quietly otherwise."""
+    if not data:
+        raise DatasetError(file, "line 1 column 1", "the file is empty (0 bytes), no JSON")
+    if not data.strip():
+        raise DatasetError(file, "<file>", "holds only whitespace, no JSON")
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            raise DatasetError(file, "<file>", f"is {what}, not UTF-8 JSON text")
+    head = data[:64]
+    if len(head) >= 4 and head.count(0) * 3 >= len(head):  # ASCII in UTF-16 or UTF-32: every other byte is NUL
+        raise DatasetError(file, "<file>", "is UTF-16 or UTF-32 text without a byte-order mark (save it as UTF-8)")
+
+
+def _json_lines_hint(text: str) -> str:
+    """A hint that ``text`` is JSON Lines: its first line alone is one JSON object (a record)."""
+    import json
+
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        record = json.loads(first)
+    except ValueError:  # not one document on its own line: no hint, the parser's message stands
+        return ""
+    if not isinstance(record, dict):
+        return ""
+    return "; the file looks like JSON Lines (one record per line), but a dataset file is one JSON list"
+
+
+class NonFinite:
+    """Where a dataset file holds ``NaN``/``Infinity`` (``where``, its JSON path), found by
+    ``read_json_file`` and raised by the loader after its own checks (``raise_if_any``): a NaN in a
+    field the loader reads (an answer) is then named by record and field, one anywhere else (a field
+    no loader reads) by its JSON path. Either way it is refused: neither is JSON, and a NaN that
+    reaches a saved run or a pandas column stays there."""
+
+    def __init__(self, file: str):
+        self.file, self.seen, self.where = file, 0, None
+
+    def constant(self, name: str) -> float:
+        self.seen += 1
+        return float(name)
+
+    def locate(self, value) -> None:
+        if self.seen:
+            import math
+
+            from ..jsonl import path_to
+
+            where = path_to(value, lambda v: isinstance(v, float) and not math.isfinite(v))
+            self.where = "<top level>" if where == "" else (where or "<file>")
+
+    def raise_if_any(self) -> None:
+        if self.seen:
+            raise DatasetError(self.file, f"JSON {self.where}", "NaN or Infinity is not a JSON number (refused "
+                                                                 "anywhere in a dataset file, read or not)")
+
+
+def read_json_file(path, *, non_finite: NonFinite | None = None, skipped=None) -> object:
     """Read a dataset file; every way it can be unreadable becomes a ``DatasetError`` naming it
-    (missing, not a regular file, not UTF-8, invalid JSON, nested too deeply, a key repeated
-    inside one object: which value is meant would be a guess)."""
+    (missing, not a regular file, empty, compressed or UTF-16, not UTF-8, invalid JSON, JSON Lines,
+    nested too deeply, a key repeated inside one object: which value is meant would be a guess).
+    ``NaN``/``Infinity`` go to ``non_finite`` when given (the loader raises them after naming what it
+    reads), else are refused here. A UTF-8 byte-order mark is dropped and counted in ``skipped``
+    (``byte_order_mark_removed``) when given."""
     import json
 
     file = str(path)
     data = read_regular_file(file)
+    _not_json_text(file, data)
+    if data.startswith(UTF8_BOM) and skipped is not None:
+        skipped["byte_order_mark_removed"] += 1
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(file, f"byte {exc.start}", "not UTF-8 text") from None
     from ..jsonl import loads_strict
 
-    try:  # NaN answers: the loaders name record and field
-        return loads_strict(text, constants_to=float, unique_keys=True)
+    try:
+        value = loads_strict(text, constants_to=non_finite.constant if non_finite else None, unique_keys=True)
     except json.JSONDecodeError as exc:
-        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+        comment = text[exc.pos:exc.pos + 2] in ("//", "/*") or text[exc.pos:exc.pos + 1] == "#"
+        hint = (_json_lines_hint(text) if exc.msg == "Extra data" else "; JSON has no comments" if comment else "")
+        raise DatasetError(file, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}{hint}") from None
     except ValueError as exc:  # too deep, a number out of range, a lone surrogate, a duplicate key: said where
         where = getattr(exc, "where", "")
         reason = getattr(exc, "reason", str(exc))
         raise DatasetError(file, f"JSON {where}" if where else "<file>", f"refused JSON: {reason}") from None
+    if non_finite is not None:
+        non_finite.locate(value)
+    return value
 
 
 def visible_form(text: str) -> str:

@@ -10,7 +10,14 @@ the expected repair is *repaired*; any other load is *silently wrong*; any other
 error not naming the file) is a *crash*; no answer within the timeout is a *hang*. Each case runs in
 a forked child with a memory cap, so a hang or a runaway read costs one case, not the caller.
 
-``python -m workbench.testing.malformed [--timeout S]`` prints the table as Markdown
+Issue #68 added ``ROUND4_CASES`` (``Case.round == 4``), of kinds the first round did not try: evidence
+as one string or joined by ``;``, conversations without questions, dates without their session, image
+turns without text, NaN in fields no loader reads, encodings and archives (BOM, UTF-16, gzip, zip, JSON
+Lines, comments, truncation, empty files), a wrong type at each level, depth bombs inside ignored fields,
+100,000 empty sessions, Unicode forms colliding across fields, misspelt keys, turns out of order,
+wrong weekdays, questions asked before their sessions, and LongMemEval's two gold labels disagreeing.
+
+``python -m workbench.testing.malformed [--timeout S] [--round N]`` prints the table as Markdown
 (``docs/foreign-inputs.md`` holds it); ``tests/test_malformed_datasets.py`` pins that no case is
 silently wrong, a crash or a hang.
 """
@@ -68,6 +75,7 @@ class Case:
     build: Callable[[Path], Path]  # writes the file into a folder, returns its path
     expect: str = "error"
     what: str = ""
+    round: int = 3  # the issue round that added it: 3 (#41), 4 (#68)
 
 
 # -- builders ------------------------------------------------------------------------------------
@@ -298,6 +306,306 @@ CASES: tuple[Case, ...] = (
 )
 
 
+# -- round 4 (issue #68): kinds no earlier round tried ------------------------------------------
+def _raw(name: str, make: Callable[[list], bytes], kind: str = "locomo") -> Callable[[Path], Path]:
+    """A builder writing bytes made from the base records of ``kind`` (encodings, archives, broken JSON)."""
+    def build(folder: Path) -> Path:
+        path = folder / f"{name}.json"
+        path.write_bytes(make(copy.deepcopy(locomo_base() if kind == "locomo" else lme_base())))
+        return path
+    return build
+
+
+def _dumps(data) -> str:
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _literal(*path, literal: str):
+    """Put ``literal`` (JSON text no Python value writes: NaN, a 50,000-deep list) at ``path``: a marker
+    string is set there, then replaced in the text."""
+    marker = "__LITERAL_%d__" % len(literal)
+    return {"mutate": _set(*path, value=marker), "text_edit": _replace_once(f'"{marker}"', literal)}
+
+
+def _literal_file(kind: str, name: str, *path, literal: str) -> Callable[[Path], Path]:
+    return _json_file(kind, name, **_literal(*path, literal=literal))
+
+
+def _gzip(data) -> bytes:
+    import gzip
+
+    return gzip.compress(_dumps(data).encode())
+
+
+def _zip(data) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("locomo10.json", _dumps(data))
+    return buf.getvalue()
+
+
+def _json_lines(data) -> bytes:
+    twin = copy.deepcopy(data[0])
+    twin["sample_id"] = "s2"
+    return "\n".join(_dumps(s) for s in (data[0], twin)).encode()
+
+
+def _renumber_session(old: int, new: int):
+    """Session ``old`` becomes session ``new`` (its key, its date key, its dia_ids, the evidence naming them)."""
+    def mutate(data):
+        conv = _conv(data)
+        _rename_key(conv, f"session_{old}", f"session_{new}")
+        _rename_key(conv, f"session_{old}_date_time", f"session_{new}_date_time")
+        for t in conv[f"session_{new}"]:
+            t["dia_id"] = t["dia_id"].replace(f"D{old}:", f"D{new}:")
+        for q in data[0]["qa"]:
+            q["evidence"] = [e.replace(f"D{old}:", f"D{new}:") for e in q["evidence"]]
+    return mutate
+
+
+def _orphan_date_in_gap(data):
+    """session_2's list gone (its date kept) while a session_3 follows: a lost session."""
+    conv = _conv(data)
+    del conv["session_2"]
+    conv["session_3_date_time"] = "9:00 am on 8 June, 2023"
+    conv["session_3"] = [{"speaker": "Bo", "dia_id": "D3:1", "text": "Later"}]
+    data[0]["qa"][1]["evidence"] = ["D3:1"]
+
+
+def _empty_sessions(n: int):
+    def mutate(data):
+        conv = _conv(data)
+        for k in range(3, n + 3):
+            conv[f"session_{k}"] = []
+    return mutate
+
+
+def _lme_empty_sessions(n: int):
+    def mutate(data):
+        item = data[0]
+        item["haystack_dates"] += ["2023/05/02 (Tue) 09:00"] * n
+        item["haystack_session_ids"] += [f"noise_{k}" for k in range(n)]
+        item["haystack_sessions"] += [[] for _ in range(n)]
+    return mutate
+
+
+def _nfd_speaker(data):
+    import unicodedata
+
+    _speaker("Zo\u00eb")(data)  # NFC everywhere
+    for t in _conv(data)["session_1"]:
+        if t["speaker"] == "Zo\u00eb":
+            t["speaker"] = unicodedata.normalize("NFD", "Zo\u00eb")  # the same name, decomposed, in the turns
+
+
+def _evidence_in_other_conversation(data):
+    twin = copy.deepcopy(data[0])
+    twin["sample_id"] = "s2"
+    _conv(data)["session_3_date_time"] = "9:00 am on 8 June, 2023"
+    _conv(data)["session_3"] = [{"speaker": "Bo", "dia_id": "D3:1", "text": "Only in s1"}]
+    twin["qa"][1]["evidence"] = ["D3:1"]  # names a turn of s1, not of s2
+    data.append(twin)
+
+
+def _misspelt_answer_key(data):
+    data[0]["qa"].append({"question": "Trap?", "anwser": "Paris", "evidence": ["D1:2"], "category": 5})
+
+
+def _lme_nfd_ids(data):
+    import unicodedata
+
+    data[0]["haystack_session_ids"][0] = "caf\u00e9"
+    data[0]["answer_session_ids"] = [unicodedata.normalize("NFD", "caf\u00e9")]
+
+
+def _reverse_session_1(data):
+    _conv(data)["session_1"].reverse()
+
+
+L4 = "locomo"
+M4 = "longmemeval"
+H = ("haystack_sessions",)
+
+
+def _c4(name, kind, build, expect="error", what=""):
+    return Case(name, kind, build, expect, what, round=4)
+
+
+def _j(kind, name, mutate=None, text_edit=None):
+    return _json_file(kind, name, mutate, text_edit)
+
+
+ROUND4_CASES: tuple[Case, ...] = (
+    # --- the six the issue found (evidence repaired without a word; accepted where an error or a warning is due)
+    _c4("locomo-evidence-one-string", L4, _j(L4, "locomo-evidence-one-string", _set(0, "qa", 0, "evidence",
+        value="D1:1")), what='evidence "D1:1", not a list'),
+    _c4("locomo-evidence-semicolon-joined", L4, _j(L4, "locomo-evidence-semicolon-joined",
+        _set(0, "qa", 1, "evidence", value=["D1:1; D2:1"])), "repair:evidence_entries_split",
+        "one entry 'D1:1; D2:1' (split, counted)"),
+    _c4("locomo-evidence-space-joined", L4, _j(L4, "locomo-evidence-space-joined",
+        _set(0, "qa", 1, "evidence", value=["D1:1 D2:1"])), "repair:evidence_entries_split",
+        "one entry 'D1:1 D2:1' (split, counted)"),
+    _c4("locomo-no-questions", L4, _j(L4, "locomo-no-questions", _set(0, "qa", value=[])),
+        "repair:conversations_without_questions", "qa [] (loaded, counted)"),
+    _c4("locomo-qa-key-absent", L4, _j(L4, "locomo-qa-key-absent", lambda d: d[0].pop("qa")),
+        "repair:conversations_without_questions", "no qa key (loaded, counted)"),
+    _c4("locomo-date-without-session", L4, _j(L4, "locomo-date-without-session",
+        _set(0, *C, "session_3_date_time", value="9:00 am on 8 June, 2023")),
+        "repair:session_dates_without_session", "session_3_date_time after the last session (counted)"),
+    _c4("locomo-date-without-session-in-gap", L4, _j(L4, "locomo-date-without-session-in-gap", _orphan_date_in_gap),
+        what="session_2_date_time without session_2, session_3 after it"),
+    _c4("locomo-session-number-gap", L4, _j(L4, "locomo-session-number-gap", _renumber_session(2, 3)),
+        what="sessions 1 and 3, no session 2 at all"),
+    _c4("locomo-image-turn-empty-text", L4, _j(L4, "locomo-image-turn-empty-text",
+        lambda d: _conv(d)["session_1"][1].update(text="", img_url=["https://example.org/x.jpg"],
+                                                  blip_caption="a photo of a dog")),
+        "repair:image_turns_without_text", "image turn, text '', a caption (kept, counted)"),
+    _c4("locomo-image-turn-empty-text-no-caption", L4, _j(L4, "locomo-image-turn-empty-text-no-caption",
+        lambda d: _conv(d)["session_1"][1].update(text="", img_url=["https://example.org/x.jpg"])),
+        what="image turn, text '', no caption"),
+    _c4("locomo-turn-text-invisible-only", L4, _j(L4, "locomo-turn-text-invisible-only",
+        _set(0, *C, S, 0, "text", value=ZW * 2)), what="a turn of two ZWSPs, no image"),
+    _c4("locomo-nan-in-ignored-field", L4, _literal_file(L4, "locomo-nan-in-ignored-field", 0, "event_summary",
+        literal='{"score": NaN}'), what="event_summary {score: NaN}"),
+    _c4("locomo-infinity-in-turn-extra", L4, _literal_file(L4, "locomo-infinity-in-turn-extra", 0, *C, S, 0,
+        "re-download", literal="Infinity"), what="a turn's re-download: Infinity"),
+    _c4("lme-nan-in-item-extra-field", M4, _literal_file(M4, "lme-nan-in-item-extra-field", 0, "score",
+        literal="NaN"), what="an extra item key score: NaN"),
+    _c4("lme-negative-infinity-in-turn", M4, _literal_file(M4, "lme-negative-infinity-in-turn", 0, *H, 0, 1,
+        "weight", literal="-Infinity"), what="a turn's extra key weight: -Infinity"),
+    # --- whole-file damage: encodings, archives, not one JSON document
+    _c4("locomo-utf8-bom", L4, _raw("locomo-utf8-bom", lambda d: b"\xef\xbb\xbf" + _dumps(d).encode()),
+        "repair:byte_order_mark_removed", "UTF-8 with a byte-order mark (read, counted)"),
+    _c4("lme-utf16-file", M4, _raw("lme-utf16-file", lambda d: _dumps(d).encode("utf-16"), M4),
+        what="saved as UTF-16 (with BOM)"),
+    _c4("locomo-utf16-no-bom", L4, _raw("locomo-utf16-no-bom", lambda d: _dumps(d).encode("utf-16-le")),
+        what="saved as UTF-16LE, no BOM"),
+    _c4("lme-gzip-named-json", M4, _raw("lme-gzip-named-json", _gzip, M4), what="gzip data named .json"),
+    _c4("locomo-zip-named-json", L4, _raw("locomo-zip-named-json", _zip), what="a zip archive named .json"),
+    _c4("locomo-json-lines", L4, _raw("locomo-json-lines", _json_lines), what="two samples as JSON Lines"),
+    _c4("lme-trailing-garbage", M4, _raw("lme-trailing-garbage", lambda d: (_dumps(d) + "\n}extra").encode(), M4),
+        what="text after the JSON list"),
+    _c4("locomo-comments", L4, _raw("locomo-comments", lambda d: ("// exported\n" + _dumps(d)).encode()),
+        what="a // comment line first"),
+    _c4("locomo-trailing-comma", L4, _raw("locomo-trailing-comma", lambda d: (_dumps(d)[:-1] + ",]").encode()),
+        what="a trailing comma before ]"),
+    _c4("lme-truncated", M4, _raw("lme-truncated", lambda d: _dumps(d)[:len(_dumps(d)) // 2].encode(), M4),
+        what="the first half of the file"),
+    _c4("locomo-empty-file", L4, _raw("locomo-empty-file", lambda d: b""), what="0 bytes"),
+    _c4("lme-only-whitespace", M4, _raw("lme-only-whitespace", lambda d: b" \n\t\r\n ", M4), what="whitespace only"),
+    _c4("lme-raw-nul-byte", M4, _raw("lme-raw-nul-byte", lambda d: _dumps(d).replace("Nice", "Ni\x00ce").encode(),
+        M4), what="an unescaped NUL byte inside a string"),
+    _c4("locomo-top-level-null", L4, _raw("locomo-top-level-null", lambda d: b"null"), what="null"),
+    _c4("lme-top-level-number", M4, _raw("lme-top-level-number", lambda d: b"42", M4), what="42"),
+    _c4("locomo-top-level-string", L4, _raw("locomo-top-level-string", lambda d: b'"locomo10.json"'),
+        what="a JSON string"),
+    _c4("lme-top-level-single-item", M4, _raw("lme-top-level-single-item", lambda d: _dumps(d[0]).encode(), M4),
+        what="one item, not in a list"),
+    # --- a wrong type at each level
+    _c4("locomo-sample-is-list", L4, _j(L4, "locomo-sample-is-list", lambda d: d.__setitem__(0, [d[0]])),
+        what="the sample wrapped in a list"),
+    _c4("locomo-sample-id-number", L4, _j(L4, "locomo-sample-id-number", _set(0, "sample_id", value=26)),
+        what="sample_id 26"),
+    _c4("locomo-speaker-number", L4, _j(L4, "locomo-speaker-number", _set(0, *C, "speaker_b", value=2)),
+        what="speaker_b 2"),
+    _c4("locomo-dia-id-number", L4, _j(L4, "locomo-dia-id-number", _set(0, *C, S, 0, "dia_id", value=1.1)),
+        what="dia_id 1.1"),
+    _c4("locomo-turn-is-list", L4, _j(L4, "locomo-turn-is-list", _set(0, *C, S, 1, value=["Bo", "D1:2", "Hello"])),
+        what="a turn as a list"),
+    _c4("lme-question-id-number", M4, _j(M4, "lme-question-id-number", _set(0, "question_id", value=7)),
+        what="question_id 7"),
+    _c4("lme-question-date-list", M4, _j(M4, "lme-question-date-list",
+        _set(0, "question_date", value=["2023/05/28 (Sun) 19:47"])), what="question_date in a list"),
+    _c4("lme-turn-is-string", M4, _j(M4, "lme-turn-is-string", _set(0, *H, 1, 0, value="user: Hello")),
+        what="a turn as a string"),
+    _c4("lme-haystack-sessions-object", M4, _j(M4, "lme-haystack-sessions-object",
+        lambda d: d[0].update(haystack_sessions=dict(zip(d[0]["haystack_session_ids"], d[0]["haystack_sessions"])))),
+        what="haystack_sessions as {id: turns}"),
+    # --- depth and size
+    _c4("locomo-depth-bomb-in-ignored-field", L4, _literal_file(L4, "locomo-depth-bomb-in-ignored-field", 0,
+        "observation", literal="[" * 50_000 + "]" * 50_000), what="observation nested 50,000 deep"),
+    _c4("lme-depth-bomb-in-turn", M4, _literal_file(M4, "lme-depth-bomb-in-turn", 0, *H, 0, 0, "meta",
+        literal='{"a":' * 5_000 + "1" + "}" * 5_000), what="a turn key nested 5,000 deep"),
+    _c4("locomo-question-2MB", L4, _j(L4, "locomo-question-2MB", _set(0, "qa", 0, "question", value="Why? " * 400_000)),
+        what="a 2 MB question"),
+    _c4("locomo-speaker-300-chars", L4, _j(L4, "locomo-speaker-300-chars", _speaker("A" * 300)),
+        what="a 300-character speaker name"),
+    _c4("locomo-100k-empty-sessions", L4, _j(L4, "locomo-100k-empty-sessions", _empty_sessions(100_000)),
+        "repair:empty_sessions_dropped", "100,000 empty sessions (dropped, counted)"),
+    _c4("lme-50k-empty-sessions", M4, _j(M4, "lme-50k-empty-sessions", _lme_empty_sessions(50_000)),
+        "repair:empty_sessions_dropped", "50,000 empty haystack sessions (dropped, counted)"),
+    # --- Unicode forms colliding across fields
+    _c4("locomo-speaker-nfd-in-turns", L4, _j(L4, "locomo-speaker-nfd-in-turns", _nfd_speaker),
+        what="speaker_a 'Zoë' (NFC), turns 'Zoë' (NFD)"),
+    _c4("locomo-speakers-differ-by-case", L4, _j(L4, "locomo-speakers-differ-by-case",
+        _speaker("ann", which="speaker_b", old="Bo")), what="speakers 'Ann' and 'ann'"),
+    _c4("locomo-evidence-fullwidth-digit", L4, _j(L4, "locomo-evidence-fullwidth-digit",
+        _set(0, "qa", 0, "evidence", value=["D\uff11:1"])), "repair:malformed_evidence_parts_dropped",
+        "evidence 'D<full-width 1>:1' (dropped, counted)"),
+    _c4("lme-answer-session-id-nfd", M4, _j(M4, "lme-answer-session-id-nfd", _lme_nfd_ids),
+        what="haystack id 'café' (NFC), answer_session_ids 'café' (NFD)"),
+    # --- LoCoMo: meaning
+    _c4("locomo-evidence-other-conversation", L4, _j(L4, "locomo-evidence-other-conversation",
+        _evidence_in_other_conversation), "repair:evidence_ids_not_in_conversation",
+        "s2's evidence names a turn of s1 (counted)"),
+    _c4("locomo-duplicate-evidence-ids", L4, _j(L4, "locomo-duplicate-evidence-ids",
+        _set(0, "qa", 0, "evidence", value=["D1:1", "D1:1"])), "repair:duplicate_evidence_ids_dropped",
+        "evidence ['D1:1', 'D1:1'] (one kept, counted)"),
+    _c4("locomo-category-zero", L4, _j(L4, "locomo-category-zero", _set(0, "qa", 0, "category", value=0)),
+        what="category 0"),
+    _c4("locomo-category-name", L4, _j(L4, "locomo-category-name", _set(0, "qa", 0, "category", value="temporal")),
+        what="category 'temporal'"),
+    _c4("locomo-adversarial-answer-only-category-2", L4, _j(L4, "locomo-adversarial-answer-only-category-2",
+        lambda d: d[0]["qa"][0].update(adversarial_answer=d[0]["qa"][0].pop("answer"))),
+        what="a category-2 item with adversarial_answer, no answer"),
+    _c4("locomo-qa-key-misspelt", L4, _j(L4, "locomo-qa-key-misspelt", _misspelt_answer_key),
+        what="a category-5 item with 'anwser'"),
+    _c4("locomo-sample-key-misspelt", L4, _j(L4, "locomo-sample-key-misspelt",
+        lambda d: _rename_key(d[0], "qa", "QA")), what="'QA' for 'qa'"),
+    _c4("locomo-turn-extra-key", L4, _j(L4, "locomo-turn-extra-key", _set(0, *C, S, 1, "caption", value="a dog")),
+        "repair:unknown_turn_keys_ignored", "a turn key 'caption' (ignored, counted)"),
+    _c4("locomo-turns-out-of-order", L4, _j(L4, "locomo-turns-out-of-order", _reverse_session_1),
+        what="D1:2 before D1:1"),
+    _c4("locomo-date-13-pm", L4, _j(L4, "locomo-date-13-pm", _set(0, *C, "session_1_date_time",
+        value="13:56 pm on 8 May, 2023")), what="'13:56 pm'"),
+    _c4("locomo-date-february-30", L4, _j(L4, "locomo-date-february-30", _set(0, *C, "session_1_date_time",
+        value="1:56 pm on 30 February, 2023")), what="30 February"),
+    # --- LongMemEval: meaning
+    _c4("lme-session-ids-longer", M4, _j(M4, "lme-session-ids-longer",
+        lambda d: d[0]["haystack_session_ids"].append("extra")), what="3 session ids for 2 sessions"),
+    _c4("lme-answer-session-ids-empty", M4, _j(M4, "lme-answer-session-ids-empty",
+        _set(0, "answer_session_ids", value=[])), "repair:questions_without_answer_sessions",
+        "answer_session_ids [] (counted)"),
+    _c4("lme-answer-session-ids-repeated", M4, _j(M4, "lme-answer-session-ids-repeated",
+        _set(0, "answer_session_ids", value=["answer_b", "answer_b"])), "repair:duplicate_answer_session_ids_dropped",
+        "answer_session_ids twice the same (one kept, counted)"),
+    _c4("lme-question-type-capitalised", M4, _j(M4, "lme-question-type-capitalised",
+        _set(0, "question_type", value="Knowledge-Update")), what="'Knowledge-Update'"),
+    _c4("lme-question-before-sessions", M4, _j(M4, "lme-question-before-sessions",
+        _set(0, "question_date", value="2023/04/01 (Sat) 10:00")), what="question asked before both sessions"),
+    _c4("lme-weekday-wrong", M4, _j(M4, "lme-weekday-wrong", _set(0, "haystack_dates", 0,
+        value="2023/05/20 (Mon) 10:00")), what="20 May 2023 called a Monday"),
+    _c4("lme-date-february-29-2023", M4, _j(M4, "lme-date-february-29-2023", _set(0, "haystack_dates", 1,
+        value="2023/02/29 (Wed) 09:00")), what="29 February 2023"),
+    _c4("lme-has-answer-int", M4, _j(M4, "lme-has-answer-int", _set(0, *H, 0, 0, "has_answer", value=1)),
+        what="has_answer 1"),
+    _c4("lme-has-answer-outside-answer-session", M4, _j(M4, "lme-has-answer-outside-answer-session",
+        _set(0, *H, 1, 0, "has_answer", value=True)), "repair:has_answer_outside_answer_sessions",
+        "a flagged turn in a session not in answer_session_ids (counted)"),
+    _c4("lme-turn-extra-key", M4, _j(M4, "lme-turn-extra-key", _set(0, *H, 0, 0, "name", value="Ann")),
+        "repair:unknown_turn_keys_ignored", "a turn key 'name' (ignored, counted)"),
+    _c4("lme-item-extra-key", M4, _j(M4, "lme-item-extra-key", _set(0, "answer_session_id", value=["answer_a"])),
+        "repair:unknown_item_keys_ignored", "'answer_session_id' beside answer_session_ids (ignored, counted)"),
+    _c4("lme-turn-content-empty", M4, _j(M4, "lme-turn-content-empty", _set(0, *H, 0, 1, "content", value="")),
+        "repair:empty_turns_kept", "an assistant turn with content '' (kept, counted)"),
+)
+
+CASES = CASES + ROUND4_CASES
+
+
 # -- running -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Outcome:
@@ -385,8 +693,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds before a case counts as a hang")
+    parser.add_argument("--round", type=int, default=None,
+                        help="only the cases an issue round added (3: issue #41, 4: issue #68); default all")
     args = parser.parse_args(argv)
-    results = run_all(timeout_s=args.timeout)
+    cases = tuple(c for c in CASES if args.round is None or c.round == args.round)
+    results = run_all(cases, timeout_s=args.timeout)
     print(markdown_table(results))
     return 1 if any(r.outcome in BAD_OUTCOMES for r in results) else 0
 
