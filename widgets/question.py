@@ -34,7 +34,7 @@ from workbench.eval.audit import is_reliable, reliability_note
 from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
-from .html import box, clip, esc, short, source_ids_html, table_html
+from .html import box, clip, esc, export_head, short, source_ids_html, table_html
 from .readability import (LOOP_TIMES, fact_flags_html, method_prompts, repeated_sentence,  # noqa: F401 - re-exported
                           unreadable_marks)
 
@@ -615,15 +615,14 @@ def question_html(state: QuestionState, *, selected: str | None = None, contexts
 
 
 def question_page(state: QuestionState, *, selected: str | None = None, run: str = "") -> str:
-    """The question's comparison as one self-contained HTML page (styles inline, no script, no outside request):
-    for a case study or a slide, opened from disk with no server."""
+    """The question's comparison as one self-contained HTML page (styles inline, no script, no outside request, no
+    form or navigation: ``widgets.html.EXPORT_CSP``): for a case study or a slide, opened from disk with no server."""
     title = f"{state.qa_id}: {state.question}"
     source = f"<p class='wb-muted'><small>exported from run {esc(run)} by Memory Workbench</small></p>" if run else ""
-    return ("<!doctype html><html><head><meta charset='utf-8'>"
-            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-            f"<title>{esc(title)}</title><style>body {{font-family: sans-serif; margin: 16px;}} "
-            "table {border-collapse: collapse;} td, th {border: 1px solid #ddd; padding: 3px 6px; "
-            "vertical-align: top;} .wb-muted {color: #666;} .wb-gold {background: #fff3bf;}</style></head><body>"
+    styles = ("<style>body {font-family: sans-serif; margin: 16px;} table {border-collapse: collapse;} td, th "
+              "{border: 1px solid #ddd; padding: 3px 6px; vertical-align: top;} .wb-muted {color: #666;} "
+              ".wb-gold {background: #fff3bf;}</style>")
+    return (f"<!doctype html><html>{export_head(title, styles)}<body>"
             + question_html(state, selected=selected) + source + "</body></html>")
 
 
