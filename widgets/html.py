@@ -57,6 +57,22 @@ textarea:focus-visible, [tabindex]:focus-visible, .bk-btn:focus-visible {
 """
 
 
+#: the Content-Security-Policy of every exported page (a trace, a question): opened from disk with no server, it
+#: may load nothing (no script, image, font, frame or request: a URL inside run text is never fetched), submit no
+#: form, set no base URL that relative links would follow, and navigate nowhere where the browser enforces
+#: ``navigate-to`` (Chromium and Firefox ignore that directive; a ``<meta http-equiv="refresh">`` that CSP cannot
+#: stop never comes from run text, which is escaped like everything else). Only the page's inline styles apply.
+EXPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; "
+              "navigate-to 'none'")
+
+
+def export_head(title: str, styles: str = "") -> str:
+    """The head of an exported page: its charset, its CSP (``EXPORT_CSP``, first, before any content) and its
+    title (escaped: it comes from the run), then ``styles`` (the page's own ``<style>``)."""
+    return (f"<head><meta charset='utf-8'><meta http-equiv='Content-Security-Policy' content=\"{EXPORT_CSP}\">"
+            f"<title>{esc(title)}</title>{styles}</head>")
+
+
 def esc(value: Any) -> str:
     """HTML-escape any value (``None`` -> empty). Quotes are escaped too, so it is safe in attributes."""
     if value is None:
@@ -280,7 +296,8 @@ def call_html(call) -> str:
     err = f"<p><b>error:</b> {esc(call.error)}</p>" if call.error else ""
     return (f"<div class=\"wb-call\"><span class=\"wb-badge\">{esc(call.role)}</span>"
             f"<span class=\"wb-badge\">{esc(call.model)}</span>"
-            f"<span class=\"wb-badge\">prompt {call.prompt_tokens} + completion {call.completion_tokens} tok</span>"
+            f"<span class=\"wb-badge\">prompt {esc(call.prompt_tokens)} + completion {esc(call.completion_tokens)}"
+            " tok</span>"
             f"<span class=\"wb-badge\">{'replayed' if call.cached else 'live'}</span>{err}"
             f"<div><b>prompt</b>{pre(message_text(call.messages))}</div>"
             f"<div><b>response</b>{pre(call.response)}</div></div>")

@@ -114,7 +114,8 @@ def step_cause(data: Mapping[str, Any]) -> str:
 
 
 def cause_meaning(cause: str) -> tuple[str, str]:
-    """(short label, what it means) of a router cause."""
+    """(short label, what it means) of a router cause, as plain text: a guard this module does not know is named
+    as the trace wrote it, so both are run data to escape where they become HTML."""
     return CAUSES.get(cause, (cause, f"forced by the guard “{cause}”"))
 
 
@@ -150,7 +151,7 @@ def evidence_gaps_card(c: Ctx) -> str:
                  "there is no gap (e.g. the prompt's own “No gaps noted.” copied back): not counted as gaps</p>")
     cause = step_cause(d)
     action = _txt(d.get("action")) or "?"
-    why = cause_meaning(cause)[1]
+    why = esc(cause_meaning(cause)[1])  # an unknown guard's meaning quotes its name: run data
     proposed = _txt(d.get("proposed"))
     if proposed and proposed != action:
         why += f"; the model had proposed “{esc(proposed)}”"
@@ -247,12 +248,25 @@ def _finished_text(v, error=None) -> str:
             2: "2 — insufficient: asks for the deep module"}.get(v, _txt(v))
 
 
+def _round(v) -> str:
+    """A 0-based round as people count it ("1" for round 0), as HTML; a value that is no whole number (a trace
+    written by another tool) is shown as written, escaped, rather than failing the whole card."""
+    if v is None:
+        v = 0
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        return esc(v)
+    try:
+        return str(int(v) + 1)
+    except (TypeError, ValueError, OverflowError):
+        return esc(v)
+
+
 def light_tier_card(c: Ctx) -> str:
     d = c.data
     nxt = "escalates to the deep module" if d.get("escalate") else (
         "no deep module needed" if d.get("finished") == 0 else "no deep module: keeps this answer")
     flag = _finished_text(d.get("finished"), d.get("error"))
-    return (what(f"Light module, round {int(d.get('round', 0)) + 1}: cosine top-{len(_list(d.get('retrieved')))} for "
+    return (what(f"Light module, round {_round(d.get('round'))}: cosine top-{len(_list(d.get('retrieved')))} for "
                  f"“{esc(d.get('query'))}”, finished flag {esc(flag)} → {esc(nxt)}.")
             + decision_line(c) + error_html(d)
             + rows([("light answer", clip(d.get("answer")) or '<span class="wb-muted">(empty)</span>'),
@@ -312,12 +326,12 @@ def tier_final_card(c: Ctx) -> str:
     d = c.data
     limit = " The round limit was hit before reflection said done." if d.get("round_limit_hit") else ""
     pool = [p for p in _list(d.get("memory_pool")) if isinstance(p, Mapping)]
-    body = "".join(f"<tr><td>{int(p.get('round', 0)) + 1}</td><td>{esc(p.get('tier'))}</td>"
+    body = "".join(f"<tr><td>{_round(p.get('round'))}</td><td>{esc(p.get('tier'))}</td>"
                    f"<td>{esc(p.get('query'))}</td>"
                    f"<td>{clip(p.get('answer'), limit=300)}</td></tr>" for p in pool)
     table = (f"<h5>Every round's answer (memory pool)</h5><table><tr><th>round</th><th>tier</th><th>query</th>"
              f"<th>answer</th></tr>{body}</table>") if body else ""
-    return (what(f"Returned the {esc(d.get('tier'))} answer of round {int(d.get('round', 0)) + 1} of "
+    return (what(f"Returned the {esc(d.get('tier'))} answer of round {_round(d.get('round'))} of "
                  f"{esc(d.get('rounds'))}.{limit}") + rows([("answer", clip(d.get("answer")))]) + table)
 
 

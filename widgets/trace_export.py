@@ -2,8 +2,9 @@
 
 For a case study, a slide or a message to a colleague: the file opens from disk with no server and
 no script. Like the Question tab's export (``widgets.question.question_page``) it has its styles
-inline, loads nothing (a Content-Security-Policy ``default-src 'none'`` forbids any request, so
-even a URL inside run text could not be fetched) and escapes every piece of run text, through the
+inline, loads nothing (its Content-Security-Policy, ``widgets.html.EXPORT_CSP``, forbids any request, form
+submission or base URL, so even a URL inside run text could not be fetched) and escapes every piece of run text
+(a ``<meta http-equiv="refresh">`` in it is shown, never obeyed), through the
 same HTML functions the app's Traces tab draws with (``widgets.trace_timeline``). Where the app
 steps through the trace, the page lays all the steps out one after the other, each with its card,
 its recorded fields and its LLM calls folded in ``<details>`` (which open without script).
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .html import answer_html, box, esc
+from .html import EXPORT_CSP, answer_html, box, esc, export_head
 from .question import CSS as QUESTION_CSS
 from .question import QuestionState, answer_flags_html, gold_html
 from .trace_timeline import CSS, TraceTimeline, card_section_html, waterfall_html
 
-#: nothing may be loaded: no script, image, font, frame or request; only the inline styles apply
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
+#: nothing may be loaded, submitted or navigated to (``widgets.html.EXPORT_CSP``); only the inline styles apply
+CSP = EXPORT_CSP
 PAGE_CSS = ("<style>body {margin: 16px; max-width: 1100px;} .wb-export-step {border-top: 2px solid #dee2e6; "
             "margin-top: 14px; padding-top: 4px;} .wb-export-foot {margin-top: 18px;}</style>")
 
@@ -47,6 +48,4 @@ def trace_page(tl: TraceTimeline, *, state: QuestionState | None = None, run: st
     source = f"exported from run {esc(run)} by Memory Workbench" if run else "exported by Memory Workbench"
     body = box(QUESTION_CSS + CSS + head + gold + flags + answer_html(ans) + overview + steps + final
                + f'<p class="wb-muted wb-export-foot"><small>{source}</small></p>')
-    return ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-            f"<title>{esc(title)}</title>{PAGE_CSS}</head><body>{body}</body></html>")
+    return f"<!doctype html><html>{export_head(title, PAGE_CSS)}<body>{body}</body></html>"

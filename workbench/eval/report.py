@@ -555,9 +555,9 @@ def departures_section(df: pd.DataFrame) -> list[str]:
             saved = {}
         names = sorted({str(d) for d in group["dataset"].dropna()}) if "dataset" in group.columns else []
         notes = cls.departures(saved, names[0] if len(names) == 1 else None) if cls is not None else []
-        if notes:
-            profile = f" (profile {saved['profile']})" if isinstance(saved.get("profile"), str) else ""
-            lines.append(f"- **{method}**{profile}: " + "; ".join(notes))
+        if notes:  # the method, its profile and each note (which quotes the saved values) are run data
+            profile = f" (profile {markdown_text(saved['profile'])})" if isinstance(saved.get("profile"), str) else ""
+            lines.append(f"- **{markdown_text(method)}**{profile}: " + "; ".join(markdown_text(n) for n in notes))
     return ["## Departures from the papers", "", *lines, ""] if lines else []
 
 
