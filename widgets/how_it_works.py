@@ -69,12 +69,29 @@ class GalleryExample:
     census: dict
     rows: list[dict]
     memories: list = field(default_factory=list)  # saved memory rows: text for ids a trace names but does not keep
+    #: what was skipped while reading it (a damaged results or memory line, ``file:line: reason``; unreadable
+    #: annotations): the page lists them, so a row left out is never left out in silence
+    problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, run_dir, method: str, conv_id: str) -> "GalleryExample | None":
+    def load(cls, run_dir, method: str, conv_id: str, *, problems: list | None = None) -> "GalleryExample | None":
         """The example from the run directory ``run_dir``, or None when the run does not hold ``method``'s
-        answers on ``conv_id``. A damaged file raises ``DamagedFile`` (the caller shows it)."""
+        answers on ``conv_id``. A damaged whole file raises ``DamagedFile`` (the caller shows it); damaged lines
+        of ``results.jsonl`` or the memory files are skipped and listed in the example's ``problems``, and in
+        ``problems`` when given, also when no example is left (every row of it damaged is not "no replay")."""
+        found = [] if problems is None else problems
+        try:
+            return cls._load(run_dir, method, conv_id, found)
+        finally:
+            if problems is None and found:  # nobody to tell: the lines still must not vanish
+                import warnings
+
+                warnings.warn(f"gallery run {run_dir}: {len(found)} damaged line(s) skipped, first {found[0]}")
+
+    @classmethod
+    def _load(cls, run_dir, method: str, conv_id: str, problems: list) -> "GalleryExample | None":
         from widgets.mechanisms_census import load_census
+        from workbench.data import DatasetError
         from workbench.rundir import RunDir
 
         run = Path(run_dir)
@@ -82,12 +99,20 @@ class GalleryExample:
             return None
         rd = RunDir(run)
         rows = [r for r in rd.results() if r.get("method") == method and r.get("conv_id") == conv_id]
+        problems.extend(f"skipped {p}" for p in rd.problems)
+        rd.problems.clear()
         if not rows or conv_id not in rd.conversation_ids():
             return None
         value, _ = load_census(run)  # mechanisms.json, else counted from the run's files
         entry = ((value or {}).get("methods") or {}).get(method) or {}
-        return cls(method, rd.conversation(conv_id), shipped_annotations().get(conv_id), entry, rows,
-                   rd.memories(method, conv_id))
+        conversation, memories = rd.conversation(conv_id), rd.memories(method, conv_id)
+        problems.extend(f"skipped {p}" for p in rd.problems)
+        try:
+            annotations = shipped_annotations().get(conv_id)
+        except DatasetError as exc:  # the example without its planted marks, and why
+            annotations = None
+            problems.append(f"phenomena annotations unusable: {exc}")
+        return cls(method, conversation, annotations, entry, rows, memories, list(problems))
 
     @property
     def verdict(self) -> tuple[str, str]:
@@ -243,6 +268,21 @@ def profiles_html(name: str, cls: type, small: GalleryExample | None, paper: Gal
             f"<ul>{aid_items}</ul></details>")
 
 
+#: how many damaged lines the page lists by name (the rest are counted)
+PROBLEMS_LISTED = 5
+
+
+def problems_note(problems: list[str]) -> str:
+    """The example's damaged lines, said above it: how many were skipped, the first few by file and line."""
+    if not problems:
+        return ""
+    items = "".join(f"<li><code>{esc(p)}</code></li>" for p in problems[:PROBLEMS_LISTED])
+    more = (f"<li>and {len(problems) - PROBLEMS_LISTED} more</li>" if len(problems) > PROBLEMS_LISTED else "")
+    return (f"<div class='wb-how-damage' role='alert' style='border:1px solid #e03131;background:#fff5f5;"
+            f"padding:4px 8px;border-radius:6px'><b>{esc(counted(len(problems), 'problem'))} reading this example's "
+            "run or cassettes; what they held is left out of the page:</b><ul>" + items + more + "</ul></div>")
+
+
 class HowItWorksPage:
     """The page of one method class (``name``: its name in the run), with its gallery example when given, and the
     example under the paper profile (``paper``) when that is recorded too."""
@@ -251,6 +291,16 @@ class HowItWorksPage:
                  paper: GalleryExample | None = None):
         self.name, self.cls, self.example, self.missing, self.paper = name, cls, example, missing, paper
         self.how = cls.how_it_works
+        self.cassette_problems: list[str] = []  # damaged lines of the committed gallery cassettes (``from_run``)
+        self.read_problems: list[str] = []  # lines skipped reading the example's runs, kept or not (``from_run``)
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything skipped while reading the example (both profiles) and its cassettes, one line each: what
+        the page lists under the example (and what a tab may pass to the app's header)."""
+        found = [*self.read_problems, *(self.example.problems if self.example else ()),
+                 *(self.paper.problems if self.paper else ()), *self.cassette_problems]
+        return list(dict.fromkeys(found))
 
     @classmethod
     def from_run(cls, name: str, method_cls: type, gallery_run, paper_run=None) -> "HowItWorksPage":
@@ -259,15 +309,25 @@ class HowItWorksPage:
         how = method_cls.how_it_works
         if not how.gallery:
             return cls(name, method_cls)
+        skipped: list[str] = []
         try:
-            example = GalleryExample.load(gallery_run, name, how.gallery) if gallery_run else None
-            paper = GalleryExample.load(paper_run, name, how.gallery) if paper_run else None
+            example = GalleryExample.load(gallery_run, name, how.gallery, problems=skipped) if gallery_run else None
+            paper = GalleryExample.load(paper_run, name, how.gallery, problems=skipped) if paper_run else None
         except DamagedFile as exc:
             return cls(name, method_cls, missing=f"the gallery run could not be read: {exc}")
         missing = "" if example else (
-            f"This run holds no replay of the gallery example ({how.gallery}). `workbench demo` replays it into "
-            "<run>/gallery; or run `python scripts/record_gallery.py --replay --out <run>/gallery`.")
-        return cls(name, method_cls, example, missing=missing, paper=paper)
+            f"This run holds no readable replay of the gallery example ({how.gallery}). `workbench demo` replays it "
+            "into <run>/gallery; or run `python scripts/record_gallery.py --replay --out <run>/gallery`.")
+        page = cls(name, method_cls, example, missing=missing, paper=paper)
+        page.read_problems = skipped
+        from workbench.gallery import cassette_problems
+
+        try:  # the committed cassettes the gallery replays: a damaged line there is a call the replay missed
+            page.cassette_problems = [p for profile in ("small", "paper") if getattr(method_cls, "profiles", None)
+                                      or profile == "small" for p in cassette_problems(name, profile)]
+        except (OSError, ValueError) as exc:
+            page.cassette_problems = [f"the gallery cassettes of {name} could not be checked: {exc}"]
+        return page
 
     @classmethod
     def replay(cls, name: str, out=None) -> "HowItWorksPage":
@@ -301,7 +361,7 @@ class HowItWorksPage:
         if not how.gallery:
             return "<p class='wb-muted'>No gallery example: this method has no signature mechanism to show.</p>"
         if ex is None:
-            return f"<p class='wb-muted'>{esc(self.missing)}</p>"
+            return f"<p class='wb-muted'>{esc(self.missing)}</p>{problems_note(self.problems)}"
         word, line = ex.verdict
         ok, n = ex.answers_right()
         model = (ex.rows[0].get("llm_model") if ex.rows else None) or "the model"
@@ -320,7 +380,8 @@ class HowItWorksPage:
                    "(sample_data/annotations.json)</p>"
                    if marks else "")
         return (f"<h4>The example: {esc(how.mechanism)} <span class='wb-muted'>· conversation "
-                f"{esc(how.gallery)}</span></h4><div class='wb-how-cols'><div class='wb-how-col'>"
+                f"{esc(how.gallery)}</span></h4>{problems_note(self.problems)}<div class='wb-how-cols'>"
+                "<div class='wb-how-col'>"
                 f"{conversation_html(ex.conversation, marks)}{planted}</div><div class='wb-how-col'>{right}{did}</div>"
                 f"</div><h4>Its questions</h4>{answers_html(ex)}"
                 + profiles_html(self.name, self.cls, ex, self.paper))

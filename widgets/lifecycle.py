@@ -428,8 +428,11 @@ class LifecycleView(DisplaysWidget):
 
     MAX_BUTTONS = 40
 
-    def __init__(self, index: LifecycleIndex, *, turn: str | None = None, unit: tuple[str, str] | None = None):
+    def __init__(self, index: LifecycleIndex, *, turn: str | None = None, unit: tuple[str, str] | None = None,
+                 problems: Sequence[str] = ()):
         self.index = index
+        #: what could not be read (a damaged file, skipped lines), shown above the view as the app's header does
+        self.problems = list(problems)
         self.target: tuple[str, ...] = ()
         self._build_widgets()
         if unit is not None:
@@ -439,22 +442,41 @@ class LifecycleView(DisplaysWidget):
 
     @classmethod
     def from_run(cls, run_dir, conv_id: str | None = None, **kw) -> "LifecycleView":
-        from workbench.rundir import RunDir
+        """Over a saved run, read as the app reads it (``widgets.run_store.RunStore``): a damaged file or line
+        is listed in ``problems`` (shown above the view), never raised, and the rest is shown. Without
+        ``conv_id``, the first conversation that can be read; a damaged one asked for by name gives an empty
+        view saying why. A run directory that does not exist, or a conversation it does not hold, raises."""
+        from .run_store import RunStore
 
-        run = RunDir(run_dir)
-        return cls(LifecycleIndex.from_run(run, conv_id or run.conversation_ids()[0]), **kw)
+        store = RunStore(run_dir)
+        if store.run is None:
+            raise FileNotFoundError(store.errors[0] if store.errors else f"no run directory {run_dir}")
+        ids = list(store.param.conv_id.objects)
+        if conv_id is None:
+            conv_id = next((c for c in ids if store.conversation(c) is not None), ids[0] if ids else None)
+        elif conv_id not in ids:
+            raise KeyError(f"no conversation {conv_id!r} in {run_dir} (it has {', '.join(ids[:5]) or 'none'})")
+        index = store.lifecycle(conv_id) if conv_id is not None else None
+        return cls(index or LifecycleIndex(None, {}, {}, ()), problems=store.errors, **kw)
+
+    def _page(self, html: str) -> str:
+        if not self.problems:
+            return html
+        from .panel_parts import problems_html
+
+        return box(problems_html(self.problems)) + html
 
     def open_turn(self, turn_id: str) -> "LifecycleView":
         self.target = ("turn", turn_id)
         self.state = self.index.turn(turn_id)
-        self.html = turn_html(self.state, links=False)
+        self.html = self._page(turn_html(self.state, links=False))
         self._render()
         return self
 
     def open_unit(self, method: str, unit_id: str) -> "LifecycleView":
         self.target = ("unit", method, unit_id)
         self.state = self.index.unit(method, unit_id)
-        self.html = unit_html(self.state, links=False)
+        self.html = self._page(unit_html(self.state, links=False))
         self._render()
         return self
 

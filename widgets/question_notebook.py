@@ -24,9 +24,11 @@ class QuestionView(DisplaysWidget):
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], *, conversations: Mapping[str, Any] | None = None,
                  audits: Mapping[str, Any] | str | None = "auto", qa_id: str | None = None,
-                 memories: Callable[[str, str], Iterable[Mapping]] | None = None):
+                 memories: Callable[[str, str], Iterable[Mapping]] | None = None, problems: Sequence[str] = ()):
         from .cost_accuracy import resolve_audits
 
+        self._problems = list(problems)
+        self.store = None  # the RunStore ``from_run`` read through: its problems grow as memories are read
         self.rows = [dict(r) for r in rows]
         self.conversations = dict(conversations or {})
         self.memories = memories
@@ -39,16 +41,29 @@ class QuestionView(DisplaysWidget):
 
     @classmethod
     def from_run(cls, run_dir, **kw) -> "QuestionView":
-        """Over a saved run directory (its results, conversations and the judge audits it records)."""
-        from workbench.rundir import RunDir
+        """Over a saved run directory (its results, conversations and the judge audits it records), read as the
+        app reads it (``widgets.run_store.RunStore``): a damaged conversation file, manifest or line is listed
+        in ``problems`` (shown above the view), never raised, and every question of the rest is shown (one of
+        a damaged conversation without its transcript). A run directory that does not exist raises."""
+        from .run_store import RunStore
 
-        from .cost_accuracy import run_audits
+        store = RunStore(run_dir)
+        if store.run is None:
+            raise FileNotFoundError(store.errors[0] if store.errors else f"no run directory {run_dir}")
+        rows = store.results()
+        convs = {c: conv for c in store.param.conv_id.objects if (conv := store.conversation(c)) is not None}
+        kw.setdefault("memories", store.memory_rows)
+        audits = kw.pop("audits") if "audits" in kw else store.audits()
+        view = cls(rows, conversations=convs, audits=audits, **kw)
+        view.store = store
+        view._render()  # with the run's problems above it
+        return view
 
-        run = RunDir(run_dir)
-        rows = run.results()
-        convs = {c: run.conversation(c) for c in run.conversation_ids()}
-        kw.setdefault("memories", run.memories)
-        return cls(rows, conversations=convs, audits=kw.pop("audits", run_audits(run.manifest(), rows)), **kw)
+    @property
+    def problems(self) -> list[str]:
+        """What could not be read (a damaged file, skipped lines), shown above the view as the app's header
+        shows it: those given, then those the run's store met (``from_run``), each once."""
+        return list(dict.fromkeys([*self._problems, *(self.store.errors if self.store is not None else ())]))
 
     def select(self, qa_id: str | None, method: str | None = None) -> "QuestionView":
         self.qa_id = qa_id
@@ -61,9 +76,14 @@ class QuestionView(DisplaysWidget):
 
     @property
     def html(self) -> str:
+        note = ""
+        if self.problems:
+            from .panel_parts import problems_html
+
+            note = box(problems_html(self.problems))
         if self.state is None:
-            return box("<p>No answered questions in these rows.</p>")
-        return question_html(self.state, selected=self.selected)
+            return note + box("<p>No answered questions in these rows.</p>")
+        return note + question_html(self.state, selected=self.selected)
 
     def static_html(self) -> str:
         """The question with every method's answer and verdict (``html``), then the picked method's trace."""
@@ -90,7 +110,6 @@ class QuestionView(DisplaysWidget):
             self.method.options = opts
         if self.method.value != self.selected:
             self.method.value = self.selected
-        self.body.value = self.html
         m = self.state.row(self.selected) if self.state and self.selected else None
         self.stepper = None
         if m is not None and isinstance(m.row.get("answer"), Mapping):
@@ -101,6 +120,7 @@ class QuestionView(DisplaysWidget):
             self.stepper = TraceStepper(Answer.from_dict(m.row["answer"]), conversation=conv,
                                         gold_evidence=self.state.evidence, memories=saved, qa=qa)
         self.trace.children = [self.stepper.widget] if self.stepper else []
+        self.body.value = self.html  # last: reading the picked method's memories may have met a damaged line
 
     def _conversation(self):
         conv_id = next((r.get("conv_id") for r in self.rows if r.get("qa_id") == self.qa_id), None)

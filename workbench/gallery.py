@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import io
 import json
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -114,13 +115,27 @@ def run_example(name: str, out: Path | str, *, replay: bool = True, quiet: bool 
     add_eval_arguments(parser)
     args = parser.parse_args(eval_argv(name, out, replay=replay, profile=profile))
     sink = io.StringIO()
+    caught: list = []
     with contextlib.ExitStack() as stack:
         if quiet:  # the estimate and the table; kept for the error message
+            # warnings (a damaged cassette line skipped) are caught apart, to be said below: the sink is dropped
+            caught = stack.enter_context(warnings.catch_warnings(record=True))
             stack.enter_context(contextlib.redirect_stdout(sink))
             stack.enter_context(contextlib.redirect_stderr(sink))
         rc = eval_command(args)
+    for w in caught:  # outside the redirect: on the real stderr, or to whoever catches warnings
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if rc:
         raise RuntimeError(f"the {profile} gallery example of {name} failed (exit {rc}):\n{sink.getvalue()[-2000:]}")
+
+
+def cassette_problems(name: str, profile: str = "small") -> list[str]:
+    """Every damaged line of ``name``'s committed gallery cassette (``file:line: reason``; none when it is not
+    recorded): a replay skips such a line and misses its call, and the "How it works" page says so."""
+    from .llm.cache import check_cassette
+
+    tape = cassette(name, profile)
+    return list(check_cassette(tape)["bad_lines"]) if tape.exists() else []
 
 
 def run_gallery(out: Path | str, names: Iterable[str] | None = None, *, replay: bool = True,
