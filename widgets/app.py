@@ -422,14 +422,17 @@ def build_app(run_dir=DEFAULT_RUN, *, embedder=None) -> WorkbenchApp:
 
 
 def free_port(address: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
+    """A port free on ``address`` (an IPv6 address, bracketed or not, is bound as IPv6)."""
+    bare = address.strip().strip("[]")
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((bare, 0))
         return s.getsockname()[1]
 
 
-REMOTE_WARNING = ("WARNING: serving on {address}, reachable from other machines, with no login: anyone who can "
-                  "reach this port can read the run. For shared use put it behind `panel serve --basic-auth ...` "
-                  "or Panel's OAuth options (--oauth-provider ...), or an authenticating proxy.")
+REMOTE_WARNING = ("WARNING: serving on {address}, reachable from other machines. Every request needs the access "
+                  "token printed below (as Jupyter does); anyone you give the link can read the run. For accounts, "
+                  "put it behind `panel serve --basic-auth ...`, Panel's OAuth options or an authenticating proxy.")
 
 
 def is_loopback(address: str) -> bool:
@@ -447,22 +450,38 @@ def check_address(address: str, allow_remote: bool) -> None:
     if is_loopback(address):
         return
     if not allow_remote:
-        raise SystemExit(f"refusing to serve on {address}: the app has no login and would be reachable from other "
-                         "machines; use 127.0.0.1, or pass --allow-remote (and see --basic-auth in the README)")
+        raise SystemExit(f"refusing to serve on {address}: the app would be reachable from other machines; use "
+                         "127.0.0.1, or pass --allow-remote (every request then needs a printed access token)")
     print(REMOTE_WARNING.format(address=address), file=sys.stderr)
 
 
-def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
-          allow_remote: bool = False, allowed_hosts: Sequence[str] = ()):
-    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
-    ``allow_remote=True`` and prints a warning (no login). ``port=0`` picks a free port. Blocks
-    unless ``threaded`` (then returns the server thread, which has ``stop()``).
+def url_host(address: str) -> str:
+    """``address`` as it is written in a URL (an IPv6 literal in brackets)."""
+    bare = address.strip().strip("[]")
+    try:
+        return f"[{bare}]" if ipaddress.ip_address(bare).version == 6 else bare
+    except ValueError:
+        return address
 
-    Every route and the websocket answer only requests whose ``Host`` is a loopback name, the bound
-    address or one of ``allowed_hosts`` (``widgets.host_guard``: the guard against DNS rebinding);
-    the websocket also checks ``Origin`` against the same names."""
+
+def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
+          allow_remote: bool = False, allowed_hosts: Sequence[str] = (), token: str | None = None):
+    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
+    ``allow_remote=True``, prints a warning and requires an access token on every request
+    (``widgets.access_token``: ``token``, else ``$WORKBENCH_APP_TOKEN``, else a random one, printed
+    once in the link). ``port=0`` picks a free port. Blocks unless ``threaded`` (then returns the
+    server thread, which has ``stop()`` and the ``token`` it requires, or ``None``).
+
+    Every route and the websocket go through one gate first (``widgets.host_guard.Gate``): a malformed
+    ``Host`` gets 400, one that is not a loopback name, the bound address or one of ``allowed_hosts`` 403
+    (the guard against DNS rebinding), an oversized address 414 or 400 with words; every response carries
+    the page policy (``widgets.page_policy``)."""
     from panel.io.threads import StoppableThread
     from tornado.ioloop import IOLoop
+
+    from widgets.access_token import AccessToken
+    from widgets.host_guard import MAX_HEAD_BYTES, widen_tornado_limits
+    from widgets.location_compat import patch_location_reader
 
     check_address(address, allow_remote)
     if allowed_hosts and not allow_remote:
@@ -474,23 +493,29 @@ def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = 
         print(f"note: requests are answered only when they name this server as {', '.join(sorted(names))}; list "
               "the names others use to reach it after --allow-remote (e.g. --allow-remote lab-box.local)",
               file=sys.stderr)
+    access = None if is_loopback(address) else AccessToken(token, port=port)
+    widen_tornado_limits()
+    patch_location_reader()
     # Bokeh's origin list cannot hold IPv6 literals; a page on [::1] passes Tornado's same-origin check
     origins = sorted(f"{n}:{port}" for n in names if ":" not in n)
-    print(f"Memory Workbench app for {run_dir} at http://{address}:{port}/")
+    base = f"http://{url_host(address)}:{port}/"
+    print(f"Memory Workbench app for {run_dir} at {access.link(base) if access else base}")
     options = dict(port=port, address=address, show=show, websocket_origin=origins, title="Memory Workbench",
-                   verbose=False)
+                   verbose=False, http_server_kwargs={"max_header_size": MAX_HEAD_BYTES})
     if not threaded:
-        return _run_guarded(run_dir, names, options)
+        return _run_guarded(run_dir, names, options, access)
     loop = IOLoop(make_current=False)
     server_id = os.urandom(16).hex()  # Panel's StoppableThread.stop finds the server by this id
     thread = StoppableThread(target=_run_guarded, io_loop=loop, owns_loop=True, args=(run_dir, names),
-                             kwargs=dict(options=dict(options, loop=loop, server_id=server_id)), daemon=True)
+                             kwargs=dict(options=dict(options, loop=loop, server_id=server_id), access=access),
+                             daemon=True)
+    thread.token = access.value if access else None
     thread.start()
     return thread
 
 
-def _run_guarded(run_dir, names, options):
-    """Build the Bokeh server unstarted, put the Host check in front of its routes, then run it.
+def _run_guarded(run_dir, names, options, access=None):
+    """Build the Bokeh server unstarted, put the gate in front of its routes, then run it.
 
     Panel's ``pn.serve`` has no hook for routing rules, so the Tornado application is taken from the
     Bokeh server's ``_tornado`` (Panel reads the same attribute itself); if a future Bokeh renames
@@ -500,7 +525,7 @@ def _run_guarded(run_dir, names, options):
     if tornado_app is None:
         raise RuntimeError("cannot install the Host check: this Bokeh server has no Tornado application "
                            "attribute `_tornado`; refusing to serve without it")
-    guard_hosts(tornado_app, names)
+    guard_hosts(tornado_app, names, access)
     server.start()
     server.io_loop.start()
     return server

@@ -300,6 +300,13 @@ class GraphState(ViewState):
         self.select(value)
 
     def part(self, name: str) -> str:
+        if name == "frame" and self.graph.get("nodes"):
+            # in a served page the frame inherits the app's CSP: its own inline scripts need the page's nonce
+            from widgets.page_policy import add_nonce, current_nonce
+
+            nonce = current_nonce()
+            if nonce:
+                return iframe(add_nonce(self.html, nonce), height=self.height)
         return {"legend": self.legend_html, "frame": self.frame_html, "detail": self.detail_html}[name]
 
     def static_part(self, name: str) -> str:
