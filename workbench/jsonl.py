@@ -5,7 +5,10 @@ Cassettes (``llm/cache.py``), the results store (``eval/store.py``), run directo
 JSON, not an object, too deeply nested or refused by the caller's ``check`` is skipped and
 reported as ``file:line: reason`` — one bad line never makes a whole file unreadable, and never
 passes silently either. A final line without its newline is a torn write (a crash mid-append):
-it is skipped and reported the same way.
+it is skipped and reported the same way. Files are read line by line, never whole, and the rows
+of one read share their key strings. Readers that *show* a run (the app, ``workbench report``,
+``workbench mechanisms``) read through ``read_jsonl_capped``: a file above the stated limit
+(``MAX_READ_BYTES``, ``MAX_READ_ROWS``) is read up to it, and ``CappedRead`` says what was left out.
 
 Writers: ``append_line`` takes an exclusive lock and starts on a fresh line when the file ends
 in a torn fragment, so a new record is never glued onto garbage; ``write_text_atomic`` /
@@ -174,6 +177,26 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return obj
 
 
+#: at most this many distinct keys are shared by one read (``_shared_keys``): rows of ours use a few hundred, and a
+#: file made of millions of distinct keys would otherwise grow the table without saving anything
+MAX_SHARED_KEYS = 10_000
+
+
+def _shared_keys(keys: dict) -> Callable[[list], dict]:
+    """An ``object_pairs_hook`` that takes each key from ``keys`` when it was seen before (and adds it while there
+    is room). ``json`` shares keys only within one document, so a million result rows would hold a million copies
+    of ``"method"``, ``"params_hash"``, ...: sharing them roughly halves the memory of parsed rows (measured on
+    real results rows: 506 MB -> 277 MB for a 100 MB file) for about a third more parsing time. As with plain
+    ``json``, a repeated key keeps its last value."""
+    setdefault, get = keys.setdefault, keys.get
+
+    def hook(pairs: list) -> dict:
+        if len(keys) < MAX_SHARED_KEYS:  # may pass it by one document's keys: a bound, not an exact count
+            return {setdefault(k, k): v for k, v in pairs}
+        return {get(k, k): v for k, v in pairs}
+    return hook
+
+
 def json_path(parent: str, key) -> str:
     """``parent`` extended by a list index (``[3]``) or an object key (``.name``; spelled out with
     ``ascii`` unless it is a plain identifier)."""
@@ -223,20 +246,22 @@ def _locate_refusal(text: str, constants_to: Callable | None, unique_keys: bool)
 
 
 def loads_strict(text: str, *, max_depth: int = MAX_DEPTH, constants_to: Callable | None = None,
-                 unique_keys: bool = False) -> Any:
+                 unique_keys: bool = False, keys: dict | None = None) -> Any:
     """``json.loads`` for files someone else may have written: raises ``json.JSONDecodeError`` for
     invalid JSON and ``RefusedJson`` (saying why) for nesting deeper than ``max_depth``, integers
     or floats beyond ``MAX_ABS_NUMBER`` (a 5000-digit integer would otherwise raise Python's own
     int-conversion ``ValueError`` mid-parse, or later wherever it is printed), ``NaN``/``Infinity``,
     and lone surrogates. ``constants_to`` (dataset loaders, which name the record and field of a
     NaN themselves) receives ``NaN``/``Infinity`` instead of refusing them. ``unique_keys=True``
-    (dataset files) refuses an object that repeats a key."""
+    (dataset files) refuses an object that repeats a key. ``keys`` (a dict a reader keeps over many
+    documents, ``read_jsonl``): object keys seen before are shared from it instead of each document
+    holding its own copy of every key (``_shared_keys``)."""
     if nesting_depth(text, max_depth) > max_depth:
         raise RefusedJson(f"JSON nested too deeply (more than {max_depth} levels)")
+    hook = _unique_keys if unique_keys else (_shared_keys(keys) if keys is not None else None)
     try:
         value = json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float,
-                           parse_constant=constants_to or _refuse_constant,
-                           object_pairs_hook=_unique_keys if unique_keys else None)
+                           parse_constant=constants_to or _refuse_constant, object_pairs_hook=hook)
     except RecursionError:  # only when the caller's stack is already deep: still a refusal, not a crash
         raise RefusedJson("JSON nested too deeply") from None
     except RefusedJson as exc:  # a number, constant or repeated key: say where it is
@@ -309,8 +334,8 @@ class JsonlRead:
         return len(self.rows)
 
 
-def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, str | None]:
-    """One line's bytes -> (row, None) or (None, reason)."""
+def parse_line(raw: bytes, check: RowCheck | None = None, keys: dict | None = None) -> tuple[dict | None, str | None]:
+    """One line's bytes -> (row, None) or (None, reason). ``keys``: shared over a file's lines (``loads_strict``)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -319,7 +344,7 @@ def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, 
     if not text:
         return None, None
     try:
-        row = loads_strict(text)
+        row = loads_strict(text, keys=keys)
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
     except ValueError as exc:  # RefusedJson, or anything else json raises on a value: a bad line, not a crash
@@ -336,12 +361,15 @@ def parse_line(raw: bytes, check: RowCheck | None = None) -> tuple[dict | None, 
 #: The stated size limit of one JSONL file read *for display* from a run directory (``results.jsonl``,
 #: ``events.jsonl``, ``memories.jsonl``: the app, ``workbench report``, ``workbench mechanisms``). A file past
 #: ``MAX_READ_BYTES`` or ``MAX_READ_ROWS`` is read line by line up to the limit, and what was left out is said
-#: (``CappedRead``): a 1 GB results file would otherwise take minutes and gigabytes of memory to show (its parsed
-#: rows are several times its size), and no run of ours comes near it (LoCoMo's 1,986 questions for ten methods
-#: are about 20,000 rows, some 100 MB with their traces). Resuming an evaluation reads its store whole: the limit
-#: is for showing a run, never for deciding what is already done.
-MAX_READ_BYTES = 256 * 1024 * 1024
-MAX_READ_ROWS = 200_000
+#: (``CappedRead``). Why these figures: parsed rows take 2 to 3 times their file size (results rows with their
+#: traces: 100 MB of rows hold 290 MB), and the report and the app build tables and figures on top, so 128 MB is
+#: what keeps either under about 1 GB of memory however large the file (benchmarks/bench_big_files.py: a 1 GB
+#: results file took the report 171 s and 8.3 GB uncapped). No real run comes near it: LoCoMo's 1,986 questions
+#: answered by all eight methods are about 16,000 rows, some 30 MB with their traces. The row limit bounds a file of
+#: many small rows (events) the same way. Resuming an evaluation reads its store whole: the limit is for showing a
+#: run, never for deciding what is already done.
+MAX_READ_BYTES = 128 * 1024 * 1024
+MAX_READ_ROWS = 100_000
 #: a capped read lists at most this many bad lines one by one (the rest are counted in one more entry): a file of
 #: millions of damaged lines would otherwise hold a report larger than the rows themselves
 MAX_LISTED_BAD = 10_000
@@ -415,6 +443,7 @@ def read_jsonl(path: str | os.PathLike, *, check: RowCheck | None = None, offset
         f.seek(offset)
         pos, number, budget = offset, first_line, None if max_bytes is None else offset + max_bytes
         unlisted = 0  # bad lines a capped read counted without listing each
+        keys: dict = {}  # object keys shared by every row of the file (``_shared_keys``)
         while pos < end:
             limit = end - pos if budget is None else min(end, budget) - pos
             raw = f.readline(limit) if limit > 0 else b""
@@ -428,7 +457,7 @@ def read_jsonl(path: str | os.PathLike, *, check: RowCheck | None = None, offset
                         out.bad.append(BadLine(str(path), number, "torn final line (no newline; a write was cut "
                                                "off)" + (f": {reason}" if reason else "")))
                 break
-            row, reason = parse_line(raw, check)
+            row, reason = parse_line(raw, check, keys)
             if row is not None:
                 out.rows.append(row)
                 out.lines.append(number)
