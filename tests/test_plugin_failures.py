@@ -113,7 +113,7 @@ def test_two_plugins_with_one_name_are_both_left_out_in_one_line(tmp_path, monke
     names, lines = load(tmp_path, monkeypatch)
     assert "twin" not in names and names == list(BUILTIN)
     assert len(lines) == 1, lines
-    one_clear_line(lines[0], "twin_a:Twin", "twin_b:Twin", "twin-a", "twin-b", "both are left out")
+    one_clear_line(lines[0], "twin_a:Twin", "twin_b:Twin", "twin-a", "twin-b", "all 2 are left out")
     # the way out the line gives: switch one distribution off, and the other is the method
     monkeypatch.setenv(DISABLE_ENV, "twin-b")
     names, lines = load(tmp_path, monkeypatch)

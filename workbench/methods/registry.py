@@ -109,6 +109,14 @@ def _where(ep: EntryPoint) -> str:
     return f"method plugin {ep.name!r} = {ep.value!r}{origin} (entry point group {GROUP!r})"
 
 
+def _target(ep: EntryPoint) -> str:
+    """``'module:Class' (distribution X 1.0)``: one of several entry points of one name."""
+    dist = _dist_name(ep)
+    version = getattr(getattr(ep, "dist", None), "version", None) if dist else None
+    origin = f"distribution {dist}{' ' + _one_line(version, 40) if version else ''}" if dist else "no distribution"
+    return f"{ep.value!r} ({origin})"
+
+
 def _how_to_disable(ep: EntryPoint) -> str:
     dist = _dist_name(ep)
     return (f"to switch it off, set {DISABLE_ENV}={dist or ep.name}"
@@ -203,10 +211,10 @@ class _Registry(Mapping):
                                 f"{_how_to_disable(ep)}" for ep in found)
                 continue
             if len(found) > 1:
-                problems.append(f"method plugins {' and '.join(_where(ep) for ep in found)} register one name "
-                                f"{name!r}: both are left out (which one is meant would depend on this machine's "
-                                f"install order); keep one by setting {DISABLE_ENV} to the other's distribution "
-                                "name, or uninstall one")
+                problems.append(f"method plugins {' and '.join(_target(ep) for ep in found)} register one name "
+                                f"{name!r} (entry point group {GROUP!r}): all {len(found)} are left out (which one "
+                                f"is meant would depend on this machine's install order); keep one by setting "
+                                f"{DISABLE_ENV} to the others' distribution names, or uninstall all but one")
                 continue
             ep = found[0]
             try:
