@@ -10,7 +10,9 @@ shown is escaped: the file belongs to the run, and a run may come from someone e
 """
 from __future__ import annotations
 
+import os
 import re
+import threading
 from pathlib import Path
 
 from widgets.html import box, esc, method_title_html
@@ -120,13 +122,58 @@ def _right_line(heads) -> str:
     return f" <small class='wb-muted'>· right? {esc(' · '.join(shown))}{more}</small>"
 
 
+#: census blocks by (run directory, links?, the run's file fingerprint): every session of a served app
+#: shows the same block, and computing it was half of a new session's cost (0.09 of 0.17 s on the demo)
+_BLOCKS: dict[tuple, str] = {}
+_BLOCKS_MAX = 8
+_BLOCKS_LOCK = threading.Lock()
+
+
+def run_fingerprint(run_dir) -> tuple:
+    """What identifies a run directory's content cheaply: every file's relative path, size and
+    modification time (a changed, added or removed file changes it). Symlinks are not followed; lock
+    files (``*.lock``, made by readers of an events log) are not content."""
+    run, seen = Path(run_dir), []
+    stack = [run]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif not entry.name.endswith(".lock"):
+                    st = entry.stat(follow_symlinks=False)
+                    seen.append((os.path.relpath(entry.path, run), st.st_size, st.st_mtime_ns))
+            except OSError:
+                continue
+    return tuple(sorted(seen))
+
+
+def census_block(run_dir, *, links: bool) -> str:
+    """The header block's HTML for ``run_dir``, computed once per content of the run and shared."""
+    key = (str(Path(run_dir).resolve()), links, run_fingerprint(run_dir))
+    with _BLOCKS_LOCK:
+        if key in _BLOCKS:
+            return _BLOCKS[key]
+    try:
+        value, source = load_census(run_dir)
+    except (OSError, ValueError) as exc:  # shown in the header like every other read problem
+        value, source = None, f"the census could not be computed: {type(exc).__name__}: {exc}"
+    html = census_html(value, source, links=links)
+    with _BLOCKS_LOCK:
+        if len(_BLOCKS) >= _BLOCKS_MAX:
+            _BLOCKS.pop(next(iter(_BLOCKS)))
+        _BLOCKS[key] = html
+    return html
+
+
 def census_pane(run_dir, on_link=None):
     """The block as a Panel pane (the app puts it in its header); with ``on_link``, each method's name is a link
     whose target (``("method", name)``) goes to ``on_link``."""
     from widgets.panel_parts import LinkHTML
 
-    try:
-        value, source = load_census(run_dir)
-    except (OSError, ValueError) as exc:  # shown in the header like every other read problem
-        value, source = None, f"the census could not be computed: {type(exc).__name__}: {exc}"
-    return LinkHTML(census_html(value, source, links=on_link is not None), on_link=on_link)
+    return LinkHTML(census_block(run_dir, links=on_link is not None), on_link=on_link)
