@@ -419,6 +419,23 @@ def parse_link(data: Any) -> tuple[str, ...] | None:
 
 
 # -- notebook shell --------------------------------------------------------------------------------------
+#: what reading a run can raise past its own readers (the app's ``panel_parts.READ_ERRORS``)
+READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+#: how many problems the notebook alert lists (the rest are counted)
+PROBLEMS_LISTED = 10
+
+
+def problems_alert(problems: Sequence[str], limit: int = PROBLEMS_LISTED) -> str:
+    """The problems met reading a run, as one escaped alert worded like the app header's (``problems_html``):
+    the first ``limit`` listed, the rest counted."""
+    if len(problems) == 1:
+        return f'<div role="alert">Problem reading the run — {esc(problems[0])}</div>'
+    items = "".join(f"<li>{esc(p)}</li>" for p in problems[:limit])
+    more = f"<div>... and {len(problems) - limit:,} more not listed</div>" if len(problems) > limit else ""
+    return (f'<div role="alert"><b>Problem reading the run — {len(problems):,} problems</b>'
+            f'<ul style="margin:4px 0 2px 0">{items}</ul>{more}</div>')
+
+
 class LifecycleView(DisplaysWidget):
     """The lifecycle in a notebook: pick a turn or a unit; the ids it mentions are buttons below the
     view (a notebook's HTML output cannot call back into Python), each opening that turn or unit.
@@ -442,29 +459,47 @@ class LifecycleView(DisplaysWidget):
 
     @classmethod
     def from_run(cls, run_dir, conv_id: str | None = None, **kw) -> "LifecycleView":
-        """Over a saved run, read as the app reads it (``widgets.run_store.RunStore``): a damaged file or line
-        is listed in ``problems`` (shown above the view), never raised, and the rest is shown. Without
-        ``conv_id``, the first conversation that can be read; a damaged one asked for by name gives an empty
-        view saying why. A run directory that does not exist, or a conversation it does not hold, raises."""
-        from .run_store import RunStore
+        """Over a saved run, read as the app reads it (``widgets.run_store.RunStore``, whose ``safe`` this
+        follows: that module imports this one, so it cannot be imported here): a damaged file or line is listed
+        in ``problems`` (shown above the view, worded as the app's header words it), never raised, and the rest
+        is shown. Without ``conv_id``, the first conversation that can be read; a damaged one asked for by name
+        gives an empty view saying why. A run directory that does not exist, or a conversation it does not
+        hold, raises."""
+        from workbench.rundir import RunDir
 
-        store = RunStore(run_dir)
-        if store.run is None:
-            raise FileNotFoundError(store.errors[0] if store.errors else f"no run directory {run_dir}")
-        ids = list(store.param.conv_id.objects)
-        if conv_id is None:
-            conv_id = next((c for c in ids if store.conversation(c) is not None), ids[0] if ids else None)
-        elif conv_id not in ids:
+        run, problems = RunDir(run_dir), []
+
+        def safe(what: str, fn, default):
+            try:
+                return fn()
+            except READ_ERRORS as exc:
+                problems.append(f"{what}: {type(exc).__name__}: {exc}")
+                return default
+            finally:
+                problems.extend(f"skipped {p}" for p in run.problems)
+                run.problems.clear()
+
+        ids = safe("conversations/", run.conversation_ids, [])
+        if conv_id is not None and conv_id not in ids:
             raise KeyError(f"no conversation {conv_id!r} in {run_dir} (it has {', '.join(ids[:5]) or 'none'})")
-        index = store.lifecycle(conv_id) if conv_id is not None else None
-        return cls(index or LifecycleIndex(None, {}, {}, ()), problems=store.errors, **kw)
+        conv = None
+        for cid in [conv_id] if conv_id is not None else ids:
+            conv = safe(f"conversations/{cid}.json", lambda c=cid: run.conversation(c), None)
+            if conv is not None:
+                break
+        if conv is None:
+            return cls(LifecycleIndex(None, {}, {}, ()), problems=problems, **kw)
+        cid = conv.id
+        methods = safe("memories/", run.methods, [])
+        memories = {m: safe(f"memories/{m}/{cid}/memories.jsonl", lambda m=m: run.memories(m, cid), [])
+                    for m in methods}
+        events = {m: safe(f"memories/{m}/{cid}/events.jsonl", lambda m=m: run.events(m, cid), []) for m in methods}
+        index = LifecycleIndex(conv, memories, events, safe("results.jsonl", run.results, []))
+        problems.extend(f"unit lifecycle: {p}" for p in index.problems)
+        return cls(index, problems=list(dict.fromkeys(problems)), **kw)
 
     def _page(self, html: str) -> str:
-        if not self.problems:
-            return html
-        from .panel_parts import problems_html
-
-        return box(problems_html(self.problems)) + html
+        return (box(problems_alert(self.problems)) if self.problems else "") + html
 
     def open_turn(self, turn_id: str) -> "LifecycleView":
         self.target = ("turn", turn_id)
