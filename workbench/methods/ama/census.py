@@ -4,8 +4,14 @@ person, relations the turn never states). (``CensusSpec``, run by the generic ce
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 
 from .. import census_kit as K
+from . import prompts as P
+
+#: a reason sharing a run of this many words with its prompt is read as pasted from it (review turn 4, N5: conv-30's
+#: 368 reasons paste the prompt's conflict definition, with a word changed here and there)
+echo_run_words = 6
 
 
 def _data(event: dict) -> dict:
@@ -21,6 +27,44 @@ def fact_pairs(mem: K.Memory) -> list[tuple[str, str | list[str] | None]]:
     turns.pop("", None)  # an event without a turn id (a damaged file) lends its text to no fact
     return [(K.text(e.get("after")), turns.get(K.text(e.get("cause")) or None) or K.source_turns(e, mem.turns))
             for e in mem.events if e.get("kind") == "ADD" and _data(e).get("store") == "fact"]
+
+
+def _word_runs(value, n: int) -> set[str]:
+    words = K.plain_words(value).split()
+    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def echoes_example(entry: dict, prompts: str) -> bool | None:
+    """Is this ingestion Judge reply (an ``ingestion_log`` judge entry) its prompt's own example rather than a
+    judgement? The small ``JUDGE_INGEST`` ends with a filled-in example (``"Action": "Pass"``, ``"confidence": 0.0 to
+    1.0``, ``"conflict_ids": []``, reason ``"..."``): a reply with those three values whose reason is ``"..."``, empty
+    or pasted from the prompt (a run of ``echo_run_words`` words) echoes it. The paper prompt has placeholders
+    instead: a reply whose reason is the reason's placeholder echoes it. (``conflict_ids`` in the log are C_err,
+    the named ids among the candidates.) None when the entry predates the
+    log's ``reason`` and ``confidence`` (nothing to read); False for a question probe's verdict (code, no reply)."""
+    if entry.get("check") == "probe":
+        return False
+    if "reason" not in entry or "confidence" not in entry:
+        return None
+    reason, ids = K.text(entry.get("reason")), K.as_list(entry.get("conflict_ids"))
+    if prompts == "paper":
+        return K.plain_words(reason) == "short justification"
+    conf = entry.get("confidence")
+    pasted = not K.plain_words(reason) or bool(_word_runs(reason, echo_run_words) & _small_judge_runs())
+    return (entry.get("verdict") == "Pass" and not ids and isinstance(conf, (int, float))
+            and not isinstance(conf, bool) and float(conf) == 0.0 and pasted)
+
+
+@lru_cache(maxsize=1)
+def _small_judge_runs() -> frozenset[str]:
+    return frozenset(_word_runs(P.JUDGE_INGEST, echo_run_words))
+
+
+def _echo_text(echoes: int, judged: int, prompts: str) -> str:
+    example = ("its placeholders" if prompts == "paper" else
+               "Pass, no conflict ids, confidence 0.0 and a reason pasted from the prompt")
+    return (f"{echoes} of the {judged} replies are the prompt's own example ({example}): a template echo, not a "
+            "judgement")
 
 
 def _facts(c: K.Counts, mems, params) -> None:
@@ -69,7 +113,8 @@ def _episodes(c: K.Counts, log: list[dict] | None, mems, absent: str = "") -> No
 def count(c: K.Counts, rows, traces, mems, params) -> None:
     """This method's counts (``CensusSpec.count``)."""
     names_ev = ("updates_at_ingestion", "deletes_at_ingestion")
-    log_names = ("ingestion_checks", "ingestion_verdicts", "ingestion_refresh_actions")
+    log_names = ("ingestion_checks", "ingestion_verdicts", "ingestion_refresh_actions",
+                 "ingestion_replies_echoing_example")
     if K.need_memory(c, mems, names_ev + log_names, "ama"):
         kinds: Counter = Counter()
         for mem in mems.values():
@@ -87,6 +132,10 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
         judges = [x for x in log if x.get("step") == "judge"]
         verdicts = Counter(str(x.get("verdict")) for x in judges)
         refreshes = Counter(str(x.get("action")) for x in log if x.get("step") == "refresh")
+        prompts = "paper" if params.get("prompts") == "paper" else "small"  # runs saved before the profiles: small
+        replies = [x for x in judges if x.get("check") != "probe"]
+        echo = [echoes_example(x, prompts) for x in replies]
+        echoes = None if None in echo else sum(echo)
         why = None
         if params.get("refresher") is False:
             why = "refresher=False in the run's parameters: no conflict check at ingestion"
@@ -96,6 +145,7 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
             checker = ("the question probes (conflict_check='probe', in place of the paper's Judge)"
                        if params.get("conflict_check") == "probe" else "the ingestion Judge")
             why = (f"{checker} answered {K.fmt_counter(dict(verdicts))} on {len(judges)} checks"
+                   + (f"; {_echo_text(echoes, len(replies), prompts)}" if echoes else "")
                    + (f"; Refresher: {K.fmt_counter(dict(refreshes))}" if refreshes else ""))
         if not K.events_lacking(c, mems, names_ev):
             c.put("updates_at_ingestion", kinds["UPDATE"], "events.jsonl", why)
@@ -110,6 +160,13 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                   "no stored entry was near enough to a new turn to be checked" if not judges else None)
             c.put("ingestion_verdicts", dict(sorted(verdicts.items())), "structures.json (ingestion_log)")
             c.put("ingestion_refresh_actions", dict(sorted(refreshes.items())), "structures.json (ingestion_log)")
+            if echoes is None:
+                c.lack("ingestion_replies_echoing_example", "the ingestion_log was saved before it kept the Judge's "
+                                                            "reason and confidence (nothing to compare)")
+            else:
+                c.put("ingestion_replies_echoing_example", echoes, "structures.json (ingestion_log: verdict, reason, "
+                      "confidence, conflict_ids)", "the question probes decided every check (code compares two "
+                      "answers: no reply to echo)" if judges and not replies else None)
             _episodes(c, log, mems)
         _facts(c, mems, params)
     names_q = ("updates_at_question", "deletes_at_question", "query_verdicts", "retry_verdicts", "refresh_verdicts",
@@ -149,7 +206,9 @@ CENSUS = K.CensusSpec(
             ("updates_at_question", "updates at question time"), ("deletes_at_question", "deletes at question time"),
             ("retry_verdicts", "question-time Retry verdicts"),
             ("refresh_verdicts", "question-time Refresh verdicts")),
-    problems=(("facts_copying_prompt", "facts copied from its own prompt (an instruction or example, nothing said):"),
+    problems=(("ingestion_replies_echoing_example", "ingestion Judge replies that are its prompt's own example (a "
+                                                    "template echo, not a judgement):"),
+              ("facts_copying_prompt", "facts copied from its own prompt (an instruction or example, nothing said):"),
               ("facts_unstated_relation", "facts stating a relation their turn never names:"),
               ("facts_copying_turn", "facts that copy their turn word for word:"),
               ("facts_first_person", "facts in the first person:"),

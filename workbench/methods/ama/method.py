@@ -37,6 +37,7 @@ their status are in ``docs/reviews/ama.md``.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import Counter
 from datetime import datetime
 from typing import Literal, Sequence
@@ -72,7 +73,10 @@ ABLATIONS = {
     "RT+FK+RF": Ablation({"use_episode": False}, "paper Table 3 row 4 (0.752)"),
     "RT+EP+RF": Ablation({"use_fact": False}, "paper Table 3 row 5 (0.725)"),
     "FK+EP+RF": Ablation({"use_raw": False}, "paper Table 3 row 6 (0.741)"),
-    "RT+FK+EP": Ablation({"refresher": False}, "paper Table 3 row 8, w/o Refresher (0.771)"),
+    # w/o Refresher: a question-time Refresh verdict still orders H_r and C_err newest first for a reader told to
+    # trust the most recent entry, so the row is softer than the paper's (class docstring; review turn 4, N6)
+    "RT+FK+EP": Ablation({"refresher": False}, "paper Table 3 row 8, w/o Refresher (0.771); a Refresh verdict "
+                                               "still orders the entries newest first"),
 }
 
 
@@ -89,7 +93,19 @@ class AMA(MemoryMethod):
     In both profiles (the paper is silent, or the workbench contract forces it):
     - Ingestion uses the Judge's conflict rule only (Pass / Refresh, ``JUDGE_INGEST``): a dialogue turn is not a
       question the candidates could fail to answer, so Retry is not offered (digest §10.2). A request to forget
-      counts as a conflict there, the only way the Refresher's Delete rule 1 (§3.4) can be reached.
+      counts as a conflict there, the only way the Refresher's Delete rule 1 (§3.4) can be reached. The
+      consequence, in the paper profile: with no Retry to "traverse remaining memory granularities" (§3.3), a
+      knowledge update is checked only against the top K of the one store f_M routes the update turn to; routed to
+      raw or episode, a stale fact is never a candidate and stays (reviews/ama.md turn 4, N2, checks B and C). The
+      small profile's sweep over every store in ``conflict_stores`` (issue #18) exists for this.
+    - The Refresher is shown C_err and the input only, not H_t (§3.4: Refresher(C_err, H_t || P_ref); Fig. 11:
+      "the corresponding memory entries H_t"). At ingestion the input is the turn, which carries the new value; at
+      question time (the paper profile edits) it is the question, so when the Judge names only the stale entry the
+      newer one never reaches the Refresher, and Fig. 11's Update rule then asks for No-Op (turn 4, N1, check D).
+      Showing H_t changes the Refresher's prompt: it waits for a re-recording of the AMA cassettes.
+    - No Judge prompt shows W_t (§3.3: Judge(u_t, H_t, W_t || P_jud); Fig. 10 shows none either), and at
+      ingestion the Constructor gets all of H_t after the Refresher's edits, not the relevant subset H_r (the
+      ingestion Judge returns no ``relevant_ids``) (turn 4, N7).
     - The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err), the sets §3.3 passes on and
       Fig. 10's output omits. A Refresh verdict naming none of the candidates refreshes nothing (a ``refresh``
       step with action "skipped"): the digest's §10.9 fallback (every candidate to the Refresher) let a small
@@ -98,7 +114,9 @@ class AMA(MemoryMethod):
       empty store falls back in the order fact, raw, episode.
     - Gap fills: K_m = 5 (``k_m``); K_dyn clipped to [1, ``k_dyn_max`` = 20] ("a small integer"); W_t = the last
       ``window_turns`` = 10 turns of the session; saturation also closes an episode at ``episode_max_turns`` = 20
-      buffered turns without an LLM call; the retention limit is off (``max_retention_days=None``: no value given).
+      buffered turns without an LLM call; the retention limit is off (``max_retention_days=None``: no value given);
+      Retry's trigger, "the density of valid information in H_t falls below a predefined threshold" (§3.3), is the
+      Judge's own sufficiency verdict of Fig. 10, with no threshold in code (the paper gives no number).
     - Retry widens in one step by relation expansion (the raw turns named in the hits' R_t and their own d_t) and
       by the next unvisited granularity (fact, raw, episode); ``retry_expand`` picks either or both. The Retriever
       LLM is not called again (same query vector, same K); relation hits are cut to K in the order of the hits'
@@ -123,15 +141,28 @@ class AMA(MemoryMethod):
       edits is the order in which threads finish; the run manifest records it. Memory lives in dicts and FAISS
       indexes, pickled (no SQLite).
     - The embedder is the caller's (the paper uses text-embedding-3-large; offline runs MiniLM); a method never
-      picks one, so ``--embedder openai:text-embedding-3-large`` is how a run matches the paper.
+      picks one, so ``--embedder openai:text-embedding-3-large`` is how a run matches the paper. A run on another
+      embedder does not yet list it among its ``departures`` (turn 4, N10: the shared embedder work, issue #63).
+    - ``conflict_k`` and ``conflict_min_sim`` shape the small profile's sweep only; set with
+      ``conflict_candidates="routed"`` they are not used, and the method warns (turn 4, N11).
+    - Ablation "RT+FK+EP" (w/o Refresher, Table 3 row 8): a question-time Refresh verdict still sends H_r and C_err
+      to the reader newest first, and the reader is told "If memories conflict, trust the most recent one"
+      (the answer prompt); both stand in for the Refresher, so the row measures the Refresher's effect softer than
+      the paper's 0.897 -> 0.568 on knowledge updates for a reason outside the method (turn 4, N6). Dropping the
+      ordering changes the reader's prompt in that row; it is kept, and said here.
     - A JSON reply that fails to parse gets the shared client's repair call (at the call's temperature) and, if
       that fails too, a retry at temperature >= 0.3 (``workbench.llm.base``); the paper states temperature 0 and
       says nothing of retries, so a retried call samples where the paper's would not.
 
     In the small profile only (``param_notes`` lists each with its evidence, ``profile_notes``):
-    - ``prompts="small"``: shortened prompts with filled-in JSON examples, bounded lists (facts <= 10,
-      related_id <= 3), a greetings rule, the turn's facts shown to the ingestion Judge, the turn before its
-      context in P_con, and a question-time rule in P_ref.
+    - ``prompts="small"``: shortened prompts with filled-in JSON examples (the ingestion Judge's reads
+      ``"Action": "Pass"``, confidence 0.0, no ids: conv-30's 0.5B returned it on 368 of 368 checks, which the
+      census counts as ``ingestion_replies_echoing_example``), bounded lists (facts <= 10, related_id <= 3), a
+      greetings rule, the turn's facts shown to the ingestion Judge, the turn before its context in P_con, and a
+      question-time rule in P_ref; also P_con's third-person rule naming the speaker and Fig. 6's apposition
+      example filled with the speaker's name ("John is {speaker}'s friend"), JUDGE_INGEST's list of kinds of
+      change (place, job, name, plan, number), and P_ref's scope rule tied to the conflict rather than to u_t,
+      without "you may operate on any memory granularity".
     - ``ingest_retriever=False`` and ``conflict_candidates="sweep"``: the Constructor runs first; the turn and its
       facts are the queries for the ``conflict_k`` nearest entries of every store in ``conflict_stores``, ranked
       by cosine across stores into one cap of ``k_dyn_max`` (``conflict_k`` per store with the probe). Since the
@@ -143,19 +174,26 @@ class AMA(MemoryMethod):
     - ``trigger_history="buffer"``: the trigger sees the current episode's turns, not W_t.
 
     Opt-in, either profile (``value_notes``): ``conflict_check="probe"`` (the demo's) replaces the ingestion Judge
-    by one question probe per candidate (``agents.probe_conflict``): small local models answer Pass to the Judge's
-    conflict prompt even on plain contradictions (``benchmarks/bench_ama_refresh.py``), and the Refresher's input
-    then carries the probes' finding. Its precision is poor: in the demo recording all 7 edits it led to were
-    wrong, and it cannot express a forget request (the D5:10 request was missed), so Delete rule 1 is practically
-    unreachable with it. ``conflict_stores=("fact",)``, ``trigger="session"`` and ``answer_prompt="shared"`` are
-    declared the same way.
+    by one question probe per candidate (``agents.probe_conflict``): small local models answered Pass to the
+    *small* profile's Judge prompt, whose example reads "Pass", even on plain contradictions
+    (``benchmarks/bench_ama_refresh.py``), and the Refresher's input then carries the probes' finding. That is not a
+    measurement of the paper's Judge: with the paper profile's prompt (placeholders) the 1.5B answered Refresh on
+    12 of 12 gallery checks instead. The demo's ``ama[paper-judge]`` variant is the small profile with
+    ``conflict_check="judge"``, i.e. the small Judge prompt, not the paper's. The probe's precision is poor: in the
+    demo recording all 7 edits it led to were wrong, and it cannot express a forget request (the D5:10 request was
+    missed), so Delete rule 1 is practically unreachable with it. ``conflict_stores=("fact",)``,
+    ``trigger="session"`` and ``answer_prompt="shared"`` are declared the same way.
 
     Declined (reasons): per-store caps for the small profile's sweep (reviews/ama.md §2.3) and routing forget
     requests to the Judge in probe mode: either changes the small profile's recorded calls, and the paper profile
     has no sweep; re-calling the Retriever on Retry, or filtering the exhausted budget's context: the paper is
     silent; SQLite: no effect on behaviour; a method-chosen embedder: the harness passes one to every method; a
     recording with an API model (none offline: the 1.5B's paper-profile recording of the gallery example is what
-    the repository holds, on the How it works page)."""
+    the repository holds, on the How it works page).
+
+    Open, each waiting for a re-recording of the cassettes it would change (reviews/ama.md, "Turn-4 review"):
+    H_t for the Refresher (N1), an ingestion Retry or a widening to the next granularity (N2), W_t for the Judge
+    and H_r for the Constructor (N7), no recency ordering in the w/o-Refresher row (N6)."""
 
     name = "ama"
     title = "AMA"
@@ -170,8 +208,9 @@ class AMA(MemoryMethod):
     step_cards = {"retrieve": "routed_retrieve", "judge": "verdict", "refresh": "refresh_edits",
                   "expand": "retry_expand"}
     value_notes = {"conflict_check": {
-        "probe": "ingestion conflicts are found by question probes (ours), not by the paper's Judge call: "
-                 "small offline models answer Pass to the Judge's conflict prompt even on plain contradictions"},
+        "probe": "ingestion conflicts are found by question probes (ours), not by a Judge call: small offline "
+                 "models answered Pass to the small profile's Judge prompt (its example reads 'Pass') even on "
+                 "plain contradictions"},
         "conflict_stores": {("fact",): "only the fact store is checked and edited at ingestion; the paper's "
                                         "Refresher may edit raw, fact and episode entries"},
         "trigger": {"session": "episodes close at session ends with no trigger call; the paper asks the LLM"},
@@ -200,10 +239,15 @@ class AMA(MemoryMethod):
                    "'Update', reviews/ama.md §2.1), the turn before its context in P_con (context first, the 0.5B "
                    "copied the first context line as the fact of most turns, sample-1), bounded lists (facts <= 10, "
                    "related_id <= 3: the 0.5B listed ids until the 512-token cap cut the JSON), a greetings rule, "
-                   "the turn's facts in the ingestion Judge and a question-time rule in P_ref",
-        "ingest_retriever": "the Retriever is skipped at ingestion (one call per turn saved): on the offline models "
-                            "its routing never varied (22 of 22 recorded replies named the example's fact store and "
-                            "K_dyn 5, reviews/ama.md §2.1), so routing each turn bought nothing",
+                   "the turn's facts in the ingestion Judge and a question-time rule in P_ref; also P_con's "
+                   "third-person rule naming the speaker with Fig. 6's apposition example filled with the speaker's "
+                   "name, a list of kinds of change in the ingestion Judge, and P_ref's scope tied to the conflict "
+                   "rather than to the input. The ingestion Judge's example ('Pass', confidence 0.0, no ids) is "
+                   "copied too: 368 of conv-30's 368 replies (the census's ingestion_replies_echoing_example)",
+        "ingest_retriever": "the Retriever is skipped at ingestion to save one call per turn; its recorded routing "
+                            "is no evidence either way (22 of 22 replies naming the fact store and K_dyn 5 copied the "
+                            "small prompt's own example; with placeholders the 1.5B's f_M routes at ingestion were "
+                            "fact 11, raw 1, episode 1 of 13, sample_data/cassettes/gallery/ama.paper.jsonl)",
         "conflict_candidates": "the ingestion Judge sees the nearest stored entries of every store in conflict_stores "
                                "to the turn and to each of its facts (conflict_k per query and store, ranked "
                                "across stores into one cap of k_dyn_max), not the routed H_t: with the Retriever "
@@ -294,6 +338,15 @@ class AMA(MemoryMethod):
                              "ingest_retriever=True (or conflict_candidates='sweep')")
         if self.conflict_check not in ("judge", "probe"):
             raise ValueError(f"conflict_check must be 'judge' or 'probe', got {self.conflict_check!r}")
+        if self.conflict_candidates == "routed":  # review turn 4, N11: say so rather than ignore it silently
+            unused = [n for n, v in (("conflict_min_sim", self.conflict_min_sim),
+                                     ("conflict_k", None if self.conflict_check == "probe" else self.conflict_k))
+                      if v is not None and v != self._defaults()[n]]
+            if unused:
+                warnings.warn(f"AMA: {' and '.join(unused)} only shape the small profile's nearest-entry sweep "
+                              "(conflict_candidates='sweep'); with conflict_candidates='routed' (the paper profile) "
+                              "the ingestion Judge checks the Retriever's H_t and these values are not used",
+                              UserWarning, stacklevel=3)
         if not self.conflict_stores or not set(self.conflict_stores) <= {"fact", "raw", "episode"}:
             raise ValueError(f"conflict_stores must name some of fact, raw, episode; got {self.conflict_stores!r}")
         if self.retry_expand not in ("both", "relations", "granularity"):
@@ -711,9 +764,13 @@ class AMA(MemoryMethod):
             for s in steps:
                 d = s.data
                 if s.kind == "judge":
+                    # reason and confidence let the census tell a reply that copies the prompt's example from a
+                    # judgement (review turn 4, N5: conv-30's 368 "Pass" replies were the example, field by field);
+                    # conflict_ids are the ids the Judge named, C_err those among the candidates
                     log.append({"turn_id": turn_id, "step": "judge", "verdict": d.get("verdict"),
                                 "check": d.get("check"),
                                 "conflict_ids": [c.get("id") for c in d.get("conflict_set", [])],
+                                "reason": d.get("reason"), "confidence": d.get("confidence"),
                                 "error": d.get("error")})
                 elif s.kind == "conflict_check":
                     log.append({"turn_id": turn_id, "step": "conflict_check", "candidates": len(s.hits)})
