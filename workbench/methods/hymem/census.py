@@ -23,7 +23,10 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
         sel_fb += sum(d.get("fallback") is True for d in deeps)
         lights = t.of("light")
         light_r += len(lights)
-        light_ok += sum(d.get("finished") == 0 for d in lights)
+        # an accepted round is one that did not escalate: only finished == 2 asks for the deep module, and in the
+        # paper profile 1 (or an unreadable reply, on_failure="code") is accepted too (review turn 4, N2: this
+        # counted finished == 0 alone, so an accepted round read as "not judged sufficient")
+        light_ok += sum((d.get("escalate") is False) if "escalate" in d else d.get("finished") == 0 for d in lights)
         refl = t.of("reflect")
         reflect += len(refl)
         cont += sum(d.get("done") is False for d in refl)
@@ -32,7 +35,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     if params.get("deep") is False:
         deep_why = "deep=False in the run's parameters"
     else:
-        deep_why = f"the light module judged its answer sufficient (finished=0) in {light_ok} of {light_r} rounds"
+        deep_why = (f"the light module's answer was accepted (not escalated: only finished=2 asks for the deep "
+                    f"module) in {light_ok} of {light_r} rounds")
     c.put("deep_questions", deep_q, src + " (deep steps)", deep_why)
     c.put("deep_rounds", deep_r, src + " (deep steps)", deep_why)
     c.put("light_rounds", light_r, src + " (light steps)",

@@ -84,6 +84,13 @@ class HyMem(MemoryMethod):
        ``overlap_turns``=2; §3.1 asks for topic events that may overlap, without a size), digest
        §10.1. Uncovered turns become their own events; a failed or empty reply falls back to
        windows. The code has no topic split: one event per session (``authors_code_params``).
+       Topic spans of 8 to 20 turns follow §3.1's "based on discussed topics" over the code's
+       sessions. The widening has a cost neither the paper nor the code shows: a span shorter than
+       the overlap ends up inside its neighbour (spans [1-2] and [3-6] become D1:1-4 within D1:1-6),
+       so identical Level-1 sentences take paired slots of the top k and of N (3 of 10 light slots
+       in reviews/hymem.md turn 4, check A) and G_gamma can read the same turns twice (N6). An
+       overlap that cannot nest changes the summarizer's and generators' inputs: it waits for a
+       re-recording of the HyMem cassettes.
     2. The session date is put above the summarizer's input (as the code does:
        scripts/evaluate_locomo.py:69) and before every Level-1/Level-2 text the prompts show
        (B.4's index shows a date). Whether it is also embedded is ``embed_dates`` (profiles).
@@ -103,8 +110,10 @@ class HyMem(MemoryMethod):
        pool carries earlier rounds' answers as text only, and their hits stay in their steps. Each
        Level-1 sentence carries every turn id of its widened event (no sentence-to-turn mapping
        exists without another call), so turn-level evidence recall credits the whole event.
-    7. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B) and queries get
-       no instruction prefix.
+    7. The embedder is whatever is injected (the paper uses Qwen3-Embedding-0.6B; the authors' code
+       defaults to text-embedding-3-small, ``--embedder openai:text-embedding-3-small``) and queries
+       get no instruction prefix. A run on another embedder does not yet list it among its
+       departures (review turn 4, N7: the shared embedder work, issue #63).
     8. G_theta and G_gamma answer q_0 (Alg. 1 l.7, l.12); the code passes them the rewritten q_i.
        R follows App. B.2 (judge, then rewrite), not §3.4's decomposition into sub-problems, which
        neither B.2 nor the code has.
@@ -118,6 +127,18 @@ class HyMem(MemoryMethod):
        generators differ from it: JSON replies, G_theta decides whether to escalate, G_gamma gives
        "every plausible answer" and infers rather than refuses; neither has a length rule nor an
        abstention phrase.
+    12. Prompt layout (the paper gives none): instructions, memories, pool, question, reply format, all
+       in one user message. The authors' code puts the question before the memories, sends the system
+       message "You must respond with a JSON object." and tells R that ``new_question`` may be left
+       empty (hymem/core/memory_system.py:300-301, :402-404; llm_controller.py:137; templates.py:68);
+       none of this is followed (review turn 4, N1). The paper profile's G_gamma schema requires a
+       non-empty answer (``minLength: 1``, ours, from B.5's "avoid refusing"; the code accepts ""), so
+       an empty reply costs a repair and a retry call and still ends as "" (N9). An empty answer is
+       shown to the next round's generators and to R as "(no answer)"; the code passes "" and adds
+       nothing to the pool (N4). Each of these changes a prompt: they wait for a re-recording.
+    13. Cost: ``summary_stats``' ``mean_query_tokens`` counts every query-phase call (R and repairs
+       included); the paper's "Token" figure cannot include R (Table 2's R deltas are smaller than one R
+       prompt), so ``mean_query_tokens_without_reflection`` is the figure to set beside Tables 1-3 (N5).
 
     The paper profile's choices where the paper is silent, from the code: d = 50 (one f_gamma
     call at N=30), the pool M holds the last answer alone, shown after the memories (Alg. 1 l.14),
@@ -192,25 +213,32 @@ class HyMem(MemoryMethod):
         "prompts": "our shorter rewording of App. B (prompts.py) with our own one-shot f_gamma example; the "
                    "recordings of the offline 0.5B/1.5B were made with it (sample_data/cassettes/locomo/"
                    "hymem-conv-30.jsonl, 528 calls); it drops B.3/B.5's worked 'The current year is ...' answer "
-                   "format and B.1's 'minimise characters', and its LIGHT/REFLECT schemas pin the flags with enums",
+                   "format, B.1's 'minimise characters', B.3's 'to avoid hallucinations' and B.5's open-ended "
+                   "questions sentence, shows the f_gamma index as 'id:n, [date] text' (B.4: 'dialogue time:'), "
+                   "asks for no minimum number of summary sentences, and its LIGHT/REFLECT schemas pin the flags "
+                   "with enums",
         "batch_size": "f_gamma batches of 10 (3 calls at N=30) keep each prompt short for the small model's "
-                      "context; the authors' code uses 50 (one call); the cassette has 39 batches of 10",
+                      "context; the authors' code uses 50 (one call); the cassette has 39 batches of 10. No "
+                      "context overflow was measured: the recorded cassettes' batches are the reason it stays",
         "memory_pool": "the pool accumulates every round's query and answer (§3.2 prose); Alg. 1 and the code "
                        "keep the last answer only; reviews/hymem.md §2.4 saw it feed a self-confirming answer "
-                       "('Last year', Door Dash question) back to G_theta in hymem-conv-30",
+                       "('Last year', Door Dash question) back to G_theta in hymem-conv-30: that is evidence of "
+                       "harm, and the aid stays only because the recorded cassettes' prompts carry this pool",
         "fallback_top": "when f_gamma selects nothing the events of the 3 best candidates are used, so the 0.5B's "
                         "empty selections still reach Level-2; neither the paper nor the code has a fallback",
         "max_level2": "at most 10 events reach G_gamma: the 0.5B selected 9 of 10 entries in 32 of 39 f_gamma "
                       "batches (hymem-conv-30), so an uncapped context would hold ~27 events (9 of 14 G_gamma "
                       "prompts hit the cap)",
         "level2_order": "events are shown in time order (all 14 G_gamma prompts of hymem-conv-30); the code keeps "
-                        "f_gamma's selection order",
+                        "f_gamma's selection order. No evidence that time order helps: the recorded cassettes are "
+                        "the reason it stays",
         "on_failure": "failed replies are recovered: an unreadable G_theta reply escalates to the deep module (7 "
                       "of 97 light replies of the 0.5B were unreadable in hymem-conv-30), a failed G_gamma keeps the "
                       "light answer (3 in the same run), an empty summary keeps the raw event as its Level-1 item; "
                       "the code answers empty and drops the event",
-        "embed_dates": "the embedded Level-1 text is '[date] sentence' (the offline recordings' vectors); the "
-                       "paper embeds E(s_i), the sentence alone, as does the code",
+        "embed_dates": "the embedded Level-1 text is '[date] sentence' (the offline recordings' vectors, the only "
+                       "reason it stays: no evidence that it helps); the paper embeds E(s_i), the sentence alone, "
+                       "as does the code",
         "on_round_limit": "when T runs out the last deep answer is returned (the 0.5B's R rejected 10 rounds and "
                           "failed 18 times in hymem-conv-30); the code returns the last answer",
         "temperature": "greedy decoding, so the offline recordings replay exactly; the authors' LoCoMo script "
@@ -219,7 +247,12 @@ class HyMem(MemoryMethod):
     profile_prompt_modules = {"paper": ("hymem.paper_prompts",)}
     # The authors' released code where it departs from the paper (reviews/hymem.md §2.1), on top of the paper
     # profile: HyMem(profile="paper", **HyMem.authors_code_params). Not reachable: its q_i reaches G_theta/G_gamma
-    # (the paper's Alg. 1 and this class give them q_0) and its empty prompt templates (templates.py:18-19).
+    # (the paper's Alg. 1 and this class give them q_0) and its prompt layout (hymem/prompts/templates.py:30-78
+    # hold App. B almost word for word; the question comes before the memories, with a JSON system message:
+    # class docstring, departure 12). Not included (review turn 4, N8): the LoCoMo script's retrieve_k=15
+    # (scripts/evaluate_locomo.py:458; hymem/config/settings.py:53 says 10: pass top_k=15 to match the script), R at
+    # temperature 0.7 (memory_system.py:354-372 passes none, llm_controller.py:119; this class has one temperature),
+    # and its embedder text-embedding-3-small (hymem/config/settings.py:38: pass --embedder, a run's service).
     authors_code_params = {
         "segmentation": "session",  # [code] scripts/evaluate_locomo.py:68-69: one event per whole session
         "overlap_turns": 0,  # [code] the same: sessions do not overlap
@@ -574,9 +607,17 @@ class HyMem(MemoryMethod):
         chosen = rounds[-1]
         if not done and self.on_round_limit == "last_deep":
             chosen = next((r for r in reversed(rounds) if r["tier"] == "deep"), chosen)
+        # the returned round's light reply failed and was read as an accepted empty answer (on_failure="code", or
+        # no deep module to escalate to): the answer is a fallback, said on the step the census reads (review turn
+        # 4, N3: the error sat on the light step, so the empty answer was not counted among fallback answers)
+        failed = chosen["tier"] == "light" and next(
+            (st.data.get("error") for st in reversed(steps) if st.kind == "light"
+             and st.data.get("round") == chosen["round"]), None)
         with self.step(steps, "final", "Answer returned") as s:
             s.data.update(answer=chosen["answer"], tier=chosen["tier"], round=chosen["round"], rounds=len(rounds),
                           done=done, round_limit_hit=not done, memory_pool=pool)
+            if failed:
+                s.data.update(fallback_answer="none", writer_error=failed)
         text = chosen["answer"]
         if self.answer_prompt == "shared":
             text = self._shared_answer(question, chosen, pool, now, steps)
@@ -683,14 +724,21 @@ class HyMem(MemoryMethod):
         ``mean_rounds``; ``round_limit_ratio``: share that ran out of rounds without R accepting;
         ``deep_generator_failures``: deep rounds whose G_gamma call failed (their round kept the light
         answer, tier ``deep_failed``); ``deep_answer_ratio``: share of returned answers that
-        G_gamma wrote.
+        G_gamma wrote. ``mean_query_tokens``: tokens of every query-phase call per question (repairs
+        included), the workbench's cost figure; ``mean_query_tokens_without_reflection``: the same
+        without the reflection R's calls, the like-for-like figure for the paper's "Token" column:
+        Table 2's reflection deltas (+56 to +245 tokens) are smaller than one R prompt, so the
+        paper's figure cannot include R (review turn 4, N5).
         """
         n = len(answers)
         if n == 0:
             return {"n": 0, "deep_ratio": 0.0, "mean_rounds": 0.0, "deep_round_ratio": 0.0, "round_limit_ratio": 0.0,
-                    "deep_generator_failures": 0, "deep_answer_ratio": 0.0}
-        rounds = deep_rounds = deep_answers = limit = failed = deep_final = 0
+                    "deep_generator_failures": 0, "deep_answer_ratio": 0.0, "mean_query_tokens": 0.0,
+                    "mean_query_tokens_without_reflection": 0.0}
+        rounds = deep_rounds = deep_answers = limit = failed = deep_final = tokens = reflect_tokens = 0
         for a in answers:
+            tokens += a.usage.total_tokens if a.usage else 0
+            reflect_tokens += sum(s.usage.total_tokens for s in a.steps if s.kind == "reflect")
             tiers: dict[int, set] = {}
             for s in a.steps:
                 if s.kind in ("light", "deep"):
@@ -706,7 +754,8 @@ class HyMem(MemoryMethod):
             deep_answers += any("deep" in t for t in tiers.values())
         return {"n": n, "deep_ratio": deep_answers / n, "mean_rounds": rounds / n,
                 "deep_round_ratio": deep_rounds / rounds if rounds else 0.0, "round_limit_ratio": limit / n,
-                "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n}
+                "deep_generator_failures": failed, "deep_answer_ratio": deep_final / n,
+                "mean_query_tokens": tokens / n, "mean_query_tokens_without_reflection": (tokens - reflect_tokens) / n}
 
 
 

@@ -4,8 +4,10 @@ Each keeps every instruction of its prompt in the paper's App. B, in this projec
 paper's worked examples become neutral placeholders (``<date>``, ``<summary>``, ``<year>``), so a
 model has no concrete value to copy. The schemas require every field the method reads (the
 summary must hold at least one sentence, as the authors' code asks: hymem/core/memory_system.py:102).
-The authors' released templates are empty (hymem/prompts/templates.py:18-19), so App. B is the only
-source. The topic-segmentation prompt is the small profile's (``prompts.SEGMENT``): neither the paper
+The authors' released templates hold App. B almost word for word (hymem/prompts/templates.py:30-78 @ 93e2d19;
+only that class's docstring, :18-20, calls them "intentionally left empty"); the paper's text is followed, and the
+code's layout (question before the memories, a JSON system message, R's "new_question may be left empty") is a
+departure listed in the class docstring (reviews/hymem.md, turn 4, N1). The topic-segmentation prompt is the small profile's (``prompts.SEGMENT``): neither the paper
 nor the code has one. Registered in ``HyMem.profile_prompt_modules["paper"]``, so it is hashed only
 into the paper profile's prompt hash.
 """
