@@ -292,6 +292,17 @@ def test_the_notebook_trace_stepper_escapes_the_guard_cause(hostile_run):
     assert "forced by the guard" in html and live_markup(html) == [], live_markup(html)[:3]
 
 
+def test_an_llm_call_with_text_for_its_token_counts_is_escaped():
+    """A trace written by another tool may put text where the token counts go: shown, escaped."""
+    from widgets.html import call_html
+    from workbench.trace import LLMCall
+
+    call = LLMCall.from_dict({**_call("call"), "prompt_tokens": hostile("prompt_tokens"),
+                              "completion_tokens": hostile("completion_tokens")})
+    html = call_html(call)
+    assert "prompt_tokens: " in html and live_markup(html) == [], live_markup(html)[:3]
+
+
 # -- exports and the report -------------------------------------------------------------------------------
 def _renderers():
     """(name, Markdown -> HTML) for each renderer that allows raw HTML: markdown-it with linkify (if
