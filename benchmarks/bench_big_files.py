@@ -93,9 +93,11 @@ def make_run(folder: Path, size_mb: float) -> dict:
     return {"bytes": size, "mb": round(size / 2 ** 20, 1), "rows": rows, "made_from": str(SOURCE.relative_to(ROOT))}
 
 
-def measure(argv: list[str], env: dict, timeout: float) -> dict:
+def measure(argv: list[str], env: dict, timeout: float, code: Path) -> dict:
+    """``argv`` run from ``code`` (``python -m``/``-c`` put the working folder first on ``sys.path``, before
+    ``PYTHONPATH``: run from elsewhere, they would import that folder's ``workbench``)."""
     got = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], capture_output=True, text=True, env=env,
-                         timeout=timeout)
+                         timeout=timeout, cwd=code)
     if got.returncode != 0:
         raise RuntimeError(f"the launcher failed: {got.stderr[-2000:]}")
     return json.loads(got.stdout)
@@ -114,17 +116,18 @@ def run(size_mb: float, label: str, code: Path, work: Path | None, timeout: floa
         run_dir = Path(tmp) / "run"
         made = make_run(run_dir, size_mb)
         report = measure([sys.executable, "-m", "workbench", "report", str(run_dir), "--output",
-                          str(Path(tmp) / "report.md")], env, timeout)
+                          str(Path(tmp) / "report.md")], env, timeout, code)
         warnings = [line for line in report.pop("stderr_tail").splitlines() if "read limit" in line]
         report.pop("stdout_tail")
         report["warning"] = warnings[0][:400] if warnings else None
-        app = measure([sys.executable, "-c", APP, str(run_dir)], env, timeout)
+        app = measure([sys.executable, "-c", APP, str(run_dir)], env, timeout, code)
         app.pop("stderr_tail")
         app.update(json.loads(app.pop("stdout_tail").strip().splitlines()[-1]) if app["rc"] == 0 else {})
     limits = {}
     try:
         probe = subprocess.run([sys.executable, "-c", "import workbench.jsonl as j; print(j.MAX_READ_BYTES, "
-                                "j.MAX_READ_ROWS)"], capture_output=True, text=True, env=env, check=True)
+                                "j.MAX_READ_ROWS)"], capture_output=True, text=True, env=env, check=True,
+                               cwd=code)
         limit_bytes, limit_rows = map(int, probe.stdout.split())
         limits = {"max_read_bytes": limit_bytes, "max_read_rows": limit_rows}
     except (subprocess.CalledProcessError, ValueError):

@@ -69,7 +69,8 @@ def add_eval_arguments(parser) -> None:
                         help="tries per call to an openai: server, the first included (default 3); a server that "
                              "never answers costs about N x the request timeout")
     parser.add_argument("--save-memories", action="store_true", help="save each built memory for the app")
-    parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure")
+    parser.add_argument("--retry-errors", action="store_true", help="rerun questions whose stored row is a failure, "
+                        "and judge again rows whose judge call failed (their answer is kept)")
     parser.add_argument("--fair", action="store_true", help="fair arena: every method answers with the one shared "
                                                             "answer prompt (answer_prompt=shared)")
     parser.add_argument("--no-progress", action="store_true", help="no question and ingest progress bars")
