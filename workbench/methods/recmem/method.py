@@ -162,6 +162,20 @@ class RecMem(MemoryMethod):
     - ``dedupe_facts=True``: an exact restatement (after case and punctuation) of a stored fact is not stored
       again; the old fact's provenance is extended instead (UPDATE event).
     - ``refine_k=10``: the refiner's old-fact budget does not follow ``k_sem`` (same value at the defaults).
+    - Not a profile value but what shapes the small runs most (review turn 4, §3): the recorded cassettes were made
+      with ``--bounded-outputs``, whose grammar closes a consolidation reply at 8 items of 300 characters. A reply
+      that loops on one paragraph is cut at the 8th item and parses, so its copies are stored and refined (as the
+      authors' code stores every returned string); unbounded, the same reply runs to the token cap and does not
+      parse. conv-30: 18 of 26 replies stop at exactly 8 items and hold 93 of the 95 verbatim copies, which fill
+      150 of the 405 episode slots of the answer prompts (58 of 81 answers). Episode copies are not deduplicated
+      (facts are, ``dedupe_facts``); an aid that stores one copy changes the refinement and answer prompts, so it
+      waits for a re-recording of the recmem cassettes. A calibrated ``theta_sim`` (MiniLM) is listed by
+      ``param_notes`` against the paper's value for the run's dataset.
+    - Paper profile, unmeasured: the App. F prompts are reworded (project rule) with ``<date>`` placeholders for
+      the paper's concrete examples (ISO dates such as "2025-02-03", "On 2023-05-22, the user ..."), so a model
+      sees no example of the date format, and "INSTRUCTIONS (THINK STEP BY STEP)" is not kept; no paper-profile
+      recording with a strong model exists (review turn 4, N2). Old facts are shown to the refiner as "- "
+      bullets (or "None"), [code] renders a Python list literal (N3).
 
     Native answer prompt vs the fair-arena one (``answer_prompt="shared"``, ``answer_prompt.py``):
     the native prompt (the paper profile's keeps every instruction of Figs. 15-16; the small profile's is
@@ -193,11 +207,15 @@ class RecMem(MemoryMethod):
                   "refine_k": 10},
     }
     profile_notes = {
-        "prompts": "short reworded prompts (prompts.py, a fifth to a third of the paper's length: 1,148 vs 4,871 "
-                   "characters for the episode prompt; user messages) so the "
-                   "0.5B/1.5B keep to the JSON within their context: even with them the 0.5B needed a repair and a "
-                   "retry for 2 of 26 consolidation replies and repeated 95 of its 158 episodes word for word "
-                   "(sample_data/cassettes/locomo/recmem-conv-30.jsonl, reviews/recmem.md run 4); dropped: the "
+        "prompts": "short reworded prompts (prompts.py, a fifth to a third of the paper profile's length: 1,148 vs "
+                   "4,770 characters for the episode prompt; user messages) so the 0.5B/1.5B keep to the JSON within "
+                   "their context; no comparison with the paper prompts was recorded. With them the 0.5B needed a "
+                   "repair and a retry for 2 of 26 consolidation replies (sample_data/cassettes/locomo/"
+                   "recmem-conv-30.jsonl). Its 95 word-for-word copies among 158 episodes are no evidence about "
+                   "prompt length: they are loops that the --bounded-outputs grammar (recmem.consolidate: 8 items "
+                   "of 300 characters) closed at the 8th item, so they parsed and were stored (18 of the 26 replies "
+                   "stop at exactly 8 items and hold 93 of the 95 copies; unbounded, both prompts looped in the "
+                   "turn-4 review's probe, reviews/recmem.md §3); dropped: the "
                    "single-message, merge-preference, skip-a-thin-subtopic, coarse-range and long-list rules "
                    "(Figs. 6-8), 'MUST be one of' the fact types and the 8-10 candidate selection (Figs. 9-11), "
                    "the APPROACH block and the paper's section order (Figs. 15-16)",
@@ -306,13 +324,22 @@ class RecMem(MemoryMethod):
     def _departure_notes(cls, params: Mapping, dataset: str | None = None) -> dict:
         """As every method's, except that the paper's own setting for the run's dataset when it is not the
         defaults' LoCoMo (``DATASET_PRESETS``: LongMemEval 0.6 / 4 / "free", as ``for_dataset`` gives) is the
-        paper's, not a departure. The whole preset must match, and only that dataset's: a threshold changed alone,
-        or LongMemEval's values on LoCoMo (or on a dataset the run does not name), are still flagged."""
+        paper's, not a departure. Each key is read on its own against that dataset's value: a LongMemEval run with
+        a calibrated theta_sim lists theta_sim alone, noted with LongMemEval's 0.6 (review turn 4, N5: the whole
+        preset had to match, so theta_count 4 and answer_length "free", the paper's own LongMemEval values, were
+        listed as departures from LoCoMo's). LongMemEval's values on LoCoMo, or on a dataset the run does not
+        name, are still flagged."""
         out = super()._departure_notes(params, dataset)
-        preset = DATASET_PRESETS.get(dataset_key(dataset)) if isinstance(params, Mapping) else None
-        if preset and all(_comparable(params.get(k)) == v for k, v in preset.items()):
-            for k in preset:
+        key = dataset_key(dataset)
+        preset = DATASET_PRESETS.get(key) if isinstance(params, Mapping) else None
+        for k, v in (preset or {}).items():
+            if k not in params:
+                continue
+            value = _comparable(params.get(k))
+            if value == v:
                 out.pop(k, None)
+            else:  # also a value that is LoCoMo's (the defaults'), and so not flagged above, on LongMemEval
+                out[k] = (value, f"the paper's {key} value is {v!r}")
         return out
 
     @classmethod
@@ -508,6 +535,9 @@ class RecMem(MemoryMethod):
     def _apply_merge(self, pos, unit, old: MemoryUnit, text: str, cos: float, theta: float) -> MemoryUnit:
         meta = {**old.meta, "version": old.meta["version"] + 1, "raw_ids": [*old.meta["raw_ids"], unit.id],
                 "last_time": unit.time}
+        # the merge rewrote the text: it no longer repeats its sibling (review turn 4, N8: the episodes list and the
+        # cluster view still called a merged episode a copy); no prompt reads an episode's meta
+        meta.pop("copy_of", None)
         source_ids = _union(old.source_ids, unit.source_ids)
         vector = self._embed([text]) if self.embed_text == "all" else None
         if self.stable_episode_ids:
