@@ -85,6 +85,28 @@ def count_written(c: K.Counts, mems, params) -> None:
     c.put("profiles_echoing_prompt", sum(bool(PROFILE_ECHO.search(f"{K.text(p.get('persistent'))} "
                                                                   f"{K.text(p.get('recent'))}")) for p in profiles),
           graph_src + " (profiles)")
+    _count_profile_reads(c, mems)
+
+
+def _count_profile_reads(c: K.Counts, mems) -> None:
+    """How much of each session's mentions a profile update read: the prompt shows the last ``profile_window`` (8)
+    mentions of the session (review turn 4, N3). Read from the profile UPDATE events, which say since this count was
+    added how many mentions there were and how many the prompt read."""
+    names = ("profile_updates", "profile_updates_over_window", "profile_mentions_unread")
+    if K.events_lacking(c, mems, names):
+        return
+    updates = [e.get("data") for m in mems.values() for e in m.events if e.get("kind") == "UPDATE"
+               and K.text(e.get("unit_id")).startswith("profile:") and isinstance(e.get("data"), dict)]
+    src = "events.jsonl (UPDATE of a profile)"
+    c.put("profile_updates", len(updates), src, "no profile was written")
+    if any("mentions" not in d or "mentions_read" not in d for d in updates):
+        for n in names[1:]:
+            c.lack(n, "the profile UPDATE events were saved before they said how many mentions the prompt read")
+        return
+    over = [d for d in updates if K.as_int(d["mentions"]) > K.as_int(d["mentions_read"])]
+    c.put("profile_updates_over_window", len(over), src, "no session had more mentions of an entity than its "
+                                                          "profile prompt reads" if updates else None)
+    c.put("profile_mentions_unread", sum(K.as_int(d["mentions"]) - K.as_int(d["mentions_read"]) for d in over), src)
 
 
 def count(c: K.Counts, rows, traces, mems, params) -> None:
@@ -107,7 +129,8 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
                     multi += len(K.as_list(r.get("children"))) >= 2
                     copies += bool(r.get("copy_of_child"))
         if absent:  # neither the tree counts nor what the model wrote into the memory can be read
-            for n in (*tree_names, *K.FACT_COUNTS, "summaries", "relations", "relation_extractions", "profiles"):
+            for n in (*tree_names, *K.FACT_COUNTS, "summaries", "relations", "relation_extractions", "profiles",
+                      "profile_updates"):
                 c.lack(n, "; ".join(absent[:3]))
         else:
             src = "structures.json (tree)"
@@ -149,6 +172,8 @@ CENSUS = K.CensusSpec(
               ("summaries_foreign_script", "summaries in a script their turns never use:"),
               ("summaries_over_words", "summaries over the word limit the prompt asks for:"),
               ("profiles_echoing_prompt", "profiles copying the profile prompt's layout (\"| recent:\"):"),
+              ("profile_mentions_unread", "mentions a profile update never read (its prompt shows a session's "
+                                          "last 8):"),
               ("facts_copying_prompt", "leaf events copied from its own prompt (an instruction or example):"),
               ("facts_copying_turn", "leaf events that copy their turn word for word:"),
               ("facts_first_person", "leaf events in the first person:")),

@@ -2,14 +2,14 @@
 from ..explain import HowItWorks, phase
 
 HOW_IT_WORKS = HowItWorks(
-    summary=("H-Mem extracts memory events, entities and relations from the dialogue; the events become the leaves "
-             "of a time tree whose parents summarise a day, a week, a month and a year, beside an entity graph. "
+    summary=("H-Mem extracts memory events, entities and relations from the dialogue; the events become the day-level "
+             "leaves of a time tree whose parents summarise a week, a month and a year, beside an entity graph. "
              "A planner splits each question into sub-queries scoped to a level of that tree, and one synthesis "
              "call joins their answers."),
     phases=(
         phase("build", ("fragment", "cut the dialogue into fragments"),
               ("extract", "LLM: memory events, entities, relations"),
-              ("tree", "events as leaves, summaries per day/week/month/year"),
+              ("tree", "events as day-level leaves, summaries per week/month/year"),
               ("graph", "entities and relations with provenance")),
         phase("answer", ("planner", "sub-queries with scope and time hints"),
               ("gather", "graph seeds, multi-hop expansion, tree"),

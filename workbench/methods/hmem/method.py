@@ -42,6 +42,12 @@ from .retrieval import NOT_FOUND, HMemRetriever, follow_up, plan_subqueries, ret
 from .tree import EPOCH, WINDOWS, HTree, TreeNode, active_levels, event_time, naive
 
 
+#: a profile update reads the last ``profile_window`` mentions of its session (ours; the paper states no cap, §3.2:
+#: "both persistent and recent memory data"); over conv-30 every one of 38 updates hit it and 304 of 538 mentions
+#: (57 %) ever reached a profile prompt (review turn 4, N3). Reading them all changes the profile prompts: it waits for
+#: a re-recording of the H-Mem cassettes.
+profile_window = 8
+
 # Paper §4.3, Table 5 (LoCoMo), and App. A.4's fixed-Mixed scope policy; every other setting at its default.
 ABLATIONS = {
     "full": Ablation({}, "paper Table 5, H-Mem (Full)"),
@@ -85,7 +91,13 @@ class HMem(MemoryMethod):
       digest reads "or") [§4.4]; the stored LLM salience is recorded only, never read by that rule.
     - No reranker (Qwen3-Reranker-4B in the paper): both profiles are Table 8's "embedding-only"
       configuration (-1.9 F1 / -2.2 Acc there); no cross-encoder runs offline. The embedder is the harness's
-      (MiniLM offline, not Qwen3-Embedding-4B) [§4.10].
+      (MiniLM offline, not Qwen3-Embedding-4B) [§4.10]. With MiniLM the paper's alphas (0.8/0.7/0.6, set for
+      Qwen3-Embedding-4B; a paper build is never calibrated) barely consolidate: the L1->L2 join share is 0.03
+      on the 0.5B's conv-30 events and 0.07 on one event per message, against Table 7's 0.43, so the week level
+      is about one node per leaf (363 for 374) and each leaf still costs 3 consolidation calls (1,122 for 374
+      leaves); the recorded paper gallery joined nothing (16 single-child weeks). The shipped calibration
+      overshoots under parent linkage (0.71). Review turn 4, N1/N2; mapping the alphas to an embedder is the
+      shared threshold work (issue #63).
     - Levels are activated from the age of the whole history (offline indexing), digest §10.7. A week node
       straddling two months belongs to the month of its first child (calendar windows).
     - After a join, y is not re-clustered one level up; its ancestors are re-summarised (single-child
@@ -102,7 +114,15 @@ class HMem(MemoryMethod):
     - A dependent sub-query's retrieval query also carries its prerequisites' answers (the paper uses
       them only when answering). A follow-up query that merely repeats its sub-query is skipped [§4.9].
       Synthesis is skipped when the plan has a single sub-query (digest §4 [ours]).
-    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified).
+    - Profiles are refreshed once per session for salient entities mentioned in it (paper: unspecified); an
+      update reads the last ``profile_window`` = 8 of the session's mentions (ours; §3.2 states no cap): over
+      conv-30 every one of the 38 updates hit it and 304 of 538 mentions (57 %) ever reached a profile prompt. The
+      census counts it (``profile_updates_over_window``, ``profile_mentions_unread``); reading every mention
+      changes the profile prompts and waits for a re-recording (review turn 4, N3).
+    - Profiles join the evidence under LONG and MIXED in the paper profile: an interpretation, since §3.3 puts
+      profiles in no scope (N4). The planner names at most 5 entities per sub-query (ours, N6). A fragment's
+      vector embeds its "[date] " prefix, events and summaries are embedded without one, which shifts S a little
+      between kinds (ours, N5: removing it changes retrieval, so it waits for a re-recording).
     - ``top_k`` = ``evidence_k`` = 10, 2 hops, fan-out 10, 50 entities, ``seed_min_sim`` 0.3: ours (the
       paper sweeps k = 5-50 in Fig. 3 without naming its default).
     - With the graph or the tree switched off, vector top-k over fragments stands in for the missing
@@ -137,6 +157,9 @@ class HMem(MemoryMethod):
       copies its child's text, marked ``copy_of_child``); ``max_summary_children=12`` and ``summary_words=80``
       (bounds); ``profile_scopes`` includes SHORT (profiles enter every scope; the paper's SHORT is
       fragments + leaf events) [§4.4].
+    - The offline recordings bound the replies of the consolidation, extraction (at most 8 entities and 8
+      relations a fragment), profile and planner roles (``--bounded-outputs`` or a demo profile's bounded roles,
+      ``workbench.llm.bounds``); why each, in ``sample_data/demo_profiles.json`` (``bounded_why``).
     - ``workbench eval`` applies MiniLM-calibrated alphas to a small build whenever the embedder is MiniLM
       (``calibration.py``; ``--calibration auto`` leaves a paper build at the paper's 0.8/0.7/0.6); shown as
       ``alphas`` in ``param_notes``. On the demo they join 0.80 of leaves at L1->L2 (0.78 when the review
@@ -174,10 +197,12 @@ class HMem(MemoryMethod):
     profiles = {
         "paper": {"prompts": "paper",  # paper_prompts.py: every instruction of §3.2/§3.3/A.2/A.4/B, placeholders
                   "cluster_similarity": "parent",  # §3.2: alpha_l is the node-to-parent similarity threshold
-                  "summarize_single": True,  # §3.2: a new parent z is created "with a memory summary"
+                  "summarize_single": True,  # §3.1: "each non-leaf node stores a memory summary"
                   "max_summary_children": None,  # paper sets no bound on what a summary reads
                   "summary_words": None,  # paper sets no length for a summary
-                  "profile_scopes": ("LONG", "MIXED")},  # §3.3: SHORT is fragments + leaf events only
+                  # [ours, an interpretation] §3.3 puts profiles in no scope: read as persistent memory, they join
+                  # LONG and MIXED (review turn 4, N4)
+                  "profile_scopes": ("LONG", "MIXED")},
         "small": {"prompts": "small", "cluster_similarity": "max", "summarize_single": False,
                   "max_summary_children": 12, "summary_words": 80, "profile_scopes": ("SHORT", "LONG", "MIXED")},
     }
@@ -185,7 +210,11 @@ class HMem(MemoryMethod):
         "prompts": "short prompts for the 0.5B/1.5B offline models (16k context): fewer instructions, entity "
                    "records of name and type only and relations without confidence, concrete example values in the "
                    "JSON templates (the planner's shows scope \"SHORT\": the 1.5B chose SHORT for 17 of 17 demo "
-                   "sub-queries, sample_data/cassettes/demo.jsonl, review §2), answers capped at about six words",
+                   "sub-queries, sample_data/cassettes/demo.jsonl, review §2; 102 of 108 at real scale), answers "
+                   "capped at about six words. The examples steer the models: the extraction template's relation "
+                   "labels 'lives in' / 'sister of' label 303 of conv-30's 407 relation extractions, 299 of them from "
+                   "turns that never say it (census: relations_prompt_example_unsaid); neutral examples change the "
+                   "recorded prompts, so they wait for a re-recording (review turn 4, §4)",
         "cluster_similarity": "single linkage (a node joins when any member reaches alpha), the setting the MiniLM "
                               "calibration was fitted with; the paper's parent-summary similarity left the 1.5B demo "
                               "tree almost without multi-child parents before calibration (with the calibrated alphas "
@@ -200,7 +229,12 @@ class HMem(MemoryMethod):
                          "(review §2: 'Priya is a drummer', single-child re-summaries of the year node 53 times)",
         "profile_scopes": "profiles join the evidence under every scope, SHORT included: the 1.5B planner chose SHORT "
                           "for 17 of 17 demo sub-queries, so profiles reach its reader only this way (15 profile "
-                          "items in the demo's sub-answers, review B7)",
+                          "items in the demo's sub-answers, review B7); that SHORT habit is the small planner "
+                          "template's own example scope, so this aid makes up for another aid (review turn 4, §4)",
+        # values of ours in both profiles: another value is a change of ours, not of a paper value (review turn 4, N8)
+        "top_k": "the retrieval budget k is ours (10 in both profiles): the paper names no default and sweeps "
+                 "k = 5-50 (Fig. 3)",
+        "evidence_k": "the evidence-chain length is ours (10 in both profiles); the paper does not give it",
         "alphas": "alpha_2..alpha_4 calibrated for the MiniLM embedder (workbench calibrate; calibration.py: Table 7's "
                   "join shares on a proxy tree) instead of the paper's 0.8/0.7/0.6 for Qwen3-Embedding-4B; on the "
                   "1.5B demo they join 0.80 of leaves at L1->L2 where Table 7 implies 0.43 (review §2, B2)",
@@ -551,7 +585,7 @@ class HMem(MemoryMethod):
         prompt = self.prompt_set.PROFILE.format(
             name=attrs["name"], type=attrs["type"], persistent=old["persistent"] or "(none)",
             recent=old["recent"] or "(none)", date=format_date(when),
-            mentions="\n".join(f"- {m}" for m in mentions[-8:]))
+            mentions="\n".join(f"- {m}" for m in mentions[-profile_window:]))
         try:
             parsed = self.llm.complete(prompt, schema=self.prompt_set.PROFILE_SCHEMA, role="hmem.profile").parsed
             persistent, recent = str(parsed["persistent"]).strip(), str(parsed["recent"]).strip()
@@ -566,8 +600,10 @@ class HMem(MemoryMethod):
         before = self.profiles_[f"profile:{node}"].text if f"profile:{node}" in self.profiles_ else None
         self.profiles_.add([MemoryUnit(f"profile:{node}", "profile", text, source_ids, when,
                                        {"entity": node, "updates": old["updates"] + 1})])
+        # how many of the session's mentions the prompt read (review turn 4, N3: the census counts the rest)
         self._emit("UPDATE", f"profile:{node}", before=before, after=text, cause="profile refresh after the session",
-                   source_ids=[s for f in frags for s in f.source_ids], time=when, entity=node)
+                   source_ids=[s for f in frags for s in f.source_ids], time=when, entity=node,
+                   mentions=len(mentions), mentions_read=min(len(mentions), profile_window))
 
     # -- answering (paper §3.3; the steps are functions of ``retrieval``) --------------------------
     def _answer(self, question: str, *, now: datetime | None) -> Answer:
