@@ -151,9 +151,12 @@ def test_round_limit(tiny_conv, reflect_last, n_reflect):
     final = ans.steps[-1].data
     assert final["round_limit_hit"] is True and final["rounds"] == 2
     assert ans.text == "deep1" and final["round"] == 0  # last deep answer preferred (on_round_limit)
-    assert HyMem.summary_stats([ans]) == {"n": 1, "deep_ratio": 1.0, "mean_rounds": 2.0, "deep_round_ratio": 0.5,
-                                    "round_limit_ratio": 1.0, "deep_generator_failures": 0,
-                                    "deep_answer_ratio": 1.0}
+    stats = HyMem.summary_stats([ans])
+    reflect = sum(s.usage.total_tokens for s in ans.steps if s.kind == "reflect")  # the token figures: turn 4, N5
+    assert stats.pop("mean_query_tokens") == ans.usage.total_tokens
+    assert stats.pop("mean_query_tokens_without_reflection") == ans.usage.total_tokens - reflect
+    assert stats == {"n": 1, "deep_ratio": 1.0, "mean_rounds": 2.0, "deep_round_ratio": 0.5,
+                     "round_limit_ratio": 1.0, "deep_generator_failures": 0, "deep_answer_ratio": 1.0}
     m.set_params(on_round_limit="last")
     assert m.answer(Q).text == "light2"
 
