@@ -72,6 +72,9 @@ def test_the_page_policy_forbids_other_hosts_forms_and_inline_scripts_without_th
     assert add_nonce("<script>a</script><script src='x'></script>", "N") == \
         '<script nonce="N">a</script><script nonce="N" src=\'x\'></script>'
     assert add_nonce("<script>", None) == "<script>"
+    inner = '<p>a</p>\n<SCRIPT>var s = "<script>x";\nvar t = 1;</SCRIPT>\n<script type="m">1</script>'
+    assert add_nonce(inner, "N") == ('<p>a</p>\n<SCRIPT nonce="N">var s = "<script>x";\nvar t = 1;</SCRIPT>\n'
+                                     '<script nonce="N" type="m">1</script>')  # a "<script" in a string is no tag
 
 
 @pytest.fixture(scope="module")

@@ -130,3 +130,32 @@ def test_a_remote_bind_shows_nothing_without_its_token_and_all_with_the_link(run
     finally:
         thread.stop()
         thread.join(timeout=10)
+
+
+def test_the_entity_graph_frame_runs_under_the_policy(tmp_path_factory, browser):
+    """The graph's sandboxed srcdoc frame inherits the page's policy: its own inline scripts carry the
+    page's nonce (and only its real script tags: vis-network holds a "<script" inside a string of its own,
+    which a naive rewrite broke), so vis-network draws."""
+    from scripts.make_demo_run import make_demo_run
+
+    run = make_demo_run(tmp_path_factory.mktemp("hmem") / "r", n_conversations=1, max_questions=1,
+                        methods=("hmem",))
+    port, thread = _served(run)
+    try:
+        page = _watched(browser)
+        page.goto(f"http://127.0.0.1:{port}/?tab=Structures")
+        page.get_by_text("Entity graph").first.wait_for(timeout=90000)
+        frame = None
+        for _ in range(120):
+            frame = next((f for f in page.frames if f.url == "about:srcdoc"), None)
+            if frame is not None:
+                break
+            page.wait_for_timeout(500)
+        assert frame is not None, "no graph frame"
+        frame.wait_for_selector("canvas", timeout=60000)
+        assert frame.evaluate("() => typeof vis") == "object"
+        assert page.violations == []
+        page.close()
+    finally:
+        thread.stop()
+        thread.join(timeout=10)

@@ -465,12 +465,15 @@ def url_host(address: str) -> str:
 
 
 def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
-          allow_remote: bool = False, allowed_hosts: Sequence[str] = (), token: str | None = None):
+          allow_remote: bool = False, allowed_hosts: Sequence[str] = (), token: str | None = None,
+          num_procs: int = 1):
     """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
     ``allow_remote=True``, prints a warning and requires an access token on every request
     (``widgets.access_token``: ``token``, else ``$WORKBENCH_APP_TOKEN``, else a random one, printed
     once in the link). ``port=0`` picks a free port. Blocks unless ``threaded`` (then returns the
-    server thread, which has ``stop()`` and the ``token`` it requires, or ``None``).
+    server thread, which has ``stop()`` and the ``token`` it requires, or ``None``). ``num_procs``
+    above 1 forks that many server processes on one port (Bokeh's own multi-process serving, for a
+    class opening the app at once: each process builds its own sessions; 0 is one per core).
 
     Every route and the websocket go through one gate first (``widgets.host_guard.Gate``): a malformed
     ``Host`` gets 400, one that is not a loopback name, the bound address or one of ``allowed_hosts`` 403
@@ -484,6 +487,10 @@ def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = 
     from widgets.location_compat import patch_location_reader
 
     check_address(address, allow_remote)
+    if num_procs != 1 and threaded:
+        raise SystemExit("several server processes (--num-procs) cannot run in a thread")
+    if num_procs < 0:
+        raise SystemExit(f"--num-procs must be 0 (one per core) or more, got {num_procs}")
     if allowed_hosts and not allow_remote:
         raise SystemExit("host names other than loopback ones are only served with --allow-remote")
     run_dir = run_dir or os.environ.get("WORKBENCH_RUN", DEFAULT_RUN)
@@ -502,6 +509,8 @@ def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = 
     print(f"Memory Workbench app for {run_dir} at {access.link(base) if access else base}")
     options = dict(port=port, address=address, show=show, websocket_origin=origins, title="Memory Workbench",
                    verbose=False, http_server_kwargs={"max_header_size": MAX_HEAD_BYTES})
+    if num_procs != 1:
+        options["num_procs"] = num_procs
     if not threaded:
         return _run_guarded(run_dir, names, options, access)
     loop = IOLoop(make_current=False)
@@ -541,6 +550,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "are further host names the app may be reached by (loopback names and the address "
                          "always are; any other Host header is refused, against DNS rebinding)")
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--num-procs", type=int, default=1,
+                    help="server processes on the one port (Bokeh's multi-process serving; 0: one per core)")
     return ap.parse_args(argv)
 
 
@@ -567,4 +578,4 @@ if __name__.startswith("bokeh_app_"):  # `panel serve widgets/app.py --args --ru
 elif __name__ == "__main__":
     _a = parse_args()
     serve(_a.run, port=_a.port, address=_a.address, show=_a.show, allow_remote=_a.allow_remote is not None,
-          allowed_hosts=_a.allow_remote or ())
+          allowed_hosts=_a.allow_remote or (), num_procs=_a.num_procs)

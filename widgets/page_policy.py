@@ -25,6 +25,7 @@ import json
 import re
 import secrets
 import threading
+from html.parser import HTMLParser
 
 from tornado.web import OutputTransform
 
@@ -35,7 +36,6 @@ POLICY = ("default-src 'self'; script-src 'self' 'nonce-{nonce}' 'unsafe-eval' b
 #: the policy of a response that is not a page (scripts, JSON, refusals): nothing may run from it
 STATIC_POLICY = "default-src 'none'; frame-ancestors 'none'"
 
-_SCRIPT_TAG = re.compile(rb"<script(?=[\s>])")
 _SESSION_TOKEN = re.compile(rb'"token":"([A-Za-z0-9_\-]+)"')
 
 # session id -> the nonce of the page that opened it (read by views that embed inline scripts)
@@ -62,19 +62,18 @@ def _session_id(page: bytes) -> str | None:
     return sid if isinstance(sid, str) else None
 
 
-def remember_nonce(session_id: str, nonce: str) -> None:
-    with _NONCES_LOCK:
-        if len(_NONCES) >= _MAX_NONCES:  # oldest first (dicts keep insertion order)
-            del _NONCES[next(iter(_NONCES))]
-        _NONCES[session_id] = nonce
-
-
 def nonce_for_session(session_id: str | None) -> str | None:
-    """The nonce of the page that opened ``session_id`` (``None`` outside a served page)."""
+    """The nonce of the page that opens ``session_id`` (``None`` outside a served page). A session's
+    document is built before its page is sent (a deep link can open the graph at once), so the first
+    to ask makes the nonce and the page is sent with that same one."""
     if not session_id:
         return None
     with _NONCES_LOCK:
-        return _NONCES.get(session_id)
+        if session_id not in _NONCES:
+            if len(_NONCES) >= _MAX_NONCES:  # oldest first (dicts keep insertion order)
+                del _NONCES[next(iter(_NONCES))]
+            _NONCES[session_id] = secrets.token_urlsafe(18)
+        return _NONCES[session_id]
 
 
 def current_nonce() -> str | None:
@@ -88,11 +87,34 @@ def current_nonce() -> str | None:
     return nonce_for_session(getattr(context, "id", None))
 
 
+class _ScriptTags(HTMLParser):
+    """Offsets of the real ``<script`` start tags of a page: an HTML parser reads a script's body as
+    raw text, so a ``"<script>"`` inside a script's own string (vis-network has one) is not a tag."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=False)
+        self.offsets: list[int] = []
+        self._lines = [0]
+        for line in text.split("\n")[:-1]:  # the parser counts lines by "\n" alone, as here
+            self._lines.append(self._lines[-1] + len(line) + 1)
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            line, col = self.getpos()
+            self.offsets.append(self._lines[line - 1] + col)
+
+
 def add_nonce(html: str, nonce: str | None) -> str:
-    """``html`` (a page the app itself built) with ``nonce`` on each of its ``<script`` tags."""
+    """``html`` (a page the app itself built) with ``nonce`` on each of its ``<script`` start tags."""
     if not nonce:
         return html
-    return _SCRIPT_TAG.sub(f'<script nonce="{nonce}"'.encode(), html.encode()).decode()
+    out, last = [], 0
+    for at in _ScriptTags(html).offsets:
+        out += [html[last:at + len("<script")], f' nonce="{nonce}"']
+        last = at + len("<script")
+    return "".join(out) + html[last:]
 
 
 class PagePolicy(OutputTransform):
@@ -102,11 +124,8 @@ class PagePolicy(OutputTransform):
         if "Content-Security-Policy" in headers:
             return status_code, headers, chunk
         if headers.get("Content-Type", "").startswith("text/html") and finishing:
-            nonce = secrets.token_urlsafe(18)
-            chunk = _SCRIPT_TAG.sub(f'<script nonce="{nonce}"'.encode(), chunk)
-            sid = _session_id(chunk)
-            if sid:
-                remember_nonce(sid, nonce)
+            nonce = nonce_for_session(_session_id(chunk)) or secrets.token_urlsafe(18)
+            chunk = add_nonce(chunk.decode("utf-8"), nonce).encode("utf-8")
             if "Content-Length" in headers:
                 headers["Content-Length"] = str(len(chunk))
             headers["Content-Security-Policy"] = page_policy(nonce)
