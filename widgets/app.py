@@ -88,7 +88,9 @@ from widgets.tabs.structures import (  # noqa: F401 - re-exported
     views_available,
 )
 from widgets.tabs.traces import TracesView  # noqa: F401 - re-exported
+from workbench.eval.labels import label_problems
 from workbench.methods import display_name, method_base
+from workbench.methods.registry import plugin_problems
 from workbench.words import counted
 
 TABS = (("Question", QuestionTab), ("Conversations", ConversationsView), ("Memories", MemoriesView),
@@ -210,6 +212,10 @@ class WorkbenchApp(pn.viewable.Viewer):
         self.store = RunStore(run_dir, embedder=embedder)
         # widgets/*_view(s).py register into STRUCTURE_VIEWS
         self.store.note_all(f"structure views: {problem}" for problem in load_structure_views())
+        # a plugin left out (raised at import, a name two plugins claim, no method class) is said here once,
+        # and every other method and view goes on working
+        self.store.note_all(f"method plugins: {problem}" for problem in plugin_problems())
+        self.store.note_all(label_problems())  # shipped label files damaged before this session began
         served = in_server_session()
         if plotly_on_demand is None:
             plotly_on_demand = page_lacks_plotly()
@@ -283,6 +289,7 @@ class WorkbenchApp(pn.viewable.Viewer):
             try:
                 self.store.warm()
                 prefetch_views(self.store)
+                self.store.note_all(label_problems())  # label files first read while warming
             except Exception as exc:  # nobody would see it in a worker thread: shown in the header
                 self.store.note(f"reading the run ahead of its tabs: {type(exc).__name__}: {exc}")
             try:  # last: the model and one method's vectors, for the first semantic search
