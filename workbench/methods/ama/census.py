@@ -63,8 +63,8 @@ def _small_judge_runs() -> frozenset[str]:
 def _echo_text(echoes: int, judged: int, prompts: str) -> str:
     example = ("its placeholders" if prompts == "paper" else
                "Pass, no conflict ids, confidence 0.0 and a reason pasted from the prompt")
-    return (f"{echoes} of the {judged} replies are the prompt's own example ({example}): a template echo, not a "
-            "judgement")
+    return (f"{echoes} of the {judged} replies {'is' if echoes == 1 else 'are'} the prompt's own example "
+            f"({example}): a template echo, not a judgement")
 
 
 def _facts(c: K.Counts, mems, params) -> None:
