@@ -363,8 +363,9 @@ def parse_line(raw: bytes, check: RowCheck | None = None, keys: dict | None = No
 #: ``MAX_READ_BYTES`` or ``MAX_READ_ROWS`` is read line by line up to the limit, and what was left out is said
 #: (``CappedRead``). Why these figures: parsed rows take 2 to 3 times their file size (results rows with their
 #: traces: 100 MB of rows hold 290 MB), and the report and the app build tables and figures on top, so 128 MB is
-#: what keeps either under about 1 GB of memory however large the file (benchmarks/bench_big_files.py: a 1 GB
-#: results file took the report 171 s and 8.3 GB uncapped). No real run comes near it: LoCoMo's 1,986 questions
+#: what keeps either under about 1 GB of memory however large the file (benchmarks/bench_big_files.py, a 1 GB
+#: results file: the report took 265 s and 12.9 GB before the limit, 21 s and 0.84 GB with it; the app 152 s to
+#: its first page and 12.3 GB, then 10 to 15 s and 0.93 GB). No real run comes near it: LoCoMo's 1,986 questions
 #: answered by all eight methods are about 16,000 rows, some 30 MB with their traces. The row limit bounds a file of
 #: many small rows (events) the same way. Resuming an evaluation reads its store whole: the limit is for showing a
 #: run, never for deciding what is already done.

@@ -413,7 +413,8 @@ def report_command(args) -> int:
     elif args.format == "md":
         # one run directory: its mechanism census, recomputed from what it holds (never a stale file)
         one_run = len(paths) == 1 and paths[0].name == "results.jsonl"
-        mechanisms = census(paths[0].parent, rows=rows) if one_run else None  # the rows read above, not a 2nd copy
+        # the rows read above, not a second copy of them
+        mechanisms = census(paths[0].parent, rows=rows, rows_problems=problems) if one_run else None
         text = report_markdown(df, title=args.title, stats=method_stats(rows), mechanisms=mechanisms, **kw)
         text += "\n\n" + attribution_markdown(df)
         failures = failure_counts(rows)

@@ -326,18 +326,19 @@ def _decisions(rows: list[dict], conversations: dict, problems: list[str]) -> di
 # The census
 # ================================================================================================
 def census(source, *, memories: dict | None = None, manifest: dict | None = None,
-           conversations: dict | None = None, rows: list[dict] | None = None) -> dict:
+           conversations: dict | None = None, rows: list[dict] | None = None, rows_problems=()) -> dict:
     """The mechanism census of a run directory (a path), or of result rows (an iterable of dicts or
     ``QuestionResult``) with optional saved ``memories`` (``{method: {conv_id: {"events": [...],
     "structures": {...}}}}``), ``manifest`` and ``conversations`` (id -> ``Conversation``: their questions let
     each method's own decisions be checked, ``decisions``). See the module docstring for what is counted.
 
     For a run directory, ``rows`` are its result rows when the caller has read them already (``workbench report``
-    has: a second copy of a large results file is what it cannot afford); else ``results.jsonl`` is read, up to
+    has: a second copy of a large results file is what it cannot afford), ``rows_problems`` what that read met
+    (bad lines, a file above the limit: listed with the census's problems); else ``results.jsonl`` is read, up to
     the display limit (``workbench.jsonl.MAX_READ_BYTES``; what a larger file left out is a problem). Names of
     folders that are not UTF-8 appear with their bytes escaped (``naive\\xfe``), so the census can be written
     as JSON and printed anywhere."""
-    problems: list[str] = []
+    problems: list[str] = list(rows_problems)
     if isinstance(source, (str, os.PathLike)):
         run = Path(source)
         if not run.is_dir():
