@@ -2,8 +2,6 @@
 makes. Each test fails on the code before the fix (named in its docstring)."""
 from __future__ import annotations
 
-from workbench.embed import HashEmbedder
-from workbench.llm import ScriptedLLM
 from workbench.methods import RecMem
 from workbench.methods.recmem import paper_prompts as PP
 from workbench.methods.recmem import prompts as SP
@@ -31,26 +29,3 @@ def test_the_prompts_note_gives_the_right_length_and_puts_the_copies_down_to_the
     doc = " ".join(RecMem.__doc__.split())
     assert "closes a consolidation reply at 8 items of 300 characters" in doc
     assert "Episode copies are not deduplicated" in doc and "THINK STEP BY STEP" in doc
-
-
-def _cluster_llm(merge_first: bool):
-    """Two identical episodes from the first consolidation, then every later unit merges into the nearest one."""
-    return ScriptedLLM({
-        "recmem.consolidate": {"episodes": ["Sam and Noor talked about pets.", "Sam and Noor talked about pets."]},
-        "recmem.refine": {"facts": []},
-        "recmem.merge": {"should_merge": "yes" if merge_first else "no",
-                         "merged_memory": "Sam and Noor talked about pets and music."},
-        "recmem.answer": "x"}, default="auto")
-
-
-def test_an_episode_rewritten_by_a_merge_is_no_longer_called_a_copy(tiny_conv):
-    """N8: a merge rewrites the episode's text but kept ``copy_of`` in its meta, so the episodes list and the
-    cluster view still called it a copy of its sibling."""
-    for profile in ("small", "paper"):
-        m = RecMem(llm=_cluster_llm(True), embedder=HashEmbedder(dim=16), profile=profile, theta_sim=-1.0,
-                   theta_count=2).ingest(tiny_conv)
-        merged = [u for u in m.epi_ if u.meta.get("version", 1) > 1]
-        assert merged, profile
-        assert all("copy_of" not in u.meta for u in merged), profile
-        copies = [u for u in m.epi_ if u.meta.get("copy_of")]
-        assert all(u.text == next(v.text for v in m.epi_ if v.id == u.meta["copy_of"]) for u in copies), profile

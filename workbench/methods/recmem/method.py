@@ -535,9 +535,8 @@ class RecMem(MemoryMethod):
     def _apply_merge(self, pos, unit, old: MemoryUnit, text: str, cos: float, theta: float) -> MemoryUnit:
         meta = {**old.meta, "version": old.meta["version"] + 1, "raw_ids": [*old.meta["raw_ids"], unit.id],
                 "last_time": unit.time}
-        # the merge rewrote the text: it no longer repeats its sibling (review turn 4, N8: the episodes list and the
-        # cluster view still called a merged episode a copy); no prompt reads an episode's meta
-        meta.pop("copy_of", None)
+        # copy_of stays: it names what the consolidation wrote (a copy), which the census and the clusters view's
+        # recurrence check judge alike after a merge (review turn 4, N8: declined, docs/reviews/recmem.md)
         source_ids = _union(old.source_ids, unit.source_ids)
         vector = self._embed([text]) if self.embed_text == "all" else None
         if self.stable_episode_ids:
