@@ -293,12 +293,18 @@ def test_the_notebook_trace_stepper_escapes_the_guard_cause(hostile_run):
 
 
 def test_an_llm_call_with_text_for_its_token_counts_is_escaped():
-    """A trace written by another tool may put text where the token counts go: shown, escaped."""
+    """A trace written by another tool may put text where the token counts go: read back from a run it
+    is a named error (``tests/test_trace_counts.py``); a record made in memory with one is shown escaped."""
+    import pytest
+
     from widgets.html import call_html
     from workbench.trace import LLMCall
 
-    call = LLMCall.from_dict({**_call("call"), "prompt_tokens": hostile("prompt_tokens"),
-                              "completion_tokens": hostile("completion_tokens")})
+    fields = {**_call("call"), "prompt_tokens": hostile("prompt_tokens"),
+              "completion_tokens": hostile("completion_tokens")}
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        LLMCall.from_dict(fields)
+    call = LLMCall(**{**fields, "messages": tuple(fields.get("messages", ()))})
     html = call_html(call)
     assert "prompt_tokens: " in html and live_markup(html) == [], live_markup(html)[:3]
 

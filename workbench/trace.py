@@ -28,6 +28,24 @@ def _default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def _counts(d: dict, names: tuple[str, ...], where: str) -> dict:
+    """``d`` with each count in ``names`` checked: a whole number of at least 0 (an integral float is
+    taken as its int). A count read from a run someone else made may be text, negative or ``true``:
+    that is a ``ValueError`` naming the field, which the run's reader reports as one damaged record,
+    instead of a view raising when it adds the counts up."""
+    out = dict(d)
+    for name in names:
+        if name not in out:
+            continue
+        v = out[name]
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{where}.{name}: expected a whole number of at least 0, got {v!r:.40}")
+        out[name] = v
+    return out
+
+
 class _Record:
     """Shared JSON helpers for the frozen records below."""
 
@@ -70,7 +88,7 @@ class Usage(_Record):
 
     @classmethod
     def from_dict(cls, d: dict) -> "Usage":
-        return cls(**d)
+        return cls(**_counts(d, ("prompt_tokens", "completion_tokens", "calls", "cached_calls"), "usage"))
 
 
 @dataclass(frozen=True)
@@ -102,6 +120,7 @@ class LLMCall(_Record):
 
     @classmethod
     def from_dict(cls, d: dict) -> "LLMCall":
+        d = _counts(d, ("prompt_tokens", "completion_tokens"), "call")
         return cls(**{**d, "messages": tuple(d.get("messages", ()))})
 
 
