@@ -652,7 +652,7 @@ def test_header_says_which_recorded_setting_is_not_the_papers():
              "hmem[list]": {"params": {"fragment": ["window"]}}}  # an unhashable value read from disk
     notes = departure_notes(list(saved), saved.get)
     assert [n.split(":")[0] for n in notes] == ["ama", "hmem", "hmem[list]"]  # the list differs from the paper's
-    assert "question probes" in notes[0] and "paper's Judge" in notes[0]
+    assert "question probes" in notes[0] and "small profile's Judge prompt" in notes[0]
     assert "fragment = 'window'" in notes[1] and "each message" in notes[1]
     assert departure_notes(["ama"], {"ama": {"params": {"conflict_check": "judge"}}}.get) == []
     assert departure_notes(["ama"], {}.get) == []

@@ -412,9 +412,6 @@ def test_report_departures_escape_the_saved_profile_and_params(hostile_run):
         assert live_markup(html) == [] and "<a " not in html, (renderer, live_markup(html)[:3])
 
 
-@pytest.mark.xfail(strict=True, reason="workbench/eval/mechanisms.py census_markdown writes the 'Did each firing "
-                   "do the right thing?' lines (method, checked text naming the conversation id) without "
-                   "markdown_text: outside this slice, reported")
 def test_the_report_with_the_mechanism_census_renders_inert(hostile_run):
     run, added = hostile_run
     text = markdown_exports(run, added, census_too=True)["report-census.md"]

@@ -347,3 +347,16 @@ def test_every_fig_2_row_runs_its_steps_in_either_profile(profile):
     assert layers == {"full": {"subconscious", "episode", "fact"}, "w/o subconscious": {"episode", "fact"},
                       "w/o episodic": {"subconscious", "fact"}, "w/o semantic": {"subconscious", "episode"},
                       "direct extraction": {"subconscious", "fact"}}
+
+
+def test_a_longmemeval_run_built_by_the_harness_lists_no_preset_value_as_a_departure():
+    """Review turn 4, N6: ``prepare_method`` applied LongMemEval's preset (0.6 / 4 / free answers) but did not
+    tell the method which dataset's preset it was, so a paper-profile LongMemEval run listed the paper's own
+    LongMemEval values as departures."""
+    from workbench.embed import HashEmbedder
+    from workbench.eval.presets import prepare_method
+
+    setup = prepare_method("recmem", ScriptedLLM([]), HashEmbedder(dim=32), {"profile": "paper"},
+                           data="longmemeval:x.json", calibration=None)
+    method = setup.method if hasattr(setup, "method") else setup[0]
+    assert method.theta_count == 4 and method.param_notes == {}

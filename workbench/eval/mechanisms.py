@@ -567,7 +567,7 @@ def census_markdown(value: dict, *, heading: str = "## Mechanisms fired") -> str
                  "the planted phenomena of the conversation (`sample_data/annotations.json`, "
                  "`workbench.eval.annotations`)")
         lines += ["", f"Did each firing do the right thing? Checked against {where}:", ""]
-        lines += [f"- **{m}**: {one_line(t, 300)}" for m, t in checked]
+        lines += [f"- **{markdown_text(m)}**: {markdown_text(one_line(t, 300))}" for m, t in checked]
     decided = [(m, e["decisions"]) for m, e in (value.get("methods") or {}).items()
                if isinstance(e, dict) and isinstance(e.get("decisions"), dict) and e["decisions"]]
     if decided:

@@ -110,6 +110,8 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
     method, applied = apply_calibration(method, cal, dataset=kind)
     if explicit:
         method.set_params(**explicit)
+    if preset:  # its param_notes read the dataset's preset as the paper's setting for this dataset
+        method.dataset_preset_ = kind
     effective = {k: v for k, v in applied.items() if k not in explicit}  # explicit parameters win
     matches = cal is not None and cal.get("embedder") == getattr(embedder, "name", None)
     warnings = threshold_warnings(method, cal if applied else None)
