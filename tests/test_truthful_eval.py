@@ -37,26 +37,30 @@ def R(decision, **payload):
 
 
 def _memr3_25_hits():
-    """Four retrieve decisions then the forced answer: 5 batches of 5 = 25 hits, the last 5 shown."""
+    """Four retrieve decisions then the forced answer: 5 batches of 5 = 25 hits, every one read by a router call."""
     replies = [R("retrieve", retrieval_query=q) for q in ("dog name", "new city", "job", "painting")]
     llm = ScriptedLLM(replies + [R("answer", detailed_answer="Pilot"), "Pilot"])
     backend = NaiveRAG(llm=ScriptedLLM([], default="x"), embedder=HashEmbedder(dim=128), chunking="turn")
     return MemR3(llm=llm, embedder=HashEmbedder(dim=128), backend=backend, n_chk=5, n_max=5)
 
 
-def test_memr3_evidence_recall_is_computed_on_the_five_shown_not_the_25_retrieved():
+def test_memr3_evidence_recall_is_computed_on_every_batch_its_router_read():
+    """MemR3's answer call reads only the evidence E (paper Eq. 6), which the router calls wrote from every batch
+    they read; until turn 4 the context was the last batch alone (turn-4 review N4: conv-30's recall 0.102 there,
+    0.681 over every batch)."""
     conv = load_sample()[0]
     probe = _memr3_25_hits().ingest(conv).answer(conv.qa[0].question)
     batches = [s.hits for s in probe.steps if s.kind == "retrieve"]
-    assert [len(b) for b in batches] == [5] * 5  # 25 hits retrieved
-    shown = batches[-1]
-    assert [h.unit_id for h in probe.context] == [h.unit_id for h in shown]
-    hidden_turn = batches[0][0].source_ids[0]  # retrieved in the first batch, never in front of the reader
-    shown_turn = shown[0].source_ids[0]
-    row = _one_row(_memr3_25_hits(), _conv_with_qa(conv, [hidden_turn, shown_turn]))
-    assert row.evidence_recall == 0.5  # was 1.0 when every retrieved hit counted
-    assert row.turns_shown == 5
-    assert row.evidence_precision == pytest.approx(1 / 5)
+    assert [len(b) for b in batches] == [5] * 5  # 25 hits retrieved, each batch read by the router call after it
+    assert [h.unit_id for h in probe.context] == [h.unit_id for b in batches for h in b]
+    assert MemR3.last_batch(probe) == batches[-1]
+    first_turn = batches[0][0].source_ids[0]  # read in the first batch only, never in the last
+    last_turn = batches[-1][0].source_ids[0]
+    row = _one_row(_memr3_25_hits(), _conv_with_qa(conv, [first_turn, last_turn]))
+    assert row.evidence_recall == 1.0  # was 0.5 when only the last batch counted
+    assert row.turns_shown == 25
+    assert row.evidence_precision == pytest.approx(2 / 25)
+    assert evidence_recall([first_turn, last_turn], [t for h in MemR3.last_batch(probe) for t in h.source_ids]) == 0.5
 
 
 class _OneUnit(MemoryMethod):

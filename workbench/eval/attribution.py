@@ -35,10 +35,14 @@ Token F1 >= 0.5 used to be rule 3; it gets dates backwards (gold "13 May 2023": 
 the ``judge_disagrees`` check and for comparisons. The checker's agreement with careful readers is measured on
 the labelled answers (``workbench judge-audit``).
 
-"Shown" follows the trace convention (``workbench.trace.Answer``): for MemR3 it is the last batch
-of snippets, the one in front of the router call that wrote the evidence its answer call reads, so a
-MemR3 ``retrieval_miss`` can hide gold retrieved in an earlier batch and carried on only as evidence
-text. Partial recall (one of two gold turns shown) counts as shown, hence ``reading_miss``.
+"Shown" follows the trace convention (``workbench.trace.Answer``): the units in front of the final reader, or of
+the calls that wrote the text it reads. For MemR3 that is every batch its router read (its answer call reads only
+the evidence the router calls wrote from them, paper Eq. 6), so a MemR3 ``retrieval_miss`` means no gold turn was
+in any batch the router read, and a ``reading_miss`` that gold was read by the router and the evidence or the
+answer lost it (an evidence-writing miss). Until turn 4 only the last batch counted, which put 34 of conv-30's 57
+``retrieval_miss`` rows there though the router had read the gold (reviews/memr3.md, turn-4 N4). Partial recall
+(one of two gold turns shown) counts as shown, hence ``reading_miss``. The reason says how much was shown: the
+row's turn-level recall and the turns its context covers (``turns_shown``), where the row has them.
 
 ``attribution_table(frame)`` counts the labels per method (and share of each), for reports and
 notebooks.
@@ -176,8 +180,16 @@ def _label(row, abstains, f1, f1_name, verdict, gold_shown, judge_trusted, f1_th
     if gold_shown is None:
         return Attribution("unattributed", False, basis, None, "no gold evidence ids")
     if gold_shown:
-        return Attribution("reading_miss", False, basis, True, "gold evidence was shown, answer wrong")
-    return Attribution("retrieval_miss", False, basis, False, "no gold evidence turn was shown")
+        return Attribution("reading_miss", False, basis, True, f"gold evidence was shown{_shown(row)}, answer wrong")
+    return Attribution("retrieval_miss", False, basis, False, f"no gold evidence turn was shown{_shown(row)}")
+
+
+def _shown(row) -> str:
+    """`` (recall 0.50 of the gold turns, 25 turns shown)`` from the row's figures; "" when it has neither."""
+    recall, turns = _number(_get(row, "evidence_recall")), _number(_get(row, "turns_shown"))
+    bits = ([f"recall {recall:.2f} of the gold turns"] if recall is not None else []) + (
+        [f"{turns:.0f} turns shown"] if turns is not None else [])
+    return f" ({', '.join(bits)})" if bits else ""
 
 
 def attribution_label(row, **kw) -> str:

@@ -21,9 +21,10 @@ unusual abbreviations. ``bleu_tokenizer()`` says which one is in use.
 Evidence recall is the share of gold evidence ids covered by the provenance (``Answer.source_ids``)
 of the answer's context, at turn level and at session level (the part of a turn id before its
 last ``:``). ``Answer.context`` is, by the trace convention (``workbench.trace.Answer``), exactly the
-units put in front of the method's final reader, so every method is measured on what its reader
-saw, not on everything it ever retrieved. Because one unit can cover many turns (a RecMem episode
-carries its whole cluster, Full-Context every turn), recall comes with ``turns_shown`` (distinct
+units put in front of the method's final reader (or of the calls that wrote the text it reads: for MemR3 every
+batch its router read, since its answer call reads only the evidence written from them), so every method is
+measured on what its reader saw, not on everything it ever retrieved. Because one unit can cover many
+turns (a RecMem episode carries its whole cluster, Full-Context every turn), recall comes with ``turns_shown`` (distinct
 turns the shown units cover) and ``evidence_precision`` (gold turns shown / turns shown).
 Questions without gold evidence get ``None``, not 1 as in the official code.
 """

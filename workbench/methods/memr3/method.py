@@ -131,10 +131,13 @@ class MemR3(MemoryMethod):
       adversarial copy); the workbench's category 1-4 runs leave that copy out, so its counts match there.
     - ``reflect=False`` ablation (details not in the paper): the enum drops reflect, an empty
       retrieval forces answer and the fallback is retrieve (or answer once nothing new remains).
-    - ``Answer.context`` (the trace convention: what the final reader saw) is the last batch of
-      snippets, the ones in front of the last router call that wrote the evidence and draft the
-      answer call reads (paper Eq. 6: the answer call never sees raw snippets). Earlier batches
-      reach it only through evidence text without provenance; every hit stays in the retrieve steps.
+    - ``Answer.context`` (the trace convention: the units in front of the calls that wrote what the final reader
+      reads) is every batch the router read, each hit once, in retrieval order: the answer call reads only E and
+      the draft (paper Eq. 6), and E is rewritten by each router call from its batch and the E before it, so
+      gold evidence read in any batch can reach the answer. Evidence recall, ``turns_shown`` and the failure
+      attribution are computed on it. Until turn 4 it was the last batch alone (the masked, least similar one:
+      conv-30 recall 0.102 against 0.681 over every batch, turn-4 review N4); ``MemR3.last_batch(answer)`` and
+      ``MemR3.batches(answer)`` give the batches apart, and the real-scale summary reports both figures.
     - ``answer_prompt="shared"`` (the fair arena, opt-in): the same inputs (evidence bullets and draft only) with
       the workbench's common six-word rule and abstention phrase instead of the method's own prompt.
     - The question date is shown to the router and the answer call on LongMemEval only
@@ -168,9 +171,13 @@ class MemR3(MemoryMethod):
       kept when supported, allows a cautious inference grounded in limited evidence, has no "not mentioned"
       escape and is one user message ([code]: evidence and draft in the system message, the question apart).
     - ``nothing_left="reflect_then_answer"``: once the backend has nothing new, reflect is forced and, with the
-      reflect streak at ``n_cap``, answer ([ours]); the paper (App. A.1) keeps forcing reflect until the budget,
-      [code] leaves the choice to the LLM. ``nothing_left="no_retrieve"`` (either profile) forbids retrieve and
-      lets the router choose between reflect and answer (review "to 10" item 5).
+      reflect streak at ``n_cap``, answer ([ours]): a fourth guard the paper does not have (§3.4 lists three; the
+      paper profile's ``"choose"`` forces nothing and [code] leaves the choice to the LLM). Kept as an aid: on the
+      demo's 9-chunk slice the forced-reflect reading (``"reflect"``) reflected until the budget with the same
+      prompt (demo question "physio", reviews/memr3.md B7); answering at the cap ends that loop, and the demo
+      cassette was recorded with it (``"choose"`` on the small model is not measured). ``nothing_left="reflect"``
+      (reflect forced until the budget) and ``"no_retrieve"`` (retrieve not offered, review "to 10" item 5) are
+      options in either profile.
     - ``gap_fallback=True``: a retrieve without a refinement query searches q plus the first open gap
       (digest §10.15); [code] searches q alone.
     - ``carry="clear"``: a reflect without reasoning clears F (the prompt shows "No prior reasoning.") and the
@@ -183,8 +190,12 @@ class MemR3(MemoryMethod):
       (``llm.jsonparse.CHECKED_KEYWORDS``), so a reply that skips the payload is sent back for repair, then
       retried; ``payload_share`` shows how often the payload was written (the 1.5B A/B on the demo's questions:
       2 of 3 retrieves and reflects, ``benchmarks/results/memr3_ab.json``).
-    - ``nothing_left="reflect"`` follows App. A.1 ("no useful retrieval remains" -> reflect) over [code] (LLM's
-      choice) and over Alg. 1, which only checks the last batch.
+    - ``nothing_left="choose"``: the paper's three guards alone (§3.4; App. A.1's "no useful retrieval remains"
+      is the empty-retrieval guard). A drained backend forces nothing: the router may still choose retrieve (the
+      batch comes back empty and the empty-retrieval guard forces reflect, as Alg. 1 l.5 says; [code]'s RAG path
+      never fires it) or answer; the streak guard needs an opportunity, as in [code]. Until turn 4 the paper
+      profile used ``"reflect"``, a fourth guard that forced reflect from the drain to the budget (turn-4 review
+      N2: on an 8-chunk store [code] answered after 2 router calls, the profile after 5).
     - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
       model's step-by-step work; token F1 is not meaningful for it, the paper scores only the LLM judge.
 
@@ -200,7 +211,9 @@ class MemR3(MemoryMethod):
         "paper": {"prompts": "paper",          # [paper] App. A.1/A.2 (paper_prompts.py)
                   "schema": "paper",           # [paper] Eq. 4: every action carries its text, so it is required
                   "answer_style": "stepwise",  # [code] src/memr3_base.py:19-60, 533-535: p_w, step by step
-                  "nothing_left": "reflect",   # [paper] App. A.1: "no useful retrieval remains" -> reflect
+                  # [paper] §3.4: the three guards alone (a drained store forces nothing; [code] gates the
+                  # streak guard on an opportunity, src/memr3_base.py:319-337)
+                  "nothing_left": "choose",
                   # [code] src/memr3_base.py:274-275 and src/memr3_rag.py:142-143: this reply's query, else q alone
                   "gap_fallback": False,
                   # [code] src/memr3_base.py:196-197 (prior query: the last one written, any decision) and :282
@@ -213,8 +226,10 @@ class MemR3(MemoryMethod):
         "prompts": ("short router prompts written for the 0.5B/1.5B (16k context, 2 CPU cores): they drop App. A's "
                     "'gaps will do that', 'missing specifics', the cautious-inference clause of detailed_answer, 'if "
                     "further retrieval is unlikely' and the two query strategies' framing, show '[]' twice as "
-                    "the closed gaps value and give concrete examples; every recording (conv-30: 405 router calls, "
-                    "demo: 27) was made with them; on the demo's 12 questions the 1.5B wrote no open gap under "
+                    "the closed gaps value and give concrete examples; each snippet is shown with its id "
+                    "('[chunk-3]', [code] shows raw text) and the gaps as written, a copied 'No gaps noted.' "
+                    "included; every recording (conv-30: 405 router calls, demo: 27) was made with them; on the demo's "
+                    "12 questions the 1.5B wrote no open gap under "
                     "either wording, and under the paper's it looped more (24 router steps against 15) and ran into "
                     "the token cap 10 times (benchmarks/results/memr3_ab.json, reviews/memr3.md §4)"),
         "schema": ("payload keys optional and gaps a JSON array: under grammar decoding the 0.5B closed the object "
@@ -222,11 +237,13 @@ class MemR3(MemoryMethod):
                    "reflects, no draft in 80 of 80 answers; gaps [] in 391 of 394 replies); kept only because the "
                    "recordings were made with it (reviews/memr3.md B1)"),
         "answer_style": ("a short phrase without visible step-by-step work, so token F1 compares with the other "
-                         "methods and the small model's reply stays short; its date example is our own (the 0.5B "
-                         "copied it as the answer to 2 of 81 conv-30 questions)"),
-        "nothing_left": ("once the backend has nothing new, reflect once and then answer: on the demo's 9-chunk slice "
-                         "the literal App. A.1 rule reflects until the budget with the same prompt (demo question "
-                         "'physio', reviews/memr3.md B7)"),
+                         "methods and the small model's reply stays short; its date example is our own and reads the "
+                         "reverse way of [code]'s ('yesterday' relative to the message date, where [code]'s resolves "
+                         "the event's own time; the 0.5B copied it as the answer to 2 of 81 conv-30 questions)"),
+        "nothing_left": ("once the backend has nothing new, reflect once and then answer: a fourth guard (the paper "
+                         "has three; the paper profile forces nothing, 'choose'); on the demo's 9-chunk slice forced "
+                         "reflection ('reflect') repeated the same prompt until the budget (demo question 'physio', "
+                         "reviews/memr3.md B7), and the demo cassette was recorded with this rule"),
         "gap_fallback": ("a retrieve without a retrieval_query searches q plus the first open gap (digest §10.15), "
                          "[code] searches q alone; the 0.5B wrote no query in 153 of 153 retrieves (conv-30)"),
         "carry": ("a reflect without reasoning clears F and the prior query is set on retrieve only; [code] keeps "
@@ -261,7 +278,7 @@ class MemR3(MemoryMethod):
                  prompts=PROFILE,        # router prompts: "paper" (paper_prompts.py) | "small" (prompts.py)
                  schema=PROFILE,         # router schema: "paper" (payload required) | "small" (payload optional)
                  answer_style=PROFILE,   # native answer prompt: "stepwise" ([code] p_w) | "short" ([ours])
-                 nothing_left=PROFILE,   # "reflect" (App. A.1) | "reflect_then_answer" | "no_retrieve"
+                 nothing_left=PROFILE,   # "choose" (§3.4) | "reflect_then_answer" | "reflect" | "no_retrieve"
                  gap_fallback=PROFILE,   # a retrieve without delta-q searches the first open gap (True) or q ([code])
                  carry=PROFILE):         # "keep" ([code]) | "clear": F and the prior query when a reply lacks them
         self.llm = llm
@@ -356,8 +373,22 @@ class MemR3(MemoryMethod):
                 break
             state = self._node(steps, state.last_action, NODES[state.last_action], state, run)
         state = self._node(steps, "answer", answer_node, state, run)
-        # the final reader sees only the evidence the last router call wrote from its snippets
-        return Answer(question, state.answer, tuple(steps), state.snippets)
+        # the final reader sees only the evidence E, which the router calls wrote from every batch they read (each
+        # rewrites E from its batch and the E before it), so the context is every batch the router read
+        return Answer(question, state.answer, tuple(steps), state.retrieved)
+
+    @staticmethod
+    def batches(answer: Answer) -> list[tuple[Hit, ...]]:
+        """The retrieval batches of one MemR3 answer, in order (each retrieve step's hits): every batch is read by
+        the router call that follows it, the last one by the call that wrote the final evidence and draft."""
+        return [tuple(s.hits) for s in answer.steps if s.kind == "retrieve"]
+
+    @classmethod
+    def last_batch(cls, answer: Answer) -> tuple[Hit, ...]:
+        """The last retrieval batch alone: what ``Answer.context`` held before turn 4 (the review's N4: its recall
+        is the least similar batch's, since the mask pushes each batch further from q)."""
+        batches = cls.batches(answer)
+        return batches[-1] if batches else ()
 
     # -- persistence: the backend saves itself (its services are not pickled) ----------------------
     def save(self, path: str | Path) -> Path:

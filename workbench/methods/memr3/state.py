@@ -29,7 +29,7 @@ ACTIONS: tuple[str, ...] = ("retrieve", "answer", "reflect")  # [code] the route
 GUARD_BUDGET = "budget"                # paper Alg. 1 line 3: k >= n_max -> answer
 GUARD_EMPTY = "empty_retrieval"        # paper Alg. 1 line 5: S_{k-1} empty -> reflect
 GUARD_STREAK = "reflect_streak"        # paper Alg. 1 line 7: n_streak >= n_cap -> retrieve
-GUARD_NOTHING_LEFT = "nothing_left"    # digest §6 "no useful retrieval left": reflect; [ours] answer at the cap
+GUARD_NOTHING_LEFT = "nothing_left"    # [ours] a fourth guard (not the paper's): see guard(), ``nothing_left``
 GUARDS: tuple[str, ...] = (GUARD_BUDGET, GUARD_EMPTY, GUARD_STREAK, GUARD_NOTHING_LEFT)
 
 # Words the tracker may use for "nothing is missing" (digest §10.5: normalise gaps to a list).
@@ -89,34 +89,42 @@ def has_more(state: RouterState, *, mask: bool, total: int | None) -> bool:
     return total is None or len(state.seen_ids) < total
 
 
-#: what the router may do once the backend has nothing new (MemR3's ``nothing_left`` parameter)
-NOTHING_LEFT_MODES = ("reflect_then_answer", "reflect", "no_retrieve")
+#: what the router may do once the backend has nothing new (MemR3's ``nothing_left`` parameter); "choose" is the
+#: paper's three guards alone (the paper profile), the others add a fourth
+NOTHING_LEFT_MODES = ("reflect_then_answer", "reflect", "no_retrieve", "choose")
 
 
 def guard(state: RouterState, *, n_max: int, n_cap: int, more: bool, reflect: bool = True,
           nothing_left: str = "reflect_then_answer") -> tuple[str | None, str | None]:
     """Alg. 1 for the coming iteration k = state.k + 1: (forced action, guard name) or (None, None).
 
-    Priority as in the paper: budget, then no useful retrieval (empty / nothing left), then reflect
-    streak.
+    Priority as in the paper: budget, then empty retrieval, then reflect streak (paper §3.4: exactly these
+    three; App. A.1's "no useful retrieval remains" describes the empty-retrieval one).
     - budget: k >= n_max forces answer, so n_max counts generate calls and n_max=1 is one
       forced-answer call (digest §10.2).
     - empty retrieval: right after a retrieve that returned nothing, force reflect.
+    - reflect streak: only while the backend can still return new items ([code]
+      ``_has_retrieval_opportunity``, src/memr3_base.py:319-337).
     - nothing left: whenever the backend can return no new item (``more`` False), by ``nothing_left``:
-      ``"reflect"`` (paper App. A.1: "no useful retrieval remains" sets the directive to reflect; it
-      outranks the streak guard, so only the budget ends the loop); ``"reflect_then_answer"`` (small
-      profile, [ours]): reflect, and once the reflect streak is at ``n_cap`` answer, since a retrieve
-      can bring nothing and reflecting again only repeats the same call; ``"no_retrieve"``
-      (reviews/memr3.md "to 10" item 5): nothing forced, the router chooses between reflect and
-      answer (``allowed_actions(retrieve=False)``).
-    - With ``reflect=False`` there is no reflect node: [ours] both force answer instead.
-    - reflect streak: only while the backend can still return new items ([code]).
+      ``"choose"`` (the paper profile): no fourth guard; nothing is forced, retrieve stays offered (a
+      retrieve then comes back empty and the empty-retrieval guard forces reflect), the streak guard is off
+      for want of an opportunity: Alg. 1 with [code]'s gate (turn-4 review N2: on a drained 8-chunk store
+      [code] answers after 2 router calls, ``"reflect"`` after 5). The other three add a fourth guard, [ours]:
+      ``"reflect"``: reflect is forced on every step until the budget (a literal reading of App. A.1 kept as
+      an option; the paper profile used it before turn 4); ``"reflect_then_answer"`` (small profile): reflect,
+      and once the reflect streak is at ``n_cap`` answer, since a retrieve can bring nothing and reflecting
+      again only repeats the same call; ``"no_retrieve"`` (reviews/memr3.md "to 10" item 5): nothing forced,
+      but retrieve is not offered (``allowed_actions(retrieve=False)``).
+    - With ``reflect=False`` there is no reflect node: [ours] the three fourth-guard modes force answer
+      instead; ``"choose"`` forces nothing (an empty retrieval then forces answer).
     """
     k = state.k + 1
     if k >= n_max:
         return "answer", GUARD_BUDGET
     if state.just_retrieved and not state.snippets:
         return ("reflect" if reflect else "answer"), GUARD_EMPTY
+    if not more and nothing_left == "choose":
+        return None, None  # the paper's guards only: the streak guard needs an opportunity ([code])
     if not more:
         if not reflect:
             return "answer", GUARD_NOTHING_LEFT

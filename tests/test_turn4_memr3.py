@@ -1,0 +1,68 @@
+"""MemR3's turn-4 review (../shared/reviews/memr3.md; answers in docs/reviews/memr3.md "Turn-4 review"): each test
+fails on the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.embed import HashEmbedder
+from workbench.llm import ScriptedLLM
+from workbench.methods import NaiveRAG
+from workbench.methods.memr3.method import MemR3
+from workbench.methods.memr3.state import RouterState, guard
+from workbench.trace import Hit
+
+Q = "Where does Noor live now?"
+
+
+def R(decision, evidence=(), gaps=(), **payload):
+    return {"evidence": list(evidence), "gaps": list(gaps), "decision": decision, **payload}
+
+
+def rag():
+    return NaiveRAG(llm=ScriptedLLM([], default="x"), embedder=HashEmbedder(dim=128), chunking="turn")
+
+
+def run(profile, replies, conv, **params):
+    llm = ScriptedLLM(replies)
+    m = MemR3(llm=llm, embedder=HashEmbedder(dim=128), backend=rag(), profile=profile, **params).ingest(conv)
+    return m.answer(Q), llm
+
+
+def routers(ans):
+    return [s for s in ans.steps if s.kind == "router"]
+
+
+# -- N2: the paper profile has the paper's three guards only --------------------------------------------------
+def test_the_paper_profile_forces_nothing_once_the_store_is_drained(tiny_conv):
+    """Review differential S7: a model that retrieves once and then answers, on a store the first retrieve drains.
+    [code] makes 2 router calls; the paper profile made 5 (reflect forced from the drain to the budget)."""
+    n = len(rag().ingest(tiny_conv).as_retriever())
+    ans, llm = run("paper", [R("retrieve", ["a"], retrieval_query="city"), R("answer", ["Noor lives in Geneva"],
+                                                                              detailed_answer="Geneva"), "Geneva"],
+                   tiny_conv, n_chk=max(1, n - 1))
+    steps = routers(ans)
+    assert [s.data["action"] for s in steps] == ["retrieve", "answer"]
+    assert [s.data["forced"] for s in steps] == [None, None] and not steps[1].data["backend_has_more"]
+    assert ans.text == "Geneva" and len(llm.requests) == 3  # 2 router calls and the answer call
+
+
+def test_a_drained_store_still_offers_retrieve_and_an_empty_batch_forces_reflect(tiny_conv):
+    """The paper's empty-retrieval guard (Alg. 1 l.5) is what stops a retrieve on a drained store; the streak guard
+    needs an opportunity ([code]), so after that reflect the router chooses again."""
+    ans, llm = run("paper", [R("retrieve", retrieval_query="more"), R("reflect", reasoning="t"),
+                             R("answer", detailed_answer="Geneva"), "Geneva"], tiny_conv, n_chk=50)
+    assert "retrieve" in llm.requests[0]["schema"]["properties"]["decision"]["enum"]
+    steps = routers(ans)
+    assert [s.data["action"] for s in steps] == ["retrieve", "reflect", "answer"]
+    assert [s.data["forced"] for s in steps] == [None, "empty_retrieval", None]
+
+
+def test_choose_forces_nothing_and_the_fourth_guard_modes_stay_options():
+    hit = (Hit("c1", "x"),)
+    at_cap = RouterState(Q, k=1, reflect_streak=1, snippets=hit)
+    assert MemR3(profile="paper").nothing_left == "choose" and MemR3(profile="small").nothing_left == \
+        "reflect_then_answer"
+    assert guard(at_cap, n_max=5, n_cap=1, more=False, nothing_left="choose") == (None, None)
+    assert guard(at_cap, n_max=5, n_cap=1, more=False, nothing_left="choose", reflect=False) == (None, None)
+    assert guard(at_cap, n_max=5, n_cap=1, more=True, nothing_left="choose") == ("retrieve", "reflect_streak")
+    assert guard(at_cap, n_max=5, n_cap=1, more=False, nothing_left="reflect") == ("reflect", "nothing_left")
