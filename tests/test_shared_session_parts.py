@@ -45,3 +45,21 @@ def test_the_fingerprint_sees_added_and_removed_files(run):
     assert mc.run_fingerprint(run) != before
     (run / "extra.txt").unlink()
     assert mc.run_fingerprint(run) == before
+
+
+def test_run_files_are_parsed_once_per_content_and_each_reader_gets_rows_of_its_own(tmp_path, monkeypatch):
+    import workbench.rundir as rundir_mod
+    from workbench.rundir import RunDir
+
+    (tmp_path / "results.jsonl").write_text('{"qa_id": "q1", "answer": {"text": "a"}}\n{ damaged\n')
+    calls = []
+    real = rundir_mod.read_jsonl_capped
+    monkeypatch.setattr(rundir_mod, "read_jsonl_capped", lambda p: calls.append(p) or real(p))
+    first, second = RunDir(tmp_path), RunDir(tmp_path)
+    rows = first.results()
+    rows[0]["answer"]["text"] = "changed by one view"
+    again = second.results()
+    assert len(calls) == 1 and again[0]["answer"]["text"] == "a"  # parsed once, not shared
+    assert [p for p in second.problems if "results.jsonl:2" in p]  # the damaged line is said to every reader
+    (tmp_path / "results.jsonl").write_text('{"qa_id": "q2"}\n')
+    assert RunDir(tmp_path).results()[0]["qa_id"] == "q2" and len(calls) == 2  # a changed file is read again
