@@ -248,7 +248,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         if name == "Question":
             view.open_trace = self.open_trace
             view.follow = self.follow
-            view.render()  # the trace button can work now
+            view.update_button()  # the trace button can work now
         elif name == "Lifecycle":
             view.open_question = self.open_question
         elif name in ("Memories", "Events", "Structures", "Results", "Traces"):

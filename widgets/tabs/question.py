@@ -41,8 +41,9 @@ class QuestionTab:
                                               color="primary", disabled=True)
         self.follow: Callable[[tuple], None] | None = None  # set by WorkbenchApp: a method's how-it-works link
         self.body = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
+        self._quiet = False  # set while load_question resets the method picker: it renders once itself
         self.question.param.watch(lambda e: self.load_question(), "value")
-        self.method.param.watch(lambda e: self.render(), "value")
+        self.method.param.watch(lambda e: self._quiet or self.render(), "value")
         self.trace_button.on_click(lambda e: self.to_trace())
         store.param.watch(lambda e: self.load(), "conv_id")
         # a case study or a slide: the comparison as a standalone page, or as a Markdown table
@@ -87,10 +88,14 @@ class QuestionTab:
         self.state = (question_state(self.store.results(), qa_id, conversation=self.store.conversation(),
                                      audits=self.store.audits()) if qa_id else None)
         methods = self.state.methods if self.state else []
-        self.method.options = {"(none)": "(none)", **display_options(methods)}
-        if self.method.value not in methods:
-            self.method.value = "(none)"
-        self.render()
+        self._quiet = True
+        try:
+            self.method.options = {"(none)": "(none)", **display_options(methods)}
+            if self.method.value not in methods:
+                self.method.value = "(none)"
+        finally:
+            self._quiet = False
+        self.render()  # once per question (a new session's page used to draw it twice, then the app a third time)
 
     @property
     def selected(self) -> str | None:
@@ -101,6 +106,10 @@ class QuestionTab:
             self.body.object = box("<p>No answered questions in this run.</p>")
         else:
             self.body.object = question_html(self.state, selected=self.selected, links=True)
+        self.update_button()
+
+    def update_button(self) -> None:
+        """The trace button works once a method row is picked and the app has said where traces open."""
         self.trace_button.disabled = self.selected is None or self.open_trace is None
 
     def to_trace(self) -> None:
