@@ -39,8 +39,9 @@ def new_turn_line(messages) -> str:
 def ingest_judge(messages):
     """Refresh against the entries about Lyon when the turn says Noor moved to Geneva; otherwise Pass."""
     if "Geneva last week" in new_turn_line(messages):
-        return {"Action": "Refresh", "reason": "moved", "confidence": 0.9, "conflict_ids": entry_id(messages, "Lyon")}
-    return {"Action": "Pass", "reason": "consistent", "confidence": 0.9, "conflict_ids": []}
+        return {"Action": "Refresh", "reason": "moved", "confidence": 0.9, "conflict_ids": entry_id(messages, "Lyon"),
+                "relevant_ids": []}
+    return {"Action": "Pass", "reason": "consistent", "confidence": 0.9, "conflict_ids": [], "relevant_ids": []}
 
 
 def update_to_geneva(messages):
@@ -130,7 +131,8 @@ def test_the_paper_prompts_name_no_example_values_and_keep_the_figures_alternati
                          ("REFRESH", '"Action": "Update"'), ("REFRESH", '"memory_type": "fact"')]:
         assert copied not in getattr(PP, name), (name, copied)
     assert '"K_dyn": <integer>' in PP.RETRIEVE and '"b_fine": <0 or 1>' in PP.RETRIEVE
-    assert "<Pass, Retry or Refresh>" in PP.JUDGE and "<Pass or Refresh>" in PP.JUDGE_INGEST
+    # the ingestion Judge offers Retry in the paper profile (§3.3; review turn 4, N2), not in the small one
+    assert "<Pass, Retry or Refresh>" in PP.JUDGE and "<Pass, Retry or Refresh>" in PP.JUDGE_INGEST
     assert "<Update, Delete or No-Op>" in PP.REFRESH and "<raw, fact or episode>" in PP.REFRESH
     # no concrete example entity either (Fig. 6's appositions are given as a pattern)
     assert "John" not in PP.CONSTRUCT and "Sweden" not in PP.CONSTRUCT
@@ -164,11 +166,15 @@ def test_every_paper_prompt_takes_its_fields_from_the_small_prompts_and_shows_th
         return {f for _, f, _, _ in string.Formatter().parse(template) if f}
     shown = {"CONSTRUCT": {"text", "window", "memories"}, "TRIGGER": {"history", "new"},
              "EPISODE": {"conversation", "boundary_reason"}, "RETRIEVE": {"window", "user_input"},
-             "JUDGE": {"information", "user_input"}, "JUDGE_INGEST": {"information", "text"},
-             "REFRESH": {"memory_entries", "user_input"}}
+             "JUDGE": {"information", "user_input"}, "JUDGE_INGEST": {"information", "text", "window"},
+             "REFRESH": {"memory_entries", "retrieved", "user_input"}}
+    # the paper profile's own inputs, which the small prompts leave out (review turn 4): W_t for the ingestion Judge
+    # (N7), the rest of H_t for the Refresher (N1); the agents fill them for both prompt sets
+    own = {"JUDGE_INGEST": {"window"}, "REFRESH": {"retrieved"}}
     for const in set(ROLES.values()):
         paper = fields(getattr(PP, const))
-        assert paper <= fields(getattr(SP, const)), (const, paper - fields(getattr(SP, const)))
+        assert paper - own.get(const, set()) <= fields(getattr(SP, const)), (const, paper - fields(getattr(SP, const)))
+        assert not own.get(const, set()) & fields(getattr(SP, const)), const  # the small prompts keep the old inputs
         assert shown[const] <= paper, const
 
 
@@ -197,7 +203,8 @@ def test_paper_profile_refreshes_memory_at_question_time(tiny_conv):
     """§3.3-3.4: a Refresh verdict on a question edits the conflicting entries (the small profile leaves them)."""
     judge = {"Action": "Refresh", "reason": "two homes", "confidence": 0.9, "relevant_ids": [],
              "conflict_ids": ["fact:3", "fact:4"]}
-    no_ingest_conflicts = {"Action": "Pass", "reason": "ok", "confidence": 0.9, "conflict_ids": []}
+    no_ingest_conflicts = {"Action": "Pass", "reason": "ok", "confidence": 0.9, "conflict_ids": [],
+                           "relevant_ids": []}
     out = {}
     for profile in ("paper", "small"):
         m = AMA(llm=scripted(**{"ama.judge": judge, "ama.judge_ingest": no_ingest_conflicts}), embedder=emb(),
@@ -260,7 +267,8 @@ def test_a_question_time_update_is_dated_by_the_question(tiny_conv):
     judge = {"Action": "Refresh", "reason": "two homes", "confidence": 0.9, "relevant_ids": [],
              "conflict_ids": ["fact:3", "fact:4"]}
     m = AMA(llm=scripted(**{"ama.judge": judge, "ama.judge_ingest": {"Action": "Pass", "reason": "ok",
-                                                                     "confidence": 0.9, "conflict_ids": []}}),
+                                                                     "confidence": 0.9, "conflict_ids": [],
+                                                                     "relevant_ids": []}}),
             embedder=emb(), profile="paper", use_raw=False, use_episode=False).ingest(tiny_conv)
     m.answer("Where does Noor live now?", now=datetime(2023, 7, 1, 12, 0))
     unit = m.stores_["fact"].units["fact:3"]

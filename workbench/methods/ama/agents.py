@@ -181,11 +181,14 @@ def judge_query(m, units: Sequence[MemoryUnit], question: str) -> dict:
     return _judge_out(parsed)
 
 
-def judge_ingest(m, units: Sequence[MemoryUnit], turn: Turn, facts: Sequence[str]) -> dict:
-    """Judge's conflict check for a new dialogue turn (§3.3, digest §10.2): Pass / Refresh."""
+def judge_ingest(m, units: Sequence[MemoryUnit], turn: Turn, facts: Sequence[str],
+                 window: Sequence[Turn] = ()) -> dict:
+    """Judge on a new dialogue turn (§3.3): Pass / Retry / Refresh with H_r and C_err under the paper prompt, which
+    shows W_t; the small prompt is the conflict check only (Pass / Refresh, digest §10.2), with the turn's facts and
+    no W_t (a field a prompt does not show is unused)."""
     Q = prompts_of(m)
     prompt = Q.JUDGE_INGEST.format(information=entries_block(units), date=format_date(turn.time),
-                                   speaker=turn.speaker, text=turn.content,
+                                   speaker=turn.speaker, text=turn.content, window=turns_block(window),
                                    facts="; ".join(facts) if facts else "(none)")
     parsed, error = call_json(m, prompt, Q.JUDGE_INGEST_SCHEMA, "ama.judge_ingest", turn.id)
     if parsed is None:
@@ -273,10 +276,13 @@ def _judge_out(parsed: dict) -> dict:
             "conflict_ids": [norm_unit_id(i) for i in parsed.get("conflict_ids", [])]}
 
 
-def refresh(m, units: Sequence[MemoryUnit], user_input: str, input_kind: str, where: str) -> tuple[dict, str | None]:
-    """Refresher, P_ref (§3.4): Update / Delete / No-Op over the conflict set."""
+def refresh(m, units: Sequence[MemoryUnit], user_input: str, input_kind: str, where: str,
+            retrieved: Sequence[MemoryUnit] = ()) -> tuple[dict, str | None]:
+    """Refresher, P_ref (§3.4): Update / Delete / No-Op over the conflict set ``units`` (C_err). The paper prompt also
+    shows ``retrieved``, the rest of H_t (Refresher(C_err, H_t || P_ref)); the small prompt shows C_err only."""
     Q = prompts_of(m)
-    prompt = Q.REFRESH.format(memory_entries=entries_block(units), input_kind=input_kind, user_input=user_input)
+    prompt = Q.REFRESH.format(memory_entries=entries_block(units), retrieved=entries_block(retrieved),
+                              input_kind=input_kind, user_input=user_input)
     parsed, error = call_json(m, prompt, Q.REFRESH_SCHEMA, "ama.refresh", where)
     if parsed is None:  # fallback (digest §10.20): No-Op
         return {"Action": "No-Op", "memory_type": None, "datalist": [], "timestamp": "empty",
@@ -286,20 +292,24 @@ def refresh(m, units: Sequence[MemoryUnit], user_input: str, input_kind: str, wh
 
 # -- Refresher: applying its decision to the stores (paper §3.4) -----------------------------------
 def run_refresher(m, c_err: list[MemoryUnit], user_input: str, input_kind: str, steps: list, *,
-                  cause: str, trigger_turn: Turn | None, now) -> dict:
-    """Retention rule in code, then P_ref on the rest of C_err; the edits are applied to ``m.stores_``."""
+                  cause: str, trigger_turn: Turn | None, now, h_t: Sequence[MemoryUnit] = ()) -> dict:
+    """Retention rule in code, then P_ref on the rest of C_err, shown beside the rest of H_t (``h_t``: the entries
+    the Judge saw; only the paper prompt shows them); the edits are applied to ``m.stores_``."""
     with m.step(steps, "refresh", f"Refresher on {len(c_err)} conflicting entries") as s:
         expired = [u for u in c_err if is_expired(m, u, now)]
         for u in expired:
             delete_unit(m, u, cause, "retention limit exceeded", "retention", "", trigger_turn)
         rest = [u for u in c_err if u not in expired]
-        out, error = (refresh(m, rest, user_input, input_kind, cause) if rest
+        named = {u.id for u in c_err}
+        retrieved = [u for u in h_t if u.id not in named]
+        out, error = (refresh(m, rest, user_input, input_kind, cause, retrieved) if rest
                       else ({"Action": "No-Op", "datalist": [], "reason": "nothing left after the retention rule"},
                             None))
         applied = apply_refresh(m, out, rest, input_kind, cause, trigger_turn, now=now)
         applied["deleted"] = [u.id for u in expired] + applied["deleted"]
         s.data.update(action=out.get("Action"), memory_type=out.get("memory_type"), reason=out.get("reason"),
                       timestamp=out.get("timestamp"), conflict_set=[brief(u) for u in c_err],
+                      retrieved_ids=[u.id for u in retrieved],
                       retention_deleted=[u.id for u in expired], error=error, cause=cause, **applied)
     return applied
 

@@ -137,8 +137,11 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
         echo = [echoes_example(x, prompts) for x in replies]
         echoes = None if None in echo else sum(echo)
         why = None
-        if params.get("refresher") is False:
+        if params.get("refresher") is False and not judges:
             why = "refresher=False in the run's parameters: no conflict check at ingestion"
+        elif params.get("refresher") is False:  # the paper order runs its Judge without the Refresher (turn 4, N6)
+            why = (f"refresher=False in the run's parameters: the ingestion Judge answered "
+                   f"{K.fmt_counter(dict(verdicts))} on {len(judges)} checks, and no Refresher edits memory")
         elif not absent:
             # with question probes standing in for the paper's Judge (conflict_check="probe"), the verdicts are the
             # probes' (review §2.5: naming the Judge attributed them to the paper's agent)

@@ -14,15 +14,16 @@ turn or question, and why.
     ans = m.answer("Where does Noor live now?")
     AMA.summary_stats([ans])      # Retry / Refresh counts and the verdict distribution, from traces
 
-LLM cost per dialogue turn (ingestion), with the small profile (the paper profile adds the Retriever call):
+LLM cost per dialogue turn (ingestion), with the small profile (the paper profile adds the Retriever call, and
+its Judge may Retry: up to ``k_r`` Judge calls, and it runs with ``refresher=False`` too):
     Constructor 1 + conflict Judge 1 (up to ``conflict_k`` probe calls per enabled store with
     ``conflict_check="probe"``; 0 while the stores are empty, or no stored entry passes
-    ``conflict_min_sim``, or ``refresher=False``)
+    ``conflict_min_sim``, or, in the small profile, ``refresher=False``)
     + Trigger 1 (0 on the first turn of an episode, at saturation, or with ``trigger="session"``)
     -> at most 3 calls; + 1 Refresher call on a Refresh verdict;
     + 1 Episode call per boundary; + 1 Retriever call with ``ingest_retriever=True`` (the paper profile).
     Embeddings: 1 for the turn + 1 batch for its facts (+1 per updated entry).
-    ``trigger="session"`` and ``refresher=False`` bring it down to 1 call per turn.
+    ``trigger="session"`` and ``refresher=False`` bring the small profile down to 1 call per turn.
 Per question: Retriever 1 + Judge 1 per round (at most ``k_r``) + Refresher 0/1 (paper profile: on a Refresh
 verdict) + answer 1 -> 3 to 5.
 
@@ -73,10 +74,11 @@ ABLATIONS = {
     "RT+FK+RF": Ablation({"use_episode": False}, "paper Table 3 row 4 (0.752)"),
     "RT+EP+RF": Ablation({"use_fact": False}, "paper Table 3 row 5 (0.725)"),
     "FK+EP+RF": Ablation({"use_raw": False}, "paper Table 3 row 6 (0.741)"),
-    # w/o Refresher: a question-time Refresh verdict still orders H_r and C_err newest first for a reader told to
-    # trust the most recent entry, so the row is softer than the paper's (class docstring; review turn 4, N6)
+    # w/o Refresher: a Refresh verdict edits nothing and the entries reach the reader in retrieval order (before turn
+    # 4's N6 fix they were put newest first, a stand-in for the Refresher); the shared reader's "trust the most recent"
+    # rule stays (every row's and every method's answer prompt)
     "RT+FK+EP": Ablation({"refresher": False}, "paper Table 3 row 8, w/o Refresher (0.771); a Refresh verdict "
-                                               "still orders the entries newest first"),
+                                               "edits nothing and leaves the retrieval order"),
 }
 
 
@@ -91,21 +93,17 @@ class AMA(MemoryMethod):
     the workbench's choice, said here and in the parameter comments.
 
     In both profiles (the paper is silent, or the workbench contract forces it):
-    - Ingestion uses the Judge's conflict rule only (Pass / Refresh, ``JUDGE_INGEST``): a dialogue turn is not a
-      question the candidates could fail to answer, so Retry is not offered (digest §10.2). A request to forget
-      counts as a conflict there, the only way the Refresher's Delete rule 1 (§3.4) can be reached. The
-      consequence, in the paper profile: with no Retry to "traverse remaining memory granularities" (§3.3), a
-      knowledge update is checked only against the top K of the one store f_M routes the update turn to; routed to
-      raw or episode, a stale fact is never a candidate and stays (reviews/ama.md turn 4, N2, checks B and C). The
-      small profile's sweep over every store in ``conflict_stores`` (issue #18) exists for this.
-    - The Refresher is shown C_err and the input only, not H_t (§3.4: Refresher(C_err, H_t || P_ref); Fig. 11:
-      "the corresponding memory entries H_t"). At ingestion the input is the turn, which carries the new value; at
-      question time (the paper profile edits) it is the question, so when the Judge names only the stale entry the
-      newer one never reaches the Refresher, and Fig. 11's Update rule then asks for No-Op (turn 4, N1, check D).
-      Showing H_t changes the Refresher's prompt: it waits for a re-recording of the AMA cassettes.
-    - No Judge prompt shows W_t (§3.3: Judge(u_t, H_t, W_t || P_jud); Fig. 10 shows none either), and at
-      ingestion the Constructor gets all of H_t after the Refresher's edits, not the relevant subset H_r (the
-      ingestion Judge returns no ``relevant_ids``) (turn 4, N7).
+    - The ingestion Judge (paper profile, ``JUDGE_INGEST`` of ``paper_prompts``): Fig. 10's relevance check is
+      asked of a statement as "are the memories about what the turn is about?" (its sufficiency rules are for
+      questions); Retry widens H_t as at question time (the next granularity and R_t, within ``k_r`` rounds), so an
+      update routed to one store is still checked against a stale entry of another when the Judge finds the
+      routed entries unrelated (reviews/ama.md turn 4, N2); then the conflict check on H_r. It sees W_t (§3.3) and
+      returns H_r, which goes to the Constructor on Pass (N7); on Refresh the Constructor gets H_r and C_err after
+      the edits; when the Retry budget runs out, every accumulated hit. A request to forget counts as a conflict
+      (both profiles' prompts), the only way the Refresher's Delete rule 1 (§3.4) can be reached.
+    - The Refresher is shown C_err and, in a block of its own, the rest of H_t (the candidates the Judge saw),
+      §3.4's Refresher(C_err, H_t || P_ref), so a newer value the Judge did not name still reaches it (turn 4, N1).
+      It edits C_err only (§3.4: "targeted updates"; ids outside it are ignored, and the paper prompt says so).
     - The Judge also returns ``relevant_ids`` (H_r) and ``conflict_ids`` (C_err), the sets §3.3 passes on and
       Fig. 10's output omits. A Refresh verdict naming none of the candidates refreshes nothing (a ``refresh``
       step with action "skipped"): the digest's §10.9 fallback (every candidate to the Refresher) let a small
@@ -145,11 +143,12 @@ class AMA(MemoryMethod):
       embedder does not yet list it among its ``departures`` (turn 4, N10: the shared embedder work, issue #63).
     - ``conflict_k`` and ``conflict_min_sim`` shape the small profile's sweep only; set with
       ``conflict_candidates="routed"`` they are not used, and the method warns (turn 4, N11).
-    - Ablation "RT+FK+EP" (w/o Refresher, Table 3 row 8): a question-time Refresh verdict still sends H_r and C_err
-      to the reader newest first, and the reader is told "If memories conflict, trust the most recent one"
-      (the answer prompt); both stand in for the Refresher, so the row measures the Refresher's effect softer than
-      the paper's 0.897 -> 0.568 on knowledge updates for a reason outside the method (turn 4, N6). Dropping the
-      ordering changes the reader's prompt in that row; it is kept, and said here.
+    - Ablation "RT+FK+EP" (w/o Refresher, Table 3 row 8): a Refresh verdict edits nothing, and at question time H_r
+      and C_err go to the reader in retrieval order (they were put newest first before turn 4's N6 fix, a stand-in
+      for the Refresher); in the paper order the ingestion Judge still runs (its Retry and H_r are not the
+      Refresher's). The reader is still told "If memories conflict, trust the most recent one": that is the shared
+      answer prompt of every row and every method, so the row measures the Refresher against a reader that prefers
+      recency, which may still leave it softer than the paper's 0.897 -> 0.568 on knowledge updates.
     - A JSON reply that fails to parse gets the shared client's repair call (at the call's temperature) and, if
       that fails too, a retry at temperature >= 0.3 (``workbench.llm.base``); the paper states temperature 0 and
       says nothing of retries, so a retried call samples where the paper's would not.
@@ -162,7 +161,11 @@ class AMA(MemoryMethod):
       question-time rule in P_ref; also P_con's third-person rule naming the speaker and Fig. 6's apposition
       example filled with the speaker's name ("John is {speaker}'s friend"), JUDGE_INGEST's list of kinds of
       change (place, job, name, plan, number), and P_ref's scope rule tied to the conflict rather than to u_t,
-      without "you may operate on any memory granularity".
+      without "you may operate on any memory granularity". The small prompts keep what turn 4's N1, N2 and N7 fixed
+      in the paper profile, so that the small recordings replay: the ingestion Judge is the conflict rule only (Pass
+      / Refresh, no Retry, no W_t, no ``relevant_ids``; the sweep below stands in for the Retry by checking every
+      store), and the Refresher is shown C_err and the input only, not the rest of H_t (at question time it is
+      not called: ``refresh_on_query=False``).
     - ``ingest_retriever=False`` and ``conflict_candidates="sweep"``: the Constructor runs first; the turn and its
       facts are the queries for the ``conflict_k`` nearest entries of every store in ``conflict_stores``, ranked
       by cosine across stores into one cap of ``k_dyn_max`` (``conflict_k`` per store with the probe). Since the
@@ -191,9 +194,8 @@ class AMA(MemoryMethod):
     recording with an API model (none offline: the 1.5B's paper-profile recording of the gallery example is what
     the repository holds, on the How it works page).
 
-    Open, each waiting for a re-recording of the cassettes it would change (reviews/ama.md, "Turn-4 review"):
-    H_t for the Refresher (N1), an ingestion Retry or a widening to the next granularity (N2), W_t for the Judge
-    and H_r for the Constructor (N7), no recency ordering in the w/o-Refresher row (N6)."""
+    W_t and the question Judge: W_t is empty at question time (above), so the question Judge's prompt keeps Fig.
+    10's two inputs; the ingestion Judge, where W_t holds the session's earlier turns, shows it (turn 4, N7)."""
 
     name = "ama"
     title = "AMA"
@@ -243,7 +245,10 @@ class AMA(MemoryMethod):
                    "third-person rule naming the speaker with Fig. 6's apposition example filled with the speaker's "
                    "name, a list of kinds of change in the ingestion Judge, and P_ref's scope tied to the conflict "
                    "rather than to the input. The ingestion Judge's example ('Pass', confidence 0.0, no ids) is "
-                   "copied too: 368 of conv-30's 368 replies (the census's ingestion_replies_echoing_example)",
+                   "copied too: 368 of conv-30's 368 replies (the census's ingestion_replies_echoing_example). "
+                   "The small prompts also keep what the paper profile's turn-4 fixes changed, so that the small "
+                   "recordings replay: the ingestion Judge has the conflict rule only (no Retry, no W_t, no "
+                   "relevant_ids) and the Refresher is shown C_err only, not the rest of H_t",
         "ingest_retriever": "the Retriever is skipped at ingestion to save one call per turn; its recorded routing "
                             "is no evidence either way (22 of 22 replies naming the fact store and K_dyn 5 copied the "
                             "small prompt's own example; with placeholders the 1.5B's f_M routes at ingestion were "
@@ -406,12 +411,12 @@ class AMA(MemoryMethod):
         Refresher -> Constructor with H_t* (the routed entries after the Refresher's edits) -> store -> gate."""
         steps: list = []
         vec = self._embed([format_turn(turn)])[0]
-        plan_units = self._ingest_plan(turn, window, steps) if self.ingest_retriever else []
+        plan_hits, ctx, visited = (self._plan_and_search(format_turn(turn), window, steps, where=turn.id)
+                                   if self.ingest_retriever else ([], None, set()))
+        plan_units = [u for u in (self._unit(h.unit_id) for h in plan_hits) if u is not None]
         paper_order = self.conflict_candidates == "routed"
-        if paper_order:
-            if self.refresher:
-                self._ingest_conflicts(turn, [], vec, np.zeros((0, len(vec)), dtype=np.float32), plan_units, steps)
-            refs = [u for u in (self._unit(p.id) for p in plan_units) if u is not None]  # H_t*
+        if paper_order:  # the Judge runs without the Refresher too (Table 3's w/o RF row removes the Refresher only)
+            refs = self._ingest_routed(turn, window, vec, plan_hits, ctx, visited, steps)  # H_t*
         else:
             refs = plan_units or self._reference_units(vec, {t.id for t in window})
         with self.step(steps, "construct", f"Constructor on {turn.id}") as s:
@@ -429,11 +434,6 @@ class AMA(MemoryMethod):
             self._episode_gate(turn, steps, closing, window)
         self.turns_[turn.id] = turn
         self.turn_steps_[turn.id] = tuple(steps)
-
-    def _ingest_plan(self, turn: Turn, window: list[Turn], steps: list) -> list[MemoryUnit]:
-        """The paper's Retriever on a dialogue turn (only with ``ingest_retriever=True``)."""
-        hits, _, _ = self._plan_and_search(format_turn(turn), window, steps, where=turn.id)
-        return [u for u in (self._unit(h.unit_id) for h in hits) if u is not None]
 
     def _reference_units(self, vec: np.ndarray, in_window: set) -> list[MemoryUnit]:
         """Nearest stored entries to the turn (no LLM) outside W_t, shown to the Constructor for related_id."""
@@ -472,15 +472,16 @@ class AMA(MemoryMethod):
         return sorted([*routed, *fill], key=lambda i: -swept[i])
 
     def _ingest_conflicts(self, turn, facts, vec, fact_vecs, plan_units, steps) -> None:
-        """Check the new turn and its facts against their nearest stored entries of every editable
-        granularity (``conflict_k`` per query and store); Refresh on conflict."""
+        """``conflict_candidates="sweep"`` (the small profile): check the new turn and its facts against their
+        nearest stored entries of every editable granularity (``conflict_k`` per query and store), plus the
+        Retriever's H_t with ``ingest_retriever=True``; Refresh on conflict. One Judge round: the small prompt's
+        Judge answers Pass or Refresh (a Retry from the paper prompt counts as Pass: the sweep already covers
+        every store)."""
         names = self._conflict_stores()
-        if self.conflict_candidates == "routed":  # the paper's H_t, in the stores the Refresher may edit here
-            plan_units = [u for u in plan_units if u.kind in names]
         # one probe call per candidate, so "probe" checks only the conflict_k nearest entries per store
         cap = self.conflict_k if self.conflict_check == "probe" else self.k_dyn_max
         best: dict[str, float] = {}
-        for name in names if self.conflict_candidates == "sweep" else ():  # "routed": the Retriever's H_t only
+        for name in names:
             found: dict[str, float] = {}
             for q in [vec, *fact_vecs]:
                 for h in self.stores_[name].search_vector(q, self.conflict_k):
@@ -496,8 +497,6 @@ class AMA(MemoryMethod):
             s.hits = [u.hit(best[u.id]) for u in units]
             s.data.update(stores=names, queries=1 + len(facts), k_per_query=self.conflict_k,
                           min_sim=self.conflict_min_sim)
-            if self.conflict_candidates == "routed":
-                s.data.update(candidates="routed", queries=1, k_per_query=None)
         with self.step(steps, "judge", f"Judge (conflict check) on {turn.id}") as s:
             if self.conflict_check == "probe":
                 verdict = A.judge_probe(self, units, turn)
@@ -509,15 +508,82 @@ class AMA(MemoryMethod):
                           check=self.conflict_check, error=verdict.get("error"))
             if "probes" in verdict:
                 s.data["probes"] = verdict["probes"]
-        if verdict["Action"] == "Refresh" and not c_err:
+        if verdict["Action"] == "Refresh":
+            self._ingest_refresh(turn, verdict, c_err, units, steps)
+
+    def _ingest_routed(self, turn: Turn, window: list[Turn], vec: np.ndarray, plan_hits: list[Hit], ctx: dict | None,
+                       visited: set, steps: list) -> list[MemoryUnit]:
+        """The paper's Judge on a dialogue turn (``conflict_candidates="routed"``, §3.3-3.4, Fig. 2):
+        Judge(u_t, H_t, W_t) on the Retriever's H_t, in the stores the Refresher may edit. Retry widens H_t as at
+        question time (relation expansion and the next granularity, ``_expand``) within ``k_r`` rounds, so an update
+        routed to one store can still meet a stale entry of another (review turn 4, N2); Refresh sends C_err and the
+        rest of H_t to the Refresher (N1). Returns H_t* for the Constructor: H_r on Pass (N7), H_r and C_err after
+        the Refresher's edits on Refresh, every accumulated hit when the Retry budget runs out. The small prompt's
+        Judge answers Pass or Refresh only and returns no H_r (all of H_t goes on), as before."""
+        names = self._conflict_stores()
+        hits = [h for h in plan_hits if h.unit_id.split(":", 1)[0] in names]
+        if not hits:
+            return []
+        order = self._routed_scores([self._unit(h.unit_id) for h in hits], vec[None, :], {})
+        with self.step(steps, "conflict_check", f"Nearest stored entries for {turn.id}") as s:
+            s.hits = [self._unit(i).hit(order[i]) for i in sorted(order, key=lambda i: -order[i])]
+            s.data.update(stores=names, queries=1, k_per_query=None, min_sim=self.conflict_min_sim,
+                          candidates="routed")
+        final = hits
+        for rnd in range(1, self.k_r + 1):
+            units = sorted((self._unit(h.unit_id) for h in hits), key=lambda u: -order[u.id])
+            with self.step(steps, "judge", f"Judge on {turn.id}, round {rnd}") as s:
+                if self.conflict_check == "probe":
+                    verdict = A.judge_probe(self, units, turn)
+                else:
+                    verdict = A.judge_ingest(self, units, turn, [], window)
+                c_err = self._conflict_set(verdict, units)
+                kept = self._relevant(hits, verdict)
+                last = verdict["Action"] == "Retry" and (rnd == self.k_r or ctx is None)
+                s.data.update(phase="construct", round=rnd, verdict=verdict["Action"], reason=verdict["reason"],
+                              confidence=verdict["confidence"], relevant_ids=verdict["relevant_ids"],
+                              conflict_set=[A.brief(u) for u in c_err], check=self.conflict_check,
+                              n_candidates=len(units), error=verdict.get("error"),
+                              next={"Pass": "construct", "Refresh": "refresh"}.get(
+                                  verdict["Action"], "construct (retry budget K_r exhausted)" if last else "retry"))
+                if "probes" in verdict:
+                    s.data["probes"] = verdict["probes"]
+            if verdict["Action"] == "Pass":
+                final = kept
+                break
+            if verdict["Action"] == "Refresh":
+                ids = {h.unit_id for h in kept} | {u.id for u in c_err}
+                final = [h for h in hits if h.unit_id in ids]
+                self._ingest_refresh(turn, verdict, c_err, units, steps)
+                break
+            if last:
+                break
+            added = [h for h in self._expand(hits, ctx, visited, rnd + 1, steps) if h.unit_id.split(":", 1)[0] in names]
+            if not added:
+                break
+            order.update(self._routed_scores([self._unit(h.unit_id) for h in added], vec[None, :], {}))
+            hits = hits + added
+            final = hits
+        return [u for u in (self._unit(h.unit_id) for h in final) if u is not None]
+
+    def _ingest_refresh(self, turn: Turn, verdict: dict, c_err: list[MemoryUnit], h_t: list[MemoryUnit],
+                        steps: list) -> None:
+        """A Refresh verdict on a dialogue turn: the Refresher on C_err (shown with the rest of H_t), nothing when
+        the Judge named no candidate, and a skipped step without the Refresher (``refresher=False``)."""
+        if not c_err:
             self._refresh_nothing(steps, verdict, cause=turn.id)
-        elif verdict["Action"] == "Refresh":
-            said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
-            user_input = f"{turn.speaker}{said}: {turn.content}"
-            if self.conflict_check == "probe":  # [ours] the probes' finding goes with the input (see docstring)
-                user_input += f"\nWhat the conflict check found: {verdict['reason']}"
-            A.run_refresher(self, c_err, user_input, "new dialogue turn", steps,
-                            cause=turn.id, trigger_turn=turn, now=turn.time)
+            return
+        if not self.refresher:
+            with self.step(steps, "refresh", "Refresh verdict, memory left unchanged") as s:
+                s.data.update(action="skipped", why="refresher=False", conflict_set=[A.brief(u) for u in c_err],
+                              cause=turn.id, updated=[], deleted=[], retention_deleted=[])
+            return
+        said = f" said on {turn.time:%Y-%m-%d}" if turn.time else ""
+        user_input = f"{turn.speaker}{said}: {turn.content}"
+        if self.conflict_check == "probe":  # [ours] the probes' finding goes with the input (see docstring)
+            user_input += f"\nWhat the conflict check found: {verdict['reason']}"
+        A.run_refresher(self, c_err, user_input, "new dialogue turn", steps,
+                        cause=turn.id, trigger_turn=turn, now=turn.time, h_t=h_t)
 
     @staticmethod
     def _conflict_set(verdict: dict, units: list[MemoryUnit]) -> list[MemoryUnit]:
@@ -648,7 +714,8 @@ class AMA(MemoryMethod):
                 break
             if verdict["Action"] == "Refresh":  # H_r plus C_err go on, refreshed
                 ids = {h.unit_id for h in kept} | {u.id for u in c_err}
-                final = self._query_refresh(question, [h for h in hits if h.unit_id in ids], c_err, now, steps)
+                final = self._query_refresh(question, [h for h in hits if h.unit_id in ids], c_err, now, steps,
+                                            h_t=units)
                 break
             if last:
                 break
@@ -667,22 +734,28 @@ class AMA(MemoryMethod):
         kept = [h for h in hits if h.unit_id in named] if self.filter_relevant else []
         return kept or list(hits)
 
-    def _query_refresh(self, question: str, hits: list[Hit], c_err: list[MemoryUnit], now, steps) -> list[Hit]:
-        """Refresh verdict on a question: edit memory (paper) or only order the conflict newest first.
-        Edits hold ``write_lock``: concurrent questions never write to a store or index at once."""
+    def _query_refresh(self, question: str, hits: list[Hit], c_err: list[MemoryUnit], now, steps,
+                       h_t: Sequence[MemoryUnit] = ()) -> list[Hit]:
+        """Refresh verdict on a question: edit memory (paper: the Refresher sees C_err and the rest of H_t, the
+        round's candidates ``h_t``), or, with ``refresh_on_query=False`` (small), only order H_r and C_err newest
+        first. Without the Refresher (``refresher=False``, Table 3's w/o RF row) the entries go on in retrieval order:
+        ordering them by recency would stand in for the Refresher (review turn 4, N6). Edits hold ``write_lock``:
+        concurrent questions never write to a store or index at once."""
         if self.order_dependent and not c_err:
             self._refresh_nothing(steps, {"conflict_ids": []}, cause=f"question: {question}")
             return list(hits)
         if not (self.refresher and self.refresh_on_query):
             why = "refresher=False" if not self.refresher else "refresh_on_query=False"
             with self.step(steps, "refresh", "Refresh verdict, memory left unchanged") as s:
-                s.data.update(action="skipped", why=why, conflict_set=[A.brief(u) for u in c_err])
-            return sorted(hits, key=lambda h: self._said(h), reverse=True)
+                s.data.update(action="skipped", why=why, conflict_set=[A.brief(u) for u in c_err],
+                              order="retrieval" if not self.refresher else "newest first")
+            return list(hits) if not self.refresher else sorted(hits, key=lambda h: self._said(h), reverse=True)
         with self.write_lock:
             # another question may have edited them
             current = [u for u in (self._unit(c.id) for c in c_err) if u is not None]
+            others = [u for u in (self._unit(c.id) for c in h_t) if u is not None]
             A.run_refresher(self, current, question, "question", steps, cause=f"question: {question}",
-                            trigger_turn=None, now=now)
+                            trigger_turn=None, now=now, h_t=others)
             return [u.hit(h.score) for h in hits if (u := self._unit(h.unit_id)) is not None]
 
     def _said(self, h: Hit) -> str:
@@ -767,8 +840,9 @@ class AMA(MemoryMethod):
                     # reason and confidence let the census tell a reply that copies the prompt's example from a
                     # judgement (review turn 4, N5: conv-30's 368 "Pass" replies were the example, field by field);
                     # conflict_ids are the ids the Judge named, C_err those among the candidates
+                    # round: the paper profile's ingestion Judge may Retry (review turn 4, N2)
                     log.append({"turn_id": turn_id, "step": "judge", "verdict": d.get("verdict"),
-                                "check": d.get("check"),
+                                "check": d.get("check"), "round": d.get("round"),
                                 "conflict_ids": [c.get("id") for c in d.get("conflict_set", [])],
                                 "reason": d.get("reason"), "confidence": d.get("confidence"),
                                 "error": d.get("error")})

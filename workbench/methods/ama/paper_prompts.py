@@ -240,47 +240,72 @@ JUDGE_SCHEMA = {
     "required": ["Action", "reason", "confidence", "relevant_ids", "conflict_ids"],
 }
 
-# [paper] App. C, Fig. 10 (the Judge, P_jud), its conflict check on a new dialogue turn: every conflict
-# instruction kept, reworded; placeholders, no example values. [ours]: no Retry (a statement is not a question that
-# candidates could fail to answer, digest §10.2); a request to forget counts as a conflict, the only way the
-# Refresher's Delete rule 1 (§3.4) can be reached; conflict_ids as in JUDGE.
+# [paper] App. C, Fig. 10 and §3.3 (the Judge, P_jud) on a new dialogue turn: Judge(u_t, H_t, W_t || P_jud), the
+# relevance assessment (Retry, which widens the search to the remaining granularities and the relation indices R_t,
+# within K_r rounds) and then the conflict check on H_r; every instruction kept, reworded; placeholders, no example
+# values. [ours]: a turn is a statement, not a question, so relevance asks whether the memories are about what the
+# turn is about (Fig. 10's sufficiency rules are for questions); a request to forget counts as a conflict, the only
+# way the Refresher's Delete rule 1 (§3.4) can be reached; relevant_ids (H_r) and conflict_ids (C_err) as in JUDGE.
+# W_t is shown because §3.3 gives it to the Judge (Fig. 10 has no slot for it). (Review turn 4, N2 and N7.)
 JUDGE_INGEST = """You are the judge of retrieved memory. A new turn was just said in a conversation; the memories
-below were retrieved for it. Check whether the turn and the memories contradict each other, and choose exactly
-one action: Pass or Refresh.
+below were retrieved for it. Check whether the memories are relevant to the turn, and whether the turn and the
+memories contradict each other. Then choose exactly one action: Pass, Retry or Refresh.
+
+Short-term context window (earlier turns of the session, may be empty):
+{window}
 
 Retrieved memories (id, date, text; may be empty):
 {information}
 
 Current input (said on {date}) {speaker}: {text}
 
-Conflicts: there is a conflict when the turn and a memory, or two memories, assert incompatible facts about the
-same event, entity or time span, or when the speaker explicitly asks to forget, remove, cancel or invalidate
-something a memory holds. Differences of wording or tone alone are not a conflict, and neither is new
-information about something else.
+Checks:
+1. Relevance: a memory is relevant when it is about the same people, things, events or time as the current input.
+   When too few of the retrieved memories are relevant to check the input against what is stored, the retrieval
+   is insufficient: the search will then be widened to other memory granularities and related turns.
+2. Conflicts: there is a conflict when the input and a memory, or two memories, assert incompatible facts about
+   the same event, entity or time span, or when the speaker explicitly asks to forget, remove, cancel or
+   invalidate something a memory holds. Differences of wording or tone alone are not a conflict, and neither is
+   new information about something else.
 
-Action: Refresh when a conflict was found, otherwise Pass. conflict_ids: the ids of the memories in conflict
-(empty unless the action is Refresh).
+Action:
+- a conflict was found: Refresh;
+- otherwise, the retrieval is insufficient: Retry;
+- otherwise: Pass.
+relevant_ids: the ids of the relevant memories. conflict_ids: the ids of the memories in conflict (empty unless
+the action is Refresh).
 
 Reply with exactly one JSON object and nothing else:
-{{"Action": "<Pass or Refresh>", "reason": "<short justification>", "confidence": <number from 0.0 to 1.0>,
-"conflict_ids": ["<memory id>"]}}"""
+{{"Action": "<Pass, Retry or Refresh>", "reason": "<short justification>", "confidence": <number from 0.0 to 1.0>,
+"relevant_ids": ["<memory id>"], "conflict_ids": ["<memory id>"]}}"""
 
 JUDGE_INGEST_SCHEMA = {
     "type": "object",
-    "properties": {"Action": {"type": "string", "enum": ["Pass", "Refresh"]}, "reason": {"type": "string"},
-                   "confidence": {"type": "number"}, "conflict_ids": {"type": "array", "items": {"type": "string"}}},
-    "required": ["Action", "reason", "confidence", "conflict_ids"],
+    "properties": {"Action": {"type": "string", "enum": ["Pass", "Retry", "Refresh"]}, "reason": {"type": "string"},
+                   "confidence": {"type": "number"},
+                   "relevant_ids": {"type": "array", "items": {"type": "string"}},
+                   "conflict_ids": {"type": "array", "items": {"type": "string"}}},
+    "required": ["Action", "reason", "confidence", "relevant_ids", "conflict_ids"],
 }
 
-# [paper] App. C, Fig. 11 (the Refresher, P_ref): every instruction kept, reworded; placeholders, no example values.
+# [paper] App. C, Fig. 11 and §3.4 (the Refresher, P_ref): Refresher(C_err, H_t || P_ref), "given detected conflicts
+# C_err and the corresponding memory entries H_t": both are shown, C_err first and then the rest of H_t, so a newer
+# value the Judge did not name still reaches the Refresher (review turn 4, N1). Every instruction kept, reworded;
+# placeholders, no example values. [ours]: the line saying that only the conflicting entries are edited (the code
+# ignores ids outside C_err, §3.4's "targeted updates" of "the specific memory entries identified as contradictory").
 REFRESH = """You keep stored memory consistent in time and logic. Given the detected conflicts and the memory
 entries concerned, decide whether to update or to delete memory records. You may edit any granularity: raw
 text, fact knowledge or episodic memory.
 
-Conflicting memory entries (id, date, text; may be empty):
+Detected conflicts: the memory entries found in conflict (id, date, text; may be empty):
 {memory_entries}
 
+Other memory entries retrieved for the current input (id, date, text; may be empty):
+{retrieved}
+
 Current input: {user_input}
+
+Only the entries listed as detected conflicts can be edited; the other entries are shown for what they say.
 
 Editing principles:
 1. Scope: change only entries about the same entity or event as the current input. When the input is about
