@@ -2,8 +2,6 @@
 fails on the code before its fix."""
 from __future__ import annotations
 
-import pytest
-
 from workbench.embed import HashEmbedder
 from workbench.llm import ScriptedLLM
 from workbench.methods import NaiveRAG
@@ -66,3 +64,20 @@ def test_choose_forces_nothing_and_the_fourth_guard_modes_stay_options():
     assert guard(at_cap, n_max=5, n_cap=1, more=False, nothing_left="choose", reflect=False) == (None, None)
     assert guard(at_cap, n_max=5, n_cap=1, more=True, nothing_left="choose") == ("retrieve", "reflect_streak")
     assert guard(at_cap, n_max=5, n_cap=1, more=False, nothing_left="reflect") == ("reflect", "nothing_left")
+
+
+# -- N6: a rejected reply is told apart from a skipped payload ------------------------------------------------
+def test_a_rejected_reply_is_recorded_with_its_text_and_left_out_of_the_payload_share(tiny_conv):
+    """The paper schema rejects a capitalised "Answer"; after the repair and the retry also fail, the step used to
+    record only proposed=None and payload_written=False, and payload_share counted it as a skipped payload."""
+    bad = R("Answer", ["Noor lives in Geneva"], detailed_answer="Geneva")
+    ans, llm = run("paper", [bad, bad, bad, R("retrieve", retrieval_query="city"),
+                             R("answer", ["Noor lives in Geneva"], detailed_answer="Geneva"), "Geneva"],
+                   tiny_conv, n_chk=2)
+    steps = routers(ans)
+    assert steps[0].data["reply_rejected"] is True and '"Answer"' in steps[0].data["rejected_reply"]
+    assert steps[0].data["fallback"] == "router call failed" and steps[0].data["action"] == "reflect"
+    assert [s.data["reply_rejected"] for s in steps[1:]] == [False, False]
+    stats = MemR3.summary_stats([ans])
+    assert stats["rejected_replies"] == 1
+    assert stats["payload_share"] == {"retrieve": 1.0, "answer": 1.0}  # the discarded reflect is not a skipped one

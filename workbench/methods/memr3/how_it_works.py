@@ -4,13 +4,14 @@ from ..explain import HowItWorks, phase
 HOW_IT_WORKS = HowItWorks(
     summary=("MemR3 puts a router on top of a retriever: at every step one LLM call updates a list of the evidence "
              "found and the gaps still open, and chooses to retrieve again (with a query aimed at a gap), to "
-             "reflect, or to answer. Guards end the loop on a step budget, an empty retrieval or nothing left to "
-             "read."),
+             "reflect, or to answer. Guards: the step budget forces the answer, an empty retrieval a "
+             "reflection, a reflection a retrieval while unread chunks remain (the small profile also answers once "
+             "nothing is left)."),
     phases=(
         phase("build", ("backend ingest", "here: 256-token windows, embedded; no LLM")),
         phase("answer", ("retrieve", "the question's closest chunks (5 by default), none read before"),
               ("router", "one LLM call: evidence, gaps, next action"),
-              ("guards", "budget, empty retrieval, reflect streak, nothing left"),
+              ("guards", "budget, empty retrieval, reflect streak (the small profile adds: nothing left)"),
               ("answer", "written from the evidence bullets and the draft"),
               loop=("retrieve (the question plus a query aimed at a gap) or reflect sends control back to the router, "
                     "at most 5 router calls by default")),

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from .how_it_works import HOW_IT_WORKS
 from ...data import Conversation
 from ...jsonl import read_json
-from ...llm.errors import CacheMiss, LLMError
+from ...llm.errors import CacheMiss, LLMError, ParseError
 from ...llm.tokens import count_tokens
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
@@ -39,6 +39,7 @@ DEFAULT_BACKEND = "naive_rag"  # looked up by name in the registry, as a plugin 
 DEFAULT_CHUNKING = "window"
 DEFAULT_CHUNK_TOKENS = 256
 BACKEND_DIR = "backend"  # where save() puts the backend's own saved memory
+REJECTED_CHARS = 2000  # how much of a rejected router reply a step keeps (the replies are capped at 512 tokens)
 
 
 # Paper Table 2 (LoCoMo, RAG backend): each row removes one design choice from the full controller, the
@@ -105,6 +106,10 @@ class MemR3(MemoryMethod):
     - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); [code] reranks a
       20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline, and there is no rerank hook
       (declined: it belongs to the backend's retriever, not to the controller).
+    - Embedder: the caller's (``embedder=``; ``workbench eval`` defaults to MiniLM-int8). The paper (App. C.2) and
+      [code] (example_rag_locomo.sh) embed chunks and q (+) delta-q with OpenAI text-embedding-3-large: pass
+      ``--embedder openai:text-embedding-3-large`` (and an API model) to match. A run-header warning when the paper
+      profile runs on another embedder is shared work (issue #63), not this method's.
     - Default backend: NaiveRAG ``chunking="window"``: windows of up to 256 o200k tokens that never split a turn
       and never cross a session, each chunk written ``[date] Speaker: text`` lines with the session's date (no
       clock time) once at its head and with image captions; [code] flattens the conversation into one text, one
@@ -266,14 +271,14 @@ class MemR3(MemoryMethod):
     question_date_datasets = frozenset({"longmemeval"})
 
     def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
-                 backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper §4.1)
+                 backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper App. C.2)
                  retriever_options: dict | None = None,  # [ours] passed to backend.as_retriever(**options)
-                 n_chk: int = 5,              # paper §4.1: snippets per retrieval (swept 1..9)
-                 n_max: int = 5,              # paper §4.1: max iterations = router calls (swept 1..5)
+                 n_chk: int = 5,              # paper §4.3: snippets per retrieval (swept 1..9)
+                 n_max: int = 5,              # paper §4.3: max iterations = router calls (swept 1..5)
                  n_cap: int = 1,              # [code] max_reflect_streak=1; paper leaves it unspecified
-                 mask: bool = True,           # paper §4.4 ablation "w/o mask"
-                 delta_query: bool = True,    # paper §4.4 ablation "w/o delta-q" (retrieve with q only)
-                 reflect: bool = True,        # paper §4.4 ablation "w/o reflect"
+                 mask: bool = True,           # paper §4.3 Table 2 "w/o mask"
+                 delta_query: bool = True,    # paper §4.3 Table 2 "w/o delta-q" (retrieve with q only)
+                 reflect: bool = True,        # paper §4.3 Table 2 "w/o reflect"
                  answer_prompt: str = "native",  # [ours] fair arena: "native" | "shared" (answer_prompt.py)
                  prompts=PROFILE,        # router prompts: "paper" (paper_prompts.py) | "small" (prompts.py)
                  schema=PROFILE,         # router schema: "paper" (payload required) | "small" (payload optional)
@@ -434,8 +439,12 @@ class MemR3(MemoryMethod):
         action came from the fallback (failed call or invalid decision); ``answer_fallbacks``: answer
         steps whose call failed (the draft stood in); ``cache_misses``: steps (any kind) whose failure
         was a replay cassette's miss, absorbed by a fallback; ``backend_errors``: failed retrievals;
-        ``payload_share``: per final action, the share of its router steps whose reply carried that action's
-        text (retrieval_query, reasoning, detailed_answer; reviews/memr3.md B1); ``snippet_tokens``: tokens
+        ``payload_share``: per final action, the share of its router steps whose reply was read and carried that
+        action's text (retrieval_query, reasoning, detailed_answer; reviews/memr3.md B1); a step whose call failed
+        (a reply the client rejected, an LLM error) is not in it, since nothing was read (turn-4 N6: before, a
+        discarded reply counted as a skipped payload); ``rejected_replies``: router steps whose reply the model
+        wrote but the client could not read as the schema asks, after its repair and retry (their text is in the
+        step, ``rejected_reply``); ``snippet_tokens``: tokens
         (o200k) of the snippets in front of the router calls, per question (paper App. D.2; a batch shown again
         after a reflect counts again, as [code]'s accounting does). Steps recorded before these fields existed
         count as without payload and with 0 tokens.
@@ -444,8 +453,9 @@ class MemR3(MemoryMethod):
         steps = [s for r in routers for s in r]
         n, total = len(answers), len(steps)
         forced = Counter(s.data.get("forced") for s in steps if s.data.get("forced"))
-        acted = Counter(s.data.get("action") for s in steps)
-        written = Counter(s.data.get("action") for s in steps if s.data.get("payload_written"))
+        read = [s for s in steps if not s.data.get("error")]  # a failed call read no reply: no payload to count
+        acted = Counter(s.data.get("action") for s in read)
+        written = Counter(s.data.get("action") for s in read if s.data.get("payload_written"))
         tokens = sum(s.data.get("snippet_tokens", 0) for s in steps)
         return {
             "questions": n,
@@ -463,6 +473,7 @@ class MemR3(MemoryMethod):
             "backend_errors": sum(1 for a in answers for s in a.steps if s.kind == "retrieve" and s.data.get("error")),
             "payload_share": {act: written[act] / count for act, count in acted.items()
                               if act in ("retrieve", "reflect", "answer")},
+            "rejected_replies": sum(1 for s in steps if s.data.get("reply_rejected")),
             "snippet_tokens": {"total": tokens, "per_question": tokens / n if n else 0.0},
         }
 
@@ -513,7 +524,7 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
                                nothing_left=run.nothing_left)
     offer_retrieve = more or run.nothing_left != "no_retrieve"
     actions = allowed_actions(run.reflect, offer_retrieve)
-    reply, error, cache_miss = _call_router(state, run, forced, actions)
+    reply, error, cache_miss, rejected = _call_router(state, run, forced, actions)
     proposed = reply.get("decision") if reply is not None else None
     action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more, retrieve=offer_retrieve)
     # A failed call is a fallback even under a guard: evidence and gaps are the previous ones.
@@ -557,6 +568,11 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
                   snippet_tokens=sum(count_tokens(h.text, limit=None) for h in state.snippets))  # App. D.2
     if len(gaps) < len(written):  # shown to the small profile's router as written, but no open gap
         s.data["placeholder_gaps"] = len(written) - len(gaps)
+    # turn-4 N6: a reply the model wrote but the client could not read as the schema asks is "rejected" (its text
+    # kept), apart from a payload the model skipped in a reply that was read
+    s.data["reply_rejected"] = rejected is not None
+    if rejected is not None:
+        s.data["rejected_reply"] = rejected[:REJECTED_CHARS]
     return changes
 
 
@@ -569,9 +585,10 @@ def _text(value) -> str | None:
 
 
 def _call_router(state: RouterState, run: Run, forced: str | None, actions: tuple[str, ...]
-                 ) -> tuple[dict | None, str | None, bool]:
-    """One generate call: (parsed reply, None, False), or (None, error text, whether the error was
-    a replay cassette's miss) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
+                 ) -> tuple[dict | None, str | None, bool, str | None]:
+    """One generate call: (parsed reply, None, False, None), or (None, error text, whether the error was
+    a replay cassette's miss, the last reply's text when the model replied but the reply could not be read as the
+    schema asks, else None) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
     in ``paper_prompts``, raw snippets as [code] shows them; small: ``prompts``, snippets with their ids and
     the gaps as written), ``run.schema`` the schema (paper: the payload required)."""
     T = PP if run.prompts == "paper" else P
@@ -595,10 +612,11 @@ def _call_router(state: RouterState, run: Run, forced: str | None, actions: tupl
     try:
         parsed = run.llm.complete(messages, schema=schema, role="memr3.router").parsed
     except LLMError as exc:  # ParseError included: recorded in the step, fallback in resolve()
-        return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
+        rejected = exc.raw if isinstance(exc, ParseError) else None
+        return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss), rejected
     if not isinstance(parsed, dict):
-        return None, f"reply is not a JSON object: {parsed!r}"[:300], False
-    return parsed, None, False
+        return None, f"reply is not a JSON object: {parsed!r}"[:300], False, repr(parsed)
+    return parsed, None, False, None
 
 
 def _bullets(items: Sequence[str]) -> str:
