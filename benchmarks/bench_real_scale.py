@@ -117,6 +117,7 @@ def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> 
                 with open(_sibling(store.path, kind), "a", encoding="utf-8") as f:
                     f.write(src.read_text(encoding="utf-8"))
     rows = [r.to_dict() for r in res]
+    last = last_batch_figures(type(setup.method), rows, load_dataset(data_spec))
     for row in rows:
         store.append({**row, "answer": None})
     return {"method": name, "conversation": conversation, "status": "not in cassette" if probe.misses else "ok",
@@ -124,7 +125,33 @@ def replay_one(name: str, store, embedder, conversation: str = CONVERSATION) -> 
             "replay_wall_s": wall, "hits": probe.hits, "misses": dict(probe.misses),
             "construction_calls": rows[0]["construction_calls"] if rows else 0,
             "attribution": dict(Counter(r.get("attribution") or "–" for r in rows)), "mechanisms": entry,
-            "capped": capped_replies(PUBLISHED / f"{name}-{conversation}.jsonl")}
+            "capped": capped_replies(PUBLISHED / f"{name}-{conversation}.jsonl"), **last}
+
+
+def last_batch_figures(cls, rows: list[dict], dataset) -> dict:
+    """For a controller whose context is every batch its router read (MemR3: ``last_batch``), the figures on the
+    last batch alone beside them, from the rows' traces: ``{"last_batch": {"recall_sum", "recall_n",
+    "attribution"}}``; {} for any other method. The rows' own ``evidence_recall`` and ``attribution`` are over every
+    batch; the last batch's are what the summary reported before turn 4 (reviews/memr3.md, turn-4 N4), kept so the
+    two can be read side by side."""
+    if not hasattr(cls, "last_batch"):
+        return {}
+    from workbench.eval.attribution import attribute
+    from workbench.eval.metrics import evidence_recall
+    from workbench.trace import Answer
+
+    gold = {qa.id: qa.evidence for conv in dataset for qa in conv.qa}
+    total, n, labels = 0.0, 0, Counter()
+    for row in rows:
+        if not row.get("answer"):
+            labels[row.get("attribution") or "–"] += 1  # a failed row: no trace, its label does not depend on it
+            continue
+        shown = [t for h in cls.last_batch(Answer.from_dict(row["answer"])) for t in h.source_ids]
+        recall = evidence_recall(gold.get(row["qa_id"], ()), shown)
+        if recall is not None:
+            total, n = total + recall, n + 1
+        labels[attribute({**row, "evidence_recall": recall, "turns_shown": len(set(shown))}).label] += 1
+    return {"last_batch": {"recall_sum": total, "recall_n": n, "attribution": dict(labels)}}
 
 
 def _tally() -> dict:
@@ -260,6 +287,12 @@ def table(path: Path, replays: list[dict], recordings: dict, labels=None) -> lis
         attribution_counts: Counter = Counter()
         for r in mine:
             attribution_counts.update(r.get("attribution") or {})
+        lasts = [r["last_batch"] for r in mine if r.get("last_batch")]
+        if lasts:  # MemR3: the rows' recall and attribution are over every batch; the last batch's beside them
+            n_last = sum(x["recall_n"] for x in lasts)
+            line["last_batch"] = {
+                "evidence_recall": _num(sum(x["recall_sum"] for x in lasts) / n_last) if n_last else None,
+                "attribution": dict(sum((Counter(x["attribution"]) for x in lasts), Counter()))}
         line.update({"construction_calls": sum(r["construction_calls"] for r in mine),
                      "attribution": dict(attribution_counts), "misses": sum(sum(r["misses"].values()) for r in mine),
                      "recording_wall_s": sum(r.get("wall_s") or 0 for r in recs) or None,
@@ -325,12 +358,19 @@ def to_markdown(lines: list[dict]) -> str:
         ci = f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
         per = " · ".join(f"{c}: {fmt(p['verdict'])} (n {p['n']})" for c, p in (x.get("per_conversation") or {}).items())
         out.append(f"| {x['method']} | {x['model'] or '–'} | {x['n'] or 0:.0f} | {fmt(x.get('verdict'))}{ci} | {per} | "
-                   f"{fmt(x['f1'])} | {fmt(x['accuracy'])}{fa} | {fmt(x['evidence_recall'])} | "
+                   f"{fmt(x['f1'])} | {fmt(x['accuracy'])}{fa} | {recall(x, fmt)} | "
                    f"{fmt(x['query_tokens'], 0)} | {fmt(x['fc_token_ratio'])} | "
                    f"{fmt(x['construction_tokens'], 0)} ({x['construction_calls']}) | "
                    f"{x['errors'] or 0:.0f} | {attribution(x.get('attribution') or {})} | {wall} | "
                    f"{x['paper_anchor'] or ''} |")
     return "\n".join(out)
+
+
+def recall(x: dict, fmt) -> str:
+    """The evidence recall cell: MemR3's over every batch its router read, its last batch's beside it."""
+    last = (x.get("last_batch") or {}).get("evidence_recall")
+    cell = fmt(x["evidence_recall"])
+    return f"{cell} (last batch {fmt(last)})" if x.get("last_batch") else cell
 
 
 def mem0_caveat(replays: list[dict]) -> str:

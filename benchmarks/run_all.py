@@ -428,13 +428,28 @@ def _capped_note(r: dict) -> list[str]:
 
 
 def _memr3_recall_note(r: dict) -> list[str]:
-    """Why MemR3's evidence recall reads low beside Naive RAG's (only when MemR3 is in the table)."""
-    if not any(x.get("method") == "memr3" for x in r.get("replays", [])):
+    """What MemR3's evidence recall counts, with its last batch's figures beside (only when MemR3 is in the table)."""
+    line = next((x for x in r.get("table", []) if x.get("method") == "memr3"), None)
+    if line is None:
         return []
-    return ["Evidence recall counts the turns in front of the final answer call (`Answer.context`). For MemR3 that "
-            "is its last batch of snippets: the answer call reads the router's evidence text, not raw snippets "
-            "(paper Eq. 6), and a router that runs to its step budget ends on the masked, least similar batch. "
-            "Every batch it retrieved is in the retrieve steps of its traces.", ""]
+    last = line.get("last_batch") or {}
+    text = ("Evidence recall counts the turns in front of the final answer call (`Answer.context`), or in front of "
+            "the calls that wrote what it reads. MemR3's answer call reads only the evidence its router wrote (paper "
+            "Eq. 6), and each router call rewrites that evidence from its batch and the evidence before it, so its "
+            "recall and its failure attribution are over every batch the router read.")
+    if last:
+        text += (f" On the last batch alone (what this table counted before turn 4: a router that runs to its step "
+                 f"budget ends on the masked, least similar batch) recall is "
+                 f"{_fmt(last.get('evidence_recall'))} and the attribution "
+                 + " · ".join(f"{k} {v}" for k, v in sorted((last.get("attribution") or {}).items(),
+                                                            key=lambda kv: (-kv[1], kv[0])))
+                 + "; a reading_miss over every batch that was a retrieval_miss on the last batch had the gold in "
+                 "front of the router and lost it while writing the evidence or the answer.")
+    return [text, ""]
+
+
+def _fmt(v) -> str:
+    return "–" if v is None else f"{v:.3f}"
 
 
 def _sec_scale(sc: dict | None) -> list[str]:

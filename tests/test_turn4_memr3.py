@@ -81,3 +81,54 @@ def test_a_rejected_reply_is_recorded_with_its_text_and_left_out_of_the_payload_
     stats = MemR3.summary_stats([ans])
     assert stats["rejected_replies"] == 1
     assert stats["payload_share"] == {"retrieve": 1.0, "answer": 1.0}  # the discarded reflect is not a skipped one
+
+
+# -- N4: the real-scale summary reads every batch the router read, the last batch's beside it ---------------------
+def _four_batches():
+    from workbench.data import load_sample
+
+    replies = [R("retrieve", ["x"], retrieval_query=q) for q in ("dog name", "new city", "job")]
+    llm = ScriptedLLM(replies + [R("answer", ["x"], detailed_answer="Pilot"), "Pilot"])
+    backend = NaiveRAG(llm=ScriptedLLM([], default="x"), embedder=HashEmbedder(dim=128), chunking="turn")
+    return MemR3(llm=llm, embedder=HashEmbedder(dim=128), backend=backend, profile="small", n_chk=3, n_max=4), \
+        load_sample()[0]
+
+
+def test_the_real_scale_figures_give_every_batch_and_the_last_batch_apart():
+    """Gold read only in the first batch: a reading miss over every batch (the router saw it), a retrieval miss
+    on the last batch (what the summary counted before)."""
+    from dataclasses import replace
+
+    from benchmarks.bench_real_scale import last_batch_figures, recall, to_markdown
+    from workbench.data import Dataset
+    from workbench.eval import evaluate
+
+    method, conv = _four_batches()
+    probe = _four_batches()[0].ingest(conv).answer(conv.qa[0].question)  # its own scripted model
+    first = MemR3.batches(probe)[0][0].source_ids[0]
+    assert first not in {t for h in MemR3.last_batch(probe) for t in h.source_ids}
+    qa = replace(conv.qa[0], evidence=(first,), answer="Tokyo", category=4)
+    conv = replace(conv, qa=(qa,))
+    rows = [r.to_dict() for r in evaluate(method, Dataset("t", (conv,)), progress=False)]
+    assert rows[0]["evidence_recall"] == 1.0 and rows[0]["attribution"] == "reading_miss"
+    got = last_batch_figures(MemR3, rows, [conv])["last_batch"]
+    assert (got["recall_sum"], got["recall_n"], got["attribution"]) == (0.0, 1, {"retrieval_miss": 1})
+    assert last_batch_figures(NaiveRAG, rows, [conv]) == {}
+    fmt = lambda v, p=3: "–" if v is None else f"{v:.{p}f}"  # noqa: E731
+    line = {"evidence_recall": 0.681, "last_batch": {"evidence_recall": 0.102, "attribution": {}}}
+    assert recall(line, fmt) == "0.681 (last batch 0.102)" and recall({"evidence_recall": 0.5}, fmt) == "0.500"
+    md = to_markdown([{"method": "memr3", "model": "m", "n": 81, "f1": 0.2, "accuracy": 0.8,
+                       "judge_false_accept": None, "query_tokens": 1.0, "fc_token_ratio": 0.1,
+                       "construction_tokens": 0, "construction_calls": 0, "errors": 0, "recording_wall_s": None,
+                       "paper_anchor": None, **line}])
+    assert "| 0.681 (last batch 0.102) |" in md
+
+
+def test_the_summary_note_says_memr3_recall_is_over_every_batch_with_the_last_batchs_figures():
+    from benchmarks.run_all import _memr3_recall_note
+
+    r = {"replays": [{"method": "memr3"}], "table": [{"method": "memr3", "last_batch": {
+        "evidence_recall": 0.102, "attribution": {"retrieval_miss": 57, "correct": 14}}}]}
+    text = _memr3_recall_note(r)[0]
+    assert "every batch the router read" in text and "0.102" in text and "retrieval_miss 57 · correct 14" in text
+    assert _memr3_recall_note({"replays": [{"method": "naive_rag"}], "table": [{"method": "naive_rag"}]}) == []
