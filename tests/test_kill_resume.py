@@ -12,7 +12,7 @@ import pytest
 
 from workbench.testing.kill_resume import Invocation, compare, markdown, measure, read_state
 
-METHODS = ("naive_rag", "eager_facts")
+METHODS = ("naive_rag", "eager_floor")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,13 @@ into the same ``--out``: rows already written are kept, a torn last line is repo
 question answered again. Earlier rounds checked that by hand (18 kills); this module makes it a
 measurement anyone can repeat::
 
-    python -m workbench.testing.kill_resume [--kills 20] [--seed 0] [--json FILE] [--markdown FILE]
+    python -m workbench.testing.kill_resume [--kills 20] [--seed 0] [--tear N] [--per-run 3]
+        [--during work|any] [--methods a,b] [--questions N] [--work DIR] [--json FILE] [--markdown FILE]
+
+It prints the JSON summary (or writes it to ``--json``) and the Markdown tables for
+``docs/foreign-inputs.md`` (stderr, or ``--markdown``); exit status 1 when any row was lost,
+repeated, extra or changed, a damaged line went unreported, a resume failed, a temporary file was
+left behind or a manifest or saved memory is not whole.
 
 What it does, all with the real command line (``workbench eval`` as a subprocess, no model):
 
@@ -25,6 +31,10 @@ What it does, all with the real command line (``workbench eval`` as a subprocess
    reported by the resume that came after it, every other JSONL file (memories, events, manifests,
    costs) free of damaged lines, ``manifest.json`` whole and naming every method, each saved
    memory's signature valid, and no temporary file left behind.
+
+``--tear N`` also cuts the last ``results.jsonl`` line in half after every N-th kill, as a power cut
+would leave it (a SIGKILL seldom does: see ``measure``), so the resume's report of damaged lines is
+measured too.
 
 Per kill it records when (seconds after that invocation started), in which phase (before any
 method started, or in which method), the rows on disk, the damaged lines and temporary files the
@@ -48,8 +58,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-#: methods of differing kinds: the whole conversation, retrieval, two fact extractors, a hierarchy
-DEFAULT_METHODS = ("full_context", "naive_rag", "eager_facts", "mem0_style", "hymem")
+#: methods of differing kinds: the whole conversation, retrieval, two fact extractors, a hierarchy (each saves a
+#: memory: ``--save-memories``)
+DEFAULT_METHODS = ("full_context", "naive_rag", "eager_floor", "mem0_style", "hymem")
 #: what a resumed row must share with the reference's row of the same key: the answer and every verdict
 ANSWER_FIELDS = ("prediction", "judge_label", "judge_error", "error", "check", "scores", "abstention")
 SCRIPTED_MODEL = "kill-resume-scripted"
@@ -306,8 +317,8 @@ def compare(ref: RunState, got: RunState, ref_dir: Path, got_dir: Path) -> dict:
     try:
         evaluated = {e.get("method") for e in json.loads((got_dir / "manifest.json").read_text())["evaluations"]}
         problems += [f"manifest.json: no evaluation of {m}" for m in sorted(methods - evaluated)]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # already in got.problems (read_state(whole=True) read the same file strictly)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # also in got.problems when read with whole=True
+        problems.append(f"manifest.json: its evaluations cannot be listed ({type(exc).__name__}: {exc})")
     ref_memories = {str(p.relative_to(ref_dir)) for p in (ref_dir / "memories").glob("*/*")}
     got_memories = {str(p.relative_to(got_dir)) for p in (got_dir / "memories").glob("*/*")}
     problems += [f"{m}: saved in the reference, missing here" for m in sorted(ref_memories - got_memories)]
@@ -413,7 +424,7 @@ def _phase(inv: Invocation, state: RunState, ref: RunState) -> str:
     return f"{method}: {'after its rows' if done >= sum(1 for k in ref.rows if k[0] == method) else 'answering'}"
 
 
-def measure(*, kills: int = 20, seed: int = 0, per_run: int = 4, methods=DEFAULT_METHODS, questions: int | None = 12,
+def measure(*, kills: int = 20, seed: int = 0, per_run: int = 3, methods=DEFAULT_METHODS, questions: int | None = None,
             during: str = "work", tear: int = 0, work: Path | None = None, progress=print) -> Summary:
     """Record, run the reference, then kill and resume until ``kills`` kills were made (see the module doc).
 
@@ -563,14 +574,15 @@ def markdown(summary: Summary) -> str:
     s = summary
     when = ("drawn once its first method has started" if s.during == "work"
             else "drawn from the process start, startup included")
-    lines = [f"`python -m workbench.testing.kill_resume --kills {s.kills} --seed {s.seed}"
-             f"{'' if s.during == 'work' else ' --during any'}` runs `{s.command}` ({len(s.methods)} methods, "
-             f"{s.reference_rows} result rows, {s.reference_s:.1f} s uninterrupted of which "
-             f"{s.reference_startup_s:.1f} s before the first method starts), sends its process group "
-             f"SIGKILL at seeded random moments ({when}) and reruns the same command into the same `--out` "
-             f"until it finishes ({s.runs} run directories, at most {s.kills_per_run} kills each).", "",
+    options = (f" --tear {s.tear}" if s.tear else "") + ("" if s.during == "work" else " --during any")
+    lines = [f"`python -m workbench.testing.kill_resume --kills {s.kills} --seed {s.seed}{options}` runs "
+             f"`{s.command}` ({len(s.methods)} methods, {s.reference_rows} result rows, {s.reference_s:.1f} s "
+             f"uninterrupted of which {s.reference_startup_s:.1f} s before the first method starts), sends "
+             f"its process group SIGKILL at seeded random moments ({when}) and reruns the same command into the same "
+             f"`--out` until it finishes ({s.runs} run directories, at most {s.kills_per_run} kills each).", "",
              "| outcome | count |", "|---|---|",
              f"| kills (SIGKILL to the process group) | {s.kills} |",
+             *[f"| ... landing {where} | {n} |" for where, n in _where(s.per_kill).items()],
              f"| resumes (the same command again) | {s.resumes} |",
              f"| rows lost | {s.rows_lost} |",
              f"| rows on two good lines (duplicated) | {s.rows_repeated} |",
@@ -601,14 +613,28 @@ def markdown(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def _where(kills) -> dict[str, int]:
+    """Kills by phase kind: before any method started, while a method answered, after a method's last row."""
+    def kind(k: Kill) -> str:
+        if k.phase == "startup":
+            return "before any method started"
+        if k.phase.endswith("answering"):
+            return "while a method worked (ingest, saving its memory, answers, judge)"
+        return "after a method's last row (its manifest entry, the census)"
+
+    kinds = Counter(kind(k) for k in kills)
+    return dict(sorted(kinds.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20, help="SIGKILLs to send in all (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments (default 0)")
-    parser.add_argument("--per-run", type=int, default=4,
-                        help="kills per run directory before it is let finish (default 4)")
+    parser.add_argument("--per-run", type=int, default=3,
+                        help="kills per run directory before it is let finish (default 3)")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="methods, comma-separated")
-    parser.add_argument("--questions", type=int, default=12, help="questions per conversation (default 12)")
+    parser.add_argument("--questions", type=int, default=0,
+                        help="at most N questions per conversation (default 0: all 76 of the sample data)")
     parser.add_argument("--during", choices=("work", "any"), default="work",
                         help="work: kill moments drawn once the first method started (default); any: from the "
                              "process start, startup included")
