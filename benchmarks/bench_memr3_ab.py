@@ -8,7 +8,11 @@ paper's wording and requires the payload. This A/B runs both on the same slice, 
 - ``small``: the demo's own MemR3 (``workbench.demo.demo_methods``: small profile, bounded router replies),
   replayed from the demo cassette;
 - ``paper``: ``MemR3(profile="paper")`` built by ``eval.settings.build_method`` with no calibration and no
-  output bounds (as the paper gallery runs), its calls in ``benchmarks/results/cassettes/memr3_ab.jsonl``.
+  output bounds (as the paper gallery runs), its calls in ``benchmarks/results/cassettes/memr3_ab.jsonl``, with
+  ``RECORDED_AS``: the recording was made before turn 4, when the paper profile forced reflect on a drained store
+  (``nothing_left="reflect"``); the profile now has the paper's three guards alone (``"choose"``), which changes the
+  calls of the questions whose store drained (15 calls the cassette lacks). Measuring the turn-4 profile needs
+  ``--live --turn4`` (the cassette keeps the old calls; about 35 minutes on 2 free cores).
 
 Per profile: answers right (the deterministic checker) and the judge's, LLM calls and tokens, router steps per
 question, the share of questions where the router wrote at least one gap, the gaps written, the share of router
@@ -30,6 +34,9 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 CASSETTE = RESULTS / "cassettes" / "memr3_ab.jsonl"
 DEFAULT_LLM = "local:qwen2.5-coder-1.5b"
+#: the paper profile's parameters the committed recording was made with, where the profile has changed since
+#: (docs/reviews/memr3.md, turn-4 N2)
+RECORDED_AS = {"nothing_left": "reflect"}
 
 
 def _profile_stats(method, res) -> dict:
@@ -54,7 +61,8 @@ def _profile_stats(method, res) -> dict:
         "placeholder_gap_steps": sum(1 for r in routers for s in r if s.data.get("gaps") and
                                      not open_gaps(tuple(str(x) for x in s.data["gaps"]))),
         "gap_examples": [g for w in written for g in w][:6],
-        "payload_share": stats.get("payload_share"), "actions": stats.get("actions"),
+        "payload_share": stats.get("payload_share"), "rejected_replies": stats.get("rejected_replies"),
+        "actions": stats.get("actions"),
         "row_errors": sum(1 for r in rows if r.error),
         "failure_kinds": dict(Counter(f.get("kind") for r in rows for f in (r.failures or []) if isinstance(f, dict))),
         "answers": [{"qa_id": r.qa_id, "gold": r.gold, "prediction": r.prediction,
@@ -62,8 +70,9 @@ def _profile_stats(method, res) -> dict:
     }
 
 
-def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, results_dir: Path = RESULTS) -> dict:
-    """Both profiles over the demo slice; writes and returns ``memr3_ab.json``."""
+def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, results_dir: Path = RESULTS, turn4: bool = False) -> dict:
+    """Both profiles over the demo slice; writes and returns ``memr3_ab.json``. The paper profile runs with
+    ``RECORDED_AS`` (the recording's parameters) unless ``turn4``."""
     from workbench import demo
     from workbench.eval import LLMJudge, evaluate
     from workbench.eval.settings import build_method
@@ -71,7 +80,7 @@ def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, results_dir: Path = 
 
     data, emb, qids = demo.demo_dataset(demo.DEMO), demo.demo_embedder(), list(demo.DEMO.questions)
     out = {"slice": f"{data[0].id}, {len(data[0].sessions)} sessions, {len(qids)} questions (the 1.5B demo's)",
-           "model": llm_spec, "profiles": {}}
+           "model": llm_spec, "profiles": {}, "paper_recorded_as": {} if turn4 else dict(RECORDED_AS)}
     with tempfile.TemporaryDirectory() as tmp:
         small_llm = demo.demo_llm(mode="replay", cassette=demo.DEMO.cassette, profile=demo.DEMO)
         small = demo.demo_methods(small_llm, emb, ["memr3"])["memr3"]
@@ -84,8 +93,9 @@ def run(*, live: bool = False, llm_spec: str = DEFAULT_LLM, results_dir: Path = 
             paper_llm = None
         runs = [("small", small, small_llm)]
         if paper_llm is not None:
-            paper = build_method("memr3", llm=paper_llm, embedder=emb, params={"profile": "paper"},
-                                 calibration=None, warn=False).method
+            params = {"profile": "paper", **({} if turn4 else RECORDED_AS)}
+            paper = build_method("memr3", llm=paper_llm, embedder=emb, params=params, calibration=None,
+                                 warn=False).method
             runs.append(("paper", paper, paper_llm))
         else:
             out["profiles"]["paper"] = {"available": False, "note": f"no cassette {CASSETTE.name}: run with --live"}
@@ -107,8 +117,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--live", action="store_true", help="run the model for calls missing from the cassette")
     ap.add_argument("--llm", default=DEFAULT_LLM, help="the model for --live (default: the demo's 1.5B)")
+    ap.add_argument("--turn4", action="store_true",
+                    help="the paper profile as it is now, not as recorded (RECORDED_AS): needs --live once")
     a = ap.parse_args(argv)
-    out = run(live=a.live, llm_spec=a.llm)
+    out = run(live=a.live, llm_spec=a.llm, turn4=a.turn4)
     for name, p in out["profiles"].items():
         if p.get("available") is False:
             print(f"{name}: {p['note']}")

@@ -336,8 +336,12 @@ def _sec_memr3_ab(a: dict | None) -> list[str]:
              "misses": p["cassette_misses"]}
             for name, p in a["profiles"].items() if p.get("available") is not False]
     out += [f"{a['slice']}, model `{a['model']}`. `small` is the demo's MemR3 (replayed from the demo cassette); "
-            "`paper` is `profile=\"paper\"` with no calibration and no output bounds. A gap counts when it is open "
-            "(a copied \"No gaps noted.\" is none).", "",
+            "`paper` is `profile=\"paper\"` with no calibration and no output bounds"
+            + (" and the parameters it was recorded with where the profile has changed since ("
+               + ", ".join(f"`{k}={v!r}`" for k, v in a["paper_recorded_as"].items()) + ")"
+               if a.get("paper_recorded_as") else "")
+            + ". A gap counts when it is open (a copied \"No gaps noted.\" is none); \"payload written\" is over the "
+            "replies that were read (replies the client discarded after repair and retry are counted apart).", "",
             _md(rows, {"profile": "profile", "right": "right (checker)", "judge": "judge right", "calls": "LLM calls",
                        "tokens": "tokens", "steps": "router steps", "gap_q": "questions with a gap",
                        "gaps": "gaps written",

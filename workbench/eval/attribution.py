@@ -39,7 +39,7 @@ the labelled answers (``workbench judge-audit``).
 the calls that wrote the text it reads. For MemR3 that is every batch its router read (its answer call reads only
 the evidence the router calls wrote from them, paper Eq. 6), so a MemR3 ``retrieval_miss`` means no gold turn was
 in any batch the router read, and a ``reading_miss`` that gold was read by the router and the evidence or the
-answer lost it (an evidence-writing miss). Until turn 4 only the last batch counted, which put 34 of conv-30's 57
+answer lost it (an evidence-writing miss). Until turn 4 only the last batch counted, which put 36 of conv-30's 57
 ``retrieval_miss`` rows there though the router had read the gold (reviews/memr3.md, turn-4 N4). Partial recall
 (one of two gold turns shown) counts as shown, hence ``reading_miss``. The reason says how much was shown: the
 row's turn-level recall and the turns its context covers (``turns_shown``), where the row has them.

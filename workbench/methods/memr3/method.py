@@ -193,8 +193,9 @@ class MemR3(MemoryMethod):
     - The gaps type is "a string or a list" and the payload is required through ``oneOf`` branches on the
       decision (forced action: its key in ``required``). The workbench's reply check enforces ``oneOf`` too
       (``llm.jsonparse.CHECKED_KEYWORDS``), so a reply that skips the payload is sent back for repair, then
-      retried; ``payload_share`` shows how often the payload was written (the 1.5B A/B on the demo's questions:
-      2 of 3 retrieves and reflects, ``benchmarks/results/memr3_ab.json``).
+      retried; ``payload_share`` shows how often a reply that was read carried the payload (the 1.5B A/B on the
+      demo's questions: every one; the 4 steps without a payload were replies cut at the token cap and discarded,
+      ``rejected_replies``, ``benchmarks/results/memr3_ab.json``).
     - ``nothing_left="choose"``: the paper's three guards alone (§3.4; App. A.1's "no useful retrieval remains"
       is the empty-retrieval guard). A drained backend forces nothing: the router may still choose retrieve (the
       batch comes back empty and the empty-retrieval guard forces reflect, as Alg. 1 l.5 says; [code]'s RAG path
