@@ -29,6 +29,7 @@ def test_kill_9_then_resume_loses_repeats_and_changes_no_row(measured):
     assert [k.resume_started for k in s.per_kill] == [True] * 3  # each resume got past its resume check
     assert (s.rows_lost, s.rows_repeated, s.rows_extra, s.rows_differing) == (0, 0, 0, 0), s.per_run
     assert s.resume_failures == [] and s.damaged_unreported == 0 and s.damaged_other_files == 0, s.to_dict()
+    assert s.reports_differing == 0  # `workbench report` of each resumed run reads as the reference's
     assert s.problems == []  # manifest whole and naming both methods, every saved memory whole and signed
     # a last line cut in half after a kill (as a power cut leaves it): reported by the resume, its row answered again
     assert s.torn_lines >= 1 and s.damaged_lines >= s.torn_lines and s.damaged_reported == s.damaged_lines

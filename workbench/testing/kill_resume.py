@@ -30,7 +30,8 @@ What it does, all with the real command line (``workbench eval`` as a subprocess
    good lines, none extra, the same prediction and verdicts), every damaged ``results.jsonl`` line
    reported by the resume that came after it, every other JSONL file (memories, events, manifests,
    costs) free of damaged lines, ``manifest.json`` whole and naming every method, each saved
-   memory's signature valid, and no temporary file left behind.
+   memory's signature valid, no temporary file left behind, and ``workbench report`` of the run
+   the same, line for line, as the reference's.
 
 ``--tear N`` also cuts the last ``results.jsonl`` line in half after every N-th kill, as a power cut
 would leave it (a SIGKILL seldom does: see ``measure``), so the resume's report of damaged lines is
@@ -334,6 +335,23 @@ def compare(ref: RunState, got: RunState, ref_dir: Path, got_dir: Path) -> dict:
             "problems": problems, "temp_files": got.temp_files}
 
 
+_READ_PROBLEMS = re.compile(r"^(\d+) problem\(s\) reading the run: [^\n]*\n\n?", re.M)  # the line, its blank line
+
+
+def report_text(run: Path, output: Path) -> tuple[str, int]:
+    """``workbench report RUN --format md`` (the real command): its text without the line that lists the
+    problems met reading the run, and how many problems that line counts. What a reader of the resumed run is
+    shown, table for table, must be what the reference shows; the damaged lines a resume left are the one
+    expected difference, and the report must name each of them."""
+    proc = subprocess.run([*workbench_command(), "report", str(run), "--format", "md", "--output", str(output)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"workbench report {run} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    text = output.read_text(encoding="utf-8")
+    found = _READ_PROBLEMS.search(text)
+    return _READ_PROBLEMS.sub("", text), int(found.group(1)) if found else 0
+
+
 def _line_count(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip())
 
@@ -383,20 +401,22 @@ class Summary:
     damaged_unreported: int = 0  # lines a resume checked over without reporting them (summed over resumes)
     damaged_other_files: int = 0  # damaged lines in memories, events, manifests, costs (not expected at all)
     temp_files_left: int = 0
+    reports_differing: int = 0  # run directories whose ``workbench report`` differs from the reference's
     resume_failures: list[str] = field(default_factory=list)  # invocations that ended non-zero without a kill
     problems: list[str] = field(default_factory=list)
     per_kill: list[Kill] = field(default_factory=list)
     per_run: list[dict] = field(default_factory=list)
     next_tear: int = 0  # the first kill number at which a line may be torn next (``tear``)
+    reference_report: str = ""  # the reference's ``workbench report --format md``
 
     @property
     def ok(self) -> bool:
         return not (self.rows_lost or self.rows_repeated or self.rows_extra or self.rows_differing
                     or self.damaged_unreported or self.damaged_other_files or self.temp_files_left
-                    or self.resume_failures or self.problems)
+                    or self.reports_differing or self.resume_failures or self.problems)
 
     def to_dict(self) -> dict:
-        skip = ("per_kill", "per_run", "next_tear")
+        skip = ("per_kill", "per_run", "next_tear", "reference_report")
         return {**{k: v for k, v in asdict(self).items() if k not in skip}, "ok": self.ok,
                 "per_kill": [asdict(k) for k in self.per_kill], "per_run": self.per_run}
 
@@ -489,6 +509,10 @@ def _measure(work: Path, kills: int, seed: int, per_run: int, methods: list[str]
                       kills_per_run=per_run, tear=tear, during=during, reference_s=round(ref_inv.seconds, 2),
                       reference_startup_s=round(startup, 2), reference_rows=len(ref.rows))
     summary.next_tear = tear
+    summary.reference_report, named = report_text(ref_dir, work / "reference.report.md")
+    if named:
+        raise RuntimeError(f"the reference's report names {named} problem(s) reading it: "
+                           f"{work / 'reference.report.md'}")
     progress(f"reference: {len(ref.rows)} rows in {ref_inv.seconds:.1f} s (startup {startup:.1f} s)")
     while summary.kills < kills:
         summary.runs += 1
@@ -558,9 +582,20 @@ def _one_run(work, summary: Summary, rng, per_run, kills, ref, ref_dir, cassette
     summary.rows_extra += len(diff["extra"])
     summary.rows_differing += len(diff["differing"])
     summary.temp_files_left += len(diff["temp_files"])
+    try:
+        text, named = report_text(out, work / f"run{run_n}.report.md")
+        report_same = text == summary.reference_report
+        if named != new_damage + other:
+            summary.problems.append(f"run {run_n}: workbench report names {named} problem(s) reading the run, "
+                                    f"which holds {new_damage + other} damaged line(s)")
+    except RuntimeError as exc:  # a report that fails over a resumed run is a finding, not the end of the measure
+        summary.problems.append(f"run {run_n}: {exc}")
+        report_same = False
+    summary.reports_differing += not report_same
     summary.problems += [f"run {run_n}: {p}" for p in diff["problems"]]
     summary.per_run.append({"run": run_n, "kills": run_kills, "rows": len(final.rows),
                             "damaged_results_lines": new_damage, "damaged_other_lines": other,
+                            "report_as_reference": report_same,
                             **{k: diff[k] for k in ("lost", "repeated", "extra", "differing", "temp_files",
                                                     "problems")}})
     progress(f"run {run_n}: {run_kills} kill(s), {len(final.rows)} rows; lost {len(diff['lost'])}, repeated "
@@ -595,6 +630,7 @@ def markdown(summary: Summary) -> str:
              f"| damaged lines never reported | {s.damaged_unreported} |",
              f"| damaged lines in memories, events, manifests, costs | {s.damaged_other_files} |",
              f"| temporary files left behind | {s.temp_files_left} |",
+             f"| run directories whose `workbench report` differs from the reference's | {s.reports_differing} |",
              f"| resumes that failed | {len(s.resume_failures)} |",
              f"| manifest or saved-memory problems | {len(s.problems)} |", "",
              "| kill | run | at s | phase | rows on disk | damaged lines | temp files | the resume said |",
