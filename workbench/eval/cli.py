@@ -25,7 +25,11 @@ manifest, then from the audit cache (``--audits``).
 """
 from __future__ import annotations
 
+import os
+import re
+import stat
 import sys
+import time
 from pathlib import Path
 
 from ..extras import usage_errors
@@ -178,6 +182,7 @@ def eval_command(args) -> int:
             judge = LLMJudge(llm if args.judge == "same" else bound_requests(_llm(args.judge, args.cassette), args))
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    sweep_stale_temps(out)
     report_resume(out / "results.jsonl")
     for setup in setups:  # one method after another, all into one run directory and one results file
         method = setup.method
@@ -221,6 +226,38 @@ def ray_recipes(args, names: list[str]) -> list:
     return [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
                       getattr(args, "bounded_outputs", False), **request_options(args), data=args.data,
                       calibration=args.calibration, profile=getattr(args, "profile", None)) for name in names]
+
+
+#: a temporary file older than this is left over from a killed write (a live one exists for the
+#: length of one write: milliseconds, seconds for a large memory)
+STALE_TEMP_S = 30.0
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^state\.pkl\.tmp$")
+
+
+def sweep_stale_temps(out: Path, *, older_than_s: float = STALE_TEMP_S) -> int:
+    """Remove the temporary files a killed atomic write left in run directory ``out``
+    (``.<name>.XXXXXXXX.tmp`` from ``write_text_atomic``, ``state.pkl.tmp`` from a memory save): no
+    later write ever replaces them, so they would pile up. Only files of those names, older than
+    ``older_than_s``, never through a link; says how many it removed (stderr). Returns the count."""
+    if not out.is_dir():
+        return 0
+    now, removed = time.time(), 0
+    for folder, dirs, files in os.walk(out, followlinks=False):
+        for name in files:
+            path = Path(folder) / name
+            if not _TEMP_NAME.match(name):
+                continue
+            try:
+                st = path.lstat()
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > older_than_s:
+                    path.unlink()
+                    removed += 1
+            except OSError:  # gone already, or not ours to remove: left as it is
+                continue
+    if removed:
+        print(terminal_text(f"note: removed {removed} temporary file(s) that killed writes had left in {out}"),
+              file=sys.stderr)
+    return removed
 
 
 def report_resume(results: Path, *, shown: int = 10) -> None:
@@ -280,6 +317,7 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
 
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
+    sweep_stale_temps(out)
     report_resume(out / "results.jsonl")
     store = ResultsStore(out / "results.jsonl")
     with usage_errors():

@@ -5,7 +5,7 @@ into the same ``--out``: rows already written are kept, a torn last line is repo
 question answered again. Earlier rounds checked that by hand (18 kills); this module makes it a
 measurement anyone can repeat::
 
-    python -m workbench.testing.kill_resume [--kills 20] [--seed 0] [--tear N] [--per-run 3]
+    python -m workbench.eval.kill_resume [--kills 20] [--seed 0] [--tear N] [--per-run 3]
         [--during work|any] [--methods a,b] [--questions N] [--work DIR] [--json FILE] [--markdown FILE]
 
 It prints the JSON summary (or writes it to ``--json``) and the Markdown tables for
@@ -142,8 +142,8 @@ def record_cassette(path: Path, methods, *, questions: int | None) -> Path:
     """Record every call the run will make (methods and judge) into ``path`` (in this process)."""
     from ..data import load_dataset
     from ..embed import embedder_from_spec
-    from ..eval import LLMJudge, evaluate
-    from ..eval.settings import build_method
+    from . import LLMJudge, evaluate
+    from .settings import build_method
     from ..llm import CachedLLM
 
     llm = CachedLLM(scripted_llm(methods), path, mode="record")
@@ -249,7 +249,7 @@ def temp_files(run: Path) -> list[str]:
 
 def read_state(run: Path, *, whole: bool = False) -> RunState:
     """The run directory's rows and damage; ``whole`` also checks the manifest and every saved memory."""
-    from ..eval.store import row_key
+    from .store import row_key
     from ..jsonl import read_jsonl
 
     state = RunState(temp_files=temp_files(run) if run.is_dir() else [])
@@ -610,7 +610,7 @@ def markdown(summary: Summary) -> str:
     when = ("drawn once its first method has started" if s.during == "work"
             else "drawn from the process start, startup included")
     options = (f" --tear {s.tear}" if s.tear else "") + ("" if s.during == "work" else " --during any")
-    lines = [f"`python -m workbench.testing.kill_resume --kills {s.kills} --seed {s.seed}{options}` runs "
+    lines = [f"`python -m workbench.eval.kill_resume --kills {s.kills} --seed {s.seed}{options}` runs "
              f"`{s.command}` ({len(s.methods)} methods, {s.reference_rows} result rows, {s.reference_s:.1f} s "
              f"uninterrupted of which {s.reference_startup_s:.1f} s before the first method starts), sends "
              f"its process group SIGKILL at seeded random moments ({when}) and reruns the same command into the same "
