@@ -41,21 +41,41 @@ class QuestionView(DisplaysWidget):
 
     @classmethod
     def from_run(cls, run_dir, **kw) -> "QuestionView":
-        """Over a saved run directory (its results, conversations and the judge audits it records), read as the
-        app reads it (``widgets.run_store.RunStore``): a damaged conversation file, manifest or line is listed
+        """Over a saved run directory (its results, conversations and the judge audits it records), read as
+        ``widgets.run_store.RunStore.safe`` reads: a damaged conversation file, manifest or line is listed
         in ``problems`` (shown above the view), never raised, and every question of the rest is shown (one of
         a damaged conversation without its transcript). A run directory that does not exist raises."""
-        from .run_store import RunStore
+        from workbench.rundir import RunDir
 
-        store = RunStore(run_dir)
-        if store.run is None:
-            raise FileNotFoundError(store.errors[0] if store.errors else f"no run directory {run_dir}")
-        rows = store.results()
-        convs = {c: conv for c in store.param.conv_id.objects if (conv := store.conversation(c)) is not None}
-        kw.setdefault("memories", store.memory_rows)
-        audits = kw.pop("audits") if "audits" in kw else store.audits()
+        from .cost_accuracy import run_audits
+        from .lifecycle import READ_ERRORS
+
+        # read as RunStore reads (its ``safe``), without importing it: that module loads Panel, whose
+        # notebook extension would put Panel's JavaScript loader into every notebook showing this view
+        run, problems = RunDir(run_dir), []
+
+        def safe(what: str, fn, default):
+            try:
+                return fn()
+            except READ_ERRORS as exc:
+                problems.append(f"{what}: {type(exc).__name__}: {exc}")
+                return default
+            finally:
+                problems.extend(f"skipped {p}" for p in run.problems)
+                run.problems.clear()
+
+        rows = safe("results.jsonl", run.results, [])
+        convs = {}
+        for cid in safe("conversations/", run.conversation_ids, []):
+            conv = safe(f"conversations/{cid}.json", lambda cid=cid: run.conversation(cid), None)
+            if conv is not None:
+                convs[cid] = conv
+        kw.setdefault("memories", lambda method, conv_id: safe(
+            f"memories/{method}/{conv_id}/memories.jsonl", lambda: run.memories(method, conv_id), []))
+        manifest = safe("manifest.json", run.manifest, {})
+        audits = kw.pop("audits") if "audits" in kw else safe("judge audits", lambda: run_audits(manifest, rows), {})
         view = cls(rows, conversations=convs, audits=audits, **kw)
-        view.store = store
+        view._read_problems = problems
         view._render()  # with the run's problems above it
         return view
 
@@ -63,7 +83,8 @@ class QuestionView(DisplaysWidget):
     def problems(self) -> list[str]:
         """What could not be read (a damaged file, skipped lines), shown above the view as the app's header
         shows it: those given, then those the run's store met (``from_run``), each once."""
-        return list(dict.fromkeys([*self._problems, *(self.store.errors if self.store is not None else ())]))
+        read = getattr(self, "_read_problems", None) or (self.store.errors if self.store is not None else ())
+        return list(dict.fromkeys([*self._problems, *read]))
 
     def select(self, qa_id: str | None, method: str | None = None) -> "QuestionView":
         self.qa_id = qa_id
