@@ -181,11 +181,12 @@ class AMA(MemoryMethod):
     *small* profile's Judge prompt, whose example reads "Pass", even on plain contradictions
     (``benchmarks/bench_ama_refresh.py``), and the Refresher's input then carries the probes' finding. That is not a
     measurement of the paper's Judge: with the paper profile's prompt (placeholders) the 1.5B answered Refresh on
-    12 of 12 gallery checks instead. The demo's ``ama[paper-judge]`` variant is the small profile with
-    ``conflict_check="judge"``, i.e. the small Judge prompt, not the paper's. The probe's precision is poor: in the
-    demo recording all 7 edits it led to were wrong, and it cannot express a forget request (the D5:10 request was
-    missed), so Delete rule 1 is practically unreachable with it. ``conflict_stores=("fact",)``,
-    ``trigger="session"`` and ``answer_prompt="shared"`` are declared the same way.
+    12 of 12 gallery checks instead, and, once that prompt offered Retry (turn 4, N2), Retry on 24 of 24 (12 turns,
+    2 rounds each; ``sample_data/cassettes/gallery/ama.paper.jsonl``). The demo's ``ama[paper-judge]`` variant is
+    the small profile with ``conflict_check="judge"``, i.e. the small Judge prompt, not the paper's. The probe's
+    precision is poor: in the demo recording all 7 edits it led to were wrong, and it cannot express a forget
+    request (the D5:10 request was missed), so Delete rule 1 is practically unreachable with it.
+    ``conflict_stores=("fact",)``, ``trigger="session"`` and ``answer_prompt="shared"`` are declared the same way.
 
     Declined (reasons): per-store caps for the small profile's sweep (reviews/ama.md §2.3) and routing forget
     requests to the Judge in probe mode: either changes the small profile's recorded calls, and the paper profile
