@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -110,7 +111,7 @@ def measure(run: Path, counts: list[int], procs: int = 1) -> list[dict]:
         port = free_port()
         proc = subprocess.Popen([sys.executable, "-m", "widgets.app", "--run", str(run), "--port", str(port),
                                  *extra_args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+                                text=True, start_new_session=True)  # its forked servers in its process group
         try:
             _wait(port, proc)
             warm = max(_get(port)[1] for _ in range(max(1, procs)))  # each process's first session pays imports
@@ -122,11 +123,11 @@ def measure(run: Path, counts: list[int], procs: int = 1) -> list[dict]:
             rows.append(row)
             print(json.dumps(row))
         finally:
-            proc.terminate()
+            os.killpg(proc.pid, signal.SIGTERM)  # the forked server processes too, not only their parent
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
     return rows
 
 
