@@ -188,3 +188,15 @@ def test_panel_serve_on_every_interface_needs_its_token(small_run):
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
+
+
+def test_the_cli_passes_num_procs_and_a_thread_refuses_it(monkeypatch):
+    from workbench import cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "serve_app", lambda run, **kw: seen.update(kw))
+    args = cli.build_parser().parse_args(["app", "--num-procs", "2", "--no-browser"])
+    args.func(args)
+    assert seen["num_procs"] == 2
+    with pytest.raises(SystemExit, match="num-procs"):
+        appmod.serve("runs/none", threaded=True, num_procs=2)

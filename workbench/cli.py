@@ -147,7 +147,8 @@ def cmd_ask(args) -> int:
 
 def cmd_app(args) -> int:
     serve_app(args.run, port=args.port, address=args.address, show=not args.no_browser,
-              allow_remote=args.allow_remote is not None, allowed_hosts=args.allow_remote or ())
+              allow_remote=args.allow_remote is not None, allowed_hosts=args.allow_remote or (),
+              num_procs=args.num_procs)
     return 0
 
 
@@ -329,8 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5006, help="port to serve on (0: any free port)")
     p.add_argument("--address", default="127.0.0.1", help="address to serve on")
     p.add_argument("--allow-remote", nargs="*", default=None, metavar="NAME",
-                   help="allow a non-loopback --address (the app has no login; prints a warning); the NAMEs are "
-                        "further host names it may be reached by (any other Host header is refused)")
+                   help="allow a non-loopback --address (prints a warning; every request then needs the access "
+                        "token printed in the link); the NAMEs are further host names it may be reached by (any "
+                        "other Host header is refused)")
+    p.add_argument("--num-procs", type=int, default=1,
+                   help="server processes on the one port, for a class opening the app at once (0: one per core)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.set_defaults(func=cmd_app)
 
