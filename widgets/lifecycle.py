@@ -421,6 +421,23 @@ def parse_link(data: Any) -> tuple[str, ...] | None:
 # -- notebook shell --------------------------------------------------------------------------------------
 #: what reading a run can raise past its own readers (the app's ``panel_parts.READ_ERRORS``)
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+
+
+def safe_reader(run, problems: list):
+    """``safe(what, fn, default)`` over a ``RunDir``, as ``RunStore.safe`` reads for the app (that module
+    loads Panel and imports this one, so the notebook views read with this): a read error becomes the line
+    ``what: Error: message`` in ``problems`` and ``default`` is returned; lines the tolerant reader skipped
+    are listed as ``skipped file:line: reason``."""
+    def safe(what: str, fn, default):
+        try:
+            return fn()
+        except READ_ERRORS as exc:
+            problems.append(f"{what}: {type(exc).__name__}: {exc}")
+            return default
+        finally:
+            problems.extend(f"skipped {p}" for p in run.problems)
+            run.problems.clear()
+    return safe
 #: how many problems the notebook alert lists (the rest are counted)
 PROBLEMS_LISTED = 10
 
@@ -468,17 +485,7 @@ class LifecycleView(DisplaysWidget):
         from workbench.rundir import RunDir
 
         run, problems = RunDir(run_dir), []
-
-        def safe(what: str, fn, default):
-            try:
-                return fn()
-            except READ_ERRORS as exc:
-                problems.append(f"{what}: {type(exc).__name__}: {exc}")
-                return default
-            finally:
-                problems.extend(f"skipped {p}" for p in run.problems)
-                run.problems.clear()
-
+        safe = safe_reader(run, problems)
         ids = safe("conversations/", run.conversation_ids, [])
         if conv_id is not None and conv_id not in ids:
             raise KeyError(f"no conversation {conv_id!r} in {run_dir} (it has {', '.join(ids[:5]) or 'none'})")

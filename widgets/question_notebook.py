@@ -48,21 +48,12 @@ class QuestionView(DisplaysWidget):
         from workbench.rundir import RunDir
 
         from .cost_accuracy import run_audits
-        from .lifecycle import READ_ERRORS
+        from .lifecycle import safe_reader
 
         # read as RunStore reads (its ``safe``), without importing it: that module loads Panel, whose
         # notebook extension would put Panel's JavaScript loader into every notebook showing this view
         run, problems = RunDir(run_dir), []
-
-        def safe(what: str, fn, default):
-            try:
-                return fn()
-            except READ_ERRORS as exc:
-                problems.append(f"{what}: {type(exc).__name__}: {exc}")
-                return default
-            finally:
-                problems.extend(f"skipped {p}" for p in run.problems)
-                run.problems.clear()
+        safe = safe_reader(run, problems)
 
         rows = safe("results.jsonl", run.results, [])
         convs = {}
