@@ -30,7 +30,7 @@ def test_a_host_header_is_parsed_to_its_canonical_name(header, name, port):
     assert parse_host(header) == (parse_host(header).__class__(name, port))
 
 
-@pytest.mark.parametrize("header", ["[::1]evil.example:5006", "[::1]:5006evil", "a@localhost", "localhost:0",
+@pytest.mark.parametrize("header", ["[::1]:5006evil", "a@localhost", "localhost:0",
                                     "localhost:65536", "[::g]", "[127.0.0.1]", "::1", "local host", "", None,
                                     "localhost:5006:1", "-bad.example", "a..b", "x" * 300, "loc\u0430lhost"])
 def test_anything_else_is_malformed(header):
@@ -43,6 +43,9 @@ def test_a_well_formed_name_that_is_not_ours_is_foreign():
     assert host_verdict("evil.example:5006") == FOREIGN
     assert host_verdict("localhost.evil:5006") == FOREIGN
     assert host_verdict("[::2]:5006") == FOREIGN
+    with pytest.raises(MalformedHost):
+        parse_host("[::1]evil.example:5006")  # not an address: Python's urlsplit reads it as ::1
+    assert host_verdict("[::1]evil.example:5006") == FOREIGN  # the name of another host, dressed as ours
     assert host_verdict("[::1]:5006") == OK
 
 

@@ -12,9 +12,9 @@ port) or a name the user allowed with ``--allow-remote NAME``.
 The header is *parsed*, not split: ``parse_host`` accepts exactly RFC 9110's ``uri-host [":" port]``
 (an IPv6 literal in brackets, an IPv4 address, or a DNS name; case and one trailing dot
 normalised, an IPv6 literal compared in its canonical form). Anything else — userinfo
-(``a@localhost``), text after a bracket (``[::1]evil.example``), a second colon, a port out of
-range, spaces, controls — is malformed: 400, with words. A well-formed name that is not this
-server's is foreign: 403. Python's ``urlsplit`` is not enough on its own here: it reads
+(``a@localhost``), a second colon, a port out of range or with text after it, spaces, controls —
+is malformed: 400, with words. A well-formed name that is not this server's is foreign: 403, and
+so is an IPv6 literal with a name glued after it (``[::1]evil.example``: the name of another host). Python's ``urlsplit`` is not enough on its own here: it reads
 ``[::1]evil.example:5006`` as host ``::1``, which is how such a Host once passed the guard.
 
 ``guard_hosts`` installs the check on a Tornado application as the first routing rule (so it also
@@ -38,6 +38,7 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # uri-host [":" port]: a bracketed IPv6 literal, or a dotted name/IPv4 of DNS characters; nothing else.
 _HOST_FORM = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})?))"
                         r"(?::(?P<port>[0-9]{1,5}))?")
+_GLUED = re.compile(r"\[[0-9A-Fa-f:.]+\][A-Za-z][A-Za-z0-9_.-]*(?::[0-9]{1,5})?")
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 
 
@@ -115,7 +116,9 @@ def host_verdict(host_header: str | None, names: Iterable[str] = LOOPBACK_NAMES)
     try:
         parsed = parse_host(host_header)
     except MalformedHost:
-        return MALFORMED
+        # an IPv6 literal with a name glued after it ("[::1]evil.example:5006") is no address of ours but the
+        # name of some other host dressed as one: refused as foreign, whatever it is dressed as
+        return FOREIGN if _GLUED.fullmatch(host_header or "") else MALFORMED
     return OK if parsed.name in set(names) else FOREIGN
 
 
