@@ -125,7 +125,7 @@ class PagePolicy(OutputTransform):
             return status_code, headers, chunk
         if headers.get("Content-Type", "").startswith("text/html") and finishing:
             nonce = nonce_for_session(_session_id(chunk)) or secrets.token_urlsafe(18)
-            chunk = add_nonce(chunk.decode("utf-8"), nonce).encode("utf-8")
+            chunk = add_nonce(chunk.decode("utf-8", "surrogateescape"), nonce).encode("utf-8", "surrogateescape")
             if "Content-Length" in headers:
                 headers["Content-Length"] = str(len(chunk))
             headers["Content-Security-Policy"] = page_policy(nonce)
