@@ -128,7 +128,9 @@ def test_ama_table_3_rows_keep_their_stores_and_refresher(name, profile, tiny_co
     assert {s: len(m.stores_[s]) > 0 for s in kept} == kept
     roles = set(llm.roles())
     assert ("ama.episode" in roles) is m.use_episode  # no episode calls without the episode store
-    assert ("ama.judge_ingest" in roles) is m.refresher  # RF: no conflict Judge at ingestion without the Refresher
+    # without the Refresher the paper's Judge still runs at ingestion (the paper removes only the Refresher; turn 4,
+    # N6); the small profile's Judge, a conflict check for its Refresher, does not
+    assert ("ama.judge_ingest" in roles) is (m.refresher or profile == "paper")
     assert ("ama.retrieve" in roles) is (profile == "paper")  # the paper runs the Retriever on every turn
     ans = m.answer(tiny_conv.qa[0].question)
     assert {h.unit_id.split(":", 1)[0] for h in ans.context} <= {s for s, on in kept.items() if on}

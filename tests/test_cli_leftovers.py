@@ -264,7 +264,7 @@ def test_the_cli_says_an_environment_failure_in_one_line(monkeypatch, capsys, tm
 
 def test_an_eval_over_a_run_removes_the_temporary_files_killed_writes_left(tmp_path, capsys):
     """kill -9 between a temporary file and its rename leaves ``.<name>.XXXXXXXX.tmp`` that no later write
-    replaces (5 in 100 kills, ``workbench.eval.kill_resume``); the next eval over the run removes old ones."""
+    replaces (5 in 100 kills, ``benchmarks.kill_resume``); the next eval over the run removes old ones."""
     import os
     import time
 

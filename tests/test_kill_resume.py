@@ -1,7 +1,7 @@
 """Kill -9 and resume (issue #68, item 8): a real ``workbench eval`` killed three times at seeded moments (its last
 results line cut in half after each kill that finds one whole) and rerun into the same ``--out`` ends with the
 reference's rows, no row lost, repeated or changed, every damaged line reported
-(``workbench.eval.kill_resume``; ``docs/foreign-inputs.md`` holds the 20-kill figures). The comparison itself is
+(``benchmarks.kill_resume``; ``docs/foreign-inputs.md`` holds the 20-kill figures). The comparison itself is
 checked on a doctored copy, so a measurement that could not see a lost row would fail here too."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from workbench.eval.kill_resume import Invocation, compare, markdown, measure, read_state
+from benchmarks.kill_resume import Invocation, compare, markdown, measure, read_state
 
 METHODS = ("naive_rag", "eager_floor")
 

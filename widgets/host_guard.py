@@ -14,8 +14,9 @@ The header is *parsed*, not split: ``parse_host`` accepts exactly RFC 9110's ``u
 normalised, an IPv6 literal compared in its canonical form). Anything else — userinfo
 (``a@localhost``), a second colon, a port out of range or with text after it, spaces, controls —
 is malformed: 400, with words. A well-formed name that is not this server's is foreign: 403, and
-so is an IPv6 literal with a name glued after it (``[::1]evil.example``: the name of another host). Python's ``urlsplit`` is not enough on its own here: it reads
-``[::1]evil.example:5006`` as host ``::1``, which is how such a Host once passed the guard.
+so is an IPv6 literal with a name glued after it (``[::1]evil.example``: the name of another host).
+Python's ``urlsplit`` is not enough on its own here: it reads ``[::1]evil.example:5006`` as host
+``::1``, which is how such a Host once passed the guard.
 
 ``guard_hosts`` installs the check on a Tornado application as the first routing rule (so it also
 covers the websocket handshake); ``host_verdict`` is the same decision for code that only sees a

@@ -5,7 +5,7 @@ into the same ``--out``: rows already written are kept, a torn last line is repo
 question answered again. Earlier rounds checked that by hand (18 kills); this module makes it a
 measurement anyone can repeat::
 
-    python -m workbench.eval.kill_resume [--kills 20] [--seed 0] [--tear N] [--per-run 3]
+    python -m benchmarks.kill_resume [--kills 20] [--seed 0] [--tear N] [--per-run 3]
         [--during work|any] [--methods a,b] [--questions N] [--work DIR] [--json FILE] [--markdown FILE]
 
 It prints the JSON summary (or writes it to ``--json``) and the Markdown tables for
@@ -125,7 +125,7 @@ def lexical_judge(messages) -> dict:
 def scripted_llm(methods):
     """A ``ScriptedLLM`` that does not claim to be a small offline model: a replay of its cassette is judged by
     the recorded model's name (not small), so the methods must take the same profile while recording."""
-    from ..llm import ScriptedLLM
+    from workbench.llm import ScriptedLLM
 
     class _Scripted(ScriptedLLM):
         small_model = False
@@ -140,11 +140,11 @@ def scripted_llm(methods):
 
 def record_cassette(path: Path, methods, *, questions: int | None) -> Path:
     """Record every call the run will make (methods and judge) into ``path`` (in this process)."""
-    from ..data import load_dataset
-    from ..embed import embedder_from_spec
-    from . import LLMJudge, evaluate
-    from .settings import build_method
-    from ..llm import CachedLLM
+    from workbench.data import load_dataset
+    from workbench.embed import embedder_from_spec
+    from workbench.eval import LLMJudge, evaluate
+    from workbench.eval.settings import build_method
+    from workbench.llm import CachedLLM
 
     llm = CachedLLM(scripted_llm(methods), path, mode="record")
     data = load_dataset("sample")
@@ -249,8 +249,8 @@ def temp_files(run: Path) -> list[str]:
 
 def read_state(run: Path, *, whole: bool = False) -> RunState:
     """The run directory's rows and damage; ``whole`` also checks the manifest and every saved memory."""
-    from .store import row_key
-    from ..jsonl import read_jsonl
+    from workbench.eval.store import row_key
+    from workbench.jsonl import read_jsonl
 
     state = RunState(temp_files=temp_files(run) if run.is_dir() else [])
     for path in _jsonl_files(run) if run.is_dir() else []:
@@ -273,8 +273,8 @@ def read_state(run: Path, *, whole: bool = False) -> RunState:
 def whole_problems(run: Path) -> list[str]:
     """What is not whole: the manifest (parses, names an evaluation per method), each saved memory (its files
     there, its JSON parses, its pickle's signature verifies on this machine)."""
-    from ..jsonl import DamagedFile, read_json
-    from ..trust import UntrustedStateError, check_signature
+    from workbench.jsonl import DamagedFile, read_json
+    from workbench.trust import UntrustedStateError, check_signature
 
     problems = []
     try:
@@ -610,7 +610,7 @@ def markdown(summary: Summary) -> str:
     when = ("drawn once its first method has started" if s.during == "work"
             else "drawn from the process start, startup included")
     options = (f" --tear {s.tear}" if s.tear else "") + ("" if s.during == "work" else " --during any")
-    lines = [f"`python -m workbench.eval.kill_resume --kills {s.kills} --seed {s.seed}{options}` runs "
+    lines = [f"`python -m benchmarks.kill_resume --kills {s.kills} --seed {s.seed}{options}` runs "
              f"`{s.command}` ({len(s.methods)} methods, {s.reference_rows} result rows, {s.reference_s:.1f} s "
              f"uninterrupted of which {s.reference_startup_s:.1f} s before the first method starts), sends "
              f"its process group SIGKILL at seeded random moments ({when}) and reruns the same command into the same "
