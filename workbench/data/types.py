@@ -166,17 +166,19 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def read_regular_file(file: str) -> bytes:
+def read_regular_file(file: str, *, what: str = "JSON file", limit: int | None = None) -> bytes:
     """The bytes of ``file`` if it is a regular file; else a ``DatasetError`` naming it, raised
     before any read. Opened without blocking (``O_NONBLOCK``: a named pipe with no writer would
     otherwise hang the open) and checked on the open descriptor (``fstat``), so the file checked is
-    the file read: a pipe never hangs the loader, ``/dev/zero`` is never read forever."""
+    the file read: a pipe never hangs the loader, ``/dev/zero`` is never read forever. ``what`` names the
+    kind of file in the messages; with ``limit``, a file over that many bytes is refused before reading
+    (and one that grows past it while read, after)."""
     try:
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise DatasetError(file, "<file>", "file not found") from None
     except IsADirectoryError:
-        raise DatasetError(file, "<file>", "is a directory, not a JSON file") from None
+        raise DatasetError(file, "<file>", f"is a directory, not a {what}") from None
     except OSError as exc:
         raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
     try:
@@ -187,12 +189,18 @@ def read_regular_file(file: str) -> bytes:
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-        raise DatasetError(file, "<file>", f"is {kind}, not a regular JSON file (refused before reading)")
+        raise DatasetError(file, "<file>", f"is {kind}, not a regular {what} (refused before reading)")
     with os.fdopen(fd, "rb") as f:
         try:
-            return f.read()
+            if limit is not None and os.fstat(f.fileno()).st_size > limit:
+                raise DatasetError(file, "<file>", f"is {os.fstat(f.fileno()).st_size:,} bytes; a {what} may "
+                                                   f"hold at most {limit:,} (refused before reading)")
+            data = f.read() if limit is None else f.read(limit + 1)
         except OSError as exc:
             raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
+    if limit is not None and len(data) > limit:
+        raise DatasetError(file, "<file>", f"is more than {limit:,} bytes (refused)")
+    return data
 
 
 #: What a file that is not UTF-8 JSON most often is, told by its first bytes: said in the error, so the

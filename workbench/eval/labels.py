@@ -37,8 +37,6 @@ by name (``judge-audit --labels``) is an error instead.
 from __future__ import annotations
 
 import json
-import os
-import stat
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from ..data import DatasetError
+from ..data.types import read_regular_file
 from ..jsonl import json_reason, loads_strict
 
 VERDICTS = ("right", "wrong")
@@ -62,8 +61,6 @@ DEFAULT_LABELS = LABELS_DIR / "answers.jsonl"
 #: the largest label or annotation file read: the shipped answers are under 1 MB and a careful reader labels
 #: a few thousand answers at most, so a file this big is not a labels file (and would hold the audit for minutes)
 MAX_LABEL_BYTES = 64 * 1024 * 1024
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 class LabelFileWarning(UserWarning):
@@ -97,28 +94,7 @@ def read_label_file(path: str | Path, *, limit: int = MAX_LABEL_BYTES) -> str:
     regular file (refused before any read: opened without blocking, so a named pipe with no writer cannot
     hang the open, and checked on the open descriptor), is larger than ``limit`` bytes, or is not UTF-8."""
     file = str(path)
-    try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except FileNotFoundError:
-        raise DatasetError(file, "<file>", "file not found") from None
-    except IsADirectoryError:
-        raise DatasetError(file, "<file>", "is a directory, not a labels file") from None
-    except OSError as exc:
-        raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as f:
-        try:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
-                raise DatasetError(file, "<file>", f"is {kind}, not a regular labels file (refused before reading)")
-            if info.st_size > limit:
-                raise DatasetError(file, "<file>", f"is {info.st_size:,} bytes; a labels or annotations file may "
-                                                   f"hold at most {limit:,} (refused before reading)")
-            data = f.read(limit + 1)  # a file that grows while read is cut here, and refused below
-        except OSError as exc:
-            raise DatasetError(file, "<file>", f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise DatasetError(file, "<file>", f"is more than {limit:,} bytes (refused)")
+    data = read_regular_file(file, what="labels file", limit=limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
