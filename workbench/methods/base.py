@@ -172,6 +172,10 @@ class MemoryMethod:
     # calibration.py): the embedder its paper's thresholds belong to, how they are mapped onto another one,
     # and what is deliberately left alone. None: no embedder-cosine threshold to calibrate.
     calibration: ClassVar[object] = None  # a workbench.methods.calibration.CalibrationHook
+    # The embedder (and reranker) its paper ran with (``components.PaperComponents``): ``--embedder auto`` uses
+    # them where an endpoint serves them, and any other embedder or reranker is listed as a departure. None:
+    # the method has no paper of its own (the baselines).
+    components: ClassVar[object] = None  # a workbench.methods.components.PaperComponents
     # What the method does in two plain sentences, its pipeline diagram and, where one was written, its
     # mechanism-gallery example with the right outcome (``explain.HowItWorks``, in its folder's how_it_works.py):
     # the app's "How it works" page, the method notebook's diagram and ``workbench.gallery`` read it. None: no page.

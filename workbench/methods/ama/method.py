@@ -46,6 +46,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
+from ..components import PaperComponents
 from ...data import Conversation, Turn
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -202,6 +203,8 @@ class AMA(MemoryMethod):
     title = "AMA"
     how_it_works = HOW_IT_WORKS
     # nothing to map (the one cosine gate is ours and off by default); said in every calibration file
+    components = PaperComponents("text-embedding-3-large", "text-embedding-3-large", True,
+                                 "§4.1, Implementation details")
     calibration = CalibrationHook(None, not_calibrated={
         "conflict_min_sim": "ours, off (None) by default: no paper value to map"})
     structure_view = "stores_and_log"  # its three stores and the ingestion log

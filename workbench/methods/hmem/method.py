@@ -26,6 +26,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
+from ..components import PaperComponents
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -181,6 +182,9 @@ class HMem(MemoryMethod):
     name = "hmem"
     title = "H-Mem"
     how_it_works = HOW_IT_WORKS
+    components = PaperComponents("Qwen3-Embedding-4B", "Qwen/Qwen3-Embedding-4B", False,
+                                 "§5.1 Model configuration; Table 8",
+                                 reranker="Qwen3-Reranker-4B", reranker_served="Qwen/Qwen3-Reranker-4B")
     calibration = CALIBRATION  # alphas from the paper's Table 7 (calibration.py)
     structure_view = "tree_and_graph"
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Literal, Sequence
 
 from .how_it_works import HOW_IT_WORKS
+from ..components import PaperComponents
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -258,6 +259,9 @@ class HyMem(MemoryMethod):
         "overlap_turns": 0,  # [code] the same: sessions do not overlap
         "max_rounds": 1,  # T [code] hymem/core/memory_system.py:203, hymem/config/settings.py:55
     }
+    components = PaperComponents("Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-0.6B", False,
+                                 "App. A, implementation details",
+                                 note="the authors' code embeds with text-embedding-3-small")
     how_it_works = HOW_IT_WORKS
     structure_view = "level_links"  # Level-1 items linked to their Level-2 events
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

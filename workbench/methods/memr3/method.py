@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .how_it_works import HOW_IT_WORKS
+from ..components import PaperComponents
 from ...data import Conversation
 from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError, ParseError
@@ -260,6 +261,10 @@ class MemR3(MemoryMethod):
     name = "memr3"
     title = "MemR3"
     value_notes = {"answer_prompt": fair_arena_note}
+    components = PaperComponents("text-embedding-3-large", "text-embedding-3-large", True,
+                                 "App. B, RAG retriever",
+                                 reranker="ms-marco-MiniLM-L-12-v2",
+                                 reranker_served="cross-encoder/ms-marco-MiniLM-L-12-v2")
     how_it_works = HOW_IT_WORKS
     structure_view = "controller_backend"  # a controller over its backend's memory
     census = CENSUS  # its mechanism counters and check (census.py), run by the generic census

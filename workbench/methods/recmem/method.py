@@ -17,6 +17,7 @@ from typing import Literal, Mapping, Sequence
 import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
+from ..components import PaperComponents
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...llm.ledger import track
@@ -249,6 +250,8 @@ class RecMem(MemoryMethod):
         "answer_prompt": fair_arena_note}
     profile_prompt_modules = {"paper": ("recmem.paper_prompts",)}  # hashed for the paper profile only
     how_it_works = HOW_IT_WORKS
+    components = PaperComponents("text-embedding-3-small", "text-embedding-3-small", True,
+                                 "§4.1, Implementation details")
     calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
     structure_view = "clusters"
     structure_hooks = CLUSTER_HOOKS  # the clusters view's gate replay (structures.py)
