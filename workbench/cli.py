@@ -260,6 +260,16 @@ def _eval_commands(sub) -> None:
             p.set_defaults(func=_unavailable(problem), unavailable=True)  # its options are not known: accepted
 
 
+#: commands that live in their own module, each with ``add_parser(sub)`` (it adds its sub-parser and sets ``func``)
+COMMAND_MODULES = ("workbench.eval.reproduce", "workbench.open_recorded")
+
+
+def _module_commands(sub) -> None:
+    import importlib
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -373,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="run the benchmarks and write benchmarks/results")
     p.add_argument("--config", default="reduced", choices=["reduced", "full"], help="benchmark sizes")
     p.set_defaults(func=cmd_bench)
+    _module_commands(sub)
     return parser
 
 

@@ -51,7 +51,7 @@ def method_base(name: str) -> str:
     return str(name).split("[", 1)[0]
 
 
-SERVICE_PARAMS = ("llm", "embedder")
+SERVICE_PARAMS = ("llm", "embedder", "reranker")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,13 @@ class StepBuilder:
     title: str
     data: dict = field(default_factory=dict)
     hits: list[Hit] = field(default_factory=list)
+
+
+def _service_name(service) -> str | None:
+    """A service as its saved configuration names it (``config``): the name itself, else its model or name."""
+    if service is None or isinstance(service, str):
+        return service
+    return getattr(service, "model", None) or getattr(service, "name", None)
 
 
 def _service_repr(value) -> str:
@@ -223,12 +230,18 @@ class MemoryMethod:
                 note = cls.profile_notes.get(key) or f"the paper profile has {paper[key]!r}"
             if note is not None:
                 out[key] = (value, note)
+        if cls.components is not None and "embedder" in params:
+            from .components import component_departures
+            out.update(component_departures(cls.components, embedder=_service_name(params.get("embedder")),
+                                            reranker=_service_name(params.get("reranker"))))
         return out
 
     @property
     def param_notes(self) -> dict[str, str]:
         """``param -> note`` for each parameter of this instance that leaves the paper's method: empty for
-        ``profile="paper"`` at its defaults; the ``small`` profile lists each of its aids."""
+        ``profile="paper"`` at its defaults on the paper's embedder (and reranker, ``components``); the ``small``
+        profile lists each of its aids, and any other embedder or a missing reranker is listed under
+        ``embedder`` / ``reranker``."""
         return {k: note for k, (_, note) in
                 self._departure_notes(self.get_params(), getattr(self, "dataset_preset_", None)).items()}
 
@@ -326,6 +339,8 @@ class MemoryMethod:
         """JSON-able parameters: services replaced by their model/name."""
         out = {}
         for k, v in self.get_params().items():
+            if k == "reranker" and v is None:
+                continue  # no reranker: the configuration (and its hash) a method had before rerankers existed
             if k in SERVICE_PARAMS:
                 out[k] = (getattr(v, "model", None) or getattr(v, "name", None)) if v is not None else None
             elif isinstance(v, MemoryMethod):
@@ -498,7 +513,8 @@ class MemoryMethod:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, llm=None, embedder=None, trust: bool = False, **params) -> "MemoryMethod":
+    def load(cls, path: str | Path, *, llm=None, embedder=None, reranker=None, trust: bool = False,
+             **params) -> "MemoryMethod":
         """Rebuild a saved method without any LLM call; pass services (and any non-JSON params).
 
         ``state.pkl`` is a pickle, and unpickling can run code: unless ``trust=True`` it is loaded
@@ -519,6 +535,8 @@ class MemoryMethod:
             kwargs["llm"] = llm
         if "embedder" in names:
             kwargs["embedder"] = embedder
+        if "reranker" in names:
+            kwargs["reranker"] = reranker
         tuples = {k for k, d in cls._defaults().items() if isinstance(d, tuple)}
         tuples |= {k for values in cls.profiles.values() for k, d in values.items() if isinstance(d, tuple)}
         for k, v in kwargs.items():
