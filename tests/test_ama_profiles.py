@@ -8,6 +8,8 @@ import string
 
 import pytest
 
+from workbench.methods.components import parameter_notes
+
 from test_ama import FACTS, construct, entry_id, prompt_of
 from workbench.embed import HashEmbedder
 from workbench.eval.manifest import method_prompt_hash, prompt_modules
@@ -99,7 +101,7 @@ def test_routed_conflict_candidates_need_the_retriever(tiny_conv):
     with pytest.raises(ValueError, match="ingest_retriever=True"):
         AMA(profile="paper", ingest_retriever=False, embedder=emb(), llm=scripted()).ingest(tiny_conv)
     m = AMA(profile="paper", ingest_retriever=False, conflict_candidates="sweep", embedder=emb(), llm=scripted())
-    assert set(m.param_notes) == {"ingest_retriever", "conflict_candidates"}
+    assert set(parameter_notes(m.param_notes)) == {"ingest_retriever", "conflict_candidates"}
 
 
 # -- what each profile sends ------------------------------------------------------------------------------------
@@ -224,7 +226,8 @@ def test_table_3_rows_keep_the_chosen_profile(name):
         m = AMA.ablation(name, llm=ScriptedLLM([]), embedder=emb(), profile=profile)
         assert m.profile == profile
         assert {k: getattr(m, k) for k in AMA.profiles[profile]} == AMA.profiles[profile]
-        assert set(m.param_notes) == (set() if profile == "paper" else SMALL_AIDS) | set(AMA.ablation_params(name))
+        assert set(parameter_notes(m.param_notes)) == ((set() if profile == "paper" else SMALL_AIDS)
+                                                       | set(AMA.ablation_params(name)))
 
 
 def test_paper_profile_constructs_after_the_judge_from_the_refreshed_h_t(tiny_conv):

@@ -6,6 +6,8 @@ import pickle
 
 import pytest
 
+from workbench.methods.components import parameter_notes
+
 from workbench.llm import ScriptedLLM
 from workbench.llm.base import BaseLLM
 from workbench.methods.base import MemoryMethod
@@ -160,5 +162,6 @@ def test_auto_calibration_leaves_the_paper_profiles_thresholds_alone():
     paper = prepare_method("hmem", Remote(), emb, data="sample", warn=False)
     small = prepare_method("hmem", ScriptedLLM([]), emb, data="sample", warn=False)
     assert paper.method.profile == "paper" and paper.method.alphas == REGISTRY["hmem"].paper_params()["alphas"]
-    assert paper.method.param_notes == {}
+    assert parameter_notes(paper.method.param_notes) == {}  # MiniLM is not the paper's embedder: listed apart
+    assert set(paper.method.param_notes) == {"embedder", "reranker"}
     assert small.method.profile == "small" and small.method.alphas != paper.method.alphas

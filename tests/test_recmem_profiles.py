@@ -9,6 +9,8 @@ from datetime import datetime
 import numpy as np
 import pytest
 
+from workbench.methods.components import parameter_notes
+
 from test_recmem import TopicEmbedder, conv_of, merge_llm, outcomes
 from workbench.data import Conversation, Session, Turn
 from workbench.embed import HashEmbedder
@@ -359,4 +361,4 @@ def test_a_longmemeval_run_built_by_the_harness_lists_no_preset_value_as_a_depar
     setup = prepare_method("recmem", ScriptedLLM([]), HashEmbedder(dim=32), {"profile": "paper"},
                            data="longmemeval:x.json", calibration=None)
     method = setup.method if hasattr(setup, "method") else setup[0]
-    assert method.theta_count == 4 and method.param_notes == {}
+    assert method.theta_count == 4 and parameter_notes(method.param_notes) == {}

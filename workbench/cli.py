@@ -44,7 +44,17 @@ def parse_params(pairs: list[str] | None) -> dict:
         return method_spec.parse_params(pairs)
 
 
-def configure_method(args, llm, embedder):
+def method_components(args) -> tuple:
+    """The embedder and reranker of ``build``/``ask``'s one method (``--embedder``/``--reranker``, ``auto``:
+    the paper's where reachable, as ``workbench eval`` chooses them: ``eval.components``)."""
+    from .eval.cli import Components, component_choices
+
+    with usage_errors():
+        parts = Components(component_choices(args, [args.method]))
+        return parts.embedder(args.method), parts.reranker(args.method)
+
+
+def configure_method(args, llm, embedder, reranker=None):
     """The ``RunSetup`` of ``build``/``ask``: ``--method`` with the dataset preset of ``--data``, the
     ``--calibration``, the ``--profile``, the ``--param`` values and ``--fair``, and the LLM's output bounds
     (``--bounded-outputs``, the profile's), by ``settings.build_method`` -- the one path ``workbench eval``
@@ -54,7 +64,8 @@ def configure_method(args, llm, embedder):
     with usage_errors():
         return build_method(args.method, llm=llm, embedder=embedder,
                             params=explicit_params(args.param, fair=args.fair), data=args.data,
-                            calibration=args.calibration, bounded=args.bounded_outputs, profile=args.profile)
+                            calibration=args.calibration, bounded=args.bounded_outputs, profile=args.profile,
+                            reranker=reranker)
 
 
 def pick_conversation_id(ids: list[str], which: str | int | None, *, where: str) -> str:
@@ -103,7 +114,7 @@ def cmd_build(args) -> int:
 
     conv = pick_conversation(load_dataset(args.data), args.conversation)
     llm = make_llm(args.llm, args.cassette)
-    method = configure_method(args, llm, make_embedder(args.embedder)).method
+    method = configure_method(args, llm, *method_components(args)).method
     from .methods.progress import show_ingest_progress
 
     with show_ingest_progress(position=0, leave=True):  # per-turn bar with ETA, calls and tokens so far
@@ -121,7 +132,7 @@ def cmd_ask(args) -> int:
     from .data import load_dataset
 
     llm = make_llm(args.llm, args.cassette)
-    embedder = make_embedder(args.embedder)
+    embedder, reranker = method_components(args)
     if args.run:
         from .rundir import RunDir
 
@@ -130,10 +141,11 @@ def cmd_ask(args) -> int:
         run = RunDir(args.run)
         conv_id = pick_conversation_id(run.conversation_ids(), args.conversation, where=args.run)
         bound_llm(llm, bounded=args.bounded_outputs, profile=args.profile)  # its parameters were saved; bounds were not
-        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust)
+        method = run.load_method(args.method, conv_id, llm=llm, embedder=embedder, trust=args.trust,
+                                 reranker=reranker)
     else:
         conv = pick_conversation(load_dataset(args.data), args.conversation)
-        method = configure_method(args, llm, embedder).method.ingest(conv)
+        method = configure_method(args, llm, embedder, reranker).method.ingest(conv)
     ans = method.answer(args.question)
     print(terminal_text(f"Answer: {ans.text}\n"))  # a model's (or a replayed cassette's) text: no raw controls
     print("Context:")
@@ -287,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
         p.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:<file>")
         p.add_argument("--cassette", default=None, help="record/replay cassette (JSONL)")
-        p.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+        from .eval.cli import add_component_arguments
+
+        add_component_arguments(p)
         p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
         p.add_argument("--calibration", default="auto", help="embedder calibration, as in eval: auto (the shipped "
                                                             "one for the embedder, if any) | off | <file.json>")

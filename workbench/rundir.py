@@ -268,7 +268,8 @@ class RunDir:
         d = self.memory_dir(method, conv_id)
         return self._json((d / "backend" if backend else d) / "params.json")
 
-    def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None, trust: bool = False):
+    def load_method(self, method: str, conv_id: str, *, llm=None, embedder=None, trust: bool = False,
+                    reranker=None):
         """Reload the full method object. Its state file is a pickle: a memory saved on another
         machine is refused unless ``trust=True`` (see ``MemoryMethod.load``)."""
         from .methods import get_method
@@ -277,4 +278,4 @@ class RunDir:
         for part in [folder, *(folder / name for name in ("params.json", "state.pkl", "state.sig")),
                      *(folder.rglob("*") if folder.is_dir() else [])]:
             self._inside(part)  # a linked state.pkl or backend folder is not unpickled from elsewhere
-        return get_method(method).load(folder, llm=llm, embedder=embedder, trust=trust)
+        return get_method(method).load(folder, llm=llm, embedder=embedder, trust=trust, reranker=reranker)

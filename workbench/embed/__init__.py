@@ -200,7 +200,7 @@ def default_embedder() -> Embedder:
     return CachedEmbedder(MiniLMEmbedder())
 
 
-EMBEDDER_SPECS = "minilm | hash | openai:<model>"
+EMBEDDER_SPECS = "minilm | hash | openai:<model>[@<base_url>]"
 
 
 def embedder_from_spec(spec: str) -> Embedder:
@@ -210,7 +210,9 @@ def embedder_from_spec(spec: str) -> Embedder:
     if spec == "minilm":
         return CachedEmbedder(MiniLMEmbedder())
     if spec.startswith("openai:") and spec != "openai:":
-        return CachedEmbedder(OpenAIEmbedder(spec.split(":", 1)[1]))
+        model, _, base_url = spec.split(":", 1)[1].partition("@")
+        if model:  # an OpenAI-compatible embeddings endpoint: OpenAI's own, or vLLM / llama.cpp at base_url
+            return CachedEmbedder(OpenAIEmbedder(model, base_url=base_url or None))
     raise ValueError(f"unknown embedder {spec!r}: use {EMBEDDER_SPECS}")
 
 

@@ -61,7 +61,7 @@ def add_eval_arguments(parser) -> None:
     parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM, or 'checker' (the "
                         "deterministic checker, no model); default: no judge (every row still gets the checker's "
                         "verdict)")
-    parser.add_argument("--embedder", default="minilm", help="minilm | hash | openai:<model>")
+    add_component_arguments(parser)
     parser.add_argument("--calibration", default="auto", help="embedder calibration: auto (the shipped one for "
                                                               "the embedder, if any) | off | <file.json>")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="run directory")
@@ -145,13 +145,66 @@ def bound_requests(llm, args):
     return llm
 
 
+def add_component_arguments(parser) -> None:
+    """``--embedder``/``--reranker`` (``auto``: each method's paper component where it can be reached, see
+    ``workbench.eval.components``) and the URLs of servers that serve the open models."""
+    parser.add_argument("--embedder", default="auto", help="auto (each paper's embedder with an API LLM, else the "
+                        "offline minilm) | minilm | hash | openai:<model>[@url]")
+    parser.add_argument("--embedder-url", default=None, metavar="URL",
+                        help="an OpenAI-compatible /embeddings server (vLLM, llama.cpp) for papers whose embedder "
+                             "OpenAI's API does not serve (the Qwen3 embedders)")
+    parser.add_argument("--reranker", default="auto", help="auto (the paper's reranker where one is reachable, else "
+                        "none) | none | lexical | crossencoder[:<model>] | endpoint:<model>@<url>")
+    parser.add_argument("--reranker-url", default=None, metavar="URL",
+                        help="a /rerank server (vLLM, llama.cpp) serving the paper's reranker")
+
+
+def component_choices(args, names: list[str]) -> dict:
+    """``method -> ComponentChoice`` for a command line's methods (``components.choose_components``); each
+    note on a component that is not the paper's is printed once."""
+    from .components import choose_components
+
+    out = {}
+    for name in names:
+        out[name] = choose_components(name, llm_spec=getattr(args, "llm", None),
+                                      embedder=getattr(args, "embedder", "auto") or "auto",
+                                      embedder_url=getattr(args, "embedder_url", None),
+                                      reranker=getattr(args, "reranker", "auto") or "auto",
+                                      reranker_url=getattr(args, "reranker_url", None), run_methods=tuple(names))
+        for note in out[name].notes:
+            print(f"note: {name}: {note}", file=sys.stderr)
+    return out
+
+
+class Components:
+    """The embedders and rerankers of one command line, built once per spec and shared by the methods that
+    name the same one (an embedder's cache then serves them all)."""
+
+    def __init__(self, choices: dict):
+        self.choices = choices
+        self._built: dict = {}
+
+    def _get(self, kind: str, spec: str):
+        from ..embed import embedder_from_spec
+        from .components import build_reranker
+
+        if (kind, spec) not in self._built:
+            self._built[kind, spec] = embedder_from_spec(spec) if kind == "embedder" else build_reranker(spec)
+        return self._built[kind, spec]
+
+    def embedder(self, name: str):
+        return self._get("embedder", self.choices[name].embedder)
+
+    def reranker(self, name: str):
+        return self._get("reranker", self.choices[name].reranker)
+
+
 def _categories(text: str | None):
     return None if not text else [int(c) if c.strip().isdigit() else c.strip() for c in text.split(",") if c.strip()]
 
 
 def eval_command(args) -> int:
     from ..data import load_dataset
-    from ..embed import embedder_from_spec
     from .harness import evaluate
     from .judge import LLMJudge
 
@@ -169,10 +222,11 @@ def eval_command(args) -> int:
     with usage_errors():
         llm = bound_requests(_llm(args.llm, args.cassette), args)
         params = run_params(args)
-        embedder = embedder_from_spec(args.embedder)
+        parts = Components(component_choices(args, names))
         # every method is prepared before the first runs, so a bad name fails before any call is made;
         # this also puts the output bounds (--bounded-outputs, a profile's) on the LLM the judge may share
-        setups = [thread_setup(args, name, llm, embedder, params) for name in names]
+        setups = [thread_setup(args, name, llm, parts.embedder(name), params, reranker=parts.reranker(name))
+                  for name in names]
         judge = None
         if args.judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
             from .judge import CheckerJudge
@@ -206,7 +260,7 @@ def run_params(args) -> dict:
     return explicit_params(args.param, fair=getattr(args, "fair", False))
 
 
-def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = True):
+def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = True, reranker=None):
     """Method ``name`` configured for the thread executor by ``settings.build_method`` from the command
     line's ``--data``, ``--calibration``, ``--bounded-outputs`` and ``--profile`` (``ray_recipes`` rebuilds
     the same in each worker; ``build``/``ask`` and the demo take the same function)."""
@@ -214,7 +268,7 @@ def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = T
 
     return build_method(name, llm=llm, embedder=embedder, params=params, data=args.data,
                         calibration=args.calibration, bounded=getattr(args, "bounded_outputs", False),
-                        profile=getattr(args, "profile", None), warn=warn)
+                        profile=getattr(args, "profile", None), warn=warn, reranker=reranker)
 
 
 def ray_recipes(args, names: list[str]) -> list:
@@ -223,9 +277,11 @@ def ray_recipes(args, names: list[str]) -> list:
     from .executors import CliRecipe
 
     params = run_params(args)
-    return [CliRecipe(name, params, args.llm, args.cassette, args.embedder, args.judge,
+    choices = component_choices(args, names)
+    return [CliRecipe(name, params, args.llm, args.cassette, choices[name].embedder, args.judge,
                       getattr(args, "bounded_outputs", False), **request_options(args), data=args.data,
-                      calibration=args.calibration, profile=getattr(args, "profile", None)) for name in names]
+                      calibration=args.calibration, profile=getattr(args, "profile", None),
+                      reranker=choices[name].reranker) for name in names]
 
 
 #: a temporary file older than this is left over from a killed write (a live one exists for the
@@ -389,8 +445,10 @@ def estimate_command(args, dataset) -> int:
         llm = _Unbuilt(args.llm or "")
     judge = LLMJudge(llm) if args.judge else None
     blocked = False
-    embedder, calibration = _estimate_embedder(args)
-    for name in [m.strip() for m in args.method.split(",") if m.strip()]:  # one estimate per method
+    names = [m.strip() for m in args.method.split(",") if m.strip()]
+    choices = component_choices(args, names)
+    for name in names:  # one estimate per method
+        embedder, calibration = _estimate_embedder(args, choices[name].embedder)
         # the method the run would build (settings.build_method: preset, calibration, profile, --param, --fair)
         method = build_method(name, llm=llm, embedder=embedder, params=run_params(args), data=args.data,
                               calibration=calibration, bounded=getattr(args, "bounded_outputs", False),
@@ -399,7 +457,7 @@ def estimate_command(args, dataset) -> int:
     return 2 if blocked else 0
 
 
-def _estimate_embedder(args):
+def _estimate_embedder(args, spec: str):
     """The run's embedder for ``--estimate``, and the calibration to apply: building one loads no model
     (MiniLM loads on its first text), so the estimate prices the configuration the run builds, calibrated
     thresholds included. One that cannot be built here (an ``openai:`` embedder without a key) is replaced
@@ -407,9 +465,9 @@ def _estimate_embedder(args):
     from ..embed import embedder_from_spec
 
     try:
-        return embedder_from_spec(args.embedder), args.calibration
+        return embedder_from_spec(spec), args.calibration
     except Exception as exc:  # noqa: BLE001 -- any failure: the estimate still prints
-        print(f"note: the embedder {args.embedder!r} cannot be built here ({type(exc).__name__}: {exc}); "
+        print(f"note: the embedder {spec!r} cannot be built here ({type(exc).__name__}: {exc}); "
               "the estimate uses the run's parameters without its calibration", file=sys.stderr)
         return embedder_from_spec("hash"), "off"
 

@@ -79,6 +79,7 @@ class CliRecipe:
     data: str | None = None  # the data spec: picks the dataset preset and the calibration variant
     calibration: str | None = "auto"  # auto | off | shipped:<embedder> | a file path (see presets)
     profile: str | None = None  # a recorded profile's name (``--profile``; workbench.eval.profiles)
+    reranker: str = "none"  # a reranker spec (``components.ComponentChoice.reranker``)
 
     def setup(self, index: int, *, warn: bool = False):
         """``(RunSetup, judge_or_None)`` for task ``index``; ``warn`` prints the threshold warnings
@@ -86,6 +87,7 @@ class CliRecipe:
         from ..embed import embedder_from_spec as make_embedder
         from ..llm import llm_from_options as _llm
         from .judge import CheckerJudge, LLMJudge
+        from .components import build_reranker
         from .settings import build_method
 
         llms = split_endpoints(self.llm)
@@ -93,7 +95,7 @@ class CliRecipe:
         llm = _llm(llms[index % len(llms)], self.cassette, **options)
         setup = build_method(self.method, llm=llm, embedder=make_embedder(self.embedder), params=dict(self.params),
                              data=self.data, calibration=self.calibration, bounded=self.bounded_outputs,
-                             profile=self.profile, warn=warn)
+                             profile=self.profile, warn=warn, reranker=build_reranker(self.reranker))
         judge = None
         if self.judge == "checker":  # the deterministic checker: no model (as in the thread path)
             judge = CheckerJudge()

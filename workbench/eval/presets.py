@@ -89,7 +89,7 @@ def resolve_calibration(choice: str | None, embedder, data: str | None = None) -
 
 
 def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data: str | None = None,
-                   calibration: str | dict | None = "auto", warn: bool = True) -> RunSetup:
+                   calibration: str | dict | None = "auto", warn: bool = True, reranker=None) -> RunSetup:
     """Build method ``name`` for a run on ``data`` (a data spec or dataset name): defaults < dataset
     preset < calibration < ``params``. ``calibration="auto"`` calibrates nothing for a method built with its
     ``paper`` profile (calibrated thresholds are one of the small profile's aids); a file or dict given by name
@@ -99,6 +99,10 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
     preset = dataset_preset(cls, kind)
     accepted = inspect.signature(cls.__init__).parameters
     services = {k: v for k, v in (("llm", llm), ("embedder", embedder)) if k in accepted}
+    if reranker is not None:
+        if "reranker" not in accepted:
+            raise ValueError(f"{name} takes no reranker (it reranks nothing); run it without one")
+        services["reranker"] = reranker
     explicit = dict(params or {})
     if "profile" in explicit and "profile" in accepted:  # the profile first, so its values are the base
         services["profile"] = explicit["profile"]

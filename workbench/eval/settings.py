@@ -67,14 +67,15 @@ def bound_llm(llm, *, bounded: bool = False, profile: str | DemoProfile | None =
 
 def build_method(name: str, *, llm, embedder, params: dict | None = None, data: str | None = None,
                  calibration: str | dict | None = "auto", bounded: bool = False,
-                 profile: str | DemoProfile | None = None, warn: bool = True) -> RunSetup:
+                 profile: str | DemoProfile | None = None, warn: bool = True, reranker=None) -> RunSetup:
     """Method ``name`` configured from a run's settings (see the module docstring), with the record of
     how (``RunSetup``: the method, its dataset preset, the calibration applied, the explicit parameters,
     the profile and the bounded roles; ``RunSetup.manifest()`` is what the run manifest keeps).
 
     ``data``: the data spec or dataset name (picks the preset and the calibration's variant);
     ``calibration``: ``auto`` | ``off`` | a file or ``shipped:`` spec | a loaded calibration dict;
-    ``profile``: a recorded profile's name or the profile; ``warn``: print threshold warnings."""
+    ``profile``: a recorded profile's name or the profile; ``warn``: print threshold warnings; ``reranker``: the
+    reranker service for a method that takes one (``components.choose_components`` picks it)."""
     profile = get_profile(profile)
     explicit = dict(params or {})
     base = name
@@ -90,7 +91,8 @@ def build_method(name: str, *, llm, embedder, params: dict | None = None, data: 
         explicit = {**named, **hand_set, **profile.overrides.get(base, {}), **profile.variants.get(name, {}),
                     **explicit}
     bound_llm(llm, bounded=bounded, profile=profile)
-    setup = prepare_method(base, llm, embedder, explicit, data=data, calibration=calibration, warn=warn)
+    setup = prepare_method(base, llm, embedder, explicit, data=data, calibration=calibration, warn=warn,
+                           reranker=reranker)
     if name != base:
         setup.method.labelled(name[len(base) + 1:-1])
     setup.profile = profile.name if profile is not None else None

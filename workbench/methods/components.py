@@ -13,6 +13,15 @@ import re
 from dataclasses import dataclass
 
 
+#: the ``param_notes`` / departure keys of components (the rest are the method's own parameters)
+COMPONENT_KEYS = ("embedder", "reranker")
+
+
+def parameter_notes(notes: dict) -> dict:
+    """``notes`` without the components' entries: what the profile's parameters alone depart on."""
+    return {k: v for k, v in notes.items() if k not in COMPONENT_KEYS}
+
+
 @dataclass(frozen=True)
 class PaperComponents:
     """``embedder``: the embedding model as the paper names it; ``embedder_served``: the name an
@@ -51,9 +60,9 @@ def component_departures(components: PaperComponents | None, *, embedder: str | 
                          reranker: str | None = None) -> dict[str, tuple[str, str]]:
     """``"embedder"`` / ``"reranker"`` -> (the one in use, note) for each component that is not the paper's.
 
-    ``embedder``: the name of the embedder in use (``Embedder.name``; None: unknown, not judged);
-    ``reranker``: the reranker's name, or None when none runs."""
-    if components is None:
+    ``embedder``: the name of the embedder in use (``Embedder.name``; None: a method not given its services
+    yet, whose components are not judged at all); ``reranker``: the reranker's name, or None when none runs."""
+    if components is None or embedder is None:
         return {}
     out: dict[str, tuple[str, str]] = {}
     if embedder is not None and not same_model(embedder, components.embedder) \
