@@ -128,6 +128,20 @@ def is_deferred(obj) -> bool:
             or DEFER_CLASS in (getattr(obj, "css_classes", None) or []))
 
 
+def place(layout, objects: list) -> None:
+    """``layout.objects = objects`` for a view that swaps its parts after the app built it (the Structures tab's
+    method picker): when a ``PlotHolder`` holds ``layout``, the new parts' charts wait in slots as the first
+    ones did. Set directly, a Plotly pane reached the page before plotly.js had arrived on a link straight
+    into Structures: Panel's view then calls ``window.Plotly.relayout`` on nothing (the page error "Cannot
+    read properties of undefined (reading 'relayout')") and the chart stays blank, while the same page
+    reached by clicking, plotly.js loaded by then, drew."""
+    holder = getattr(layout, "_wb_plot_holder", None)
+    if holder is None or not holder.active:
+        layout.objects = list(objects)
+    else:
+        holder.place(layout, objects)
+
+
 #: css class of what a slot shows until its pane is drawn (the UI benchmark waits for none to be left)
 PLACEHOLDER = "wb-pending"
 
@@ -182,11 +196,22 @@ class PlotHolder:
         """Swap the slow panes inside ``layout`` (not already in a slot) for slots; returns how many."""
         if not self.active:
             return 0
+        layout._wb_plot_holder = self  # ``place``: children the view swaps in later are held too
         found = self.held.setdefault(id(layout), [])
         n = self._walk(layout, found)
         if n and self._doc() is None:
             self._fill(layout)  # nothing to paint first outside a served page
         return n
+
+    def place(self, layout, objects: list) -> None:
+        """Give ``layout`` (a view's layout this holder holds) the children ``objects``, their slow panes in
+        slots before they reach the page, and fill them as ``show`` does when the view is on screen."""
+        found = self.held.setdefault(id(layout), [])
+        staged = pn.Column(*objects)  # walked off the page: its panes are swapped for slots in the list itself
+        self._walk(staged, found)
+        layout.objects = list(staged.objects)
+        if id(layout) in self.shown:
+            self.show(layout)
 
     def _walk(self, layout, found: list) -> int:
         held = 0

@@ -14,7 +14,7 @@ from widgets.panel_parts import (
     html_pane,
     message,
 )
-from widgets.plotly_loader import defer
+from widgets.plotly_loader import defer, place
 from widgets.run_store import RunStore
 from widgets.structure_cards import CARDS as STRUCTURE_CARDS
 from widgets.structure_cards import declared_view
@@ -131,7 +131,9 @@ class StructuresView:
         how = link_html(f"how {display_name(chosen)} works", "method", chosen,
                         title="its description, pipeline and gallery example")
         self.how_link.object = box(f"<p style='margin:0 0 0 10px'>{how} →</p>")
-        self.panel.objects = [html_pane(box(STRUCTURES_LEAD)), self.method, self.how_link, self._column(chosen)]
+        # placed, not set: the app holds this layout's charts until plotly.js is in the page (a deep link's first
+        # paint comes before it), and a section swapped in here must wait for it too
+        place(self.panel, [html_pane(box(STRUCTURES_LEAD)), self.method, self.how_link, self._column(chosen)])
 
     def headings(self) -> list[str]:
         """Each method's section heading (its escaped HTML text, tags removed), in picker order: the one shown
