@@ -202,3 +202,32 @@ def test_refusals_name_the_missing_part(argv, words, server, no_key, capsys, tmp
         assert word in err, (word, err)
     assert server.requests == []  # refused before any call
     assert not (tmp_path / "run").exists()
+
+
+def test_memr3_reranks_through_the_rerank_endpoint(server, no_key, capsys, tmp_path):
+    rc = main(["reproduce", "memr3", "--llm", f"openai:fake@{server.url}", "--reranker-url", server.url,
+               "--data", "tiny", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    reranked = [r["body"] for r in server.requests if r["path"] == "/v1/rerank"]
+    assert reranked and {b["model"] for b in reranked} == {"cross-encoder/ms-marco-MiniLM-L-12-v2"}
+    assert "reranker:  paper: ms-marco-MiniLM-L-12-v2 | this run: cross-encoder/ms-marco-MiniLM-L-12-v2" in printed
+    assert "judge:     paper: gpt-4.1 | this run: gpt-4.1" in printed  # the paper's judge, on the --llm endpoint
+    assert re.search(r"\| overall +\| LLM-judge accuracy \(%\) \| +81\.55 \| +[\d.]+ \| 4 \|", printed)
+
+
+def test_a_longmemeval_table_is_compared_by_question_type(no_key, capsys, tmp_path, lme_dev_path):
+    from workbench.testing.fake_openai_server import schema_reply
+
+    def reply(body):  # the test's own judge: every LongMemEval verdict is "yes"; the method's calls as usual
+        last = str(body["messages"][-1]["content"])
+        return "yes" if last.rstrip().endswith("Answer yes or no only.") else schema_reply(body)
+
+    with FakeOpenAIServer(reply) as server:
+        rc = main(["reproduce", "recmem", "--table", "2", "--llm", f"openai:fake@{server.url}",
+                   "--data", f"longmemeval:{lme_dev_path}", "--conversations", "0-1", "--out", str(tmp_path / "r"),
+                   "--no-progress"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "NOT the paper's slice" in printed
+    assert re.search(r"\| overall +\| LLM-judge accuracy \(%\) \| +76\.80 \| +100\.00 \| 2 \| +23\.20 \|", printed)

@@ -292,7 +292,8 @@ def run_header(table, dataset, args, llm_spec, judge_spec, method) -> dict:
                   categories=list(table.categories) if table.dataset == "locomo" else None)
     n = sum(len(q) for _, q in plan)
     compared, _ = table.backbone_rows(_model(llm_spec))
-    full = n == table.size["questions"] and len(plan) == table.size["conversations"]
+    full = n == table.size["questions"] and len(plan) == table.size["conversations"] \
+        and not (table.dataset == "longmemeval_s" and "oracle" in dataset.name.lower())  # oracle: evidence only
     judge_prompt = "this run's judge prompt is " + (
         "the workbench's rewording of the same protocol" if table.judge_as_ours else
         "the workbench's (the paper's own prompt is not reproduced; its criteria differ in wording)")
