@@ -34,7 +34,7 @@ from workbench.eval.audit import is_reliable, reliability_note
 from workbench.methods import display_name
 from workbench.trace import ANSWER_WRITER_KINDS, Answer, Hit
 
-from .html import box, clip, esc, export_head, short, source_ids_html, table_html
+from .html import box, clip, esc, export_head, link_html, short, source_ids_html, table_html
 from .readability import (LOOP_TIMES, fact_flags_html, method_prompts, repeated_sentence,  # noqa: F401 - re-exported
                           unreadable_marks)
 
@@ -538,11 +538,18 @@ def _summary(m: MethodRow) -> str:
             f"{'–' if m.turns_shown is None else m.turns_shown} turns{esc(found)}{fallback}")
 
 
-def gold_html(state: QuestionState) -> str:
-    """The question, its gold answer and its gold evidence turns (text shown, highlighted)."""
+def gold_html(state: QuestionState, *, links: bool = False) -> str:
+    """The question, its gold answer and its gold evidence turns (text shown, highlighted). ``links`` (the app):
+    each gold turn id opens that turn's lifecycle (every unit each method derived from it), as ``?tab=Lifecycle&
+    turn=...`` does."""
     cat = f' <span class="wb-badge">{esc(state.category)}</span>' if state.category else ""
     dates = state.evidence_dates or {}
-    ev = "".join(f'<div class="wb-gold"><b>{esc(e)}</b> <span class="wb-muted">({esc(dates.get(e) or "no date")})'
+
+    def ident(e: str) -> str:
+        return link_html(e, "turn", e, title="this turn's lifecycle: what each method derived from it") \
+            if links else esc(e)
+
+    ev = "".join(f'<div class="wb-gold"><b>{ident(e)}</b> <span class="wb-muted">({esc(dates.get(e) or "no date")})'
                  f"</span> {esc(state.evidence_turns[e].speaker)}: "
                  f"{clip(state.evidence_turns[e].text)}</div>" if e in state.evidence_turns else
                  f"<div><b>{esc(e)}</b> <span class='wb-muted'>(turn not in this run)</span></div>"
@@ -609,7 +616,7 @@ LEGEND = ("<p><small class='wb-muted'>gold evidence rank: position of the first 
 def question_html(state: QuestionState, *, selected: str | None = None, contexts: bool = True,
                   links: bool = False) -> str:
     """The whole view for one question, wrapped in the shared stylesheet."""
-    return box(CSS + '<div class="wb-qv">' + gold_html(state) + judge_notes_html(state)
+    return box(CSS + '<div class="wb-qv">' + gold_html(state, links=links) + judge_notes_html(state)
                + methods_html(state, selected=selected, contexts=contexts, links=links) + (LEGEND if contexts else "")
                + "</div>")
 

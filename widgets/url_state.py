@@ -5,7 +5,11 @@
 holds the conversation, the tab, the question and method (the Question tab's, or the Traces tab's
 when that tab is shown), the trace step (1-based, as on screen) and, when two traces are side by
 side, the compared method and its step; on the Lifecycle tab the turn (``turn=``) or the unit
-(``unit=`` with ``method=``) shown, on Structures and How it works the method's page (``page=``);
+(``unit=`` with ``method=``) shown, on Structures and How it works the method's page (``page=``); on Results the
+chart's metric, cost axis and category (``metric=``, ``cost=``, ``chart=``) and the case finder's filters
+(``category=``, ``disagree=1``, ``right=``, ``wrong=``, ``kind=``, ``why=`` for the attribution, ``words=``), each
+written only when it is not what the tab opens on; on Events its filters (``kinds=`` and ``methods=``,
+comma-separated, and ``search=``);
 ``present=1`` opens the app in presentation mode
 (``WorkbenchApp.present``, also the header's "present" toggle: one header line, for a projector; larger text is
 left to the browser's zoom). ``UrlState`` binds an
@@ -27,7 +31,8 @@ from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode
 
 #: query keys, in the order they are written
-KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "turn", "unit", "page", "present")
+KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "turn", "unit", "page", "metric", "cost", "chart",
+        "category", "disagree", "right", "wrong", "kind", "why", "words", "kinds", "methods", "search", "present")
 #: tabs whose one picker is a method's page (``page=``): its structures, or how it works
 PAGE_TABS = ("Structures", "How it works")
 #: the longest value looked at (ids in a run are far shorter; a longer one cannot match and is dropped)
@@ -36,6 +41,9 @@ MAX_VALUE = 500
 MAX_QUERY = 8000
 #: keys that only mean something in the Traces tab
 TRACE_KEYS = ("cmp", "step", "cstep")
+#: the case finder's filters (``widgets.case_finder.CaseFilter`` fields) by query key
+CASE_KEYS = {"category": "category", "right": "right_with", "wrong": "wrong_with", "kind": "kind",
+             "why": "attribution", "words": "words"}
 
 
 def parse_query(search: Any) -> dict[str, str]:
@@ -113,8 +121,61 @@ def apply_state(app, state: Mapping[str, str]) -> None:
         _show_lifecycle(app.views["Lifecycle"], state)
     elif name in PAGE_TABS:
         _pick(app.views[name].method, state.get("page"))
+    elif name == "Results":
+        _show_results(app.views["Results"], state)
+    elif name == "Events":
+        _show_events(app.views["Events"], state)
     if tab is not None:
         app.tabs.active = tab
+
+
+def _show_results(results, state: Mapping[str, str]) -> None:
+    """The chart's metric first (it decides which categories the chart offers), then its cost axis and category;
+    then the case finder's filters, each only when the grid offers that value."""
+    _pick(results.metric, state.get("metric"))
+    _pick(results.x, state.get("cost"))
+    _pick(results.category, state.get("chart"))
+    finder = getattr(results, "cases", None)
+    if finder is None:
+        return
+    changes = {field: state[key] for key, field in CASE_KEYS.items() if state.get(key)}
+    if state.get("disagree") == "1":
+        changes["disagree"] = True
+    if changes:
+        finder.set_filter(**changes)
+
+
+def _values(value: str | None, offered) -> list[str]:
+    """A comma-separated list of the values ``offered`` (a picker's option values); anything else is dropped."""
+    offered = list(offered.values()) if isinstance(offered, Mapping) else list(offered)
+    return [v for v in dict.fromkeys((value or "").split(",")) if v in offered]
+
+
+def _show_events(events, state: Mapping[str, str]) -> None:
+    kinds = _values(state.get("kinds"), events.kinds.options)
+    methods = _values(state.get("methods"), events.methods.options)
+    if kinds:
+        events.kinds.value = kinds
+    if methods:
+        events.methods.value = methods
+    if state.get("search"):
+        events.search.value = state["search"]
+
+
+def _results_state(results) -> dict[str, str]:
+    """The Results tab's controls that differ from what it opens on, as query values."""
+    out: dict[str, str] = {}
+    opened = getattr(results, "opened_on", {})
+    for key, widget in (("metric", results.metric), ("cost", results.x), ("chart", results.category)):
+        if widget.value != opened.get(key):
+            out[key] = str(widget.value or "")
+    finder = getattr(results, "cases", None)
+    if finder is not None:
+        flt = finder.filter
+        out.update({key: str(getattr(flt, field)) for key, field in CASE_KEYS.items() if getattr(flt, field)})
+        if flt.disagree:
+            out["disagree"] = "1"
+    return out
 
 
 def _show_lifecycle(life, state: Mapping[str, str]) -> None:
@@ -157,6 +218,12 @@ def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
                 state.update(method=target[1], unit=target[2])
         elif tab in PAGE_TABS and app.views.built(tab):
             state["page"] = app.views[tab].method.value or ""
+        elif tab == "Results" and app.views.built("Results"):
+            state.update(_results_state(app.views["Results"]))
+        elif tab == "Events" and app.views.built("Events"):
+            events = app.views["Events"]
+            state.update(kinds=",".join(events.kinds.value or []), methods=",".join(events.methods.value or []),
+                         search=events.search.value or "")
     if getattr(app, "presenting", False):
         state["present"] = "1"
     return {k: str(v) for k, v in state.items() if v}
@@ -201,6 +268,21 @@ class UrlState:
         if "Lifecycle" not in self._watched and views.built("Lifecycle"):  # every show() redraws its body
             views["Lifecycle"].body.param.watch(lambda e: self._changed(), "object")
             self._watched.add("Lifecycle")
+        if "Results" not in self._watched and views.built("Results"):
+            r = views["Results"]
+            widgets = [r.metric, r.x, r.category]
+            finder = getattr(r, "cases", None)
+            if finder is not None:  # the words on Enter: not a new address per key pressed
+                widgets += [finder.category, finder.disagree, finder.right_with, finder.wrong_with, finder.kind,
+                            finder.attribution, finder.words]
+            for w in widgets:
+                w.param.watch(lambda e: self._changed(), "value")
+            self._watched.add("Results")
+        if "Events" not in self._watched and views.built("Events"):
+            e = views["Events"]
+            for w in (e.kinds, e.methods, e.search):
+                w.param.watch(lambda ev: self._changed(), "value")
+            self._watched.add("Events")
         for name in PAGE_TABS:
             if name not in self._watched and views.built(name):
                 views[name].method.param.watch(lambda e: self._changed(), "value")

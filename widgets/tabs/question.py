@@ -36,6 +36,10 @@ class QuestionTab:
         self.store = store
         self.open_trace: Callable[[str, str], None] | None = None
         self.question = pn.widgets.Select(label="question", options={}, sizing_mode="stretch_width")
+        # the picker holds 81-152 questions at real scale: words of the question (any order) or its id find it
+        self.find = pn.widgets.TextInput(name="find a question", placeholder="words of the question, or its id",
+                                         width=300)
+        self.found = LinkHTML("", on_link=self._found_link, visible=False)
         self.method = pn.widgets.Select(label="method (row highlighted, its context opened)", options=[], width=300)
         self.trace_button = pn.widgets.Button(label="open its trace in Traces ▶", width=220, align="end",
                                               color="primary", disabled=True)
@@ -43,6 +47,8 @@ class QuestionTab:
         self.body = LinkHTML("", on_link=lambda target: self.follow and self.follow(target))
         self._quiet = False  # set while load_question resets the method picker: it renders once itself
         self.question.param.watch(lambda e: self.load_question(), "value")
+        self.find.param.watch(lambda e: self.search(), "value_input")
+        self.find.param.watch(lambda e: self.pick_first(), "value")  # Enter: the first match is opened
         self.method.param.watch(lambda e: self._quiet or self.render(), "value")
         self.trace_button.on_click(lambda e: self.to_trace())
         store.param.watch(lambda e: self.load(), "conv_id")
@@ -53,7 +59,8 @@ class QuestionTab:
         self.export_md = pn.widgets.FileDownload(callback=self._export_md, filename="question.md",
                                                  label="export (Markdown)", color="light", width=160,
                                                  align="end")
-        self.panel = pn.Column(self.question, pn.Row(self.method, self.trace_button, self.export_html, self.export_md),
+        self.panel = pn.Column(pn.Row(self.question, self.find, sizing_mode="stretch_width"), self.found,
+                               pn.Row(self.method, self.trace_button, self.export_html, self.export_md),
                                self.body, sizing_mode="stretch_width")
         self.load()
 
@@ -75,6 +82,52 @@ class QuestionTab:
         self.export_md.filename = _export_name(self.question.value, "md")
         return BytesIO((question_markdown(self.state) if self.state else "No answered question.\n").encode("utf-8"))
 
+    #: how many matches the search lists under the picker
+    FOUND_LIMIT = 8
+
+    def matches(self, query: str | None = None) -> list[str]:
+        """The question ids of this conversation whose id and text hold every word of ``query`` (default: what is
+        typed in the search box), in the picker's order."""
+        from widgets.case_finder import words_match
+
+        query = self.find.value_input if query is None else query
+        if not (query or "").strip():
+            return []
+        return [qid for label, qid in self.question.options.items() if words_match(label, query)]
+
+    def search(self) -> None:
+        """List the questions matching what is typed (each with its verdicts in one line); a click opens one."""
+        from widgets.case_finder import store_cases, tally_text
+        from widgets.html import esc, link_html
+
+        query = (self.find.value_input or "").strip()
+        if not query:
+            self.found.object, self.found.visible = "", False
+            return
+        found = self.matches(query)
+        cases = {c.qa_id: c for c in store_cases(self.store, self.store.conv_id)}
+        labels = {qid: label for label, qid in self.question.options.items()}
+        items = "".join(
+            f"<li>{link_html(labels[qid], 'question', qid, self.method.value or '(none)', title='open this question')}"
+            + (f" <span class='wb-muted'>{esc(tally_text(cases[qid]))}</span>" if qid in cases else "") + "</li>"
+            for qid in found[:self.FOUND_LIMIT])
+        more = len(found) - self.FOUND_LIMIT
+        head = (f"{len(found)} of {len(labels)} questions match" if found else
+                f"no question of this conversation holds every word of “{esc(query)}”")
+        tail = f"<li class='wb-muted'>… {more} more: add a word</li>" if more > 0 else ""
+        self.found.object = box(f"<p style='margin:2px 0'><small class='wb-muted'>{head}</small></p>"
+                                f"<ul style='margin:2px 0'>{items}{tail}</ul>")
+        self.found.visible = True
+
+    def pick_first(self) -> None:
+        found = self.matches(self.find.value)
+        if found and self.question.value != found[0]:
+            self.question.value = found[0]
+
+    def _found_link(self, target: tuple) -> None:
+        if target[0] == "question" and target[1] in self.question.options.values():
+            self.question.value = target[1]
+
     def load(self) -> None:
         opts = question_options(self.store.results(), self.store.conv_id)
         self.question.options = opts
@@ -82,6 +135,7 @@ class QuestionTab:
             self.question.value = next(iter(opts.values()))  # triggers load_question
         else:
             self.load_question()
+        self.search()  # the matches of the new conversation
 
     def load_question(self) -> None:
         qa_id = self.question.value

@@ -1,8 +1,14 @@
-"""The Results tab: the summary tables with their audits, and cost against accuracy."""
+"""The Results tab: the case finder (every question against every method) first, then the summary tables with
+their audits, and cost against accuracy."""
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
 
 import pandas as pd
 import panel as pn
+
+from widgets import case_finder as cf
 
 from widgets.cost_accuracy import (
     ALL,
@@ -17,6 +23,7 @@ from widgets.cost_accuracy import (
     summary_table_html,
 )
 from widgets.html import box, esc
+from widgets.question import ATTRIBUTION_WORDS
 from widgets.panel_parts import (
     LinkHTML,
     html_pane,
@@ -24,6 +31,137 @@ from widgets.panel_parts import (
 )
 from widgets.plotly_loader import defer
 from widgets.run_store import RunStore
+from workbench.methods import display_options
+
+
+#: the case finder's conversation picker: every conversation of the run
+ALL_CONVERSATIONS = "(all conversations)"
+
+
+class CaseFinderPanel:
+    """The case finder (``widgets.case_finder``) bound to Panel widgets: filters, a pager, and the grid, whose
+    cells open that method's answer on the Question tab (``follow``, set by ``ResultsView`` from the app's; a
+    question of another conversation switches the app's conversation first). The conversation picker follows
+    the header's unless "(all conversations)" is picked."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.follow: Callable[[tuple], None] | None = None
+        convs = list(store.param.conv_id.objects or [])
+        self.conv = pn.widgets.Select(name="conversation", options=[ALL_CONVERSATIONS, *convs],
+                                      value=store.conv_id or ALL_CONVERSATIONS, width=180,
+                                      visible=len(convs) > 1)
+        self.category = pn.widgets.Select(name="category", options={"(any)": cf.ANY}, width=150)
+        self.disagree = pn.widgets.Checkbox(name="methods disagree", value=False, align="end", width=150,
+                                            margin=(10, 10, 14, 10))
+        self.right_with = pn.widgets.Select(name="right with", options={"(any)": cf.ANY}, width=170)
+        self.wrong_with = pn.widgets.Select(name="wrong with", options={"(any)": cf.ANY}, width=170)
+        self.kind = pn.widgets.Select(name="kind of error", options={"(any)": cf.ANY}, width=150)
+        self.attribution = pn.widgets.Select(name="attribution", options={"(any)": cf.ANY}, width=150)
+        self.words = pn.widgets.TextInput(name="question words", placeholder="words of the question, any order",
+                                          width=240)
+        self.summary = html_pane("")
+        self.prev_button = pn.widgets.Button(label="◀ previous", width=110)
+        self.next_button = pn.widgets.Button(label="next ▶", width=90)
+        self.pager = html_pane("", width=380)
+        self.grid = LinkHTML("", on_link=self.open)
+        self.page = 0
+        self._quiet = False
+        for w in (self.category, self.disagree, self.right_with, self.wrong_with, self.kind, self.attribution):
+            w.param.watch(lambda e: self._filtered(), "value")
+        self.words.param.watch(lambda e: self._filtered(), "value_input")
+        self.conv.param.watch(lambda e: self.load(), "value")
+        self.prev_button.on_click(lambda e: self.turn_page(-1))
+        self.next_button.on_click(lambda e: self.turn_page(+1))
+        store.param.watch(lambda e: self._followed(), "conv_id")
+        self.panel = pn.Column(
+            html_pane("<h4 style='margin:4px 0 0'>Case finder: every question against every method</h4>"),
+            pn.Row(self.conv, self.category, self.disagree, self.words, sizing_mode="stretch_width"),
+            pn.Row(self.right_with, self.wrong_with, self.kind, self.attribution, sizing_mode="stretch_width"),
+            self.summary, pn.Row(self.prev_button, self.next_button, self.pager), self.grid,
+            html_pane(box(cf.LEGEND)), sizing_mode="stretch_width", css_classes=["wb-case-finder"])
+        self.load()
+
+    def _followed(self) -> None:
+        """The header's conversation changed: the grid follows it, unless it shows the whole run."""
+        if self.conv.value != ALL_CONVERSATIONS and self.store.conv_id in self.conv.options:
+            self.conv.value = self.store.conv_id
+
+    def load(self) -> None:
+        """The cases of the picked scope, and the filters' options from them (a filter whose value they no
+        longer offer is reset)."""
+        scope = None if self.conv.value == ALL_CONVERSATIONS else self.conv.value
+        self.cases = cf.store_cases(self.store, scope)
+        self.methods = cf.case_methods(self.cases)
+        # Bokeh's Select writes its option labels as text (DOM text nodes), so run strings go in as they are
+        methods = {"(any)": cf.ANY, **display_options(self.methods)}
+        choices = {self.category: {"(any)": cf.ANY, **{c: c for c in cf.categories(self.cases)}},
+                   self.right_with: methods, self.wrong_with: methods,
+                   self.kind: {"(any)": cf.ANY, **{k: k for k in cf.error_kinds(self.cases)}},
+                   self.attribution: {"(any)": cf.ANY, **{ATTRIBUTION_WORDS.get(a, a): a
+                                                          for a in cf.attributions(self.cases)}}}
+        self._quiet = True
+        try:
+            for widget, options in choices.items():
+                keep = widget.value if widget.value in options.values() else cf.ANY
+                widget.options = options
+                widget.value = keep
+        finally:
+            self._quiet = False
+        self._filtered()
+
+    @property
+    def filter(self) -> cf.CaseFilter:
+        return cf.CaseFilter(category=self.category.value or cf.ANY, disagree=bool(self.disagree.value),
+                             right_with=self.right_with.value or cf.ANY, wrong_with=self.wrong_with.value or cf.ANY,
+                             kind=self.kind.value or cf.ANY, attribution=self.attribution.value or cf.ANY,
+                             words=self.words.value_input or "")
+
+    def set_filter(self, **changes) -> None:
+        """Set filters by ``CaseFilter`` field name (a test, a link): the widgets follow, then the grid once."""
+        flt = replace(self.filter, **changes)
+        self._quiet = True
+        try:
+            for name in ("category", "disagree", "right_with", "wrong_with", "kind", "attribution"):
+                widget = getattr(self, name)
+                value = getattr(flt, name)
+                if name == "disagree" or value in (widget.options.values() if isinstance(widget.options, dict)
+                                                   else widget.options):
+                    widget.value = value
+            self.words.value = self.words.value_input = flt.words
+        finally:
+            self._quiet = False
+        self._filtered()
+
+    def _filtered(self) -> None:
+        if self._quiet:
+            return
+        self.shown = cf.filter_cases(self.cases, self.filter)
+        self.page = 0
+        self.summary.object = box(f"<p style='margin:2px 0'><b>{esc(cf.summary_text(self.shown, len(self.cases)))}"
+                                  "</b></p>")
+        self.show_page()
+
+    def turn_page(self, step: int) -> None:
+        self.page = max(0, min(cf.pages(len(self.shown)) - 1, self.page + step))
+        self.show_page()
+
+    def show_page(self) -> None:
+        n = len(self.shown)
+        self.pager.object = box(f"<p style='margin:6px 0'>{esc(cf.pager_text(n, self.page))}</p>")
+        self.prev_button.disabled = self.page == 0
+        self.next_button.disabled = self.page >= cf.pages(n) - 1
+        self.grid.object = cf.grid_html(self.shown, self.methods, links=True, page=self.page)
+
+    def open(self, target: tuple) -> None:
+        """A cell (or a question id) was clicked: that answer on the Question tab, in its own conversation."""
+        if target[0] != "question" or self.follow is None:
+            return
+        case = next((c for c in self.cases if c.qa_id == target[1]), None)
+        if case is not None and case.conv_id != self.store.conv_id \
+                and case.conv_id in (self.store.param.conv_id.objects or ()):
+            self.store.conv_id = case.conv_id
+        self.follow(target)
 
 
 def _fmt(v) -> str:
@@ -40,6 +178,8 @@ class ResultsView:
 
     def __init__(self, store: RunStore):
         self.store = store
+        self.cases = CaseFinderPanel(store)  # the tab's first view: where a case study starts
+        self.cases.follow = lambda target: self.follow and self.follow(target)
         self.frame = store.results_table()
         self.audits = store.audits()
         metrics = [m for m in ("checker", "judge", "f1", "bleu1", "locomo_f1", "evidence_recall")
@@ -57,10 +197,15 @@ class ResultsView:
         self.questions = defer(text_table(  # below the chart: drawn after the tab's first paint
             self.question_frame(), page_size=10,  # long texts wrap: no sideways scroll
             widths={"judge_reasoning": 380, "prediction": 220, "gold": 140}))
+        #: what the tab opens on: a link (``widgets.url_state``) writes only the controls changed from it
+        self.opened_on = {"metric": self.metric.value, "cost": self.x.value, "chart": ALL}
         self.metric.param.watch(lambda e: self.refresh(), "value")
         self.x.param.watch(lambda e: self.draw(), "value")
         self.category.param.watch(lambda e: self.draw(), "value")
-        self.panel = pn.Column(self.banner, pn.Row(self.metric, self.x, self.category), self.note, self.table,
+        self.panel = pn.Column(self.cases.panel,
+                               html_pane("<h4 style='margin:14px 0 0'>Summary: each method by category, and cost "
+                                         "against accuracy</h4>"),
+                               self.banner, pn.Row(self.metric, self.x, self.category), self.note, self.table,
                                self.plot, html_pane("<h4>Per question: the verdict (checker), the judge's label "
                                                     "and reasoning beside F1</h4>"),
                                self.questions, sizing_mode="stretch_width")
