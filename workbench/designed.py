@@ -132,13 +132,13 @@ def designed_run(method_name: str, gallery_id: str | None = None, *, out: str | 
         raise ValueError(f"{out}: a designed run needs an empty directory (it is never resumed or mixed with a "
                          "model run)")
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {**setup.manifest(), "scripted": True, "label": LABEL,
-                "designed": {"replies": str(path.relative_to(SAMPLE_DIR.parent)) if path.is_relative_to(
-                    SAMPLE_DIR.parent) else path.name, "conversation": conv.id,
-                    "turns": len(conv.turns), "questions": len(conv.qa)}}
+    where = path.relative_to(SAMPLE_DIR.parent) if path.is_relative_to(SAMPLE_DIR.parent) else path.name
+    label = {"scripted": True, "label": LABEL,
+             "designed": {"replies": str(where), "conversation": conv.id, "turns": len(conv.turns),
+                          "questions": len(conv.qa)}}
     res = evaluate(setup.method, dataset, judge=CheckerJudge(conv.speakers), store=out / "results.jsonl",
-                   progress=False, save_memories_dir=out, extra_manifest=manifest)
-    update_run_manifest(out, res.manifest)
+                   progress=False, save_memories_dir=out, extra_manifest={**setup.manifest(), **label})
+    update_run_manifest(out, res.manifest, **label)  # top level too: the census and the views read it there
     write_census(out)
     if llm.misses and not allow_uncovered:
         lines = [f"- {m['role']} about {m['about']}: {m['why']}; prompt starts {m['prompt_start'][:120]!r}"
