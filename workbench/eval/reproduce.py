@@ -35,7 +35,8 @@ SAMPLE_FOR_ESTIMATE = "sample"
 
 def add_parser(sub) -> None:
     p = sub.add_parser("reproduce", help="run a paper's headline evaluation as the paper describes it, beside its "
-                                         "table", description=__doc__.split("\n\n")[0])
+                                         "table", description="Run a paper's headline evaluation as the paper ran "
+                                         "it (docs/reproduce.md) and print it beside the paper's table.")
     p.add_argument("paper", choices=PAPERS, help="the paper (its method's name)")
     p.add_argument("--table", default=None, help="the paper's table number (default: its headline table)")
     p.add_argument("--data", default=None, help="locomo:<locomo10.json> | longmemeval:<longmemeval_s_cleaned.json> "
@@ -79,7 +80,7 @@ def _api(spec: str | None) -> tuple[bool, str | None]:
 
 def _model(spec: str | None) -> str | None:
     kind, _, rest = (spec or "").partition(":")
-    return rest.partition("@")[0] or None if kind == "openai" else spec
+    return (rest.partition("@")[0] or None) if kind == "openai" else spec
 
 
 def _specs(args, table: PaperTable) -> tuple[str, str]:
