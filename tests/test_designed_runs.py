@@ -115,6 +115,23 @@ def test_hymem_designed_run_answers_the_two_hop_question_from_the_light_tier(tmp
     assert "cello" in row["answer"]["text"].lower() and row_score(row) == 1.0
 
 
+def test_ama_sample_signature_cases_biscuit_to_pilot_and_the_forget_request(tmp_path):
+    """The sample data's signature cases (``sample_data/annotations.json``), on the five turns they need: the
+    greyhound renamed at D4:3 is an UPDATE writing Pilot, the request at D5:10 DELETEs the half-marathon facts, both
+    through the paper profile's Judge and Refresher; a regression in either path fails here."""
+    run = designed_run("ama", "sample-1", out=tmp_path / "run")
+    _clean(run)
+    checked = run.census["checked"]
+    assert run.verdict == "right" and checked["edits_wrong"] == 0
+    assert checked["missed_updates"] == 0 and checked["missed_forgets"] == 0
+    assert sorted({e["planted"] for e in checked["right"]}) == ["greyhound-name", "half-marathon"]
+    edits = [(e["kind"], e["cause"]) for e in _events(run) if e["kind"] in ("UPDATE", "DELETE")]
+    assert edits == [("UPDATE", "D4:3"), ("DELETE", "D5:10"), ("DELETE", "D5:10")]
+    rows = _rows(run)
+    assert rows["sample-1/q4"]["answer"]["text"] == "Pilot" and row_score(rows["sample-1/q4"]) == 1.0
+    assert rows["sample-1/q8"]["answer"]["text"].startswith("No") and row_score(rows["sample-1/q8"]) == 1.0
+
+
 # -- the reference LLM itself ----------------------------------------------------------------------
 def _ref(tmp_path, replies):
     from workbench.data import load_dataset
