@@ -277,6 +277,38 @@ def test_every_tab_escapes_every_field(hostile_run):
         assert live_markup(_panes_html(app)) == [], method
 
 
+def test_the_case_finder_and_the_question_search_escape_every_field(hostile_run):
+    """The Results tab's case finder (issue #67) under every value each of its filters offers (hostile categories
+    and method folder names among them) and hostile words, the Question tab's search listing a match and echoing a
+    hostile query, and the notebook's case finder: no markup survives."""
+    from widgets import app as appmod
+    from widgets import case_finder as cf
+
+    run, added = hostile_run
+    app = appmod.build_app(run)
+    app.store.conv_id = added["conv_id"]
+    finder = app.views["Results"].cases
+    offered = {"category": cf.categories(finder.cases), "kind": cf.error_kinds(finder.cases),
+               "attribution": cf.attributions(finder.cases), "right_with": finder.methods,
+               "wrong_with": finder.methods, "words": ["pwned", PAYLOAD]}
+    assert any("pwned" in c for c in offered["category"]) and any("pwned" in m for m in finder.methods)
+    settings = [{}, {"disagree": True}] + [{k: v} for k, values in offered.items() for v in values]
+    for flt in settings:
+        finder.set_filter(**{**dict(cf.CaseFilter().__dict__), **flt})
+        html = finder.grid.object + finder.summary.object + finder.pager.object
+        assert live_markup(html) == [], (flt, live_markup(html)[:3])
+        if "category" in flt or "right_with" in flt:
+            assert finder.shown, flt  # the hostile value matched: its rows were rendered
+    question = app.views["Question"]
+    for query in (added["qa_id"], PAYLOAD):
+        question.find.value_input = query
+        assert question.found.visible and live_markup(question.found.object) == [], live_markup(question.found.object)
+    view = cf.CaseFinderView.from_run(run).open(added["qa_id"], "memr3")
+    for category in offered["category"]:
+        view.filter(category=category)
+        assert view.shown and live_markup(view.static_html()) == [], live_markup(view.static_html())[:3]
+
+
 def test_the_notebook_trace_stepper_escapes_the_guard_cause(hostile_run):
     pytest.importorskip("ipywidgets")
     from widgets.trace_stepper import TraceStepper

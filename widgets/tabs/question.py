@@ -37,7 +37,7 @@ class QuestionTab:
         self.open_trace: Callable[[str, str], None] | None = None
         self.question = pn.widgets.Select(label="question", options={}, sizing_mode="stretch_width")
         # the picker holds 81-152 questions at real scale: words of the question (any order) or its id find it
-        self.find = pn.widgets.TextInput(name="find a question", placeholder="words of the question, or its id",
+        self.find = pn.widgets.TextInput(label="find a question", placeholder="words of the question, or its id",
                                          width=300)
         self.found = LinkHTML("", on_link=self._found_link, visible=False)
         self.method = pn.widgets.Select(label="method (row highlighted, its context opened)", options=[], width=300)

@@ -48,17 +48,17 @@ class CaseFinderPanel:
         self.store = store
         self.follow: Callable[[tuple], None] | None = None
         convs = list(store.param.conv_id.objects or [])
-        self.conv = pn.widgets.Select(name="conversation", options=[ALL_CONVERSATIONS, *convs],
+        self.conv = pn.widgets.Select(label="conversation", options=[ALL_CONVERSATIONS, *convs],
                                       value=store.conv_id or ALL_CONVERSATIONS, width=180,
                                       visible=len(convs) > 1)
-        self.category = pn.widgets.Select(name="category", options={"(any)": cf.ANY}, width=150)
-        self.disagree = pn.widgets.Checkbox(name="methods disagree", value=False, align="end", width=150,
+        self.category = pn.widgets.Select(label="category", options={"(any)": cf.ANY}, width=150)
+        self.disagree = pn.widgets.Checkbox(label="methods disagree", value=False, align="end", width=150,
                                             margin=(10, 10, 14, 10))
-        self.right_with = pn.widgets.Select(name="right with", options={"(any)": cf.ANY}, width=170)
-        self.wrong_with = pn.widgets.Select(name="wrong with", options={"(any)": cf.ANY}, width=170)
-        self.kind = pn.widgets.Select(name="kind of error", options={"(any)": cf.ANY}, width=150)
-        self.attribution = pn.widgets.Select(name="attribution", options={"(any)": cf.ANY}, width=150)
-        self.words = pn.widgets.TextInput(name="question words", placeholder="words of the question, any order",
+        self.right_with = pn.widgets.Select(label="right with", options={"(any)": cf.ANY}, width=170)
+        self.wrong_with = pn.widgets.Select(label="wrong with", options={"(any)": cf.ANY}, width=170)
+        self.kind = pn.widgets.Select(label="kind of error", options={"(any)": cf.ANY}, width=150)
+        self.attribution = pn.widgets.Select(label="attribution", options={"(any)": cf.ANY}, width=150)
+        self.words = pn.widgets.TextInput(label="question words", placeholder="words of the question, any order",
                                           width=240)
         self.summary = html_pane("")
         self.prev_button = pn.widgets.Button(label="◀ previous", width=110)
