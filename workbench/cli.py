@@ -47,7 +47,7 @@ def parse_params(pairs: list[str] | None) -> dict:
 def method_components(args) -> tuple:
     """The embedder and reranker of ``build``/``ask``'s one method (``--embedder``/``--reranker``, ``auto``:
     the paper's where reachable, as ``workbench eval`` chooses them: ``eval.components``)."""
-    from .eval.cli import Components, component_choices
+    from .eval.components import Components, component_choices
 
     with usage_errors():
         parts = Components(component_choices(args, [args.method]))
@@ -273,13 +273,23 @@ def _eval_commands(sub) -> None:
 
 
 #: commands that live in their own module, each with ``add_parser(sub)`` (it adds its sub-parser and sets ``func``)
-COMMAND_MODULES = ("workbench.eval.reproduce", "workbench.open_recorded")
+COMMAND_MODULES = (("reproduce", "workbench.eval.reproduce"), ("open", "workbench.open_recorded"))
 
 
 def _module_commands(sub) -> None:
+    """Each of ``COMMAND_MODULES``; one whose import fails (a module it needs is missing) is still listed, and
+    says what to install when run, as ``eval`` and ``report`` do."""
     import importlib
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).add_parser(sub)
+    for command, name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            problem = MissingExtra(f"needs the {exc.name!r} module, which is missing: reinstall with "
+                                   "its dependencies (pip install 'memory-workbench')")
+            p = sub.add_parser(command, help=f"[unavailable: {problem}]")
+            p.set_defaults(func=_unavailable(problem), unavailable=True)
+            continue
+        module.add_parser(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
         p.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:<file>")
         p.add_argument("--cassette", default=None, help="record/replay cassette (JSONL)")
-        from .eval.cli import add_component_arguments
+        from .eval.components import add_component_arguments
 
         add_component_arguments(p)
         p.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")

@@ -17,6 +17,7 @@ manifest say when it is not the paper's. Choices are plain strings (specs), so a
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 OFFLINE_EMBEDDER = "minilm"
@@ -116,3 +117,55 @@ def build_reranker(spec: str | None):
     from ..rerank import reranker_from_spec
 
     return reranker_from_spec(spec)
+
+
+def add_component_arguments(parser) -> None:
+    """``--embedder``/``--reranker`` (``auto``: each method's paper component where it can be reached, see
+    ``workbench.eval.components``) and the URLs of servers that serve the open models."""
+    parser.add_argument("--embedder", default="auto", help="auto (each paper's embedder with an API LLM, else the "
+                        "offline minilm) | minilm | hash | openai:<model>[@url]")
+    parser.add_argument("--embedder-url", default=None, metavar="URL",
+                        help="an OpenAI-compatible /embeddings server (vLLM, llama.cpp) for papers whose embedder "
+                             "OpenAI's API does not serve (the Qwen3 embedders)")
+    parser.add_argument("--reranker", default="auto", help="auto (the paper's reranker where one is reachable, else "
+                        "none) | none | lexical | crossencoder[:<model>] | endpoint:<model>@<url>")
+    parser.add_argument("--reranker-url", default=None, metavar="URL",
+                        help="a /rerank server (vLLM, llama.cpp) serving the paper's reranker")
+
+
+def component_choices(args, names: list[str]) -> dict:
+    """``method -> ComponentChoice`` for a command line's methods (``components.choose_components``); each
+    note on a component that is not the paper's is printed once."""
+    out = {}
+    for name in names:
+        out[name] = choose_components(name, llm_spec=getattr(args, "llm", None),
+                                      embedder=getattr(args, "embedder", "auto") or "auto",
+                                      embedder_url=getattr(args, "embedder_url", None),
+                                      reranker=getattr(args, "reranker", "auto") or "auto",
+                                      reranker_url=getattr(args, "reranker_url", None), run_methods=tuple(names))
+        for note in out[name].notes:
+            print(f"note: {name}: {note}", file=sys.stderr)
+    return out
+
+
+class Components:
+    """The embedders and rerankers of one command line, built once per spec and shared by the methods that
+    name the same one (an embedder's cache then serves them all)."""
+
+    def __init__(self, choices: dict):
+        self.choices = choices
+        self._built: dict = {}
+
+    def _get(self, kind: str, spec: str):
+        from ..embed import embedder_from_spec
+        from .components import build_reranker
+
+        if (kind, spec) not in self._built:
+            self._built[kind, spec] = embedder_from_spec(spec) if kind == "embedder" else build_reranker(spec)
+        return self._built[kind, spec]
+
+    def embedder(self, name: str):
+        return self._get("embedder", self.choices[name].embedder)
+
+    def reranker(self, name: str):
+        return self._get("reranker", self.choices[name].reranker)

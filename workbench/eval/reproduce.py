@@ -27,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from .paper_tables import METRICS, OVERALL, PAPERS, PaperTable, get_table
+from .paper_tables import METRICS, OVERALL, PaperTable, get_table
 
 DEFAULT_OUT = Path("runs") / "reproduce"
 SAMPLE_FOR_ESTIMATE = "sample"
@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("reproduce", help="run a paper's headline evaluation as the paper describes it, beside its "
                                          "table", description="Run a paper's headline evaluation as the paper ran "
                                          "it (docs/reproduce.md) and print it beside the paper's table.")
-    p.add_argument("paper", choices=PAPERS, help="the paper (its method's name)")
+    # no ``choices``: listing the papers would load every method (and plugin) just to print the help
+    p.add_argument("paper", help="the paper, by its method's registry name (as --method takes it)")
     p.add_argument("--table", default=None, help="the paper's table number (default: its headline table)")
     p.add_argument("--data", default=None, help="locomo:<locomo10.json> | longmemeval:<longmemeval_s_cleaned.json> "
                    "(required for a run; --estimate without it prices the sample data scaled to the paper's slice)")
@@ -191,7 +192,10 @@ def reproduce_command(args) -> int:
     from ..methods import get_method
 
     data_kind = _data_kind(args.data)
-    table = get_table(args.paper, args.table, data_kind if data_kind in ("locomo", "longmemeval") else None)
+    try:
+        table = get_table(args.paper, args.table, data_kind if data_kind in ("locomo", "longmemeval") else None)
+    except ValueError as exc:  # an unknown paper or table: say which exist
+        raise SystemExit(f"workbench reproduce: {exc}") from None
     cls = get_method(args.paper)
     llm_spec, judge_spec = _specs(args, table)
     problems = _key_problems(llm_spec, judge_spec)

@@ -183,6 +183,9 @@ class MemoryMethod:
     # them where an endpoint serves them, and any other embedder or reranker is listed as a departure. None:
     # the method has no paper of its own (the baselines).
     components: ClassVar[object] = None  # a workbench.methods.components.PaperComponents
+    # Its paper's headline tables (``paper_tables.PaperTable``, in its folder's paper_tables.py): what ``workbench
+    # reproduce`` runs and prints beside the run's figures. (): none.
+    paper_tables: ClassVar[tuple] = ()
     # What the method does in two plain sentences, its pipeline diagram and, where one was written, its
     # mechanism-gallery example with the right outcome (``explain.HowItWorks``, in its folder's how_it_works.py):
     # the app's "How it works" page, the method notebook's diagram and ``workbench.gallery`` read it. None: no page.

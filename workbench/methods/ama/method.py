@@ -47,6 +47,7 @@ import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
 from ..components import PaperComponents
+from .paper_tables import TABLES as PAPER_TABLES
 from ...data import Conversation, Turn
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -203,6 +204,7 @@ class AMA(MemoryMethod):
     title = "AMA"
     how_it_works = HOW_IT_WORKS
     # nothing to map (the one cosine gate is ours and off by default); said in every calibration file
+    paper_tables = PAPER_TABLES  # its paper's headline tables (paper_tables.py): workbench reproduce
     components = PaperComponents("text-embedding-3-large", "text-embedding-3-large", True,
                                  "§4.1, Implementation details")
     calibration = CalibrationHook(None, not_calibrated={

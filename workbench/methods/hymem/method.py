@@ -11,6 +11,7 @@ from typing import Literal, Sequence
 
 from .how_it_works import HOW_IT_WORKS
 from ..components import PaperComponents
+from .paper_tables import TABLES as PAPER_TABLES
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -259,6 +260,7 @@ class HyMem(MemoryMethod):
         "overlap_turns": 0,  # [code] the same: sessions do not overlap
         "max_rounds": 1,  # T [code] hymem/core/memory_system.py:203, hymem/config/settings.py:55
     }
+    paper_tables = PAPER_TABLES  # its paper's headline tables (paper_tables.py): workbench reproduce
     components = PaperComponents("Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-0.6B", False,
                                  "App. A, implementation details",
                                  note="the authors' code embeds with text-embedding-3-small")

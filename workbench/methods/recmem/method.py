@@ -18,6 +18,7 @@ import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
 from ..components import PaperComponents
+from .paper_tables import TABLES as PAPER_TABLES
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...llm.ledger import track
@@ -250,6 +251,7 @@ class RecMem(MemoryMethod):
         "answer_prompt": fair_arena_note}
     profile_prompt_modules = {"paper": ("recmem.paper_prompts",)}  # hashed for the paper profile only
     how_it_works = HOW_IT_WORKS
+    paper_tables = PAPER_TABLES  # its paper's headline tables (paper_tables.py): workbench reproduce
     components = PaperComponents("text-embedding-3-small", "text-embedding-3-small", True,
                                  "§4.1, Implementation details")
     calibration = CALIBRATION  # theta_sim from a documented trigger rate (calibration.py)
