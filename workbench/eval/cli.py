@@ -52,12 +52,16 @@ def add_eval_arguments(parser) -> None:
                         "(one after another into one run directory; see workbench.methods.REGISTRY; default: "
                         "the registered method that declares default_choice)")
     parser.add_argument("--param", action="append", metavar="K=V", help="method parameter (JSON values), repeatable")
-    parser.add_argument("--data", default="sample", help="sample | tiny | locomo:<path> | longmemeval:<path>")
+    parser.add_argument("--data", default="sample", help="sample | tiny | gallery | demo (the demo's slice and "
+                        "questions, with its profile; the methods it recorded replay its cassette unless --llm names "
+                        "them) | locomo:<path> | longmemeval:<path>")
     parser.add_argument("--conversations", "--conversation", dest="conversations", default=None,
                         help="e.g. 0-2, 0,3,5 or conv-26 (default: all)")
     parser.add_argument("--questions", type=int, default=None, help="at most N questions per conversation")
     parser.add_argument("--categories", default=None, help="e.g. 1,2,3,4 (LoCoMo) or temporal-reasoning")
-    parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file]")
+    parser.add_argument("--llm", default=None, help="openai:<model>[@url] | local[:name] | gguf:<path> | replay:[file] "
+                        "| scripted[:replies.json] (no model: docs/method-contract.md); or one per method: "
+                        "'my_method=scripted:replies.json,*=replay:cassette.jsonl'")
     parser.add_argument("--judge", default=None, help="judge LLM spec, 'same' for the method's LLM, or 'checker' (the "
                         "deterministic checker, no model); default: no judge (every row still gets the checker's "
                         "verdict)")
@@ -145,58 +149,8 @@ def bound_requests(llm, args):
     return llm
 
 
-def add_component_arguments(parser) -> None:
-    """``--embedder``/``--reranker`` (``auto``: each method's paper component where it can be reached, see
-    ``workbench.eval.components``) and the URLs of servers that serve the open models."""
-    parser.add_argument("--embedder", default="auto", help="auto (each paper's embedder with an API LLM, else the "
-                        "offline minilm) | minilm | hash | openai:<model>[@url]")
-    parser.add_argument("--embedder-url", default=None, metavar="URL",
-                        help="an OpenAI-compatible /embeddings server (vLLM, llama.cpp) for papers whose embedder "
-                             "OpenAI's API does not serve (the Qwen3 embedders)")
-    parser.add_argument("--reranker", default="auto", help="auto (the paper's reranker where one is reachable, else "
-                        "none) | none | lexical | crossencoder[:<model>] | endpoint:<model>@<url>")
-    parser.add_argument("--reranker-url", default=None, metavar="URL",
-                        help="a /rerank server (vLLM, llama.cpp) serving the paper's reranker")
-
-
-def component_choices(args, names: list[str]) -> dict:
-    """``method -> ComponentChoice`` for a command line's methods (``components.choose_components``); each
-    note on a component that is not the paper's is printed once."""
-    from .components import choose_components
-
-    out = {}
-    for name in names:
-        out[name] = choose_components(name, llm_spec=getattr(args, "llm", None),
-                                      embedder=getattr(args, "embedder", "auto") or "auto",
-                                      embedder_url=getattr(args, "embedder_url", None),
-                                      reranker=getattr(args, "reranker", "auto") or "auto",
-                                      reranker_url=getattr(args, "reranker_url", None), run_methods=tuple(names))
-        for note in out[name].notes:
-            print(f"note: {name}: {note}", file=sys.stderr)
-    return out
-
-
-class Components:
-    """The embedders and rerankers of one command line, built once per spec and shared by the methods that
-    name the same one (an embedder's cache then serves them all)."""
-
-    def __init__(self, choices: dict):
-        self.choices = choices
-        self._built: dict = {}
-
-    def _get(self, kind: str, spec: str):
-        from ..embed import embedder_from_spec
-        from .components import build_reranker
-
-        if (kind, spec) not in self._built:
-            self._built[kind, spec] = embedder_from_spec(spec) if kind == "embedder" else build_reranker(spec)
-        return self._built[kind, spec]
-
-    def embedder(self, name: str):
-        return self._get("embedder", self.choices[name].embedder)
-
-    def reranker(self, name: str):
-        return self._get("reranker", self.choices[name].reranker)
+# --embedder/--reranker and their resolution live in components.py (build and ask take them too)
+from .components import Components, add_component_arguments, component_choices  # noqa: E402,F401
 
 
 def _categories(text: str | None):
@@ -204,51 +158,275 @@ def _categories(text: str | None):
 
 
 def eval_command(args) -> int:
-    from ..data import load_dataset
     from .harness import evaluate
-    from .judge import LLMJudge
 
-    dataset = load_dataset(args.data)
+    dataset = run_dataset(args)
     if getattr(args, "estimate", False):
         return estimate_command(args, dataset)
     executor = getattr(args, "executor", "thread")
     names = [m.strip() for m in args.method.split(",") if m.strip()]
-    if executor == "ray":
-        return _eval_ray(args, dataset, names)
-    if "," in (args.llm or "") or "," in (args.judge or ""):
-        raise SystemExit("several endpoints in --llm/--judge need --executor ray")
     if not names:
         raise SystemExit("--method names no method")
     with usage_errors():
-        llm = bound_requests(_llm(args.llm, args.cassette), args)
+        plan = MethodLLMs(args, names)
+    if executor == "ray":
+        return _eval_ray(args, dataset, names, plan)
+    if any("," in (spec or "") for spec in plan.specs.values()) or "," in (args.judge or ""):
+        raise SystemExit("several endpoints in --llm/--judge need --executor ray")
+    with usage_errors():
         params = run_params(args)
-        parts = Components(component_choices(args, names))
+        parts = Components(plan.component_choices())
         # every method is prepared before the first runs, so a bad name fails before any call is made;
         # this also puts the output bounds (--bounded-outputs, a profile's) on the LLM the judge may share
-        setups = [thread_setup(args, name, llm, parts.embedder(name), params, reranker=parts.reranker(name))
-                  for name in names]
-        judge = None
-        if args.judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
-            from .judge import CheckerJudge
-
-            judge = CheckerJudge()
-        elif args.judge:
-            judge = LLMJudge(llm if args.judge == "same" else bound_requests(_llm(args.judge, args.cassette), args))
+        setups = [thread_setup(args, name, plan.llm(name), parts.embedder(name), plan.params(name, params),
+                               reranker=parts.reranker(name), profile=plan.profile(name)) for name in names]
+        judges = plan.judges()
+    plan.print_notes()
     out = Path(args.out)
     check_links_stay_inside(out)  # every file this run appends to or reads back stays in the run directory
     sweep_stale_temps(out)
     report_resume(out / "results.jsonl")
-    for setup in setups:  # one method after another, all into one run directory and one results file
-        method = setup.method
+    questions = run_questions(args)
+    for name, setup in zip(names, setups):  # one method after another, all into one run directory and one file
+        method, llm, judge = setup.method, plan.llm(name), judges[name]
         res = evaluate(method, dataset, judge=judge, workers=args.workers, store=out / "results.jsonl",
-                       questions=args.questions, conversations=args.conversations,
+                       questions=questions, conversations=args.conversations,
                        categories=_categories(args.categories), progress=not args.no_progress,
                        save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
-                       extra_manifest=setup.manifest(),
-                       estimate=lambda todo, method=method: _print_estimate(args, method, todo, llm, judge, out))
+                       extra_manifest={**setup.manifest(), **plan.manifest(name)},
+                       estimate=lambda todo, method=method, llm=llm, judge=judge: _print_estimate(
+                           args, method, todo, llm, judge, out))
         _finish(out, res)
-    _save_prefix_stats(out, ",".join(s.method.name for s in setups), llm)  # the backend's counts span all
+    for llm, users in plan.by_llm(names, setups):  # each backend's counts span the methods that used it
+        _save_prefix_stats(out, ",".join(users), llm)
+    plan.print_summary()
     return 0
+
+
+def run_dataset(args):
+    """The dataset of ``--data``: ``demo`` is the demo's slice (``settings.demo_data``), anything else
+    ``workbench.data.load_dataset``."""
+    from ..data import load_dataset
+    from .settings import DEMO_DATA, demo_data
+
+    if args.data == DEMO_DATA:
+        with usage_errors():
+            return demo_data(getattr(args, "profile", None)).dataset
+    return load_dataset(args.data)
+
+
+def run_questions(args):
+    """``--questions N`` (at most N per conversation), or with ``--data demo`` the profile's recorded question
+    ids (the first N of them)."""
+    from .settings import DEMO_DATA, demo_data
+
+    if args.data == DEMO_DATA:
+        return demo_data(getattr(args, "profile", None), questions=args.questions).questions
+    return args.questions
+
+
+def build_data(args) -> str | None:
+    """The data spec methods are configured for: ``--data``, or for ``demo`` what the demo gives
+    ``build_method`` (``locomo`` with a calibration, as ``workbench.demo.demo_methods``)."""
+    from .settings import DEMO_DATA, demo_data
+
+    if args.data == DEMO_DATA:
+        return demo_data(getattr(args, "profile", None), calibration=args.calibration).build_data
+    return args.data
+
+
+#: how each method's LLM was chosen, in the words of the run's notes and manifest (``llm_choice.by``)
+CHOSEN_BY = {"named": "named in --llm", "all": "--llm", "demo": "the demo's recording (--data demo)",
+             "default": "the default LLM ($WORKBENCH_LLM, else the offline model)"}
+
+
+def spec_label(spec: str | None, cassette: str | None = None) -> str:
+    """An LLM spec as manifests and notes write it: a file by its name (no machine path), a server's URL left
+    out (``openai:<model>@<server>``)."""
+    if not spec:
+        return "default"
+    kind, _, rest = spec.partition(":")
+    if kind in ("replay", "scripted", "gguf"):
+        target = rest or (cassette if kind == "replay" else "")
+        return f"{kind}:{Path(target).name}" if target else kind
+    if kind == "openai" and "@" in rest:
+        return f"openai:{rest.partition('@')[0]}@<server>"
+    return spec
+
+
+class MethodLLMs:
+    """Which LLM each method of one command line runs with, built once per spec.
+
+    ``--llm SPEC`` gives every method SPEC; ``--llm 'a=SPEC,b[label]=SPEC,*=SPEC'`` gives each named method its
+    own (a label falls back to its method's entry) and ``*`` the rest; an unnamed method without ``*`` gets the
+    default LLM. With ``--data demo``, a method the demo recorded that no entry names (a bare ``--llm SPEC``
+    names none; ``*=SPEC`` names every method) replays the demo profile's cassette, so built-in methods replay
+    their recording while a plugin runs on ``--llm`` (``scripted:FILE``, say). When the methods end on
+    different LLMs a note says so before the run and after it, and each evaluation's manifest records its
+    own (``llm_choice``)."""
+
+    def __init__(self, args, names: list[str]):
+        from ..llm.default import is_per_method, per_method_specs
+        from ..methods.base import method_base
+        from .settings import DEMO_DATA, demo_data, demo_methods_recorded
+
+        self.args, self.names = args, names
+        named = per_method_specs(args.llm)
+        explicit_all = is_per_method(args.llm) and "*" in named
+        unknown = [k for k in named if k != "*" and k not in names and k not in {method_base(n) for n in names}]
+        if is_per_method(args.llm) and unknown:
+            raise ValueError(f"--llm names {', '.join(unknown)}, which --method does not run ({', '.join(names)})")
+        demo = demo_data(getattr(args, "profile", None)).profile if args.data == DEMO_DATA else None
+        self.demo = demo
+        self.specs: dict[str, str | None] = {}
+        self.by: dict[str, str] = {}
+        for name in names:
+            own = named.get(name, named.get(method_base(name))) if is_per_method(args.llm) else None
+            if own is not None:
+                self.specs[name], self.by[name] = own, "named"
+            elif demo is not None and not explicit_all and (name in demo_methods_recorded(demo)
+                                                            or method_base(name) in demo.order):
+                self.specs[name], self.by[name] = f"replay:{demo.cassette}", "demo"
+            elif named.get("*") is not None:
+                self.specs[name], self.by[name] = named["*"], "all"
+            else:
+                self.specs[name], self.by[name] = None, "default"
+        self._built: dict = {}
+        self._notes: list[str] = []
+        self._profiles: dict[str, str | None] = {}
+
+    def llm(self, name: str):
+        """The built LLM of ``name`` (one instance per spec: methods sharing a spec share its client)."""
+        spec = self.specs[name]
+        if spec not in self._built:
+            self._built[spec] = bound_requests(_llm(spec, self.args.cassette), self.args)
+        return self._built[spec]
+
+    def differ(self) -> bool:
+        return len(set(self.specs.values())) > 1
+
+    def component_choices(self) -> dict:
+        """``component_choices`` for each group of methods that share an LLM spec (the paper components an
+        ``auto`` embedder or reranker picks depend on the LLM's server)."""
+        from argparse import Namespace
+
+        if not self.differ():
+            return component_choices(self.args, self.names)
+        out: dict = {}
+        for spec in dict.fromkeys(self.specs.values()):
+            group = [n for n in self.names if self.specs[n] == spec]
+            out.update(component_choices(Namespace(**{**vars(self.args), "llm": spec}), group))
+        return out
+
+    def _cassette_of(self, name: str) -> str | None:
+        spec = self.specs[name] or ""
+        if spec in ("replay", "replay:"):
+            return self.args.cassette
+        return spec[len("replay:"):] if spec.startswith("replay:") else None
+
+    def profile(self, name: str) -> str | None:
+        """The recorded profile ``name`` is built with: ``--profile``; with ``--data demo`` the demo's; for a
+        replay of a recorded profile's cassette that profile (a note says so): without it the replay would send
+        other prompts than were recorded, and miss."""
+        from .settings import recorded_profile
+
+        if name in self._profiles:
+            return self._profiles[name]
+        chosen = getattr(self.args, "profile", None) or (self.demo.name if self.demo is not None else None)
+        if chosen is None:
+            found = recorded_profile(self._cassette_of(name))
+            if found is not None:
+                chosen = found.name
+                self._notes.append(f"{name} replays {Path(self._cassette_of(name)).name}, the cassette profile "
+                                   f"{found.name} was recorded with: built with --profile {found.name} (its "
+                                   "parameters, calibration and output bounds); give --profile to choose")
+        self._profiles[name] = chosen
+        return chosen
+
+    def params(self, name: str, params: dict) -> dict:
+        """``params`` for ``name``, with ``profile="small"`` for a method that takes profiles replaying a
+        scripted recording: the scripted LLMs count as small models (``profile="auto"`` gave ``small`` when it
+        was recorded), but a replay knows only the recorded model's name, for which ``auto`` is ``paper``."""
+        from ..llm.cache import CachedLLM
+        from ..methods.base import method_base
+        from .settings import _has_profiles
+
+        llm = self.llm(name)
+        replay = isinstance(llm, CachedLLM) and llm.inner is None
+        if not replay or "profile" in params or self.profile(name) or not _has_profiles(method_base(name)):
+            return params
+        model = str(getattr(llm, "model", ""))
+        if model.startswith("scripted"):
+            self._notes.append(f"{name} replays a scripted recording (model {model!r}): built with its small "
+                               "profile, as a scripted LLM gives profile='auto' (--param profile='\"paper\"' to "
+                               "choose)")
+            return {**params, "profile": "small"}
+        if not llm.small_model:
+            self._notes.append(f"{name} replays calls of model {model!r}, not an offline model: its "
+                               "profile='auto' is 'paper' here; a recording made with its small profile replays "
+                               "only with --param profile='\"small\"'")
+        return params
+
+    def judges(self) -> dict:
+        """The judge of each method: none, the deterministic checker, the method's own LLM (``same``), or one
+        LLM judge shared by all."""
+        from .judge import CheckerJudge, LLMJudge
+
+        judge = self.args.judge
+        if not judge:
+            return {n: None for n in self.names}
+        if judge == "checker":  # the deterministic checker: no model (workbench.eval.judge.CheckerJudge)
+            shared = CheckerJudge()
+            return {n: shared for n in self.names}
+        if judge == "same":
+            return {n: LLMJudge(self.llm(n)) for n in self.names}
+        shared = LLMJudge(bound_requests(_llm(judge, self.args.cassette), self.args))
+        return {n: shared for n in self.names}
+
+    def manifest(self, name: str) -> dict:
+        """What each evaluation's manifest records of how its LLM was chosen (beside ``llm``, the model)."""
+        spec = self.specs[name]
+        entry = {"spec": spec_label(spec, self.args.cassette), "by": CHOSEN_BY[self.by[name]]}
+        source = getattr(self._built.get(spec), "source", None)
+        if spec and spec.startswith("scripted:") and source:
+            from .manifest import file_sha256
+
+            entry["sha256"] = file_sha256(source)
+        return {"llm_choice": entry}
+
+    def lines(self) -> list[str]:
+        """One line per LLM: the methods that run on it and how it was chosen."""
+        out = []
+        for spec in dict.fromkeys(self.specs.values()):
+            users = [n for n in self.names if self.specs[n] == spec]
+            by = sorted({CHOSEN_BY[self.by[n]] for n in users})
+            out.append(f"{', '.join(users)}: {spec_label(spec, self.args.cassette)} ({'; '.join(by)})")
+        return out
+
+    def print_notes(self) -> None:
+        for note in self._notes:
+            print(terminal_text(f"note: {note}"), file=sys.stderr)
+        if self.differ():
+            print(terminal_text("note: the methods run on different LLMs, so their scores compare readers as well "
+                                "as memories:\n  " + "\n  ".join(self.lines())), file=sys.stderr)
+
+    def print_summary(self) -> None:
+        """After the run: each LLM's methods, and for a replay how many calls it missed."""
+        if not self.differ() and not any(getattr(llm, "replay_misses", 0) for llm in self._built.values()):
+            return
+        for spec, llm in self._built.items():
+            users = [n for n in self.names if self.specs[n] == spec]
+            misses = getattr(llm, "replay_misses", None)
+            tail = f": {llm.hits} cassette hits, {misses} misses" if misses is not None else ""
+            print(terminal_text(f"{', '.join(users)} on {spec_label(spec, self.args.cassette)}{tail}"),
+                  file=sys.stderr)
+
+    def by_llm(self, names: list[str], setups) -> list:
+        """``[(llm, [method names])]``: the run's backends and the methods (as run) that used each."""
+        out: dict = {}
+        for name, setup in zip(names, setups):
+            out.setdefault(self.specs[name], (self.llm(name), []))[1].append(setup.method.name)
+        return list(out.values())
 
 
 def run_params(args) -> dict:
@@ -260,27 +438,30 @@ def run_params(args) -> dict:
     return explicit_params(args.param, fair=getattr(args, "fair", False))
 
 
-def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = True, reranker=None):
+def thread_setup(args, name: str, llm, embedder, params: dict, *, warn: bool = True, reranker=None,
+                 profile: str | None = None):
     """Method ``name`` configured for the thread executor by ``settings.build_method`` from the command
-    line's ``--data``, ``--calibration``, ``--bounded-outputs`` and ``--profile`` (``ray_recipes`` rebuilds
-    the same in each worker; ``build``/``ask`` and the demo take the same function)."""
+    line's ``--data``, ``--calibration``, ``--bounded-outputs`` and ``--profile`` (or ``profile``, which
+    ``MethodLLMs.profile`` chose; ``ray_recipes`` rebuilds the same in each worker; ``build``/``ask`` and the
+    demo take the same function)."""
     from .settings import build_method
 
-    return build_method(name, llm=llm, embedder=embedder, params=params, data=args.data,
+    return build_method(name, llm=llm, embedder=embedder, params=params, data=build_data(args),
                         calibration=args.calibration, bounded=getattr(args, "bounded_outputs", False),
-                        profile=getattr(args, "profile", None), warn=warn, reranker=reranker)
+                        profile=profile or getattr(args, "profile", None), warn=warn, reranker=reranker)
 
 
-def ray_recipes(args, names: list[str]) -> list:
+def ray_recipes(args, names: list[str], plan: "MethodLLMs | None" = None) -> list:
     """One ``CliRecipe`` per method for ``--executor ray``: the strings ``thread_setup`` is built
     from, so each worker configures its method the way the thread executor does."""
     from .executors import CliRecipe
 
+    plan = plan or MethodLLMs(args, names)
     params = run_params(args)
-    choices = component_choices(args, names)
-    return [CliRecipe(name, params, args.llm, args.cassette, choices[name].embedder, args.judge,
-                      getattr(args, "bounded_outputs", False), **request_options(args), data=args.data,
-                      calibration=args.calibration, profile=getattr(args, "profile", None),
+    choices = plan.component_choices()
+    return [CliRecipe(name, plan.params(name, params), plan.specs[name], args.cassette, choices[name].embedder,
+                      args.judge, getattr(args, "bounded_outputs", False), **request_options(args),
+                      data=build_data(args), calibration=args.calibration, profile=plan.profile(name),
                       reranker=choices[name].reranker) for name in names]
 
 
@@ -363,7 +544,7 @@ def _finish(out: Path, res) -> None:
         print(export(summary_table(res.to_frame()).drop(columns=["params", "params_hash"]), "md"))
 
 
-def _eval_ray(args, dataset, names: list[str]) -> int:
+def _eval_ray(args, dataset, names: list[str], plan: "MethodLLMs | None" = None) -> int:
     """Every (method x conversation) as a Ray task; one driver thread per method streams rows into one store."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -376,20 +557,24 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
     sweep_stale_temps(out)
     report_resume(out / "results.jsonl")
     store = ResultsStore(out / "results.jsonl")
+    plan = plan or MethodLLMs(args, names)
     with usage_errors():
-        recipes = ray_recipes(args, names)
+        recipes = ray_recipes(args, names, plan)
         # driver copies (name, parameters, setup for the manifest; never called here), built before any task
         # starts so that a bad name or parameter fails first, and the threshold warnings print once
         driver = [recipe.setup(k, warn=True) for k, recipe in enumerate(recipes)]
+
+    plan.print_notes()
+    questions = run_questions(args)
 
     def one(k: int):
         recipe, (setup, judge) = recipes[k], driver[k]
         ex = RayExecutor(recipe, address=args.address, first_index=k)
         return evaluate(setup.method, dataset, judge=judge, workers=args.workers, store=store,
-                        questions=args.questions, conversations=args.conversations,
+                        questions=questions, conversations=args.conversations,
                         categories=_categories(args.categories), progress=not args.no_progress,
                         save_memories_dir=out if args.save_memories else None, retry_errors=args.retry_errors,
-                        extra_manifest=setup.manifest(), executor=ex)
+                        extra_manifest={**setup.manifest(), **plan.manifest(recipe.method)}, executor=ex)
 
     ensure_ray(args.address)  # start or join Ray once, before the driver threads
     with ThreadPoolExecutor(max_workers=len(recipes)) as pool:
@@ -402,7 +587,7 @@ def _eval_ray(args, dataset, names: list[str]) -> int:
 def _plan(args, dataset):
     from .harness import select
 
-    return select(dataset, conversations=args.conversations, questions=args.questions,
+    return select(dataset, conversations=args.conversations, questions=run_questions(args),
                   categories=_categories(args.categories))
 
 
@@ -437,22 +622,25 @@ def estimate_command(args, dataset) -> int:
     from .judge import LLMJudge
     from .settings import build_method
 
-    problems, llm = [], None
-    try:
-        llm = _llm(args.llm, args.cassette)
-    except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
-        problems.append(f"no usable LLM for {args.llm or 'the default'}: {backend_error(exc)}")
-        llm = _Unbuilt(args.llm or "")
-    judge = LLMJudge(llm) if args.judge else None
-    blocked = False
     names = [m.strip() for m in args.method.split(",") if m.strip()]
-    choices = component_choices(args, names)
-    for name in names:  # one estimate per method
+    with usage_errors():
+        plan = MethodLLMs(args, names)
+    blocked = False
+    choices = plan.component_choices()
+    for name in names:  # one estimate per method, on its own LLM
+        problems = []
+        try:
+            llm = plan.llm(name)
+        except Exception as exc:  # any backend failure (no model, no API key) is reported as a flag
+            problems.append(f"no usable LLM for {plan.specs[name] or 'the default'}: {backend_error(exc)}")
+            llm = _Unbuilt(plan.specs[name] or "")
+        judge = LLMJudge(llm) if args.judge else None
         embedder, calibration = _estimate_embedder(args, choices[name].embedder)
+        params = run_params(args) if isinstance(llm, _Unbuilt) else plan.params(name, run_params(args))
         # the method the run would build (settings.build_method: preset, calibration, profile, --param, --fair)
-        method = build_method(name, llm=llm, embedder=embedder, params=run_params(args), data=args.data,
+        method = build_method(name, llm=llm, embedder=embedder, params=params, data=build_data(args),
                               calibration=calibration, bounded=getattr(args, "bounded_outputs", False),
-                              profile=getattr(args, "profile", None), warn=False).method
+                              profile=plan.profile(name), warn=False).method
         blocked |= _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems).blocked
     return 2 if blocked else 0
 

@@ -13,6 +13,8 @@ The layers, each winning over the one before:
    method that has two, ``workbench.methods.profile``), its hand-set thresholds for runs without calibration
    (``without_calibration`` in ``demo_profiles.json``), its overrides for the method, and those of a labelled
    variant (``ama[paper-judge]``);
+   a labelled name the profile did not record (or any labelled name without a profile) is one of the method's
+   ``ablations`` (``recmem[w/o episodic]``, ``labelled_params``), and an unknown label is an error;
 5. the explicit parameters (``--param``, and ``answer_prompt="shared"`` with ``--fair``).
 
 The LLM gets the output bounds of ``--bounded-outputs`` (every bounded role) or else the profile's:
@@ -20,11 +22,17 @@ bounds are part of each bounded call's cassette key, so a method replays its rec
 """
 from __future__ import annotations
 
-from ..methods.base import method_base
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from ..methods.base import VARIANT, method_base
 from .presets import RunSetup, prepare_method
-from .profiles import UNCALIBRATED, DemoProfile, get_profile
+from .profiles import ACTIVE, DEMO_PROFILES, UNCALIBRATED, DemoProfile, get_profile
 
 NO_CALIBRATION = (None, "off", "none")
+#: ``--data demo``: the demo's slice, questions and profile (``demo_data``)
+DEMO_DATA = "demo"
 
 
 def _has_profiles(name: str) -> bool:
@@ -78,23 +86,117 @@ def build_method(name: str, *, llm, embedder, params: dict | None = None, data: 
     reranker service for a method that takes one (``components.choose_components`` picks it)."""
     profile = get_profile(profile)
     explicit = dict(params or {})
-    base = name
-    if profile is not None:
-        base = method_base(name)
-        if name != base and name not in profile.variants:
-            raise ValueError(f"unknown variant {name!r} of profile {profile.name}; its variants: "
-                             f"{', '.join(sorted(profile.variants)) or 'none'}")
+    base, label, labelled = labelled_params(name, profile)
+    if profile is None:
+        explicit = {**labelled, **explicit}
+    else:
         if calibration == "auto":
             calibration = profile.calibration  # what the profile's cassette was recorded with (None: before any)
         hand_set = UNCALIBRATED["params"].get(base, {}) if calibration in NO_CALIBRATION else {}
         named = {"profile": profile.method_profile} if _has_profiles(base) else {}
-        explicit = {**named, **hand_set, **profile.overrides.get(base, {}), **profile.variants.get(name, {}),
-                    **explicit}
+        explicit = {**named, **hand_set, **profile.overrides.get(base, {}), **labelled, **explicit}
     bound_llm(llm, bounded=bounded, profile=profile)
     setup = prepare_method(base, llm, embedder, explicit, data=data, calibration=calibration, warn=warn,
                            reranker=reranker)
-    if name != base:
-        setup.method.labelled(name[len(base) + 1:-1])
+    if label is not None:
+        setup.method.labelled(label)
     setup.profile = profile.name if profile is not None else None
     setup.output_bounds = tuple(sorted(getattr(llm, "output_bounds", None) or {}))
     return setup
+
+
+def labelled_params(name: str, profile: DemoProfile | None = None) -> tuple[str, str | None, dict]:
+    """``(method, label, parameters)`` of a run's method name: ``ama`` -> ``("ama", None, {})``; a labelled name
+    ``base[label]`` is a variant the profile recorded (``ama[paper-judge]``) or else one of the method's own
+    ``ablations`` (``recmem[w/o episodic]``: case, spaces, ``/``, ``-`` and ``_`` aside, run under the label
+    ``wo-episodic``). Any other label is a ``ValueError`` listing both, never dropped: a silently unlabelled
+    run would be the plain method under the name the user asked for."""
+    from ..methods import get_method
+
+    base = method_base(name)
+    if name == base:
+        return base, None, {}
+    label = name[len(base):]
+    if not (label.startswith("[") and label.endswith("]") and len(label) > 2):
+        raise ValueError(f"method {name!r}: write a labelled method as name[label], e.g. ama[paper-judge]")
+    label = label[1:-1]
+    if profile is not None and name in profile.variants:
+        return base, label, dict(profile.variants[name])
+    cls = get_method(base)
+    try:
+        params = cls.ablation_params(label)
+    except ValueError:
+        variants = sorted(v for v in (profile.variants if profile is not None else ()) if method_base(v) == base)
+        recorded = [v for p in DEMO_PROFILES.values() for v in p.variants if method_base(v) == base]
+        hint = (f"; the recorded profiles' variants: {', '.join(sorted(set(recorded)))} (with --profile)"
+                if recorded and profile is None else "")
+        raise ValueError(f"unknown label [{label}] for {base}: its ablations: "
+                         f"{', '.join(repr(a) for a in cls.ablations) or 'none'}"
+                         + (f"; profile {profile.name}'s variants: {', '.join(variants) or 'none'}"
+                            if profile is not None else hint)) from None
+    return base, ablation_label(label), params
+
+
+def ablation_label(label: str) -> str:
+    """The run label of an ablation named on a command line: kept when it is a valid label already
+    (``wo-episodic``), else lowercased with ``/`` dropped and other runs of characters made ``-``
+    (``W/O Episodic`` -> ``wo-episodic``), so it passes ``MemoryMethod.labelled``."""
+    if VARIANT.fullmatch(label):
+        return label
+    slug = re.sub(r"[^a-z0-9_-]+", "-", label.casefold().replace("/", "")).strip("-_")[:32].rstrip("-_")
+    if not slug or not VARIANT.fullmatch(slug):
+        raise ValueError(f"label [{label}] gives no run label (letters, digits, - and _)")
+    return slug
+
+
+class DemoData(NamedTuple):
+    """What ``--data demo`` evaluates: the demo's dataset and questions, and how the demo configures methods."""
+
+    dataset: object  # workbench.data.Dataset: the profile's slice of sample-1, named "sample" as the demo's
+    questions: list  # the profile's recorded question ids (``--questions N``: the first N)
+    profile: DemoProfile
+    build_data: str | None  # the data ``build_method`` gets: "locomo" with a calibration, as the demo; else None
+
+
+def demo_data(profile: str | DemoProfile | None = None, *, questions: int | None = None,
+              calibration: str | None = "auto") -> DemoData:
+    """The demo's slice rebuilt exactly as ``workbench.demo`` builds it (the first ``profile.sessions`` sessions
+    of sample-1 with the questions whose evidence lies there, its question ids, the dataset name ``sample`` the
+    question dates and presets read), so that ``workbench eval --data demo`` replays the demo's cassette for the
+    methods the demo recorded. ``profile``: a recorded profile (default: the active one)."""
+    from ..data import Dataset, load_sample
+
+    profile = get_profile(profile) or DEMO_PROFILES[ACTIVE]
+    conv = load_sample()[0].head(profile.sessions)
+    ids = list(profile.questions[:questions] if questions else profile.questions)
+    build_data = None if calibration in NO_CALIBRATION else "locomo"
+    return DemoData(Dataset("sample", (conv,)), ids, profile, build_data)
+
+
+def demo_methods_recorded(profile: DemoProfile) -> set[str]:
+    """The method names the profile's cassette holds calls of: its methods and labelled variants."""
+    return {*profile.order, *profile.variants}
+
+
+def recorded_profile(cassette) -> DemoProfile | None:
+    """The recorded profile whose cassette ``cassette`` is (the same file, or a copy with the same content, as
+    ``workbench demo`` makes in its run directory), else None: a replay of it misses unless the methods are
+    built with that profile's parameters, calibration and output bounds."""
+    if cassette is None:
+        return None
+    path = Path(cassette)
+    if not path.is_file():
+        return None
+    from .manifest import file_sha256
+
+    digest = None
+    for p in DEMO_PROFILES.values():
+        if not p.cassette.is_file():
+            continue
+        if p.cassette.resolve() == path.resolve():
+            return p
+        if p.cassette.stat().st_size == path.stat().st_size:
+            digest = digest or file_sha256(path)
+            if file_sha256(p.cassette) == digest:
+                return p
+    return None

@@ -3,11 +3,15 @@
 Order: explicit argument > ``WORKBENCH_LLM`` environment variable > installed offline model >
 ``NoModelError`` listing the ways to get one. Spec strings:
 ``openai:<model>`` · ``openai:<model>@<base_url>`` · ``local`` · ``local:<name>`` ·
-``gguf:<path>`` · ``replay:<cassette.jsonl>``.
+``gguf:<path>`` · ``replay:<cassette.jsonl>`` · ``scripted`` · ``scripted:<replies.json>``.
+
+A command line may give each method its own spec (``per_method_specs``):
+``--llm 'my_method=scripted:replies.json,*=replay:demo.jsonl'``.
 """
 from __future__ import annotations
 
 import os
+import re
 
 from .base import BaseLLM
 from .errors import NoModelError
@@ -40,7 +44,42 @@ def llm_from_spec(spec: str, *, request_timeout: float | None = None, attempts: 
         from .cache import CachedLLM
 
         return CachedLLM.replay(rest)
-    raise ValueError(f"unknown LLM spec {spec!r}; expected openai:, local, gguf: or replay:")
+    if kind == "scripted":  # no model: replies from a reply file (workbench.llm.scripted_file), or schema-minimal
+        from .scripted_file import auto_llm, load_scripted
+
+        return load_scripted(rest) if rest else auto_llm()
+    raise ValueError(f"unknown LLM spec {spec!r}; expected openai:, local, gguf:, replay: or scripted[:FILE]")
+
+
+#: where a per-method entry starts: ``,name=`` / ``,name[label]=`` / ``,*=`` (a comma inside one spec, as in
+#: ``openai:m@url1,url2``, is not followed by one)
+_ENTRY = re.compile(r"^\s*(\*|[a-z][a-z0-9_]*(?:\[[^\]=,]*\])?)\s*=")
+_SPLIT = re.compile(r",(?=\s*(?:\*|[a-z][a-z0-9_]*(?:\[[^\]=,]*\])?)\s*=)")
+
+
+def is_per_method(text: str | None) -> bool:
+    """Whether an ``--llm`` value gives specs per method (``name=SPEC,...``) rather than one spec."""
+    return bool(text) and _ENTRY.match(text) is not None
+
+
+def per_method_specs(text: str | None) -> dict[str, str | None]:
+    """``--llm`` as ``{method or "*": spec}``. A plain spec (``local``, ``openai:m@u1,u2``) is ``{"*": spec}``;
+    ``a=SPEC,b[label]=SPEC,*=SPEC`` gives each named method its spec and ``*`` the others'. A name given twice,
+    or a list that mixes plain and named entries, is a ``ValueError`` naming it."""
+    if text is None or not _ENTRY.match(text):
+        return {"*": text}
+    out: dict[str, str | None] = {}
+    for entry in _SPLIT.split(text):
+        m = _ENTRY.match(entry)
+        if m is None:
+            raise ValueError(f"--llm {text!r}: entry {entry!r} names no method (write name=SPEC or *=SPEC)")
+        name, spec = m.group(1), entry[m.end():].strip()
+        if not spec:
+            raise ValueError(f"--llm {text!r}: {name}= gives no spec")
+        if name in out:
+            raise ValueError(f"--llm {text!r}: {name} is given twice")
+        out[name] = spec
+    return out
 
 
 #: environment variable: MiB of RAM for llama.cpp prefix states (``LlamaCpp(state_cache_mb=...)``) in
