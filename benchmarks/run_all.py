@@ -5,7 +5,8 @@ Configurations:
 - ``reduced`` (default; what CI runs, about 10 minutes on 2 cores): the sample-data comparison replayed
   from the committed cassette, RecMem vs EagerFloor construction and AMA's refresh recording (both
   replayed), overhead (replay-based, 20 s simulated-latency budget), scale at 1x/4x/16x
-  conv-26, core speed with indexes up to 10^5 units, H-Mem build (1 repeat), harness replay, UI.
+  conv-26, core speed with indexes up to 10^5 units, H-Mem build (1 repeat), harness replay, UI, and what
+  local JSON repair would have saved on the real-scale cassettes (``bench_repairs``, read-only, seconds).
 - ``full``: the same with indexes up to 10^6, 3 repeats, 500 retrieval queries, a 120 s simulated
   budget, **and** the LoCoMo dev slice with the offline model as reader and judge (hours: see the
   estimate in SUMMARY.md). Resumable: rerun the command after an interruption.
@@ -27,8 +28,8 @@ from datetime import datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STEPS = ("compare", "construction", "ama_refresh", "memr3_ab", "verdicts", "real_scale", "overhead", "scale", "core",
-         "hmem_build", "harness_replay", "ui", "locomo")
+STEPS = ("compare", "construction", "ama_refresh", "memr3_ab", "verdicts", "real_scale", "repairs", "overhead", "scale",
+         "core", "hmem_build", "harness_replay", "ui", "locomo")
 CONFIGS = {
     "reduced": {"core": ["--max-size", "100000"], "hmem_build": ["--repeats", "1"],
                 "harness_replay": ["--repeats", "2"], "ui": ["--repeat", "2"],
@@ -119,6 +120,13 @@ def step_real_scale(cfg: dict, results: Path, opts) -> None:
     from benchmarks import bench_real_scale
 
     _write(results, "real_scale.json", bench_real_scale.run(results))
+
+
+def step_repairs(cfg: dict, results: Path, opts) -> None:
+    """What local JSON repair would have saved on the real-scale recordings (read-only; about 15 s)."""
+    from benchmarks import bench_repairs
+
+    _write(results, "repairs.json", bench_repairs.run())
 
 
 def step_overhead(cfg: dict, results: Path, opts) -> None:
@@ -627,6 +635,9 @@ def render(meta: dict, load) -> str:
     lines += _sec_ama_refresh(load("ama_refresh.json")) + _sec_memr3_ab(load("memr3_ab.json"))
     lines += verdicts_markdown(load("verdicts.json"))
     lines += _sec_real_scale(load("real_scale.json"))
+    from benchmarks.bench_repairs import markdown as repairs_markdown
+
+    lines += repairs_markdown(load("repairs.json"))
     lines += _sec_scale(load("scale.json")) + _sec_overhead(overhead) + _sec_ui(load("ui.json"))
     lines += _sec_core(load("core.json"), load("hmem_build.json"), load("harness_replay.json"))
     lines += _sec_demo_recording()

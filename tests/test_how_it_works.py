@@ -243,7 +243,7 @@ def test_the_page_puts_the_paper_profile_next_to_the_small_one(tmp_path):
     section = html[html.index("The paper's method with a small model"):]
     assert "small (tuned for the offline models)</td><td>4</td><td>2,009</td>" in section  # calls, tokens
     assert "method)</td><td>6</td><td>6,222</td>" in section
-    assert "2 json retry" in section and "What the small profile changes (6)" in section
+    assert "2 json retry" in section and "What the small profile changes (7)" in section  # 7: reading (#63)
     # each row's counts behind its verdict, a zero with the census's reason for it
     assert section.count("the counts recorded") == 2
     assert "0 gaps opened (not fired: the router wrote no gap" in section

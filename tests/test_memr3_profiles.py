@@ -131,18 +131,28 @@ def test_the_paper_schema_requires_each_field_the_method_reads():
     assert small["required"] == ["evidence", "gaps", "decision"] and "oneOf" not in small
 
 
-def test_a_forced_action_without_its_payload_is_repaired_under_the_paper_profile(tiny_conv):
+def test_a_forced_action_without_its_payload_is_repaired_under_the_strict_reading(tiny_conv):
     """Issue #39 bug (b): the schema let the model skip the payload (no refinement query in 153 of 153 retrieves at
-    real scale). Under a forced retrieve the paper profile's client refuses a reply without one."""
+    real scale). Under a forced retrieve the paper schema with the strict reading refuses a reply without one; the
+    paper profile's own reading (lenient, [code]'s) reads it, searches q alone and says the schema refused it."""
     replies = [R("reflect", reasoning="think"),
                R("retrieve"),  # forced retrieve (reflect streak) without its query: sent back for repair
                R("retrieve", retrieval_query="Noor new city"), R("answer", detailed_answer="Geneva"), "Geneva"]
-    ans, llm = run("paper", replies, tiny_conv)
+    ans, llm = run("paper", list(replies), tiny_conv, reading="strict")
     routers = steps(ans, "router")
     assert routers[1].data["forced"] == "reflect_streak" and "memr3.router.repair" in llm.roles()
     assert routers[1].data["delta_source"] == "llm" and routers[1].data["payload_written"] is True
     assert steps(ans, "retrieve")[1].data["query"] == f"{Q}. Noor new city"
     assert MemR3.summary_stats([ans])["payload_share"] == {"reflect": 1.0, "retrieve": 1.0, "answer": 1.0}
+
+    replies = [R("reflect", reasoning="think"), R("retrieve"), R("answer", detailed_answer="Geneva"), "Geneva"]
+    ans, llm = run("paper", replies, tiny_conv)
+    routers = steps(ans, "router")
+    assert routers[1].data["forced"] == "reflect_streak" and "memr3.router.repair" not in llm.roles()
+    assert routers[1].data["delta_source"] == "question" and routers[1].data["payload_written"] is False
+    assert "retrieval_query" in routers[1].data["lenient_read"] and "lenient_read" not in routers[0].data
+    assert steps(ans, "retrieve")[1].data["query"] == Q
+    assert MemR3.summary_stats([ans])["lenient_reads"] == 1
 
 
 def test_the_small_profile_records_a_skipped_payload(tiny_conv):

@@ -69,11 +69,12 @@ def test_choose_forces_nothing_and_the_fourth_guard_modes_stay_options():
 # -- N6: a rejected reply is told apart from a skipped payload ------------------------------------------------
 def test_a_rejected_reply_is_recorded_with_its_text_and_left_out_of_the_payload_share(tiny_conv):
     """The paper schema rejects a capitalised "Answer"; after the repair and the retry also fail, the step used to
-    record only proposed=None and payload_written=False, and payload_share counted it as a skipped payload."""
+    record only proposed=None and payload_written=False, and payload_share counted it as a skipped payload. (The
+    strict reading: the paper profile's own, lenient one reads "Answer" as [code] does, tests/test_lenient_replies.)"""
     bad = R("Answer", ["Noor lives in Geneva"], detailed_answer="Geneva")
     ans, llm = run("paper", [bad, bad, bad, R("retrieve", retrieval_query="city"),
                              R("answer", ["Noor lives in Geneva"], detailed_answer="Geneva"), "Geneva"],
-                   tiny_conv, n_chk=2)
+                   tiny_conv, n_chk=2, reading="strict")
     steps = routers(ans)
     assert steps[0].data["reply_rejected"] is True and '"Answer"' in steps[0].data["rejected_reply"]
     assert steps[0].data["fallback"] == "router call failed" and steps[0].data["action"] == "reflect"

@@ -1,13 +1,16 @@
 """The one protocol every method calls: ``llm.complete(messages, *, schema, temperature, seed)``.
 
-``BaseLLM`` does the shared work once: message normalisation, JSON parsing with one repair
-attempt and a bounded retry, token counting when the backend reports none, the usage ledger and
-per-step tracking, and thread-pool batching. Backends implement only ``_generate``.
+``BaseLLM`` does the shared work once: message normalisation, JSON parsing (local repair with
+``json_repair`` where it is on, then one repair call and a bounded retry), token counting when the backend
+reports none, the usage ledger and per-step tracking, and thread-pool batching. Backends implement only
+``_generate``.
 """
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
@@ -16,7 +19,7 @@ from ..trace import LLMCall, Usage
 from ..failures import describe_error
 from .bounds import apply_bounds
 from .errors import LLMError, ParseError
-from .jsonparse import parse_json
+from .jsonparse import read_json
 from .ledger import Ledger, current_tags
 from .tokens import count_message_tokens, count_tokens
 
@@ -48,6 +51,8 @@ class Completion:
     model: str
     latency_s: float
     cached: bool
+    #: "local" when the reply that was read needed ``json_repair`` (``jsonparse.LOCAL_REPAIR``), else ""
+    repaired: str = ""
 
 
 @runtime_checkable
@@ -55,7 +60,8 @@ class LLM(Protocol):
     model: str
 
     def complete(self, messages, *, schema: dict | None = None, temperature: float = 0.0,
-                 seed: int | None = None, role: str = "", max_tokens: int | None = None) -> Completion: ...
+                 seed: int | None = None, role: str = "", max_tokens: int | None = None,
+                 accept: dict | None = None) -> Completion: ...
 
 
 def as_messages(messages) -> list[dict]:
@@ -78,6 +84,12 @@ class BaseLLM:
     max_parse_retries: int = 1
     #: per-role output limits (``bounds.BOUNDED_OUTPUTS``); None = the method's schema and max_tokens as given
     output_bounds: dict | None = None
+    #: repair a reply that is not valid JSON locally (``json_repair``, ``jsonparse.read_json``) before any repair
+    #: call, as RecMem's and MemR3's own clients do; the repaired value must still pass the schema. True, False, or
+    #: None ("auto"): on for every model but the offline ones (``small_model``), whose committed recordings were
+    #: made without it: a reply repaired here makes no repair call, so the method reads other text than the
+    #: recorded repair or retry and its next prompts would miss the cassette.
+    local_repair: bool | None = None
 
     @property
     def small_model(self) -> bool:
@@ -90,6 +102,14 @@ class BaseLLM:
 
     def __init__(self):
         self.ledger = Ledger()
+        #: replies read only after local repair, by role (``role``, ``role.repair`` or ``role.retry``)
+        self.local_repairs: Counter = Counter()
+        self._repairs_lock = threading.Lock()
+
+    @property
+    def repairs_locally(self) -> bool:
+        """Whether this client repairs malformed JSON locally (``local_repair``, "auto" resolved)."""
+        return bool(self.local_repair) if self.local_repair is not None else not self.small_model
 
     # -- backend hook -------------------------------------------------------------------------
     def _generate(self, messages: list[dict], *, schema, temperature, seed, max_tokens, role) -> Generation:
@@ -97,19 +117,27 @@ class BaseLLM:
 
     # -- public protocol ------------------------------------------------------------------------
     def complete(self, messages, *, schema: dict | None = None, temperature: float = 0.0,
-                 seed: int | None = None, role: str = "", max_tokens: int | None = None) -> Completion:
+                 seed: int | None = None, role: str = "", max_tokens: int | None = None,
+                 accept: dict | None = None) -> Completion:
+        """One call; with ``schema``, the reply parsed and validated (``Completion.parsed``).
+
+        ``accept``: the schema a reply is validated against when it is not ``schema`` itself, which is still the
+        one sent (response format, grammar, cache key). A method whose paper's code reads replies more
+        leniently than the structure it asks for (MemR3's paper profile) sends the strict schema and accepts
+        what that code accepts; the method then reads the reply the way that code does."""
         msgs = as_messages(messages)
         calls: list[LLMCall] = []
         sent_schema = schema
         if self.output_bounds:
             sent_schema, max_tokens = apply_bounds(self.output_bounds, role, schema, max_tokens)
         gen = self._call(msgs, sent_schema, temperature, seed, max_tokens, role, calls)
-        parsed = None
+        parsed, repaired = None, ""
         if schema is not None:
-            parsed, gen = self._parse_with_repair(msgs, gen, schema, temperature, seed, max_tokens, role, calls,
-                                                  sent_schema)
+            parsed, repaired, gen = self._parse_with_repair(msgs, gen, schema if accept is None else accept,
+                                                            temperature, seed, max_tokens, role, calls, sent_schema)
         usage = Usage.total(c.usage for c in calls)
-        return Completion(gen.text, parsed, usage, gen.model, usage.latency_s, all(c.cached for c in calls))
+        return Completion(gen.text, parsed, usage, gen.model, usage.latency_s, all(c.cached for c in calls),
+                          repaired)
 
     def complete_many(self, requests: Sequence[dict], *, workers: int = 4) -> list[Completion | Exception]:
         """Run independent ``complete(**request)`` calls on a thread pool, in order.
@@ -161,18 +189,28 @@ class BaseLLM:
         calls.append(call)
         return gen
 
+    def _read(self, gen: Generation, schema, role: str):
+        """``read_json`` with this client's local repair; a locally repaired reply is counted (``local_repairs``)."""
+        value, how = read_json(gen.text, schema, local_repair=self.repairs_locally)
+        if how:
+            with self._repairs_lock:
+                self.local_repairs[role] += 1
+        return value, how
+
     def _parse_with_repair(self, msgs, gen, schema, temperature, seed, max_tokens, role, calls, sent_schema=None):
-        """Validate against the method's ``schema``; repairs and retries send ``sent_schema`` (the bounded one)."""
+        """Validate against ``schema`` (the method's, or its ``accept``); repairs and retries send ``sent_schema``
+        (what was sent: the bounded one). Returns (value, "local" or "", the generation read). Local repair, where
+        it is on, is tried on each reply before the next call is spent on it."""
         sent_schema = schema if sent_schema is None else sent_schema
         try:
-            return parse_json(gen.text, schema), gen
+            return (*self._read(gen, schema, role), gen)
         except ParseError as first:
             error = first
         repair = msgs + [{"role": "assistant", "content": gen.text},
                          {"role": "user", "content": JSON_REPAIR_PROMPT.format(error=str(error)[:200])}]
         gen = self._call(repair, sent_schema, temperature, seed, max_tokens, f"{role}.repair", calls)
         try:
-            return parse_json(gen.text, schema), gen
+            return (*self._read(gen, schema, f"{role}.repair"), gen)
         except ParseError as exc:
             error = exc
         for attempt in range(1, self.max_parse_retries + 1):
@@ -180,9 +218,12 @@ class BaseLLM:
             gen = self._call(msgs, sent_schema, max(temperature, 0.3), retry_seed, max_tokens, f"{role}.retry",
                              calls)
             try:
-                return parse_json(gen.text, schema), gen
+                return (*self._read(gen, schema, f"{role}.retry"), gen)
             except ParseError as exc:
                 error = exc
-        raise ParseError(f"{role or 'call'}: reply is not the requested JSON after repair and "
-                         f"{self.max_parse_retries} retr{'y' if self.max_parse_retries == 1 else 'ies'}: {error}",
-                         gen.text)
+        local = f"; local repair: {error.local_repair}" if error.local_repair else ""
+        final = ParseError(f"{role or 'call'}: reply is not the requested JSON after repair and "
+                           f"{self.max_parse_retries} retr{'y' if self.max_parse_retries == 1 else 'ies'}: {error}"
+                           f"{local}", gen.text)
+        final.local_repair = error.local_repair
+        raise final

@@ -9,12 +9,14 @@ class LLMError(InWords, RuntimeError):
 class ParseError(LLMError):
     """The model's reply could not be parsed as the requested JSON, even after repair and retry.
 
-    ``raw`` carries the last reply so callers can record it; long runs record and continue.
+    ``raw`` carries the last reply so callers can record it; long runs record and continue. ``local_repair``:
+    why ``json_repair``'s reading of the reply was refused too (``jsonparse.read_json``), None when not tried.
     """
 
     def __init__(self, message: str, raw: str = ""):
         super().__init__(message)
         self.raw = raw
+        self.local_repair: str | None = None
 
 
 class CacheMiss(LLMError):

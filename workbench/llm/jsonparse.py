@@ -1,7 +1,11 @@
-"""Tolerant JSON extraction and a schema check (``jsonschema``), shared by every client and method.
+"""Tolerant JSON extraction, local repair (``json_repair``) and a schema check (``jsonschema``), shared by every
+client and method.
 
-Models wrap JSON in prose or code fences, use single quotes or trailing commas. We strip fences,
-take the outermost object/array, and try a few conservative repairs before giving up.
+Models wrap JSON in prose or code fences, use single quotes or trailing commas. ``extract_json`` strips fences,
+takes the outermost object/array and drops trailing commas: the strict reading. ``read_json`` adds the local
+repair the papers' own code applies (RecMem's and MemR3's clients call ``json_repair`` before anything else): a
+reply the strict reading cannot parse (cut at the token cap, an unclosed string, a missing bracket) is repaired
+here, without a model call, and the repaired value must still pass the schema, or the strict error stands.
 """
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 import re
 from typing import Any
 
+import json_repair
 from jsonschema import Draft202012Validator, validators
 
 from .errors import ParseError
@@ -132,3 +137,40 @@ def parse_json(text: str, schema: dict | None = None) -> Any:
     value = extract_json(text)
     check_schema(value, schema)
     return value
+
+
+#: ``read_json``'s second value when the reply needed ``json_repair`` (the trace and the ledger say so)
+LOCAL_REPAIR = "local"
+
+
+def repair_locally(text: str) -> tuple[Any, list[str]]:
+    """``json_repair``'s reading of ``text``: (value, what it repaired, one line each). A reply with no JSON in
+    it comes back as ``""``, which no object or array schema accepts."""
+    value, log = json_repair.loads(text or "", logging=True)
+    return value, [str(entry.get("text", entry)) if isinstance(entry, dict) else str(entry) for entry in log]
+
+
+def read_json(text: str, schema: dict | None = None, *, local_repair: bool = False) -> tuple[Any, str]:
+    """(value, how it was read): ``""`` when the strict reading (``extract_json``) parsed it, ``LOCAL_REPAIR`` when
+    only ``json_repair`` could (with ``local_repair``). Either way the value passes ``check_schema(schema)``.
+
+    Local repair is tried only where the strict reading found no JSON: a reply that parses but breaks the schema
+    is a wrong answer, not malformed text, and goes back to the model as before. When the repaired value breaks
+    the schema too, the strict reading's ``ParseError`` is raised unchanged (its message is part of the repair
+    call's cache key: a run with local repair replays the repair calls of a recording made without it), with
+    ``local_repair`` set to why the repaired value was refused. Without a ``schema`` nothing could refuse a
+    repaired value (a reply with no JSON at all repairs to ``""``), so there is no local repair."""
+    try:
+        value = extract_json(text)
+    except ParseError as strict:
+        if not local_repair or not schema:
+            raise
+        value, _log = repair_locally(text)
+        try:
+            check_schema(value, schema)
+        except ParseError as refused:
+            strict.local_repair = f"json_repair's value refused: {refused}"
+            raise strict from None
+        return value, LOCAL_REPAIR
+    check_schema(value, schema)
+    return value, ""

@@ -19,9 +19,11 @@ from typing import Any, Sequence
 
 from .how_it_works import HOW_IT_WORKS
 from ..components import PaperComponents
+from .paper_tables import TABLES as PAPER_TABLES
 from ...data import Conversation
 from ...jsonl import read_json
 from ...llm.errors import CacheMiss, LLMError, ParseError
+from ...llm.jsonparse import check_schema
 from ...llm.tokens import count_tokens
 from ...trace import Answer, Hit
 from ..answer_prompt import shared_prompt
@@ -31,8 +33,8 @@ from ..profile import PROFILE
 from .census import CENSUS
 from . import paper_prompts as PP
 from . import prompts as P
-from .state import (GUARDS, NOTHING_LEFT_MODES, RouterState, allowed_actions, delta_fallback, guard, has_more,
-                    normalize_evidence, open_gaps, resolve, retrieval_query, written_gaps)
+from .state import (GUARDS, LENIENT_ACCEPT, NOTHING_LEFT_MODES, RouterState, allowed_actions, delta_fallback, guard,
+                    has_more, normalize_evidence, open_gaps, read_leniently, resolve, retrieval_query, written_gaps)
 
 # The paper's chunked-RAG backend (digest §4, §5): fixed 256-token windows, chunk size picked from
 # {128, 256, 512, 1024}. Built with NaiveRAG's "window" chunking, which never splits a message.
@@ -41,6 +43,9 @@ DEFAULT_CHUNKING = "window"
 DEFAULT_CHUNK_TOKENS = 256
 BACKEND_DIR = "backend"  # where save() puts the backend's own saved memory
 REJECTED_CHARS = 2000  # how much of a rejected router reply a step keeps (the replies are capped at 512 tokens)
+# [code] src/memr3_rag.py:17-81 (MaskedRetriever, candidate_k=20): with a reranker, each retrieval takes the
+# max(20, n_chk) most similar unmasked chunks, reranks them against q (+) delta-q and keeps the n_chk best
+RERANK_POOL = 20
 
 
 # Paper Table 2 (LoCoMo, RAG backend): each row removes one design choice from the full controller, the
@@ -74,6 +79,8 @@ class Run:
     nothing_left: str = "reflect_then_answer"
     gap_fallback: bool = True
     carry: str = "clear"
+    reading: str = "strict"
+    reranker: Any = None
 
 
 class MemR3(MemoryMethod):
@@ -96,7 +103,8 @@ class MemR3(MemoryMethod):
 
     Profiles (``profile="paper" | "small" | "auto"``; ``workbench.methods.profile``): ``paper`` is App. A's
     prompts (``paper_prompts.py``, every instruction kept, reworded, placeholders instead of example values), a
-    schema that requires each action's text (Eq. 4) and [code]'s choices where the paper is silent; ``small`` is the
+    schema that asks for each action's text (Eq. 4), replies read as leniently as [code] reads them, and [code]'s
+    choices where the paper is silent; ``small`` is the
     configuration every offline recording was made with (``prompts.py``), each aid in ``profile_notes`` with its
     evidence; ``auto`` is ``small`` for the offline models and scripted test LLMs, ``paper`` for any other.
     Point-by-point status of the review: ``docs/reviews/memr3.md``.
@@ -104,9 +112,13 @@ class MemR3(MemoryMethod):
     Departures in both profiles (the paper is silent, or the workbench contract or the offline setting forces it):
     - No LangGraph: an explicit state machine (``state``); the budget guard bounds the loop, so the [code]
       recursion limit is not needed. The behaviour is the graph's.
-    - No cross-encoder rerank: hits come in the backend's own order (cosine for NaiveRAG); [code] reranks a
-      20-candidate pool with ms-marco-MiniLM-L-12-v2, which is not available offline, and there is no rerank hook
-      (declined: it belongs to the backend's retriever, not to the controller).
+    - Rerank only with ``reranker=`` (a ``workbench.rerank.Reranker``; [code] and App. C.2: ms-marco-MiniLM-L-12-v2):
+      each retrieval then takes the max(20, n_chk) most similar unmasked hits from the backend (``RERANK_POOL``,
+      [code] ``candidate_k``), reranks them against q (+) delta-q, keeps the n_chk best with the reranker's scores
+      and masks only those, as [code]'s ``MaskedRetriever`` does; the retrieve step keeps the pool, its backend
+      scores and the reranker's (``rerank``). Without one (the default) hits come in the backend's own order
+      (cosine for NaiveRAG) and ``param_notes`` lists the missing reranker (``components``). Over a backend other
+      than RAG the same rerank applies to its hits ([code] has it in its RAG retriever only).
     - Embedder: the caller's (``embedder=``; ``workbench eval`` defaults to MiniLM-int8). The paper (App. C.2) and
       [code] (example_rag_locomo.sh) embed chunks and q (+) delta-q with OpenAI text-embedding-3-large: pass
       ``--embedder openai:text-embedding-3-large`` (and an API model) to match. A run-header warning when the paper
@@ -127,11 +139,15 @@ class MemR3(MemoryMethod):
       exhausted. Replay-cassette misses absorbed by any fallback are flagged ``cache_miss``.
     - The mask is hard and also enforced here (a hit the backend returns despite ``exclude`` is
       dropped and recorded); [code]'s Zep soft mask (backfill) is not reproduced (no Zep backend here).
-    - A failed router call (ParseError/LLMError after the client's repair and retry) keeps the
-      previous evidence and gaps and falls back to reflect ([code] retries 5 times with 20 s sleeps, then
+    - A failed router call (an LLMError, or a reply the reading refuses after the client's repair and retry)
+      keeps the previous evidence and gaps and falls back to reflect ([code] retries 5 times with 20 s sleeps, then
       raises; the contract asks a method to answer every question); a decision outside the enum also falls back
       to reflect ([code]). Both are recorded in the step. The client's parse retry runs at temperature 0.3
       (``llm/base.py``, shared by every method; [code] retries at 0).
+    - Malformed JSON is repaired by the client (``llm.local_repair``, ``json_repair``, validated after): on for API
+      models, off for the offline ones, whose recordings were made without it. [code] calls ``repair_json`` on every
+      reply ``json.loads`` refuses; a router step whose reply needed the repair says ``repaired_locally``
+      (``summary_stats``: ``local_repairs``).
     - The LoCoMo loader keeps questions the dataset asks twice; the paper drops 12 (App., "Repeated questions").
       In the dev copy only conv-30 has one, asked as single-hop and as adversarial (the paper drops the
       adversarial copy); the workbench's category 1-4 runs leave that copy out, so its counts match there.
@@ -189,14 +205,27 @@ class MemR3(MemoryMethod):
     - ``carry="clear"``: a reflect without reasoning clears F (the prompt shows "No prior reasoning.") and the
       "Prior query" is set on retrieve only; [code] keeps the previous F and shows the last query written under
       any decision.
+    - ``reading="strict"``: only a reply that passes the router schema is read; one that breaks it is sent back
+      for repair, retried and then dropped with its evidence and gaps (the previous ones stay), where [code] reads
+      any JSON object (turn-4 review N1). Every recording was made so.
 
     Departures of the paper profile (the paper and [code] are silent, or disagree):
-    - The gaps type is "a string or a list" and the payload is required through ``oneOf`` branches on the
-      decision (forced action: its key in ``required``). The workbench's reply check enforces ``oneOf`` too
-      (``llm.jsonparse.CHECKED_KEYWORDS``), so a reply that skips the payload is sent back for repair, then
-      retried; ``payload_share`` shows how often a reply that was read carried the payload (the 1.5B A/B on the
-      demo's questions: every one; the 4 steps without a payload were replies cut at the token cap and discarded,
-      ``rejected_replies``, ``benchmarks/results/memr3_ab.json``).
+    - The schema sent (a JSON-schema response format, or the grammar of a local model; [code] sends none): the gaps
+      are "a string or a list" and the payload is required through ``oneOf`` branches on the decision (forced
+      action: its key in ``required``). ``reading="lenient"`` reads a reply as [code] does all the same
+      (``state.LENIENT_ACCEPT``, ``state.read_leniently``): any JSON object whose decision, when written, is a
+      string; null or missing payload keys (a retrieve then searches q alone, a reflect keeps F, an answer has
+      no draft), null gaps (G closed), evidence as one string (one bullet), null bullets dropped, a mis-cased
+      decision; a missing or null evidence empties E, as in [code] (the strict reading kept the previous E). What
+      the schema refused is kept in the step (``lenient_read``; ``summary_stats``: ``lenient_reads``), so no
+      repair or retry call is spent on it. A reply that is no JSON object, or whose decision is not a string, is
+      refused, repaired and retried (where [code] raises and calls again). Until issue #63 the paper profile read
+      strictly: such a reply cost a repair and a retry and was then dropped with its evidence (turn-4 review N1;
+      its differential S1b, a model that writes no payload: evidence [] after 16 calls, [code] ['fact 4'] after
+      6; ``tests/test_lenient_replies.py`` replays both). ``payload_share`` shows how often a reply that was read
+      carried the payload (the 1.5B A/B on the demo's questions, recorded under the strict reading: every one; the
+      4 steps without one were replies cut at the token cap and discarded, ``rejected_replies``,
+      ``benchmarks/results/memr3_ab.json``).
     - ``nothing_left="choose"``: the paper's three guards alone (§3.4; App. A.1's "no useful retrieval remains"
       is the empty-retrieval guard). A drained backend forces nothing: the router may still choose retrieve (the
       batch comes back empty and the empty-retrieval guard forces reflect, as Alg. 1 l.5 says; [code]'s RAG path
@@ -206,7 +235,7 @@ class MemR3(MemoryMethod):
     - ``answer_style="stepwise"`` is [code]'s p_w (the paper only says "from Zep"), so the answer text holds the
       model's step-by-step work; token F1 is not meaningful for it, the paper scores only the LLM judge.
 
-    Declined review items (docs/reviews/memr3.md): a rerank stage (above); [code]-exact chunking (the chunks are
+    Declined review items (docs/reviews/memr3.md): [code]-exact chunking (the chunks are
     the retrieval backend's, NaiveRAG's, not the controller's); a strong-model validation run (GPT-4o-mini, Fig. 5's
     histogram, gap and payload rates: no API model offline); the small schema's optional payload (kept: every
     offline recording was made with it, and ``payload_share`` reports how often it was written).
@@ -225,9 +254,11 @@ class MemR3(MemoryMethod):
                   "gap_fallback": False,
                   # [code] src/memr3_base.py:196-197 (prior query: the last one written, any decision) and :282
                   # (a reflect without reasoning keeps the previous F)
-                  "carry": "keep"},
+                  "carry": "keep",
+                  # [code] src/memr3_base.py:389-407: any JSON object is read, nulls and missing keys included
+                  "reading": "lenient"},
         "small": {"prompts": "small", "schema": "small", "answer_style": "short", "nothing_left": "reflect_then_answer",
-                  "gap_fallback": True, "carry": "clear"},
+                  "gap_fallback": True, "carry": "clear", "reading": "strict"},
     }
     profile_notes = {
         "prompts": ("short router prompts written for the 0.5B/1.5B (16k context, 2 CPU cores): they drop App. A's "
@@ -255,12 +286,19 @@ class MemR3(MemoryMethod):
                          "[code] searches q alone; the 0.5B wrote no query in 153 of 153 retrieves (conv-30)"),
         "carry": ("a reflect without reasoning clears F and the prior query is set on retrieve only; [code] keeps "
                   "both; the 0.5B wrote no reasoning in 158 of 159 reflects (conv-30)"),
+        "reading": ("a reply must pass the router schema: one that breaks it (a null key, a string for the evidence "
+                    "list, a missing key) is sent back for repair, retried, and then discarded with its evidence, "
+                    "where [code] reads any JSON object (turn-4 review N1); kept because every recording was made "
+                    "so, and under the small schema (payload optional) few replies break it: the 11 conv-30 "
+                    "router replies sent for repair were all cut at the 448-token cap, none refused for a null "
+                    "(benchmarks/results/repairs.json)"),
     }
     profile_prompt_modules = {"paper": ("memr3.paper_prompts",)}
     category_labels = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "(not scored)"}
     name = "memr3"
     title = "MemR3"
     value_notes = {"answer_prompt": fair_arena_note}
+    paper_tables = PAPER_TABLES  # its paper's headline tables (paper_tables.py): workbench reproduce
     components = PaperComponents("text-embedding-3-large", "text-embedding-3-large", True,
                                  "App. B, RAG retriever",
                                  reranker="ms-marco-MiniLM-L-12-v2",
@@ -276,7 +314,7 @@ class MemR3(MemoryMethod):
     # [ours] the workbench's date policy: neither the paper's prompts nor [code] (any commit) show a question date.
     question_date_datasets = frozenset({"longmemeval"})
 
-    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",
+    def __init__(self, *, llm=None, embedder=None, reranker=None, profile: str = "auto",
                  backend: MemoryMethod | None = None,   # [ours] None: NaiveRAG, 256-token windows (paper App. C.2)
                  retriever_options: dict | None = None,  # [ours] passed to backend.as_retriever(**options)
                  n_chk: int = 5,              # paper §4.3: snippets per retrieval (swept 1..9)
@@ -291,10 +329,12 @@ class MemR3(MemoryMethod):
                  answer_style=PROFILE,   # native answer prompt: "stepwise" ([code] p_w) | "short" ([ours])
                  nothing_left=PROFILE,   # "choose" (§3.4) | "reflect_then_answer" | "reflect" | "no_retrieve"
                  gap_fallback=PROFILE,   # a retrieve without delta-q searches the first open gap (True) or q ([code])
-                 carry=PROFILE):         # "keep" ([code]) | "clear": F and the prior query when a reply lacks them
+                 carry=PROFILE,          # "keep" ([code]) | "clear": F and the prior query when a reply lacks them
+                 reading=PROFILE):       # "lenient" ([code]: any JSON object is read) | "strict" (the schema's)
         self.llm = llm
         self.profile = profile
         self.embedder = embedder
+        self.reranker = reranker  # [code] ms-marco-MiniLM-L-12-v2 over a 20-chunk pool; None: the backend's order
         self.backend = backend
         self.retriever_options = retriever_options
         self.n_chk = n_chk
@@ -310,6 +350,7 @@ class MemR3(MemoryMethod):
         self.nothing_left = nothing_left
         self.gap_fallback = gap_fallback
         self.carry = carry
+        self.reading = reading
         self._apply_profile(profile, llm)
 
     # -- building --------------------------------------------------------------------------------
@@ -328,9 +369,13 @@ class MemR3(MemoryMethod):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         for name, valid in (("prompts", ("paper", "small")), ("schema", ("paper", "small")),
                             ("answer_style", ("stepwise", "short")), ("nothing_left", NOTHING_LEFT_MODES),
-                            ("gap_fallback", (True, False)), ("carry", ("keep", "clear"))):
+                            ("gap_fallback", (True, False)), ("carry", ("keep", "clear")),
+                            ("reading", ("lenient", "strict"))):
             if getattr(self, name) not in valid or not isinstance(getattr(self, name), type(valid[0])):
                 raise ValueError(f"{name} must be one of {valid}, got {getattr(self, name)!r}")
+        if self.reranker is not None and not callable(self.reranker):
+            raise ValueError("reranker must be callable as reranker(query, documents) -> scores "
+                             f"(workbench.rerank.Reranker), got {type(self.reranker).__name__}")
 
     def _reset(self) -> None:
         self.backend_: MemoryMethod | None = None
@@ -367,7 +412,7 @@ class MemR3(MemoryMethod):
         total = len(retriever) if hasattr(retriever, "__len__") else None
         return Run(self.llm, retriever, total, self.n_chk, self.n_max, self.n_cap, self.mask,
                    self.delta_query, self.reflect, now, self.answer_prompt, self.prompts, self.schema,
-                   self.answer_style, self.nothing_left, self.gap_fallback, self.carry)
+                   self.answer_style, self.nothing_left, self.gap_fallback, self.carry, self.reading, self.reranker)
 
     def _node(self, steps: list, kind: str, node, state: RouterState, run: Run) -> RouterState:
         with self.step(steps, kind, kind) as s:
@@ -413,14 +458,15 @@ class MemR3(MemoryMethod):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, llm=None, embedder=None, trust: bool = False, **params) -> "MemR3":
+    def load(cls, path: str | Path, *, llm=None, embedder=None, reranker=None, trust: bool = False,
+             **params) -> "MemR3":
         """Pass ``backend=`` to reload with your backend's services; otherwise the backend is
         rebuilt from its saved parameters with this ``llm`` and ``embedder``."""
         path = Path(path)
         saved = read_json(path / "params.json")["params"]
         if "retriever_options" not in params and isinstance(saved.get("retriever_options"), dict):
             params["retriever_options"] = saved["retriever_options"]
-        obj = super().load(path, llm=llm, embedder=embedder, trust=trust, **params)
+        obj = super().load(path, llm=llm, embedder=embedder, reranker=reranker, trust=trust, **params)
         template = params.get("backend")
         if template is not None:
             kind, services = type(template), {"llm": getattr(template, "llm", None),
@@ -450,7 +496,10 @@ class MemR3(MemoryMethod):
         (a reply the client rejected, an LLM error) is not in it, since nothing was read (turn-4 N6: before, a
         discarded reply counted as a skipped payload); ``rejected_replies``: router steps whose reply the model
         wrote but the client could not read as the schema asks, after its repair and retry (their text is in the
-        step, ``rejected_reply``); ``snippet_tokens``: tokens
+        step, ``rejected_reply``); ``lenient_reads``: router steps whose reply the paper schema would have
+        refused but the lenient reading read (``reading="lenient"``; the refusal is the step's ``lenient_read``);
+        ``local_repairs``: router steps whose reply was read only after the client's local JSON repair;
+        ``reranked_retrievals``: retrieve steps whose batch the reranker chose; ``snippet_tokens``: tokens
         (o200k) of the snippets in front of the router calls, per question (paper App. D.2; a batch shown again
         after a reflect counts again, as [code]'s accounting does). Steps recorded before these fields existed
         count as without payload and with 0 tokens.
@@ -480,6 +529,10 @@ class MemR3(MemoryMethod):
             "payload_share": {act: written[act] / count for act, count in acted.items()
                               if act in ("retrieve", "reflect", "answer")},
             "rejected_replies": sum(1 for s in steps if s.data.get("reply_rejected")),
+            "lenient_reads": sum(1 for s in steps if s.data.get("lenient_read")),
+            "local_repairs": sum(1 for s in steps if s.data.get("repaired_locally")),
+            "reranked_retrievals": sum(1 for a in answers for s in a.steps
+                                       if s.kind == "retrieve" and s.data.get("rerank")),
             "snippet_tokens": {"total": tokens, "per_question": tokens / n if n else 0.0},
         }
 
@@ -492,11 +545,14 @@ def retrieve_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     query = retrieval_query(state.question, delta, use_delta=run.delta_query)
     exclude = state.seen_ids if run.mask else frozenset()
     error = cache_miss = None
+    fetch = run.n_chk if run.reranker is None else max(RERANK_POOL, run.n_chk)
     try:
-        raw = run.retriever.search(query, run.n_chk, exclude=exclude)
+        raw = run.retriever.search(query, fetch, exclude=exclude)
     except LLMError as exc:  # a backend whose search calls an LLM: recorded, this batch is empty
         raw, error, cache_miss = [], f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss)
-    hits, dropped = _enforce_mask(raw, exclude, run.n_chk)
+    hits, dropped = _enforce_mask(raw, exclude, fetch)
+    if run.reranker is not None and hits:
+        hits, s.data["rerank"] = _rerank(run.reranker, query, hits, run.n_chk)
     ids = [h.unit_id for h in hits]
     known = {h.unit_id for h in state.retrieved}
     s.title = f"Iteration {state.k}: retrieve {len(hits)} new" if state.k else f"Initial retrieval: {len(hits)} hits"
@@ -523,6 +579,21 @@ def _enforce_mask(raw: Sequence[Hit], exclude: frozenset, k: int) -> tuple[tuple
     return tuple(kept[:k]), dropped
 
 
+def _rerank(reranker, query: str, pool: tuple[Hit, ...], k: int) -> tuple[tuple[Hit, ...], dict]:
+    """[code] ``MaskedRetriever.retrieve``: score (q (+) delta-q, chunk) pairs, keep the ``k`` best (ties keep the
+    backend's order); a kept hit's score is the reranker's, as [code] returns it. The pool, its backend scores and
+    the reranker's go into the step."""
+    scores = [float(x) for x in reranker(query, [h.text for h in pool])]
+    if len(scores) != len(pool):
+        raise ValueError(f"reranker {getattr(reranker, 'name', reranker)!r} returned {len(scores)} scores "
+                         f"for {len(pool)} documents")
+    order = sorted(range(len(pool)), key=lambda i: -scores[i])[:k]
+    kept = tuple(Hit(pool[i].unit_id, pool[i].text, scores[i], pool[i].source_ids, pool[i].kind) for i in order)
+    return kept, {"reranker": getattr(reranker, "name", type(reranker).__name__),
+                  "pool_ids": [h.unit_id for h in pool], "pool_scores": [h.score for h in pool],
+                  "rerank_scores": scores, "kept_ids": [h.unit_id for h in kept]}
+
+
 def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     """Generate + router (paper Eq. 3, Alg. 1): rewrite E and G, decide, attach the payload."""
     more = has_more(state, mask=run.mask, total=run.total)
@@ -530,7 +601,7 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
                                nothing_left=run.nothing_left)
     offer_retrieve = more or run.nothing_left != "no_retrieve"
     actions = allowed_actions(run.reflect, offer_retrieve)
-    reply, error, cache_miss, rejected = _call_router(state, run, forced, actions)
+    reply, error, cache_miss, rejected, read = _call_router(state, run, forced, actions)
     proposed = reply.get("decision") if reply is not None else None
     action, invalid = resolve(proposed, forced, reflect=run.reflect, more=more, retrieve=offer_retrieve)
     # A failed call is a fallback even under a guard: evidence and gaps are the previous ones.
@@ -579,6 +650,7 @@ def router_node(state: RouterState, run: Run, s: StepBuilder) -> dict:
     s.data["reply_rejected"] = rejected is not None
     if rejected is not None:
         s.data["rejected_reply"] = rejected[:REJECTED_CHARS]
+    s.data.update(read)  # how the reply was read: lenient_read (what the strict schema refused), repaired_locally
     return changes
 
 
@@ -591,12 +663,18 @@ def _text(value) -> str | None:
 
 
 def _call_router(state: RouterState, run: Run, forced: str | None, actions: tuple[str, ...]
-                 ) -> tuple[dict | None, str | None, bool, str | None]:
-    """One generate call: (parsed reply, None, False, None), or (None, error text, whether the error was
-    a replay cassette's miss, the last reply's text when the model replied but the reply could not be read as the
-    schema asks, else None) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
+                 ) -> tuple[dict | None, str | None, bool, str | None, dict]:
+    """One generate call: (parsed reply, None, False, None, how it was read), or (None, error text, whether the
+    error was a replay cassette's miss, the last reply's text when the model replied but the reply could not be
+    read, else None, {}) when the client gave up. ``run.prompts`` picks the wording (paper: App. A.1/A.2
     in ``paper_prompts``, raw snippets as [code] shows them; small: ``prompts``, snippets with their ids and
-    the gaps as written), ``run.schema`` the schema (paper: the payload required)."""
+    the gaps as written), ``run.schema`` the schema sent (paper: the payload required).
+
+    ``run.reading``: "strict" reads only a reply that passes that schema (the client repairs and retries the
+    others); "lenient" still sends it but accepts any JSON object with a string decision (``LENIENT_ACCEPT``,
+    [code]) and reads it with ``read_leniently``; what the strict schema would have refused is kept as
+    ``lenient_read``. ``repaired_locally``: the client's ``json_repair`` made the reply readable (the client's
+    ``local_repair``; [code] calls ``repair_json`` on every reply ``json.loads`` refuses)."""
     T = PP if run.prompts == "paper" else P
     if forced:
         directive = T.DIRECTIVE_FORCED.format(action=forced)
@@ -615,14 +693,24 @@ def _call_router(state: RouterState, run: Run, forced: str | None, actions: tupl
                                 reasoning=state.reasoning or P.NO_REASONING, last_query=state.last_query or P.NO_QUERY)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     schema = PP.router_schema(actions, forced) if run.schema == "paper" else P.router_schema(actions)
+    lenient = run.reading == "lenient"
     try:
-        parsed = run.llm.complete(messages, schema=schema, role="memr3.router").parsed
+        done = (run.llm.complete(messages, schema=schema, accept=LENIENT_ACCEPT, role="memr3.router") if lenient
+                else run.llm.complete(messages, schema=schema, role="memr3.router"))
     except LLMError as exc:  # ParseError included: recorded in the step, fallback in resolve()
         rejected = exc.raw if isinstance(exc, ParseError) else None
-        return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss), rejected
+        return None, f"{type(exc).__name__}: {exc}", isinstance(exc, CacheMiss), rejected, {}
+    parsed = done.parsed
     if not isinstance(parsed, dict):
-        return None, f"reply is not a JSON object: {parsed!r}"[:300], False, repr(parsed)
-    return parsed, None, False, None
+        return None, f"reply is not a JSON object: {parsed!r}"[:300], False, repr(parsed), {}
+    read = {"repaired_locally": True} if getattr(done, "repaired", "") else {}
+    if lenient:
+        try:
+            check_schema(parsed, schema)
+        except ParseError as refused:  # read as [code] reads it; what the paper schema refused is kept
+            read["lenient_read"] = str(refused)
+        parsed = read_leniently(parsed)
+    return parsed, None, False, None, read
 
 
 def _bullets(items: Sequence[str]) -> str:

@@ -118,8 +118,9 @@ def router_schema(actions, forced: str | None = None) -> dict:
     (``forced``) the forced action's payload key is required outright; otherwise ``oneOf`` has one branch per
     decision offered, each requiring that decision's payload, so a grammar-constrained decoder (llama.cpp) or a
     JSON-schema API cannot close the object after ``decision``. The workbench's own reply check
-    (``workbench.llm.jsonparse.CHECKED_KEYWORDS``) reads ``oneOf`` too, so a reply from a backend without grammar
-    support that leaves out its decision's payload is rejected and repaired, not accepted."""
+    (``workbench.llm.jsonparse.CHECKED_KEYWORDS``) reads ``oneOf`` too, so under the strict reading a reply from a
+    backend without grammar support that leaves out its decision's payload is rejected and repaired; the paper
+    profile's lenient reading (``state.LENIENT_ACCEPT``, [code]'s) sends this schema but reads such a reply."""
     gaps = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 
     def props(decisions) -> dict:

@@ -16,6 +16,7 @@ Digest: ``../shared/methods/memr3.md`` §3 and §10; paper §3.4, Alg. 1.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
@@ -215,3 +216,32 @@ def delta_fallback(gaps: Sequence[str]) -> str | None:
     never the placeholder, which would search for "<question>. No gaps noted."."""
     real = open_gaps(gaps)
     return real[0] if real else None
+
+
+# What the paper profile's router accepts from a reply ([code] src/memr3_base.py:389-407,
+# ``_parse_generation_response``): any JSON object whose decision, when written, is a string. [code] calls
+# ``.lower()`` on the decision, so a null or non-string one (or a reply that is not an object) raises and the call
+# is made again; everything else is read.
+LENIENT_ACCEPT = {"type": "object", "properties": {"decision": {"type": "string"}}}
+
+
+def read_leniently(reply: dict) -> dict:
+    """A router reply read as [code] reads it (``_parse_generation_response`` with ``_normalize_evidence`` and
+    ``_normalize_answer``, src/memr3_base.py:389-440), for the paper profile's ``reading="lenient"``.
+
+    Every key the router uses is present afterwards: a null or missing ``evidence`` is ``[]`` (E is rewritten in
+    full, so [code]'s tracker empties), a null item in it is dropped, a string is one bullet; a null or missing
+    ``gaps`` closes G ([code] shows "No gaps noted."); the payload keys stay as written, null when absent, and a
+    draft or reasoning that is not a string is written out as JSON ([code] dumps a non-string draft). The
+    decision stays as written: ``resolve`` matches it case-insensitively and replaces one outside the enum (or a
+    missing one) by reflect, recording why, where [code] turns it into reflect without a word."""
+    evidence = reply.get("evidence")
+    if isinstance(evidence, (list, tuple)):
+        evidence = [item for item in evidence if item is not None]
+    out = {"evidence": evidence, "gaps": reply.get("gaps"), "decision": reply.get("decision")}
+    for key in ("retrieval_query", "detailed_answer", "reasoning"):
+        value = reply.get(key)
+        if value is not None and not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False)
+        out[key] = value
+    return out
