@@ -1,0 +1,51 @@
+"""Which LLM each method of a run used, read from its manifest: for the run header and the report.
+
+A run directory may hold methods evaluated on different LLMs (``--llm 'mine=scripted:F,*=replay:...'``, or
+``--data demo``, where the demo's recorded methods replay its cassette and a plugin runs on ``--llm``). The
+manifest's ``summary.llm`` names only the last evaluation's, so a header that shows it alone would say every
+method ran on one model. Each evaluation records its own ``llm`` (``manifest.llm_spec``) and, from the command
+line, ``llm_choice`` (its spec without machine paths, and how it was chosen); these functions read them.
+"""
+from __future__ import annotations
+
+
+def llm_label(entry) -> str | None:
+    """One evaluation's ``llm`` as people read it: the model, and for a replay the cassette it came from."""
+    if not isinstance(entry, dict):
+        return str(entry) if entry else None
+    model = str(entry.get("model") or entry.get("class") or "")
+    if not model:
+        return None
+    if entry.get("backend") == "replay only" and entry.get("cassette"):
+        return f"{model} (replay of {entry['cassette']})"
+    if str(entry.get("class")) in ("ScriptedFileLLM", "ScriptedLLM"):
+        return f"{model} (scripted replies, no model)"
+    return model
+
+
+def llms_by_method(manifest) -> dict[str, str]:
+    """``{method: LLM label}`` from a run manifest, the last evaluation of each method winning (a rerun into
+    the same directory replaces what an earlier one used); methods whose evaluation records no LLM are left out."""
+    evals = manifest.get("evaluations") if isinstance(manifest, dict) else None
+    out: dict[str, str] = {}
+    for ev in evals if isinstance(evals, list) else []:
+        if not isinstance(ev, dict) or not isinstance(ev.get("method"), str):
+            continue
+        label = llm_label(ev.get("llm") or ev.get("llm_model"))
+        if label:
+            out.pop(ev["method"], None)
+            out[ev["method"]] = label
+    return out
+
+
+def mixed_llms_line(manifest) -> str | None:
+    """``"notebook_plugin: scripted-notes (scripted replies, no model); naive_rag, hymem: qwen2.5-coder-1.5b
+    (replay of demo.jsonl)"`` when the run's methods used more than one LLM, else None (one LLM: the header's
+    and the report's single name is true)."""
+    by = llms_by_method(manifest)
+    if len(set(by.values())) <= 1:
+        return None
+    groups: dict[str, list[str]] = {}
+    for method, label in by.items():
+        groups.setdefault(label, []).append(method)
+    return "; ".join(f"{', '.join(methods)}: {label}" for label, methods in groups.items())
