@@ -268,3 +268,27 @@ def test_the_reranker_is_a_service_load_takes(tiny_conv, tmp_path):
     assert back.reranker is reranker
     with pytest.raises(ValueError, match="reranker must be callable"):
         MemR3(llm=llm, embedder=HashEmbedder(dim=128), reranker="ms-marco").ingest(tiny_conv)
+
+
+# -- benchmarks/bench_repairs.py: what local repair would have saved on a recording ------------------------------------
+def test_the_repairs_bench_counts_what_local_repair_saves_on_a_recorded_cassette(tmp_path):
+    from benchmarks import bench_repairs
+    from workbench.llm import CachedLLM
+
+    cassette = tmp_path / "m-conv-1.jsonl"
+    llm = CachedLLM(ScriptedLLM([CUT, CUT, '{"facts": []}', CUT_EARLY, CUT_EARLY, CUT_EARLY, '{"facts": ["x"]}']),
+                    cassette)
+    llm.complete("one?", schema=SCHEMA, role="m.extract")  # cut, repair refused, retry read: both would be saved
+    with pytest.raises(ParseError):
+        llm.complete("two?", schema=SCHEMA, role="m.extract")  # cut before the key: local repair cannot save it
+    llm.complete("three?", schema=SCHEMA, role="m.extract")  # read at once
+    own = bench_repairs.measure(cassette)["families"]["own"]
+    assert (own["calls"], own["failed_replies"], own["repair_calls"], own["retry_calls"]) == (7, 2, 2, 2)
+    assert (own["saved_repair_calls"], own["saved_retry_calls"], own["replies_repaired_locally"]) == (1, 1, 1)
+    data = bench_repairs.run(tmp_path)
+    assert data["per_method"]["m"]["own"]["saved_tokens"] == own["saved_tokens"] > 0
+    from benchmarks.run_all import render
+
+    meta = {"config": "reduced", "date": "d", "steps": {}, "wall_s": 0, "machine": {"cpus": 2, "python": "3"}}
+    text = render(meta, lambda name: data if name == "repairs.json" else None)
+    assert "## Local JSON repair" in text and "| m | conv-1 | 7 | 2 (0 at the cap) | 2 + 2 |" in text
