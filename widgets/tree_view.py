@@ -239,6 +239,74 @@ def node_detail_html(node_id: str, nodes: Mapping[str, Mapping], *, turns: Mappi
                f"{shown or '<p class=wb-muted>(turn texts not available)</p>' if ids else ''}")
 
 
+def _num(x) -> float | None:
+    """A number from a saved run's record (untrusted: anything else reads as missing)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x == x else None
+
+
+def _nums(xs) -> list[float | None]:
+    return [_num(x) for x in xs] if isinstance(xs, (list, tuple)) else []
+
+
+def _share(x) -> str:
+    return "–" if _num(x) is None else f"{_num(x):.2f}"
+
+
+def _realised(nodes: Mapping[str, Mapping]) -> tuple[list[int], list[float | None]]:
+    counts = Counter(int(r["level"]) for r in nodes.values())
+    top = max(counts) if counts else 0
+    per = [counts.get(lv, 0) for lv in range(1, top + 1)]
+    return per, [round(1 - per[i + 1] / per[i], 4) if per[i] else None for i in range(len(per) - 1)]
+
+
+def join_share_html(structures: Mapping, nodes: Mapping[str, Mapping]) -> str:
+    """Per level, the share of this build's level-l nodes that joined an existing parent (1 - N_{l+1}/N_l) beside
+    the paper's (Table 7) and the alpha that decided it (the paper's beside it), with the record of the mapping
+    when the alphas are the paper's mapped onto this embedder (issue #63). A run saved before the method recorded
+    them shows its own shares only."""
+    rec = structures.get("join_shares") if isinstance(structures.get("join_shares"), Mapping) else None
+    per, shares = _realised(nodes)
+    if len(per) < 2:
+        return ""
+    paper = _nums(rec.get("paper_table7")) if rec else []
+    alphas = _nums(rec.get("alphas")) if rec else []
+    paper_alphas = _nums(rec.get("paper_alphas")) if rec else []
+
+    def at(xs, i):
+        return xs[i] if i < len(xs) else None
+
+    rows = []
+    for i, share in enumerate(shares):
+        target = at(paper, i)
+        gap = f"{share - target:+.2f}" if share is not None and target is not None else "–"
+        alpha = at(alphas, i)
+        alpha_text = "–" if alpha is None else f"{alpha:.3g}"
+        if at(paper_alphas, i) is not None and alpha is not None and abs(alpha - at(paper_alphas, i)) > 1e-9:
+            alpha_text += f" (paper {at(paper_alphas, i):.3g})"
+        rows.append(f"<tr><th>L{i + 1} → L{i + 2}</th><td>{per[i]} → {per[i + 1]}</td>"
+                    f"<td><b>{_share(share)}</b></td><td>{_share(target)}</td><td>{esc(gap)}</td>"
+                    f"<td>α<sub>{i + 2}</sub> = {esc(alpha_text)}</td></tr>")
+    head = ("<tr><th>level</th><th>nodes</th><th>join share, this build</th><th>paper (Table 7)</th><th>gap</th>"
+            "<th>threshold</th></tr>")
+    mapping = rec.get("mapping") if rec else None
+    if isinstance(mapping, Mapping):
+        fit = " / ".join(_share(x) for x in _nums(mapping.get("fit_join_share")))
+        names = [str(c) for c in mapping.get("fitted_on") or [] if isinstance(c, str)]
+        held = [str(c) for c in mapping.get("held_out") or [] if isinstance(c, str)]
+        note = (f"α mapped from the paper's {esc(' / '.join(_share(a) for a in _nums(mapping.get('paper_alphas'))))} "
+                f"({esc(mapping.get('paper_embedder', '?'))}) to {esc(mapping.get('embedder', '?'))} by matching Table "
+                f"7's join shares; the fit reached {esc(fit)} on {esc(', '.join(names))}"
+                + (f" (held out: {esc(', '.join(held))})" if held else "") + ".")
+    elif rec:
+        note = (f"α as set, not mapped onto {esc(rec.get('embedder') or 'this embedder')} (the paper's are for "
+                "Qwen3-Embedding-4B).")
+    else:
+        note = "The paper's figures and thresholds were not recorded with this run."
+    return (f"<div class='wb-join-shares'><p><b>Join shares per level</b>: the share of a level's nodes that joined "
+            f"an existing parent instead of starting one, 1 − N<sub>l+1</sub>/N<sub>l</sub>.</p>"
+            f"<table>{head}{''.join(rows)}</table><p class='wb-muted'>{note}</p></div>")
+
+
 NO_SELECTION = box("<p class='wb-muted'>Pick a node above to see its whole summary, children and source "
                    "turns.</p>")
 
@@ -258,7 +326,7 @@ class TreeState(ViewState):
         self.nodes = {r["id"]: r for r in self.rows}
         self.levels = level_names(structures)
         self.turns = turn_index(conversation)
-        self.caption_html = caption_html(self.nodes, self.levels)
+        self.caption_html = caption_html(self.nodes, self.levels) + join_share_html(structures, self.nodes)
         options = (("(select a node)", ""),) + tuple((node_label(r, self.levels), r["id"])
                                                        for r in ordered_nodes(self.rows))
         self.controls = (Control("node_select", "select", "tree node", options=options),)

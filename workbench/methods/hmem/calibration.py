@@ -7,6 +7,18 @@ nodes that join an existing parent is 1 - N_{l+1} / N_l (0.434 / 0.255 / 0.760).
 level, to reproduce that join share. Proxy (ours): leaves are the turns (the paper's fragment is one message
 and yields 1.67 events on average), at their session date; a parent's vector is the normalised mean of its
 children's (no LLM summary). Replayed with the method's own tree (``tree.HTree``); only embeddings, no LLM.
+That proxy is the small profile's (single linkage, copied single-child parents); its alphas stay in ``params``.
+
+The paper profile builds another tree, and the proxy overshoots there (0.71 at L1->L2 with parent linkage, review
+turn 4 N1). Why, measured on conv-30's recorded build (``stand_in`` docstring): (1) the proxy compares a node with
+its best member (max linkage, median cosine 0.658 over 130 recorded joins) where the paper profile compares it with
+the parent's summary vector (0.575 for the 0.5B's summaries); (2) a mean-vector parent (0.643) is closer to
+whatever joins than a written summary is; (3) a turn is not an event: several events come from one turn and the
+events of one turn resemble each other; (4) every paper-profile parent, a single child's too, is a new summary,
+never its child's vector. ``paper_section`` therefore fits the paper profile's alphas on the paper build itself:
+stand-in events as leaves and embedded stand-in summaries as parents, replayed through ``HTree`` with the paper
+profile's settings (``replay_build``), on every calibration conversation but ``HELD_OUT``; the result sits under
+``profiles.paper`` with its record (``alpha_mapping``), which a run carries as ``HMem.alpha_mapping``.
 Not calibrated: ``seed_min_sim`` (ours, set with MiniLM; its quantile is reported) and ``fuzzy_threshold``
 (string similarity of entity names, not a cosine).
 """
@@ -133,6 +145,10 @@ def calibrate_section(data: CalibrationData, kinds: Sequence[str]) -> dict:
             "calibrated_quantile_turn_pairs": quantile_of(cal["alphas"][i], {}, data.turn_pairs)}
             for i in range(len(cal["alphas"]))},
         "replay": {"paper": cal["paper"], "calibrated": cal["calibrated"]},
+        # the paper profile's own mapping (parent linkage, summarised parents: another tree than the small
+        # profile's, so other alphas); ``params`` above stay the small profile's, which its cassettes were
+        # recorded with
+        "profiles": {"paper": paper_section(data)},
     }, "not_calibrated": {
         "seed_min_sim": {"why": "ours, chosen with MiniLM; no paper value",
                          "quantile_turn_pairs": quantile_of(0.3, {}, data.turn_pairs)},
@@ -150,6 +166,12 @@ def summary_lines(section: dict) -> list[str]:
                    f"multi-child parents {r['multi_child_share']} (L2 {r['l2_multi_child_share']})")
     shares = [t["target"]["join_share"] for t in section["thresholds"].values()]
     out.append(f"         target join share (Table 7): {shares}")
+    rec = (section.get("profiles") or {}).get("paper", {}).get("alpha_mapping")
+    if rec:
+        out.append(f"  hmem   paper profile alphas {tuple(rec['alphas'])} (paper {tuple(rec['paper_alphas'])}): "
+                   f"nodes/level {rec['fit_nodes']}, join share {rec['fit_join_share']} "
+                   f"on {', '.join(rec['fitted_on'])} "
+                   f"(held out: {', '.join(rec['held_out']) or 'none'})")
     return out
 
 
@@ -180,3 +202,128 @@ def measure_lines(m: dict) -> list[str]:
 
 #: the encoder the paper tuned its thresholds with, and this module's functions
 CALIBRATION = CalibrationHook("Qwen3-Embedding-4B", calibrate_section, measure_section, summary_lines, measure_lines)
+
+
+# -- the paper profile's mapping: replayed on the build the paper profile really makes (issue #63) -------------
+#: the conversation the issue tests the paper profile's join shares on (LoCoMo conv-26): left out of the fit, so
+#: that test is on data the alphas were not fitted on
+HELD_OUT = ("conv-26",)
+
+
+class _Cache:
+    """Text -> unit vector, embedding each text once: replays at nearby alphas write many of the same summaries."""
+
+    def __init__(self, embed):
+        self.embed, self.vectors = embed, {}
+
+    def __call__(self, texts):
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, np.asarray(self.embed(missing), dtype=np.float32)))
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def event_leaves(conv, embed) -> list[tuple[datetime, str, np.ndarray]]:
+    """The paper build's leaves as the stand-in extractor makes them (``stand_in``): one fragment per turn, its
+    events in order (a repeat within a fragment dropped, as ``HMem`` does), at the turn's time."""
+    from ..common import format_turn
+    from .stand_in import fragment_events
+    from .tree import naive
+
+    out, last = [], None
+    for session in conv.sessions:
+        for turn in session.turns:
+            last = naive(turn.time or session.date_time or last or datetime(1970, 1, 1))
+            seen, texts = set(), []
+            for text in fragment_events(format_turn(turn)):
+                if text.lower() not in seen:
+                    seen.add(text.lower())
+                    texts.append(text)
+            out += [(last, t, None) for t in texts]
+    vectors = embed([t for _, t, _ in out]) if out else []
+    return [(when, text, vec) for (when, text, _), vec in zip(out, vectors)]
+
+
+def replay_build(leaves: Sequence[tuple[datetime, str, np.ndarray]], alphas: Sequence[float], embed, *,
+                 levels: int = 4, stop_level: int | None = None) -> dict:
+    """The paper profile's tree over ``leaves`` ((time, text, unit vector)): ``HTree`` with parent linkage, a summary
+    for every parent (single-child ones too), propagation to the root, levels activated by the history's age, and
+    the stand-in consolidation (``stand_in.script_summary``) embedded with ``embed``, exactly as ``HMem`` would
+    build it over ``stand_in.scripted_llm()``. ``stop_level``: build only up to that level (a fit of alpha_l needs
+    nothing above l). Returns node counts and join shares per level."""
+    from ..common import format_date
+    from .stand_in import script_summary
+    from .tree import WINDOWS, HTree, active_levels
+
+    if not leaves:
+        return {"nodes": [0] * levels, "join_share": [None] * (levels - 1)}
+    l_max = active_levels(leaves[0][0], max(w for w, _, _ in leaves), levels)
+    tree = HTree(WINDOWS[:levels], tuple(alphas)[:levels - 1], l_max=min(l_max, stop_level or l_max),
+                 window_reading="parent", cluster_similarity="parent", leaf_time="said")
+
+    def summarize(node, children):
+        kids = sorted(children, key=lambda c: (c.anchor, c.id))
+        return script_summary([(format_date(c.start), c.text) for c in kids])
+
+    for when, text, vec in leaves:
+        tree.add_leaf(text, time=when, mention_time=when, vector=vec, source_ids=(), fragment_ids=(),
+                      summarize=summarize, embed=embed, propagate=True, summarize_single=True)
+    nodes = [len(tree.level(lv)) for lv in range(1, levels + 1)]
+    return {"nodes": nodes, "join_share": join_shares_of(nodes)}
+
+
+def join_shares_of(nodes: Sequence[int]) -> list[float | None]:
+    return [round(1 - nodes[i + 1] / nodes[i], 4) if nodes[i] and nodes[i + 1] else None
+            for i in range(len(nodes) - 1)]
+
+
+def _pooled(results: list[dict], levels: int = 4) -> dict:
+    nodes = [sum(r["nodes"][i] for r in results) for i in range(levels)]
+    return {"nodes": nodes, "join_share": join_shares_of(nodes)}
+
+
+def calibrate_paper_alphas(leaf_sets: list, embed, *, targets: Sequence[float] | None = None, levels: int = 4,
+                           lo: float = 0.30, hi: float = 0.95, steps: int = 7) -> dict:
+    """alpha_2..alpha_L for the paper profile, level by level, so that the pooled join share of ``replay_build``
+    over ``leaf_sets`` matches ``targets`` (Table 7 by default). The join share falls as alpha rises: bisection on
+    [lo, hi] (7 steps: 0.005); level l is fitted on a tree built up to level l with the lower alphas fixed.
+    ``embed`` should cache (``_Cache``). Returns the alphas and the pooled replays at the paper's and the fitted
+    alphas."""
+    targets = list(targets or join_targets())[:levels - 1]
+    alphas = list(PAPER_ALPHAS[:levels - 1])
+
+    def share(trial, li):
+        return _pooled([replay_build(ls, trial, embed, levels=levels, stop_level=li + 2)
+                        for ls in leaf_sets], levels)["join_share"][li]
+
+    for li, target in enumerate(targets):
+        a_lo, a_hi = lo, hi
+        for _ in range(steps):
+            mid = (a_lo + a_hi) / 2
+            got = share(alphas[:li] + [mid] + alphas[li + 1:], li)
+            if got is None:
+                break
+            a_lo, a_hi = (mid, a_hi) if got > target else (a_lo, mid)
+        alphas[li] = round((a_lo + a_hi) / 2, 3)
+    full = [replay_build(ls, alphas, embed, levels=levels) for ls in leaf_sets]
+    return {"alphas": alphas, "targets": targets, "calibrated": _pooled(full, levels),
+            "per_conversation": [r["join_share"] for r in full]}
+
+
+def paper_section(data: CalibrationData) -> dict:
+    """The paper profile's part of H-Mem's calibration section: the mapped alphas and the record a run carries
+    (``HMem.alpha_mapping``): paper alphas, target, fit reached, the conversations it was fitted on."""
+    embed = data.cached("hmem_embed_cache", lambda: _Cache(data.embed))
+    fit_convs = [c for c in data.convs if c.id not in HELD_OUT]
+    leaf_sets = data.cached("hmem_event_leaves", lambda: [event_leaves(c, embed) for c in fit_convs])
+    cal = calibrate_paper_alphas(leaf_sets, embed)
+    record = {"paper_alphas": list(PAPER_ALPHAS), "paper_embedder": CALIBRATION.paper_embedder,
+              "embedder": getattr(data.embedder, "name", type(data.embedder).__name__),
+              "alphas": cal["alphas"], "target_join_share": cal["targets"],
+              "target_source": "1 - N_{l+1}/N_l from the paper's Table 7, LoCoMo (995.1 / 563.7 / 419.7 / 100.9)",
+              "fit_join_share": cal["calibrated"]["join_share"], "fit_nodes": cal["calibrated"]["nodes"],
+              "fitted_on": [c.id for c in fit_convs], "held_out": [c.id for c in data.convs if c.id in HELD_OUT],
+              "how": "the paper profile's own tree (HTree: parent linkage, a summary for every parent, propagation) "
+                     "replayed over stand-in events (sentences of each turn, the speaker named) and stand-in "
+                     "summaries (dated children, embedded), stand_in.py; bisection on alpha, level by level"}
+    return {"alphas": cal["alphas"], "alpha_mapping": record}

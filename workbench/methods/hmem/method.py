@@ -27,6 +27,7 @@ import numpy as np
 
 from .how_it_works import HOW_IT_WORKS
 from ..components import PaperComponents
+from .paper_tables import TABLES as PAPER_TABLES
 from ...data import Conversation
 from ...llm.errors import LLMError
 from ...trace import Answer, Hit
@@ -35,7 +36,7 @@ from ..profile import PROFILE
 from ..common import format_date, format_turn
 from ..store import MemoryUnit, UnitStore
 from .census import CENSUS
-from .calibration import CALIBRATION
+from .calibration import CALIBRATION, PAPER_ALPHAS, join_shares_of, join_targets
 from . import paper_prompts as PP
 from . import prompts as P
 from .graph import EntityGraph, SubQuery, fallback_entities, normalize_name
@@ -61,6 +62,17 @@ ABLATIONS = {
     "w/o entity profile": Ablation({"use_profiles": False}, "paper Table 5: no entity profiles"),
     "fixed mixed": Ablation({"scope_policy": "mixed"}, "paper App. A.4: every sub-query retrieves at Mixed scope"),
 }
+
+
+def alpha_mapping_note(rec: dict) -> str:
+    """One line for a mapping record (``calibration.paper_section``): what was mapped, onto what, to which target,
+    and what the fit reached where."""
+    def fmt(xs):
+        return "/".join("-" if x is None else f"{float(x):.2f}" for x in xs)
+    return (f"the paper's alphas {fmt(rec.get('paper_alphas') or ())} (set for {rec.get('paper_embedder', '?')}) "
+            f"mapped to {rec.get('embedder', '?')} by matching Table 7's join shares "
+            f"{fmt(rec.get('target_join_share') or ())}; "
+            f"the fit reached {fmt(rec.get('fit_join_share') or ())} on {', '.join(rec.get('fitted_on') or ()) or '?'}")
 
 
 class HMem(MemoryMethod):
@@ -90,15 +102,23 @@ class HMem(MemoryMethod):
       small prompt asks for name and type only, so its edges have confidence 1.0 [§4.5]. Salient = an
       important type AND at least ``profile_min_links`` linked fragments (§3.2 "together with"; the
       digest reads "or") [§4.4]; the stored LLM salience is recorded only, never read by that rule.
-    - No reranker (Qwen3-Reranker-4B in the paper): both profiles are Table 8's "embedding-only"
-      configuration (-1.9 F1 / -2.2 Acc there); no cross-encoder runs offline. The embedder is the harness's
-      (MiniLM offline, not Qwen3-Embedding-4B) [§4.10]. With MiniLM the paper's alphas (0.8/0.7/0.6, set for
-      Qwen3-Embedding-4B; a paper build is never calibrated) barely consolidate: the L1->L2 join share is 0.03
-      on the 0.5B's conv-30 events and 0.07 on one event per message, against Table 7's 0.43, so the week level
-      is about one node per leaf (363 for 374) and each leaf still costs 3 consolidation calls (1,122 for 374
-      leaves); the recorded paper gallery joined nothing (16 single-child weeks). The shipped calibration
-      overshoots under parent linkage (0.71). Review turn 4, N1/N2; mapping the alphas to an embedder is the
-      shared threshold work (issue #63).
+    - Reranker (Qwen3-Reranker-4B in the paper, A.2; Table 8): the service ``reranker=`` (``workbench.rerank``
+      protocol). Our reading of where it acts (digest §10.10; the paper states neither): F (eq. 3, S = embedding
+      cosine) ranks the de-duplicated candidates, the best ``retrieval.RERANK_POOL`` x ``evidence_k`` (30) are
+      reordered by the reranker's score of (sub-query, evidence text with its date label), ties by F, and the chain
+      is the top ``evidence_k``; the other reading (the reranker's score as S inside F) mixes a cross-encoder's
+      unbounded logits with cosine-scaled T and R, so it is not taken. Applied whenever a reranker is given (either
+      profile); ``reranker=None`` is Table 8's "embedding-only" configuration (-1.9 F1 / -2.2 Acc there) and
+      exactly the pipeline without a reranker stage. The embedder is the harness's (MiniLM offline, not
+      Qwen3-Embedding-4B) [§4.10].
+    - Alphas and the embedder: the paper's 0.8/0.7/0.6 belong to Qwen3-Embedding-4B. With MiniLM at those values the
+      paper profile barely consolidates: the L1->L2 join share is 0.03 on the 0.5B's conv-30 events (0.006 on
+      stand-in events) against Table 7's 0.43, and each leaf still costs 3 consolidation calls. ``calibration.paper_section``
+      maps them onto the embedder in use by fitting Table 7's join shares on the paper profile's own build
+      (stand-in events and summaries, ``stand_in.py``); a calibration applied to a paper build sets ``alphas`` with
+      its record ``alpha_mapping`` (paper alphas, target, fit reached, conversations fitted on), which the run
+      header notes and the tree view prints beside this build's join shares. A run without a calibration keeps
+      the paper's values (review turn 4, N1/N2; issue #63).
     - Levels are activated from the age of the whole history (offline indexing), digest §10.7. A week node
       straddling two months belongs to the month of its first child (calendar windows).
     - After a join, y is not re-clustered one level up; its ancestors are re-summarised (single-child
@@ -182,6 +202,7 @@ class HMem(MemoryMethod):
     name = "hmem"
     title = "H-Mem"
     how_it_works = HOW_IT_WORKS
+    paper_tables = PAPER_TABLES  # its paper's headline tables (paper_tables.py): workbench reproduce
     components = PaperComponents("Qwen3-Embedding-4B", "Qwen/Qwen3-Embedding-4B", False,
                                  "§5.1 Model configuration; Table 8",
                                  reranker="Qwen3-Reranker-4B", reranker_served="Qwen/Qwen3-Reranker-4B")
@@ -247,7 +268,8 @@ class HMem(MemoryMethod):
     prompt_modules = ("hmem.method", "hmem.graph", "hmem.prompts", "hmem.retrieval", "hmem.tree", "hmem.census",
                       "hmem.calibration", "hmem.how_it_works")
 
-    def __init__(self, *, llm=None, embedder=None, profile: str = "auto",  # workbench.methods.profile
+    def __init__(self, *, llm=None, embedder=None, reranker=None,  # reranker: workbench.rerank protocol (paper A.2)
+                 profile: str = "auto",  # workbench.methods.profile
                  prompts: Literal["paper", "small"] = PROFILE,  # paper_prompts.py | prompts.py
                  fragment: Literal["turn", "window", "session"] = "turn",  # paper: a fragment is one message
                  fragment_turns: int = 4,  # [ours] window size when fragment="window"
@@ -258,6 +280,9 @@ class HMem(MemoryMethod):
                  levels: int = 4,  # paper App. A.2: four levels
                  windows: tuple = WINDOWS,  # paper App. A.2: beta = day, week, month, year
                  alphas: tuple = (0.8, 0.7, 0.6),  # paper App. A.2: alpha_2..alpha_4
+                 # the record behind ``alphas`` when they are the paper's mapped onto another embedder (set with
+                 # them by a calibration: calibration.paper_section); None: the alphas are as given
+                 alpha_mapping: dict | None = None,
                  activate_by_age: bool = True,  # paper App. A.2: <7 d L1-L2, 7-30 d L1-L3, else L1-L4
                  window_reading: Literal["parent", "child"] = "parent",  # digest §10.2
                  # paper §3.2: "alpha_l is the similarity threshold between a node and its child node"
@@ -302,6 +327,7 @@ class HMem(MemoryMethod):
                  answer_prompt: Literal["native", "shared"] = "native"):  # [ours] fair arena (answer_prompt.py)
         self.llm = llm
         self.embedder = embedder
+        self.reranker = reranker
         self.profile = profile
         self.prompts = prompts
         self.fragment = fragment
@@ -311,6 +337,7 @@ class HMem(MemoryMethod):
         self.levels = levels
         self.windows = windows
         self.alphas = alphas
+        self.alpha_mapping = alpha_mapping
         self.activate_by_age = activate_by_age
         self.window_reading = window_reading
         self.cluster_similarity = cluster_similarity
@@ -381,6 +408,41 @@ class HMem(MemoryMethod):
             raise ValueError(f"{', '.join(positive)}, tau_days and eps must be positive; eta non-negative")
         if not 0 <= self.lam <= 1 or min(self.hops, self.seed_k, self.max_followups, self.fanout) < 0:
             raise ValueError("lam must lie in [0, 1]; hops, seed_k, fanout and max_followups must be >= 0")
+
+        if self.alpha_mapping is not None and not (isinstance(self.alpha_mapping, dict)
+                                                   and isinstance(self.alpha_mapping.get("alphas"), (list, tuple))):
+            raise ValueError("alpha_mapping must be a calibration record (a dict with its 'alphas'), or None")
+        if self.reranker is not None and not callable(self.reranker):
+            raise ValueError("reranker must be callable as reranker(query, documents) -> scores "
+                             "(workbench.rerank.Reranker), or None")
+
+    def mapping_in_use(self) -> dict | None:
+        """``alpha_mapping`` when it is the record of the alphas in use, else None (alphas set by hand after a
+        calibration keep no claim to its fit)."""
+        rec = self.alpha_mapping
+        if isinstance(rec, dict) and [round(float(a), 4) for a in rec.get("alphas") or ()] == \
+                [round(float(a), 4) for a in tuple(self.alphas)[:len(rec.get("alphas") or ())]]:
+            return rec
+        return None
+
+    def config(self) -> dict:
+        """As ``MemoryMethod.config``; without a mapping record the configuration (and its hash) is the one H-Mem had
+        before mappings existed, so results and saved memories keyed by it stay found."""
+        out = super().config()
+        if self.alpha_mapping is None:
+            out.pop("alpha_mapping", None)
+        return out
+
+    @classmethod
+    def _departure_notes(cls, params, dataset=None):
+        """As ``MemoryMethod._departure_notes``; alphas that are the paper's mapped onto the embedder in use (a
+        mapping record whose alphas are these) are noted as such, with the fit the record reached."""
+        out = super()._departure_notes(params, dataset)
+        rec = params.get("alpha_mapping") if hasattr(params, "get") else None
+        if "alphas" in out and isinstance(rec, dict) and [round(float(a), 4) for a in rec.get("alphas") or ()] == \
+                [round(float(a), 4) for a in tuple(out["alphas"][0])[:len(rec.get("alphas") or ())]]:
+            out["alphas"] = (out["alphas"][0], alpha_mapping_note(rec))
+        return out
 
     @property
     def prompt_set(self):
@@ -667,6 +729,19 @@ class HMem(MemoryMethod):
                 "multi_child_share": multi / len(parents) if parents else 0.0,
                 "single_child_copies": sum(1 for r in parents if r["copy_of_child"])}
 
+    def join_shares(self) -> dict:
+        """Per level, the share of level-l nodes of this build that joined an existing parent (1 - N_{l+1} / N_l)
+        beside the paper's (Table 7, LoCoMo), the alpha that decided it, the paper's alpha, and the mapping record
+        when the alphas are the paper's mapped onto this embedder (``mapping_in_use``)."""
+        self._check_ingested()
+        counts = Counter(n.level for n in self.tree_.nodes.values())
+        top = self.tree_.l_max
+        nodes = [counts.get(lv, 0) for lv in range(1, top + 1)]
+        return {"nodes": nodes, "build": join_shares_of(nodes), "paper_table7": join_targets()[:top - 1],
+                "alphas": [float(a) for a in tuple(self.alphas)[:top - 1]],
+                "paper_alphas": list(PAPER_ALPHAS[:top - 1]), "linkage": self.cluster_similarity,
+                "embedder": getattr(self.embedder, "name", None), "mapping": self.mapping_in_use()}
+
     def structures(self) -> dict:
         """Plain JSON for the structure views (``widgets.tree_view``, ``widgets.graph_view``): the tree
         rows, the window name per level, and the entity graph (nodes with type, aliases, provenance
@@ -684,6 +759,7 @@ class HMem(MemoryMethod):
                  for u, v, d in g.edges(data=True)]
         return {"tree": self.tree_nodes(),
                 "levels": {str(lv): self.tree_.window_name(lv) for lv in range(1, self.tree_.l_max + 1)},
+                "join_shares": self.join_shares(),
                 # the extraction prompt's example relation labels (none in the paper profile): the graph view flags
                 # a relation carrying one that its turns never say
                 "graph": {"nodes": nodes, "edges": edges,

@@ -88,7 +88,8 @@ def retrieve(m, sq: SubQuery, query: str, t: datetime, steps: list, title: str) 
                                   now=t, theta=m.theta, lam=m.lam, eps=m.eps,
                                   tau=m.tau_days * DAY, eta=m.eta, use_robustness=m.use_robustness)
         unique, duplicates = dedupe(scored)
-        chain = unique[:m.evidence_k]
+        reranked = rerank(m, query, unique, s.data) if getattr(m, "reranker", None) is not None else unique
+        chain = reranked[:m.evidence_k]
         s.hits = [c.hit() for c in chain]
         s.data.update(subquery=sq.id, query=query, scope=sq.scope, interval=sq.interval_iso(),
                       seeds=seeds, expansion=[{**p, "name": m.kg_.graph.nodes[p["entity"]]["name"]}
@@ -96,6 +97,30 @@ def retrieve(m, sq: SubQuery, query: str, t: datetime, steps: list, title: str) 
                       candidates=[c.trace() for c in scored], duplicates=duplicates,
                       evidence_chain=[c.id for c in chain])
     return chain
+
+
+#: [ours] how many of the best candidates by F the reranker reorders, in multiples of ``evidence_k``
+RERANK_POOL = 3
+
+
+def rerank(m, query: str, ranked: list[Candidate], data: dict) -> list[Candidate]:
+    """Paper A.2 / Table 8: the reranker reorders the candidate evidence (digest §10.10). Our reading: F (eq. 3,
+    with S the embedding cosine) ranks the de-duplicated candidates as before; the best ``RERANK_POOL *
+    evidence_k`` of them go to ``m.reranker(query, texts)`` (each text as the reader would see it, date label
+    included) and are reordered by its score (ties by F); the chain is then the top ``evidence_k``. The rest keep
+    their F order below. Scores are recorded in the step's ``rerank``."""
+    pool = ranked[:RERANK_POOL * m.evidence_k]
+    if not pool:
+        return ranked
+    scores = np.asarray(m.reranker(query, [c.display() for c in pool]), dtype=float).reshape(-1)
+    if scores.shape[0] != len(pool) or not np.all(np.isfinite(scores)):
+        raise ValueError(f"reranker {getattr(m.reranker, 'name', type(m.reranker).__name__)!r} returned "
+                         f"{scores.shape[0]} scores for {len(pool)} documents (or a non-finite score)")
+    order = sorted(range(len(pool)), key=lambda i: (-scores[i], -pool[i].F, pool[i].id))
+    data["rerank"] = {"reranker": getattr(m.reranker, "name", type(m.reranker).__name__), "pool": len(pool),
+                      "scores": {pool[i].id: round(float(scores[i]), 4) for i in order},
+                      "before": [c.id for c in pool[:m.evidence_k]]}
+    return [pool[i] for i in order] + ranked[len(pool):]
 
 
 def _entity_evidence(m, paths: list[dict], qv: np.ndarray, frag_ok: bool, cands: dict, *, profiles: bool) -> None:
