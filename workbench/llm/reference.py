@@ -142,6 +142,18 @@ def _question(p: Prompt, where: str) -> str:
     return q
 
 
+def _memr3_router(p: Prompt) -> dict:
+    """A MemR3 router call is about its question, the turns of the batch it shows (S_k: one question asks the router
+    once per batch, and again after a reflect with the same batch, which the directive or the gaps then tell apart),
+    the open gaps it shows (the router's own previous ones) and the decision directive: a forced action's word, or
+    "default"."""
+    forced = re.search(r'Choose "(\w+)"\.', p.section('- "decision":', "\n"))
+    return {"question": _question(p, p.section("# Question", "# Evidence")),
+            "snippets": p.turns_in(p.section("# Memory snippets", "# Reasoning")),
+            "gaps": p.bullets(p.section("# Gaps", "# Memory snippets")),
+            "directive": forced.group(1) if forced else "default"}
+
+
 RULES: dict[str, Callable[[Prompt], dict]] = {
     # AMA (workbench/methods/ama/paper_prompts.py)
     "ama.retrieve": lambda p: p.input_about(p.section("Current input:", "Produce all four")),
@@ -167,6 +179,9 @@ RULES: dict[str, Callable[[Prompt], dict]] = {
     "hymem.deep": lambda p: {"question": _question(p, p.section("Question:", last=True)), "pool": _hymem_pool(p)},
     "hymem.reflect": lambda p: {"question": _question(p, p.section("Question:", "Answer:", last=True)),
                                 "answer": p.section("Answer:", "Output format", last=True).strip()},
+    # MemR3 (workbench/methods/memr3/paper_prompts.py; the answer's user message is the question alone)
+    "memr3.router": _memr3_router,
+    "memr3.answer": lambda p: {"question": _question(p, p.section("Answer:", last=True))},
 }
 
 
