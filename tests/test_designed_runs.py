@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -98,21 +99,37 @@ def test_recmem_recurrence_fires_one_episode_merges_the_peak_week_and_refines_fa
     assert row["answer"]["text"] == "32 km" and row_score(row) == 1.0
 
 
-def test_hymem_designed_run_answers_the_two_hop_question_from_the_light_tier(tmp_path):
-    """What HyMem's paper profile does with careful replies on this example: the second session's own key sentence
-    says Jonas's teacher played the cello (D2:3 with D2:4), so the light module has the answer and, as B.3 says,
-    answers without escalating; reflection accepts it. The planted outcome (an escalation) is therefore not reached
-    by right replies here: the example's planted multi-hop chain is answerable from Level-1 (see the reference file
-    and the issue #64 report), so the census reads "missed" with the light answer right."""
+def test_hymem_light_tier_says_insufficient_escalates_to_deep_and_reflection_keeps_the_right_answer(tmp_path):
+    """HyMem's paper profile on careful replies: the two-hop link (Mr. Okafor's green hat, D1:5, and the green-hatted
+    cellist, D2:3) is an aside that key-sentence summaries drop, so the light module finds the teacher but no
+    instrument and says "insufficient" (finished 2); the deep module's selection reaches both raw events, its
+    generator answers the cello, reflection accepts it. The one-turn kitchen question stays light."""
     run = designed_run("hymem", out=tmp_path / "run")
     _clean(run)
     checked = run.census["checked"]
-    assert checked["multi_hop_not_escalated"] == 1 and checked["deep_elsewhere"] == 0
-    assert checked["answers"]["multi_hop_not_escalated"] == {"right": 1, "decided": 1}
-    row = _rows(run)["gallery-hymem/q0"]
-    assert [d["finished"] for d in _steps(row, "light")] == [0] and not _steps(row, "deep")
+    assert run.verdict == "right" and checked["deep_on_multi_hop"] == 1
+    assert checked["multi_hop_not_escalated"] == 0 and checked["deep_elsewhere"] == 0 and checked["missed_ids"] == []
+    assert checked["answers"]["deep_on_multi_hop"] == {"right": 1, "decided": 1}
+    summaries = " ".join(e["after"] for e in _events(run) if e["kind"] == "SUMMARIZE")
+    assert "cellist" in summaries and "Okafor" in summaries and not re.search(r"\bhats?\b", summaries)
+    # (the link is in Level-2 only)
+    rows = _rows(run)
+    row = rows["gallery-hymem/q0"]
+    light = _steps(row, "light")
+    assert [d["finished"] for d in light] == [2] and [d["escalate"] for d in light] == [True]
+    deep = _steps(row, "deep")
+    assert len(deep) == 1 and "cello" in deep[0]["answer"].lower()
+    read = {t for d in deep for e in d["level2"] for t in run_event_turns(run, e)}
+    assert {"D1:5", "D2:3"} <= read  # both ends of the link reached the deep generator
     assert [d["done"] for d in _steps(row, "reflect")] == [True]
     assert "cello" in row["answer"]["text"].lower() and row_score(row) == 1.0
+    kitchen = rows["gallery-hymem/q1"]
+    assert not _steps(kitchen, "deep") and kitchen["answer"]["text"] == "Yellow" and row_score(kitchen) == 1.0
+
+
+def run_event_turns(run, event_id) -> list[str]:
+    """The turn ids of a Level-2 event, from the run's saved ADD events."""
+    return next(e["source_ids"] for e in _events(run) if e["kind"] == "ADD" and e["unit_id"] == event_id)
 
 
 def test_ama_sample_signature_cases_biscuit_to_pilot_and_the_forget_request(tmp_path):

@@ -16,8 +16,10 @@ HOW_IT_WORKS = HowItWorks(
     ),
     mechanism="light → deep escalation, with reflection",
     gallery="gallery-hymem",
-    right_outcome=("The teacher is named in one session (D1:3: Mr. Okafor) and his instrument in another (D2:3: the "
-                   "cello). The light module's key sentences should not be enough to link the two, so it escalates: "
-                   "the deep module reads both raw events and the answer is \"the cello\". The second question "
-                   "(the kitchen's colour, one turn) needs no escalation."),
+    right_outcome=("The teacher is named in one session (D1:3: Mr. Okafor) and, as an aside, always wears a bright "
+                   "green hat (D1:5); the next session's concert had a cellist in a bright green hat (D2:3). Key-"
+                   "sentence summaries drop the hats (a casual remark, as the summary prompt asks), so the light "
+                   "module cannot link teacher and cellist and should say \"insufficient\" and escalate: the deep "
+                   "module reads both raw events, where the hat links them, and answers \"the cello\"; reflection "
+                   "keeps that answer. The second question (the kitchen's colour, one turn) needs no escalation."),
 )
