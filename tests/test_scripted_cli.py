@@ -245,45 +245,46 @@ def test_an_ablation_label_without_profile_runs_the_ablation(tmp_path, plugin):
 
 def test_an_unknown_label_is_an_error_listing_the_valid_ones(tmp_path, plugin, capsys):
     common = ["--llm", "scripted", "--data", "tiny", "--out", str(tmp_path / "run"), "--no-progress"]
-    assert "unknown label [no-such] for notebook_plugin: its ablations: 'w/o notes'" in usage_error(
+    assert "unknown variant 'notebook_plugin[no-such]': [no-such] names none of notebook_plugin's ablations " \
+           "('w/o notes')" in usage_error(
         capsys, ["eval", "--method", "notebook_plugin[no-such]", *common])
     assert "the recorded profiles' variants: ama[paper-judge] (with --profile)" in usage_error(
         capsys, ["eval", "--method", "ama[nope]", *common])
-    assert "profile 1.5b's variants: ama[paper-judge]" in usage_error(
+    assert "nor a variant of profile 1.5b (ama[paper-judge])" in usage_error(
         capsys, ["eval", "--method", "ama[nope]", "--profile", "1.5b", *common])
 
 
-def test_a_replay_of_a_recorded_profiles_cassette_takes_that_profile(tmp_path):
+def test_a_replay_of_a_recorded_profiles_cassette_takes_that_profile(tmp_path, capsys):
     """Without --profile, a method replaying the demo cassette (or a copy of it, as workbench demo makes) is built
-    as it was recorded, with a note; a cassette no profile recorded leaves the profile unset."""
-    from argparse import Namespace
-
-    from workbench.eval.cli import MethodLLMs
+    as it was recorded, with a note; --profile still chooses; a cassette no profile recorded leaves it unset."""
+    from workbench.embed import HashEmbedder
     from workbench.eval.profiles import ACTIVE, DEMO_PROFILES
+    from workbench.eval.settings import build_method
+    from workbench.llm import CachedLLM
 
     copy = tmp_path / "cassette.jsonl"
     copy.write_bytes(DEMO_PROFILES[ACTIVE].cassette.read_bytes())
-    args = Namespace(llm="replay", cassette=str(copy), data="sample", profile=None, request_timeout=None,
-                     attempts=None)
-    plan = MethodLLMs(args, ["hymem"])
-    assert plan.profile("hymem") == ACTIVE
-    assert any(f"built with --profile {ACTIVE}" in n for n in plan._notes)
-    assert MethodLLMs(Namespace(**{**vars(args), "profile": "0.5b"}), ["hymem"]).profile("hymem") == "0.5b"
+    emb = HashEmbedder(dim=64)
+    setup = build_method("hymem", llm=CachedLLM.replay(copy), embedder=emb, data="sample")
+    assert setup.profile == ACTIVE and setup.output_bounds
+    assert f"built with --profile {ACTIVE}" in capsys.readouterr().err
+    assert build_method("hymem", llm=CachedLLM.replay(copy), embedder=emb, profile="0.5b").profile == "0.5b"
     other = tmp_path / "other.jsonl"
     other.write_text(copy.read_text().splitlines()[0] + "\n")
-    assert MethodLLMs(Namespace(**{**vars(args), "cassette": str(other)}), ["hymem"]).profile("hymem") is None
+    assert build_method("hymem", llm=CachedLLM.replay(other), embedder=emb, data="sample").profile is None
 
 
-def test_a_scripted_recording_replays_with_the_small_profile(tmp_path, capsys):
-    """A cassette recorded from a scripted LLM (small_model) replays with the small profile it was recorded with,
-    not the paper profile profile='auto' gives an unknown model: 0 misses."""
+def test_a_scripted_recording_replayed_says_how_to_get_its_profile(tmp_path, capsys):
+    """A cassette recorded from a scripted LLM (a small model: profile='auto' was 'small') replayed under its model's
+    name: 'auto' is 'paper' there, and a note says so and how to replay it; with that fix it replays with 0 misses."""
     cassette = tmp_path / "scripted.jsonl"
-    first, second = tmp_path / "first", tmp_path / "second"
     common = ["--data", "tiny", "--method", "hymem", "--no-progress", "--embedder", "hash", "--questions", "2"]
-    assert main(["eval", "--llm", "scripted", "--cassette", str(cassette), "--out", str(first), *common]) == 0
+    assert main(["eval", "--llm", "scripted", "--cassette", str(cassette), "--out", str(tmp_path / "a"), *common]) == 0
     capsys.readouterr()
-    assert main(["eval", "--llm", "replay", "--cassette", str(cassette), "--out", str(second), *common]) == 0
-    err = capsys.readouterr().err
-    assert "replays a scripted recording" in err
-    rows = [json.loads(line) for line in (second / "results.jsonl").read_text().splitlines()]
+    replay = ["eval", "--llm", "replay", "--cassette", str(cassette), *common]
+    assert main([*replay, "--out", str(tmp_path / "b")]) == 0
+    assert "replays only with --param profile='\"small\"'" in capsys.readouterr().err
+    assert main([*replay, "--out", str(tmp_path / "c"), "--param", 'profile="small"']) == 0
+    assert "replays only with" not in capsys.readouterr().err
+    rows = [json.loads(line) for line in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
     assert rows and not [r for r in rows if r.get("error")]

@@ -178,7 +178,7 @@ def eval_command(args) -> int:
         parts = Components(plan.component_choices())
         # every method is prepared before the first runs, so a bad name fails before any call is made;
         # this also puts the output bounds (--bounded-outputs, a profile's) on the LLM the judge may share
-        setups = [thread_setup(args, name, plan.llm(name), parts.embedder(name), plan.params(name, params),
+        setups = [thread_setup(args, name, plan.llm(name), parts.embedder(name), params,
                                reranker=parts.reranker(name), profile=plan.profile(name)) for name in names]
         judges = plan.judges()
     plan.print_notes()
@@ -292,8 +292,6 @@ class MethodLLMs:
             else:
                 self.specs[name], self.by[name] = None, "default"
         self._built: dict = {}
-        self._notes: list[str] = []
-        self._profiles: dict[str, str | None] = {}
 
     def llm(self, name: str):
         """The built LLM of ``name`` (one instance per spec: methods sharing a spec share its client)."""
@@ -318,54 +316,10 @@ class MethodLLMs:
             out.update(component_choices(Namespace(**{**vars(self.args), "llm": spec}), group))
         return out
 
-    def _cassette_of(self, name: str) -> str | None:
-        spec = self.specs[name] or ""
-        if spec in ("replay", "replay:"):
-            return self.args.cassette
-        return spec[len("replay:"):] if spec.startswith("replay:") else None
-
     def profile(self, name: str) -> str | None:
-        """The recorded profile ``name`` is built with: ``--profile``; with ``--data demo`` the demo's; for a
-        replay of a recorded profile's cassette that profile (a note says so): without it the replay would send
-        other prompts than were recorded, and miss."""
-        from .settings import recorded_profile
-
-        if name in self._profiles:
-            return self._profiles[name]
-        chosen = getattr(self.args, "profile", None) or (self.demo.name if self.demo is not None else None)
-        if chosen is None:
-            found = recorded_profile(self._cassette_of(name))
-            if found is not None:
-                chosen = found.name
-                self._notes.append(f"{name} replays {Path(self._cassette_of(name)).name}, the cassette profile "
-                                   f"{found.name} was recorded with: built with --profile {found.name} (its "
-                                   "parameters, calibration and output bounds); give --profile to choose")
-        self._profiles[name] = chosen
-        return chosen
-
-    def params(self, name: str, params: dict) -> dict:
-        """``params`` for ``name``, with ``profile="small"`` for a method that takes profiles replaying a
-        scripted recording: the scripted LLMs count as small models (``profile="auto"`` gave ``small`` when it
-        was recorded), but a replay knows only the recorded model's name, for which ``auto`` is ``paper``."""
-        from ..llm.cache import CachedLLM
-        from ..methods.base import method_base
-        from .settings import _has_profiles
-
-        llm = self.llm(name)
-        replay = isinstance(llm, CachedLLM) and llm.inner is None
-        if not replay or "profile" in params or self.profile(name) or not _has_profiles(method_base(name)):
-            return params
-        model = str(getattr(llm, "model", ""))
-        if model.startswith("scripted"):
-            self._notes.append(f"{name} replays a scripted recording (model {model!r}): built with its small "
-                               "profile, as a scripted LLM gives profile='auto' (--param profile='\"paper\"' to "
-                               "choose)")
-            return {**params, "profile": "small"}
-        if not llm.small_model:
-            self._notes.append(f"{name} replays calls of model {model!r}, not an offline model: its "
-                               "profile='auto' is 'paper' here; a recording made with its small profile replays "
-                               "only with --param profile='\"small\"'")
-        return params
+        """The recorded profile ``name`` is built with: ``--profile``, or with ``--data demo`` the demo's (None:
+        ``settings.build_method`` takes the one a replayed cassette was recorded with, if any)."""
+        return getattr(self.args, "profile", None) or (self.demo.name if self.demo is not None else None)
 
     def judges(self) -> dict:
         """The judge of each method: none, the deterministic checker, the method's own LLM (``same``), or one
@@ -384,8 +338,11 @@ class MethodLLMs:
         return {n: shared for n in self.names}
 
     def manifest(self, name: str) -> dict:
-        """What each evaluation's manifest records of how its LLM was chosen (beside ``llm``, the model)."""
+        """What an evaluation's manifest records of how its LLM was chosen (beside ``llm``, the model): when the
+        run's methods use different LLMs, or the LLM is a reply file (whose sha256 identifies the replies)."""
         spec = self.specs[name]
+        if not self.differ() and not (spec or "").startswith("scripted"):
+            return {}
         entry = {"spec": spec_label(spec, self.args.cassette), "by": CHOSEN_BY[self.by[name]]}
         source = getattr(self._built.get(spec), "source", None)
         if spec and spec.startswith("scripted:") and source:
@@ -404,8 +361,6 @@ class MethodLLMs:
         return out
 
     def print_notes(self) -> None:
-        for note in self._notes:
-            print(terminal_text(f"note: {note}"), file=sys.stderr)
         if self.differ():
             print(terminal_text("note: the methods run on different LLMs, so their scores compare readers as well "
                                 "as memories:\n  " + "\n  ".join(self.lines())), file=sys.stderr)
@@ -459,7 +414,7 @@ def ray_recipes(args, names: list[str], plan: "MethodLLMs | None" = None) -> lis
     plan = plan or MethodLLMs(args, names)
     params = run_params(args)
     choices = plan.component_choices()
-    return [CliRecipe(name, plan.params(name, params), plan.specs[name], args.cassette, choices[name].embedder,
+    return [CliRecipe(name, params, plan.specs[name], args.cassette, choices[name].embedder,
                       args.judge, getattr(args, "bounded_outputs", False), **request_options(args),
                       data=build_data(args), calibration=args.calibration, profile=plan.profile(name),
                       reranker=choices[name].reranker) for name in names]
@@ -636,9 +591,8 @@ def estimate_command(args, dataset) -> int:
             llm = _Unbuilt(plan.specs[name] or "")
         judge = LLMJudge(llm) if args.judge else None
         embedder, calibration = _estimate_embedder(args, choices[name].embedder)
-        params = run_params(args) if isinstance(llm, _Unbuilt) else plan.params(name, run_params(args))
         # the method the run would build (settings.build_method: preset, calibration, profile, --param, --fair)
-        method = build_method(name, llm=llm, embedder=embedder, params=params, data=build_data(args),
+        method = build_method(name, llm=llm, embedder=embedder, params=run_params(args), data=build_data(args),
                               calibration=calibration, bounded=getattr(args, "bounded_outputs", False),
                               profile=plan.profile(name), warn=False).method
         blocked |= _print_estimate(args, method, _plan(args, dataset), llm, judge, Path(args.out), problems).blocked

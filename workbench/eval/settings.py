@@ -23,6 +23,7 @@ bounds are part of each bounded call's cassette key, so a method replays its rec
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -86,7 +87,18 @@ def build_method(name: str, *, llm, embedder, params: dict | None = None, data: 
     reranker service for a method that takes one (``components.choose_components`` picks it)."""
     profile = get_profile(profile)
     explicit = dict(params or {})
+    replayed = replayed_cassette(llm)
+    if profile is None and replayed is not None:  # a replay is built as its cassette was recorded, or it misses
+        profile = recorded_profile(replayed)
+        if profile is not None and warn:
+            print(f"note: {name} replays {Path(replayed).name}, the cassette profile {profile.name} was recorded "
+                  f"with: built with --profile {profile.name} (its parameters, calibration and output bounds; "
+                  "give --profile to choose another)", file=sys.stderr)
     base, label, labelled = labelled_params(name, profile)
+    if profile is None and replayed is not None and warn:
+        note = replay_profile_note(name, llm, explicit)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     if profile is None:
         explicit = {**labelled, **explicit}
     else:
@@ -130,9 +142,9 @@ def labelled_params(name: str, profile: DemoProfile | None = None) -> tuple[str,
         recorded = [v for p in DEMO_PROFILES.values() for v in p.variants if method_base(v) == base]
         hint = (f"; the recorded profiles' variants: {', '.join(sorted(set(recorded)))} (with --profile)"
                 if recorded and profile is None else "")
-        raise ValueError(f"unknown label [{label}] for {base}: its ablations: "
-                         f"{', '.join(repr(a) for a in cls.ablations) or 'none'}"
-                         + (f"; profile {profile.name}'s variants: {', '.join(variants) or 'none'}"
+        raise ValueError(f"unknown variant {name!r}: [{label}] names none of {base}'s ablations "
+                         f"({', '.join(repr(a) for a in cls.ablations) or 'it declares none'})"
+                         + (f" nor a variant of profile {profile.name} ({', '.join(variants) or 'none'})"
                             if profile is not None else hint)) from None
     return base, ablation_label(label), params
 
@@ -176,6 +188,29 @@ def demo_data(profile: str | DemoProfile | None = None, *, questions: int | None
 def demo_methods_recorded(profile: DemoProfile) -> set[str]:
     """The method names the profile's cassette holds calls of: its methods and labelled variants."""
     return {*profile.order, *profile.variants}
+
+
+def replayed_cassette(llm) -> str | None:
+    """The cassette a replay-only LLM (``CachedLLM.replay``) answers from, else None (a live or scripted LLM)."""
+    from ..llm.cache import CachedLLM
+
+    if not isinstance(llm, CachedLLM) or llm.inner is not None:
+        return None
+    path = getattr(llm.cassette, "path", None)
+    return str(path) if path else None
+
+
+def replay_profile_note(name: str, llm, explicit: dict) -> str | None:
+    """For a method that takes profiles, replaying calls of a model that is not an offline one with no profile
+    given: a note that ``profile="auto"`` is ``paper`` for that model, so a recording made with the small profile
+    (by an offline model or a scripted LLM, which count as small) misses unless ``--param profile="small"`` or the
+    recording's ``--profile`` is given. The cassette does not record which profile made it, so this is said, not
+    guessed. None otherwise."""
+    if "profile" in explicit or not _has_profiles(method_base(name)) or getattr(llm, "small_model", False):
+        return None
+    return (f"{name} replays calls of model {getattr(llm, 'model', None)!r}, not an offline model: its "
+            "profile='auto' is 'paper' here; a recording made with its small profile (an offline model's, or a "
+            "scripted LLM's) replays only with --param profile='\"small\"' (or the --profile it was recorded with)")
 
 
 def recorded_profile(cassette) -> DemoProfile | None:
