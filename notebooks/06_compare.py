@@ -62,7 +62,9 @@ for name, method in demo_methods(llm, emb).items():
 # the 1.5B judge accepted 29 of the 62 wrong demo answers a careful reader labelled, so the headline here is the
 # deterministic checker (`metric` = `checker`: dates as days, names as entities, gold content), which agreed with
 # the readers on 99 of those 100 answers. Token F1 stays as a column for comparison with papers; on these answers it
-# ranked the methods against the readers. The adversarial questions (category 5) are scored apart.
+# ranked the methods against the readers. The adversarial questions (category 5) are kept out of `overall`
+# (categories 1-4) and scored apart, as the app does: the checker reads an abstention in any wording as their right
+# answer and anything else as a fabrication (`workbench.eval.checker.check_adversarial`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -77,7 +79,8 @@ overall.round(3)
 
 # %% [markdown]
 # Per question: the checker's verdict for each method, `right` or `wrong` with the kind of error (`wrong_date`,
-# `vague`, `abstain`, ...; empty: not checked, an adversarial question of category 5). The judge's own labels are
+# `vague`, `partial`, `abstain`, ...; on an adversarial question of category 5, `right` when the method abstains in
+# any wording, `wrong` when it makes an answer up). The judge's own labels are
 # in the frame's `judge_label` column; they are not shown here, since the judge's audit above fails.
 
 # %%

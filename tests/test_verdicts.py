@@ -250,17 +250,18 @@ def test_a_list_answer_that_denies_the_other_items_is_wrong():
     assert (denied.correct, denied.kind) == (False, "contradicts") and "only one" in denied.reason
     assert not check_answer(q, gold, "Just one: Biscuit").correct
     assert not check_answer(q, gold, "He has one name only: Biscuit").correct
-    assert check_answer(q, gold, "Biscuit").correct  # half the list, nothing denied: right (lenient)
+    assert check_answer(q, gold, "Biscuit").kind == "partial"  # half the list: wrong since issue #66
     assert check_answer(q, gold, "Only one name: Biscuit, later Pilot").correct  # every item given: content decides
-    assert check_answer(q, gold, "Not just one: Biscuit").correct  # a negated count claims nothing
-    assert check_answer(q, gold, "Biscuit, until just one week ago").correct  # a time, not a count of names
+    # a negated count claims nothing, a time is no count of names: the list rule decides (half: partial)
+    assert check_answer(q, gold, "Not just one: Biscuit").kind == "partial"
+    assert check_answer(q, gold, "Biscuit, until just one week ago").kind == "partial"
     hobbies, three = "Which hobbies does Melanie have?", "pottery, camping, painting"
     assert not check_answer(hobbies, three, "She only does pottery and camping, just two hobbies.").correct
     for fine in ("Pottery and camping, which she started just one summer ago.",  # what is counted is not asked
                  "Pottery and camping, only 2 pm to 4.", "Pottery and camping, read in exactly one sitting.",
                  "Pottery is her one and only love, plus camping.",
                  "Not only one hobby: she does pottery and camping."):
-        assert check_answer(hobbies, three, fine).correct, fine
+        assert check_answer(hobbies, three, fine).kind == "partial", fine  # no count claim; two of three items
 
 
 def test_attribution_no_longer_calls_a_wrong_day_correct_because_of_f1():

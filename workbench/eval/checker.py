@@ -39,6 +39,17 @@ protocol (``sample_data/labels/PROTOCOL.md``, lenient) does, with rules a reader
    the threshold only with words inside a denial ("does not live close to a beach" for "beach"; a denial reaches
    to the end of its clause) is ``wrong_value`` (from HyMem's conv-41 batch, labelled after the other rules).
 
+8. **whole lists** (issue #66): a list gold (items parted by commas, or by "and" where the question asks for
+   several things, ``list_items``) needs every item, each in the answer's words or in other words; a word two
+   items share ("shelter") stands for neither. One item missing is ``partial`` ("Paris" for "Paris, Rome").
+9. **the semantic step** (``workbench.eval.paraphrase``): where word overlap leaves a gold under the threshold,
+   a gold word an answer says in other words counts: a MiniLM near-synonym (cosine >= ``paraphrase.WORD_COS``,
+   never a name or a number), or a sentiment word of the same sign and strength (off: cross-validation on the
+   labelled set found every gap tried added false accepts). The reason names each such match.
+
+A LoCoMo adversarial question (category 5) is read by ``check_adversarial``: an abstention in any wording is
+right, anything else a fabrication.
+
 The threshold and every rule but the list rule are measured against the labelled real answers (``workbench
 judge-audit``, the "checker" source), never tuned on LoCoMo conv-30, whose answers are kept apart as the
 independent check.
@@ -50,7 +61,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .dates import MONTHS, find_periods
-from .metrics import _free_text_gold, _stem, is_abstention, says_abstain, simple_tokenize
+from .metrics import _free_text_gold, _stem, is_abstention, is_locomo, says_abstain, simple_tokenize
 
 #: gold content recall at or above which a content answer is right (measured on the labelled set)
 RECALL_THRESHOLD = 0.5
@@ -115,10 +126,19 @@ _POSSESSIVE = re.compile(r"['’]s$")  # "Melanie's" is Melanie: the question's 
 _EDGES = "'’\"`;:()[]{}*-"  # quotes and brackets around a word
 
 
+def _pairs(text: str, drop: frozenset = frozenset()) -> list[tuple[str, str]]:
+    """(stem, surface word) of each content word: the stem for overlap, the word itself for the semantic step."""
+    out = []
+    for w in simple_tokenize(text):
+        w = _POSSESSIVE.sub("", w.strip(_EDGES)).strip(_EDGES)
+        w = _NUMBER_WORDS.get(w, w)
+        if w and w not in _STOP and _stem(w) not in drop:
+            out.append((_stem(w), w))
+    return out
+
+
 def _content(text: str, drop: frozenset = frozenset()) -> list[str]:
-    words = [_POSSESSIVE.sub("", w.strip(_EDGES)).strip(_EDGES) for w in simple_tokenize(text)]
-    words = [_NUMBER_WORDS.get(w, w) for w in words]
-    return [_stem(w) for w in words if w and w not in _STOP and _stem(w) not in drop]
+    return [s for s, _ in _pairs(text, drop)]
 
 
 def _items(gold: str) -> list[str]:
@@ -126,27 +146,80 @@ def _items(gold: str) -> list[str]:
     return parts if len(parts) > 1 else [gold]
 
 
-def content_recall(gold: str, prediction: str, question: str = "") -> float | None:
-    """Share of the gold's content (items of a list gold, else words) present in the prediction, leaving out
-    words the question already says; None when the gold has no content word of its own."""
+@dataclass
+class _Said:
+    """What an answer says, for the content rules: its stems, and (for the semantic step) its words outside the
+    question and outside any denial, with the paraphrase finder and the names that never match in other words."""
+
+    stems: set
+    words: list
+    paraphrase: object = None
+    names: frozenset = frozenset()
+    mixed: bool = False
+    matches: list | None = None
+
+
+def _said_in(prediction: str, question: str, paraphrase=None, names: Iterable[str] = ()) -> _Said:
     asked = frozenset(_content(question))
-    said = set(_content(prediction))
+    stems = set(_content(prediction))
+    if paraphrase is None:
+        return _Said(stems, [])
+    kept, _ = _split_denials(prediction)
+    low = {n.lower() for n in names} | {w.lower() for w in _CAP.findall(question)}
+    words = list(dict.fromkeys(w for s, w in _pairs(kept, asked) if w not in low and not w.isdigit()))
+    return _Said(stems, words, paraphrase, frozenset(low), paraphrase.mixed(words), [])
+
+
+def content_recall(gold: str, prediction: str, question: str = "", *, paraphrase=None, names: Iterable[str] = (),
+                   matches: list | None = None) -> float | None:
+    """Share of the gold's content (items of a list gold, else words) present in the prediction, leaving out
+    words the question already says; None when the gold has no content word of its own. With ``paraphrase``
+    (``workbench.eval.paraphrase.Paraphrase``) a gold word said in other words counts too (never one of
+    ``names``); each such match is appended to ``matches``."""
+    asked = frozenset(_content(question))
+    names = {*names, *(m.group(0) for m in _CAP.finditer(gold) if m.start() > 0)}  # "Rome" in "Paris, Rome"
+    said = _said_in(prediction, question, paraphrase, names)
     items = _items(gold)
     if len(items) > 1:
         scores = [_recall(item, said, asked) for item in items]
         scores = [s for s in scores if s is not None]
-        return None if not scores else sum(1 for s in scores if s >= 0.5) / len(scores)
-    return _recall(gold, said, asked)
+        out = None if not scores else sum(1 for s in scores if s >= 0.5) / len(scores)
+    else:
+        out = _recall(gold, said, asked)
+    if matches is not None and said.matches:
+        matches.extend(said.matches)
+    return out
 
 
-def _recall(gold: str, said: set[str], asked: frozenset) -> float | None:
+def _recall(gold: str, said, asked: frozenset) -> float | None:
+    if not isinstance(said, _Said):
+        said = _Said(set(said), [])
     m = _TITLE_BY.match(gold)  # "Brave by Sara Bareilles": the title is what answers "which song"
     if m:
         gold = m.group("title")
-    words = set(_content(gold, asked)) or set(_content(gold))
-    if not words:
+    pairs = dict(_pairs(gold, asked)) or dict(_pairs(gold))
+    if not pairs:
         return None
-    return sum(1 for w in words if _said(w, said)) / len(words)
+    found = 0
+    # a sentiment word stands for the gold only where the gold is one (at most two words, each a sentiment word:
+    # "Glad", "doing great"); in a longer gold "great" or "awesome" is a word any on-topic answer may say
+    feeling = said.paraphrase is not None and len(pairs) <= 2 and all(
+        abs(said.paraphrase.valence(w)) >= _min_valence() for w in pairs.values())
+    for stem, word in pairs.items():
+        if _said(stem, said.stems):
+            found += 1
+        elif said.paraphrase is not None and word not in said.names and not word.isdigit():
+            hit = said.paraphrase.match(word, said.words, mixed=said.mixed or not feeling)
+            if hit is not None:
+                found += 1
+                said.matches.append(hit)
+    return found / len(pairs)
+
+
+def _min_valence() -> float:
+    from .paraphrase import MIN_VALENCE
+
+    return MIN_VALENCE
 
 
 def _said(word: str, said: set[str]) -> bool:
@@ -347,14 +420,9 @@ _ANY_NEGATION = re.compile(r"\b(?:no|not|never|neither|nor|none|without)\b|n['�
 _CLAUSE_END = re.compile(r"[.;:!?,]|\b(?:and|but|because|which|instead|rather|so)\b", re.I)
 
 
-def _denial_rule(question: str, gold: str, prediction: str, threshold: float) -> Check | None:
-    """The answer holds the gold's content only inside a denial ("John does not live close to a beach or the
-    mountains" for "beach"): it says the opposite of the gold, so it is ``wrong_value`` however much of the gold it
-    repeats. A denial reaches to the end of its clause; a gold or a question that itself denies something is left
-    alone, and so are negations that affirm ("never gave up", "can't wait", "not only") (from HyMem's conv-41
-    batch, labelled after the other rules)."""
-    if _ANY_NEGATION.search(gold) or _ANY_NEGATION.search(question):  # "What won't he do?" "He won't quit."
-        return None
+def _split_denials(prediction: str) -> tuple[str, list[str]]:
+    """The prediction without its denied clauses, and those clauses (a denial reaches to the end of its clause;
+    negations that affirm, "never gave up", "not only", are none)."""
     kept, pos, denied = [], 0, []
     for m in _DENIAL.finditer(prediction):
         if m.start() < pos:
@@ -364,13 +432,74 @@ def _denial_rule(question: str, gold: str, prediction: str, threshold: float) ->
         kept.append(prediction[pos:m.start()])
         denied.append(prediction[m.start():stop].strip())
         pos = stop
+    kept.append(prediction[pos:])
+    return " ".join(kept), denied
+
+
+def _denial_rule(question: str, gold: str, prediction: str, threshold: float, **kw) -> Check | None:
+    """The answer holds the gold's content only inside a denial ("John does not live close to a beach or the
+    mountains" for "beach"): it says the opposite of the gold, so it is ``wrong_value`` however much of the gold it
+    repeats. A denial reaches to the end of its clause; a gold or a question that itself denies something is left
+    alone, and so are negations that affirm ("never gave up", "can't wait", "not only") (from HyMem's conv-41
+    batch, labelled after the other rules)."""
+    if _ANY_NEGATION.search(gold) or _ANY_NEGATION.search(question):  # "What won't he do?" "He won't quit."
+        return None
+    kept, denied = _split_denials(prediction)
     if not denied:
         return None
-    kept.append(prediction[pos:])
-    recall = content_recall(gold, " ".join(kept), question)
+    recall = content_recall(gold, kept, question, **kw)
     if recall is None or recall >= threshold:
         return None
     return Check(False, "wrong_value", f"says the gold's content only where it denies it: {denied[0]!r}")
+
+
+#: "What activities ...", "Which cities ...", "What kind of events ...": the question asks for several things
+_PLURAL_ASK = re.compile(r"^\s*(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?:[\w/-]+\s+){0,2}?"
+                         r"(?P<noun>[a-z][\w-]*[a-rt-z]s|[\w-]+/[\w-]+s)\s+(?:do|does|did|has|have|had|is|are|was|"
+                         r"were|can|could|would|will|might)\b", re.I)
+
+
+def list_items(gold: str, question: str = "") -> list[str] | None:
+    """The items of a list gold, or None where the gold is not a list. A list: items parted by commas ("Running,
+    pottery"), or by "and" where the question asks for several things ("What instruments ...?" "clarinet and
+    violin"). A yes/no gold and a choice with its reason ("National park; she likes the outdoors") are no list,
+    and neither is a compound answer to a question that asks for one thing ("Grateful and thankful for her
+    family"), which the content rule reads as before (half of it)."""
+    if _YES.search(gold) or _NO.search(gold) or ";" in gold or find_periods(gold):
+        return None
+    if re.search(r",\s", gold):
+        parts = re.split(r",\s+", gold)
+    elif _PLURAL_ASK.search(question):
+        parts = re.split(r"\s+(?:and|&)\s+", gold)
+    else:
+        return None
+    parts = [re.sub(r"^(?:and|or)\s+", "", p.strip(" .")).strip() for p in parts]
+    parts = [p for p in parts if p]
+    return parts if len(parts) > 1 else None
+
+
+def _list_rule(question: str, gold: str, prediction: str, **kw) -> Check | None:
+    """A list gold needs every item, each in the answer's words or in other words (an item is there when at least
+    half its own content words are): "Paris" for "Paris, Rome" is ``partial`` (issue #66: the labelling protocol
+    no longer takes half a list)."""
+    items = list_items(gold, question)
+    if not items:
+        return None
+    asked = frozenset(_content(question))
+    names = {*kw.get("names", ()), *(m.group(0) for m in _CAP.finditer(gold) if m.start() > 0),
+             *(i.split()[0] for i in items if i[:1].isupper())}  # every capitalised item opens with a name
+    said = _said_in(prediction, question, kw.get("paraphrase"), names)
+    # a word two items share ("shelter" in "the homeless shelter, the dog shelter") tells neither apart
+    shared = {st for i in items for st in _content(i, asked)
+              if sum(st in _content(j, asked) for j in items) > 1}
+    scores = [_recall(i, said, asked | shared if set(_content(i, asked)) - shared else asked) for i in items]
+    missing = [i for i, sc in zip(items, scores) if sc is not None and sc < 0.5]
+    if missing:
+        got = len(items) - len(missing)
+        return Check(False, "partial" if got else "vague",
+                     f"gives {got} of the gold's {len(items)} items; missing: {'; '.join(missing)}")
+    return Check(True, "right", f"gives every item of the gold's list ({len(items)})"
+                 + (f"; in other words: {', '.join(m.text() for m in said.matches)}" if said.matches else ""))
 
 
 def _restates(question: str, prediction: str) -> bool:
@@ -379,42 +508,82 @@ def _restates(question: str, prediction: str) -> bool:
     return len(asked) >= 2 and len(asked & set(_content(prediction))) / len(asked) >= 0.6
 
 
+_DEFAULT = object()  # check_answer's paraphrase: the shared finder with the chosen thresholds
+
+
 def check_answer(question: str, gold: str, prediction: str, *, entities: Sequence[str] = (),
-                 threshold: float = RECALL_THRESHOLD) -> Check:
+                 threshold: float = RECALL_THRESHOLD, paraphrase=_DEFAULT) -> Check:
     """Right or wrong for one answer to an answerable question (see the module docstring for the rules).
 
     ``entities``: the conversation's names (``workbench.eval.audit.conversation_entities``); without them the
-    entity rule is skipped."""
+    entity rule is skipped. ``paraphrase``: the semantic step (``workbench.eval.paraphrase``; the shared one by
+    default, None for word overlap alone)."""
     prediction = str(prediction or "").strip()
     if not prediction:
         return Check(False, "failed", "empty answer", 0.0)
+    if paraphrase is _DEFAULT:
+        from .paraphrase import default_paraphrase
+
+        paraphrase = default_paraphrase()
     recall = content_recall(gold, prediction, question)
     if abstains(prediction) and not (recall and recall >= 1.0):
         return Check(False, "abstain", "says the information is missing", recall)
+    kw = {"paraphrase": paraphrase, "names": tuple(entities)}
     for rule in (lambda: _date_rule(question, gold, prediction),
                  lambda: _entity_rule(question, gold, prediction, entities),
                  lambda: _extra_name_rule(question, gold, prediction, entities),
                  lambda: _number_rule(question, gold, prediction),
                  lambda: _polarity_rule(gold, prediction, question),
-                 lambda: _list_count_rule(gold, prediction, question)):
+                 lambda: _list_count_rule(gold, prediction, question),
+                 lambda: _list_rule(question, gold, prediction, **kw)):
         found = rule()
         if found is not None:
+            if found.correct:
+                denial = _denial_rule(question, gold, prediction, threshold, **kw)
+                found = denial or found
             return Check(found.correct, found.kind, found.reason, recall)
     if recall is None:
         return Check(False, "vague", "the gold has no content word to look for", None)
+    how = f"holds {recall:.0%} of the gold's content"
+    if recall < threshold and paraphrase is not None:  # the semantic step: gold words said in other words
+        matches: list = []
+        wide = content_recall(gold, prediction, question, paraphrase=paraphrase, names=entities, matches=matches)
+        if wide is not None and wide >= threshold and matches:
+            recall, how = wide, (f"holds {wide:.0%} of the gold's content, in other words: "
+                                 + ", ".join(m.text() for m in matches))
     if recall >= threshold:
-        denial = _denial_rule(question, gold, prediction, threshold)
+        denial = _denial_rule(question, gold, prediction, threshold, **kw)
         if denial is not None:
             return Check(denial.correct, denial.kind, denial.reason, recall)
-        return Check(True, "right", f"holds {recall:.0%} of the gold's content", recall)
-    return Check(False, "vague", f"holds {recall:.0%} of the gold's content", recall)
+        return Check(True, "right", how, recall)
+    return Check(False, "vague", how, recall)
+
+
+def check_adversarial(prediction: str, *, error: str | None = None) -> Check:
+    """A LoCoMo adversarial question (category 5: built so that the conversation does not answer it): an
+    abstention in any wording ("Not mentioned", "The conversation doesn't say", "I don't know") is right, any
+    other answer is a fabrication and wrong (``wrong_value``). The official rule looks for two phrases only
+    ("no information available", "not mentioned"); this reads every wording ``says_abstain`` knows, in the answer
+    or its first sentence (issue #66, item 3: one treatment in the app, the notebooks and the report)."""
+    if error:
+        return Check(False, "failed", "the method failed to answer", 0.0)
+    text = str(prediction or "").strip()
+    if not text:
+        return Check(False, "failed", "empty answer", 0.0)
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    if abstains(text) or says_abstain(first):
+        return Check(True, "right", "abstains, as an adversarial question (category 5) wants", None)
+    return Check(False, "wrong_value", "answers an adversarial question (category 5) the conversation does not "
+                                       "answer: a fabricated answer", None)
 
 
 def check_qa(qa, prediction: str, *, error: str | None = None, conversation=None) -> Check | None:
-    """The checker's verdict on a harness answer to ``qa`` (None where it does not apply: a LongMemEval question,
-    which the labelled set does not cover, a question built to be unanswerable, or a gold that is not a short
-    answer); a failed call is wrong. The conversation, when
-    given, supplies the names for the entity rule."""
+    """The checker's verdict on a harness answer to ``qa``: a LoCoMo adversarial question (category 5) by
+    ``check_adversarial``; None where the checker does not apply (a LongMemEval question, which the labelled set
+    does not cover, a LongMemEval abstention item, or a gold that is not a short answer); a failed call is wrong.
+    The conversation, when given, supplies the names for the entity rule."""
+    if isinstance(qa.category, int) and qa.category == 5 and is_locomo(qa):
+        return check_adversarial(prediction, error=error)
     if not isinstance(qa.category, int) or not _free_text_gold(qa) or is_abstention(qa):
         return None  # audited on LoCoMo-style answers only; LongMemEval keeps its per-type judge and F1
     if error:
@@ -434,13 +603,17 @@ def check_dict(check: Check | None) -> dict | None:
 def row_score(row) -> float | None:
     """A result row's checker score: the stored ``scores["checker"]``, else (rows written before the checker
     existed) computed from the row's own question, gold and prediction, without the conversation's names;
-    None where the checker does not apply (category 5, no gold, a non-LoCoMo rubric)."""
+    a LoCoMo adversarial row (category 5) by ``check_adversarial``; None where the checker does not apply (no
+    gold, a non-LoCoMo rubric)."""
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
     scores = get("scores") or {}
     stored = scores.get("checker") if hasattr(scores, "get") else None
     if isinstance(stored, (int, float)) and not isinstance(stored, bool) and stored == stored:
         return float(stored)
     gold, category = get("gold"), get("category")
+    if str(category) == "5" and get("dataset", "locomo") != "longmemeval":  # adversarial: abstaining is right
+        return float(check_adversarial("" if get("prediction") is None else str(get("prediction")),
+                                       error=get("error")).correct)
     if str(category) not in ("1", "2", "3", "4") or not isinstance(gold, str) or not gold.strip():
         return None
     if get("error"):

@@ -159,9 +159,11 @@ class CheckerJudge:
     @property
     def spec(self) -> dict:
         from .checker import RECALL_THRESHOLD
+        from .paraphrase import default_paraphrase
 
+        para = default_paraphrase()  # the semantic step's thresholds: a re-tuned checker is another judge
         return {"class": type(self).__name__, "model": self.model, "threshold": RECALL_THRESHOLD,
-                "prompt_hash": None}
+                "word_cos": para.word_cos, "valence_gap": para.valence_gap, "prompt_hash": None}
 
     def applies_to(self, qa: QA) -> bool:
         return is_locomo(qa) and qa.category != 5 and bool(qa.answer)

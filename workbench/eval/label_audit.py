@@ -38,6 +38,13 @@ def checker_source(entities: Mapping[str, Sequence[str]] | None = None, **kw) ->
     return verdict
 
 
+def checker_checks(entities: Mapping[str, Sequence[str]] | None = None, **kw) -> Verdict:
+    """The checker as a verdict source that says why: its ``Check`` (``audit_on_labels`` counts a false reject by
+    the kind the checker gave it: ``vague``, ``partial``, ``wrong_date``, ...)."""
+    entities = entities or {}
+    return lambda a: check_answer(a.question, a.gold, a.prediction, entities=entities.get(a.conv_id, ()), **kw)
+
+
 def recorded_judge(a: LabelledAnswer) -> bool | None:
     return {"CORRECT": True, "WRONG": False}.get(a.judge_label or "")
 
@@ -129,16 +136,21 @@ def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protoc
     by_kind: dict[str, list[bool]] = defaultdict(list)
     by_cat: dict[int, dict[str, list[bool]]] = defaultdict(lambda: {"fa": [], "fr": []})
     agree = undecided = 0
+    fr_kinds: dict[str, int] = defaultdict(int)
     for a in labels:
         v = source(a)
         if v is None:
             undecided += 1
             continue
+        kind = getattr(v, "kind", None)  # a source that says why (``checker_checks``)
+        v = bool(getattr(v, "correct", v))
         right = getattr(a, protocol) == "right"
         agree += v == right
         if right:
             fr.append(not v)
             by_cat[a.category]["fr"].append(not v)
+            if not v:
+                fr_kinds[kind or "?"] += 1
         else:
             fa.append(v)
             by_kind[a.kind if a.kind in WRONG_KINDS else "other"].append(v)
@@ -148,6 +160,7 @@ def audit_on_labels(labels: Sequence[LabelledAnswer], source: Verdict, *, protoc
             "agreement": rate(agree, decided), "false_accept": rate(sum(fa), len(fa)),
             "false_reject": rate(sum(fr), len(fr)),
             "false_accept_by_kind": {k: rate(sum(v), len(v)) for k, v in sorted(by_kind.items())},
+            "false_reject_by_kind": dict(sorted(fr_kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
             "by_category": {str(c): {"false_accept": rate(sum(d["fa"]), len(d["fa"])),
                                      "false_reject": rate(sum(d["fr"]), len(d["fr"]))}
                             for c, d in sorted(by_cat.items())},
@@ -266,7 +279,7 @@ def audit_by_method(labels: Sequence[LabelledAnswer], source: str = "real_scale"
     verdicts (only ``judge_model``'s when given) and F1 >= 0.5 (``{method: {"n", "right", "conversations",
     "checker" | "judge" | "f1": audit}}``). Why: a judge that accepts more of one method's wrong answers than
     another's can reorder the methods, which its pooled false-accept rate hides."""
-    sources = {"checker": checker_source(shipped_entities()), "f1": f1_source()}
+    sources = {"checker": checker_checks(shipped_entities()), "f1": f1_source()}
     out = {}
     for m in sorted({a.method for a in labels if a.source == source}):
         mine = [a for a in labels if a.source == source and a.method == m]
@@ -276,3 +289,110 @@ def audit_by_method(labels: Sequence[LabelledAnswer], source: str = "real_scale"
                   **{k: audit_on_labels(mine, src) for k, src in sources.items()},
                   "judge": audit_on_labels(judged, recorded_judge)}
     return out
+
+
+# -- the semantic step's thresholds, chosen by cross-validation (issue #66, item 1) ------------------------------
+#: conversations whose answers are never used to fit or tune a verdict: LoCoMo conv-30 is the independent check
+HELD_OUT_CONVERSATIONS = frozenset({"conv-30"})
+#: the thresholds tried: MiniLM word cosine for a near-synonym, VADER valence gap for a sentiment word (None: off)
+WORD_COS_GRID = (None, 0.70, 0.75, 0.80)
+VALENCE_GAP_GRID = (None, 0.5, 1.0, 1.5, 2.0, 2.5)
+
+
+def fit_labels(labels: Sequence[LabelledAnswer]) -> list[LabelledAnswer]:
+    """The labelled answers a verdict may be fitted on: none of a held-out conversation (``HELD_OUT_CONVERSATIONS``)."""
+    return [a for a in labels if a.conv_id not in HELD_OUT_CONVERSATIONS]
+
+
+def _errors(truth: Sequence[bool], verdicts: Sequence[bool]) -> float:
+    """False-reject rate plus false-accept rate: both errors weigh alike whatever the share of right answers."""
+    right = [v for t, v in zip(truth, verdicts) if t]
+    wrong = [v for t, v in zip(truth, verdicts) if not t]
+    return (sum(not v for v in right) / max(len(right), 1)) + (sum(wrong) / max(len(wrong), 1))
+
+
+def cross_validate(labels: Sequence[LabelledAnswer] | None = None, *, folds: int = 5, seed: int = 0,
+                   word_cos_grid=WORD_COS_GRID, valence_gap_grid=VALENCE_GAP_GRID) -> dict:
+    """The checker's semantic thresholds chosen by ``folds``-fold cross-validation on the labelled answers (no
+    held-out conversation's): on each fold's training part the grid point with the fewest errors (false-reject
+    plus false-accept rate) is chosen and judged on the fold left out; the out-of-fold verdicts give the false
+    accepts and rejects with Wilson 95 % intervals. Folds hold whole questions (every method's answer to one
+    question in one fold), so a gold seen in training is never scored in its fold. Also the point chosen on all
+    of them (what ``paraphrase.WORD_COS`` / ``VALENCE_GAP`` should be) and the lexical checker's figures beside."""
+    import random
+
+    from .checker import check_answer
+    from .paraphrase import Paraphrase
+
+    labels = fit_labels(shipped_labels() if labels is None else labels)
+    entities = shipped_entities()
+    base = Paraphrase()
+    grid = [(c, g) for c in word_cos_grid for g in valence_gap_grid]
+    truth = [a.right for a in labels]
+    verdicts = {}
+    for c, g in grid:
+        para = base.with_thresholds(word_cos=c, valence_gap=g)
+        verdicts[(c, g)] = [check_answer(a.question, a.gold, a.prediction, entities=entities.get(a.conv_id, ()),
+                                         paraphrase=para).correct for a in labels]
+    lexical = [check_answer(a.question, a.gold, a.prediction, entities=entities.get(a.conv_id, ()),
+                            paraphrase=None).correct for a in labels]
+    questions = sorted({(a.conv_id, a.qa_id) for a in labels})
+    random.Random(seed).shuffle(questions)
+    fold_of = {q: i % folds for i, q in enumerate(questions)}
+    out_of_fold = [False] * len(labels)
+    chosen = []
+    for f in range(folds):
+        train = [i for i, a in enumerate(labels) if fold_of[(a.conv_id, a.qa_id)] != f]
+        test = [i for i, a in enumerate(labels) if fold_of[(a.conv_id, a.qa_id)] == f]
+        best = min(grid, key=lambda p: (_errors([truth[i] for i in train], [verdicts[p][i] for i in train]),
+                                        grid.index(p)))
+        chosen.append(best)
+        for i in test:
+            out_of_fold[i] = verdicts[best][i]
+    overall = min(grid, key=lambda p: (_errors(truth, verdicts[p]), grid.index(p)))
+
+    def figures(vs):
+        fr = [not v for t, v in zip(truth, vs) if t]
+        fa = [v for t, v in zip(truth, vs) if not t]
+        return {"false_reject": rate(sum(fr), len(fr)), "false_accept": rate(sum(fa), len(fa))}
+
+    return {"n": len(labels), "folds": folds, "held_out": sorted(HELD_OUT_CONVERSATIONS),
+            "chosen_per_fold": [{"word_cos": c, "valence_gap": g} for c, g in chosen],
+            "chosen_on_all": {"word_cos": overall[0], "valence_gap": overall[1]},
+            "cross_validated": figures(out_of_fold), "on_all_with_chosen": figures(verdicts[overall]),
+            "lexical_only": figures(lexical),
+            "grid": [{"word_cos": c, "valence_gap": g, **figures(verdicts[(c, g)])} for c, g in grid]}
+
+
+def summary_markdown(labels: Sequence[LabelledAnswer] | None = None, cv: dict | None = None) -> str:
+    """The label audit's summary: the checker's cross-validated false rejects and accepts with their 95 %
+    intervals (no held-out conversation's answer), then per method its false accepts and its false rejects by the
+    kind the checker gave them (a method whose right answers are paraphrases shows many ``vague`` ones), so a
+    reader can tell a method ranked down by the checker from one ranked down by its answers."""
+    labels = list(shipped_labels() if labels is None else labels)
+    if not labels:
+        return "_no labelled answers shipped: the checker is not audited_"
+    cv = cross_validate(labels) if cv is None else cv
+
+    def fig(r):
+        lo, hi = r["ci"] or (None, None)
+        return f"{r['k']}/{r['n']} = {r['rate']:.1%} [95% CI {lo:.1%}, {hi:.1%}]" if r["rate"] is not None else "–"
+
+    c, lex = cv["cross_validated"], cv["lexical_only"]
+    chosen = cv["chosen_on_all"]
+    lines = [f"Checker on {cv['n']} labelled answers ({cv['folds']}-fold cross-validation by question; no answer "
+             f"of {', '.join(cv['held_out'])}): false rejects {fig(c['false_reject'])}, false accepts "
+             f"{fig(c['false_accept'])}. Word overlap alone: false rejects {fig(lex['false_reject'])}, false "
+             f"accepts {fig(lex['false_accept'])}. Thresholds chosen on all of them: MiniLM word cosine "
+             f"{chosen['word_cos']}, sentiment valence gap {chosen['valence_gap']} (None: the rule is off).", "",
+             "| method | labelled answers | right by the readers | checker: accepts wrong | checker: rejects right "
+             "| rejects right, by the checker's kind |", "|---|---|---|---|---|---|"]
+    checks = checker_checks(shipped_entities())
+    for m in sorted({a.method for a in labels}):
+        mine = [a for a in labels if a.method == m]
+        r = audit_on_labels(mine, checks)
+        fa, fr = r["false_accept"], r["false_reject"]
+        kinds = ", ".join(f"{k} {n}" for k, n in r["false_reject_by_kind"].items()) or "–"
+        lines.append(f"| {m} | {len(mine)} | {sum(a.right for a in mine)} | {fa['k']}/{fa['n']} | "
+                     f"{fr['k']}/{fr['n']} | {kinds} |")
+    return "\n".join(lines)

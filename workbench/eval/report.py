@@ -15,7 +15,9 @@
 
 Accuracy is the ``metric`` column: by default the judge only when every judge of the rows has an
 audit (``workbench judge-audit``) with at most 20 % false accepts, else mem0-style F1 — an unaudited
-judge is not trusted. LoCoMo category 5 is always scored with the official adversarial rule. The
+judge is not trusted. LoCoMo category 5 (adversarial) is scored by the checker's reading where the
+metric is the checker (an abstention in any wording is right, anything else a fabrication: ``checker.
+check_adversarial``), else by the official rule ("no information available", "not mentioned"). The
 headline ``overall`` row is the micro mean over LoCoMo categories 1-4 (category 5 is listed apart,
 as ``adversarial``) or over all LongMemEval questions. Timings and cache flags are left out of
 the tables, so a replayed run reproduces them bit for bit.
@@ -188,6 +190,8 @@ def method_labels(df: pd.DataFrame) -> pd.Series:
 
 def _accuracy_values(df: pd.DataFrame, metric: str) -> pd.Series:
     adversarial = (df["category"].astype(str) == "5") & df["category_name"].eq(CATEGORY_NAMES[5])
+    if metric == "checker" and "checker" in df:  # the checker reads an abstention in any wording (issue #66)
+        return df["checker"].where(~adversarial | df["checker"].notna(), df["adversarial"]).astype(float)
     return df[metric].where(~adversarial, df["adversarial"]).astype(float)
 
 
@@ -531,7 +535,9 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
               "recall; `workbench.eval.checker`) is the headline. Token F1 and BLEU-1 stay for comparison with "
               "papers.",
               "- construction tokens: mean per conversation built (not spread over questions).",
-              "- LoCoMo category 5 (adversarial) is scored by the official rule and kept out of `overall`.", ""]
+              "- LoCoMo category 5 (adversarial) is kept out of `overall` (categories 1-4); under the checker an "
+              "abstention in any wording is its right answer, under other metrics the official rule's two phrases.",
+              ""]
     if stats:
         parts.append(method_stats_markdown(stats))
     return "\n".join(parts).rstrip() + "\n"
@@ -624,7 +630,8 @@ def _category_section(table: pd.DataFrame, metric: str, binary: bool) -> list[st
             row[r["category"]] = f"{format_estimate(r['accuracy'], r['ci_low'], r['ci_high'], r['n'], binary=b)}"
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["dataset", "method"] + cats).fillna("")
-    return [f"## By category ({metric}; adversarial: official rule)", "", to_markdown(frame), ""]
+    how = "an abstention in any wording" if metric == "checker" else "official rule"
+    return [f"## By category ({metric}; adversarial: {how})", "", to_markdown(frame), ""]
 
 
 def _attribution_section(df: pd.DataFrame) -> list[str]:
