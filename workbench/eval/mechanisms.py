@@ -252,7 +252,7 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
     try:
         return check_run(kind, pick(rows, traces, mems), ann, convs=convs, conv_of=conv_of, entry=entry,
                          right_of=right_of)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the check did not foresee
+    except Exception as exc:  # a shape the check did not foresee, or a bug in the method's pick
         problems.append(f"the {kind} check stopped at an unexpected value in the run ({type(exc).__name__}: {exc}); "
                         "nothing was checked")
         return {"checkable": False, "why": f"the saved memory holds a value the {kind} check cannot read "
@@ -394,7 +394,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
             common = set(c.counts)
             try:
                 spec.count(c, mrows, traces, mems.get(name, {}), params)
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a shape the readers did not foresee
+            except Exception as exc:  # a shape the readers did not foresee, or a plugin's bug: this method's alone
                 reason = f"counting stopped at an unexpected value in the run ({type(exc).__name__}: {exc})"
                 problems.append(f"{name}: {reason}; its mechanism counts are left out")
                 for part in (c.counts, c.why_zero, c.missing, c.sources):
@@ -402,7 +402,11 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                         del part[key]
                 c.lack("mechanisms", reason)
         entry = c.to_dict()
-        checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
+        try:
+            checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
+        except Exception as exc:  # a method's check (its pick, its check_off) failing is its own problem only
+            problems.append(f"{name}: its mechanism check raised ({type(exc).__name__}: {exc}); nothing was checked")
+            checked = {"checkable": False, "why": f"the method's check raised {type(exc).__name__}"}
         if checked is not None:
             entry["checked"] = checked
         if decided.get(name):

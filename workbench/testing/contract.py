@@ -32,7 +32,9 @@ def check_init_stores_params_verbatim(make: MakeMethod, conv: Conversation) -> N
     for name, value in params.items():
         assert getattr(m, name) is value, f"{cls.__name__}.__init__ altered parameter {name!r}"
         assert value is not PROFILE, f"{cls.__name__}.__init__ left {name!r} at PROFILE: call self._apply_profile"
-    assert not any(k.endswith("_") and not k.startswith("_") for k in vars(m)), "__init__ set built state"
+    built = sorted(k for k in vars(m) if k.endswith("_") and not k.startswith("_"))
+    assert not built, (f"{cls.__name__}.__init__ set built state {built}: build it in _build (after _reset "
+                       "clears it), never in __init__")
     services = {k: params[k] for k in SERVICE_PARAMS if k in params}
     fresh = cls(**services)
     # the one exception to "stored verbatim": a PROFILE default takes the resolved profile's value, and "auto"
@@ -54,20 +56,27 @@ def check_params_round_trip(make: MakeMethod, conv: Conversation) -> None:
     m = make()
     params = m.get_params()
     clone = m.clone()
-    assert clone.get_params().keys() == params.keys()
+    name = type(m).__name__
+    assert clone.get_params().keys() == params.keys(), (
+        f"{name}.clone() has parameters {sorted(clone.get_params())}, not {sorted(params)}: every __init__ "
+        "parameter must be stored under its own name")
     for k, v in params.items():
-        assert clone.get_params()[k] is v or clone.get_params()[k] == v, k
-    assert repr(clone) == repr(m), "repr must be deterministic"
-    assert m.params_hash() == clone.params_hash()
+        got = clone.get_params()[k]
+        assert got is v or got == v, (f"{name}.clone() has {k} = {got!r}, not {v!r}: __init__ must store {k} "
+                                      "unchanged (derive other values in _build)")
+    assert repr(clone) == repr(m), f"{name}: repr(clone()) differs from repr(): repr must be deterministic"
+    assert m.params_hash() == clone.params_hash(), (f"{name}.params_hash() differs on a clone: a parameter's "
+                                                    "value is not stable (a fresh object each time?)")
     sig = inspect.signature(type(m).__init__)
-    assert all(p.kind == p.KEYWORD_ONLY for n, p in sig.parameters.items() if n != "self"), \
-        "constructor parameters must be keyword-only"
+    positional = [n for n, p in sig.parameters.items() if n != "self" and p.kind != p.KEYWORD_ONLY]
+    assert not positional, (f"{name}.__init__ parameters {positional} must be keyword-only: write "
+                            "def __init__(self, *, ...)")
     try:
         m.set_params(__not_a_param__=1)
     except ValueError:
         pass
     else:
-        raise AssertionError("set_params accepted an unknown parameter")
+        raise AssertionError(f"{name}.set_params accepted an unknown parameter: leave set_params to MemoryMethod")
 
 
 def check_answer_before_ingest_raises(make: MakeMethod, conv: Conversation) -> None:
@@ -81,12 +90,16 @@ def check_answer_before_ingest_raises(make: MakeMethod, conv: Conversation) -> N
 
 def check_ingest_then_answer(make: MakeMethod, conv: Conversation) -> None:
     m = make()
-    assert m.ingest(conv) is m, "ingest must return self"
+    name = type(m).__name__
+    assert m.ingest(conv) is m, f"{name}.ingest must return self (leave ingest to MemoryMethod; write _build)"
     qa = conv.qa[0]
     ans = m.answer(qa.question, now=qa.time)
-    assert isinstance(ans, Answer) and isinstance(ans.text, str)
-    assert ans.method == m.name
-    assert ans.usage.calls == len(ans.calls), "every LLM call made while answering must sit in a step"
+    assert isinstance(ans, Answer), f"{name}._answer returned a {type(ans).__name__}, not a workbench.trace.Answer"
+    assert isinstance(ans.text, str), f"{name}._answer's Answer.text is a {type(ans.text).__name__}, not a string"
+    assert ans.method == m.name, f"the Answer names method {ans.method!r}, not {m.name!r}"
+    assert ans.usage.calls == len(ans.calls), (
+        f"{name}._answer made {ans.usage.calls} LLM call(s), {len(ans.calls)} inside a step: every LLM call made "
+        "while answering must sit in a step (with self.step(steps, kind, title))")
     Answer.from_json(ans.to_json())  # must serialise
 
 
@@ -95,7 +108,9 @@ def check_trace_json_round_trip(make: MakeMethod, conv: Conversation) -> None:
     ans = m.answer(conv.qa[0].question, now=conv.qa[0].time)
     assert Answer.from_json(ans.to_json()) == ans, "Answer must survive a JSON round trip unchanged"
     for e in m.events:
-        assert MemoryEvent.from_json(e.to_json()) == e
+        assert MemoryEvent.from_json(e.to_json()) == e, (
+            f"event {e.seq} ({e.op} {e.unit_id}) changes through JSON: give _emit plain values (strings, numbers, "
+            "lists, dicts)")
 
 
 def check_summary_stats(make: MakeMethod, conv: Conversation) -> None:
@@ -108,8 +123,12 @@ def check_summary_stats(make: MakeMethod, conv: Conversation) -> None:
         f"{cls.__name__}.summary_stats must be a static method of the class"
     answers = [m.answer(conv.qa[0].question, now=conv.qa[0].time)]
     stats = cls.summary_stats(answers)
-    assert isinstance(stats, dict), "summary_stats must return a dict"
-    json.dumps(stats)
+    assert isinstance(stats, dict), f"{cls.__name__}.summary_stats must return a dict, got {type(stats).__name__}"
+    try:
+        json.dumps(stats, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"{cls.__name__}.summary_stats returned a dict that is not JSON ({exc}): the report "
+                             "writes it") from None
     assert cls.summary_stats([Answer.from_json(a.to_json()) for a in answers]) == stats, \
         "summary_stats must read only what the saved traces keep"
 
@@ -123,7 +142,8 @@ def check_units_have_provenance(make: MakeMethod, conv: Conversation) -> None:
         unknown = set(row.source_ids) - turn_ids
         assert not unknown, f"unit {row.id} cites unknown turns {unknown}"
     for e in m.events:
-        assert set(e.source_ids) <= turn_ids, f"event {e.seq} cites unknown turns"
+        unknown = sorted(set(e.source_ids) - turn_ids)
+        assert not unknown, f"event {e.seq} ({e.op} {e.unit_id}) cites turns {unknown}, not of the conversation"
 
 
 def check_context_hits_have_provenance(make: MakeMethod, conv: Conversation) -> None:
@@ -131,8 +151,9 @@ def check_context_hits_have_provenance(make: MakeMethod, conv: Conversation) -> 
     ans = m.answer(conv.qa[0].question, now=conv.qa[0].time)
     turn_ids = {t.id for t in conv.turns}
     for h in ans.context:
-        assert h.source_ids, f"context hit {h.unit_id} has no provenance"
-        assert set(h.source_ids) <= turn_ids
+        assert h.source_ids, f"context hit {h.unit_id} has no provenance: give its Hit the source_ids of its turns"
+        unknown = sorted(set(h.source_ids) - turn_ids)
+        assert not unknown, f"context hit {h.unit_id} cites turns {unknown}, which the conversation does not have"
 
 
 def check_reingest_resets_state(make: MakeMethod, conv: Conversation) -> None:
@@ -140,15 +161,19 @@ def check_reingest_resets_state(make: MakeMethod, conv: Conversation) -> None:
     first = len(m.memories())
     n_events = len(m.events)
     m.ingest(conv)
-    assert len(m.memories()) == first, "a second ingest must start fresh, not accumulate"
-    assert len(m.events) == n_events
+    name = type(m).__name__
+    assert len(m.memories()) == first, (f"{name}: a second ingest holds {len(m.memories())} units, the first "
+                                        f"{first}: _reset must clear every built attribute (ending in _)")
+    assert len(m.events) == n_events, (f"{name}: a second ingest recorded {len(m.events)} events, the first "
+                                       f"{n_events}: _reset must clear the built state, so _build starts afresh")
 
 
 def check_ingest_never_sees_labels(make: MakeMethod, conv: Conversation) -> None:
     m = make().ingest(conv)
     assert m.conversation_.qa == (), "the method kept the gold QA list"
     sig = inspect.signature(m.answer)
-    assert set(sig.parameters) <= {"question", "now"}, "answer() must not accept gold data"
+    extra = sorted(set(sig.parameters) - {"question", "now"})
+    assert not extra, f"{type(m).__name__}.answer takes {extra}: it must take only question and now (no gold data)"
 
 
 def check_save_load(make: MakeMethod, conv: Conversation) -> None:
@@ -156,9 +181,11 @@ def check_save_load(make: MakeMethod, conv: Conversation) -> None:
     with tempfile.TemporaryDirectory() as d:
         m.save(d)
         loaded = type(m).load(d, llm=getattr(m, "llm", None), embedder=getattr(m, "embedder", None))
-    assert loaded.memories().equals(m.memories()), "memories differ after save/load"
-    assert loaded.events == m.events
-    assert repr(loaded) == repr(m)
+    name = type(m).__name__
+    assert loaded.memories().equals(m.memories()), (f"{name}: memories() differs after save then load: keep every "
+                                                    "built attribute picklable and end its name in _")
+    assert loaded.events == m.events, f"{name}: the events differ after save then load"
+    assert repr(loaded) == repr(m), f"{name}: repr differs after save then load ({loaded!r} vs {m!r})"
 
 
 def check_retriever(make: MakeMethod, conv: Conversation) -> None:
@@ -168,7 +195,7 @@ def check_retriever(make: MakeMethod, conv: Conversation) -> None:
     except NotImplementedError:
         return
     hits = r.search(conv.qa[0].question, 3)
-    assert len(hits) <= 3
+    assert len(hits) <= 3, f"as_retriever().search(query, 3) returned {len(hits)} hits, more than k=3"
     if hits:
         again = r.search(conv.qa[0].question, 3, exclude=frozenset({hits[0].unit_id}))
         assert hits[0].unit_id not in {h.unit_id for h in again}, "exclude must mask ids"
