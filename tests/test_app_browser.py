@@ -176,7 +176,7 @@ def test_memory_search_returns_rows(page):
     rows.first.wait_for(timeout=20000)
     total = rows.count()
     search(page, "text (substring) or meaning", "pwned")
-    deadline = time.time() + 20
+    deadline = time.time() + 60  # the search embeds the query on the server: slow on a loaded two-core machine
     while time.time() < deadline and rows.count() == total:
         time.sleep(0.2)
     assert 1 <= rows.count() < total
@@ -622,6 +622,35 @@ def _card(page, method: str):
         has=page.locator(".wb-structure-title", has_text=re.compile(heading))).first
 
 
+#: how far above the viewport's top edge a section that was scrolled to may end, in CSS pixels: a smooth scroll
+#: lands on a fractional position (it once ended at y = -0.09 on a loaded machine), so "at the top" is within a pixel
+SCROLL_SLACK_PX = 1.0
+#: a smooth scroll's animation runs on the page's frames, which a loaded two-core machine hands out slowly
+SCROLL_WAIT_S = 30.0
+
+
+def _in_top_half(box, height: float) -> bool:
+    return box is not None and -SCROLL_SLACK_PX <= box["y"] < height / 2
+
+
+def _wait_scrolled_to_top_half(page, target) -> None:
+    """Wait (up to ``SCROLL_WAIT_S``) until ``target`` sits in the top half of the viewport, its top edge allowed
+    ``SCROLL_SLACK_PX`` above it; then assert it, with the position in the message."""
+    height = page.viewport_size["height"]
+    deadline = time.time() + SCROLL_WAIT_S
+    while time.time() < deadline and not _in_top_half(target.bounding_box(), height):
+        time.sleep(0.2)  # a smooth scroll
+    box = target.bounding_box()
+    assert _in_top_half(box, height), f"not scrolled into the top half of a {height}px viewport: {box}"
+
+
+def test_scroll_tolerance_accepts_a_fractional_landing_and_nothing_else():
+    """The slack covers the sub-pixel landing of a smooth scroll, not a section left below the fold or
+    scrolled past."""
+    assert _in_top_half({"y": -0.09}, 1000) and _in_top_half({"y": 0.0}, 1000) and _in_top_half({"y": 499}, 1000)
+    assert not _in_top_half({"y": -5}, 1000) and not _in_top_half({"y": 500}, 1000) and not _in_top_half(None, 1000)
+
+
 def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page):
     """Each method's card in Structures is drawn and non-empty; H-Mem's tree opens onto a picked node and
     its entity graph draws (labels, the picked entity selected inside the page); RecMem's scatter has
@@ -644,10 +673,7 @@ def test_every_structure_view_shows_what_its_method_built(replay_demo, demo_page
     raw.wait_for(timeout=30000)
     assert raw.bounding_box()["y"] > 2 * page.viewport_size["height"]  # far below the fold at first
     ama.locator("a.wb-jump", has_text="Raw store").first.click()
-    deadline = time.time() + 10
-    while time.time() < deadline and not 0 <= raw.bounding_box()["y"] < page.viewport_size["height"] / 2:
-        time.sleep(0.2)  # a smooth scroll
-    assert 0 <= raw.bounding_box()["y"] < page.viewport_size["height"] / 2
+    _wait_scrolled_to_top_half(page, raw)
 
     hmem = _card(page, "hmem")
     tree = run.structures("hmem", "sample-1")["tree"]
@@ -751,9 +777,10 @@ def damaged(tmp_path_factory, browser):
         yield url, files
 
 
-#: a tab over the damaged run must show within this many seconds (measured: see docs/foreign-inputs.md;
-#: generous, for a loaded two-core machine)
-DAMAGED_TAB_LIMIT_S = 10.0
+#: a tab over the damaged run must show within this many seconds. Measured under 2 s a tab on the two-core machine
+#: (docs/foreign-inputs.md); a load of 10-20 there stretches that ten-fold, so the limit is 30 s, still far below
+#: the defect it guards against (one alert redrawn per problem: 31 s at 100 damaged lines, minutes at 3,000)
+DAMAGED_TAB_LIMIT_S = 30.0
 
 
 def test_a_run_with_a_thousand_damaged_event_lines_stays_responsive(damaged, browser, capsys):

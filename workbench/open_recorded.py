@@ -15,8 +15,9 @@ rows replayed from the old one.
 A method parameter given with ``--param`` goes to the methods that declare it (``MemoryMethod._param_names``) and
 is left out, with a note, for the others: ``--param profile=paper`` changes the paper methods, never the baselines.
 
-A call the cassette does not hold (the code's prompts changed since the recording) is counted per method and
-recorded as the failed row it is; the command says so, and with ``--no-serve`` exits 1.
+A call the cassette does not hold (the code's prompts or a parameter differ from the recording) fails and is
+counted per method; the command says so, and with ``--no-serve`` exits 1 (a method may carry on past a failed
+call, so the rows alone do not always show it).
 """
 from __future__ import annotations
 
@@ -191,7 +192,9 @@ def replay_method(name: str, cassette: Path, dataset, data_spec: str, conversati
                    conversations=conversation, categories=list(categories), progress=progress,
                    save_memories_dir=out, extra_manifest={**setup.manifest(), "cassette": cassette.name})
     update_run_manifest(out, res.manifest, name=out.name, created_by="workbench open")
-    return {"rows": len(res), "errors": len(res.errors), "hits": llm.hits, "misses": llm.replay_misses,
+    judge_errors = sum(1 for r in res if getattr(r, "judge_error", None))
+    return {"rows": len(res), "errors": len(res.errors), "judge_errors": judge_errors, "hits": llm.hits,
+            "misses": llm.replay_misses,
             "model": llm.model, "params": params, "wall_s": round(time.perf_counter() - started, 1)}
 
 
@@ -288,8 +291,10 @@ def open_command(args) -> int:
           f"{out}")
     missed = misses_of(marker)
     if missed:
-        print("warning: calls not in the cassettes (the code changed since recording; those rows are failures): "
-              + ", ".join(f"{m} {n}" for m, n in missed.items()), file=sys.stderr)
+        print("warning: calls not in the cassettes (the code or a parameter differs from the recording): "
+              + ", ".join(f"{m} {n}" for m, n in missed.items()) + "; those calls failed, so these methods' "
+              "memories and answers are not the recorded ones (a method may carry on past a failed call)",
+              file=sys.stderr)
     if args.no_serve:
         return 1 if missed else 0
     from .extras import serve_app  # widgets sit above the core: imported by name, never statically
