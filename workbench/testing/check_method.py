@@ -374,20 +374,34 @@ def check_census_runs(make: C.MakeMethod, conv: Conversation) -> None:
 
 
 def _count_names(count: Callable) -> set[str]:
-    """Names a census could put on some run: string constants of ``count``'s module and of ``census_kit`` (whose
-    helpers put shared counts, each a constant there, or a constant with a helper's suffix). A tiny run does not
-    make every count (no facts, no summaries), so its own counts alone would flag names that larger runs make."""
+    """Names a census could put on some run, read from the source of ``count``'s module and of ``census_kit``: the
+    first argument of each ``.put("name", ...)`` / ``.lack("name", ...)``, the ``*_COUNTS`` tuples of
+    ``census_kit``, and each string passed to a helper joined with the suffixes ``census_kit``'s helpers append
+    (``summaries`` -> ``summaries_cut``). A tiny run does not make every count (no facts, no summaries), so its
+    own counts alone would flag names that larger runs make."""
     from ..methods import census_kit
 
-    names: set[str] = set()
+    put, args, suffixes = set(), set(), set()
     for module in {inspect.getmodule(count), census_kit} - {None}:
         try:
             tree = ast.parse(inspect.getsource(module))
         except (OSError, TypeError, SyntaxError):
             continue
-        names |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    suffixes = {n for n in names if n.startswith("_") and n[1:].replace("_", "").isalnum()}
-    return names | {f"{n}{suf}" for n in list(names) if n.isidentifier() for suf in suffixes}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                strings = [a.value for a in [*node.args, *(k.value for k in node.keywords)]
+                           if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if getattr(node.func, "attr", None) in ("put", "lack") and node.args and \
+                        isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                    put.add(node.args[0].value)
+                args.update(strings)
+            elif isinstance(node, ast.JoinedStr) and module is census_kit:
+                suffixes.update(v.value for v in node.values if isinstance(v, ast.Constant)
+                                and isinstance(v.value, str) and re.fullmatch(r"_[a-z_]+", v.value))
+            elif isinstance(node, ast.Assign) and module is census_kit and isinstance(node.value, ast.Tuple) and \
+                    any(isinstance(t, ast.Name) and t.id.endswith("_COUNTS") for t in node.targets):
+                put.update(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return put | args | {f"{n}{suf}" for n in args if n.isidentifier() for suf in suffixes}
 
 
 def _origin(exc: BaseException) -> str:
