@@ -202,6 +202,10 @@ def test_eval_runs_a_plugin_scripted_beside_the_demos_recorded_methods(tmp_path,
     assert llms["notebook_plugin"].startswith("scripted-notebook") and llms["hymem"].startswith("qwen2.5-coder-1.5b")
     line = mixed_llms_line(_manifest(run))
     assert "notebook_plugin" in line and "naive_rag, hymem" in line
+    assert main(["report", str(run), "--output", str(tmp_path / "report.md")]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "## The LLM each method ran on" in report
+    assert "| notebook_plugin | scripted-notebook |" in report and "| hymem | qwen2.5-coder-1.5b |" in report
 
 
 def test_star_spec_gives_every_method_the_same_llm(tmp_path, plugin):
@@ -211,9 +215,11 @@ def test_star_spec_gives_every_method_the_same_llm(tmp_path, plugin):
                  "--questions", "2", "--out", str(run), "--no-progress"]) == 0
     evals = {e["method"]: e for e in _manifest(run)["evaluations"]}
     assert evals["naive_rag"]["llm"]["model"] == "scripted-notebook"
-    from workbench.eval.method_llms import mixed_llms_line
+    from workbench.eval.method_llms import llm_section, mixed_llms_line
 
     assert mixed_llms_line(_manifest(run)) is None
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert llm_section(rows) is None
 
 
 def test_an_llm_entry_naming_a_method_the_run_lacks_is_an_error(tmp_path, capsys):

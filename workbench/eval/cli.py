@@ -631,6 +631,7 @@ def report_command(args) -> int:
     from ..jsonl import write_text_atomic
     from .attribution import attribution_markdown
     from .mechanisms import census
+    from .method_llms import llm_section
     from .report import (cost_accuracy_frame, export, failure_counts, method_stats, report_markdown, results_frame,
                          summary_table)
     from .store import load_rows
@@ -655,6 +656,9 @@ def report_command(args) -> int:
         mechanisms = census(paths[0].parent, rows=rows, rows_problems=problems) if one_run else None
         text = report_markdown(df, title=args.title, stats=method_stats(rows), mechanisms=mechanisms, **kw)
         text += "\n\n" + attribution_markdown(df)
+        llms = llm_section(rows)  # methods that ran on different LLMs are named with theirs
+        if llms:
+            text += "\n\n" + llms
         failures = failure_counts(rows)
         if not failures.empty and failures["flagged_rows"].sum():
             text += "\n\n## Failures and fallbacks per method\n\n" + export(failures, "md")

@@ -49,3 +49,32 @@ def mixed_llms_line(manifest) -> str | None:
     for method, label in by.items():
         groups.setdefault(label, []).append(method)
     return "; ".join(f"{', '.join(methods)}: {label}" for label, methods in groups.items())
+
+
+def llms_from_rows(rows) -> dict[str, list[str]]:
+    """``{method: [model, ...]}`` from result rows (``llm_model``), in first-seen order: what a report over any
+    results files can say without a manifest."""
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        method, model = r.get("method"), r.get("llm_model")
+        if isinstance(method, str) and isinstance(model, str) and model:
+            models = out.setdefault(method, [])
+            if model not in models:
+                models.append(model)
+    return out
+
+
+def llm_section(rows) -> str | None:
+    """A markdown section naming the LLM of each method when the rows' methods ran on more than one (the scores
+    then compare readers as well as memories), else None."""
+    by = llms_from_rows(rows)
+    if len({m for models in by.values() for m in models}) <= 1:
+        return None
+    lines = ["## The LLM each method ran on", "",
+             "> The methods below ran on different LLMs, so their scores compare the readers as well as the "
+             "memories.", "", "| method | LLM |", "|---|---|"]
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731 - run data in a table cell
+    lines += [f"| {cell(method)} | {cell(', '.join(models))} |" for method, models in by.items()]
+    return "\n".join(lines)
