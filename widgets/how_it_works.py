@@ -288,8 +288,11 @@ class HowItWorksPage:
     example under the paper profile (``paper``) when that is recorded too."""
 
     def __init__(self, name: str, cls: type, example: GalleryExample | None = None, *, missing: str = "",
-                 paper: GalleryExample | None = None):
+                 paper: GalleryExample | None = None, designed=None):
         self.name, self.cls, self.example, self.missing, self.paper = name, cls, example, missing, paper
+        #: the designed run beside the model's (``widgets.designed_view.DesignedExample``, set by its ``attach``;
+        #: None: none attached, or no reference file)
+        self.designed = designed
         self.how = cls.how_it_works
         self.cassette_problems: list[str] = []  # damaged lines of the committed gallery cassettes (``from_run``)
         self.read_problems: list[str] = []  # lines skipped reading the example's runs, kept or not (``from_run``)
@@ -305,7 +308,8 @@ class HowItWorksPage:
     @classmethod
     def from_run(cls, name: str, method_cls: type, gallery_run, paper_run=None) -> "HowItWorksPage":
         """The page with the example read from ``gallery_run`` (``<run>/gallery``), or saying why it is absent, and
-        the paper profile's from ``paper_run`` (``<run>/gallery-paper``) when given."""
+        the paper profile's from ``paper_run`` (``<run>/gallery-paper``) when given. The designed run beside them
+        (issue #64) is attached by ``widgets.designed_view.attach``."""
         how = method_cls.how_it_works
         if not how.gallery:
             return cls(name, method_cls)
@@ -384,7 +388,11 @@ class HowItWorksPage:
                 "<div class='wb-how-col'>"
                 f"{conversation_html(ex.conversation, marks)}{planted}</div><div class='wb-how-col'>{right}{did}</div>"
                 f"</div><h4>Its questions</h4>{answers_html(ex)}"
-                + profiles_html(self.name, self.cls, ex, self.paper))
+                + profiles_html(self.name, self.cls, ex, self.paper) + self.designed_html())
+
+    def designed_html(self) -> str:
+        """The designed run beside the model's (``DesignedExample.section_html``); empty without one."""
+        return self.designed.section_html(self) if self.designed is not None else ""
 
     def html(self) -> str:
         ref = f" <span class='wb-muted'>· {esc(self.how.mechanism)}</span>" if self.how.mechanism else ""
@@ -394,15 +402,35 @@ class HowItWorksPage:
     def _repr_html_(self) -> str:
         return self.html()
 
-    def stepper(self, question: int = 0):
-        """A notebook trace stepper (``TraceStepper``) over the example's answer to its ``question``-th question
-        (the first is the one the mechanism is about), gold evidence marked; None without an example."""
-        if self.example is None or not self.example.rows:
-            return None
+    def stepper(self, question: int = 0, *, run: str = "small"):
+        """A notebook trace stepper (``TraceStepper``) over one run's answer to the example's ``question``-th
+        question (the first is the one the mechanism is about), gold evidence marked. ``run``: ``"small"`` (the
+        recorded small profile), ``"paper"`` (the recorded paper profile) or ``"designed"`` (the designed run,
+        labelled in the stepper as reference replies written by hand). The model's steppers open at the step where
+        it leaves the designed path, when it leaves it while answering this question. None without that run."""
         from widgets.trace_stepper import TraceStepper
         from workbench.trace import Answer
 
-        row = self.example.rows[question]
-        qa = next((q for q in self.example.conversation.qa if q.id == row.get("qa_id")), None)
-        return TraceStepper(Answer.from_dict(row["answer"]), conversation=self.example.conversation,
-                            gold_evidence=qa.evidence if qa else (), memories=self.example.memories, qa=qa)
+        ex = {"small": self.example, "paper": self.paper,
+              "designed": self.designed.example if self.designed else None}.get(run)
+        if ex is None or not ex.rows or question >= len(ex.rows):
+            return None
+        row = ex.rows[question]
+        qa = next((q for q in ex.conversation.qa if q.id == row.get("qa_id")), None)
+        stepper = TraceStepper(Answer.from_dict(row["answer"]), conversation=ex.conversation,
+                               gold_evidence=qa.evidence if qa else (), memories=ex.memories, qa=qa,
+                               intro=self.stepper_intro(run, row.get("qa_id")))
+        step = self.divergence_at(run)
+        if step is not None and step[0] == row.get("qa_id"):
+            stepper.goto(stepper.stops.index(step[1]) if step[1] in stepper.stops else 0)
+        return stepper
+
+    def divergence_at(self, run: str) -> tuple[str, int] | None:
+        """``(qa_id, step)`` where ``run``'s answer leaves the designed path (None: not while answering, or no
+        designed run attached)."""
+        return self.designed.divergence_at(self, run) if self.designed is not None else None
+
+    def stepper_intro(self, run: str, qa_id) -> str:
+        """The line a stepper shows above its controls: the designed run's label, or where a model run leaves
+        the designed path (HTML; empty without a designed run)."""
+        return self.designed.intro(self, run, qa_id) if self.designed is not None else ""

@@ -9,6 +9,7 @@ still shows every step, so the visited ones stay in context.
     TraceStepper(answer, conversation=conv, qa=qa)   # gold evidence marked; steps' own answers checked against its gold
     TraceStepper(answer, conversation=conv, memories=method.memories())   # ids not retrieved get text too
     TraceStepper(answer, kinds=("router",))                               # MemR3's router steps only
+    TraceStepper(answer, intro="<b>designed run</b> ...")                 # a line above the controls (HTML)
 """
 from __future__ import annotations
 
@@ -30,8 +31,11 @@ class TraceStepper(DisplaysWidget):
     intro = ""
 
     def __init__(self, answer, *, conversation=None, gold_evidence: Iterable[str] | None = None,
-                 memories: Iterable[Mapping] = (), kinds: Iterable[str] | None = None, qa=None):
+                 memories: Iterable[Mapping] = (), kinds: Iterable[str] | None = None, qa=None,
+                 intro: str | None = None):
         self.answer = answer
+        if intro is not None:  # this stepper's own line (HTML): a designed run's label, where a run diverges
+            self.intro = intro
         self.conversation = conversation
         self.gold_evidence = tuple(gold_evidence if gold_evidence is not None else getattr(qa, "evidence", ()) or ())
         self.kinds = None if kinds is None else tuple(kinds)
@@ -119,7 +123,8 @@ class TraceStepper(DisplaysWidget):
     # -- display -----------------------------------------------------------------------------
     def static_html(self) -> str:
         """The answer and the timeline at the current step (what the widget shows, without its controls)."""
-        return box(answer_html(self.answer)) + self.current_html
+        intro = box(f"<p>{self.intro}</p>") if self.intro else ""
+        return box(answer_html(self.answer)) + intro + self.current_html
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.unit} {self.index + 1}/{self.n_stops}, method={self.answer.method!r})"

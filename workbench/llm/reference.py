@@ -19,6 +19,10 @@ reply that does not satisfy the role's schema each raise ``ReferenceMiss`` namin
 the prompt: the LLM never guesses. Methods catch a failed call and fall back (that is their contract), so every miss
 is also kept in ``misses``; ``workbench.designed.designed_run`` refuses a run that has any.
 
+A file may name its path's decisions (``"decides": {role: [reply fields]}``): the fields
+``workbench.designed.divergences`` compares with a model's run (by default each role's enum, boolean and integer
+fields; AMA's file leaves the Retriever's ``K_dyn`` out, a tuning value, not the mechanism).
+
 Its ``model`` says what it is ("reference-replies (written by hand)"), so every view that names the run's LLM labels a
 designed run as replies written by hand, not a model.
 """
@@ -231,6 +235,10 @@ def load_reference(path: str | Path) -> dict:
             raise ValueError(f"{path}: replies[{n}] role {e['role']!r} has no rule in workbench.llm.reference.RULES")
     if not isinstance(value.get("params", {}), dict):
         raise ValueError(f"{path}: field 'params' must be an object")
+    decides = value.get("decides", {})
+    if not isinstance(decides, dict) or not all(isinstance(f, list) and all(isinstance(x, str) for x in f)
+                                                for f in decides.values()):
+        raise ValueError(f"{path}: field 'decides' must map roles to lists of reply field names")
     return value
 
 
@@ -250,6 +258,8 @@ class ReferenceLLM(BaseLLM):
         self.questions = tuple(str(q.question) for q in conversation.qa)
         self.asked = [0] * len(self.replies)
         self.misses: list[dict] = []
+        #: role -> the schema its prompts were sent with (the designed path's decisions are read with it)
+        self.schemas: dict[str, dict | None] = {}
         self._lock = threading.Lock()
 
     def about(self, role: str, text: str) -> dict:
@@ -268,6 +278,8 @@ class ReferenceLLM(BaseLLM):
 
     def _generate(self, messages, *, schema, temperature, seed, max_tokens, role) -> Generation:
         text = "\n".join(m["content"] for m in messages)
+        with self._lock:
+            self.schemas.setdefault(role, schema)
         try:
             about = self.about(role, text)
         except RuleError as exc:
