@@ -1,5 +1,9 @@
 """MemR3's census: router steps, gaps opened and closed, what decided each action, reflections. (``CensusSpec``, run by
-the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.)"""
+the generic census ``workbench.eval.mechanisms``; moved here from it unchanged.) Its check's input (``gap_cycles``): per
+question, the first batch's turns and each gap's cycle (opened, the search made for it, what it brought, closed), so
+the generic ``gaps`` check can judge a gap against the planted multi-hop turns the first batch lacked (issue #64: the
+designed run on the gallery example showed the mechanism right while the census could only list the gap for
+reading)."""
 from __future__ import annotations
 
 import re
@@ -110,10 +114,59 @@ def count(c: K.Counts, rows, traces, mems, params) -> None:
     c.put("retrievals", retrievals, "traces (retrieve steps after the first)")
 
 
+def _batch_turns(step: dict) -> list[str]:
+    """The conversation turns a retrieve step's batch holds (its hits' ``source_ids``), in order."""
+    hits = step.get("hits") if isinstance(step.get("hits"), list) else []
+    return list(dict.fromkeys(str(t) for h in hits if isinstance(h, dict) for t in K.as_list(h.get("source_ids"))))
+
+
+def gap_cycles(rows, traces, mems) -> dict:
+    """What the generic ``gaps`` check judges (``workbench.eval.annotations``): qa id -> ``{"first": the turns of the
+    initial batch (q alone), "cycles": [...]}``, one cycle per gap a router step opened: ``gap`` (its words),
+    ``step`` (the router iteration that wrote it), ``query`` (the refinement delta-q of the first retrieval made
+    while it was open; None when that retrieval searched q alone, or when none was made), ``found`` (the turns that
+    retrieval brought) and ``closed`` (a later router step no longer lists it). The batches are read from the rows'
+    steps (``hits``), which the census's plain traces leave out; placeholders and schema words are no gap, as in
+    ``count``."""
+    words = _gap_words()
+    out: dict = {}
+    for r, t in zip(rows, traces):
+        if t is None or not isinstance(r, dict):
+            continue
+        answer = r.get("answer")
+        steps = answer.get("steps") if isinstance(answer, dict) else None
+        first: list[str] | None = None
+        cycles: list[dict] = []
+        listed: list[str] = []
+        for s in steps if isinstance(steps, list) else ():
+            if not isinstance(s, dict) or not isinstance(s.get("data"), dict):
+                continue
+            kind, d = s.get("kind"), s["data"]
+            if kind == "retrieve":
+                turns = _batch_turns(s)
+                if first is None:
+                    first = turns
+                    continue
+                for c in cycles:  # the first retrieval made while a gap is open is the one aimed at it
+                    if "found" not in c and not c["closed"]:
+                        c["query"], c["found"] = (d.get("delta_query") or None), turns
+            elif kind == "router" and not d.get("error"):  # a failed call kept the previous gaps: no new step
+                gaps, _ = _real_gaps(K.as_list(d.get("gaps")), words)
+                for c in cycles:
+                    c["closed"] = c["closed"] or c["gap"] not in gaps
+                cycles += [{"gap": g, "step": d.get("iteration"), "closed": False} for g in gaps if g not in listed]
+                listed = gaps
+        for c in cycles:
+            c.setdefault("query", None)
+            c.setdefault("found", [])
+        out[str(r.get("qa_id"))] = {"first": first or [], "cycles": cycles}
+    return out
+
+
 CENSUS = K.CensusSpec(
     count,
     headline=(("gaps_opened", "gaps opened"), ("gaps_closed", "gaps closed"), ("router_choice", "router by choice"),
             ("router_budget", "forced by budget"), ("router_reflect_streak", "forced by streak"),
             ("router_empty_retrieval", "forced by empty retrieval")),
-    check=("gaps", lambda rows, traces, mems: None),
+    check=("gaps", gap_cycles),
 )
