@@ -304,7 +304,8 @@ def join_share_html(structures: Mapping, nodes: Mapping[str, Mapping]) -> str:
         note = "The paper's figures and thresholds were not recorded with this run."
     return (f"<div class='wb-join-shares'><p><b>Join shares per level</b>: the share of a level's nodes that joined "
             f"an existing parent instead of starting one, 1 − N<sub>l+1</sub>/N<sub>l</sub>.</p>"
-            f"<table>{head}{''.join(rows)}</table><p class='wb-muted'>{note}</p></div>")
+            f"<table style='border-spacing: 14px 2px'>{head}{''.join(rows)}</table>"
+            f"<p class='wb-muted'>{note}</p></div>")
 
 
 NO_SELECTION = box("<p class='wb-muted'>Pick a node above to see its whole summary, children and source "
