@@ -35,17 +35,37 @@
 # whether the mechanism did the right thing, checked against the planted turns. Every reply is replayed from
 # `sample_data/cassettes/gallery/hmem.jsonl`, recorded with Qwen2.5-Coder-1.5B; nothing is scripted.
 
-# %%
-from widgets.how_it_works import HowItWorksPage
+# %% [markdown]
+# **First, the designed run** (issue #64): the method's own code -- its paper profile, embedder, index, thresholds and
+# control flow -- on replies a person wrote for each prompt it sends (`sample_data/reference/hmem.<example>.json`).
+# It is *reference replies written by hand, not a model*: it shows what the paper's path does when every reply is
+# right, and it is counted in no accuracy or census of a model run. A method whose example has no reference file yet
+# says so here and skips it.
 
-page = HowItWorksPage.replay("hmem")
-page
+# %%
+from widgets.designed_view import replay
+
+page = replay("hmem")
+designed = page.stepper(run="designed")
+designed if designed is not None else print("No designed run yet: sample_data/reference/ has no file for this "
+                                            "method's example.")
 
 # %% [markdown]
-# The method's answer to the example's first question, one step at a time (the same stepper as in the demo below).
+# **Then the model's**: the same example under the small profile, replayed from the 1.5B's recording, opened at the
+# step where it leaves the designed path when it leaves it while answering (the line above the stepper says where).
 
 # %%
-page.stepper()
+page.stepper(run="small")
+
+# %% [markdown]
+# The paper profile with the same model, and the whole page: the example, the right outcome, what each run did and
+# where each model run first leaves the designed path, marked.
+
+# %%
+page.stepper(run="paper")
+
+# %%
+page
 
 # %% [markdown]
 # > **About the answers.** Every LLM reply below is replayed from `sample_data/cassettes/demo.jsonl`,
