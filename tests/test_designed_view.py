@@ -157,3 +157,71 @@ def test_designed_runs_stay_out_of_the_model_run_s_results_and_census(tmp_path):
     for d in (run, run / "gallery"):
         assert all(r.get("llm_model") != MODEL for r in RunDir(d).results())
     assert json.loads((where / "manifest.json").read_text())["label"] == LABEL
+
+
+# -- the How it works page and tab -----------------------------------------------------------------------------
+pn = pytest.importorskip("panel")
+
+
+@pytest.fixture(scope="module")
+def ama_page(tmp_path_factory):
+    from workbench.gallery import CASSETTES
+
+    if not all((CASSETTES / f"ama{p}.jsonl").exists() for p in ("", ".paper")):
+        pytest.skip("AMA's gallery example is not recorded under both profiles")
+    from widgets.designed_view import replay
+
+    return replay("ama", tmp_path_factory.mktemp("how") / "run")
+
+
+def test_the_page_shows_the_designed_run_labelled_beside_both_profiles_with_the_first_divergence_marked(ama_page):
+    from widgets.designed_view import LABEL_TEXT
+
+    html = ama_page.html()
+    section = html[html.index("The designed run beside the model's"):]
+    assert section.count(LABEL_TEXT) >= 3  # the heading's label, the designed column, the aligned path's header
+    assert section.count("▲ first divergence") >= 2  # one per recorded profile, and its row in the aligned path
+    assert "small profile (the 1.5B, recorded)" in section and "paper profile (the 1.5B, recorded)" in section
+    paper = ama_page.designed.comparisons["paper"]
+    from widgets.html import esc
+
+    assert esc(paper.text) in section and paper.first["designed"]["role"] == "ama.judge_ingest"
+    assert "Steps of the designed path its profile does not have" in section  # the small profile's own pipeline
+    # the designed run's own verdict is the planted one, the model runs' are what they recorded
+    assert ama_page.designed.example.verdict[0] == "right"
+
+
+def test_each_stepper_of_a_designed_run_carries_its_label_and_the_model_s_says_where_it_left(ama_page):
+    from widgets.designed_view import LABEL_TEXT
+
+    designed = ama_page.stepper(run="designed")
+    assert LABEL_TEXT in designed.static_html() and LABEL_TEXT in designed.intro
+    paper = ama_page.stepper(run="paper")
+    assert "leaves the designed path while building the memory" in paper.static_html()
+    assert ama_page.stepper(run="nonesuch") is None
+
+
+def test_the_tab_steps_the_designed_run_beside_the_model_s_made_on_demand(ama_page):
+    from pathlib import Path
+
+    from widgets.designed_view import LABEL_TEXT
+    from widgets.run_store import RunStore
+    from widgets.tabs.how_it_works import HowItWorksView
+
+    run = Path(ama_page.designed.dir).parents[2]  # <run>/designed/ama/<example>-<hash>
+    view = HowItWorksView(RunStore(run))
+    view.show("ama")  # already made under this run: shown at once, no button
+    beside = view.beside
+    assert beside is not None and LABEL_TEXT in beside.left_head.object
+    assert not beside.left.export.visible  # no unlabelled export of a designed trace
+    assert beside.left.n_steps >= 1 and beside.right.n_steps >= 1
+    beside.profile.value = "paper"
+    assert "leaves the designed path" in beside.right_head.object
+    fresh = HowItWorksView(RunStore(run))
+    fresh.make_designed.clear()
+    import shutil
+
+    shutil.rmtree(run / "designed")
+    fresh.show("ama")  # nothing made yet: a button, and the page says why nothing is shown
+    assert fresh.beside is None and "Make the designed run" in fresh.make_button.label
+    assert "Not made yet for this run" in fresh.page_pane.object

@@ -119,7 +119,7 @@ class HowItWorksView:
     def _make(self, name: str) -> None:
         """Make the designed run of ``name``'s example (the button), then show the page again with it."""
         self.make_designed.add(name)
-        self.make_button.disabled, self.make_button.name = True, "Making the designed run ..."
+        self.make_button.disabled, self.make_button.label = True, "Making the designed run ..."
         self.show()
 
     @property
@@ -131,8 +131,8 @@ class HowItWorksView:
         designed = page.designed
         self.beside = None
         if designed is not None and designed.pending:
-            self.make_button = pn.widgets.Button(name="Make the designed run (the method's code on the reference "
-                                                 "replies, some tens of seconds)", button_type="primary",
+            self.make_button = pn.widgets.Button(label="Make the designed run (the method's code on the reference "
+                                                 "replies, some tens of seconds)", color="primary",
                                                  margin=(4, 10))
             self.make_button.on_click(lambda e: self._make(page.name))
             return [self.make_button]
@@ -178,11 +178,11 @@ class DesignedBeside:
                 st.conv_id = page.how.gallery
         self.examples = {"designed": designed.example, "small": page.example, "paper": page.paper}
         questions = {str(r.get("question")): str(r.get("qa_id")) for r in designed.example.rows}
-        self.question = pn.widgets.Select(name="question", options=questions, sizing_mode="stretch_width")
+        self.question = pn.widgets.Select(label="question", options=questions, sizing_mode="stretch_width")
         runs = {f"{PROFILE_WORDS[p]} ({designed.comparisons[p].who})" if p in designed.comparisons
                 else PROFILE_WORDS[p]: p for p in ("small", "paper") if p in self.stores}
         self.profile = pn.widgets.RadioButtonGroup(options=runs, value=next(iter(runs.values())),
-                                                   button_type="light", button_style="outline")
+                                                   variant="outline", color="primary")
         self.left = TracePane(self.stores["designed"])
         self.left.export.visible = False  # an export would carry no label: the pane is viewed here only
         self.right = TracePane(self.stores[self.profile.value])
