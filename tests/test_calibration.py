@@ -82,8 +82,10 @@ def test_apply_only_for_the_same_embedder_and_warn_otherwise(hash_cal):
     assert "text-embedding-3-small" in w and "hash-64" in w
     from workbench.methods import HMem, NaiveRAG
 
-    hm, applied = C.apply_calibration(HMem(embedder=emb), hash_cal)
+    hm, applied = C.apply_calibration(HMem(embedder=emb, profile="small"), hash_cal)
     assert hm.alphas == tuple(hash_cal["methods"]["hmem"]["params"]["alphas"])
+    paper, applied = C.apply_calibration(HMem(embedder=emb, profile="paper"), hash_cal)  # its own mapped alphas
+    assert paper.alphas == tuple(hash_cal["methods"]["hmem"]["profiles"]["paper"]["alphas"]) == applied["alphas"]
     assert C.threshold_warnings(NaiveRAG(embedder=HashEmbedder()), None) == []
 
 

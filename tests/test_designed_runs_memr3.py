@@ -126,8 +126,6 @@ def test_a_router_that_never_writes_the_gap_leaves_the_flight_unread(no_gap):
     assert picked["cycles"] == [] and "D2:2" not in picked["first"]
 
 
-@pytest.mark.xfail(strict=True, reason="the generic gaps check (workbench/eval/annotations.py) lists MemR3's gaps for "
-                   "reading and judges none; the check_gaps patch in the issue #64 H11 report makes it judge them")
 def test_the_census_says_fired_right_and_a_router_without_the_gap_missed(run, no_gap):
     checked = run.census["checked"]
     assert run.verdict == "right" and checked["gap_cycles_right"] == 1

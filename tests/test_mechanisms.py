@@ -578,7 +578,8 @@ def test_the_demo_census_says_which_firings_were_right(demo_run):
     """Checked against the planted phenomena of sample-1 (issue: mechanism truth), from the replayed demo:
     AMA's seven ingestion edits all corrupted a fact and the greyhound's renaming, two other updates and the
     "please forget" turn were missed; HyMem went deep only on questions that need one turn; H-Mem's
-    multi-child parents all mix topics; MemR3 wrote no gap to check."""
+    multi-child parents all mix topics; MemR3 wrote no gap: over five chunks its first batch held the multi-hop
+    question's turns, over one (memr3[one-chunk]) it lacked D4:3 and no gap asked for it (missed)."""
     m = read_census(demo_run)["methods"]
     ama = m["ama"]["checked"]
     assert (ama["edits_right"], ama["edits_wrong"]) == (0, m["ama"]["counts"]["updates_at_ingestion"]) == (0, 7)
@@ -598,7 +599,9 @@ def test_the_demo_census_says_which_firings_were_right(demo_run):
     assert rec["repeated_episodes"] == m["recmem"]["counts"]["episodes_repeated"]  # a copy is judged, as counted
     every = rec["on"] + rec["mixed"] + rec["off"]  # the share is over the exchanges each episode was made of
     assert all(x["parts"] < x["turns"] for x in every), every
-    assert m["memr3"]["checked"]["gaps_opened"] == 0 and "nothing to check" in m["memr3"]["checked"]["note"]
+    r3, one = m["memr3"]["checked"], m["memr3[one-chunk]"]["checked"]  # the multi-hop question sample-1/q25
+    assert r3["multi_hop_complete_at_first"] == 1 and r3["gap_cycles_right"] == r3["multi_hop_gaps_missed"] == 0
+    assert one["multi_hop_gaps_missed"] == 1 and one["missed"][0]["lacking"] == ["D4:3"]  # no gap asked for it
     assert "0 of 7 edits match a planted update" in summary_line(read_census(demo_run))
 
 

@@ -151,9 +151,11 @@ def test_a_memory_saved_before_profiles_loads_with_the_small_profile(tmp_path):
     assert (old.profile, old.threshold, old.bounded) == ("small", 0.8, True)
 
 
-def test_auto_calibration_leaves_the_paper_profiles_thresholds_alone():
-    """H-Mem helper's finding: calibrated thresholds are a small-model aid, so ``--calibration auto`` (the
-    default) applies none to a paper-profile build, while the small profile gets the shipped MiniLM calibration."""
+def test_auto_calibration_maps_only_the_paper_profiles_own_thresholds():
+    """Calibrated thresholds are a small-model aid, so ``--calibration auto`` (the default) applies none of them to
+    a paper-profile build; what it does carry over is a mapping of the paper's own thresholds onto the embedder in
+    use (issue #63: H-Mem's alphas, fitted to Table 7's join shares on the paper profile's own build), with its
+    record, and the note says so. The small profile gets the shipped MiniLM calibration as before."""
     from workbench.embed import MiniLMEmbedder
     from workbench.eval.presets import prepare_method
     from workbench.methods import REGISTRY
@@ -161,7 +163,12 @@ def test_auto_calibration_leaves_the_paper_profiles_thresholds_alone():
     emb = MiniLMEmbedder()
     paper = prepare_method("hmem", Remote(), emb, data="sample", warn=False)
     small = prepare_method("hmem", ScriptedLLM([]), emb, data="sample", warn=False)
-    assert paper.method.profile == "paper" and paper.method.alphas == REGISTRY["hmem"].paper_params()["alphas"]
-    assert parameter_notes(paper.method.param_notes) == {}  # MiniLM is not the paper's embedder: listed apart
-    assert set(paper.method.param_notes) == {"embedder", "reranker"}
+    assert paper.method.profile == "paper" and paper.method.alphas != REGISTRY["hmem"].paper_params()["alphas"]
+    assert paper.method.alpha_mapping["paper_alphas"] == [0.8, 0.7, 0.6]
+    assert tuple(paper.method.alpha_mapping["alphas"]) == paper.method.alphas
+    assert set(parameter_notes(paper.method.param_notes)) == {"alphas"}  # the mapping, said as a departure
+    assert "Table 7" in paper.method.param_notes["alphas"] or "mapped" in paper.method.param_notes["alphas"]
+    assert set(paper.method.param_notes) == {"alphas", "embedder", "reranker"}
     assert small.method.profile == "small" and small.method.alphas != paper.method.alphas
+    recmem = prepare_method("recmem", Remote(), emb, data="sample", warn=False)  # maps nothing for its paper profile
+    assert recmem.method.theta_sim == REGISTRY["recmem"].paper_params()["theta_sim"]

@@ -25,8 +25,12 @@ input from the run, and ``check_run`` dispatches (the methods named below are th
   topic: one recurrence should give one episode, not copies of it.
 - ``grouping`` (H-Mem): a parent with two or more children is *coherent* when at least 60 % of its children's source
   turns belong to one planted topic or group of events; else *mixed*.
-- ``gaps`` (MemR3): gaps are free text; with no gap written there is nothing to check, and written gaps are listed
-  for reading.
+- ``gaps`` (MemR3): on a planted multi-hop question whose first retrieval lacked some of the question's turns, a
+  gap cycle is *right* when a gap the router opened was searched for with a query of its own (not the question
+  alone), that search brought a lacking turn and a later step closed the gap; a question with gaps but no such
+  cycle is *off target*, one with no gap at all *missed*. A question whose first batch already held every turn
+  needs no gap (*complete at first*); gaps on other questions are listed, not judged (free text: read them). A
+  method whose census picks nothing for this check gets its gaps listed for reading only.
 
 LoCoMo conversations have no planted phenomena, but two of them (``conv-26``, ``conv-41``) carry *annotated* ones
 (``sample_data/labels/locomo_phenomena.json``, careful readings under CC BY-NC like the data): recurring topics, the
@@ -362,6 +366,52 @@ def check_escalations(deep_by_question: Mapping[str, bool], conv_of: Mapping[str
     return out
 
 
+def check_gaps(cycles_by_question: Mapping[str, Mapping], conv_of: Mapping[str, str],
+               ann: Mapping[str, ConversationAnnotations]) -> dict:
+    """Gap cycles on planted multi-hop questions (see the module docstring). ``cycles_by_question``: qa id ->
+    ``{"first": turns of the initial batch, "cycles": [{"gap", "query", "found", "closed"}]}`` (MemR3's census,
+    ``memr3.census.gap_cycles``): ``query`` is the refinement the search made for the open gap used (None: the
+    question alone), ``found`` the turns it brought."""
+    asked = {q: conv_of.get(q) for q in cycles_by_question}
+    if not any(c in ann for c in asked.values()):
+        return not_checkable(set(asked.values()) - {None}, ann)
+    multi = {m["qa_id"]: set(m["turns"]) for c in set(asked.values()) if c in ann for m in ann[c].multi_hop}
+    right, off, missed, complete, elsewhere = [], [], [], [], []
+    for qid, q in cycles_by_question.items():
+        if asked[qid] not in ann:
+            continue
+        cycles = [c for c in (q.get("cycles") or ()) if isinstance(c, Mapping)]
+        if qid not in multi:
+            if cycles:
+                elsewhere.append({"qa_id": qid, "gaps": [str(c.get("gap")) for c in cycles]})
+            continue
+        lacking = multi[qid] - {str(t) for t in (q.get("first") or ())}
+        item = {"qa_id": qid, "lacking": sorted(lacking), "gaps": [str(c.get("gap")) for c in cycles]}
+        if not lacking:
+            complete.append(item)
+            continue
+        aimed = [c for c in cycles if c.get("query") and c.get("closed")
+                 and lacking & {str(t) for t in (c.get("found") or ())}]
+        if aimed:
+            c = aimed[0]
+            right.append({**item, "gap": str(c.get("gap")), "query": str(c.get("query")),
+                          "found": sorted(lacking & {str(t) for t in c["found"]})})
+        elif cycles:
+            why = ("no gap was searched for with a query of its own" if not any(c.get("query") for c in cycles) else
+                   "no search for a gap brought a lacking turn" if not any(
+                       lacking & {str(t) for t in (c.get("found") or ())} for c in cycles) else
+                   "the gap whose search brought a lacking turn was never closed")
+            off.append({**item, "why": why})
+        else:
+            missed.append({**item, "why": "no gap was written, though the first retrieval lacked "
+                                          + ", ".join(sorted(lacking))})
+    return {"checkable": True, "phenomena": phenomena_word(ann, set(asked.values())),
+            "gap_cycles_right": len(right), "gap_cycles_off_target": len(off), "multi_hop_gaps_missed": len(missed),
+            "multi_hop_complete_at_first": len(complete), "gaps_elsewhere": len(elsewhere),
+            "right": right, "off_target": off, "missed": missed, "complete_at_first": complete,
+            "elsewhere": elsewhere}
+
+
 def best_topic(turns: set[str], a: ConversationAnnotations) -> tuple[str | None, set[str]]:
     """The planted topic or group sharing most turns with ``turns``, and the shared turns."""
     best, shared = None, set()
@@ -441,9 +491,10 @@ def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, co
     """The generic check ``kind`` (``workbench.methods.census_kit.CHECK_KINDS``) of one method's run, on the
     input its census picked (``data``): ``edits`` (conversation -> events), ``escalations`` (question id ->
     went deep), ``recurrence`` (conversation -> consolidated units with ``source_ids``), ``grouping``
-    (conversation -> hierarchy nodes with ``children``), ``gaps`` (nothing: free-text gaps are listed for
-    reading, with the count of gaps opened from ``entry``). ``convs``: the run's conversations; ``right_of``: each
-    question's verdict, which ``escalations`` reports per group (see ``check_escalations``)."""
+    (conversation -> hierarchy nodes with ``children``), ``gaps`` (question id -> its first batch and gap cycles,
+    see ``check_gaps``; None: free-text gaps are listed for reading, with the count of gaps opened from
+    ``entry``). ``convs``: the run's conversations; ``right_of``: each question's verdict, which ``escalations``
+    reports per group (see ``check_escalations``)."""
     convs = set(convs)
     if kind == "edits":
         return _unchecked(check_edits(data, ann), convs, ann) if data else not_checkable(convs, ann)
@@ -453,7 +504,9 @@ def check_run(kind: str, data, ann: Mapping[str, ConversationAnnotations], *, co
         return _unchecked(check_recurrence(data, ann), convs, ann) if data else not_checkable(convs, ann)
     if kind == "grouping":
         return _unchecked(check_grouping(data, ann), convs, ann) if data else not_checkable(convs, ann)
-    if kind == "gaps":
+    if kind == "gaps" and data is not None:
+        return _unchecked(check_gaps(data, conv_of, ann), convs, ann)
+    if kind == "gaps":  # a census that picks nothing: the gaps are listed for reading
         if not any(c in ann for c in convs):
             return not_checkable(convs, ann)
         gaps = (entry.get("counts") or {}).get("gaps_opened")
@@ -525,6 +578,13 @@ def _checked_line(checked: Mapping | None) -> str:
         return (f"{good} multi-child {plural(good, 'parent')} {'holds' if good == 1 else 'hold'} one {w} topic or "
                 f"group (>= 60 % of {'its' if good == 1 else 'their'} turns), {mixed} "
                 f"{'is' if mixed == 1 else 'are'} mixed")
+    if "gap_cycles_right" in checked:
+        good, off, missed = (checked[k] for k in ("gap_cycles_right", "gap_cycles_off_target", "multi_hop_gaps_missed"))
+        done, other = checked.get("multi_hop_complete_at_first", 0), checked.get("gaps_elsewhere", 0)
+        return (f"{good} {w} multi-hop {plural(good, 'question')} found {'its' if good == 1 else 'their'} lacking "
+                f"turn through a gap (opened, searched for, closed), {off} with gaps off target, {missed} without a "
+                f"gap though the first retrieval lacked a turn; {done} complete at the first retrieval"
+                + (f"; gaps on {other} other {plural(other, 'question')}, listed for reading" if other else ""))
     return str(checked.get("note", ""))
 
 
@@ -551,6 +611,9 @@ def checked_verdict(checked: Mapping | None) -> tuple[str, str]:
             checked.get("repeated_episodes", 0)
     elif "coherent_parents" in checked:
         good, bad, missed = checked["coherent_parents"], checked["mixed_parents"], 0
+    elif "gap_cycles_right" in checked:
+        good, bad, missed = checked["gap_cycles_right"], checked["gap_cycles_off_target"], \
+            checked["multi_hop_gaps_missed"]
     else:  # gaps: free text, listed for reading
         return ("to read" if checked.get("gaps_opened") else "did not fire"), line
     if good + bad == 0:

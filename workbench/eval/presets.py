@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..methods import get_method
 from ..methods.base import SERVICE_PARAMS
-from ..methods.calibration import (apply_calibration, calibration_summary, dataset_kind, load_calibration,
+from ..methods.calibration import (apply_calibration, calibration_summary, dataset_kind, load_calibration, maps_profile,
                                    shipped_calibration_path, threshold_warnings)
 
 
@@ -92,7 +92,8 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
                    calibration: str | dict | None = "auto", warn: bool = True, reranker=None) -> RunSetup:
     """Build method ``name`` for a run on ``data`` (a data spec or dataset name): defaults < dataset
     preset < calibration < ``params``. ``calibration="auto"`` calibrates nothing for a method built with its
-    ``paper`` profile (calibrated thresholds are one of the small profile's aids); a file or dict given by name
+    ``paper`` profile (calibrated thresholds are one of the small profile's aids) unless the calibration maps that
+    profile's own thresholds onto the embedder (``maps_profile``: H-Mem's alphas); a file or dict given by name
     is applied to either profile, and the paper profile's ``param_notes`` then lists the thresholds it moved."""
     cls = get_method(name)
     kind = dataset_kind(data)
@@ -108,7 +109,11 @@ def prepare_method(name: str, llm, embedder, params: dict | None = None, *, data
         services["profile"] = explicit["profile"]
     method = cls(**services, **preset)
     if calibration == "auto" and getattr(method, "profile", None) == "paper":
-        calibration = None  # calibrated thresholds are a small-model aid: the paper profile keeps the paper's
+        # calibrated thresholds are a small-model aid, so the paper profile keeps the paper's -- except where the
+        # calibration maps the paper profile's own thresholds onto this embedder by what the paper reports they
+        # produced (H-Mem's alphas, from Table 7's join shares): those are the paper's thresholds carried across
+        auto = resolve_calibration("auto", embedder, data)
+        calibration = auto if maps_profile(auto, name, "paper") else None
     cal = (calibration if isinstance(calibration, dict) or calibration is None
            else resolve_calibration(calibration, embedder, data))
     method, applied = apply_calibration(method, cal, dataset=kind)

@@ -225,11 +225,19 @@ def load_calibration(source) -> dict:
     return data
 
 
-def calibrated_params(calibration: dict, method_name: str, dataset: str | None = None) -> dict:
-    """The parameters a calibration sets for one method (and its dataset preset, for a method with presets)."""
+def calibrated_params(calibration: dict, method_name: str, dataset: str | None = None,
+                      profile: str | None = None) -> dict:
+    """The parameters a calibration sets for one method (and its dataset preset, for a method with presets).
+
+    ``profile``: the method's profile; a hook that mapped a profile's own thresholds (H-Mem's paper alphas, fitted on
+    the paper profile's own build: ``methods.<name>.profiles.<profile>``) gives that profile those, and every other
+    profile the method's ``params``."""
     entry = calibration.get("methods", {}).get(method_name)
     if not isinstance(entry, dict):
         return {}
+    own = (entry.get("profiles") or {}).get(profile) if profile else None
+    if isinstance(own, dict):
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in own.items()}
     params = dict(entry.get("params") or {})
     presets = entry.get("presets") or {}
     kind = dataset_kind(dataset) or ("locomo" if "locomo" in presets else None)
@@ -237,6 +245,12 @@ def calibrated_params(calibration: dict, method_name: str, dataset: str | None =
         params.update({k: v for k, v in presets[kind].items()})
     # sequences are stored as JSON lists; the methods take them as tuples (H-Mem's alphas)
     return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
+def maps_profile(calibration: dict | None, method_name: str, profile: str | None) -> bool:
+    """Whether ``calibration`` maps ``profile``'s own thresholds for the method (``calibrated_params``)."""
+    entry = (calibration or {}).get("methods", {}).get(method_name)
+    return isinstance(entry, dict) and isinstance((entry.get("profiles") or {}).get(profile), dict)
 
 
 def threshold_warnings(method, calibration: dict | None = None) -> list[str]:
@@ -261,7 +275,8 @@ def apply_calibration(method, calibration: dict | None, *, dataset: str | None =
     """
     if calibration is None or calibration.get("embedder") != _embedder_name(getattr(method, "embedder", None)):
         return method, {}
-    params = {k: v for k, v in calibrated_params(calibration, method.name, dataset).items()
+    params = {k: v for k, v in calibrated_params(calibration, method.name, dataset,
+                                                 getattr(method, "profile", None)).items()
               if k in method.get_params()}
     if params:
         method.set_params(**params)

@@ -113,12 +113,13 @@ class HMem(MemoryMethod):
       Qwen3-Embedding-4B) [§4.10].
     - Alphas and the embedder: the paper's 0.8/0.7/0.6 belong to Qwen3-Embedding-4B. With MiniLM at those values the
       paper profile barely consolidates: the L1->L2 join share is 0.03 on the 0.5B's conv-30 events (0.006 on
-      stand-in events) against Table 7's 0.43, and each leaf still costs 3 consolidation calls. ``calibration.paper_section``
-      maps them onto the embedder in use by fitting Table 7's join shares on the paper profile's own build
-      (stand-in events and summaries, ``stand_in.py``); a calibration applied to a paper build sets ``alphas`` with
-      its record ``alpha_mapping`` (paper alphas, target, fit reached, conversations fitted on), which the run
-      header notes and the tree view prints beside this build's join shares. A run without a calibration keeps
-      the paper's values (review turn 4, N1/N2; issue #63).
+      stand-in events) against Table 7's 0.43, and each leaf still costs 3 consolidation calls.
+      ``calibration.paper_section`` maps them onto the embedder in use by fitting Table 7's join shares on the paper
+      profile's own build (stand-in events and summaries, ``stand_in.py``); ``--calibration auto`` (the default)
+      applies that mapping to a paper build, and no other calibrated value; a calibration applied to a paper build
+      sets ``alphas`` with its record ``alpha_mapping`` (paper alphas, target, fit reached, conversations fitted
+      on), which the run header notes and the tree view prints beside this build's join shares. A run without a
+      calibration keeps the paper's values (review turn 4, N1/N2; issue #63).
     - Levels are activated from the age of the whole history (offline indexing), digest §10.7. A week node
       straddling two months belongs to the month of its first child (calendar windows).
     - After a join, y is not re-clustered one level up; its ancestors are re-summarised (single-child
