@@ -198,7 +198,7 @@ def test_the_app_over_an_opened_run_shows_every_recorded_method(opened):
             assert page.locator("tr.wb-method").count() == 2
             rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
             question = next(r["question"] for r in rows if r["qa_id"] == "conv-30/q1")
-            page.get_by_text(question).first.wait_for(timeout=30000)  # the linked question, not the first one
+            page.get_by_text(question).filter(visible=True).first.wait_for(timeout=30000)  # the linked one, not q0
             assert errors == []
             browser.close()
     finally:
