@@ -130,7 +130,7 @@ def labelled_params(name: str, profile: DemoProfile | None = None) -> tuple[str,
         return base, None, {}
     label = name[len(base):]
     if not (label.startswith("[") and label.endswith("]") and len(label) > 2):
-        raise ValueError(f"method {name!r}: write a labelled method as name[label], e.g. ama[paper-judge]")
+        raise ValueError(f"method {name!r}: write a labelled method as name[label], with the label in square brackets")
     label = label[1:-1]
     if profile is not None and name in profile.variants:
         return base, label, dict(profile.variants[name])
