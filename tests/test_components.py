@@ -120,3 +120,17 @@ def test_hash_embedder_config_is_named_in_saved_params():
     setup = build_method("ama", llm=_api_llm(), embedder=HashEmbedder(), params={"profile": "paper"}, warn=False)
     assert setup.method.config()["embedder"] == "hash-256"
     assert "reranker" not in setup.method.config()  # AMA takes none: its configuration hash is unchanged
+
+
+def test_the_header_names_each_methods_embedder_when_they_differ():
+    pytest.importorskip("panel")
+    from widgets.app import mixed_embedders_line
+
+    one = {"evaluations": [{"method": "ama", "embedder": "x"}, {"method": "naive_rag", "embedder": "x"}]}
+    assert mixed_embedders_line(one) is None
+    two = {"evaluations": [{"method": "ama", "embedder": "text-embedding-3-large"},
+                           {"method": "recmem", "embedder": "text-embedding-3-small"},
+                           {"method": "naive_rag", "embedder": "all-MiniLM-L6-v2-int8"}]}
+    assert mixed_embedders_line(two) == ("ama: text-embedding-3-large; recmem: text-embedding-3-small; "
+                                         "naive_rag: all-MiniLM-L6-v2-int8")
+    assert mixed_embedders_line({"evaluations": "not a list"}) is None  # a damaged manifest: no line
