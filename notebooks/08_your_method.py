@@ -74,8 +74,10 @@ class RecencyBM25(MemoryMethod):
 
     name = "recency_bm25"
 
-    def __init__(self, *, llm=None, buffer_turns: int = 40, top_k: int = 6, recent: int = 2):
+    def __init__(self, *, llm=None, buffer_turns: int = 40, top_k: int = 6, recent: int = 2,
+                 answer_prompt: str = "shared"):
         self.llm = llm
+        self.answer_prompt = answer_prompt  # --fair sets "shared"; this method has no prompt of its own anyway
         self.buffer_turns = buffer_turns
         self.top_k = top_k
         self.recent = recent
