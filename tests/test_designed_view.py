@@ -186,7 +186,7 @@ def test_the_page_shows_the_designed_run_labelled_beside_both_profiles_with_the_
     from widgets.html import esc
 
     assert esc(paper.text) in section and paper.first["designed"]["role"] == "ama.judge_ingest"
-    assert "Steps of the designed path its profile does not have" in section  # the small profile's own pipeline
+    assert "Steps of the designed path its run never takes" in section  # the small profile has its own pipeline
     # the designed run's own verdict is the planted one, the model runs' are what they recorded
     assert ama_page.designed.example.verdict[0] == "right"
 

@@ -98,8 +98,23 @@ class DesignedExample:
         ex = {"small": page.example, "paper": page.paper}.get(run)
         return divergence_step(ex, c.first) if c is not None and c.first is not None else None
 
+    def on_question(self, page: HowItWorksPage, run: str, qa_id) -> tuple[dict, int] | None:
+        """The first divergence of ``run`` made while answering question ``qa_id``, and its step in that answer's
+        trace (None when it answers that question as the designed run does, or never reaches a step of it)."""
+        c = self.comparisons.get(run)
+        ex = {"small": page.example, "paper": page.paper}.get(run)
+        if c is None:
+            return None
+        for a in c.found:
+            at = divergence_step(ex, a)
+            if at is not None and at[0] == str(qa_id):
+                return a, at[1]
+        return None
+
     def intro(self, page: HowItWorksPage, run: str, qa_id) -> str:
         """A stepper's line (HTML): the designed run's label, or where ``run`` leaves the designed path."""
+        from workbench.designed import WHY_CHARS, divergence_text
+
         if run == "designed":
             return label_html() + " the method's own code on reference replies: the paper's path"
         c = self.comparisons.get(run)
@@ -110,8 +125,13 @@ class DesignedExample:
         where = (f"at step {at[1] + 1} of this answer" if at and at[0] == qa_id else
                  "while building the memory, before any question" if first["phase"] == "construct"
                  else "on another question")
-        return (f"<b style='color:#d9480f'>▲ The {esc(PROFILE_WORDS[run])}'s run leaves the designed path "
+        line = (f"<b style='color:#d9480f'>▲ The {esc(PROFILE_WORDS[run])}'s run leaves the designed path "
                 f"{esc(where)}:</b> {esc(c.text)}")
+        here = self.on_question(page, run, qa_id)
+        if here is not None and (at is None or at[0] != str(qa_id) or here[1] != at[1]):
+            line += (f"<br><b style='color:#d9480f'>▲ On this question it first leaves it at step {here[1] + 1}:</b> "
+                     f"{esc(divergence_text(here[0], c.who, why_chars=WHY_CHARS))}")
+        return line
 
 
 def divergence_step(example, entry: dict) -> tuple[str, int] | None:
@@ -156,7 +176,7 @@ def _column(title: str, ex, extra: str, *, designed: bool = False) -> str:
 
 
 def _first_html(c: Comparison, marks: dict, questions) -> str:
-    from workbench.designed import divergence_text
+    from workbench.designed import WHY_CHARS, divergence_text
 
     first = c.first
     where = ""
@@ -168,7 +188,7 @@ def _first_html(c: Comparison, marks: dict, questions) -> str:
                and (a["designed"] is None or (a["designed"]["role"], a["designed"]["phase"]) not in absent)]
     at_planted = ""
     if planted:
-        items = "".join(f"<li>{esc(divergence_text(a, c.who))}</li>" for a in planted[:4])
+        items = "".join(f"<li>{esc(divergence_text(a, c.who, why_chars=WHY_CHARS))}</li>" for a in planted[:4])
         more = f"<li>and {len(planted) - 4} more</li>" if len(planted) > 4 else ""
         at_planted = f"<p><b>At the planted turns and questions</b> ({len(planted)}):</p><ul>{items}{more}</ul>"
     elif c.found:
@@ -176,7 +196,7 @@ def _first_html(c: Comparison, marks: dict, questions) -> str:
     lacks = ""
     if absent:
         names = ", ".join(f"{r} ({'building' if ph == 'construct' else 'answering'})" for r, ph in c.absent)
-        lacks = f"<p><b>Steps of the designed path its profile does not have:</b> {esc(names)}</p>"
+        lacks = f"<p><b>Steps of the designed path its run never takes:</b> {esc(names)}</p>"
     return (f"<div class='wb-diverge'><b class='mark'>▲ first divergence{esc(where)}:</b> {esc(c.text)}</div>{lacks}"
             f"<p class='wb-muted'>{len(c.found)} of {len(c.designed)} designed steps taken otherwise or not at all"
             f"</p>{at_planted}")

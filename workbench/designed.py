@@ -159,6 +159,8 @@ def designed_run(method_name: str, gallery_id: str | None = None, *, out: str | 
 # ------------------------------------------------------------------------------------------------
 #: a designed run's calls, as its LLM saw them (``designed_run`` writes it; ``designed_log`` reads it)
 CALLS = "calls.jsonl"
+#: how much of a reference reply's reason a divergence's sentence quotes (the file has it whole)
+WHY_CHARS = 160
 #: where a run directory keeps the designed runs made for its pages (``cached_designed_run``): beside ``gallery``,
 #: never inside a model run's results, census or memories
 DESIGNED_SUBDIR = "designed"
@@ -376,8 +378,9 @@ def _values(decision: dict) -> str:
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in decision.items())
 
 
-def divergence_text(div: dict | None, who: str = "the model") -> str:
-    """One sentence saying where and how the model's run left the designed path (``divergences`` entry)."""
+def divergence_text(div: dict | None, who: str = "the model", *, why_chars: int | None = None) -> str:
+    """One sentence saying where and how the model's run left the designed path (``divergences`` entry), with the
+    reference reply's reason (cut to ``why_chars`` characters when given)."""
     if div is None:
         return (f"{who}'s run took every step of the designed path and decided each as the reference replies do.")
     d, m = div["designed"], div["model"]
@@ -385,11 +388,15 @@ def divergence_text(div: dict | None, who: str = "the model") -> str:
         return (f"{who}'s run makes a {m['role']} call on {subject_words(m['subject'])} that the designed path does "
                 f"not ({_values(m['decision']) or 'a free-text reply'}).")
     phase = "building the memory" if d["phase"] == "construct" else "answering"
-    why = f" (the reference reply's reason: {d['why']})" if d.get("why") else ""
+    reason = str(d.get("why") or "")
+    if why_chars is not None and len(reason) > why_chars:
+        reason = reason[:why_chars].rsplit(" ", 1)[0] + " …"
+    why = f" (the reference reply's reason: {reason})" if reason else ""
     if div["kind"] == "missing":
         others = [subject_words(s) for s in div["others"]]
         instead = (f"its remaining {d['role']} calls there are on {', '.join(dict.fromkeys(others))}" if others
-                   else f"it makes no {d['role']} call at all while {phase} (its profile has no such step there)"
+                   else (f"it makes no {d['role']} call at all while {phase} (its profile has no such step there, "
+                         "or its run never reaches it)")
                    if not div.get("role_calls") else f"it makes no further {d['role']} call while {phase}")
         return (f"While {phase}, the designed path calls {d['role']} on {subject_words(d['subject'])}{why}; "
                 f"{who}'s run does not: {instead}.")
@@ -544,7 +551,7 @@ class Comparison:
 
     @property
     def text(self) -> str:
-        return divergence_text(self.first, self.who)
+        return divergence_text(self.first, self.who, why_chars=WHY_CHARS)
 
 
 def compare(run_dir: str | Path, method_name: str, profile: str, *, embedder=None) -> Comparison | None:

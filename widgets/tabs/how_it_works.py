@@ -165,7 +165,7 @@ class DesignedBeside:
     left it otherwise (while building the memory)."""
 
     def __init__(self, page: HowItWorksPage, gallery_dir: Path, paper_dir: Path):
-        from widgets.designed_view import LABEL_TEXT, PROFILE_WORDS, label_html
+        from widgets.designed_view import PROFILE_WORDS, label_html
         from widgets.tabs.traces import TracePane
 
         self.page = page
@@ -187,7 +187,7 @@ class DesignedBeside:
         self.left.export.visible = False  # an export would carry no label: the pane is viewed here only
         self.right = TracePane(self.stores[self.profile.value])
         self.left_head = html_pane(box(f"<b>Designed run</b> {label_html()}<br><small class='wb-muted'>"
-                                       f"{esc(LABEL_TEXT)}: the method's own code on replies a person wrote</small>"))
+                                       "the method's own code (paper profile) on replies a person wrote</small>"))
         self.right_head = html_pane("")
         self.question.param.watch(lambda e: self.load(), "value")
         self.profile.param.watch(lambda e: self.load(), "value")
@@ -216,8 +216,11 @@ class DesignedBeside:
             qa = next((q for q in ex.conversation.qa if q.id == qa_id), None) if ex else None
             pane.show(Answer.from_dict(row["answer"]) if row else None, method=self.page.name, qa=qa)
         at = self.page.divergence_at(run)
+        here = self.page.designed.on_question(self.page, run, qa_id)
         if at is not None and at[0] == qa_id:
             self.right.goto(at[1])
+        elif here is not None:
+            self.right.goto(here[1])
         intro = self.page.stepper_intro(run, qa_id)
         self.right_head.object = box(f"<b>{esc(PROFILE_WORDS[run].capitalize())}, recorded</b><br>"
                                      f"<small>{intro or 'it takes every step of the designed path'}</small>")
