@@ -294,3 +294,17 @@ def test_a_scripted_recording_replayed_says_how_to_get_its_profile(tmp_path, cap
     assert "replays only with" not in capsys.readouterr().err
     rows = [json.loads(line) for line in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
     assert rows and not [r for r in rows if r.get("error")]
+
+
+def test_the_report_names_each_methods_llm_when_they_differ():
+    """A run whose methods ran on different LLMs says so in the report (scores then compare readers too)."""
+    import pandas as pd
+
+    from workbench.eval.report import llms_section
+
+    same = pd.DataFrame([{"method": "a", "llm_model": "m1"}, {"method": "b", "llm_model": "m1"}])
+    assert llms_section(same) == []
+    mixed = pd.DataFrame([{"method": "a", "llm_model": "scripted <b>x</b>"}, {"method": "b", "llm_model": "m1"}])
+    text = "\n".join(llms_section(mixed))
+    assert "## The LLM each method ran on" in text and "| b" in text and "m1" in text
+    assert "<b>" not in text  # run data is escaped as everywhere in the report

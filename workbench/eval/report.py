@@ -513,6 +513,7 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
     parts += _audit_section(status)
     parts += _headline_section(table, metric, binary)
     parts += departures_section(df)
+    parts += llms_section(df)
     parts += _paired_section(df, metric, audits, n_boot, seed)
     parts += _category_section(table, metric, binary)
     if "attribution" in df.columns and df["attribution"].notna().any():
@@ -541,6 +542,20 @@ def report_markdown(df: pd.DataFrame, *, audits: dict | None = None, metric: str
     if stats:
         parts.append(method_stats_markdown(stats))
     return "\n".join(parts).rstrip() + "\n"
+
+
+def llms_section(df: pd.DataFrame) -> list[str]:
+    """The LLM each method ran on, when the rows' methods ran on more than one (``method_llms.llm_section``):
+    their scores then compare the readers as well as the memories. Nothing when one LLM ran them all."""
+    from .method_llms import llms_from_rows
+
+    by = llms_from_rows(df.to_dict("records")) if "llm_model" in df.columns else {}
+    if len({m for models in by.values() for m in models}) <= 1:
+        return []
+    rows = [[markdown_text(method), markdown_text(", ".join(models))] for method, models in by.items()]
+    return ["## The LLM each method ran on", "",
+            "> The methods below ran on different LLMs, so their scores compare the readers as well as the memories.",
+            "", markdown_table(["method", "LLM"], rows, [False, False]), ""]
 
 
 def departures_section(df: pd.DataFrame) -> list[str]:
