@@ -21,7 +21,7 @@ from typing import Any
 
 from widgets.html import box, esc, session_when
 from widgets.pipeline import Pipeline
-from workbench.eval.annotations import checked_verdict, planted_marks, shipped_annotations
+from workbench.eval.annotations import checked_verdict, planted_marks
 from workbench.eval.decisions import tally_text
 from workbench.words import counted
 from workbench.eval.mechanisms import headline, item_text
@@ -91,7 +91,6 @@ class GalleryExample:
     @classmethod
     def _load(cls, run_dir, method: str, conv_id: str, problems: list) -> "GalleryExample | None":
         from widgets.mechanisms_census import load_census
-        from workbench.data import DatasetError
         from workbench.rundir import RunDir
 
         run = Path(run_dir)
@@ -108,8 +107,10 @@ class GalleryExample:
         conversation, memories = rd.conversation(conv_id), rd.memories(method, conv_id)
         problems.extend(f"skipped {p}" for p in rd.problems)
         try:
-            annotations = shipped_annotations().get(conv_id)
-        except DatasetError as exc:  # the example without its planted marks, and why
+            from workbench.gallery import annotations as gallery_annotations  # a plugin's own, from its package
+
+            annotations = gallery_annotations(method).get(conv_id)
+        except ValueError as exc:  # DatasetError: the example without its planted marks, and why
             annotations = None
             problems.append(f"phenomena annotations unusable: {exc}")
         return cls(method, conversation, annotations, entry, rows, memories, list(problems))

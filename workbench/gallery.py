@@ -16,6 +16,13 @@ profile, named explicitly. The ``paper`` profile runs the same example with the 
 small model's configuration -- no demo overrides, no output bounds, no calibration, only the example's own
 parameters -- into ``<method>.paper.jsonl`` beside it and ``<run>/gallery-paper``, so the "How it works" page can
 show what the paper's own method did with a small model next to the tuned one.
+
+A plugin method ships its example in its own package (issue #65 item 3): a class attribute
+``resources = "my_package.resources"`` names a package folder (``workbench.methods.registry.method_resources``)
+holding ``gallery_conversations.json`` (its example's conversation, LoCoMo format), ``annotations.json`` (the
+phenomena planted there), ``cassettes/gallery/<method>.jsonl`` (and ``<method>.paper.jsonl``) and
+``cost_profiles.json``. Its example then runs on that file (``data_spec``) and replays that cassette
+(``cassette``); the built-ins keep the workbench's ``sample_data``. docs/plugin-checklist.md says how to ship them.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Iterable
@@ -83,8 +91,56 @@ def gallery_params(name: str, profile: str = "small") -> dict:
 
 
 def cassette(name: str, profile: str = "small") -> Path:
-    """``<method>.jsonl`` (small profile), ``<method>.paper.jsonl`` (paper profile)."""
-    return CASSETTES / (f"{name}.jsonl" if _check_profile(profile) == "small" else f"{name}.{profile}.jsonl")
+    """``<method>.jsonl`` (small profile), ``<method>.paper.jsonl`` (paper profile): in the method's own resource
+    folder (``cassettes/gallery/``) when it declares one, else in the workbench's ``sample_data``. A plugin's
+    recording goes into its own package, never into the workbench."""
+    from .methods.registry import method_resources
+
+    file = f"{name}.jsonl" if _check_profile(profile) == "small" else f"{name}.{profile}.jsonl"
+    if not re.fullmatch(r"[a-z0-9_]+", name):  # a registered method's name: nothing that could leave the folder
+        raise ValueError(f"gallery cassette of {name!r}: not a method name")
+    folder = method_resources(name)
+    return (folder / "cassettes" / "gallery" if folder is not None else CASSETTES) / file
+
+
+def conversations_file(name: str) -> Path | None:
+    """The ``gallery_conversations.json`` ``name``'s resource folder ships, or None (the workbench's gallery)."""
+    from .methods.registry import resource_file
+
+    return resource_file(name, "gallery_conversations.json")
+
+
+def data_spec(name: str) -> str:
+    """The ``--data`` spec ``name``'s example runs on: its own ``gallery_conversations.json`` (``locomo:PATH``)
+    when its resources ship one, else ``gallery`` (the workbench's mechanism gallery)."""
+    own = conversations_file(name)
+    return f"locomo:{own}" if own is not None else "gallery"
+
+
+def conversation_ids(name: str) -> list[str]:
+    """The ids of the gallery conversations ``name``'s example may name (``how_it_works.gallery``): its own file's
+    and the workbench's gallery's. A damaged file raises its ``DatasetError`` (file and field named)."""
+    from .data import load_locomo, load_sample
+
+    ids = [c.id for c in load_sample("gallery_conversations").conversations]
+    own = conversations_file(name)
+    return ids + ([c.id for c in load_locomo(own).conversations if c.id not in ids] if own is not None else [])
+
+
+def annotations(name: str) -> dict:
+    """``{conv_id: ConversationAnnotations}`` of the phenomena planted in ``name``'s gallery conversations: the
+    workbench's shipped annotations, with its resources' ``annotations.json`` over them (checked against its own
+    conversations when it ships them). A damaged file raises its ``DatasetError``."""
+    from .data import load_locomo
+    from .eval.annotations import load_annotations, shipped_annotations
+    from .methods.registry import resource_file
+
+    merged = dict(shipped_annotations())
+    own = resource_file(name, "annotations.json")
+    if own is not None:
+        convs = conversations_file(name)
+        merged.update(load_annotations(own, dataset=load_locomo(convs) if convs is not None else None))
+    return merged
 
 
 def eval_argv(name: str, out: Path | str, *, replay: bool, model: str = MODEL, profile: str = "small") -> list[str]:
@@ -94,7 +150,7 @@ def eval_argv(name: str, out: Path | str, *, replay: bool, model: str = MODEL, p
     conv = gallery_methods([name])[name].how_it_works.gallery
     tape = cassette(name, profile)
     aids = ["--bounded-outputs", "--calibration", CALIBRATION] if profile == "small" else ["--calibration", "off"]
-    argv = ["--method", name, "--data", "gallery", "--conversations", conv,
+    argv = ["--method", name, "--data", data_spec(name), "--conversations", conv,
             "--llm", f"replay:{tape}" if replay else model, "--judge", "same", "--save-memories", "--no-progress",
             *aids, "--out", str(out)]
     if not replay:

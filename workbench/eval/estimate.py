@@ -184,6 +184,8 @@ def _rounded(value):
 ROLE_KEYS = {"phase": str, "role": str, "unit": str, "calls_per_unit": (int, float),
              "prompt_tokens_per_call": (int, float), "completion_tokens_per_call": (int, float)}
 UNITS = ("conversations", "sessions", "turns", "questions", "judged")
+#: the largest cost profile file read (the shipped one is a few tens of kB)
+PROFILE_BYTES = 4 << 20
 
 
 def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
@@ -191,12 +193,15 @@ def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
 
     The file is checked field by field: a malformed one raises ``ValueError`` naming the file and the
     field, rather than an estimate built on garbage."""
+    from ..data.types import DatasetError, read_regular_file
+
     path = Path(path)
     if not path.is_file():
         return {}
-    try:
-        data = loads_strict(path.read_text())
-    except (OSError, ValueError) as exc:
+    try:  # bounded and regular-file only: a plugin's cost profile is another package's file
+        data = loads_strict(read_regular_file(str(path), what="JSON cost profile", limit=PROFILE_BYTES)
+                            .decode("utf-8"))
+    except (OSError, ValueError, DatasetError) as exc:
         raise ValueError(f"{path}: not a readable JSON cost profile ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("methods"), dict):
         raise ValueError(f"{path}: expected an object with a 'methods' object")
@@ -217,6 +222,16 @@ def load_profiles(path: Path | str = PROFILES_PATH) -> dict:
                     raise ValueError(f"{path}: methods.{name}.{where}[{i}]: bad or missing "
                                      f"{bad or ['phase/unit/calls']}")
     return data
+
+
+def plugin_profiles(name: str) -> dict:
+    """The cost profiles in the ``cost_profiles.json`` of ``name``'s resource folder
+    (``workbench.methods.registry.resource_file``), checked as ``load_profiles`` checks the workbench's own; ``{}``
+    when the method ships none. A damaged file raises ``ValueError`` naming it and the field."""
+    from ..methods.registry import resource_file
+
+    path = resource_file(name, "cost_profiles.json")
+    return load_profiles(path) if path is not None else {}
 
 
 def structure(plan) -> dict:
@@ -259,6 +274,13 @@ def estimate_run(method, plan, *, llm=None, judge=None, profiles: dict | None = 
     base = method_base(name)  # a labelled variant (ama[paper-judge]) is priced by its method's profile
     prof = fitted_methods.get(base) or fitted_methods.get(renamed(base))
     fitted = profiles.get("fitted_on", {})
+    if prof is None:  # a plugin's own cost profile, shipped in its resources (docs/plugin-checklist.md)
+        try:
+            own = plugin_profiles(base)
+        except ValueError as exc:  # the plugin's file is damaged: said, and the run is estimated without it
+            own = {}
+            notes.append(f"{name}'s own cost profile is unusable: {exc}")
+        prof, fitted = (own.get("methods") or {}).get(base), own.get("fitted_on", {})
     if prof is None:
         notes.append(f"no cost profile for {name!r}: calls and tokens unknown "
                      "(run python -m workbench.demo_profiles --refit after recording)")

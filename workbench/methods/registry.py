@@ -334,3 +334,59 @@ def display_options(names) -> dict[str, str]:
     names = list(names)
     shown = [display_name(n) for n in names]
     return {(s if shown.count(s) == 1 else f"{s} · {n}"): n for s, n in zip(shown, names)}
+
+
+# -- plugin resources (issue #65 item 3) ------------------------------------------------------------------------
+#: the files a method's resource folder may hold, read by the gallery, the cost estimate and How it works
+RESOURCE_FILES = ("gallery_conversations.json", "annotations.json", "cost_profiles.json", "cassettes/gallery/")
+
+
+def method_resources(name: str):
+    """The folder of the resources ``name``'s class declares (``resources = "my_package.resources"``: an importable
+    package whose folder holds ``RESOURCE_FILES``), as a ``Path``; None when it declares none (the built-ins: their
+    resources are the workbench's ``sample_data``). A declaration that does not name an importable package folder
+    on disk raises ``ValueError`` naming the class and the attribute, so a misspelt one is never read as "none".
+
+    A class attribute rather than a second entry point group: the method's own entry point already finds the
+    class, so a plugin declares its resources once, beside the rest of its declarations, and ``importlib.resources``
+    finds the folder wherever pip put the package (an editable install too). The files are data from another
+    package: each reader checks them as untrusted (``workbench.data.types.read_regular_file``, the JSONL readers)."""
+    from importlib import resources as ir
+    from pathlib import Path
+
+    cls = REGISTRY.get(method_base(name))
+    declared = getattr(cls, "resources", None) if cls is not None else None
+    if declared is None:
+        return None
+    where = f"{cls.__module__}.{cls.__qualname__}.resources = {declared!r}"
+    if not isinstance(declared, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*",
+                                                         declared):
+        raise ValueError(f"{where}: name the package that holds the method's resource files, as a dotted module "
+                         "name (\"my_package.resources\")")
+    try:
+        folder = ir.files(declared)
+    except (ImportError, TypeError) as exc:  # not importable, or a module rather than a package
+        raise ValueError(f"{where}: not an importable package ({type(exc).__name__}: {_one_line(exc)})") from None
+    path = Path(str(folder))
+    if not path.is_dir():  # a zipped install: the readers need files on disk
+        raise ValueError(f"{where}: the package's folder {path} is not a folder on disk (install the plugin "
+                         "unzipped: pip install, not a zipapp)")
+    return path
+
+
+def resource_file(name: str, relative: str):
+    """``relative`` (one of ``RESOURCE_FILES``, or a file under ``cassettes/gallery/``) inside ``name``'s
+    resource folder, as a ``Path``, or None when the method declares no resources or ships no such file. A path
+    that leaves the folder (``..``, a link pointing out of it) raises ``ValueError``: a plugin's resources are
+    its own folder's files and nothing else."""
+    folder = method_resources(name)
+    if folder is None:
+        return None
+    path = folder / relative
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except OSError as exc:
+        raise ValueError(f"{name}'s resource {relative!r} could not be resolved: {exc}") from None
+    if not inside:
+        raise ValueError(f"{name}'s resource {relative!r} ({path}) lies outside its resource folder {folder}")
+    return path if path.exists() else None
