@@ -57,6 +57,9 @@ def test_local_repair_saves_the_repair_and_the_retry_and_says_so():
     assert local.roles() == ["m.extract"] and done.usage.calls == 1
     assert done.parsed == {"facts": ["Noor moved to Geneva", "Noor adopted Mi"]} and done.repaired == LOCAL_REPAIR
     assert local.local_repairs == {"m.extract": 1}
+    (call,) = local.ledger.calls  # the ledger's record says so too, and a saved trace carries it
+    assert call.repaired == LOCAL_REPAIR and call.to_dict()["repaired"] == LOCAL_REPAIR
+    assert "repaired" not in strict.ledger.calls[0].to_dict()  # a call read as sent is saved as before
 
 
 def test_a_locally_repaired_reply_that_breaks_the_schema_is_repaired_by_the_model_as_before():

@@ -110,9 +110,23 @@ class LLMCall(_Record):
     latency_s: float = 0.0
     cached: bool = False
     error: str | None = None
+    # "local" when the reply was not JSON as sent and the boundary repaired it locally (json_repair, then the
+    # schema) instead of spending a repair call; "" otherwise (and then left out of the saved record)
+    repaired: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "messages", tuple(_jsonable(list(self.messages))))
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if not d.get("repaired"):
+            d.pop("repaired", None)  # saved traces of calls read as sent stay as they were
+        return d
+
+    def marked_repaired(self, how: str) -> None:
+        """Complete this record once its reply was read: the LLM boundary marks a locally repaired reply on the
+        same object its ledger and trackers hold (the record is otherwise never changed)."""
+        object.__setattr__(self, "repaired", str(how))
 
     @property
     def usage(self) -> Usage:

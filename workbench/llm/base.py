@@ -189,12 +189,16 @@ class BaseLLM:
         calls.append(call)
         return gen
 
-    def _read(self, gen: Generation, schema, role: str):
-        """``read_json`` with this client's local repair; a locally repaired reply is counted (``local_repairs``)."""
+    def _read(self, gen: Generation, schema, role: str, calls=None):
+        """``read_json`` with this client's local repair; a locally repaired reply is counted (``local_repairs``)
+        and marked on its call's record (``LLMCall.repaired``), so the ledger and saved traces say which replies
+        were repaired without a call."""
         value, how = read_json(gen.text, schema, local_repair=self.repairs_locally)
         if how:
             with self._repairs_lock:
                 self.local_repairs[role] += 1
+            if calls:
+                calls[-1].marked_repaired(how)
         return value, how
 
     def _parse_with_repair(self, msgs, gen, schema, temperature, seed, max_tokens, role, calls, sent_schema=None):
@@ -203,14 +207,14 @@ class BaseLLM:
         it is on, is tried on each reply before the next call is spent on it."""
         sent_schema = schema if sent_schema is None else sent_schema
         try:
-            return (*self._read(gen, schema, role), gen)
+            return (*self._read(gen, schema, role, calls), gen)
         except ParseError as first:
             error = first
         repair = msgs + [{"role": "assistant", "content": gen.text},
                          {"role": "user", "content": JSON_REPAIR_PROMPT.format(error=str(error)[:200])}]
         gen = self._call(repair, sent_schema, temperature, seed, max_tokens, f"{role}.repair", calls)
         try:
-            return (*self._read(gen, schema, f"{role}.repair"), gen)
+            return (*self._read(gen, schema, f"{role}.repair", calls), gen)
         except ParseError as exc:
             error = exc
         for attempt in range(1, self.max_parse_retries + 1):
@@ -218,7 +222,7 @@ class BaseLLM:
             gen = self._call(msgs, sent_schema, max(temperature, 0.3), retry_seed, max_tokens, f"{role}.retry",
                              calls)
             try:
-                return (*self._read(gen, schema, f"{role}.retry"), gen)
+                return (*self._read(gen, schema, f"{role}.retry", calls), gen)
             except ParseError as exc:
                 error = exc
         local = f"; local repair: {error.local_repair}" if error.local_repair else ""
