@@ -46,6 +46,8 @@ SYMBOLS = (("circle", "●"), ("square", "■"), ("diamond", "◆"), ("triangle-
 FIXED = {"buffered": ("#adb5bd", "circle"), "merged into an episode": ("#74c0fc", "circle"),
          "failed (kept in buffer)": ("#495057", "x"), "dropped": ("#000000", "x")}
 TRIGGER_NOTE = "trigger: the unit whose arrival fired its consolidation"
+#: the label of a declared cluster member in no cluster (``members_figure``)
+UNCLUSTERED = "in no cluster"
 
 
 def declared_hooks(kind: str = "clusters") -> dict:
@@ -236,6 +238,35 @@ def cluster_figure(data: ClusterData, decisions: Sequence[Any], *, title: str = 
                       yaxis_title="PC 2: the next most varied direction",
                       legend=dict(title="units by the consolidation they joined"),
                       title=esc(title or "Units by consolidation (PCA of their embeddings: near = similar text)"))
+    return fig
+
+
+def members_figure(ids: Sequence[str], xy: Sequence[Sequence[float]], labels: Sequence[str],
+                   hover: Sequence[str], *, centroids: Mapping[str, Sequence[float]] | None = None,
+                   title: str = "", axes: tuple[str, str] = ("x", "y")):
+    """A declared ``clusters`` part's members in 2-D (``widgets.structure_kinds``), drawn as ``cluster_figure``
+    draws RecMem's units: one trace per cluster label, each with its colour and shape from ``look`` (in order of
+    first appearance; a member in no cluster is grey), each centroid a large open marker of its cluster's colour.
+    ``hover`` is escaped text per member."""
+    import plotly.graph_objects as go
+
+    order = list(dict.fromkeys(labels))
+    looks = {label: i for i, label in enumerate(x for x in order if x != UNCLUSTERED)}
+    fig = go.Figure()
+    for label in order:
+        idx = [i for i, lab in enumerate(labels) if lab == label]
+        colour, symbol = FIXED["buffered"] if label == UNCLUSTERED else look(looks[label])
+        fig.add_trace(go.Scatter(
+            x=[xy[i][0] for i in idx], y=[xy[i][1] for i in idx], mode="markers", name=esc(label),
+            customdata=[ids[i] for i in idx], hovertext=[hover[i] for i in idx], hoverinfo="text",
+            marker=dict(size=11, color=colour, symbol=symbol, line=dict(width=1, color="#333"))))
+    for label, point in (centroids or {}).items():
+        colour = look(looks[label])[0] if label in looks else "#333"
+        fig.add_trace(go.Scatter(x=[point[0]], y=[point[1]], mode="markers", name=esc(f"centroid of {label}"),
+                                 hovertext=[esc(f"centroid of {label}")], hoverinfo="text", showlegend=False,
+                                 marker=dict(size=20, symbol="circle-open", color=colour, line=dict(width=3))))
+    fig.update_layout(height=440, margin=dict(l=40, r=10, t=40, b=40), xaxis_title=axes[0], yaxis_title=axes[1],
+                      legend=dict(title="members by cluster"), title=esc(title or "Members by cluster"))
     return fig
 
 

@@ -38,7 +38,13 @@ class ClusterPanel(PanelShell):
         super().__init__(ClusterState(structures, conversation=conversation))
 
 
-def _missing(what: str):
+def _missing(what: str, structures: Mapping | None = None):
+    """An info line saying what is missing; None when the structures declare parts by kind (``workbench.structures``),
+    which the tab draws instead (a plugin that names this view's kind for its own ``clusters`` or ``tree`` part)."""
+    from workbench.structures import parts_of
+
+    if structures is not None and parts_of(structures):
+        return None
     return pn.pane.Alert(f"structures.json holds no {what} for this conversation.", alert_type="info",
                          sizing_mode="stretch_width")
 
@@ -47,7 +53,7 @@ def _missing(what: str):
 def tree_and_graph_view(structures: Mapping, conversation=None):
     """The ``tree_and_graph`` view: a temporal-semantic tree, then an entity graph (H-Mem declares it)."""
     if not structures.get("tree") and not (structures.get("graph") or {}).get("nodes"):
-        return _missing("tree or entity graph")
+        return _missing("tree or entity graph", structures)
     return pn.Column(pn.pane.Markdown("#### Temporal–semantic tree"), TreePanel(structures, conversation).panel,
                      pn.pane.Markdown("#### Entity graph"), GraphPanel(structures, conversation).panel,
                      sizing_mode="stretch_width")
@@ -58,5 +64,5 @@ def clusters_view(structures: Mapping, conversation=None):
     """The ``clusters`` view: units by consolidation, the trigger replay, episodes with their members (RecMem
     declares it)."""
     if not structures.get("units"):
-        return _missing("clustered units")
+        return _missing("clustered units", structures)
     return ClusterPanel(structures, conversation).panel

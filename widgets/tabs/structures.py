@@ -147,20 +147,82 @@ class StructuresView:
                 "views": views_available(), "method": method}
 
     def section(self, method: str) -> list:
+        """A method's section: its own structure view (registered for its name or base, or the kind of view it
+        declares), then each structure part it declares by kind (``workbench.structures``), drawn by
+        ``widgets.structure_kinds``; structures.json as JSON only when it has neither."""
         data = self.store.structures(method)
         # a view registered for the method itself (or its base: ama[probe] -> ama), else the kind it declares
         view = (STRUCTURE_VIEWS.get(method) or STRUCTURE_VIEWS.get(method_base(method))
                 or STRUCTURE_VIEWS.get(declared_view(method) or ""))
+        out = []
         if view is not None:
             try:
                 if getattr(view, "structure_files", False):
-                    return [view(data, self.store.conversation(), **self.files(method))]
-                return [view(data, self.store.conversation())]
+                    out.append(view(data, self.store.conversation(), **self.files(method)))
+                else:
+                    out.append(view(data, self.store.conversation()))
+                out = [x for x in out if x is not None]  # None: the view has nothing here (declared parts may)
             except Exception as exc:  # a broken view must not take the app down; shown in its card
-                return [message(f"structure view for {method} failed: {type(exc).__name__}: {exc}", "danger")]
+                out.append(message(f"structure view for {method} failed: {type(exc).__name__}: {exc}", "danger"))
+        parts = declared_parts(data, self.store.conversation(), method)
+        if parts:
+            return out + parts
+        if out:
+            return out
         body = json_html(data) if data else "<p class='wb-muted'>structures.json is empty for this method.</p>"
-        return [message(f"no structure view for this method ({method}); its structures.json is shown as JSON",
+        return [message(f"no structure view for this method ({method}), and its structures.json declares no "
+                        "structure kind (docs/method-contract.md, \"Structure kinds\"): it is shown as JSON",
                         "info"), html_pane(box(body))]
+
+
+def _drawn(items: list) -> list:
+    """A kind's drawing (HTML strings and plotly figures) as Panel panes."""
+    return [html_pane(x) if isinstance(x, str) else pn.pane.Plotly(x, sizing_mode="stretch_width") for x in items]
+
+
+def declared_parts(data, conversation, method: str = "") -> list:
+    """The Panel panes of every part ``data`` (a structures.json dict) declares by kind: a documented kind drawn by
+    ``widgets.structure_kinds``, another kind by the view installed for it under the entry point group
+    ``workbench.structures.STRUCTURE_VIEW_GROUP`` (loaded here, only when such a part is drawn), a part that breaks
+    its kind's format as its problems. [] when it declares none."""
+    from widgets.structure_kinds import draw_part, problems_html
+    from workbench.structures import KINDS, parts_of, validate_structures
+
+    parts = parts_of(data)
+    if not parts:
+        return []
+    if not isinstance(data.get("parts", []), list):
+        return [html_pane(problems_html(validate_structures(data), f"{method} structures.json"))]
+    single = "kind" in data
+    extra = {} if all(isinstance(p, dict) and p.get("kind") in KINDS for p in parts) else _view_entry_points()
+    out = []
+    for i, part in enumerate(parts):
+        where = "structures" if single else f"parts[{i}]"
+        kind = part.get("kind") if isinstance(part, dict) else None
+        if kind not in KINDS and kind in extra:
+            try:
+                out.append(extra[kind].load()(part, conversation))
+            except Exception as exc:  # a plugin's view must not take the tab down: said in its place
+                out.append(message(f"the view installed for structure kind {kind!r} ({extra[kind].value}) failed on "
+                                   f"{where}: {type(exc).__name__}: {exc}", "danger"))
+            continue
+        try:
+            out += _drawn(draw_part(part, conversation, where=where, extra_kinds=tuple(extra)))
+        except Exception as exc:  # a drawing that fails on odd data: said in its place, the others drawn
+            out.append(message(f"{where} ({kind}) could not be drawn: {type(exc).__name__}: {exc}", "danger"))
+    return out
+
+
+def _view_entry_points() -> dict:
+    from workbench.structures import view_entry_points
+
+    try:
+        return view_entry_points()
+    except Exception as exc:  # broken package metadata: no extra views, said once in the log
+        import logging
+
+        logging.getLogger(__name__).warning("structure view entry points unreadable: %s", exc)
+        return {}
 
 
 # ------------------------------------------------------------------------------------------------

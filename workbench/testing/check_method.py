@@ -55,7 +55,8 @@ ASKS: dict[str, str] = {
     "check_summary_stats": "`summary_stats` is a static method returning a JSON-able dict from saved traces alone",
     "check_structures_json": "`structures()`, if the method has it, returns plain JSON (objects with string keys, "
                              "lists, strings, finite numbers, booleans, null): structures.json feeds the Structures "
-                             "tab and the census",
+                             "tab and the census; each part it declares by kind is valid for its kind "
+                             "(`workbench.structures`)",
     "check_census_runs": "the declared `census` counts a tiny scripted run without raising, its `check` picks its "
                          "input from it, and its `headline` and `problems` name counts it makes",
     "check_construct": "the class can be built with the default services (a scripted LLM, a hash embedder)",
@@ -320,6 +321,12 @@ def check_structures_json(make: C.MakeMethod, conv: Conversation) -> None:
     assert where is None, (f"{name}.structures(){where.split(' ', 1)[0] if where.startswith('[') else ''} is not "
                            f"plain JSON: {where}; return lists, dicts with string keys, strings, finite numbers, "
                            "booleans and None (a numpy array: .tolist(); a datetime: .isoformat())")
+    from ..structures import validate_structures
+
+    problems = validate_structures(value)  # the parts it declares by kind (docs/method-contract.md, "Structure kinds")
+    assert not problems, (f"{name}.structures() declares a structure part that breaks its kind's format: "
+                          + "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+                          + " (docs/method-contract.md, \"Structure kinds\")")
 
 
 def check_census_runs(make: C.MakeMethod, conv: Conversation) -> None:

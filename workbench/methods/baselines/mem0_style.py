@@ -37,6 +37,7 @@ from .how_it_works import MEM0_STYLE
 from .mem0_style_census import CENSUS
 from ...data import Conversation
 from ...llm.errors import LLMError
+from ...structures import timeline_part
 from ...trace import Answer
 from ..base import MemoryMethod
 from ..common import exchanges, format_date, format_turn
@@ -195,7 +196,23 @@ class Mem0Style(MemoryMethod):
         facts, the facts, the stored memories shown to the decision call (prompt id -> unit id) and what was done
         with each action; and the failed calls and skipped actions (``failures_``)."""
         return {"decisions": [dict(d, actions=[dict(a) for a in d["actions"]]) for d in self.decisions_],
-                "failures": [dict(f) for f in self.failures_]}
+                "failures": [dict(f) for f in self.failures_], "parts": [self._decision_timeline()]}
+
+    def _decision_timeline(self) -> dict:
+        """The decisions as a declared ``timeline`` part (``workbench.structures``), drawn by the Structures tab
+        under the speaker-memories card with no view code of its own: one event per speaker and exchange, what the
+        decision call did with its facts."""
+        events = []
+        for d in self.decisions_:
+            done = [f"{a.get('event', '?')} {a.get('unit_id') or a.get('target') or ''}".strip()
+                    + ("" if a.get("applied") else f" (skipped: {a.get('skipped', 'not applied')})")
+                    for a in d["actions"]]
+            events.append({"label": d["speaker"], "source_ids": list(d["source_ids"]),
+                           "text": f"{len(d['facts'])} facts: " + " | ".join(d["facts"])
+                                   + f" → {', '.join(done) or 'no action'}"})
+        return timeline_part(events, title="Decisions, exchange by exchange",
+                             about="Per speaker and exchange with facts: the facts extracted and what the decision "
+                                   "call did with them (ADD, UPDATE, DELETE, NONE), in the order they were made.")
 
     def _units(self) -> list[dict]:
         return [u.row() for store in self.stores_.values() for u in store]
