@@ -251,3 +251,22 @@ def test_mem0_style_declares_its_decisions_as_a_timeline():
     assert timeline["kind"] == "timeline" and timeline["events"]
     assert "ADD mem-0" in timeline["events"][0]["text"]
     assert "ADD mem-0" in draw_part(timeline, toy_conversation())[0]
+
+
+def test_a_kind_of_its_own_is_drawn_by_its_entry_point_view_loaded_only_then(monkeypatch):
+    pn = pytest.importorskip("panel")
+    import widgets.tabs.structures as tab
+
+    loaded = []
+
+    class EntryPoint:  # what importlib.metadata gives: a name, its target, and load()
+        value = "toy_pkg.views:bubble_view"
+
+        def load(self):
+            loaded.append(self.value)
+            return lambda part, conversation: pn.pane.HTML(f"<p>bubbles: {len(part['bubbles'])}</p>")
+
+    monkeypatch.setattr(tab, "_view_entry_points", lambda: {"bubbles": EntryPoint()})
+    assert tab.declared_parts({"parts": [GOOD["timeline"]]}, None) and loaded == []  # a documented kind: not loaded
+    panes = tab.declared_parts({"parts": [{"kind": "bubbles", "bubbles": [1, 2]}]}, None)
+    assert loaded == [EntryPoint.value] and "bubbles: 2" in panes[0].object
