@@ -103,8 +103,9 @@ def cassette(name: str, profile: str = "small") -> Path:
     return (folder / "cassettes" / "gallery" if folder is not None else CASSETTES) / file
 
 
-def conversations_file(name: str) -> Path | None:
-    """The ``gallery_conversations.json`` ``name``'s resource folder ships, or None (the workbench's gallery)."""
+def conversations_file(name) -> Path | None:
+    """The ``gallery_conversations.json`` that the resource folder of ``name`` (a method's name or class) ships, or
+    None (the workbench's gallery)."""
     from .methods.registry import resource_file
 
     return resource_file(name, "gallery_conversations.json")
@@ -117,8 +118,9 @@ def data_spec(name: str) -> str:
     return f"locomo:{own}" if own is not None else "gallery"
 
 
-def conversation_ids(name: str) -> list[str]:
-    """The ids of the gallery conversations ``name``'s example may name (``how_it_works.gallery``): its own file's
+def conversation_ids(name) -> list[str]:
+    """The ids of the gallery conversations ``name``'s (a method's name or class; ``check_method`` passes the
+    class) example may name (``how_it_works.gallery``): its own file's
     and the workbench's gallery's. A damaged file raises its ``DatasetError`` (file and field named)."""
     from .data import load_locomo, load_sample
 

@@ -341,11 +341,12 @@ def display_options(names) -> dict[str, str]:
 RESOURCE_FILES = ("gallery_conversations.json", "annotations.json", "cost_profiles.json", "cassettes/gallery/")
 
 
-def method_resources(name: str):
-    """The folder of the resources ``name``'s class declares (``resources = "my_package.resources"``: an importable
-    package whose folder holds ``RESOURCE_FILES``), as a ``Path``; None when it declares none (the built-ins: their
-    resources are the workbench's ``sample_data``). A declaration that does not name an importable package folder
-    on disk raises ``ValueError`` naming the class and the attribute, so a misspelt one is never read as "none".
+def method_resources(name):
+    """The folder of the resources a method declares (``name``: its registered name, or the class itself), as a
+    ``Path``: ``resources = "my_package.resources"`` names an importable package whose folder holds
+    ``RESOURCE_FILES``. None when it declares none (the built-ins: their resources are the workbench's
+    ``sample_data``). A declaration that does not name an importable package folder on disk raises ``ValueError``
+    naming the class and the attribute, so a misspelt one is never read as "none".
 
     A class attribute rather than a second entry point group: the method's own entry point already finds the
     class, so a plugin declares its resources once, beside the rest of its declarations, and ``importlib.resources``
@@ -354,7 +355,7 @@ def method_resources(name: str):
     from importlib import resources as ir
     from pathlib import Path
 
-    cls = REGISTRY.get(method_base(name))
+    cls = name if isinstance(name, type) else REGISTRY.get(method_base(name))  # a class not registered: itself
     declared = getattr(cls, "resources", None) if cls is not None else None
     if declared is None:
         return None
@@ -374,11 +375,11 @@ def method_resources(name: str):
     return path
 
 
-def resource_file(name: str, relative: str):
-    """``relative`` (one of ``RESOURCE_FILES``, or a file under ``cassettes/gallery/``) inside ``name``'s
-    resource folder, as a ``Path``, or None when the method declares no resources or ships no such file. A path
-    that leaves the folder (``..``, a link pointing out of it) raises ``ValueError``: a plugin's resources are
-    its own folder's files and nothing else."""
+def resource_file(name, relative: str):
+    """``relative`` (one of ``RESOURCE_FILES``, or a file under ``cassettes/gallery/``) inside the resource folder
+    of ``name`` (a method's name or class), as a ``Path``; None when it declares no resources or ships no such
+    file. A path that leaves the folder (``..``, a link pointing out of it) raises ``ValueError``: a plugin's
+    resources are its own folder's files and nothing else."""
     folder = method_resources(name)
     if folder is None:
         return None
