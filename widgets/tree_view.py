@@ -153,9 +153,10 @@ def flagged_line(nodes: Mapping[str, Mapping]) -> str:
 
 def _node_body(r: Mapping, chain: list[Mapping]) -> str:
     ids = list(r.get("source_ids") or [])
-    facts = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) "
-             f"{esc(when_text(r.get('r_m')))} · "
-             f"{len(ids)} source turns: {source_ids_html(ids, limit=12)}")
+    # H-Mem's consolidation counters, where the node has them (a plugin's ``tree`` kind has none)
+    counters = (f"n_m (times consolidated) {esc(r.get('n_m', 0))} · r_m (last consolidated) "
+                f"{esc(when_text(r.get('r_m')))} · " if "n_m" in r or "r_m" in r else "")
+    facts = f"{counters}{len(ids)} source turns: {source_ids_html(ids, limit=12)}"
     copies = ""
     if len(chain) > 1:
         copies = ("<br>" + esc(", ".join(f"{c['id']} (L{c['level']})" for c in chain[:-1]))
