@@ -73,8 +73,23 @@ def test_each_kind_of_decision_is_right_or_wrong_by_the_gold():
         "no gold evidence turn is in its candidates (it had none)"
     # nothing to check against: no question, a question the checker does not judge, an empty answer
     assert decide("light_tier", StepContext({"answer": "Lisbon", "escalate": True})) == Unchecked("no question given")
-    assert decide("light_tier", StepContext({"answer": "Lisbon"}, QA("c/q2", "?", "", 5, ()))) == Unchecked(
+    preference = QA("lme/q2", "Any tips for my trip?", "The user would prefer budget hostels.",
+                    "single-session-preference", ())
+    assert decide("light_tier", StepContext({"answer": "Lisbon"}, preference)) == Unchecked(
         "a question the checker does not judge")
+    # an adversarial question (category 5) is read as the checker reads it: an abstention in any wording is right,
+    # an answer is made up; there is no gold to quote
+    adversarial = QA("c/q2", "Where did Sam move?", "", 5, ())
+    made_up = decide("light_tier", StepContext({"answer": "Lisbon"}, adversarial))
+    assert (made_up.fitting, made_up.verdict, made_up.kind) == (False, "kept a wrong answer without going deep",
+                                                                "wrong_value")
+    assert made_up.because.startswith("the light answer is wrong: it answers where an adversarial question")
+    abstained = decide("light_tier", StepContext({"answer": "The conversation doesn't say.", "escalate": True},
+                                                 adversarial))
+    assert (abstained.fitting, abstained.verdict) == (False, "escalation not needed")
+    assert abstained.because == "the light answer is already right: it abstains, as an adversarial question " \
+                                "(category 5) wants"
+    assert "“" not in made_up.because + abstained.because
     assert decide("light_tier", StepContext({"answer": "", "escalate": True}, QA1)) == Unchecked("an empty answer")
     assert decide("retrieve", ctx) is None  # a card kind that decides nothing checkable
 

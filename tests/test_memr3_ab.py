@@ -39,6 +39,13 @@ def test_the_paper_wording_did_not_make_the_15b_write_a_gap(ab):
     # discarded after repair and retry (turn-4 N6: payload_share counted them as skipped payloads, 2 of 3)
     assert paper["payload_share"] == {"answer": 1.0, "reflect": 1.0, "retrieve": 1.0}
     assert paper["rejected_replies"] == 4 and small["rejected_replies"] == 0
-    # 4 each: the paper profile's "has had only one name: Biscuit" (gold "Biscuit, Pilot") denies the second name,
-    # which the checker's list rule counts as wrong (it counted 5 before that rule)
+    # 4 each, of the 12 with the two adversarial questions (category 5) now counted (issue #66): the small profile's
+    # "Biscuit" for "Biscuit, Pilot" is half a list, wrong since a list gold needs every item, and its "The evidence
+    # does not provide information about long-distance running." abstains on q38, right; the paper profile's "has had
+    # only one name: Biscuit" denies the second name (wrong by the list rule) and it made up both category-5 answers
     assert (small["checker_right"], paper["checker_right"]) == (4, 4)
+    right = {name: sorted(a["qa_id"] for a in p["answers"] if a["checker"] == 1.0) for name, p in ab.items()}
+    assert right == {"small": ["sample-1/q0", "sample-1/q16", "sample-1/q31", "sample-1/q38"],
+                     "paper": ["sample-1/q0", "sample-1/q16", "sample-1/q2", "sample-1/q31"]}
+    by_qa = {a["qa_id"]: a["checker"] for a in small["answers"]}
+    assert by_qa["sample-1/q25"] == 0.0 and by_qa["sample-1/q34"] == 0.0  # half a list; a made-up name on cat 5

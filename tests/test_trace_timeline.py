@@ -369,11 +369,15 @@ def test_a_step_that_decided_on_an_answer_says_whether_the_decision_was_right():
     plain = hymem_answer("Lisbon", True, "Porto", True)
     tl = TraceTimeline.build(plain, conversation=conv())
     assert "wb-decision" not in C.card_html(C.Ctx(plain, 0, tl.refs))
-    unjudged = QA("c/q2", "Where did Priya move?", "", 5, ("D1:1",))
+    unjudged = QA("c/q2", "Where did Priya move?", "", 1, ("D1:1",))  # no short gold: the checker does not judge it
     assert _decisions(plain, qa=unjudged) == []
     tl = TraceTimeline.build(plain, conversation=conv(), qa=unjudged)
     assert ('<p class="wb-decision wb-muted">not checkable against the gold: a question the checker does not judge'
             '</p>') in C.card_html(C.Ctx(plain, 0, tl.refs))
+    # an adversarial question (category 5) is judged as the checker judges it: an answer is made up, no gold quoted
+    adversarial = _decisions(plain, qa=QA("c/q3", "Where did Sam move?", "", 5, ("D1:1",)))
+    assert adversarial[0].startswith("✓ escalation needed: the light answer is wrong: it answers where an "
+                                     "adversarial question (category 5)") and "“" not in adversarial[0]
     # the view and the census read a step alike (one rule: workbench.eval.decisions)
     from workbench.eval.decisions import answer_decisions
     both = hymem_answer("Lisbon", True, "She moved to Porto.", True)

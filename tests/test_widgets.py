@@ -365,8 +365,16 @@ def test_compare_leads_with_the_checkers_verdict_not_f1():
     head = cmp.html.split("<tbody>")[0] if "<tbody>" in cmp.html else cmp.html
     assert head.index(">verdict<") < head.index(">token F1<")
     assert "✗ wrong: wrong date" in cmp.html and 'title="' in cmp.html
-    adversarial = QA("s/q9", "What did Tomasz name his cat?", "Not mentioned", 5, ())
-    assert compare(answers, qa=adversarial).rows[0]["verdict"] == "not checked"
+    # an adversarial question (category 5) as the checker reads it: abstaining in any wording is right, an answer
+    # made up is wrong, a failed call is wrong; with the question's own gold and with another one passed
+    adversarial = QA("s/q9", "What did Tomasz name his cat?", "", 5, ())
+    said = {"made_up": Answer("?", "Luna"), "abstains": Answer("?", "The conversation doesn't say."),
+            "failed": Answer("?", "", error="timeout")}
+    for kw in ({"qa": adversarial}, {"qa": adversarial, "gold": "Not mentioned"}):
+        by = {r["method"]: r for r in compare(said, **kw).rows}
+        assert (by["made_up"]["verdict"], by["abstains"]["verdict"], by["failed"]["verdict"]) == \
+            ("wrong: wrong_value", "right", "wrong: failed"), kw
+        assert "fabricated" in by["made_up"]["verdict_reason"]
     with pytest.raises(TypeError):
         compare(answers)
 
@@ -380,9 +388,17 @@ def test_results_frame_has_the_checkers_verdict_in_words():
             {"method": "m", "qa_id": "q2", "category": 4, "question": "What?", "gold": "Bass", "prediction": "Bass",
              "scores": {}},  # written before the check field: its verdict from the row's own text
             {"method": "m", "qa_id": "q3", "category": 5, "question": "What?", "gold": None, "prediction": "x",
-             "scores": {}, "check": None}]
+             "scores": {}, "check": None},
+            {"method": "m", "qa_id": "q4", "category": 5, "question": "What?", "gold": None,
+             "prediction": "That is not mentioned anywhere.", "scores": {}, "check": None},
+            {"method": "m", "qa_id": "q5", "category": "single-session-preference", "question": "Tips?",
+             "gold": "The user would prefer hostels.", "prediction": "x", "scores": {}, "check": None,
+             "dataset": "longmemeval"}]
     got = results_frame(rows)["verdict"]
-    assert list(got[:2]) == ["wrong: wrong_date", "right"] and got.isna().iloc[2]  # category 5: not checked
+    assert list(got[:2]) == ["wrong: wrong_date", "right"]
+    # category 5 (written before the checker read it): an answer made up is wrong, an abstention right, by the
+    # score check_adversarial gives the row; a LongMemEval preference question is not checked
+    assert list(got[2:4]) == ["wrong", "right"] and got.isna().iloc[4]
 
 
 def test_esc_handles_any_value():

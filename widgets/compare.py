@@ -10,8 +10,9 @@ deterministic checker's verdict (``workbench.eval.checker``: right, or wrong wit
 conversation, when given, supplies the names its entity rules need), then token F1 (mem0-style,
 ``workbench.eval.metrics.token_f1``) and whether the normalised gold appears in the answer, for comparison with
 papers. F1 and containment are lexical checks that get dates backwards ("21 May 2023" scores higher than "13th of
-May" against "13 May 2023"), so the verdict comes first. An adversarial question (LoCoMo category 5) is not
-checked.
+May" against "13 May 2023"), so the verdict comes first. An adversarial question (LoCoMo category 5) is checked
+as the checker checks it everywhere (``checker.check_adversarial``): an abstention in any wording is right, an
+answer made up is wrong.
 """
 from __future__ import annotations
 
@@ -119,15 +120,17 @@ class Comparison:
         return row
 
     def _check(self, a):
-        """The checker's verdict on ``a``, as the harness gives it (``check_qa`` for a dataset question: None for an
-        adversarial one, a LongMemEval one or a gold that is no short answer); a failed call is wrong."""
-        from workbench.eval.checker import Check, check_answer, check_qa
+        """The checker's verdict on ``a``, as the harness gives it (``check_qa`` for a dataset question: None for a
+        LongMemEval one or a gold that is no short answer); an adversarial question (category 5) by
+        ``check_adversarial``, as the checker reads it everywhere (an abstention in any wording is right, an answer
+        made up is wrong); a failed call is wrong."""
+        from workbench.eval.checker import Check, check_adversarial, check_answer, check_qa
 
         if self.qa is not None and self.gold == self.qa.answer:
             # the harness's own call, with the conversation for the names (no second check_answer)
             return check_qa(self.qa, a.text, error=a.error or None, conversation=self.conversation)
         if str(self.category) == "5":
-            return None
+            return check_adversarial(a.text, error=a.error or None)
         if a.error:
             return Check(False, "failed", "the method failed to answer", 0.0)
         return check_answer(self.question, str(self.gold), a.text, entities=self.entities)

@@ -47,8 +47,9 @@ class StepContext:
     gold: frozenset = field(default_factory=frozenset)
 
     def check(self, text: Any) -> Check | None:
-        """The checker on ``text`` as an answer to the question; None without a question, for one the checker does
-        not judge (LongMemEval, adversarial, no short gold) or for an empty text."""
+        """The checker on ``text`` as an answer to the question (a LoCoMo adversarial one, category 5, by
+        ``check_adversarial``: abstaining is right); None without a question, for one the checker does not judge
+        (LongMemEval, no short gold) or for an empty text."""
         if self.qa is None or not str(text or "").strip():
             return None
         return check_qa(self.qa, str(text), conversation=self.conversation)
@@ -64,7 +65,8 @@ class Unchecked:
 
 def _said(ctx: StepContext, text: Any) -> tuple[bool, str, str] | Unchecked:
     """(right, "right against the gold “Pilot”" / "wrong against the gold “Pilot” (names Biscuit, not Pilot)",
-    kind) for ``text``; ``Unchecked`` where it cannot be checked."""
+    kind) for ``text``; on an adversarial question, which has no gold to quote, "right: it abstains ..." / "wrong:
+    it answers where ... wants an abstention"; ``Unchecked`` where it cannot be checked."""
     if ctx.qa is None:
         return Unchecked("no question given")
     if not str(text or "").strip():
@@ -72,10 +74,22 @@ def _said(ctx: StepContext, text: Any) -> tuple[bool, str, str] | Unchecked:
     check = ctx.check(text)
     if check is None:
         return Unchecked("a question the checker does not judge")
+    if _adversarial(ctx.qa):  # no gold to quote: abstaining is the right answer (``checker.check_adversarial``)
+        if check.correct:
+            return True, "right: it abstains, as an adversarial question (category 5) wants", ""
+        return False, ("wrong: it answers where an adversarial question (category 5), which the conversation does "
+                       "not answer, wants an abstention"), check.kind
     gold = one_line(getattr(ctx.qa, "answer", ""), 80)
     if check.correct:
         return True, f"right against the gold “{gold}”", ""
     return False, f"wrong against the gold “{gold}” ({one_line(check.reason, 120)})", check.kind
+
+
+def _adversarial(qa: Any) -> bool:
+    """A LoCoMo adversarial question (category 5, an int as LoCoMo numbers it): the checker reads it by
+    ``check_adversarial``, an abstention in any wording right and any answer a fabrication."""
+    category = getattr(qa, "category", None)
+    return isinstance(category, int) and not isinstance(category, bool) and category == 5
 
 
 def _failed(ctx: StepContext) -> Unchecked | None:
