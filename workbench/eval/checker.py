@@ -559,19 +559,28 @@ def check_answer(question: str, gold: str, prediction: str, *, entities: Sequenc
     return Check(False, "vague", how, recall)
 
 
+#: "The evidence does not provide information about ...", "The context doesn't give any details": an answer that
+#: says its source holds nothing on the question (MemR3's small profile on the demo's q38), a wording
+#: ``says_abstain`` lacks; the object ("information", "details", ...) keeps "does not provide sessions" a claim
+_NO_INFORMATION = re.compile(r"\b(?:does|do|did)(?:\s+not|n['’]t)\s+(?:provide|give|contain|include|offer|have)\s+"
+                             r"(?:any\s+|enough\s+|specific\s+|further\s+)?(?:information|details?|mention|evidence|"
+                             r"answer)\b", re.I)
+
+
 def check_adversarial(prediction: str, *, error: str | None = None) -> Check:
     """A LoCoMo adversarial question (category 5: built so that the conversation does not answer it): an
     abstention in any wording ("Not mentioned", "The conversation doesn't say", "I don't know") is right, any
     other answer is a fabrication and wrong (``wrong_value``). The official rule looks for two phrases only
     ("no information available", "not mentioned"); this reads every wording ``says_abstain`` knows, in the answer
-    or its first sentence (issue #66, item 3: one treatment in the app, the notebooks and the report)."""
+    or its first sentence, and a first sentence saying its source gives no information (``_NO_INFORMATION``)
+    (issue #66, item 3: one treatment in the app, the notebooks and the report)."""
     if error:
         return Check(False, "failed", "the method failed to answer", 0.0)
     text = str(prediction or "").strip()
     if not text:
         return Check(False, "failed", "empty answer", 0.0)
     first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
-    if abstains(text) or says_abstain(first):
+    if abstains(text) or says_abstain(first) or _NO_INFORMATION.search(first):
         return Check(True, "right", "abstains, as an adversarial question (category 5) wants", None)
     return Check(False, "wrong_value", "answers an adversarial question (category 5) the conversation does not "
                                        "answer: a fabricated answer", None)
