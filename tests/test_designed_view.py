@@ -215,6 +215,9 @@ def test_the_tab_steps_the_designed_run_beside_the_model_s_made_on_demand(ama_pa
     assert beside is not None and LABEL_TEXT in beside.left_head.object
     assert not beside.left.export.visible  # no unlabelled export of a designed trace
     assert beside.left.n_steps >= 1 and beside.right.n_steps >= 1
+    # on the first question the 1.5B's Judge retries where the designed Judge passes: both panes open at that step
+    assert "On this question it first leaves it at step 2" in beside.right_head.object
+    assert (beside.left.index, beside.right.index) == (1, 1)
     beside.profile.value = "paper"
     assert "leaves the designed path" in beside.right_head.object
     fresh = HowItWorksView(RunStore(run))

@@ -221,6 +221,12 @@ class DesignedBeside:
             self.right.goto(at[1])
         elif here is not None:
             self.right.goto(here[1])
+        if here is not None and here[0]["designed"] is not None:  # the designed pane at its side of that step
+            from widgets.designed_view import divergence_step
+
+            mine = divergence_step(self.examples["designed"], {"model": here[0]["designed"]})
+            if mine is not None and mine[0] == qa_id:
+                self.left.goto(mine[1])
         intro = self.page.stepper_intro(run, qa_id)
         self.right_head.object = box(f"<b>{esc(PROFILE_WORDS[run].capitalize())}, recorded</b><br>"
                                      f"<small>{intro or 'it takes every step of the designed path'}</small>")
