@@ -108,6 +108,12 @@ def main(argv=None) -> int:
     data = run()
     (RESULTS / "verdicts.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
     print("\n".join(markdown(data)))
+    from workbench.eval.label_audit import summary_markdown
+
+    # the labelled set holds LoCoMo answers of categories 1-4 only: no figure here covers an adversarial question
+    # (category 5), which the checker reads by check_adversarial, unaudited by readers
+    print("## Checker audit by method (LoCoMo categories 1-4; category 5 is not in the labelled set)\n")
+    print(summary_markdown())
     return 0
 
 

@@ -62,7 +62,63 @@ def _default_embedder():
         return None
     from ..embed import CachedEmbedder, MiniLMEmbedder
 
-    return CachedEmbedder(MiniLMEmbedder())
+    inner, path = MiniLMEmbedder(), _word_cache_path()
+    try:
+        return CachedEmbedder(inner, path)
+    except Exception as e:  # noqa: BLE001  a damaged cache file (any numpy/zip error) only costs time: start afresh
+        import warnings
+
+        warnings.warn(f"the paraphrase word-vector cache {path} could not be read ({e}); embedding afresh",
+                      stacklevel=2)
+        return _fresh(inner, path)
+
+
+def _fresh(inner, path):
+    """A cache that starts empty and writes ``path`` anew (the damaged file is replaced at exit)."""
+    from ..embed import CachedEmbedder
+
+    emb = CachedEmbedder(inner)
+    emb.path = path
+    return emb
+
+
+def _word_cache_path():
+    """Where the default finder keeps the word vectors it computed, across processes (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, ``memory-workbench/paraphrase-words.npz``; ``WORKBENCH_PARAPHRASE_CACHE=off`` keeps them in
+    memory only). Why: MiniLM embeds one or two words per verdict, about 25 ms a call, so a cold pass over the
+    1,356 labelled answers spent 18 s embedding 1,235 words; read back, the same pass spends none. A vector
+    depends on the word and the model alone, so a stale file cannot change a verdict (the file is named by
+    nothing but the model, which ships in one version)."""
+    import os
+    from pathlib import Path
+
+    if os.environ.get("WORKBENCH_PARAPHRASE_CACHE", "").lower() in ("off", "0", "no"):
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "memory-workbench" / "paraphrase-words.npz"
+
+
+def _save_words(embedder, known: int) -> None:
+    """Write the embedder's vectors back when it learnt words this process (atomically: a second process that
+    writes at the same time loses its new words, never the file). A cache that cannot be written is left alone:
+    it only saves time."""
+    import os
+
+    import numpy as np
+
+    path, cache = getattr(embedder, "path", None), getattr(embedder, "_cache", None)
+    if path is None or not cache or len(cache) <= known:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        texts = list(cache)
+        np.savez_compressed(tmp, texts=np.array(texts), vectors=np.stack([cache[t] for t in texts]))
+        os.replace(tmp, path)
+    except OSError as e:  # read-only home, full disk: the next process embeds the words again
+        import warnings
+
+        warnings.warn(f"the paraphrase word-vector cache {path} was not written: {e}", stacklevel=1)
 
 
 @dataclass(frozen=True)
@@ -151,4 +207,9 @@ def default_paraphrase() -> Paraphrase:
     with _DEFAULT_LOCK:
         if _DEFAULT is None:
             _DEFAULT = Paraphrase()
+            emb = _DEFAULT.embedder
+            if getattr(emb, "path", None) is not None:
+                import atexit
+
+                atexit.register(_save_words, emb, len(getattr(emb, "_cache", ())))
         return _DEFAULT
