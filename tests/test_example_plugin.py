@@ -107,13 +107,8 @@ def test_the_installed_package_is_the_one_found_with_its_resources(installed):
 
 
 def test_it_passes_check_method(installed):
-    failures = installed[2]["check_method"]
-    # the one failure known today: check_method looks for a gallery id in the workbench's gallery only
-    # (workbench.testing.check_method._check_gallery should read workbench.gallery.conversation_ids(cls))
-    pending = [f for f in failures if "gallery-topic-buckets' is no conversation of --data gallery" in f]
-    assert failures == pending, "\n".join(failures)
-    if pending:
-        pytest.xfail("check_method does not read a plugin's own gallery conversations yet")
+    failures = installed[2]["check_method"]  # its gallery id is found in its own resources' conversations
+    assert failures == [], "\n".join(failures)
 
 
 def test_eval_runs_it_on_scripted_replies_priced_by_its_own_cost_profile(installed):
@@ -130,8 +125,11 @@ def test_eval_runs_it_on_scripted_replies_priced_by_its_own_cost_profile(install
 
 def test_the_census_counts_its_buckets_and_the_report_names_it(installed):
     _, run, report = installed
-    mine = json.loads((run / "mechanisms.json").read_text())["methods"]["topic_buckets"]["counts"]
+    entry = json.loads((run / "mechanisms.json").read_text())["methods"]["topic_buckets"]
+    mine = entry["counts"]
     assert mine["buckets"] > 0 and mine["summaries"] > 0 and mine["cassette_misses"] == 0
+    # its check reads the planted phenomena its own package ships, not the workbench's alone
+    assert "no phenomena annotated" not in json.dumps(entry.get("checked")), entry.get("checked")
     assert "topic_buckets" in report["report"] or "TopicBuckets" in report["report"]
 
 

@@ -132,17 +132,11 @@ def conversation_ids(name) -> list[str]:
 def annotations(name: str) -> dict:
     """``{conv_id: ConversationAnnotations}`` of the phenomena planted in ``name``'s gallery conversations: the
     workbench's shipped annotations, with its resources' ``annotations.json`` over them (checked against its own
-    conversations when it ships them). A damaged file raises its ``DatasetError``."""
-    from .data import load_locomo
-    from .eval.annotations import load_annotations, shipped_annotations
-    from .methods.registry import resource_file
+    conversations when it ships them; ``eval.annotations.method_annotations``, which the census reads too). A
+    damaged file raises its ``DatasetError``."""
+    from .eval.annotations import method_annotations
 
-    merged = dict(shipped_annotations())
-    own = resource_file(name, "annotations.json")
-    if own is not None:
-        convs = conversations_file(name)
-        merged.update(load_annotations(own, dataset=load_locomo(convs) if convs is not None else None))
-    return merged
+    return method_annotations(name)
 
 
 def eval_argv(name: str, out: Path | str, *, replay: bool, model: str = MODEL, profile: str = "small") -> list[str]:

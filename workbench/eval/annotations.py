@@ -218,6 +218,24 @@ def _turns_of(e) -> set[str]:
 _CACHE: dict = {}
 
 
+def method_annotations(name) -> dict[str, ConversationAnnotations]:
+    """The shipped annotations with those of ``name``'s own resources over them (``name``: a method's registered
+    name or class; a plugin ships its gallery's planted phenomena in its package, ``MemoryMethod.resources``),
+    checked against the plugin's own conversations when it ships them. A damaged file raises its ``DatasetError``;
+    a bad ``resources`` declaration its ``ValueError``."""
+    from ..data import load_locomo
+    from ..methods.base import method_base
+    from ..methods.registry import resource_file
+
+    merged = dict(shipped_annotations())
+    key = method_base(name) if isinstance(name, str) else name
+    own = resource_file(key, "annotations.json")
+    if own is not None:
+        convs = resource_file(key, "gallery_conversations.json")
+        merged.update(load_annotations(own, dataset=load_locomo(convs) if convs is not None else None))
+    return merged
+
+
 def shipped_annotations() -> dict[str, ConversationAnnotations]:
     """The annotations shipped with the package: the sample conversations' planted phenomena and the annotated
     LoCoMo ones (either file may be absent), read once per file version. A damaged file raises its

@@ -227,11 +227,12 @@ def _common(c: _Counts, rows: list[dict], traces: list[_Trace | None]) -> None:
     c.put("judge_errors", sum(bool(r.get("judge_error")) for r in rows), src)
 
 
-def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str]) -> dict | None:
+def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, problems: list[str],
+             method: str | None = None) -> dict | None:
     """Which firings of a method's mechanism were right, against the planted (or annotated) phenomena of the
     conversations (``workbench.eval.annotations.check_run``, the generic check the method's census names);
     ``{"checkable": False, ...}`` where a run's data carries none; None for a method with no check."""
-    from .annotations import check_run, not_checkable, shipped_annotations
+    from .annotations import check_run, method_annotations, not_checkable, shipped_annotations
 
     if spec is None or spec.check is None:
         return None
@@ -240,8 +241,8 @@ def _checked(spec: CensusSpec | None, rows, traces, mems: dict, entry: dict, pro
     offs = {spec.switched_off(r.get("params")) for r in rows if isinstance(r.get("params"), dict)}
     if len(offs) == 1 and None not in offs:
         return {"checkable": False, "why": offs.pop()}
-    try:
-        ann = shipped_annotations()
+    try:  # a plugin's own planted phenomena (its resources) beside the shipped ones
+        ann = method_annotations(method) if method else shipped_annotations()
     except ValueError as exc:  # a damaged annotations file: say so, count nothing against it
         problems.append(f"phenomena annotations unreadable: {exc}")
         return not_checkable([])
@@ -403,7 +404,7 @@ def census(source, *, memories: dict | None = None, manifest: dict | None = None
                 c.lack("mechanisms", reason)
         entry = c.to_dict()
         try:
-            checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems)
+            checked = _checked(spec, mrows, traces, mems.get(name, {}), entry, problems, method=name)
         except Exception as exc:  # a method's check (its pick, its check_off) failing is its own problem only
             problems.append(f"{name}: its mechanism check raised ({type(exc).__name__}: {exc}); nothing was checked")
             checked = {"checkable": False, "why": f"the method's check raised {type(exc).__name__}"}

@@ -253,11 +253,15 @@ def _check_gallery(cls) -> None:
     gallery = getattr(hiw, "gallery", None)
     if gallery is None:
         return
-    from ..data import load_sample
+    from ..data import load_locomo, load_sample
+    from ..methods.registry import resource_file
 
     ids = [c.id for c in load_sample("gallery_conversations").conversations]
+    own = resource_file(cls, "gallery_conversations.json")  # a plugin's own gallery (a bad declaration raises)
+    if own is not None:
+        ids += [c.id for c in load_locomo(own).conversations if c.id not in ids]
     assert gallery in ids, (f"{cls.__name__}.how_it_works.gallery = {gallery!r} is no conversation of --data "
-                            f"gallery: use one of {', '.join(ids)}, or gallery=None")
+                            f"gallery or of its own resources: use one of {', '.join(ids)}, or gallery=None")
     params = set(cls._param_names())
     unknown = set(getattr(hiw, "gallery_params", {}) or {}) - params
     assert not unknown, (f"{cls.__name__}.how_it_works.gallery_params sets {sorted(unknown)}, not parameters of "
