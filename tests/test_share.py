@@ -134,6 +134,25 @@ def test_a_url_opens_a_turn_or_units_lifecycle_and_a_methods_page(run):
     UrlState(appmod.build_app(run), Location(search="?tab=How+it+works&page=%3Cscript%3E"))  # ignored, no error
 
 
+def test_method_opens_that_method_on_every_tab_with_a_method_picker(run):
+    """Issue #65: ``method=`` is the one word for a method in every link: Memories read nothing of it, Structures
+    and How it works only ``page=`` (which still works, and wins where both are given)."""
+    for tab in ("Memories", "Structures", "How+it+works"):
+        app = appmod.build_app(run)
+        loc = Location(search=f"?tab={tab}&method=naive_rag")
+        UrlState(app, loc)
+        assert app.views[tab.replace("+", " ")].method.value == "naive_rag", tab
+    both = appmod.build_app(run)
+    UrlState(both, Location(search="?tab=Structures&page=full_context&method=naive_rag"))
+    assert both.views["Structures"].method.value == "full_context"
+    mem = appmod.build_app(run)
+    loc = Location(search="?tab=Memories&method=naive_rag")
+    UrlState(mem, loc)
+    mem.views["Memories"].method.value = "full_context"  # a pick in the tab is written back
+    assert parse_query(loc.search)["method"] == "full_context"
+    UrlState(appmod.build_app(run), Location(search="?tab=Memories&method=%3Cscript%3E"))  # ignored, no error
+
+
 def test_present_1_opens_the_app_in_presentation_mode_and_keeps_it_in_the_url(run):
     """Review T1: a teacher's link opens with one header line (no details, no census); the mode stays in the URL as
     the view changes. Any other value of ``present`` is ignored."""

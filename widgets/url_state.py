@@ -35,6 +35,8 @@ KEYS = ("conv", "tab", "q", "method", "cmp", "step", "cstep", "turn", "unit", "p
         "category", "disagree", "right", "wrong", "kind", "why", "words", "kinds", "methods", "search", "present")
 #: tabs whose one picker is a method's page (``page=``): its structures, or how it works
 PAGE_TABS = ("Structures", "How it works")
+#: tabs whose one method picker a link's ``method=`` sets (``page=`` too on the page tabs, where it wins)
+METHOD_TABS = (*PAGE_TABS, "Memories")
 #: the longest value looked at (ids in a run are far shorter; a longer one cannot match and is dropped)
 MAX_VALUE = 500
 #: the longest query parsed at all
@@ -119,8 +121,10 @@ def apply_state(app, state: Mapping[str, str]) -> None:
     name = list(app.slots)[tab] if tab is not None else None
     if name == "Lifecycle":
         _show_lifecycle(app.views["Lifecycle"], state)
-    elif name in PAGE_TABS:
-        _pick(app.views[name].method, state.get("page"))
+    elif name in PAGE_TABS:  # ``page=`` as before, or ``method=`` as on every other tab
+        _pick(app.views[name].method, state.get("page")) or _pick(app.views[name].method, method)
+    elif name == "Memories":
+        _pick(app.views[name].method, method)
     elif name == "Results":
         _show_results(app.views["Results"], state)
     elif name == "Events":
@@ -218,6 +222,8 @@ def app_state(app, before: Mapping[str, str] = ()) -> dict[str, str]:
                 state.update(method=target[1], unit=target[2])
         elif tab in PAGE_TABS and app.views.built(tab):
             state["page"] = app.views[tab].method.value or ""
+        elif tab == "Memories" and app.views.built(tab):
+            state["method"] = app.views[tab].method.value or ""
         elif tab == "Results" and app.views.built("Results"):
             state.update(_results_state(app.views["Results"]))
         elif tab == "Events" and app.views.built("Events"):
@@ -283,7 +289,7 @@ class UrlState:
             for w in (e.kinds, e.methods, e.search):
                 w.param.watch(lambda ev: self._changed(), "value")
             self._watched.add("Events")
-        for name in PAGE_TABS:
+        for name in METHOD_TABS:
             if name not in self._watched and views.built(name):
                 views[name].method.param.watch(lambda e: self._changed(), "value")
                 self._watched.add(name)
