@@ -74,6 +74,17 @@ for name, view in app.views.items():
                   "gallery": "gallery-topic-buckets" in joined}
 report["tabs"] = seen
 report["problems"] = app.store.errors
+structures = app.views["Structures"]  # its clusters part drawn by the kind's view, no view code of the plugin's
+structures.method.value = "topic_buckets"
+figures = [p.object for p in structures.panel.select(pn.pane.Plotly) if p.object is not None]
+html = " ".join(str(p.object) for p in structures.panel.select(pn.pane.HTML))
+report["structures"] = {"scatter": sum(1 for f in figures for t in f.data if t.type in ("scatter", "scattergl")),
+                        "as_json": "as JSON" in html}
+help_probe = ("import runpy, sys; sys.argv = ['workbench', '-h']\ntry:\n    runpy.run_module('workbench', "
+              "run_name='__main__')\nexcept SystemExit:\n    pass\n"
+              "print('PANEL' if 'panel' in sys.modules else 'NO-PANEL', file=sys.stderr)")
+done = subprocess.run([sys.executable, "-c", help_probe], capture_output=True, text=True)
+report["help_imports_panel"] = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
 print(json.dumps(report))
 '''
 
@@ -149,3 +160,12 @@ def test_every_app_tab_builds_and_names_it(installed):
     missing = [name for name, t in tabs.items() if not t["named"] and name != "Conversations"]
     assert not missing, f"tabs that never name the plugin method: {missing} ({tabs})"
     assert any(t["gallery"] for t in tabs.values()), "no tab shows its gallery example"
+
+
+def test_its_buckets_draw_as_a_structure_with_no_view_code_of_its_own(installed):
+    drawn = installed[2]["structures"]
+    assert drawn["scatter"] >= 1 and not drawn["as_json"], drawn  # the clusters kind's scatter, not a JSON dump
+
+
+def test_workbench_help_with_the_plugin_installed_imports_no_panel(installed):
+    assert installed[2]["help_imports_panel"] == "NO-PANEL"

@@ -10,6 +10,7 @@ from workbench.methods.answer_prompt import shared_answer
 from workbench.methods.common import format_date, format_turn
 from workbench.methods.explain import HowItWorks, Phase
 from workbench.methods.store import MemoryUnit
+from workbench.structures import clusters_part
 from workbench.trace import Answer
 
 from .census import CENSUS
@@ -135,7 +136,15 @@ class TopicBuckets(MemoryMethod):
         return rows + [u.row() for u in self._summary_units()]
 
     def structures(self) -> dict:
-        """Plain JSON (``structures.json``): each bucket with its member turns and summary; the census reads it."""
+        """Plain JSON (``structures.json``): each bucket with its member turns and summary (the census reads it),
+        and the same buckets as a declared ``clusters`` part, which the Structures tab draws as a scatter of the
+        turns' vectors, one colour per bucket, with no view code of this package's own."""
         self._check_ingested()
+        bucket_of = {t: b["id"] for b in self.buckets_ for t in b["members"]}
+        members = [{"id": u.id, "text": u.text, "cluster": bucket_of.get(u.id), "source_ids": list(u.source_ids),
+                    "time": u.time, "vector": [round(float(x), 4) for x in v]}
+                   for u, v in zip(self.turns_, self.turn_vecs_)]
+        clusters = [{"id": b["id"], "label": (b["summary"] or b["id"])[:80]} for b in self.buckets_]
         return {"buckets": [{"id": b["id"], "source_ids": list(b["members"]), "summary": b["summary"],
-                             "summaries_written": b["summaries"]} for b in self.buckets_]}
+                             "summaries_written": b["summaries"]} for b in self.buckets_],
+                "parts": [clusters_part(members, clusters, title="topic buckets")]}
