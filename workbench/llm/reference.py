@@ -158,6 +158,27 @@ def _memr3_router(p: Prompt) -> dict:
             "directive": forced.group(1) if forced else "default"}
 
 
+def _hmem_consolidate(p: Prompt) -> dict:
+    """An H-Mem consolidation call is about its tree node (the window's label: "2023-W24") and the child memories it
+    shows (their words, without the date prefix): a node is consolidated again each time a child joins it."""
+    node = re.search(r"The node covers the \w+ (\S+), and its child memories", p.text)
+    if node is None:
+        raise RuleError("the prompt names no node window ('The node covers the <window> <label>, and its child "
+                        "memories')")
+    notes = p.bullets(p.section("with their dates) are:", "\n\nConsolidate"))
+    return {"node": node.group(1), "children": [re.sub(r"^\[[^\]]*\]\s*", "", n) for n in notes]}
+
+
+def _hmem_profile(p: Prompt) -> dict:
+    """An H-Mem profile call is about its entity and the session whose memories it shows (by that session's date)."""
+    who = re.search(r"salient entity of a long conversation: (.+?) \((\w+)\)\.", p.text)
+    when = re.search(r"from the session on ([^:\n]+):", p.text)
+    if who is None or when is None:
+        raise RuleError("the prompt names no entity ('salient entity ...: <name> (<type>).') or no session date "
+                        "('from the session on <date>:')")
+    return {"entity": who.group(1), "session": when.group(1)}
+
+
 RULES: dict[str, Callable[[Prompt], dict]] = {
     # AMA (workbench/methods/ama/paper_prompts.py)
     "ama.retrieve": lambda p: p.input_about(p.section("Current input:", "Produce all four")),
@@ -186,6 +207,16 @@ RULES: dict[str, Callable[[Prompt], dict]] = {
     # MemR3 (workbench/methods/memr3/paper_prompts.py; the answer's user message is the question alone)
     "memr3.router": _memr3_router,
     "memr3.answer": lambda p: {"question": _question(p, p.section("Answer:", last=True))},
+    # H-Mem (workbench/methods/hmem/paper_prompts.py): an extraction is about its fragment's turns, a sub-answer and a
+    # missing-information query about their sub-query (free text: the planner's own), the planner and the synthesis
+    # about the conversation's question
+    "hmem.extract": lambda p: {"turns": p.turns_in(p.section("Fragment:", "\n\n"))},
+    "hmem.consolidate": _hmem_consolidate,
+    "hmem.profile": _hmem_profile,
+    "hmem.plan": lambda p: {"question": _question(p, p.section("Question:", "\n"))},
+    "hmem.subanswer": lambda p: {"query": p.section("\nSub-query:", "\n").strip()},
+    "hmem.missing": lambda p: {"query": p.section('the sub-query "', '"\n(first-pass answer')},
+    "hmem.synthesize": lambda p: {"question": _question(p, p.section("Question:", "\n"))},
 }
 
 
