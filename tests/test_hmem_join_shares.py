@@ -2,9 +2,9 @@
 
 The mapping is fitted on the paper profile's own build (``hmem.calibration.replay_build`` over the stand-in
 extractor and consolidator, ``hmem.stand_in``); these tests check that the replay is that build, that a paper build
-with the shipped MiniLM mapping reaches Table 7's join shares on conv-26 (held out of the fit), that the record
-travels with the run and is drawn beside the build's own shares, and that a reranker reorders the evidence chain
-while ``reranker=None`` leaves every step as it was.
+with the shipped MiniLM mapping makes the recorded tree on conv-26 (held out of the fit) and how near it comes to
+Table 7's join shares, that the record travels with the run and is drawn beside the build's own shares, and that a
+reranker reorders the evidence chain while ``reranker=None`` leaves every step as it was.
 """
 import json
 
@@ -87,14 +87,32 @@ def test_shipped_calibrations_keep_the_small_alphas_and_carry_a_paper_mapping(na
     assert rec["alphas"] == hm["profiles"]["paper"]["alphas"] and rec["target_join_share"] == H.join_targets()
     assert "conv-26" not in rec["fitted_on"]
     assert all(abs(g - t) <= 0.10 for g, t in zip(rec["fit_join_share"], rec["target_join_share"]))
+    if name.endswith(".locomo.json"):  # the LoCoMo mapping records every conversation's own shares (issue #63)
+        per = rec["per_conversation"]
+        assert {c for c, r in per.items() if r["role"] == "fitted on"} == set(rec["fitted_on"])
+        assert per["conv-26"]["role"] == "held out" and rec["held_out"] == ["conv-26"]
+        assert all(c.startswith("conv-") for c in rec["fitted_on"])  # Table 7 is LoCoMo: only LoCoMo is fitted
+        fit_nodes = [sum(per[c]["nodes"][i] for c in rec["fitted_on"]) for i in range(4)]
+        assert fit_nodes == rec["fit_nodes"] and H.join_shares_of(fit_nodes) == rec["fit_join_share"]
+        assert rec["held_out_join_share"] == per["conv-26"]["join_share"]
 
 
-@pytest.mark.xfail(strict=True, reason="not met yet: fitted on conv-30 + the sample (0.44/0.25/0.75), the held-out "
-                   "conv-26 build joins 0.57/0.55/0.81 against Table 7's 0.43/0.26/0.76 (a denser conversation: more "
-                   "candidates per window); a fit over more LoCoMo conversations is open (issue #63)")
-def test_paper_build_on_conv_26_reaches_table_7(locomo_dev_path):
-    """The DONE-WHEN of issue #63 item 2: the paper profile under MiniLM with the shipped LoCoMo mapping (fitted on
-    conv-30 and the sample, conv-26 held out), built over the stand-in LLM, joins within 0.10 of Table 7 per level."""
+def test_the_fit_finds_the_alpha_of_a_falling_share():
+    calls = []
+
+    def share(a):
+        calls.append(a)
+        return min(1.0, max(0.0, 3.3 * (0.8 - a)))
+
+    alpha = H.fit_falling(share, 0.4335, 0.30, 0.95)
+    assert abs(share(alpha) - 0.4335) <= 0.005 and len(calls) <= 5
+    assert H.fit_falling(lambda a: None, 0.4, 0.3, 0.9) == 0.6  # nothing measured: the middle, not a crash
+
+
+@pytest.fixture(scope="module")
+def conv_26_build(locomo_dev_path):
+    """The paper profile under MiniLM with the shipped LoCoMo mapping (fitted on the other LoCoMo dev conversations,
+    conv-26 held out), built on conv-26 over the stand-in LLM: its join shares and the mapping it used."""
     from workbench.data import load_dataset
     from workbench.embed import MiniLMEmbedder
 
@@ -105,10 +123,30 @@ def test_paper_build_on_conv_26_reaches_table_7(locomo_dev_path):
     m = _paper(MiniLMEmbedder(), alphas=tuple(paper["alphas"]), alpha_mapping=paper["alpha_mapping"],
                use_graph=False)  # the graph never touches the tree; without it the build is about half as long
     m.ingest(conv)
-    shares = m.join_shares()
+    return m.join_shares(), paper["alpha_mapping"]
+
+
+def test_paper_build_on_conv_26_is_the_recorded_one(conv_26_build):
+    """The held-out figures in the shipped record are what a real paper build on conv-26 makes."""
+    shares, rec = conv_26_build
     assert len(shares["build"]) == 3, shares
-    assert shares["mapping"] == paper["alpha_mapping"]
-    assert all(abs(g - t) <= 0.10 for g, t in zip(shares["build"], shares["paper_table7"])), shares
+    assert shares["mapping"] == rec
+    recorded = rec["per_conversation"]["conv-26"]
+    assert shares["nodes"] == recorded["nodes"][:len(shares["nodes"])] and shares["build"] == recorded["join_share"]
+
+
+@pytest.mark.parametrize("level", [
+    0,
+    pytest.param(1, marks=pytest.mark.xfail(strict=True, reason=(
+        "not met by a hair: fitted on conv-30/41/42/43/44/47 (pooled 0.43/0.26/0.76), the held-out conv-26 joins "
+        "0.522/0.356/0.801, L2->L3 0.1001 over Table 7's 0.2555; the fit set's own conversations spread 0.19-0.30 "
+        "there at one alpha (not by window density: conv-43 has the most L2 nodes per month and joins 0.28), so "
+        "one alpha for all conversations cannot promise 0.10 on each; issue #63"))),
+    2])
+def test_paper_build_on_conv_26_reaches_table_7(conv_26_build, level):
+    """The DONE-WHEN of issue #63 item 2, level by level: the held-out conv-26 build joins within 0.10 of Table 7."""
+    shares, _ = conv_26_build
+    assert abs(shares["build"][level] - shares["paper_table7"][level]) <= 0.10, shares
 
 
 class LengthReranker:

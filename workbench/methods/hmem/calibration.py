@@ -17,7 +17,7 @@ whatever joins than a written summary is; (3) a turn is not an event: several ev
 events of one turn resemble each other; (4) every paper-profile parent, a single child's too, is a new summary,
 never its child's vector. ``paper_section`` therefore fits the paper profile's alphas on the paper build itself:
 stand-in events as leaves and embedded stand-in summaries as parents, replayed through ``HTree`` with the paper
-profile's settings (``replay_build``), on every calibration conversation but ``HELD_OUT``; the result sits under
+profile's settings (``replay_build``), on the LoCoMo calibration conversations but ``HELD_OUT``; the result sits under
 ``profiles.paper`` with its record (``alpha_mapping``), which a run carries as ``HMem.alpha_mapping``.
 Not calibrated: ``seed_min_sim`` (ours, set with MiniLM; its quantile is reported) and ``fuzzy_threshold``
 (string similarity of entity names, not a cosine).
@@ -172,6 +172,8 @@ def summary_lines(section: dict) -> list[str]:
                    f"nodes/level {rec['fit_nodes']}, join share {rec['fit_join_share']} "
                    f"on {', '.join(rec['fitted_on'])} "
                    f"(held out: {', '.join(rec['held_out']) or 'none'})")
+        for cid, r in (rec.get("per_conversation") or {}).items():
+            out.append(f"         {cid:<10} {r['role']:<24} nodes/level {r['nodes']}, join share {r['join_share']}")
     return out
 
 
@@ -282,13 +284,50 @@ def _pooled(results: list[dict], levels: int = 4) -> dict:
     return {"nodes": nodes, "join_share": join_shares_of(nodes)}
 
 
+def fit_falling(share, target: float, lo: float, hi: float, *, steps: int = 7, tol: float = 0.005) -> float:
+    """The alpha in [lo, hi] (3 decimals) whose ``share(alpha)`` (falling as alpha rises) is nearest ``target``.
+
+    Bisection until both ends of the bracket are measured, then regula falsi with the Illinois step (the end kept
+    twice running has its residual halved): a join share is close to linear in alpha near the target, so this needs
+    about half the replays of plain bisection, each replay a full build. Stops within ``tol`` of the target, after
+    ``steps`` replays, or when the bracket is below 0.001; returns the best alpha measured."""
+    a_lo, a_hi, g_lo, g_hi, kept, best = lo, hi, None, None, 0, None
+    for _ in range(steps):
+        if g_lo is not None and g_hi is not None:
+            mid = a_lo - g_lo * (a_hi - a_lo) / (g_hi - g_lo)
+        else:
+            mid = (a_lo + a_hi) / 2
+        mid = round(min(max(mid, a_lo + 0.001), a_hi - 0.001), 3)
+        if not a_lo < mid < a_hi:
+            break
+        got = share(mid)
+        if got is None:
+            break
+        g = got - target
+        if best is None or abs(g) < abs(best[1]):
+            best = (mid, g)
+        if abs(g) <= tol:
+            break
+        if g > 0:  # joins too much: alpha up
+            a_lo, g_lo = mid, g
+            if kept == 1 and g_hi is not None:
+                g_hi /= 2
+            kept = 1
+        else:
+            a_hi, g_hi = mid, g
+            if kept == -1 and g_lo is not None:
+                g_lo /= 2
+            kept = -1
+    return best[0] if best else round((lo + hi) / 2, 3)
+
+
 def calibrate_paper_alphas(leaf_sets: list, embed, *, targets: Sequence[float] | None = None, levels: int = 4,
                            lo: float = 0.30, hi: float = 0.95, steps: int = 7) -> dict:
     """alpha_2..alpha_L for the paper profile, level by level, so that the pooled join share of ``replay_build``
-    over ``leaf_sets`` matches ``targets`` (Table 7 by default). The join share falls as alpha rises: bisection on
-    [lo, hi] (7 steps: 0.005); level l is fitted on a tree built up to level l with the lower alphas fixed.
-    ``embed`` should cache (``_Cache``). Returns the alphas and the pooled replays at the paper's and the fitted
-    alphas."""
+    over ``leaf_sets`` matches ``targets`` (Table 7 by default): ``fit_falling`` on [lo, hi]; level l is fitted on a
+    tree built up to level l with the lower alphas fixed. ``embed`` should cache (``_Cache``). Returns the alphas,
+    the pooled replay at the fitted alphas and each conversation's own replay (``per_conversation``, in
+    ``leaf_sets`` order)."""
     targets = list(targets or join_targets())[:levels - 1]
     alphas = list(PAPER_ALPHAS[:levels - 1])
 
@@ -297,33 +336,59 @@ def calibrate_paper_alphas(leaf_sets: list, embed, *, targets: Sequence[float] |
                         for ls in leaf_sets], levels)["join_share"][li]
 
     for li, target in enumerate(targets):
-        a_lo, a_hi = lo, hi
-        for _ in range(steps):
-            mid = (a_lo + a_hi) / 2
-            got = share(alphas[:li] + [mid] + alphas[li + 1:], li)
-            if got is None:
-                break
-            a_lo, a_hi = (mid, a_hi) if got > target else (a_lo, mid)
-        alphas[li] = round((a_lo + a_hi) / 2, 3)
+        alphas[li] = fit_falling(lambda a: share(alphas[:li] + [a] + alphas[li + 1:], li), target, lo, hi,
+                                 steps=steps)
     full = [replay_build(ls, alphas, embed, levels=levels) for ls in leaf_sets]
-    return {"alphas": alphas, "targets": targets, "calibrated": _pooled(full, levels),
-            "per_conversation": [r["join_share"] for r in full]}
+    return {"alphas": alphas, "targets": targets, "calibrated": _pooled(full, levels), "per_conversation": full}
+
+
+def is_locomo(conv) -> bool:
+    """Whether ``conv`` was loaded from a LoCoMo file (the loader records the file as ``source``): Table 7's
+    targets are LoCoMo statistics, so only LoCoMo conversations are fitted on."""
+    from pathlib import Path
+
+    return "locomo" in Path(str(conv.source or "")).name.lower()
 
 
 def paper_section(data: CalibrationData) -> dict:
     """The paper profile's part of H-Mem's calibration section: the mapped alphas and the record a run carries
-    (``HMem.alpha_mapping``): paper alphas, target, fit reached, the conversations it was fitted on."""
+    (``HMem.alpha_mapping``): paper alphas, target, fit reached, the conversations it was fitted on, and every
+    calibration conversation's own join shares at the fitted alphas (``per_conversation``: fitted on, held out,
+    or left out of the fit).
+
+    Fitted on the LoCoMo conversations (``is_locomo``) but ``HELD_OUT``. Why not on every conversation: the
+    first fit (conv-30 + the two workbench sample conversations) reached 0.44 / 0.25 / 0.75 pooled, but conv-30
+    alone joined 0.57 / 0.42 / 0.84 at those alphas, as much as the held-out conv-26 (0.57 / 0.55 / 0.81); the
+    sample conversations (29 % of its events, a handful of turns per week) join far less and pulled the pooled
+    share to the target. Table 7 is a LoCoMo statistic, so the samples are measured and shown, not fitted.
+    Fitted so on six LoCoMo dev conversations (MiniLM: 0.544 / 0.743 / 0.665), conv-26 joins 0.52 / 0.36 / 0.80,
+    L2->L3 0.10 over Table 7; the fitted conversations themselves spread 0.32-0.55 / 0.19-0.30 / 0.71-0.83 at one
+    set of alphas, not in step with window density (``per_conversation`` in the record)."""
     embed = data.cached("hmem_embed_cache", lambda: _Cache(data.embed))
-    fit_convs = [c for c in data.convs if c.id not in HELD_OUT]
-    leaf_sets = data.cached("hmem_event_leaves", lambda: [event_leaves(c, embed) for c in fit_convs])
-    cal = calibrate_paper_alphas(leaf_sets, embed)
+    locomo = [c for c in data.convs if is_locomo(c)]
+    pool = locomo or list(data.convs)  # no LoCoMo conversation at all: fit on what there is, and say so
+    fit_convs = [c for c in pool if c.id not in HELD_OUT]
+    held = [c for c in data.convs if c.id in HELD_OUT]
+    left_out = [c for c in data.convs if c not in fit_convs and c not in held]
+    all_leaves = data.cached("hmem_event_leaves", lambda: {c.id: event_leaves(c, embed) for c in data.convs})
+    cal = calibrate_paper_alphas([all_leaves[c.id] for c in fit_convs], embed)
+    per_conv = {c.id: {"role": "fitted on", **r} for c, r in zip(fit_convs, cal["per_conversation"])}
+    for role, convs in (("held out", held), ("not fitted (not LoCoMo)", left_out)):
+        for c in convs:
+            per_conv[c.id] = {"role": role, **replay_build(all_leaves[c.id], cal["alphas"], embed)}
     record = {"paper_alphas": list(PAPER_ALPHAS), "paper_embedder": CALIBRATION.paper_embedder,
               "embedder": getattr(data.embedder, "name", type(data.embedder).__name__),
               "alphas": cal["alphas"], "target_join_share": cal["targets"],
               "target_source": "1 - N_{l+1}/N_l from the paper's Table 7, LoCoMo (995.1 / 563.7 / 419.7 / 100.9)",
               "fit_join_share": cal["calibrated"]["join_share"], "fit_nodes": cal["calibrated"]["nodes"],
-              "fitted_on": [c.id for c in fit_convs], "held_out": [c.id for c in data.convs if c.id in HELD_OUT],
+              "fitted_on": [c.id for c in fit_convs], "held_out": [c.id for c in held],
+              "held_out_join_share": _pooled([per_conv[c.id] for c in held])["join_share"] if held else None,
+              "per_conversation": per_conv,
               "how": "the paper profile's own tree (HTree: parent linkage, a summary for every parent, propagation) "
                      "replayed over stand-in events (sentences of each turn, the speaker named) and stand-in "
-                     "summaries (dated children, embedded), stand_in.py; bisection on alpha, level by level"}
+                     "summaries (dated children, embedded), stand_in.py; alpha fitted level by level (fit_falling: "
+                     "bisection, then regula falsi) on the pooled node counts of the LoCoMo conversations but the "
+                     "held-out one"}
+    if not locomo:
+        record["note"] = "no LoCoMo conversation in the calibration data: fitted on the others"
     return {"alphas": cal["alphas"], "alpha_mapping": record}
