@@ -183,6 +183,8 @@ def _first_html(c: Comparison, marks: dict, questions) -> str:
     if first is not None:
         d = first["designed"] or first["model"]
         where = (" (while building the memory)" if d["phase"] == "construct" else " (while answering)")
+    off = sum(a["at"] is not None for a in c.found)
+    extra = len(c.found) - off
     absent = set(c.absent)
     planted = [a for a in c.found if touches(a, marks, questions)
                and (a["designed"] is None or (a["designed"]["role"], a["designed"]["phase"]) not in absent)]
@@ -198,8 +200,8 @@ def _first_html(c: Comparison, marks: dict, questions) -> str:
         names = ", ".join(f"{r} ({'building' if ph == 'construct' else 'answering'})" for r, ph in c.absent)
         lacks = f"<p><b>Steps of the designed path its run never takes:</b> {esc(names)}</p>"
     return (f"<div class='wb-diverge'><b class='mark'>▲ first divergence{esc(where)}:</b> {esc(c.text)}</div>{lacks}"
-            f"<p class='wb-muted'>{len(c.found)} of {len(c.designed)} designed steps taken otherwise or not at all"
-            f"</p>{at_planted}")
+            f"<p class='wb-muted'>{off} of {len(c.designed)} designed steps taken otherwise or not at all"
+            f"{f'; {extra} call(s) beyond the designed path' if extra else ''}</p>{at_planted}")
 
 
 def path_table_html(comparisons: dict) -> str:
