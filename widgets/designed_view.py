@@ -251,8 +251,8 @@ def section_html(designed: DesignedExample | None, small, paper, annotations=Non
             "a model and is counted in no accuracy, census figure or chart of the run.</p>")
     if designed.pending:
         return (CSS + head + "<p class='wb-muted'>Not made yet for this run: it takes the method's code some tens "
-                "of seconds (the button below makes it; a notebook's <code>widgets.designed_view.replay</code> makes it at "
-                "once).</p>")
+                "of seconds (the button below makes it; a notebook's <code>widgets.designed_view.replay</code> makes "
+                "it at once).</p>")
     if designed.error:
         return (CSS + head + f"<p class='wb-how-damage' role='alert'>The designed run could not be made: "
                 f"{esc(designed.error)}</p>")
