@@ -61,12 +61,15 @@ def test_each_recorded_gallery_cassette_replays_with_no_miss(method, tmp_path):
 #: of the mechanism, and the failures that show what the paper's own prompts cost a small model
 PAPER_RECORDED = {
     # unbounded, a router reply ran into the 512-token cap (2 JSON retries; with the earlier wording of the paper
-    # prompts 8) and the router never wrote a gap, so the gap mechanism has nothing to check; 1 of 2 answers right
-    "memr3": ("did not fire", {"json_retry": 2}),
-    # the light tier judged the first pass sufficient, so the two-hop question never went deep (missed, as the small
-    # profile); both answers right anyway. One sample at the authors' temperature 0.5: a recording with the
-    # earlier wording of the paper prompts did escalate, so one example is not a property of the profile
-    "hymem": ("missed", {}),
+    # prompts 8) and the router never wrote a gap though its first batch lacked a planted turn: the census's gap
+    # check (#64) reads that as missed (before it judged gap cycles: "did not fire"); 1 of 2 answers right
+    "memr3": ("missed", {"json_retry": 2}),
+    # the redesigned example (the green hat, an aside in both sessions, #64): the 1.5B's summaries are keyword lists
+    # that keep the hat, and the light tier answered "plays the cellist" with finished=0, never escalating on the
+    # two-hop question; on the kitchen question reflection rejected the first answer and round 2 went deep: one
+    # deep call outside the planted question, the multi-hop one missed, so the census verdict is "wrong".
+    # One sample at the authors' temperature 0.5
+    "hymem": ("wrong", {}),
     # one episode on the planted recurrence; the refinement wrote no fact; 1 of 2 answers right from the episode
     # (the longest run answered 25 km, not 32 km; the judge accepted both)
     "recmem": ("right", {}),
