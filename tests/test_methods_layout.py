@@ -57,9 +57,15 @@ def test_prompt_hashes_keep_their_flat_module_keys(name):
 def test_every_module_of_a_method_package_is_hashed_with_some_method():
     listed = {m for cls in REGISTRY.values()
               for m in (*cls.prompt_modules, *(x for mods in cls.profile_prompt_modules.values() for x in mods))}
+    # a paper's headline tables (``paper_tables``) are what ``workbench reproduce`` compares against, and H-Mem's
+    # ``stand_in`` LLM exists only to fit its calibration (whose values reach a run as parameters, hashed there):
+    # neither changes an answer, so no run's prompt hash should move when one of them changes
+    not_behaviour = {"paper_tables", "stand_in"}
     for pkg in PACKAGES:
         path = importlib.import_module(f"workbench.methods.{pkg}").__path__
         for info in pkgutil.iter_modules(path):
+            if info.name in not_behaviour:
+                continue
             assert f"{pkg}.{info.name}" in listed, f"{pkg}.{info.name} is in no class's prompt_modules"
     for module in listed:
         importlib.import_module(f"workbench.methods.{module}")

@@ -35,9 +35,9 @@ CSS = (
     ".wb-designed-col.designed {border-color: #7950f2; background: #f8f7ff;}"
     ".wb-diverge {background: #fff4e6; border-left: 4px solid #e8590c; padding: 4px 8px; margin: 4px 0;"
     " border-radius: 4px;}"
-    ".wb-diverge b.mark {color: #d9480f;}"
+    ".wb-diverge b.mark {color: #c2410c;}"
     ".wb-path {max-height: 22em; overflow-y: auto; border: 1px solid #dee2e6; border-radius: 6px;}"
-    ".wb-path tr.first td {background: #fff4e6;} .wb-path td.off {color: #c92a2a;} .wb-path td.same {color: #2b8a3e;}"
+    ".wb-path tr.first td {background: #fff4e6;} .wb-path td.off {color: #c92a2a;} .wb-path td.same {color: #237032;}"
     "</style>"
 )
 
@@ -125,11 +125,11 @@ class DesignedExample:
         where = (f"at step {at[1] + 1} of this answer" if at and at[0] == qa_id else
                  "while building the memory, before any question" if first["phase"] == "construct"
                  else "on another question")
-        line = (f"<b style='color:#d9480f'>▲ The {esc(PROFILE_WORDS[run])}'s run leaves the designed path "
+        line = (f"<b style='color:#c2410c'>▲ The {esc(PROFILE_WORDS[run])}'s run leaves the designed path "
                 f"{esc(where)}:</b> {esc(c.text)}")
         here = self.on_question(page, run, qa_id)
         if here is not None and (at is None or at[0] != str(qa_id) or here[1] != at[1]):
-            line += (f"<br><b style='color:#d9480f'>▲ On this question it first leaves it at step {here[1] + 1}:</b> "
+            line += (f"<br><b style='color:#c2410c'>▲ On this question it first leaves it at step {here[1] + 1}:</b> "
                      f"{esc(divergence_text(here[0], c.who, why_chars=WHY_CHARS))}")
         return line
 
