@@ -348,22 +348,11 @@ class CaseFinderView(DisplaysWidget):
     def from_run(cls, run_dir, **kw) -> "CaseFinderView":
         """Over a saved run directory; a damaged file or line is listed above the grid, never raised (read as
         ``QuestionView.from_run`` reads, without loading Panel into the notebook)."""
-        from workbench.rundir import RunDir
+        from .question_notebook import read_run_parts
 
-        from .cost_accuracy import run_audits
-        from .lifecycle import safe_reader
-
-        run, problems = RunDir(run_dir), []
-        safe = safe_reader(run, problems)
-        rows = safe("results.jsonl", run.results, [])
-        convs = {}
-        for cid in safe("conversations/", run.conversation_ids, []):
-            conv = safe(f"conversations/{cid}.json", lambda cid=cid: run.conversation(cid), None)
-            if conv is not None:
-                convs[cid] = conv
-        manifest = safe("manifest.json", run.manifest, {})
-        audits = kw.pop("audits") if "audits" in kw else safe("judge audits", lambda: run_audits(manifest, rows), {})
-        return cls(rows, conversations=convs, audits=audits, problems=problems, **kw)
+        parts = read_run_parts(run_dir, kw.pop("audits", None))
+        return cls(parts.rows, conversations=parts.conversations, audits=parts.audits, problems=parts.problems,
+                   **kw)
 
     # -- state ----------------------------------------------------------------------------------------------
     @property

@@ -45,28 +45,12 @@ class QuestionView(DisplaysWidget):
         ``widgets.run_store.RunStore.safe`` reads: a damaged conversation file, manifest or line is listed
         in ``problems`` (shown above the view), never raised, and every question of the rest is shown (one of
         a damaged conversation without its transcript). A run directory that does not exist raises."""
-        from workbench.rundir import RunDir
-
-        from .cost_accuracy import run_audits
-        from .lifecycle import safe_reader
-
-        # read as RunStore reads (its ``safe``), without importing it: that module loads Panel, whose
-        # notebook extension would put Panel's JavaScript loader into every notebook showing this view
-        run, problems = RunDir(run_dir), []
-        safe = safe_reader(run, problems)
-
-        rows = safe("results.jsonl", run.results, [])
-        convs = {}
-        for cid in safe("conversations/", run.conversation_ids, []):
-            conv = safe(f"conversations/{cid}.json", lambda cid=cid: run.conversation(cid), None)
-            if conv is not None:
-                convs[cid] = conv
+        parts = read_run_parts(run_dir, kw.pop("audits", None))
+        run, safe = parts.run, parts.safe
         kw.setdefault("memories", lambda method, conv_id: safe(
             f"memories/{method}/{conv_id}/memories.jsonl", lambda: run.memories(method, conv_id), []))
-        manifest = safe("manifest.json", run.manifest, {})
-        audits = kw.pop("audits") if "audits" in kw else safe("judge audits", lambda: run_audits(manifest, rows), {})
-        view = cls(rows, conversations=convs, audits=audits, **kw)
-        view._read_problems = problems
+        view = cls(parts.rows, conversations=parts.conversations, audits=parts.audits, **kw)
+        view._read_problems = parts.problems
         view._render()  # with the run's problems above it
         return view
 
@@ -141,3 +125,36 @@ class QuestionView(DisplaysWidget):
     def __repr__(self) -> str:
         n = len(self.state.rows) if self.state else 0
         return f"QuestionView({self.qa_id!r}, {n} methods, selected={self.selected!r})"
+
+
+class RunParts:
+    """What a notebook view reads of a run directory: ``rows``, ``conversations`` (id -> Conversation), the
+    ``manifest``, the judge ``audits``, the ``problems`` met, and ``safe``/``run`` for further reads."""
+
+    def __init__(self, run, safe, problems, rows, conversations, manifest, audits):
+        self.run, self.safe, self.problems = run, safe, problems
+        self.rows, self.conversations, self.manifest, self.audits = rows, conversations, manifest, audits
+
+
+def read_run_parts(run_dir, audits=None) -> RunParts:
+    """Read a run as ``RunStore.safe`` reads it, without importing that module (it loads Panel, whose notebook
+    extension would put Panel's JavaScript loader into every notebook showing a view): a damaged conversation
+    file, manifest or line becomes a line of ``problems``, never an exception. ``audits``: given, or the run's
+    own (``cost_accuracy.run_audits``). A run directory that does not exist raises."""
+    from workbench.rundir import RunDir
+
+    from .cost_accuracy import run_audits
+    from .lifecycle import safe_reader
+
+    run, problems = RunDir(run_dir), []
+    safe = safe_reader(run, problems)
+    rows = safe("results.jsonl", run.results, [])
+    convs = {}
+    for cid in safe("conversations/", run.conversation_ids, []):
+        conv = safe(f"conversations/{cid}.json", lambda cid=cid: run.conversation(cid), None)
+        if conv is not None:
+            convs[cid] = conv
+    manifest = safe("manifest.json", run.manifest, {})
+    if audits is None:
+        audits = safe("judge audits", lambda: run_audits(manifest, rows), {})
+    return RunParts(run, safe, problems, rows, convs, manifest, audits)
