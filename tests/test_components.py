@@ -123,8 +123,7 @@ def test_hash_embedder_config_is_named_in_saved_params():
 
 
 def test_the_header_names_each_methods_embedder_when_they_differ():
-    pytest.importorskip("panel")
-    from widgets.app import mixed_embedders_line
+    from workbench.eval.method_llms import mixed_embedders_line
 
     one = {"evaluations": [{"method": "ama", "embedder": "x"}, {"method": "naive_rag", "embedder": "x"}]}
     assert mixed_embedders_line(one) is None

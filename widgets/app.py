@@ -144,22 +144,6 @@ def variant_notes(methods, params_of) -> list[str]:
     return out
 
 
-def mixed_embedders_line(manifest) -> str | None:
-    """``"ama, naive_rag: text-embedding-3-large; recmem: text-embedding-3-small"`` when the run's methods embedded
-    with more than one embedder (``--embedder auto`` gives each paper method its paper's), else None."""
-    evals = (manifest or {}).get("evaluations") if isinstance(manifest, dict) else None
-    by: dict[str, str] = {}
-    for e in evals if isinstance(evals, list) else []:
-        if isinstance(e, dict) and isinstance(e.get("method"), str) and isinstance(e.get("embedder"), str):
-            by[e["method"]] = e["embedder"]
-    if len(set(by.values())) <= 1:
-        return None
-    groups: dict[str, list[str]] = {}
-    for method, name in by.items():
-        groups.setdefault(name, []).append(method)
-    return "; ".join(f"{', '.join(ms)}: {name}" for name, ms in groups.items())
-
-
 def departure_notes(methods, params_of, dataset: str | None = None) -> list[str]:
     """One line per saved parameter value that leaves the method's paper (``MemoryMethod.param_notes``),
     read from each method's ``params.json``: a recording made with a workbench option says so on screen.
@@ -340,7 +324,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         in presentation mode the run line alone."""
         from workbench.eval.manifest import run_summary
 
-        from workbench.eval.method_llms import mixed_llms_line
+        from workbench.eval.method_llms import mixed_embedders_line, mixed_llms_line
 
         m = self.store.manifest
         s = run_summary(m)

@@ -42,7 +42,23 @@ def mixed_llms_line(manifest) -> str | None:
     """``"notebook_plugin: scripted-notes (scripted replies, no model); naive_rag, hymem: qwen2.5-coder-1.5b
     (replay of demo.jsonl)"`` when the run's methods used more than one LLM, else None (one LLM: the header's
     and the report's single name is true)."""
-    by = llms_by_method(manifest)
+    return grouped_line(llms_by_method(manifest))
+
+
+def mixed_embedders_line(manifest) -> str | None:
+    """The same for embedders (``--embedder auto`` gives each paper method its paper's): ``"ama: text-embedding-3-large;
+    recmem: text-embedding-3-small"`` when the run's methods embedded with more than one, else None."""
+    evals = manifest.get("evaluations") if isinstance(manifest, dict) else None
+    by: dict[str, str] = {}
+    for ev in evals if isinstance(evals, list) else []:
+        if isinstance(ev, dict) and isinstance(ev.get("method"), str) and isinstance(ev.get("embedder"), str):
+            by.pop(ev["method"], None)
+            by[ev["method"]] = ev["embedder"]
+    return grouped_line(by)
+
+
+def grouped_line(by: dict[str, str]) -> str | None:
+    """``{method: label}`` as ``"a, b: label1; c: label2"``, or None when every method has the same label."""
     if len(set(by.values())) <= 1:
         return None
     groups: dict[str, list[str]] = {}
