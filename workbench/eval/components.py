@@ -33,8 +33,8 @@ class ComponentChoice:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _api_url(llm_spec: str | None) -> tuple[bool, str | None]:
-    """(whether the LLM is an API model, its base URL or None for OpenAI's own)."""
+def api_url(llm_spec: str | None) -> tuple[bool, str | None]:
+    """(whether the LLM is an API model (``openai:``), its base URL or None for OpenAI's own)."""
     kind, _, rest = (llm_spec or "").partition(":")
     if kind != "openai" or not rest:
         return False, None
@@ -57,7 +57,7 @@ def choose_components(method: str, *, llm_spec: str | None, embedder: str = "aut
     from ..methods.base import method_base
 
     cls = get_method(method_base(method))
-    api, llm_url = _api_url(llm_spec)
+    api, llm_url = api_url(llm_spec)
     notes: list[str] = []
     paper = getattr(cls, "components", None)
     if paper is None and embedder == "auto":  # a baseline: like the run's one paper method, if it has one

@@ -27,6 +27,7 @@ import os
 import sys
 from pathlib import Path
 
+from .components import api_url
 from .paper_tables import METRICS, OVERALL, PaperTable, get_table
 
 DEFAULT_OUT = Path("runs") / "reproduce"
@@ -71,14 +72,6 @@ def add_parser(sub) -> None:
 
 # -- what the run is -------------------------------------------------------------------------------------------
 
-def _api(spec: str | None) -> tuple[bool, str | None]:
-    """(whether ``spec`` is an ``openai:`` model, its base URL or None for OpenAI's own API)."""
-    kind, _, rest = (spec or "").partition(":")
-    if kind != "openai" or not rest:
-        return False, None
-    return True, rest.partition("@")[2] or None
-
-
 def _model(spec: str | None) -> str | None:
     kind, _, rest = (spec or "").partition(":")
     return (rest.partition("@")[0] or None) if kind == "openai" else spec
@@ -89,7 +82,7 @@ def _specs(args, table: PaperTable) -> tuple[str, str]:
     llm = args.llm or f"openai:{table.backbones[0]}"
     if args.judge:
         return llm, args.judge
-    api, url = _api(llm)
+    api, url = api_url(llm)
     return llm, f"openai:{table.judge}" + (f"@{url}" if api and url else "")
 
 
@@ -97,37 +90,20 @@ def _key_problems(*specs: str) -> list[str]:
     """An ``openai:`` spec on OpenAI's own API needs a key (a server at a URL does not)."""
     if os.environ.get("OPENAI_API_KEY"):
         return []
-    need = [s for s in dict.fromkeys(specs) if _api(s)[0] and _api(s)[1] is None]
+    need = [s for s in dict.fromkeys(specs) if api_url(s)[0] and api_url(s)[1] is None]
     return [f"API key: {', '.join(need)} call{'s' if len(need) == 1 else ''} OpenAI's API and OPENAI_API_KEY is not "
             "set; export OPENAI_API_KEY, or give --llm/--judge openai:<model>@<url> for an OpenAI-compatible server"
             ] if need else []
 
 
 def resolve_components(method_cls, *, llm_spec, embedder, embedder_url, reranker, reranker_url):
-    """``(embedder_spec, reranker_spec, notes)`` for the run. ``workbench.eval.components`` is the one place
-    ``--embedder auto`` / ``--reranker auto`` are decided; where it is missing, the paper's components are
-    reached the same plain way here: an explicit spec as given, else the paper's embedder at ``embedder_url``
-    or on the LLM's own endpoint when OpenAI serves it, the paper's reranker at ``reranker_url``."""
-    try:
-        from .components import choose_components
-    except ImportError:
-        choose_components = None
-    if choose_components is not None:
-        choice = choose_components(method_cls.name, llm_spec=llm_spec, embedder=embedder, embedder_url=embedder_url,
-                                   reranker=reranker, reranker_url=reranker_url)
-        return choice.embedder, choice.reranker, list(choice.notes)
-    paper = method_cls.components
-    api, llm_url = _api(llm_spec)
-    emb, rr = embedder, reranker
-    if embedder == "auto":
-        emb = "minilm"
-        if embedder_url:
-            emb = f"openai:{paper.embedder_served}@{embedder_url}"
-        elif api and paper.embedder_on_openai:
-            emb = f"openai:{paper.embedder_served}" + (f"@{llm_url}" if llm_url else "")
-    if reranker == "auto":
-        rr = f"endpoint:{paper.reranker_served}@{reranker_url}" if paper.reranker and reranker_url else "none"
-    return emb, rr, []
+    """``(embedder_spec, reranker_spec, notes)`` for the run, decided where ``--embedder auto`` / ``--reranker auto``
+    always are (``components.choose_components``)."""
+    from .components import choose_components
+
+    choice = choose_components(method_cls.name, llm_spec=llm_spec, embedder=embedder, embedder_url=embedder_url,
+                               reranker=reranker, reranker_url=reranker_url)
+    return choice.embedder, choice.reranker, list(choice.notes)
 
 
 def _takes_reranker(cls) -> bool:
