@@ -186,10 +186,18 @@ class CachedEmbedder:
         return np.stack([self._cache[t] for t in texts]).astype(np.float32)
 
     def save(self) -> None:
-        if self.path:
+        """Write the vectors to ``path`` atomically (a temporary file, then a rename): a process killed mid-write,
+        or a second one writing at the same time, loses its new vectors, never the file."""
+        if self.path and self._cache:
+            import os
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            texts = list(self._cache)
-            np.savez_compressed(self.path, texts=np.array(texts), vectors=np.stack([self._cache[t] for t in texts]))
+            with self._lock:
+                texts = list(self._cache)
+                vectors = np.stack([self._cache[t] for t in texts])
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp.npz")
+            np.savez_compressed(tmp, texts=np.array(texts), vectors=vectors)
+            os.replace(tmp, self.path)
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r})"

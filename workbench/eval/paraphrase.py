@@ -99,26 +99,16 @@ def _word_cache_path():
 
 
 def _save_words(embedder, known: int) -> None:
-    """Write the embedder's vectors back when it learnt words this process (atomically: a second process that
-    writes at the same time loses its new words, never the file). A cache that cannot be written is left alone:
-    it only saves time."""
-    import os
-
-    import numpy as np
-
-    path, cache = getattr(embedder, "path", None), getattr(embedder, "_cache", None)
-    if path is None or not cache or len(cache) <= known:
+    """Write the embedder's vectors back (``CachedEmbedder.save``, atomic) when it learnt words this process. A
+    cache that cannot be written is left alone: it only saves time."""
+    if getattr(embedder, "path", None) is None or len(getattr(embedder, "_cache", ())) <= known:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-        texts = list(cache)
-        np.savez_compressed(tmp, texts=np.array(texts), vectors=np.stack([cache[t] for t in texts]))
-        os.replace(tmp, path)
+        embedder.save()
     except OSError as e:  # read-only home, full disk: the next process embeds the words again
         import warnings
 
-        warnings.warn(f"the paraphrase word-vector cache {path} was not written: {e}", stacklevel=1)
+        warnings.warn(f"the paraphrase word-vector cache {embedder.path} was not written: {e}", stacklevel=1)
 
 
 @dataclass(frozen=True)
