@@ -245,10 +245,12 @@ REPLY_BUILDERS: dict[str, Callable[[Prompt, Any], Any]] = {"hymem.select": _sele
 # ------------------------------------------------------------------------------------------------
 def load_reference(path: str | Path) -> dict:
     """Read and check a reference file (``SCHEMA``); a bad file or entry is a ``ValueError`` naming it."""
+    from ..jsonl import read_json  # the project's strict reader (depth, duplicate keys, NaN refused)
+
     path = Path(path)
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        value = read_json(path, expect=None)
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable reference-replies file ({exc})") from exc
     if not isinstance(value, dict) or value.get("schema") != SCHEMA:
         raise ValueError(f"{path}: field 'schema' must be {SCHEMA!r}")
